@@ -1,0 +1,1 @@
+"""Everything that touches MLX / mlx-lm. No Qt here."""

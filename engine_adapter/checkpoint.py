@@ -1,0 +1,131 @@
+"""Find and check a local mlx-lm checkpoint before anything heavy is loaded.
+
+Everything here reads small files only (config.json, safetensors headers), so
+errors come out in milliseconds with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SpecscopeError
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
+
+
+@dataclass
+class Checkpoint:
+    """A model directory that passed the cheap checks."""
+
+    path: Path
+    config: dict
+    weight_files: list[Path]
+    tensor_shapes: dict[str, list[int]] = field(default_factory=dict)
+    tensor_dtypes: dict[str, str] = field(default_factory=dict)
+    file_bytes: int = 0
+
+    @property
+    def model_type(self) -> str:
+        return self.config.get("model_type", "")
+
+    @property
+    def text_config(self) -> dict:
+        return {**self.config, **self.config.get("text_config", {})}
+
+    def mtp_keys(self) -> list[str]:
+        return [k for k in self.tensor_shapes if _is_mtp_key(k)]
+
+
+def _is_mtp_key(name: str) -> bool:
+    return name.startswith("mtp.") or ".mtp." in name
+
+
+def resolve_model_dir(path: str | os.PathLike) -> Path:
+    """A directory holding config.json: the path itself, or a Hugging Face cache entry's snapshot."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise SpecscopeError(f"model path does not exist: {p}")
+    if not p.is_dir():
+        raise SpecscopeError(f"model path is not a directory: {p} (point at the folder that holds config.json)")
+    if (p / "config.json").exists():
+        return p
+    snapshots = p / "snapshots"
+    if snapshots.is_dir():  # a hub cache entry: models--org--name
+        ref = p / "refs" / "main"
+        if ref.is_file():
+            cand = snapshots / ref.read_text().strip()
+            if (cand / "config.json").exists():
+                return cand
+        cands = sorted((s for s in snapshots.iterdir() if (s / "config.json").exists()), key=lambda s: s.stat().st_mtime)
+        if cands:
+            return cands[-1]
+    raise SpecscopeError(f"no config.json in {p}: this does not look like an mlx-lm model folder")
+
+
+def read_safetensors_header(path: Path) -> dict:
+    """The JSON header of a safetensors file (names, dtypes, shapes), checked against the file size."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) < 8:
+            raise SpecscopeError(f"{path.name} is truncated (no safetensors header)")
+        (n,) = struct.unpack("<Q", raw)
+        if n <= 0 or n > min(size - 8, 100 * 2**20):
+            raise SpecscopeError(f"{path.name} is not a valid safetensors file (bad header length)")
+        try:
+            header = json.loads(f.read(n))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SpecscopeError(f"{path.name} is not a valid safetensors file ({exc})") from None
+    end = 8 + n + max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    if end > size:
+        raise SpecscopeError(f"{path.name} is truncated: {size} bytes on disk, header says {end}")
+    return header
+
+
+def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    d = resolve_model_dir(path)
+    try:
+        config = json.loads((d / "config.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecscopeError(f"{d / 'config.json'} is not valid JSON: {exc}") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise SpecscopeError(f"{d / 'config.json'} has no model_type: not an mlx-lm / Hugging Face config")
+    if config.get("model_file"):
+        raise SpecscopeError(f"{d.name} needs custom model code ({config['model_file']}); specscope never runs remote code")
+    check_architecture(config)
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        if list(d.glob("*.bin")) or list(d.glob("*.pt")) or list(d.glob("*.pth")):
+            raise SpecscopeError(f"{d} has only pickle weights (.bin/.pt); specscope loads safetensors only")
+        raise SpecscopeError(f"no .safetensors weight files in {d}")
+    if not any((d / t).exists() for t in TOKENIZER_FILES):
+        raise SpecscopeError(f"no tokenizer in {d} (expected one of {', '.join(TOKENIZER_FILES)})")
+    ck = Checkpoint(path=d, config=config, weight_files=files)
+    for f in files:
+        header = read_safetensors_header(f)
+        ck.file_bytes += f.stat().st_size
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            ck.tensor_shapes[name] = list(meta["shape"])
+            ck.tensor_dtypes[name] = meta["dtype"]
+    return ck
+
+
+def check_architecture(config: dict) -> None:
+    """Refuse a model_type mlx-lm has no module for, with a clear message."""
+    from mlx_lm.utils import _get_classes
+
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type.replace("_", "").replace("-", "").isalnum():
+        raise SpecscopeError(f"config.json has an invalid model_type {model_type!r}")
+    try:
+        _get_classes(config)
+    except (ValueError, ImportError):
+        raise SpecscopeError(
+            f"unknown architecture model_type={model_type!r}: the installed mlx-lm has no model for it"
+        ) from None

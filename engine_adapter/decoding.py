@@ -1,0 +1,125 @@
+"""Plain and speculative decoding as generators of plain records.
+
+Wall-clock times are read only after the values they cover are materialised
+(``.item()`` / ``.tolist()`` / ``mx.eval``), so a time always covers finished
+work. Plain decoding pipelines one step ahead exactly like
+``mlx_lm.generate_step`` so that profiling it does not slow it down.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from .drafters import Drafter
+from .records import PlainStep, Prefill, SpecRound
+from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from .sampling import Sampling
+
+PREFILL_STEP = 2048
+
+
+def _now_ms() -> float:
+    return time.perf_counter() * 1000.0
+
+
+def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.array:
+    """Process all prompt tokens; return the (lazy) logits of the last one, as mlx-lm does."""
+    if not prompt:
+        raise ValueError("empty prompt")
+    y = mx.array(prompt, dtype=mx.uint32)
+    while y.size > 1:
+        n = min(step, y.size - 1)
+        model(y[:n][None], cache=cache)
+        mx.eval([c.state for c in cache])
+        y = y[n:]
+    return model(y[None], cache=cache)[0, -1]
+
+
+def plain_generate(
+    model, prompt: list[int], max_tokens: int, sampling: Sampling | None = None
+) -> Iterator[Prefill | PlainStep]:
+    """Plain decoding: one forward per token. Yields ``Prefill`` then ``PlainStep``s."""
+    sampling = sampling or Sampling()
+    cache = make_prompt_cache(model)
+    key = sampling.key()
+    t0 = _now_ms()
+    y = sampling.sample(prefill(model, cache, prompt), key, 0)
+    mx.async_eval(y)
+    n, t_prev = 0, t0
+    while True:
+        if n + 1 < max_tokens:
+            nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], key, n + 1)
+            mx.async_eval(nxt)
+        tok = y.item()
+        t = _now_ms()
+        if n == 0:
+            yield Prefill(n_prompt=len(prompt), token=tok, ms=t - t0)
+        else:
+            yield PlainStep(index=n, token=tok, ms=t - t_prev)
+        t_prev = t
+        n += 1
+        if n >= max_tokens:
+            return
+        y = nxt
+
+
+def speculative_generate(
+    model,
+    prompt: list[int],
+    drafter: Drafter,
+    num_draft_tokens: int,
+    max_tokens: int,
+    sampling: Sampling | None = None,
+) -> Iterator[Prefill | SpecRound]:
+    """Speculative decoding: draft ``k``, verify ``k+1`` positions in one forward, keep the accepted prefix.
+
+    Hybrid models are rolled back by selecting per-position states captured
+    during the verify forward (see ``rollback``), never by re-running it.
+    """
+    sampling = sampling or Sampling()
+    if is_hybrid(model):
+        install_capture(model)
+    cache = make_prompt_cache(model)
+    rollback = VerifyRollback(model, cache)
+    key = sampling.key()
+    t0 = _now_ms()
+    last = sampling.sample(prefill(model, cache, prompt), key, 0).item()
+    drafter.begin(list(prompt), last)
+    yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
+    emitted, r = 1, 0
+    while emitted < max_tokens:
+        t_start = _now_ms()
+        k = min(num_draft_tokens, max_tokens - emitted - 1)
+        draft = drafter.draft(last, k)
+        t_drafted = _now_ms()
+        inputs = mx.array([last] + draft.tokens, dtype=mx.uint32)
+        with capturing() as cap:
+            logits = model(inputs[None], cache=cache)[0]
+        accepted, bonus, extra = sampling.verify(logits, draft, key, emitted)
+        t_verified = _now_ms()
+        rollback.record(cap, k + 1)
+        touched = rollback.rollback(accepted)
+        if touched:
+            mx.eval(touched)
+        t_rolled = _now_ms()
+        out = draft.tokens[:accepted] + [bonus]
+        drafter.update(accepted, draft, out)
+        last = out[-1]
+        emitted += len(out)
+        t_end = _now_ms()
+        yield SpecRound(
+            index=r,
+            drafted=list(draft.tokens),
+            accepted=accepted,
+            emitted=out,
+            draft_ms=t_drafted - t_start,
+            verify_ms=t_verified - t_drafted,
+            rollback_ms=t_rolled - t_verified,
+            ms=t_end - t_start,
+            extra={**draft.extra, **extra},
+        )
+        r += 1

@@ -1,0 +1,253 @@
+"""Synthetic demo models written in exactly the on-disk format mlx-lm loads.
+
+Three kinds, all sharing one tokenizer, one embedding and one output head (so
+their greedy predictions partly agree, which gives drafting something to do):
+
+- ``hybrid``: Qwen3.5-MoE layout (``qwen3_5_moe``), 3 Gated DeltaNet layers per
+  full-attention layer, routed + shared experts, 4-bit, plus MTP-head weights
+  (``mtp.*``) in the original checkpoint's naming, unquantized bf16.
+- ``dense``: a plain ``qwen3`` model, for comparisons with mlx-lm's own
+  speculative path (which refuses hybrid models).
+- ``draft``: a small ``qwen3`` model to use as ``--draft-model`` for either.
+
+Weights are random but seeded: the same seed gives the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import SpecscopeError
+
+DEMO_KINDS = ("hybrid", "dense", "draft")
+DEMO_SEED = 0
+DEMO_FORMAT_VERSION = 1  # bump when the generated files change
+HIDDEN = 512
+VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the rest is padding
+# Residual branches are scaled down so the token's own embedding stays visible
+# in the output: random models then agree with each other part of the time.
+BRANCH_GAIN = float(os.environ.get("SPECSCOPE_GAIN", "0.15"))
+
+
+def _text_config(kind: str, vocab: int) -> dict:
+    common = {
+        "hidden_size": HIDDEN,
+        "vocab_size": vocab,
+        "rms_norm_eps": 1e-6,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": False,
+        "eos_token_id": 0,
+    }
+    if kind == "hybrid":
+        return {
+            **common,
+            "model_type": "qwen3_5_moe_text",
+            "num_hidden_layers": 8,
+            "full_attention_interval": 4,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 2,
+            "head_dim": 64,
+            "linear_num_value_heads": 8,
+            "linear_num_key_heads": 4,
+            "linear_key_head_dim": 64,
+            "linear_value_head_dim": 64,
+            "linear_conv_kernel_dim": 4,
+            "num_experts": 16,
+            "num_experts_per_tok": 4,
+            "moe_intermediate_size": 256,
+            "shared_expert_intermediate_size": 512,
+            "decoder_sparse_step": 1,
+            "norm_topk_prob": True,
+            "intermediate_size": 1024,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000000,
+                "partial_rotary_factor": 0.25,
+                "mrope_section": [11, 11, 10],
+            },
+            "mtp_num_hidden_layers": 1,
+        }
+    layers, inter = (6, 1536) if kind == "dense" else (2, 512)
+    return {
+        **common,
+        "model_type": "qwen3",
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "rope_theta": 1000000,
+    }
+
+
+def _config(kind: str, vocab: int) -> dict:
+    text = _text_config(kind, vocab)
+    if kind == "hybrid":
+        return {
+            "model_type": "qwen3_5_moe",
+            "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+            "text_config": text,
+            "tie_word_embeddings": False,
+            "eos_token_id": 0,
+        }
+    return {**text, "architectures": ["Qwen3ForCausalLM"]}
+
+
+def _random_params(model, seed: int, shared_seed: int, n_tokens: int):
+    """Seeded weights for every parameter, named so shared ones coincide."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten, tree_unflatten
+
+    out = []
+    for i, (name, value) in enumerate(sorted(tree_flatten(model.parameters()))):
+        shared = name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight")
+        key = mx.random.key((shared_seed if shared else seed) * 100003 + (hash_name(name.split(".")[-2]) if shared else i))
+        shape, dt = value.shape, mx.float32
+        if "norm" in name and value.ndim == 1:
+            w = mx.ones(shape)
+        elif name.endswith("A_log"):
+            w = mx.log(mx.random.uniform(1.0, 16.0, shape, key=key))
+            dt = mx.float32
+        elif name.endswith("dt_bias"):
+            w = mx.ones(shape)
+        elif name.endswith("conv1d.weight"):
+            w = mx.random.normal(shape, key=key) * 0.3
+        elif name.endswith("embed_tokens.weight"):
+            w = mx.random.normal(shape, key=key)
+        else:
+            fan_in = shape[-1]
+            w = mx.random.normal(shape, key=key) * fan_in**-0.5
+            if any(name.endswith(s) for s in ("o_proj.weight", "out_proj.weight", "down_proj.weight")):
+                w = w * BRANCH_GAIN
+            if name.endswith("lm_head.weight"):
+                # Padding rows (ids the tokenizer never makes) score zero, as untrained rows do.
+                w = mx.concatenate([w[:n_tokens], mx.zeros((shape[0] - n_tokens, shape[1]))])
+        out.append((name, w.astype(dt)))
+    model.update(tree_unflatten(out))
+    mx.eval(model.parameters())
+
+
+def hash_name(name: str) -> int:
+    """A stable (not Python-hash-randomized) small integer for a name."""
+    import zlib
+
+    return zlib.crc32(name.encode()) % 100000
+
+
+def _mtp_weights(text: dict, seed: int) -> dict:
+    """MTP head tensors in the original (Hugging Face) checkpoint naming."""
+    import mlx.core as mx
+
+    H = text["hidden_size"]
+    heads, kv, hd = text["num_attention_heads"], text["num_key_value_heads"], text["head_dim"]
+    E, I, S = text["num_experts"], text["moe_intermediate_size"], text["shared_expert_intermediate_size"]
+    shapes = {
+        "mtp.fc.weight": (H, 2 * H),
+        "mtp.pre_fc_norm_embedding.weight": (H,),
+        "mtp.pre_fc_norm_hidden.weight": (H,),
+        "mtp.norm.weight": (H,),
+        "mtp.layers.0.input_layernorm.weight": (H,),
+        "mtp.layers.0.post_attention_layernorm.weight": (H,),
+        "mtp.layers.0.self_attn.q_proj.weight": (2 * heads * hd, H),
+        "mtp.layers.0.self_attn.k_proj.weight": (kv * hd, H),
+        "mtp.layers.0.self_attn.v_proj.weight": (kv * hd, H),
+        "mtp.layers.0.self_attn.o_proj.weight": (H, heads * hd),
+        "mtp.layers.0.self_attn.q_norm.weight": (hd,),
+        "mtp.layers.0.self_attn.k_norm.weight": (hd,),
+        "mtp.layers.0.mlp.gate.weight": (E, H),
+        "mtp.layers.0.mlp.shared_expert_gate.weight": (1, H),
+        "mtp.layers.0.mlp.shared_expert.gate_proj.weight": (S, H),
+        "mtp.layers.0.mlp.shared_expert.up_proj.weight": (S, H),
+        "mtp.layers.0.mlp.shared_expert.down_proj.weight": (H, S),
+    }
+    for e in range(E):
+        p = f"mtp.layers.0.mlp.experts.{e}"
+        shapes[f"{p}.gate_proj.weight"] = (I, H)
+        shapes[f"{p}.up_proj.weight"] = (I, H)
+        shapes[f"{p}.down_proj.weight"] = (H, I)
+    out = {}
+    for i, (name, shape) in enumerate(sorted(shapes.items())):
+        key = mx.random.key(seed * 7919 + 17 + i)
+        if len(shape) == 1:
+            # Original checkpoints store 1+w norms: zeros mean unit scale.
+            w = mx.zeros(shape)
+        elif name == "mtp.fc.weight":
+            # Mostly pass the next token's embedding through, a little hidden state.
+            eye = mx.eye(H)
+            w = mx.concatenate([eye, 0.3 * eye], axis=1) + 0.02 * mx.random.normal(shape, key=key)
+        else:
+            w = mx.random.normal(shape, key=key) * shape[-1] ** -0.5
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                w = w * BRANCH_GAIN
+        out[name] = w.astype(mx.bfloat16)
+    return out
+
+
+def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = DEMO_SEED) -> Path:
+    """Write a demo model directory at ``path`` (atomically) and return it."""
+    if kind not in DEMO_KINDS:
+        raise SpecscopeError(f"unknown demo model kind {kind!r}; choose one of {', '.join(DEMO_KINDS)}")
+    import mlx.core as mx
+    from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
+
+    from .demo_tokenizer import build_tokenizer
+
+    path = Path(path).expanduser()
+    if path.exists() and any(path.iterdir()):
+        raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".demo-", dir=path.parent))
+    try:
+        n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
+        config = _config(kind, VOCAB_TARGET)
+        model_class, args_class = _get_classes(config)
+        model = model_class(args_class.from_dict(config))
+        _random_params(model, seed=seed * 10 + DEMO_KINDS.index(kind), shared_seed=seed, n_tokens=n_tokens)
+        predicate = getattr(model, "quant_predicate", None)
+        model, config = quantize_model(model, config, group_size=64, bits=4, quant_predicate=predicate)
+        save_model(tmp, model)
+        if kind == "hybrid":
+            mtp = _mtp_weights(config["text_config"], seed)
+            mx.save_safetensors(str(tmp / "model-mtp.safetensors"), mtp, metadata={"format": "pt"})
+            index_path = tmp / "model.safetensors.index.json"
+            index = json.loads(index_path.read_text())
+            index["weight_map"].update({k: "model-mtp.safetensors" for k in mtp})
+            index["weight_map"] = dict(sorted(index["weight_map"].items()))
+            index_path.write_text(json.dumps(index, indent=4))
+        config["specscope_demo"] = {"kind": kind, "seed": seed, "format_version": DEMO_FORMAT_VERSION}
+        save_config(config, tmp / "config.json")
+        (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
+        if path.exists():
+            path.rmdir()
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def specscope_home() -> Path:
+    """Where specscope keeps its cache (demo models): SPECSCOPE_HOME, else the user cache dir."""
+    if os.environ.get("SPECSCOPE_HOME"):
+        return Path(os.environ["SPECSCOPE_HOME"]).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("specscope", appauthor=False))
+
+
+def demo_model_path(kind: str = "hybrid") -> Path:
+    """The cached demo model of this kind, built on first use."""
+    target = specscope_home() / f"demo-{kind}-v{DEMO_FORMAT_VERSION}"
+    if not (target / "config.json").exists():
+        if target.exists():
+            shutil.rmtree(target)
+        try:
+            build_demo_model(target, kind)
+        except SpecscopeError:
+            if not (target / "config.json").exists():
+                raise
+    return target

@@ -1,0 +1,148 @@
+"""Drafters: where the ``k`` draft tokens of a speculative round come from.
+
+Every drafter has the same small contract, so new ones slot in:
+
+- ``begin(prompt, first_token)`` after the target's prefill;
+- ``draft(last_token, k) -> Draft`` the next ``k`` guesses after ``last_token``;
+- ``update(accepted, draft, emitted)`` once the target has verified them.
+
+A drafter that has a draft distribution fills ``Draft.probs`` (one row per
+draft token) so speculative sampling at temperature can use it; the others
+are point masses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from .rollback import Checkpoint
+
+
+@dataclass
+class Draft:
+    tokens: list[int]
+    probs: mx.array | None = None  # [k, vocab] draft distribution, if the drafter has one
+    extra: dict = field(default_factory=dict)
+
+
+class Drafter:
+    kind = "base"
+    what_if = False  # True for drafters that are not real drafters (the oracle)
+
+    def begin(self, prompt: list[int], first_token: int) -> None:  # pragma: no cover - interface
+        pass
+
+    def draft(self, last_token: int, k: int) -> Draft:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def update(self, accepted: int, draft: Draft, emitted: list[int]) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "what_if": self.what_if}
+
+
+class NgramDrafter(Drafter):
+    """Prompt lookup: find the latest earlier occurrence of the trailing n-gram, propose what followed.
+
+    Always proposes exactly ``k`` tokens (so every round verifies ``k+1``
+    positions): a match shorter than ``k`` is extended by looking up again on
+    the extended text; with no match at all, the last token is repeated.
+    """
+
+    kind = "ngram"
+
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
+        self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.context: list[int] = []
+
+    def begin(self, prompt, first_token):
+        self.context = list(prompt) + [first_token]
+
+    def _lookup(self, seq: list[int]) -> int | None:
+        for n in range(min(self.max_ngram, len(seq) - 1), self.min_ngram - 1, -1):
+            tail = seq[-n:]
+            for start in range(len(seq) - n - 1, -1, -1):
+                if seq[start : start + n] == tail:
+                    return seq[start + n]
+        return None
+
+    def draft(self, last_token, k):
+        seq = list(self.context)
+        out = []
+        hits = 0
+        for _ in range(k):
+            nxt = self._lookup(seq)
+            if nxt is None:
+                nxt = seq[-1]
+            else:
+                hits += 1
+            out.append(nxt)
+            seq.append(nxt)
+        return Draft(out, extra={"lookup_hits": hits})
+
+    def update(self, accepted, draft, emitted):
+        self.context.extend(emitted)
+
+    def describe(self):
+        return {**super().describe(), "max_ngram": self.max_ngram}
+
+
+class DraftModelDrafter(Drafter):
+    """A separate (smaller) model sharing the target's tokenizer, greedy.
+
+    Its cache holds everything up to the tokens in ``pending``. Drafting feeds
+    ``pending`` then each draft but the last; after verification the cache is
+    restored to the last accepted draft from per-token checkpoints, which
+    works for trimmable KV caches and for hybrid drafters alike.
+    """
+
+    kind = "draft"
+
+    def __init__(self, model, name: str = ""):
+        self.model = model
+        self.name = name
+        self.cache = None
+        self.pending: list[int] = []
+        self.checkpoints: list[Checkpoint] = []
+
+    def begin(self, prompt, first_token):
+        self.cache = make_prompt_cache(self.model)
+        if len(prompt) > 0:
+            self.model(mx.array(prompt)[None], cache=self.cache)
+            mx.eval([c.state for c in self.cache])
+        self.pending = [first_token]
+
+    def draft(self, last_token, k):
+        assert self.pending and self.pending[-1] == last_token
+        self.checkpoints = []
+        y = mx.array(self.pending)
+        out = []
+        for i in range(k):
+            logits = self.model(y[None], cache=self.cache)[0, -1]
+            y = mx.argmax(logits, axis=-1, keepdims=True).astype(mx.uint32)
+            out.append(y)
+            # checkpoints[i]: the cache after feeding pending + d1..di
+            self.checkpoints.append(Checkpoint(self.cache))
+        if not out:
+            return Draft([])
+        toks = mx.concatenate(out)
+        mx.eval(toks)
+        return Draft(toks.tolist())
+
+    def update(self, accepted, draft, emitted):
+        k = len(draft.tokens)
+        if k == 0:
+            self.pending = self.pending + emitted
+            return
+        keep = min(accepted, k - 1)
+        if keep < k - 1:
+            self.checkpoints[keep].restore()
+        self.checkpoints = []
+        self.pending = ([draft.tokens[-1]] if accepted == k else []) + [emitted[-1]]
+
+    def describe(self):
+        return {**super().describe(), "model": self.name}

@@ -1,0 +1,83 @@
+"""Load a local checkpoint through mlx-lm's own loader: no hub, no remote code."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoint import Checkpoint, open_checkpoint
+from .errors import SpecscopeError
+
+# Nothing in specscope fetches from a hub unless the user asks; make sure a
+# library default cannot either.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@dataclass
+class LoadedModel:
+    checkpoint: Checkpoint
+    model: object
+    tokenizer: object  # mlx-lm TokenizerWrapper
+    config: dict
+
+    @property
+    def path(self) -> Path:
+        return self.checkpoint.path
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.checkpoint.text_config.get("vocab_size") or 0)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text))
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens)
+
+
+def system_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(ck: Checkpoint, allow_oversize: bool = False) -> None:
+    total = system_memory_bytes()
+    if total and not allow_oversize and ck.file_bytes > 0.9 * total:
+        raise SpecscopeError(
+            f"{ck.path.name} needs about {ck.file_bytes / 2**30:.1f} GiB for weights alone but this machine has "
+            f"{total / 2**30:.1f} GiB; pass --allow-oversize to try anyway"
+        )
+
+
+def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedModel:
+    ck = open_checkpoint(path)
+    check_memory(ck, allow_oversize)
+    from mlx_lm.utils import load_model as mlx_load_model
+    from mlx_lm.utils import load_tokenizer
+
+    try:
+        model, config = mlx_load_model(ck.path, lazy=False, trust_remote_code=False)
+    except SpecscopeError:
+        raise
+    except Exception as exc:  # mlx-lm raises ValueError/KeyError/RuntimeError on bad weights
+        raise SpecscopeError(f"could not load weights from {ck.path}: {type(exc).__name__}: {exc}") from None
+    try:
+        tokenizer = load_tokenizer(ck.path, eos_token_ids=config.get("eos_token_id"))
+    except Exception as exc:
+        raise SpecscopeError(f"could not load the tokenizer in {ck.path}: {type(exc).__name__}: {exc}") from None
+    return LoadedModel(checkpoint=ck, model=model, tokenizer=tokenizer, config=config)
+
+
+def check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:
+    """A draft model must speak the target's tokens: refuse a mismatch before decoding anything."""
+    tv, dv = target.tokenizer.vocab_size, draft.tokenizer.vocab_size
+    if tv != dv or target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
+        raise SpecscopeError(
+            f"draft model {draft.path.name} has a different vocabulary from {target.path.name} "
+            f"({dv} vs {tv} tokens); a draft model must share the target's tokenizer"
+        )

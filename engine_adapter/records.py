@@ -1,0 +1,45 @@
+"""Plain records the decoding generators yield. JSON-friendly: ints, floats, lists."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Prefill:
+    """The prompt forward; it also produces the first token."""
+
+    n_prompt: int
+    token: int
+    ms: float
+    type: str = "prefill"
+
+
+@dataclass
+class PlainStep:
+    """One plain decode step: one token, wall time since the previous token was ready."""
+
+    index: int
+    token: int
+    ms: float
+    type: str = "step"
+
+
+@dataclass
+class SpecRound:
+    """One speculative round: draft ``len(drafted)`` tokens, verify them in one forward, keep a prefix."""
+
+    index: int
+    drafted: list[int]
+    accepted: int
+    emitted: list[int]
+    draft_ms: float
+    verify_ms: float
+    rollback_ms: float
+    ms: float  # whole round, wall clock, including bookkeeping
+    extra: dict = field(default_factory=dict)
+    type: str = "round"
+
+
+def to_dict(record) -> dict:
+    return asdict(record)
