@@ -1,0 +1,114 @@
+"""The division and the statistics behind it. Pure Python, no MLX, no Qt.
+
+    predicted speedup = E · T_decode / (T_verify(k) + T_draft(k))
+    E = 1 + Σ_{i=1..k} a_i,  a_i = share of rounds whose first i drafts were all accepted
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+Z95 = 1.959963984540054
+LOW_SAMPLE_DRAFTED = 128  # below this many drafted tokens an acceptance number is mostly noise
+
+
+def median(xs) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return float(statistics.median(xs)) if xs else None
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion."""
+    if trials <= 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def acceptance_from_rounds(accepted_counts: list[int], k: int) -> dict:
+    """Acceptance statistics over rounds that each drafted ``k`` tokens."""
+    rounds = len(accepted_counts)
+    drafted = rounds * k
+    accepted = sum(accepted_counts)
+    a = [sum(1 for n in accepted_counts if n >= i) / rounds if rounds else 0.0 for i in range(1, k + 1)]
+    lo, hi = wilson_interval(accepted, drafted)
+    return {
+        "k": k,
+        "rounds": rounds,
+        "drafted": drafted,
+        "accepted": accepted,
+        "p": accepted / drafted if drafted else None,
+        "p_ci95": [lo, hi],
+        "per_position": a,
+        "tokens_per_round": 1 + sum(a) if rounds else None,
+        "low_sample": drafted < LOW_SAMPLE_DRAFTED,
+    }
+
+
+def tokens_per_round_from_p(p: float, k: int) -> float:
+    """E under an i.i.d. acceptance ``p`` (used only by the calculator when no a_i are given)."""
+    return 1 + sum(p**i for i in range(1, k + 1))
+
+
+@dataclass
+class Division:
+    t_decode_ms: float
+    t_verify_ms: float
+    t_draft_ms: float
+    tokens_per_round: float
+    predicted_speedup: float
+    predicted_tok_s: float
+    break_even_verify_ms: float
+    break_even_multiple: float
+    verify_multiple: float  # T_verify / T_decode: how many plain steps one verify costs
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def divide(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, tokens_per_round: float) -> Division:
+    if t_decode_ms <= 0 or t_verify_ms + t_draft_ms <= 0:
+        raise ValueError("times must be positive")
+    speedup = tokens_per_round * t_decode_ms / (t_verify_ms + t_draft_ms)
+    be = tokens_per_round * t_decode_ms - t_draft_ms
+    return Division(
+        t_decode_ms=t_decode_ms,
+        t_verify_ms=t_verify_ms,
+        t_draft_ms=t_draft_ms,
+        tokens_per_round=tokens_per_round,
+        predicted_speedup=speedup,
+        predicted_tok_s=speedup * 1000.0 / t_decode_ms,
+        break_even_verify_ms=be,
+        break_even_multiple=be / t_decode_ms,
+        verify_multiple=t_verify_ms / t_decode_ms,
+    )
+
+
+def speedup_curve(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, ps) -> list[float]:
+    """Predicted speedup over acceptance p (i.i.d. model for the curve; measured points use a_i)."""
+    return [tokens_per_round_from_p(p, k) * t_decode_ms / (t_verify_ms + t_draft_ms) for p in ps]
+
+
+def relative_error(predicted: float | None, measured: float | None) -> float | None:
+    if predicted is None or not measured:
+        return None
+    return (predicted - measured) / measured
+
+
+def match_stats(plain: list[int], spec: list[int]) -> dict:
+    """How far speculative output equals plain output (greedy runs should match)."""
+    n = min(len(plain), len(spec))
+    same = sum(1 for a, b in zip(plain, spec) if a == b)
+    first = next((i for i in range(n) if plain[i] != spec[i]), None)
+    if first is None and len(plain) != len(spec):
+        first = n
+    return {
+        "equal": plain == spec,
+        "match_rate": same / max(len(plain), len(spec), 1),
+        "first_divergence": first,
+    }

@@ -1,0 +1,56 @@
+"""The plain-text summary table ``specscope run`` prints at the end."""
+
+from __future__ import annotations
+
+from .session import CATEGORY_LABELS, Session
+from .verdict import acceptance_phrase, verdict
+
+
+def _f(x, fmt=".2f", unit=""):
+    return "—" if x is None else f"{x:{fmt}}{unit}"
+
+
+def format_summary(session: Session) -> str:
+    s = session.summary()
+    cfg = session.config
+    env = session.data.get("environment", {})
+    model = session.data.get("model", {})
+    lines = [
+        f"specscope — {model.get('name', '?')} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
+        f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases × {cfg.get('max_tokens')} tokens, status {session.status}",
+    ]
+    if (model.get("demo")):
+        lines.append("synthetic demo model: timings are real; text and acceptance are not meaningful")
+    lines += [
+        "",
+        verdict(s),
+        "",
+        f"  plain             {_f(s['plain_tok_s'], '.1f')} tok/s    T_decode  {_f(s['t_decode_ms'])} ms",
+        f"  speculative       {_f(s['spec_tok_s'], '.1f')} tok/s    T_verify  {_f(s['t_verify_ms'])} ms   T_draft {_f(s['t_draft_ms'])} ms   rollback {_f(s['t_rollback_ms'], '.3f')} ms",
+        f"  {acceptance_phrase(s)}",
+        f"  tokens per round  {_f(s['tokens_per_round'], '.3f')}   per position a_i: "
+        + ", ".join(f"{a:.2f}" for a in s["per_position"]),
+        f"  speedup           predicted {_f(s['predicted_speedup'], '.3f', '×')}   measured {_f(s['measured_speedup'], '.3f', '×')}   "
+        f"error {_f(None if s['prediction_error'] is None else s['prediction_error'] * 100, '+.1f', '%')}",
+        f"  break-even        T_verify ≤ {_f(s['break_even_verify_ms'])} ms (≤ {_f(s['break_even_multiple'])} × T_decode)",
+        f"  greedy match      {_f(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain",
+    ]
+    if s["acceptance_by_category"]:
+        lines.append("  by content        " + "   ".join(
+            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
+            for cat, a in s["acceptance_by_category"].items()))
+    bd = s.get("breakdown")
+    if bd:
+        dec, ver = bd["decode"], bd["verify"]
+        lines += ["", f"  where time goes (median over cases; ms)      decode (1 pos)   verify ({ver['positions']} pos)   ratio"]
+        for c in bd["categories"]:
+            label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
+            r = bd["ratios"].get(c)
+            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {_f(r, '.2f', '×'):>6}")
+        lines.append(f"    {'sum of blocks (barriers)':<40} {dec['block_sum_ms']:>9.2f}   {ver['block_sum_ms']:>12.2f}")
+        lines.append(f"    {'whole graph (no barriers)':<40} {dec['whole_ms']:>9.2f}   {ver['whole_ms']:>12.2f}   {_f(bd['ratios'].get('whole'), '.2f', '×'):>6}")
+        lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {dec['inter_block_ms']:>9.2f}   {ver['inter_block_ms']:>12.2f}")
+        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>8.1f}%   {ver['barrier_distortion'] * 100:>11.1f}%")
+        if s.get("block_sum_predicted_speedup") is not None:
+            lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {s['predicted_speedup']:.3f}× from whole-graph times")
+    return "\n".join(lines)
