@@ -15,6 +15,7 @@ import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
 from .drafters import Drafter
+from .hidden import install_tap, tapping
 from .records import PlainStep, Prefill, SpecRound
 from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 from .sampling import Sampling
@@ -83,12 +84,16 @@ def speculative_generate(
     sampling = sampling or Sampling()
     if is_hybrid(model):
         install_capture(model)
+    hidden_mode = getattr(drafter, "hidden_mode", "post-norm")
+    if drafter.needs_hidden:
+        install_tap(model)
     cache = make_prompt_cache(model)
     rollback = VerifyRollback(model, cache)
     key = sampling.key()
     t0 = _now_ms()
-    last = sampling.sample(prefill(model, cache, prompt), key, 0).item()
-    drafter.begin(list(prompt), last)
+    with tapping(drafter.needs_hidden) as tap:
+        last = sampling.sample(prefill(model, cache, prompt), key, 0).item()
+    drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
     yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
     emitted, r = 1, 0
     while emitted < max_tokens:
@@ -97,7 +102,7 @@ def speculative_generate(
         draft = drafter.draft(last, k)
         t_drafted = _now_ms()
         inputs = mx.array([last] + draft.tokens, dtype=mx.uint32)
-        with capturing() as cap:
+        with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(inputs[None], cache=cache)[0]
         accepted, bonus, extra = sampling.verify(logits, draft, key, emitted)
         t_verified = _now_ms()
@@ -107,7 +112,7 @@ def speculative_generate(
             mx.eval(touched)
         t_rolled = _now_ms()
         out = draft.tokens[:accepted] + [bonus]
-        drafter.update(accepted, draft, out)
+        drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
         last = out[-1]
         emitted += len(out)
         t_end = _now_ms()

@@ -25,7 +25,7 @@ from .errors import SpecscopeError
 
 DEMO_KINDS = ("hybrid", "dense", "draft")
 DEMO_SEED = 0
-DEMO_FORMAT_VERSION = 1  # bump when the generated files change
+DEMO_FORMAT_VERSION = 2  # bump when the generated files change
 HIDDEN = 512
 VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the rest is padding
 # Residual branches are scaled down so the token's own embedding stays visible
@@ -178,7 +178,7 @@ def _mtp_weights(text: dict, seed: int) -> dict:
         elif name == "mtp.fc.weight":
             # Mostly pass the next token's embedding through, a little hidden state.
             eye = mx.eye(H)
-            w = mx.concatenate([eye, 0.3 * eye], axis=1) + 0.02 * mx.random.normal(shape, key=key)
+            w = mx.concatenate([eye, 0.1 * eye], axis=1) + 0.002 * mx.random.normal(shape, key=key)
         else:
             w = mx.random.normal(shape, key=key) * shape[-1] ** -0.5
             if name.endswith(("o_proj.weight", "down_proj.weight")):

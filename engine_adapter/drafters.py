@@ -31,14 +31,15 @@ class Draft:
 class Drafter:
     kind = "base"
     what_if = False  # True for drafters that are not real drafters (the oracle)
+    needs_hidden = False  # True: begin/update receive the target's hidden states (MTP)
 
-    def begin(self, prompt: list[int], first_token: int) -> None:  # pragma: no cover - interface
+    def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass
 
     def draft(self, last_token: int, k: int) -> Draft:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def update(self, accepted: int, draft: Draft, emitted: list[int]) -> None:
+    def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
         pass
 
     def describe(self) -> dict:
@@ -59,7 +60,7 @@ class NgramDrafter(Drafter):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
         self.context: list[int] = []
 
-    def begin(self, prompt, first_token):
+    def begin(self, prompt, first_token, hidden=None):
         self.context = list(prompt) + [first_token]
 
     def _lookup(self, seq: list[int]) -> int | None:
@@ -84,7 +85,7 @@ class NgramDrafter(Drafter):
             seq.append(nxt)
         return Draft(out, extra={"lookup_hits": hits})
 
-    def update(self, accepted, draft, emitted):
+    def update(self, accepted, draft, emitted, hidden=None):
         self.context.extend(emitted)
 
     def describe(self):
@@ -109,7 +110,7 @@ class DraftModelDrafter(Drafter):
         self.pending: list[int] = []
         self.checkpoints: list[Checkpoint] = []
 
-    def begin(self, prompt, first_token):
+    def begin(self, prompt, first_token, hidden=None):
         self.cache = make_prompt_cache(self.model)
         if len(prompt) > 0:
             self.model(mx.array(prompt)[None], cache=self.cache)
@@ -133,7 +134,7 @@ class DraftModelDrafter(Drafter):
         mx.eval(toks)
         return Draft(toks.tolist())
 
-    def update(self, accepted, draft, emitted):
+    def update(self, accepted, draft, emitted, hidden=None):
         k = len(draft.tokens)
         if k == 0:
             self.pending = self.pending + emitted

@@ -29,7 +29,7 @@ class OracleDrafter(Drafter):
         self.rng = np.random.default_rng(seed)
         self.pos = 0
 
-    def begin(self, prompt, first_token):
+    def begin(self, prompt, first_token, hidden=None):
         self.pos = 1  # the first token came from the prefill
 
     def draft(self, last_token, k):
@@ -45,7 +45,7 @@ class OracleDrafter(Drafter):
             pass  # a busy wait, like a drafter that keeps the machine busy
         return Draft(out)
 
-    def update(self, accepted, draft, emitted):
+    def update(self, accepted, draft, emitted, hidden=None):
         self.pos += len(emitted)
 
     def describe(self):

@@ -35,8 +35,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--model", help="local mlx-lm model folder (or Hugging Face cache entry)")
     src.add_argument("--demo", action="store_true", help="use the synthetic demo model (built once into the cache)")
-    ap.add_argument("--drafter", choices=["ngram", "draft", "mtp", "oracle"], default=None,
-                    help="where drafts come from (default: draft model if --draft-model, else mtp if available, else ngram)")
+    ap.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
+                    help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
     ap.add_argument("--draft-model", help="draft model folder (same tokenizer as the target)")
     ap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens per round, k (1-16)")
     ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per case")
@@ -60,11 +60,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
 def config_from_args(a) -> "RunConfig":
     from .protocol import RunConfig
 
-    drafter = a.drafter
-    if drafter is None:
-        drafter = "draft" if (a.draft_model or a.demo) else "ngram"
     cfg = RunConfig(
-        model=a.model, demo=a.demo, drafter=drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
+        model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden,
@@ -188,7 +185,7 @@ def cmd_compare(a) -> int:
         sa, sb = Session.load(a.a), Session.load(a.b)
     except SessionError as exc:
         raise SpecscopeError(str(exc)) from None
-    compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem))
+    compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem), timings_only=a.timings_only)
     print(f"wrote {out}")
     return 0
 
@@ -256,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("b")
     c.add_argument("-o", "--output", required=True)
     c.add_argument("--force", action="store_true")
+    c.add_argument("--timings-only", action="store_true",
+                   help="compare timings even across sampling regimes (acceptance is left out)")
     c.set_defaults(func=cmd_compare)
 
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")

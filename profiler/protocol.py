@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from engine_adapter.errors import SpecscopeError
 
-DRAFTERS = ("ngram", "draft", "mtp", "oracle")
+DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
 MAX_K = 16
 
 
@@ -26,7 +26,7 @@ MAX_K = 16
 class RunConfig:
     model: str | None = None
     demo: bool = False
-    drafter: str = "ngram"
+    drafter: str = "auto"
     draft_model: str | None = None
     num_draft_tokens: int = 2
     max_tokens: int = 128
@@ -139,6 +139,10 @@ def _load(cfg: RunConfig, emit):
         path = str(demo_model_path("hybrid"))
     emit({"event": "status", "message": f"loading {path}"})
     target = load_model(path, allow_oversize=cfg.allow_oversize)
+    if cfg.drafter == "auto":
+        from engine_adapter.inspect_model import mtp_status
+
+        cfg.drafter = "draft" if cfg.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
     draft = None
     if cfg.drafter == "draft":
         dpath = cfg.draft_model or str(demo_model_path("draft"))
@@ -275,6 +279,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
             if tps is None:
                 return "incomplete"
             emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": tps})
-        emit({"event": "case_done", "case": c["id"], "plain_text": target.decode(plain_tokens), "spec_text": target.decode(spec_tokens)})
+        emit({"event": "case_done", "case": c["id"], "plain_text": target.decode(plain_tokens), "spec_text": target.decode(spec_tokens),
+              "plain_pieces": [target.decode([t]) for t in plain_tokens], "spec_pieces": [target.decode([t]) for t in spec_tokens]})
         emit({"event": "memory", "peak_bytes": int(mx.get_peak_memory())})
     return "complete"

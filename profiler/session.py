@@ -104,6 +104,8 @@ class Session:
             c["complete"] = True
             c["plain_text"] = ev.get("plain_text", "")
             c["spec_text"] = ev.get("spec_text", "")
+            c["plain_pieces"] = ev.get("plain_pieces")
+            c["spec_pieces"] = ev.get("spec_pieces")
         elif kind == "run_done":
             self.data["status"] = ev.get("status", "complete")
             self.data["finished_at"] = ev.get("time")
@@ -387,7 +389,9 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
     out["ratios"] = {
         c: (ver["blocks"][c] / dec["blocks"][c]) if dec["blocks"].get(c) else None for c in dec["blocks"]
     }
-    out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if dec["inter_block_ms"] else None
+    # A ratio of overheads only means something when both are positive (barriers can make them negative).
+    both = dec["inter_block_ms"] > 0 and ver["inter_block_ms"] > 0
+    out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
     out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
     out["categories"] = list(dec["blocks"])
     out["labels"] = bds[-1].get("labels", {})

@@ -29,7 +29,10 @@ def renderer_for(path: str | Path):
     name = Path(path).name.lower()
     for ext, module in FORMATS.items():
         if name.endswith(ext):
-            return importlib.import_module(module)
+            try:
+                return importlib.import_module(module)
+            except ImportError as exc:
+                raise SpecscopeError(f"{ext} reports need PySide6 (the app's chart code): {exc}") from None
     raise SpecscopeError(
         f"cannot tell the report format from {Path(path).name!r}; use one of {', '.join(sorted(set(FORMATS)))}"
     )

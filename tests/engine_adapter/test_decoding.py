@@ -66,7 +66,7 @@ class ForcedDrafter(Drafter):
             toks[self.wrong_at] = (toks[self.wrong_at] + 1) % self.vocab
         return Draft(toks)
 
-    def update(self, accepted, draft, emitted):
+    def update(self, accepted, draft, emitted, hidden=None):
         self.pos += len(emitted)
 
 

@@ -52,7 +52,11 @@ def test_breakdown_reports_both_rulers(demo_session):
         assert b["instrumented_ms"] > 0 and b["barrier_distortion"] is not None
         assert set(b["skip_estimates"]) == {"linear_attention", "full_attention", "moe", "output_head"}
     assert bd["verify"]["positions"] == summary["k"] + 1
-    assert all(r is not None and r > 0 for r in bd["ratios"].values())
+    cats = bd["categories"] + ["whole"]
+    assert all(bd["ratios"][c] is not None and bd["ratios"][c] > 0 for c in cats)
+    # an overhead ratio is only given when both overheads are positive
+    dec, ver = bd["decode"]["inter_block_ms"], bd["verify"]["inter_block_ms"]
+    assert (bd["ratios"]["inter_block"] is None) == (dec <= 0 or ver <= 0)
 
 
 def test_run_refuses_existing_output(demo_session):

@@ -1,0 +1,17 @@
+"""One module per chart (pyqtgraph). ``export.chart_image`` renders any of them offscreen from a Session."""
+
+from .acceptance import AcceptanceChart
+from .breakdown import BreakdownChart
+from .division import DivisionChart
+from .throughput import ThroughputChart
+from .tokens_per_round import TokensPerRoundChart
+
+CHARTS = {
+    "throughput": ThroughputChart,
+    "acceptance": AcceptanceChart,
+    "tokens_per_round": TokensPerRoundChart,
+    "breakdown": BreakdownChart,
+    "division": DivisionChart,
+}
+
+__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ThroughputChart", "TokensPerRoundChart"]

@@ -1,0 +1,84 @@
+"""The division: predicted speedup over acceptance p, measured points, break-even, block-sum ruler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore
+
+from .common import BaseChart, font
+
+_E = np.zeros(0)
+
+
+class DivisionChart(BaseChart):
+    title = "Predicted speedup vs acceptance"
+    x_label = ("per-token acceptance p", "%")
+    y_label = ("speedup over plain decoding", "×")
+    legend_cols = 2
+    legend_offset = (-10, -10)
+
+    def build(self):
+        dash = QtCore.Qt.PenStyle.DashLine
+        self.breakeven = self.plot_item.plot([0, 100], [1, 1], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine),
+                                             name="break-even (speedup 1×)")
+        self.measured_curve = self.plot_item.plot([], [], pen=pg.mkPen(self.theme["muted"], width=1.5),
+                                                  name="measured T_verify (before what-if)")
+        self.curve = self.plot_item.plot([], [], pen=self.pen("plain", 2.5), name="predicted (whole-graph T_decode)")
+        self.block = self.plot_item.plot([], [], pen=self.pen("spec", 2, dash), name="block-sum ruler (wrong ruler)")
+        self.err = pg.ErrorBarItem(x=_E, y=_E, left=_E, right=_E, beam=0.02, pen=pg.mkPen(self.theme["fg"], width=1.5))
+        self.plot_item.addItem(self.err)
+        self.cases = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=7,
+                                         symbolBrush=pg.mkBrush(self.theme["muted"]), symbolPen=None,
+                                         name="measured per case (95% CI on p)")
+        self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
+                                        symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
+                                        name="measured, all cases (95% CI on p)")
+        self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
+                                        symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
+                                        name="predicted at measured p")
+        self.whatif = self.plot_item.plot([], [], pen=None, symbol="d", symbolSize=13,
+                                          symbolBrush=pg.mkBrush(self.theme["breakeven"]), symbolPen=pg.mkPen(self.theme["fg"]),
+                                          name="what-if")
+        self.note = pg.TextItem("", color=self.theme["fg"], anchor=(0, 0))
+        self.note.setFont(font(9))
+        self.plot_item.addItem(self.note)
+        self.plot_item.setXRange(0, 100, padding=0.02)
+        self.show_empty("needs plain and speculative timings")
+
+    def set_data(self, d: dict | None) -> None:
+        if not d:
+            for it in (self.curve, self.block, self.cases, self.main, self.pred, self.whatif, self.measured_curve):
+                it.setData([], [])
+            self.err.setData(x=_E, y=_E, left=_E, right=_E)
+            self.note.setText("")
+            self.show_empty("needs plain and speculative timings")
+            return
+        self.show_empty(None)
+        xs = [100 * p for p in d["ps"]]
+        self.curve.setData(xs, d["curve"])
+        self.block.setData(xs, d["block_curve"] or [])
+        self.measured_curve.setData(xs, d["measured_curve"] or [])
+        pts = d["points"]
+        main = [q for q in pts if q["main"]]
+        other = [q for q in pts if not q["main"]]
+        self.cases.setData([100 * q["p"] for q in other], [q["speedup"] for q in other])
+        self.main.setData([100 * q["p"] for q in main], [q["speedup"] for q in main])
+        if pts:
+            self.err.setData(x=np.array([100 * q["p"] for q in pts]), y=np.array([q["speedup"] for q in pts]),
+                             left=np.array([100 * (q["p"] - q["p_lo"]) for q in pts]),
+                             right=np.array([100 * (q["p_hi"] - q["p"]) for q in pts]))
+        else:
+            self.err.setData(x=_E, y=_E, left=_E, right=_E)
+        pr = d.get("predicted")
+        self.pred.setData([100 * pr["p"]] if pr else [], [pr["speedup"]] if pr else [])
+        wi = d.get("what_if")
+        self.whatif.setData([100 * wi["p"]] if wi else [], [wi["speedup"]] if wi else [])
+        ys = list(d["curve"]) + list(d["block_curve"] or []) + [q["speedup"] for q in pts] + [1.0]
+        ytop = max(ys) * 1.12
+        self.plot_item.setYRange(0, ytop, padding=0)
+        self.plot_item.setXRange(0, 100, padding=0.02)
+        self.note.setText(
+            f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms   T_draft {d['t_draft_ms']:.2f} ms"
+        )
+        self.note.setPos(2, ytop * 0.99)

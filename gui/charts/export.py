@@ -1,0 +1,113 @@
+"""Render any chart offscreen from a Session, for reports and README images.
+
+    chart_image(name, session, width=900, height=420, fmt="png") -> bytes
+
+The charts are the very widgets the app shows, fed by the same data functions
+(``gui.charts.data``), so the app and the report never disagree. Works whether
+or not a QApplication exists (one is created, offscreen, if needed). Exported
+images always use the light palette (reports are printed on white).
+"""
+
+from __future__ import annotations
+
+import os
+
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
+
+
+def _ensure_app():
+    from PySide6 import QtWidgets
+
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QtWidgets.QApplication(["specscope-export"])
+    elif not isinstance(app, QtWidgets.QApplication):
+        raise RuntimeError("chart_image needs a QApplication (a QGuiApplication is running)")
+    return app
+
+
+def chart_data(name: str, session, summary: dict | None = None):
+    from . import data
+
+    summary = session.summary() if summary is None else summary
+    if name == "throughput":
+        return {**data.throughput_series(session), "predicted_tok_s": summary.get("predicted_tok_s")}
+    if name == "acceptance":
+        return {**data.acceptance_series(session), "regime": summary.get("regime")}
+    if name == "tokens_per_round":
+        return {**data.tokens_per_round_hist(session), "mean": summary.get("tokens_per_round")}
+    if name == "breakdown":
+        return data.breakdown_data(summary)
+    if name == "division":
+        return data.division_data(session, summary)
+    raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+
+
+def build_chart(name: str, session, theme: dict | None = None, summary: dict | None = None):
+    """A chart widget filled from ``session`` (not shown)."""
+    from . import CHARTS
+    from .common import LIGHT
+
+    if name not in CHARTS:
+        raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+    d = chart_data(name, session, summary)
+    w = CHARTS[name](theme or LIGHT)
+    w.set_data(d)
+    return w
+
+
+def chart_image(name: str, session, width: int = 900, height: int = 420, fmt: str = "png") -> bytes:
+    """PNG (or SVG) bytes of chart ``name`` drawn from ``session``."""
+    fmt = fmt.lower()
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"unsupported image format {fmt!r}; use 'png' or 'svg'")
+    if name not in NAMES:
+        raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+    if width < 50 or height < 50:
+        raise ValueError("chart images must be at least 50×50 pixels")
+    app = _ensure_app()
+    from PySide6 import QtCore, QtGui
+
+    w = build_chart(name, session)
+    try:
+        w.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        w.resize(int(width), int(height))
+        w.show()
+        app.processEvents()
+        # Data ranges depend on the final size for text items; set the data once more now that it is laid out.
+        w.set_data(chart_data(name, session))
+        app.processEvents()
+        if fmt == "svg":
+            from PySide6 import QtSvg
+
+            buf = QtCore.QBuffer()
+            buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+            gen = QtSvg.QSvgGenerator()
+            gen.setOutputDevice(buf)
+            gen.setSize(QtCore.QSize(int(width), int(height)))
+            gen.setViewBox(QtCore.QRect(0, 0, int(width), int(height)))
+            gen.setTitle(f"specscope {name}")
+            painter = QtGui.QPainter(gen)
+            try:
+                w.render(painter)
+            finally:
+                painter.end()
+            return bytes(buf.data())
+        img = QtGui.QImage(int(width), int(height), QtGui.QImage.Format.Format_ARGB32)
+        img.fill(QtGui.QColor(w.theme["bg"]))
+        painter = QtGui.QPainter(img)
+        try:
+            painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+            painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing)
+            w.render(painter)
+        finally:
+            painter.end()
+        buf = QtCore.QBuffer()
+        buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+        if not img.save(buf, "PNG"):
+            raise RuntimeError("could not encode the chart as PNG")
+        return bytes(buf.data())
+    finally:
+        w.close()
+        w.deleteLater()

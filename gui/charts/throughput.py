@@ -1,0 +1,40 @@
+"""Live throughput: plain and speculative tok/s over time, with the division's predicted tok/s."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore
+
+from .common import BaseChart
+
+
+class ThroughputChart(BaseChart):
+    title = "Throughput over time"
+    x_label = ("generation time, each mode on its own clock", "s")
+    y_label = ("throughput", "tok/s")
+    legend_cols = 3
+
+    def build(self):
+        self.plain = self.plot_item.plot([], [], pen=self.pen("plain"), name="plain decoding (rolling 8 steps)")
+        self.spec = self.plot_item.plot([], [], pen=self.pen("spec"), name="speculative (rolling 8 rounds)")
+        self.pred = self.plot_item.plot([], [], pen=self.pen("pred", 2, QtCore.Qt.PenStyle.DashLine),
+                                        name="predicted speculative (plain × predicted speedup)")
+        self.plot_item.setYRange(0, 1)
+        self.show_empty("waiting for the first tokens…")
+
+    def set_data(self, d: dict) -> None:
+        self.plain.setData(np.asarray(d["plain_x"], float), np.asarray(d["plain_y"], float))
+        self.spec.setData(np.asarray(d["spec_x"], float), np.asarray(d["spec_y"], float))
+        xmax = max(d["plain_x"][-1] if d["plain_x"] else 0.0, d["spec_x"][-1] if d["spec_x"] else 0.0)
+        if d.get("predicted_tok_s") and xmax > 0:
+            self.pred.setData([0.0, xmax], [d["predicted_tok_s"]] * 2)
+        else:
+            self.pred.setData([], [])
+        ys = list(d["plain_y"]) + list(d["spec_y"]) + ([d["predicted_tok_s"]] if d.get("predicted_tok_s") else [])
+        if ys:
+            self.plot_item.enableAutoRange(axis="x")
+            self.plot_item.setYRange(0, max(ys) * 1.3, padding=0)
+            self.show_empty(None)
+        else:
+            self.show_empty("waiting for the first tokens…")

@@ -1,0 +1,46 @@
+"""Chart images for reports, drawn by the app's own chart code, offscreen.
+
+``image(name, session)`` returns PNG bytes, or ``None`` with the reason in
+``last_error[name]`` so the report can say "chart unavailable" instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
+
+last_error: dict[str, str] = {}
+
+
+def ensure_app():
+    """A Qt application for offscreen drawing; headless Linux gets the offscreen platform."""
+    if (
+        sys.platform.startswith("linux")
+        and not os.environ.get("QT_QPA_PLATFORM")
+        and not os.environ.get("DISPLAY")
+        and not os.environ.get("WAYLAND_DISPLAY")
+    ):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(["specscope-report"])
+    return app
+
+
+def image(name: str, session, width: int = 900, height: int = 420) -> bytes | None:
+    try:
+        ensure_app()
+        from gui.charts.export import chart_image
+
+        data = chart_image(name, session, width=width, height=height, fmt="png")
+        if not data:
+            raise ValueError("the chart drew nothing")
+        last_error.pop(name, None)
+        return bytes(data)
+    except Exception as exc:  # a missing chart must never cost the whole report
+        last_error[name] = f"{type(exc).__name__}: {exc}"
+        return None

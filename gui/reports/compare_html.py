@@ -1,0 +1,109 @@
+"""The two-session comparison page (``specscope compare A.json B.json -o diff.html``).
+
+Renders what ``profiler.compare.compare`` computed: self-contained HTML, no
+charts, no scripts, no URLs; all text escaped. Qt-free.
+"""
+
+from __future__ import annotations
+
+from ._common import SCREEN_CSS, esc, f
+
+EXTRA_CSS = """
+td.win { color: var(--good); font-weight: 600; }
+td.tie { color: var(--muted); }
+.headline { font-size: 18px; font-weight: 600; padding: 12px 16px; background: var(--soft); border-left: 6px solid var(--accent);
+            border-radius: 6px; margin: 14px 0; }
+"""
+
+
+def _val(x, unit):
+    if x is None:
+        return "—"
+    if unit == "" and abs(x) <= 1.5:  # shares and relative errors
+        return f"{x * 100:.1f}%"
+    nd = 3 if unit in ("×", "") else 2
+    return f"{x:.{nd}f}" + (f" {unit}" if unit and unit != "×" else unit)
+
+
+def _delta(row):
+    d, unit = row["delta"], row.get("unit", "")
+    if d is None:
+        return "—"
+    if unit == "" and abs(row["a"] or 0) <= 1.5 and abs(row["b"] or 0) <= 1.5:
+        return f"{d * 100:+.1f} pts"
+    nd = 3 if unit in ("×", "") else 2
+    s = f"{d:+.{nd}f}" + (f" {unit}" if unit and unit != "×" else unit)
+    if row.get("relative") is not None:
+        s += f" ({row['relative'] * 100:+.1f}%)"
+    return s
+
+
+def _better(b):
+    return {"higher": "higher", "lower": "lower", "abs-lower": "closer to 0", None: "—"}.get(b, "—")
+
+
+def _rows_table(rows, names, title_col="Figure", unit_default=None):
+    head = (f'<tr><th align="left">{esc(title_col)}</th><th class="n" align="right">{esc(names[0])}</th>'
+            f'<th class="n" align="right">{esc(names[1])}</th><th class="n" align="right">Δ ({esc(names[1])} − {esc(names[0])})</th>'
+            '<th align="left">Better</th><th align="left">Winner</th></tr>')
+    body = []
+    for r in rows:
+        unit = r.get("unit", unit_default if unit_default is not None else "")
+        rr = dict(r, unit=unit)
+        w = r.get("winner")
+        if w is None:
+            wcell, cls = "—", ""
+        elif w == "tie":
+            wcell, cls = "tie (&lt; 0.5%)", "tie"
+        else:
+            wcell, cls = f"{esc(w)} · {esc(r.get('by') or '')}", "win"
+        body.append(
+            f'<tr><td>{esc(r["label"])}</td><td class="n" align="right">{_val(r["a"], unit)}</td>'
+            f'<td class="n" align="right">{_val(r["b"], unit)}</td><td class="n" align="right">{_delta(rr)}</td>'
+            f'<td>{_better(r.get("better"))}</td><td class="{cls}">{wcell}</td></tr>'
+        )
+    return f'<table class="full" cellspacing="0" cellpadding="4" border="1">{head}{"".join(body)}</table>'
+
+
+def render_comparison(result: dict) -> str:
+    names = result["names"]
+    sess = result["sessions"]
+    keys = ["model", "device", "mlx", "drafter", "what_if", "k", "regime", "cases", "max_tokens", "status"]
+    labels = {"model": "Model", "device": "Device", "mlx": "MLX", "drafter": "Drafter", "what_if": "What-if (oracle)",
+              "k": "Draft tokens k", "regime": "Sampling regime", "cases": "Cases", "max_tokens": "New tokens per case",
+              "status": "Status"}
+    def cell(v):
+        return ("yes" if v else "no") if isinstance(v, bool) else esc(v)
+
+    env_rows = "".join(
+        f'<tr><th align="left">{esc(labels[k])}</th><td>{cell(sess[names[0]].get(k))}</td><td>{cell(sess[names[1]].get(k))}</td></tr>'
+        for k in keys
+    )
+    parts = [
+        f"<h1>specscope comparison — {esc(names[0])} vs {esc(names[1])}</h1>",
+        f'<p class="headline">{esc(result["headline"])}</p>',
+    ]
+    if not result["acceptance_compared"]:
+        parts.append('<p class="note error"><b>Acceptance not compared.</b> The two sessions were measured in different '
+                     "sampling regimes; only timings are compared below.</p>")
+    parts += [f'<p class="note">{esc(n)}</p>' for n in result["notes"]]
+    parts.append(f'<h2>Sessions</h2><table class="full" cellspacing="0" cellpadding="4" border="1">'
+                 f'<tr><th></th><th align="left">{esc(names[0])}</th><th align="left">{esc(names[1])}</th></tr>{env_rows}</table>')
+    parts.append("<h2>Summary figures</h2>" + _rows_table(result["figures"], names))
+    if result["ratios"]:
+        parts.append("<h2>Verify / decode ratio per category</h2>"
+                     "<p>Lower is better: near 1 the weights are read once for all verified positions; near k+1 the work is repeated. "
+                     "With different k the ratios cover different position counts.</p>"
+                     + _rows_table(result["ratios"], names, "Category", unit_default="×"))
+    if result["breakdown"]:
+        parts.append("<h2>Breakdown (median over cases)</h2>" + _rows_table(result["breakdown"], names, "Pass: figure"))
+    if result["acceptance_by_category"]:
+        parts.append("<h2>Acceptance per content category</h2>" + _rows_table(result["acceptance_by_category"], names, "Content", unit_default=""))
+    parts.append('<footer><p class="muted">Δ is the second session minus the first. Winner: the better value by the '
+                 '"Better" rule; ties within 0.5%.</p></footer>')
+    title = f"specscope comparison — {names[0]} vs {names[1]}"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{esc(title)}</title><style>{SCREEN_CSS}{EXTRA_CSS}</style></head><body><main>{''.join(parts)}</main></body></html>\n"
+    )

@@ -1,0 +1,1 @@
+"""One module per page: live, breakdown, division, cases; plus the verdict bar."""

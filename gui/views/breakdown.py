@@ -1,0 +1,92 @@
+"""Breakdown page: per-category decode vs verify, the two rulers side by side, barrier distortion."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from ..charts import BreakdownChart
+from .common import fmt, plain_label
+
+COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
+
+
+class BreakdownView(QtWidgets.QWidget):
+    def __init__(self, theme: dict, parent=None):
+        super().__init__(parent)
+        lay = QtWidgets.QHBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        self.chart = BreakdownChart(theme)
+        lay.addWidget(self.chart, 1)
+        side = QtWidgets.QVBoxLayout()
+        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        hh.setStretchLastSection(True)
+        self.table.setToolTip("skip est.: the category's cost estimated without barriers "
+                              "(whole graph minus the graph with that category skipped)")
+        self.table.setWordWrap(False)
+        self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        side.addWidget(plain_label("Per category (median over cases)"))
+        side.addWidget(self.table, 0)
+        self.rulers = plain_label("No breakdown yet: it is measured after each case's plain run (Breakdown option).")
+        self.rulers.setObjectName("rulers")
+        self.rulers.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        side.addWidget(self.rulers, 1)
+        w = QtWidgets.QWidget()
+        w.setLayout(side)
+        side.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(w, 1)
+
+    def apply_theme(self, theme: dict) -> None:
+        self.chart.apply_theme(theme)
+
+    def update_snapshot(self, snap: dict) -> None:
+        d = snap["breakdown"]
+        self.chart.set_data(d)
+        if not d:
+            self.table.setRowCount(0)
+            return
+        dec, ver = d["decode"], d["verify"]
+        rows = []
+        for i, label in enumerate(d["labels"]):
+            rows.append((label, dec["blocks"][i], ver["blocks"][i], d["ratios"][i], dec["skip_estimates"][i], ver["skip_estimates"][i]))
+        rows.append((d["inter_block_label"], dec["inter_block_ms"], ver["inter_block_ms"], d["ratio_inter_block"], None, None))
+        rows.append(("Whole graph", dec["whole_ms"], ver["whole_ms"], d["ratio_whole"], None, None))
+        self.table.setRowCount(len(rows))
+        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height()
+                                  + sum(self.table.rowHeight(i) for i in range(len(rows))) + 2 * self.table.frameWidth()
+                                  + (self.table.horizontalScrollBar().sizeHint().height() if self.table.horizontalScrollBar().isVisible() else 0))
+        for r, row in enumerate(rows):
+            for c, v in enumerate(row):
+                if c == 0:
+                    text = v
+                elif c == 3:
+                    text = fmt(v, ".2f", "×")
+                else:
+                    text = fmt(v, ".2f")
+                it = QtWidgets.QTableWidgetItem(text)
+                if c:
+                    it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(r, c, it)
+        k1 = ver["positions"]
+        lines = [
+            "Two rulers",
+            f"  decode: sum of blocks {dec['block_sum_ms']:.2f} ms vs whole graph {dec['whole_ms']:.2f} ms "
+            f"→ inter-block overhead {dec['inter_block_ms']:+.2f} ms",
+            f"  verify ({k1} positions): sum of blocks {ver['block_sum_ms']:.2f} ms vs whole graph {ver['whole_ms']:.2f} ms "
+            f"→ inter-block overhead {ver['inter_block_ms']:+.2f} ms",
+            "  Predictions use the whole-graph ruler only.",
+            "",
+            "Barrier distortion (timing each block with a barrier vs none)",
+            f"  decode: instrumented {dec['instrumented_ms']:.2f} ms vs {dec['whole_ms']:.2f} ms "
+            f"({fmt(dec['barrier_distortion'] and dec['barrier_distortion'] * 100, '+.1f', '%')})",
+            f"  verify: instrumented {ver['instrumented_ms']:.2f} ms vs {ver['whole_ms']:.2f} ms "
+            f"({fmt(ver['barrier_distortion'] and ver['barrier_distortion'] * 100, '+.1f', '%')})",
+            "",
+            f"A ratio near 1 means weights were read once for all {k1} positions; near {k1} means the work was repeated.",
+        ]
+        self.rulers.setText("\n".join(lines))

@@ -1,0 +1,108 @@
+"""CSV: one row per case with the per-case measurements.
+
+Columns are stable and named in plain words; empty cells mean "not measured".
+Acceptance columns are per case (each case's own rounds); the regime and k are
+repeated on every row so a row read on its own still says what it measured.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from ..stats import median
+
+
+def _num(x, nd=4):
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{nd}f}"
+
+
+def _text(s: str) -> str:
+    """Prompt text in a spreadsheet: a leading = + - @ would be read as a formula."""
+    s = (s or "").replace("\r", " ").replace("\n", " ")
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t") else s
+
+
+def columns(k: int) -> list[str]:
+    return (
+        ["id", "category", "complete", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
+         "plain_prefill_ms", "spec_prefill_ms", "plain_tok_s", "spec_tok_s",
+         "t_decode_ms", "t_verify_ms", "t_draft_ms", "t_rollback_ms",
+         "rounds", "drafted", "accepted", "p", "p_ci95_low", "p_ci95_high"]
+        + [f"a_{i}" for i in range(1, k + 1)]
+        + ["tokens_per_round", "predicted_speedup", "measured_speedup", "prediction_error",
+           "match_rate", "outputs_equal", "first_divergence",
+           "decode_whole_ms", "verify_whole_ms", "verify_over_decode",
+           "decode_block_sum_ms", "verify_block_sum_ms", "prompt"]
+    )
+
+
+def rows(session) -> list[dict]:
+    k = session.k
+    regime = session.regime
+    out = []
+    for c in session.cases:
+        st = session.case_stats(c)
+        acc = st["acceptance"]
+        full = [r for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
+        m = st["match"] or {}
+        bd = c.get("breakdown") or {}
+        dec, ver = bd.get("decode") or {}, bd.get("verify") or {}
+        ratio = ver["whole_ms"] / dec["whole_ms"] if dec.get("whole_ms") and ver.get("whole_ms") is not None else None
+        lo, hi = acc["p_ci95"] if acc["rounds"] else (None, None)
+        row = {
+            "id": c["id"],
+            "category": c.get("category", ""),
+            "complete": _num(bool(c.get("complete"))),
+            "regime": regime,
+            "k": k,
+            "prompt_tokens": len(c.get("prompt_tokens") or []),
+            "plain_tokens": len(c["plain"]["tokens"]),
+            "spec_tokens": len(c["spec"]["tokens"]),
+            "plain_prefill_ms": _num(c["plain"].get("prefill_ms"), 3),
+            "spec_prefill_ms": _num(c["spec"].get("prefill_ms"), 3),
+            "plain_tok_s": _num(st["plain_tok_s"], 3),
+            "spec_tok_s": _num(st["spec_tok_s"], 3),
+            "t_decode_ms": _num(st["t_decode_ms"], 3),
+            "t_verify_ms": _num(st["t_verify_ms"], 3),
+            "t_draft_ms": _num(st["t_draft_ms"], 3),
+            "t_rollback_ms": _num(median(r.get("rollback_ms", 0.0) for r in full), 3),
+            "rounds": acc["rounds"],
+            "drafted": acc["drafted"],
+            "accepted": acc["accepted"],
+            "p": _num(acc["p"]),
+            "p_ci95_low": _num(lo),
+            "p_ci95_high": _num(hi),
+            "tokens_per_round": _num(acc["tokens_per_round"]),
+            "predicted_speedup": _num(st["predicted_speedup"]),
+            "measured_speedup": _num(st["measured_speedup"]),
+            "prediction_error": _num(st["prediction_error"]),
+            "match_rate": _num(m.get("match_rate")),
+            "outputs_equal": _num(m.get("equal")) if m else "",
+            "first_divergence": "" if m.get("first_divergence") is None else m["first_divergence"],
+            "decode_whole_ms": _num(dec.get("whole_ms"), 3),
+            "verify_whole_ms": _num(ver.get("whole_ms"), 3),
+            "verify_over_decode": _num(ratio),
+            "decode_block_sum_ms": _num(dec.get("block_sum_ms"), 3),
+            "verify_block_sum_ms": _num(ver.get("block_sum_ms"), 3),
+            "prompt": _text(c.get("prompt", "")),
+        }
+        for i in range(k):
+            row[f"a_{i + 1}"] = _num(acc["per_position"][i]) if acc["rounds"] and i < len(acc["per_position"]) else ""
+        out.append(row)
+    return out
+
+
+def render(session) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(session.k), lineterminator="\n")
+    w.writeheader()
+    for row in rows(session):
+        w.writerow(row)
+    return buf.getvalue()

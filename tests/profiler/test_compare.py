@@ -1,0 +1,116 @@
+"""`specscope compare`: deltas, winners, and a clear refusal across sampling regimes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from engine_adapter.errors import SpecscopeError
+from profiler import cli
+from profiler.compare import compare, compare_to_file
+from profiler.session import Session
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
+
+
+@pytest.fixture(scope="module")
+def base():
+    return Session.load(FIXTURE)
+
+
+def _variant(s: Session, verify_scale=0.7, spec_rate=1.25, **config) -> Session:
+    d = copy.deepcopy(s.data)
+    for c in d["cases"]:
+        for r in c["spec"]["rounds"]:
+            r["verify_ms"] *= verify_scale
+            r["ms"] *= verify_scale
+        c["spec"]["repeats_tok_s"] = [x * spec_rate for x in c["spec"]["repeats_tok_s"]]
+    d["config"].update(config)
+    return Session.from_dict(d)
+
+
+def _row(result, key, table="figures"):
+    return next(r for r in result[table] if r["key"] == key)
+
+
+def test_compare_names_deltas_and_winners(base):
+    faster = _variant(base)
+    r = compare(base, faster, names=("base", "faster"))
+    assert r["acceptance_compared"] and r["same_regime"]
+    v = _row(r, "t_verify_ms")
+    assert v["delta"] == pytest.approx(v["b"] - v["a"]) and v["delta"] < 0
+    assert v["winner"] == "faster" and v["by"].endswith("lower")
+    m = _row(r, "measured_speedup")
+    assert m["winner"] == "faster" and m["relative"] == pytest.approx(0.25, rel=1e-6)
+    assert _row(r, "plain_tok_s")["winner"] == "tie"
+    assert _row(r, "p")["winner"] == "tie"
+    keys = {row["key"] for row in r["figures"]}
+    for k in ("plain_tok_s", "spec_tok_s", "t_decode_ms", "t_verify_ms", "t_draft_ms", "p", "tokens_per_round",
+              "predicted_speedup", "measured_speedup", "prediction_error", "break_even_verify_ms", "verify_multiple"):
+        assert k in keys, k
+    cats = {row["key"] for row in r["ratios"]}
+    assert {"linear_attention", "full_attention", "moe", "output_head", "other", "whole"} <= cats
+    assert "faster wins" in r["headline"]
+
+
+def test_compare_html_shows_deltas(base, tmp_path):
+    other = _variant(base, num_draft_tokens=2, max_tokens=48)
+    out = tmp_path / "diff.html"
+    compare_to_file(base, other, out, names=("k2-a", "k2-b<script>"))
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert "<script>" not in text and "k2-b&lt;script&gt;" in text
+    for needle in ("Summary figures", "Verify / decode ratio per category", "T_verify(k)", "Measured speedup",
+                   "Δ (", "% lower", "MoE"):
+        assert needle in text, needle
+    assert "http://" not in text and "https://" not in text
+
+
+def test_compare_json(base, tmp_path):
+    out = tmp_path / "diff.json"
+    compare_to_file(base, _variant(base), out, names=("a", "b"))
+    d = json.loads(out.read_text())
+    assert d["schema"] == "specscope.compare" and d["names"] == ["a", "b"]
+    assert any(r["key"] == "measured_speedup" for r in d["figures"])
+
+
+def test_compare_notes_different_k(base):
+    d = copy.deepcopy(base.data)
+    d["config"]["num_draft_tokens"] = 3
+    r = compare(base, Session.from_dict(d), names=("k2", "k3"))
+    assert any("Different k" in n for n in r["notes"])
+
+
+def test_compare_refuses_acceptance_across_regimes(base, tmp_path):
+    sampled = _variant(base, sampling={"temp": 0.7, "top_p": 0.9, "seed": 0, "regime": "temperature 0.7, top-p 0.9"})
+    out = tmp_path / "diff.html"
+    with pytest.raises(SpecscopeError) as exc:
+        compare_to_file(base, sampled, out, names=("greedy-run", "sampled-run"))
+    msg = str(exc.value)
+    assert "sampling regimes" in msg and "greedy" in msg and "temperature 0.7" in msg
+    assert not out.exists()
+    # timings alone may still be compared, and the page says acceptance was left out
+    r = compare(base, sampled, names=("g", "s"), timings_only=True)
+    assert not r["acceptance_compared"]
+    keys = {row["key"] for row in r["figures"]}
+    assert "t_verify_ms" in keys and "p" not in keys and "measured_speedup" not in keys
+    assert not r["acceptance_by_category"]
+    compare_to_file(base, sampled, out, names=("g", "s"), timings_only=True)
+    assert "Acceptance not compared" in out.read_text(encoding="utf-8")
+
+
+def test_cli_compare(base, tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    base.save(a)
+    _variant(base).save(b)
+    out = tmp_path / "diff.html"
+    assert cli.main(["compare", str(a), str(b), "-o", str(out)]) == 0
+    assert "a" in out.read_text(encoding="utf-8")
+    assert cli.main(["compare", str(a), str(b), "-o", str(out)]) != 0  # exists, no --force
+    _variant(base, sampling={"temp": 1.0, "top_p": 1.0, "seed": 0, "regime": "temperature 1"}).save(b)
+    rc = cli.main(["compare", str(a), str(b), "-o", str(tmp_path / "d2.html")])
+    assert rc != 0
+    assert "sampling regimes" in capsys.readouterr().err

@@ -1,0 +1,260 @@
+"""Every report format over one session fixture, plus the `specscope report` CLI."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from profiler import cli
+from profiler.renderers import FORMATS, render_to_file, renderer_for
+from profiler.session import Session
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
+XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
+
+
+@pytest.fixture(scope="module")
+def session():
+    return Session.load(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    """The fixture with script/markup in every prompt, output, id, category and model field, and home paths."""
+    s = Session.load(FIXTURE)
+    d = copy.deepcopy(s.data)
+    for i, c in enumerate(d["cases"]):
+        c["prompt"] = f"{XSS[0]} prompt {i} {XSS[1]}"
+        c["plain_text"] = f"plain {XSS[0]} & {XSS[1]}"
+        c["spec_text"] = f"spec {XSS[1]} \"quoted\" {XSS[0]}"
+        c["category"] = c["category"] + "<b>x</b>"
+    d["model"]["name"] = f"evil {XSS[0]}"
+    d["model"]["path"] = "/home/alice/models/evil"
+    d["config"]["model_path"] = "/Users/bob/models/evil"
+    d["errors"] = [f"boom {XSS[1]} at /home/alice/x"]
+    return Session.from_dict(d)
+
+
+@pytest.fixture(scope="module")
+def html_text(session):
+    from gui.reports import html
+
+    return html.render(session)
+
+
+EXTS = [".html", ".pdf", ".csv", ".json", ".trace.json"]
+
+
+@pytest.mark.parametrize("ext", EXTS)
+def test_every_format_renders_and_writes(session, tmp_path, ext):
+    out = renderer_for(f"x{ext}").render(session)
+    assert out and len(out) > 200
+    path = tmp_path / f"report{ext}"
+    render_to_file(session, path)
+    data = path.read_bytes()
+    assert data == (out.encode("utf-8") if isinstance(out, str) else out) or ext in (".html", ".pdf")
+    assert len(data) > 200
+    assert not list(tmp_path.glob(".*.tmp")), "atomic write left a temporary file"
+
+
+def test_every_registered_format_is_tested():
+    assert set(FORMATS) <= set(EXTS) | {".htm"}
+
+
+# -- HTML --------------------------------------------------------------------------
+
+def test_html_is_self_contained(html_text):
+    assert html_text.startswith("<!DOCTYPE html>")
+    for m in re.finditer(r"""(?:src|href)\s*=\s*["']?([^"'\s>]*)""", html_text, re.I):
+        assert not m.group(1).lower().startswith(("http", "//", "file:")), m.group(0)[:80]
+        assert m.group(1).startswith("data:") or m.group(1).startswith("#"), m.group(0)[:80]
+    assert "<script" not in html_text.lower()
+    assert "http://" not in html_text and "https://" not in html_text
+    assert "@import" not in html_text and "url(" not in html_text
+    assert "<link" not in html_text.lower()
+
+
+def test_html_has_every_section(session, html_text):
+    s = session.summary()
+    for needle in ["Environment and configuration", "Summary", "The division", "Where verify time goes",
+                   "Sum of blocks", "Whole graph", "Inter-block overhead", "Barrier distortion",
+                   "Acceptance", "Per case", "three questions", "Outputs: plain vs speculative",
+                   "T_decode", "T_verify", "T_draft", "Break-even", "Predicted speedup", "Measured speedup",
+                   "synthetic demo model", "timings real, text/acceptance not meaningful", s["regime"]]:
+        assert needle.lower() in html_text.lower(), needle
+    from profiler.verdict import audit_answers, verdict
+    import html as _h
+
+    assert _h.escape(verdict(s)) in html_text
+    for q, _a in audit_answers(s):
+        assert _h.escape(q) in html_text
+    assert html_text.count("data:image/png;base64,") == 5  # all five charts embedded
+    for c in session.cases:
+        assert _h.escape(c["id"]) in html_text
+
+
+def test_html_escapes_prompt_and_model_text(hostile):
+    from gui.reports import html
+
+    out = html.render(hostile)
+    assert "<script>" not in out and "<img src=x" not in out and "<b>x</b>" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", out)  # base64 can spell anything
+    assert "alice" not in text and "bob" not in text and "/home/" not in text and "/Users/" not in text
+    assert "~/models/evil" in text
+
+
+def test_html_survives_a_broken_chart(session, monkeypatch):
+    import gui.charts.export as export
+    from gui.reports import html
+
+    def boom(name, *a, **k):
+        if name == "division":
+            raise RuntimeError("no chart today")
+        return real(name, *a, **k)
+
+    real = export.chart_image
+    monkeypatch.setattr(export, "chart_image", boom)
+    out = html.render(session)
+    assert "chart unavailable" in out and "no chart today" in out
+    assert out.count("data:image/png;base64,") == 4
+
+
+def test_oracle_session_is_labelled_what_if(session):
+    from gui.reports import html
+
+    d = copy.deepcopy(session.data)
+    d["config"]["drafter"] = {"name": "oracle", "kind": "oracle", "what_if": True}
+    out = html.build(Session.from_dict(d), charts={}, target="screen")
+    assert "What-if run (oracle drafter)" in out and "WHAT-IF" in out
+
+
+def test_html_renders_an_empty_session():
+    from gui.reports import html
+
+    out = html.build(Session(), charts={}, target="screen")
+    assert "No verdict yet" in out
+
+
+# -- PDF ---------------------------------------------------------------------------
+
+def test_pdf_is_a_multipage_pdf(session):
+    from gui.reports import pdf
+
+    out = pdf.render(session)
+    assert out.startswith(b"%PDF")
+    assert out.rstrip().endswith(b"%%EOF")
+    pages = len(re.findall(rb"/Type\s*/Page(?![s\w])", out))
+    assert pages > 1
+
+
+# -- JSON --------------------------------------------------------------------------
+
+def test_json_round_trip_is_exact(session):
+    from profiler.renderers import json_renderer
+
+    text = json_renderer.render(session)
+    d = json.loads(text)
+    assert d["schema"] == "specscope.session" and isinstance(d["schema_version"], int)
+    assert Session.from_dict(d) == session
+
+
+def test_json_round_trip_through_a_file(session, tmp_path):
+    p = tmp_path / "s.json"
+    render_to_file(session, p)
+    assert Session.load(p) == session
+
+
+# -- trace ---------------------------------------------------------------------------
+
+def test_trace_is_trace_event_json(session):
+    from profiler.renderers import trace
+
+    doc = json.loads(trace.render(session))
+    assert doc["displayTimeUnit"] == "ms"
+    evs = doc["traceEvents"]
+    assert evs
+    for e in evs:
+        for key in ("name", "ph", "ts", "pid", "tid"):
+            assert key in e, (key, e)
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
+        assert e["ph"] in ("X", "M")
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+    names = {e["name"] for e in evs}
+    for n in ("prefill", "decode step", "draft", "verify", "rollback", "process_name", "thread_name", "MoE", "Linear attention"):
+        assert n in names, n
+    # one process per case, and cases laid out one after another
+    starts = {}
+    for e in evs:
+        if e["ph"] == "X":
+            lo, hi = starts.get(e["pid"], (float("inf"), 0))
+            starts[e["pid"]] = (min(lo, e["ts"]), max(hi, e["ts"] + e["dur"]))
+    spans = [starts[p] for p in sorted(starts)]
+    assert len(spans) == len(session.cases)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    # children nest inside their round
+    rounds = [e for e in evs if e["ph"] == "X" and e["name"] == "round"]
+    verifies = [e for e in evs if e["ph"] == "X" and e["name"] == "verify"]
+    assert len(rounds) == len(verifies) == sum(len(c["spec"]["rounds"]) for c in session.cases)
+    for r, v in zip(rounds, verifies):
+        assert r["ts"] <= v["ts"] and v["ts"] + v["dur"] <= r["ts"] + r["dur"] + 1e-3
+
+
+# -- CSV -----------------------------------------------------------------------------
+
+def test_csv_one_row_per_case(session):
+    from profiler.renderers import csv_renderer
+
+    rows = list(csv.DictReader(io.StringIO(csv_renderer.render(session))))
+    assert len(rows) == len(session.cases)
+    assert [r["id"] for r in rows] == [c["id"] for c in session.cases]
+    for col in ("category", "prompt_tokens", "plain_tok_s", "spec_tok_s", "p", "p_ci95_low", "p_ci95_high",
+                "tokens_per_round", "t_verify_ms", "t_draft_ms", "predicted_speedup", "measured_speedup",
+                "prediction_error", "match_rate", "first_divergence"):
+        assert col in rows[0], col
+    st = session.case_stats(session.cases[0])
+    assert float(rows[0]["plain_tok_s"]) == pytest.approx(st["plain_tok_s"], rel=1e-3)
+
+
+def test_csv_neutralises_formula_prompts(session):
+    from profiler.renderers import csv_renderer
+
+    d = copy.deepcopy(session.data)
+    d["cases"][0]["prompt"] = "=HYPERLINK(1)"
+    rows = list(csv.DictReader(io.StringIO(csv_renderer.render(Session.from_dict(d)))))
+    assert rows[0]["prompt"].startswith("'=")
+
+
+# -- CLI -----------------------------------------------------------------------------
+
+def test_cli_report_writes_html(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(FIXTURE), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_cli_report_refuses_to_overwrite_without_force(tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    out.write_text("keep me")
+    rc = cli.main(["report", str(FIXTURE), "-o", str(out)])
+    assert rc != 0
+    err = capsys.readouterr().err
+    assert "exists" in err.lower() and "--force" in err
+    assert out.read_text() == "keep me"
+    assert cli.main(["report", str(FIXTURE), "-o", str(out), "--force"]) == 0
+    assert out.read_text().startswith("id,")
+
+
+def test_cli_report_unknown_extension(tmp_path, capsys):
+    rc = cli.main(["report", str(FIXTURE), "-o", str(tmp_path / "r.docx")])
+    assert rc != 0
+    assert "format" in capsys.readouterr().err.lower()
+    assert not (tmp_path / "r.docx").exists()
