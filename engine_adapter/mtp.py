@@ -151,10 +151,14 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
             )
     dtype = next(v.dtype for k, v in tree_flatten(model.parameters()) if k.endswith("scales") or k.endswith("norm.weight"))
     head.load_weights([(k, named[k].astype(dtype) if named[k].dtype in (mx.bfloat16, mx.float16, mx.float32) else named[k]) for k in expected])
+    del raw, named, expected  # only the head may keep the (still lazy) float weights alive
     if not quantized_on_disk:
         _quantize(head, target)
     head.eval()
-    mx.eval(head.parameters())
+    # Materialise one module at a time: the float copies of a module are freed before the next
+    # is read, so loading peaks near the size of the largest module, not of the whole head.
+    for _, mod in tree_flatten(head.leaf_modules(), is_leaf=nn.Module.is_module):
+        mx.eval(mod.parameters())
     return head
 
 
