@@ -209,7 +209,7 @@ def oracle_sweep(lm, prompt, ps, ks, max_tokens, reps=1) -> list[dict]:
             plain_tok_s = statistics.median(plain_rates)
             spec_tok_s = statistics.median(spec_rates)
             acc = stats.acceptance_from_rounds(accepted, k)
-            d = stats.divide(1000.0 / plain_tok_s, statistics.median(verify), statistics.median(draft), acc["tokens_per_round"])
+            d = stats.divide(1000.0 / plain_tok_s, statistics.fmean(verify), statistics.fmean(draft), acc["tokens_per_round"])
             measured = spec_tok_s / plain_tok_s
             rows.append({"k": k, "oracle_p": p, "measured_p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
                          "predicted": d.predicted_speedup, "measured": measured,

@@ -277,8 +277,8 @@ def case_stats(case: dict, k: int) -> dict:
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
-    t_verify = stats.median(r["verify_ms"] for r in full)
-    t_draft = stats.median(r["draft_ms"] for r in full)
+    t_verify = stats.mean(r["verify_ms"] for r in full)
+    t_draft = stats.mean(r["draft_ms"] for r in full)
     pred = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
         pred = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
@@ -315,9 +315,11 @@ def summarize(session: Session) -> dict:
     full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
     acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
-    t_verify = stats.median(r["verify_ms"] for r in full)
-    t_draft = stats.median(r["draft_ms"] for r in full)
-    t_rollback = stats.median(r.get("rollback_ms", 0.0) for r in full)
+    # Means, like T_decode (a rate is a mean): medians on one side and a rate on the
+    # other would make the prediction drift with the noise of a shared machine.
+    t_verify = stats.mean(r["verify_ms"] for r in full)
+    t_draft = stats.mean(r["draft_ms"] for r in full)
+    t_rollback = stats.mean(r.get("rollback_ms", 0.0) for r in full)
     division = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
         division = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])

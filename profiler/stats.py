@@ -19,6 +19,11 @@ def median(xs) -> float | None:
     return float(statistics.median(xs)) if xs else None
 
 
+def mean(xs) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return float(statistics.fmean(xs)) if xs else None
+
+
 def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
     """95% Wilson score interval for a binomial proportion."""
     if trials <= 0:

@@ -42,11 +42,13 @@ def format_summary(session: Session) -> str:
     bd = s.get("breakdown")
     if bd:
         dec, ver = bd["decode"], bd["verify"]
-        lines += ["", f"  where time goes (median over cases; ms)      decode (1 pos)   verify ({ver['positions']} pos)   ratio"]
+        lines += ["", f"  where time goes (median over cases; ms)      decode (1 pos)   verify ({ver['positions']} pos)   ratio"
+                      "    without barriers (skip one category): decode / verify"]
         for c in bd["categories"]:
             label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
             r = bd["ratios"].get(c)
-            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {_f(r, '.2f', '×'):>6}")
+            skip = f"{_f(dec['skip_estimates'].get(c)):>8} / {_f(ver['skip_estimates'].get(c))}" if c in dec["skip_estimates"] else ""
+            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {_f(r, '.2f', '×'):>6}    {skip}")
         lines.append(f"    {'sum of blocks (barriers)':<40} {dec['block_sum_ms']:>9.2f}   {ver['block_sum_ms']:>12.2f}")
         lines.append(f"    {'whole graph (no barriers)':<40} {dec['whole_ms']:>9.2f}   {ver['whole_ms']:>12.2f}   {_f(bd['ratios'].get('whole'), '.2f', '×'):>6}")
         lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {dec['inter_block_ms']:>9.2f}   {ver['inter_block_ms']:>12.2f}")

@@ -216,7 +216,7 @@ def _summary(s) -> str:
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode"],
         [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"],
-        ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"), "median per round; not in the division (it shows up in the prediction error)"],
+        ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"), "mean per round; not in the division (it shows up in the prediction error)"],
         ["Acceptance p", f"{pct(s['p'])}" if s.get("p") is not None else "—",
          esc(acceptance_phrase(s))],
         ["Per-position a_i", esc(", ".join(f"a{i + 1} = {a:.2f}" for i, a in enumerate(s["per_position"]))) or "—",

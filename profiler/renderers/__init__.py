@@ -3,16 +3,44 @@
 The format comes from the output file's extension. Formats that draw charts
 (HTML, PDF) use the app's own chart code, which lives in ``gui/`` (Qt), so
 they are imported only when asked for; ``profiler`` itself stays Qt-free.
+
+Privacy: HTML, PDF, CSV and trace reports are meant to be shared, so every text
+in them goes through ``redact`` (the home directory, and anything that looks
+like ``/Users/NAME``, ``/home/NAME``, ``/root`` or ``C:\\Users\\NAME``, becomes
+``~``). The ``.json`` format is the session itself, exactly as ``specscope run
+-o`` saves it (it must load back unchanged), so it keeps the paths as measured.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import re
 from pathlib import Path
 
 from engine_adapter.errors import SpecscopeError
 
 from ..session import atomic_write
+
+_HOME_PATTERNS = [
+    re.compile(r"(?<![\w.~])/Users/[^/\s\"'<>]+"),
+    re.compile(r"(?<![\w.~])/home/[^/\s\"'<>]+"),
+    re.compile(r"(?<![\w.~])/root(?=/|\s|$|[\"'<>),;:])"),
+    re.compile(r"(?<![\w])[A-Za-z]:\\Users\\[^\\\s\"'<>]+", re.IGNORECASE),
+]
+
+
+def redact(text: str) -> str:
+    """Show paths relative to ``~``: no home directory or user name leaks into a report."""
+    if not text:
+        return text
+    home = os.path.expanduser("~")
+    if home and home not in ("/", "~") and len(home) > 1:
+        text = text.replace(home.rstrip("/\\"), "~")
+    for pat in _HOME_PATTERNS:
+        text = pat.sub("~", text)
+    return text
+
 
 # Longest suffix first: ".trace.json" must win over ".json".
 FORMATS = {

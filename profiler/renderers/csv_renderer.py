@@ -3,6 +3,7 @@
 Columns are stable and named in plain words; empty cells mean "not measured".
 Acceptance columns are per case (each case's own rounds); the regime and k are
 repeated on every row so a row read on its own still says what it measured.
+Paths under the home folder are shown relative to ``~`` (see ``redact``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import csv
 import io
 
 from ..stats import median
+from . import redact
 
 
 def _num(x, nd=4):
@@ -105,4 +107,4 @@ def render(session) -> str:
     w.writeheader()
     for row in rows(session):
         w.writerow(row)
-    return buf.getvalue()
+    return redact(buf.getvalue())  # a prompt or id quoting a path under the home folder shows it relative to ~

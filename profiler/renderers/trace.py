@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 
 from ..session import CATEGORY_LABELS
+from . import redact
 
 GAP_US = 1000.0  # spacing between phases that were not timed back to back
 
@@ -147,4 +148,4 @@ def render(session) -> str:
             "layout": "cases one after another; plain, speculative and breakdown phases sequential within a case",
         },
     }
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return redact(json.dumps(doc, ensure_ascii=False, separators=(",", ":")))  # no home folder in a shared trace
