@@ -15,9 +15,11 @@ Weights are random but seeded: the same seed gives the same files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -208,7 +210,8 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
         model = model_class(args_class.from_dict(config))
         _random_params(model, seed=seed * 10 + DEMO_KINDS.index(kind), shared_seed=seed, n_tokens=n_tokens)
         predicate = getattr(model, "quant_predicate", None)
-        model, config = quantize_model(model, config, group_size=64, bits=4, quant_predicate=predicate)
+        with contextlib.redirect_stdout(sys.stderr):  # mlx-lm prints an [INFO] line; stdout may carry JSON
+            model, config = quantize_model(model, config, group_size=64, bits=4, quant_predicate=predicate)
         save_model(tmp, model)
         if kind == "hybrid":
             mtp = _mtp_weights(config["text_config"], seed)
@@ -240,14 +243,43 @@ def specscope_home() -> Path:
 
 
 def demo_model_path(kind: str = "hybrid") -> Path:
-    """The cached demo model of this kind, built on first use."""
+    """The cached demo model of this kind, built on first use.
+
+    Several processes may ask at once (the app's inspector and a worker): a
+    lock file serialises the build where the OS has one, and a lost race is
+    fine either way because the build lands with one atomic rename.
+    """
     target = specscope_home() / f"demo-{kind}-v{DEMO_FORMAT_VERSION}"
-    if not (target / "config.json").exists():
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(target.parent / f".demo-{kind}.lock"):
+        if (target / "config.json").exists():
+            return target
         if target.exists():
-            shutil.rmtree(target)
+            shutil.rmtree(target)  # a half-built folder from an older, killed build
+        tmp = target.parent / f".build-{kind}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        build_demo_model(tmp, kind)
         try:
-            build_demo_model(target, kind)
-        except SpecscopeError:
+            os.replace(tmp, target)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
             if not (target / "config.json").exists():
                 raise
     return target
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: rely on the atomic rename
+        yield
+        return
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

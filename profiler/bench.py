@@ -276,7 +276,8 @@ def bench_memory(a) -> dict:
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
 def bench_gui(a) -> dict:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen") if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") else None
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from .protocol import RunConfig
     from .runner import run_worker
 
@@ -288,25 +289,9 @@ def bench_gui(a) -> dict:
         return s["plain_tok_s"], s["spec_tok_s"]
 
     def with_gui():
-        from gui.app import make_app
-        from gui.main_window import MainWindow
-        from PySide6 import QtCore
+        from gui.bench_gui import run_with_app
 
-        import tempfile
-
-        app = make_app()
-        tmp = tempfile.mkdtemp(prefix="specscope-bench-")
-        win = MainWindow(settings=QtCore.QSettings(os.path.join(tmp, "s.ini"), QtCore.QSettings.Format.IniFormat), autosave_dir=tmp)
-        win.setup.config = lambda: RunConfig(**cfg.to_dict())
-        win.show()
-        loop = QtCore.QEventLoop()
-        win.run_finished.connect(lambda _status: loop.quit())
-        win.start_run()
-        loop.exec()
-        s = win.model.session.summary()
-        win.close()
-        win.deleteLater()
-        app.processEvents()
+        s = run_with_app(cfg)
         return s["plain_tok_s"], s["spec_tok_s"]
 
     pairs = []

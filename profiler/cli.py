@@ -197,6 +197,10 @@ def cmd_bench(a) -> int:
 
 
 def cmd_gui(a) -> int:
+    scripted = a.screenshot or a.exit_when_done
+    if (sys.platform.startswith("linux") and not scripted and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+        raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
     try:
         from gui.app import main as gui_main
     except ImportError as exc:

@@ -70,3 +70,19 @@ def test_demo_model_refuses_nonempty_dir(tmp_path):
     with pytest.raises(SpecscopeError, match="not empty"):
         build_demo_model(tmp_path / "x", "draft")
     assert (tmp_path / "x" / "file").read_text() == "keep me"
+
+
+def test_concurrent_first_use_builds_once(tmp_path):
+    """The app's inspector and a worker may both ask for the demo model first: both get one good folder."""
+    import subprocess
+    import sys
+
+    code = "from engine_adapter.demo_model import demo_model_path; print(demo_model_path('draft'))"
+    env = {**__import__("os").environ, "SPECSCOPE_HOME": str(tmp_path / "home")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    assert outs[0][0] == outs[1][0]
+    built = [p for p in (tmp_path / "home").iterdir() if p.is_dir()]
+    assert len(built) == 1 and (built[0] / "config.json").exists()
