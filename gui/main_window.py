@@ -16,6 +16,7 @@ from .setup_panel import SetupPanel
 from .theme import apply_palette
 from .views.breakdown import BreakdownView
 from .views.cases import CasesView
+from .views.common import PlainLabel, clip
 from .views.division import DivisionView
 from .views.live import LiveView
 from .views.verdict_bar import VerdictBar
@@ -114,7 +115,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.progress.setFormat("idle")
         self.progress.setTextVisible(True)
         rl.addWidget(self.progress)
-        self.run_status = QtWidgets.QLabel("")
+        self.run_status = PlainLabel()
         self.run_status.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.run_status.setWordWrap(True)
         self.run_status.setObjectName("muted")
@@ -156,10 +157,14 @@ class MainWindow(QtWidgets.QMainWindow):
 
         # status bar
         sb = self.statusBar()
-        self.sb_device = QtWidgets.QLabel("device: —")
-        self.sb_mlx = QtWidgets.QLabel("MLX: —")
-        self.sb_mem = QtWidgets.QLabel("peak memory: —")
-        self.sb_status = QtWidgets.QLabel("no session")
+        self.sb_device = PlainLabel()
+        self.sb_device.setText("device: —")
+        self.sb_mlx = PlainLabel()
+        self.sb_mlx.setText("MLX: —")
+        self.sb_mem = PlainLabel()
+        self.sb_mem.setText("peak memory: —")
+        self.sb_status = PlainLabel()
+        self.sb_status.setText("no session")
         for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
             w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
             sb.addPermanentWidget(w)
@@ -237,7 +242,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if stopped:
                 reason = "stopped by the user"
             elif code == -1:
-                reason = "the worker process was killed or crashed"
+                reason = "the worker process ended unexpectedly (killed or crashed)"
             elif code == -2:
                 reason = stderr_tail
             else:
@@ -250,11 +255,29 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model.flush()
         self.eta_timer.stop()
         st = s.status
+        reason = (s.data.get("errors") or [""])[-1]
         msg = {"complete": "run complete", "incomplete": "run stopped early: partial results kept",
                "failed": "run failed"}.get(st, st)
-        self._status_msg = msg + (f" · saved to {self.session_path}" if self.session_path else "")
+        if st in ("incomplete", "failed") and reason and not stopped:
+            msg += f" ({reason})"
+        saved = self.session_path and not self.model.autosave_error
+        if saved:
+            msg += f" · saved to {self.session_path}"
+        elif self.model.autosave_error:
+            msg += f" · NOT saved ({self.model.autosave_error}): use File → Save session as…"
+        self._status_msg = msg
         self._update_progress(final=True)
         self._update_buttons()
+        if not stopped and (st == "failed" or (st == "incomplete" and code != 0) or self.model.autosave_error):
+            # something went wrong that the user did not ask for: say what, and that the data is kept
+            n = sum(1 for c in s.cases if c["plain"]["step_ms"] or c["spec"]["rounds"])
+            kept = (f"Everything received before that ({n} case{'s' if n != 1 else ''}) is kept and shown"
+                    if n else "No measurements had arrived yet")
+            where = (f" and saved to {self.session_path}." if saved
+                     else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
+                     if self.model.autosave_error else ".")
+            title = "The run failed" if st == "failed" else "The run ended early"
+            self._error_dialog(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
         self.run_finished.emit(st)
 
     def _update_buttons(self) -> None:
@@ -342,8 +365,8 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.model.session.save(f)
                 self._status_msg = f"saved {f}"
                 self.run_status.setText(self._status_msg)
-            except OSError as exc:
-                self._error_dialog("Cannot save the session", str(exc))
+            except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched
+                self._error_dialog("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
 
     def export_report(self, path: str) -> None:
         from profiler.renderers import render_to_file
@@ -364,7 +387,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._error_dialog("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")
 
     def _error_dialog(self, title: str, text: str) -> None:
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, title, text, parent=self)
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, title, clip(text), parent=self)
         box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         box.open()
         self._last_dialog = box

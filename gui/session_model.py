@@ -31,6 +31,7 @@ class SessionModel(QtCore.QObject):
         super().__init__(parent)
         self.session = Session()
         self.autosave_path: str | None = None
+        self.autosave_error: str | None = None  # why the last autosave failed, if it did
         self._dirty = False
         self._cases_dirty = False
         self._last_save = 0.0
@@ -45,6 +46,7 @@ class SessionModel(QtCore.QObject):
     def reset(self, session: Session | None = None, autosave_path: str | None = None) -> None:
         self.session = session or Session()
         self.autosave_path = autosave_path
+        self.autosave_error = None
         self._dirty = self._cases_dirty = True
         self.session_replaced.emit()
         self.flush()
@@ -65,11 +67,14 @@ class SessionModel(QtCore.QObject):
         self.flush()
 
     def save_autosave(self) -> None:
+        """Write the session atomically; a failure (disk full, folder gone) is remembered, not raised:
+        the data stays in memory and the last good file on disk is untouched."""
         if self.autosave_path:
             try:
                 self.session.save(self.autosave_path)
-            except OSError:
-                pass
+                self.autosave_error = None
+            except OSError as exc:
+                self.autosave_error = exc.strerror or str(exc)
             self._last_save = time.monotonic()
 
     # -- output -----------------------------------------------------------------

@@ -10,6 +10,7 @@ from profiler.protocol import MAX_K, RunConfig
 
 from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, looks_like_model
+from .views.common import PlainLabel
 
 DRAFTERS = [("draft", "Draft model"), ("mtp", "MTP head"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
 MAX_RECENT = 8
@@ -74,7 +75,7 @@ class SetupPanel(QtWidgets.QWidget):
         row.addWidget(self.model_combo, 1)
         row.addWidget(self.browse)
         form.addRow(row)
-        self.compat = QtWidgets.QLabel("")
+        self.compat = PlainLabel()
         self.compat.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         self.compat.setWordWrap(True)
         self.compat.setObjectName("compat")

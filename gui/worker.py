@@ -40,6 +40,8 @@ class WorkerProcess(QtCore.QObject):
         if self.is_running():
             raise RuntimeError("a run is already in progress")
         cmd = worker_command(cfg)
+        if self.proc is not None:  # one QProcess per run: release the last one (its pipes, its buffers)
+            self.proc.deleteLater()
         self.proc = p = QtCore.QProcess(self)
         p.setProcessEnvironment(qt_env(worker_env()))
         p.readyReadStandardOutput.connect(self._read_out)
@@ -65,13 +67,16 @@ class WorkerProcess(QtCore.QObject):
             os.kill(pid, signal.SIGINT)
         except OSError:
             self.proc.terminate()
-        # a worker that ignores the request is killed after a grace period (timer owned by this object)
-        QtCore.QTimer.singleShot(STOP_GRACE_MS, self, self._kill_if_running)
+        # a worker that ignores the request is killed after a grace period; the timer belongs to this run's
+        # process, so it can never kill the next run's worker
+        proc = self.proc
+        QtCore.QTimer.singleShot(STOP_GRACE_MS, proc, lambda: self._kill_if_running(proc))
 
-    def _kill_if_running(self) -> None:
+    def _kill_if_running(self, proc=None) -> None:
+        proc = proc or self.proc
         try:
-            if self.is_running():
-                self.proc.kill()
+            if proc is not None and proc.state() != QtCore.QProcess.ProcessState.NotRunning:
+                proc.kill()
         except RuntimeError:  # the process object is already gone
             pass
 
@@ -117,6 +122,8 @@ class WorkerProcess(QtCore.QObject):
             self._read_out()
         crashed = status == QtCore.QProcess.ExitStatus.CrashExit
         self.finished.emit(-1 if crashed else code, self._err.decode("utf-8", "replace")[-4000:], self.stop_requested)
+        self.proc.closeReadChannel(QtCore.QProcess.ProcessChannel.StandardOutput)
+        self.proc.closeReadChannel(QtCore.QProcess.ProcessChannel.StandardError)
 
     def _error(self, err) -> None:
         if err == QtCore.QProcess.ProcessError.FailedToStart:

@@ -73,7 +73,7 @@ def config_from_args(a) -> "RunConfig":
 
 def cmd_run(a) -> int:
     from .progress import Progress
-    from .runner import run_worker
+    from .runner import SessionSaveError, run_worker
     from .summary_text import format_summary
 
     cfg = config_from_args(a)
@@ -83,7 +83,12 @@ def cmd_run(a) -> int:
         load_suite(cfg.suite)  # fail fast on a bad suite, before loading a model
     out = check_output_path(a.output, a.force) if a.output else None
     progress = Progress(enabled=not a.quiet and sys.stderr.isatty() or a.progress)
-    res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
+    try:
+        res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
+    except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
+        progress.close()
+        print(format_summary(exc.result.session))
+        return _fail(str(exc), 1)
     progress.close()
     s = res.session
     if s.data["errors"] and s.status == "failed":

@@ -3,27 +3,8 @@
 from __future__ import annotations
 
 import html as _html
-import os
-import re
 
-_HOME_PATTERNS = [
-    re.compile(r"(?<![\w.~])/Users/[^/\s\"'<>]+"),
-    re.compile(r"(?<![\w.~])/home/[^/\s\"'<>]+"),
-    re.compile(r"(?<![\w.~])/root(?=/|\s|$|[\"'<>),;:])"),
-    re.compile(r"(?<![\w])[A-Za-z]:\\Users\\[^\\\s\"'<>]+", re.IGNORECASE),
-]
-
-
-def redact(text: str) -> str:
-    """Show paths relative to ``~``: no home directory or user name leaks into a report."""
-    if not text:
-        return text
-    home = os.path.expanduser("~")
-    if home and home not in ("/", "~") and len(home) > 1:
-        text = text.replace(home.rstrip("/\\"), "~")
-    for pat in _HOME_PATTERNS:
-        text = pat.sub("~", text)
-    return text
+from profiler.renderers import redact  # noqa: E402  (one definition for every report format)
 
 
 def esc(x) -> str:

@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from profiler.session import CATEGORY_LABELS  # noqa: F401  (labels for categories live with the session)
 
-from .common import plain_label
+from .common import breakable, plain_label
 
 COLUMNS = ["Case", "Category", "Acceptance (95% CI)", "Drafted", "Plain tok/s", "Spec tok/s", "Predicted ×", "Measured ×",
            "Output match", "Status"]
@@ -200,9 +200,9 @@ class CasesView(QtWidgets.QWidget):
                     f = div_fmt
                 elif origins and i < len(origins) and origins[i] == "draft":
                     f = acc_fmt
-                cur.insertText(piece, f)
+                cur.insertText(breakable(piece, 200), f)
         else:
-            cur.insertText(text or "(no text yet)", plain_fmt)
+            cur.insertText(breakable(text, 200) or "(no text yet)", plain_fmt)
             if tokens:
                 cur.insertText("\n\nTokens (ids; green = accepted draft, red = first divergence):\n", muted)
                 for i, t in enumerate(tokens):

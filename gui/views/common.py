@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6 import QtCore, QtWidgets
+
+LABEL_MAX_CHARS = 2000  # a label shows at most this much of a (hostile or runaway) text
+ZWSP = "\u200b"
+
+
+def breakable(text: str, every: int = 80) -> str:
+    """Insert a zero-width space into every run of more than ``every`` non-space characters.
+
+    Qt lays out one unbreakable 200,000-character "word" for seconds to minutes (and a label sizes itself
+    to its longest word: a window 17,000 px wide), so very long runs get invisible break points. Normal
+    text (words, CJK, code lines with spaces) is unchanged.
+    """
+    if not text or len(text) <= every:
+        return text
+    return re.sub(r"\S{%d}(?=\S)" % every, lambda m: m.group(0) + ZWSP, text)
+
+
+def clip(text: str, limit: int = LABEL_MAX_CHARS) -> str:
+    if text and len(text) > limit:
+        return text[:limit] + f"… (+{len(text) - limit:,} more characters)"
+    return text
+
+
+class PlainLabel(QtWidgets.QLabel):
+    """A QLabel that never interprets its text as HTML and stays fast and narrow for any text."""
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt naming)
+        super().setText(breakable(clip(str(text))))
 
 
 def plain_label(text: str = "", wrap: bool = True, selectable: bool = True) -> QtWidgets.QLabel:
     """A QLabel that never interprets its text as HTML."""
-    lab = QtWidgets.QLabel()
+    lab = PlainLabel()
     lab.setTextFormat(QtCore.Qt.TextFormat.PlainText)
     lab.setWordWrap(wrap)
     if selectable:

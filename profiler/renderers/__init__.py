@@ -34,9 +34,9 @@ def redact(text: str) -> str:
     """Show paths relative to ``~``: no home directory or user name leaks into a report."""
     if not text:
         return text
-    home = os.path.expanduser("~")
-    if home and home not in ("/", "~") and len(home) > 1:
-        text = text.replace(home.rstrip("/\\"), "~")
+    home = os.path.expanduser("~").rstrip("/\\")
+    if home and home != "~" and len(home) > 1:  # the home folder itself, only as a whole path component
+        text = re.sub(r"(?<![\w.~])" + re.escape(home) + r"(?![^/\\\s\"'<>),;:])", "~", text)
     for pat in _HOME_PATTERNS:
         text = pat.sub("~", text)
     return text

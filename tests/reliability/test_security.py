@@ -1,0 +1,155 @@
+"""Security and privacy: no network at run time, no remote code, no pickles, no home folder in shared reports.
+
+Already covered: ``tests/engine_adapter/test_checkpoint_errors.py`` (``model_file`` custom code refused,
+pickle-only weights refused, non-safetensors refused), ``tests/profiler/test_renderers.py`` (HTML escapes
+and redacts every field), ``tests/gui/test_app.py`` (``<script>`` shown as text).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from profiler.renderers import redact, render_to_file
+from profiler.session import Session
+
+from .conftest import FIXTURE, ROOT, specscope
+
+pytestmark = pytest.mark.timeout(180)
+
+NO_NETWORK = r'''
+import os, socket
+_dir = os.environ["SPECSCOPE_TEST_NET_DIR"]
+open(os.path.join(_dir, "active-%d" % os.getpid()), "w").close()
+
+def _refuse(*a, **k):
+    with open(os.path.join(_dir, "attempts"), "a") as f:
+        f.write("%d %r\n" % (os.getpid(), a[:2]))
+    raise OSError("network access blocked by the specscope test")
+
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.socket.sendto = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+'''
+
+
+def test_no_network_at_run_time(tmp_path, demo_hybrid_dir):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_NETWORK)
+    net = tmp_path / "net"
+    net.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["SPECSCOPE_TEST_NET_DIR"] = str(net)
+    r = specscope("run", "--model", demo_hybrid_dir, "--cases", "1", "--max-tokens", "4", "--warmup", "0",
+                  "--no-breakdown", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    active = [p for p in net.iterdir() if p.name.startswith("active-")]
+    assert len(active) >= 2, "the blocker must be active in the CLI and in the worker"
+    assert not (net / "attempts").exists(), (net / "attempts").read_text()
+
+
+def test_custom_code_in_a_checkpoint_never_runs(tmp_path, demo_draft_dir):
+    """``auto_map`` entries (config and tokenizer) pointing at .py files in the folder: the code is never imported."""
+    d = tmp_path / "custom-code"
+    shutil.copytree(demo_draft_dir, d)
+    marker = tmp_path / "code-ran"
+    for name, extra in (("config.json", {"auto_map": {"AutoConfig": "evil.EvilConfig",
+                                                       "AutoModelForCausalLM": "evil.EvilModel"}}),
+                        ("tokenizer_config.json", {"auto_map": {"AutoTokenizer": ["evil.EvilTokenizer", None]}})):
+        cfg = json.loads((d / name).read_text())
+        cfg.update(extra)
+        (d / name).write_text(json.dumps(cfg))
+    (d / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    r = specscope("run", "--model", d, "--drafter", "ngram", "--cases", "1", "--max-tokens", "4", "--warmup", "0",
+                  "--no-breakdown")
+    assert not marker.exists(), "code from the checkpoint folder was executed"
+    assert "Traceback" not in r.stderr
+    assert r.returncode in (0, 2), r.stderr  # loaded as a plain safetensors model, or refused with a message
+
+
+def _calls(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+@pytest.mark.parametrize("package", ["engine_adapter", "profiler", "gui"])
+def test_no_remote_code_no_pickle_in_sources(package):
+    """Mechanical: no trust_remote_code=True, no pickle / torch.load / np.load(allow_pickle=True) anywhere."""
+    bad = []
+    for py in (ROOT / package).rglob("*.py"):
+        tree = ast.parse(py.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+                if any(n and n.split(".")[0] in ("pickle", "cPickle", "dill", "joblib", "torch") for n in names):
+                    bad.append(f"{py.name}:{node.lineno} imports {names}")
+        for call in _calls(tree):
+            for kw in call.keywords:
+                if kw.arg in ("trust_remote_code", "allow_pickle") and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                    bad.append(f"{py.name}:{call.lineno} {kw.arg}={ast.unparse(kw.value)}")
+            fn = ast.unparse(call.func)
+            if fn.endswith(("torch.load", "pickle.load", "pickle.loads", "np.load", "numpy.load")):
+                bad.append(f"{py.name}:{call.lineno} {fn}()")
+    assert not bad
+
+
+def test_loader_passes_trust_remote_code_false():
+    src = (ROOT / "engine_adapter" / "loader.py").read_text(encoding="utf-8")
+    assert "trust_remote_code=False" in src
+
+
+# -- privacy -------------------------------------------------------------------------------------------------
+
+def _session_with_home_paths() -> tuple[Session, str, str]:
+    home = os.path.expanduser("~")
+    user = Path(home).name or "root"
+    d = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    d["config"]["model_path"] = f"{home}/models/secret-model"
+    d["config"]["draft_model_path"] = "/home/alice/models/draft"
+    d["config"]["suite"] = "/Users/bob/suites/mine.json"
+    d["model"]["path"] = f"{home}/models/secret-model"
+    d["cases"][0]["prompt"] = f"read {home}/notes.txt and /home/alice/diary.md"
+    d["cases"][0]["id"] = "/Users/bob/case"
+    d["errors"] = [f"worker failed at {home}/x"]
+    return Session.from_dict(d), home, user
+
+
+@pytest.mark.parametrize("ext", [".html", ".csv", ".trace.json"])
+def test_shared_reports_show_paths_relative_to_home(tmp_path, ext):
+    s, home, user = _session_with_home_paths()
+    out = tmp_path / f"r{ext}"
+    render_to_file(s, out)
+    text = re.sub(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+", "", out.read_text(encoding="utf-8"))  # embedded charts
+    assert home + "/" not in text and "/home/alice" not in text and "/Users/bob" not in text
+    assert "alice" not in text and "bob" not in text
+    if ext in (".csv", ".html"):
+        assert "~/notes.txt" in text and "~/diary.md" in text
+
+
+def test_json_export_is_the_raw_session(tmp_path):
+    """Documented decision: .json is the session file itself (it must load back unchanged), paths included."""
+    s, home, _ = _session_with_home_paths()
+    out = tmp_path / "r.json"
+    render_to_file(s, out)
+    assert Session.load(out) == s
+    assert f"{home}/models/secret-model" in out.read_text(encoding="utf-8")
+
+
+def test_redact_patterns():
+    home = os.path.expanduser("~")
+    assert redact(f"{home}/x") == "~/x"
+    assert redact("/home/carol/m and /Users/dave/m and C:\\Users\\erin\\m") == "~/m and ~/m and ~\\m"
+    assert redact("/root/.cache/specscope") == "~/.cache/specscope"
+    assert redact("/opt/models/m /homework /rooted") == "/opt/models/m /homework /rooted"
+    assert redact("") == "" and redact(None) is None

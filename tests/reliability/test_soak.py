@@ -1,0 +1,80 @@
+"""Soak: the default suite (2 cases, 8 tokens; breakdowns off to stay fast) three times in one app session.
+
+After the first round (imports, fonts, caches warm), resident memory of the app process grows less than 5%,
+no worker process is left, and no file descriptor leaks. Bounded for CI: about a minute on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+import pytest
+
+from profiler.session import Session
+
+from .conftest import needs_proc, wait_until
+from .test_gui_faults import RUN_TIMEOUT_MS, small_demo_run, window  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.timeout(420), needs_proc]
+ROUNDS = 3
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def child_workers() -> list[int]:
+    me = str(os.getpid())
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")), "")
+        if ppid == me and (b"profiler.worker" in cmd or b"profiler.cli" in cmd):
+            out.append(int(entry.name))
+    return out
+
+
+def test_three_rounds_in_one_app_session(window, qtbot):  # noqa: F811
+    from PySide6 import QtCore, QtWidgets
+
+    small_demo_run(window, max_tokens=8, cases=2, breakdown=False)
+    # let the model inspector (a short-lived `specscope inspect`) finish first
+    qtbot.waitUntil(lambda: window.setup.inspector.proc is None or
+                    window.setup.inspector.proc.state() == QtCore.QProcess.ProcessState.NotRunning, timeout=60_000)
+    samples = []
+    for i in range(ROUNDS):
+        with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+            assert window.start_run()
+        assert blocker.args == ["complete"], window.model.session.data["errors"]
+        assert Session.load(window.session_path).status == "complete"
+        for page in ("live", "breakdown", "division", "cases"):  # draw every view each round
+            window.show_page(page)
+            window.grab()
+        # let deleteLater / timers run, then measure
+        for _ in range(5):
+            QtWidgets.QApplication.processEvents()
+            qtbot.wait(20)
+        gc.collect()
+        assert wait_until(lambda: child_workers() == [], timeout=10), f"round {i + 1}: worker left running"
+        samples.append((rss_bytes(), fd_count(), len(window.worker.findChildren(QtCore.QProcess))))
+    (rss1, fd1, procs1), (rss3, fd3, procs3) = samples[0], samples[-1]
+    growth = (rss3 - rss1) / rss1
+    print("soak samples (rss, fds, QProcess objects):", samples)
+    assert growth < 0.05, f"resident memory grew {growth * 100:.1f}% after the first round: {samples}"
+    assert fd3 <= fd1, f"file descriptors leaked: {samples}"
+    assert procs3 <= 1, f"QProcess objects pile up: {samples}"
