@@ -83,6 +83,7 @@ class MainWindow(QtWidgets.QMainWindow):
         for key in PAGES:
             self.tabs.addTab(self.views[key], PAGE_TITLES[key])
         outer.addWidget(self.tabs, 1)
+        self.tabs.currentChanged.connect(self._page_shown)
         self.setCentralWidget(central)
 
         # setup dock with Run/Stop and progress
@@ -179,6 +180,12 @@ class MainWindow(QtWidgets.QMainWindow):
         if key not in self.views:
             raise ValueError(f"unknown view {key!r}; choose one of {', '.join(PAGES)}")
         self.tabs.setCurrentWidget(self.views[key])
+
+    def _page_shown(self, _index: int) -> None:
+        v = self.tabs.currentWidget()
+        if getattr(v, "_specscope_stale", False) and self.model.last_snapshot:
+            v.update_snapshot(self.model.last_snapshot)
+            v._specscope_stale = False
 
     def _scheme_changed(self, *_):
         self.theme = apply_palette(QtWidgets.QApplication.instance())
@@ -324,9 +331,16 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- snapshot → status bar -------------------------------------------------------
     def _on_snapshot(self, snap: dict) -> None:
+        # Only the page on screen redraws now; the others catch up when shown (CPU spent
+        # drawing hidden pages is CPU taken from the engine on a small machine).
+        current = self.tabs.currentWidget()
         for v in self.views.values():
             if hasattr(v, "update_snapshot"):
-                v.update_snapshot(snap)
+                if v is current or not self.is_running():
+                    v.update_snapshot(snap)
+                    v._specscope_stale = False
+                else:
+                    v._specscope_stale = True
         self.verdict.update_snapshot(snap)
         env = snap.get("environment") or {}
         if env:

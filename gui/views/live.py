@@ -15,7 +15,12 @@ class LiveView(QtWidgets.QWidget):
         super().__init__(parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
-        tiles = QtWidgets.QHBoxLayout()
+        tile_row = QtWidgets.QWidget()
+        # A fixed height: tiles whose text changes must not resize the charts below on every
+        # update (each resize repaints every chart, which costs the engine CPU).
+        tile_row.setFixedHeight(108)
+        tiles = QtWidgets.QHBoxLayout(tile_row)
+        tiles.setContentsMargins(0, 0, 0, 0)
         self.t_plain = Tile("Plain decoding")
         self.t_spec = Tile("Speculative")
         self.t_pred = Tile("Predicted speculative")
@@ -23,7 +28,7 @@ class LiveView(QtWidgets.QWidget):
         self.t_acc = Tile("Acceptance")
         for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc):
             tiles.addWidget(t)
-        lay.addLayout(tiles)
+        lay.addWidget(tile_row)
         self.throughput = ThroughputChart(theme)
         self.acceptance = AcceptanceChart(theme)
         self.tpr = TokensPerRoundChart(theme)
