@@ -12,7 +12,7 @@ from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, looks_like_model
 from .views.common import PlainLabel
 
-DRAFTERS = [("draft", "Draft model"), ("mtp", "MTP head"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
+DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
 MAX_RECENT = 8
 SUITE_CASES = 18
 
@@ -324,7 +324,7 @@ class SetupPanel(QtWidgets.QWidget):
         self.draft_model.setText(val("draft_model", "", str))
         self.suite.setText(val("suite", "", str))
         self.mtp_hidden.setCurrentText(val("mtp_hidden", "post-norm", str))
-        self.set_drafter(val("drafter", "draft", str))
+        self.set_drafter(val("drafter", "auto", str))
         model = val("model", DEMO, str)
         if model != DEMO and not Path(model).exists():
             model = DEMO

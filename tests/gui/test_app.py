@@ -125,6 +125,10 @@ def test_text_is_plain_never_html(window, tmp_path):
     d["cases"][0]["prompt"] = evil
     d["cases"][0]["plain_text"] = evil
     d["cases"][0]["spec_text"] = evil + " spec"
+    # per-token pieces (what the view highlights) carry the hostile text too
+    n_plain, n_spec = len(d["cases"][0]["plain"]["tokens"]), len(d["cases"][0]["spec"]["tokens"])
+    d["cases"][0]["plain_pieces"] = [evil] + [""] * (n_plain - 1)
+    d["cases"][0]["spec_pieces"] = [evil + " spec"] + [""] * (n_spec - 1)
     p = tmp_path / "evil.json"
     p.write_text(json.dumps(d), encoding="utf-8")
     window.open_session(str(p))
