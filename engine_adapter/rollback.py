@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx_lm.models.cache import ArraysCache, KVCache
+from mlx_lm.models.cache import ArraysCache
 
 _capture = None  # the active _Capture, if any
 
@@ -151,9 +151,3 @@ class Checkpoint:
                 elif extra < 0:
                     raise RuntimeError("cannot restore a cache checkpoint that is ahead of the cache")
 
-
-def is_trimmable_or_arrays(cache: list) -> bool:
-    return all(isinstance(c, ArraysCache) or (hasattr(c, "trim") and c.is_trimmable()) for c in cache)
-
-
-__all__ = ["install_capture", "capturing", "VerifyRollback", "Checkpoint", "is_hybrid", "KVCache"]

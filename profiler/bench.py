@@ -282,7 +282,8 @@ def bench_gui(a) -> dict:
     from .runner import run_worker
 
     cfg = RunConfig(demo=a.model is None, model=a.model, drafter="mtp" if a.model is None else "auto", num_draft_tokens=a.num_draft_tokens,
-                    max_tokens=a.max_tokens, cases=2 if a.max_tokens >= 16 else 1, warmup=1, breakdown=False)
+                    max_tokens=a.max_tokens, cases=2 if a.max_tokens >= 16 else 1, warmup=1 if a.pairs > 1 else 0,
+                    breakdown=False)
 
     def headless():
         s = run_worker(cfg).session.summary()

@@ -88,7 +88,7 @@ def cmd_run(a) -> int:
     except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
         progress.close()
         print(format_summary(exc.result.session))
-        return _fail(str(exc), 1)
+        return _fail(str(exc), 2)
     progress.close()
     s = res.session
     if s.data["errors"] and s.status == "failed":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engine_adapter.errors import SpecscopeError
 
-from .session import CATEGORY_LABELS, atomic_write
+from .session import CATEGORY_LABELS, atomic_write, finite_json
 
 TIE = 0.005  # relative differences below 0.5% are called a tie
 
@@ -197,16 +197,6 @@ def headline(row, names) -> str:
             f"{row['by']}.")
 
 
-def _finite(obj):
-    import math
-
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> None:
@@ -216,7 +206,7 @@ def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False
         raise SpecscopeError(f"cannot tell the comparison format from {out.name!r}; use .html or .json")
     result = compare(a, b, names=names, timings_only=timings_only)
     if name.endswith(".json"):
-        content = json.dumps(_finite(result), ensure_ascii=False, indent=1) + "\n"
+        content = json.dumps(finite_json(result), ensure_ascii=False, indent=1) + "\n"
     else:
         try:
             from gui.reports.compare_html import render_comparison

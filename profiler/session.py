@@ -160,7 +160,7 @@ class Session:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(_finite(self.to_dict()), ensure_ascii=False, indent=1, sort_keys=False)
+        return json.dumps(finite_json(self.to_dict()), ensure_ascii=False, indent=1, sort_keys=False)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Session":
@@ -190,14 +190,14 @@ class Session:
         return isinstance(other, Session) and self.to_dict() == other.to_dict()
 
 
-def _finite(obj):
+def finite_json(obj):
     """JSON has no NaN/inf: write them as null."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_finite(v) for v in obj]
+        return [finite_json(v) for v in obj]
     return obj
 
 
