@@ -43,3 +43,11 @@ class SpecRound:
 
 def to_dict(record) -> dict:
     return asdict(record)
+
+
+def tokens_of(records) -> list[int]:
+    """The token ids a decoding generator emitted, in order (prefill token, then steps or rounds)."""
+    out = []
+    for r in records:
+        out.extend(r.emitted if r.type == "round" else [r.token])
+    return out

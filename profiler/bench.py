@@ -53,13 +53,6 @@ def _load(a, kind="hybrid"):
     return load_model(path)
 
 
-def _spec_tokens(events):
-    out = [events[0].token]
-    for e in events[1:]:
-        out.extend(e.emitted)
-    return out
-
-
 # -- overhead: specscope plain decoding (as `run` executes it) vs mlx_lm.stream_generate --------
 def bench_overhead(a) -> dict:
     from mlx_lm.generate import stream_generate

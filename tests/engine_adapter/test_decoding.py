@@ -9,15 +9,9 @@ from mlx_lm.models.cache import make_prompt_cache
 from engine_adapter.decoding import plain_generate, prefill, speculative_generate
 from engine_adapter.drafters import Draft, Drafter, DraftModelDrafter, NgramDrafter
 from engine_adapter.rollback import VerifyRollback, capturing, install_capture
+from engine_adapter.records import tokens_of
 
 N = 24
-
-
-def tokens_of(events):
-    out = [events[0].token]
-    for e in events[1:]:
-        out.extend(e.emitted if e.type == "round" else [e.token])
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,9 @@ from engine_adapter.decoding import plain_generate, speculative_generate
 from engine_adapter.errors import SpecscopeError
 from engine_adapter.loader import load_model
 from engine_adapter.mtp import MTPDrafter, load_mtp_drafter
+from engine_adapter.records import tokens_of
 
 N = 24
-
-
-def tokens_of(events):
-    out = [events[0].token]
-    for e in events[1:]:
-        out.extend(e.emitted if e.type == "round" else [e.token])
-    return out
 
 
 @pytest.fixture(scope="module")
