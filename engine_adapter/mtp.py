@@ -204,8 +204,14 @@ class MTPDrafter(Drafter):
         if hidden is None:
             raise RuntimeError("the MTP drafter needs the trunk's hidden states")
         self.cache = KVCache()
-        self.pending_hidden = hidden  # [P, H]: one per prompt position
-        self.pending_tokens = list(prompt[1:]) + [first_token]
+        tokens = list(prompt[1:]) + [first_token]  # t_{j+1} for each prompt position j
+        # The head's own prefill: all prompt pairs but the last go into its cache now, so the
+        # first round's draft time holds one catch-up position like every later round.
+        if len(tokens) > 1:
+            self._step(mx.array(tokens[:-1], dtype=mx.uint32), hidden[:-1])
+            mx.eval(self.cache.state)
+        self.pending_hidden = hidden[-1:]
+        self.pending_tokens = tokens[-1:]
 
     def _step(self, tokens: mx.array, hidden: mx.array):
         pre, post = self.head(self.embed(tokens)[None], hidden[None], self.cache)

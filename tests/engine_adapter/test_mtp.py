@@ -25,7 +25,8 @@ class CheckedMTP(MTPDrafter):
     def begin(self, prompt, first_token, hidden=None):
         super().begin(prompt, first_token, hidden)
         self.n_known = len(prompt)  # pairs whose next token is known
-        assert self.pending_hidden.shape[0] == len(self.pending_tokens) == self.n_known
+        assert self.pending_hidden.shape[0] == len(self.pending_tokens)
+        assert self.cache.offset + len(self.pending_tokens) == self.n_known
 
     def update(self, accepted, draft, emitted, hidden=None):
         super().update(accepted, draft, emitted, hidden)
