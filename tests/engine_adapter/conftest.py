@@ -2,8 +2,8 @@
 
 import pytest
 
-from engine_adapter.demo_model import build_demo_model
-from engine_adapter.loader import load_model
+from specscope.engine_adapter.demo_model import build_demo_model
+from specscope.engine_adapter.loader import load_model
 
 
 @pytest.fixture(scope="session")

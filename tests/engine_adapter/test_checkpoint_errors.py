@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
-from engine_adapter.checkpoint import open_checkpoint
-from engine_adapter.errors import SpecscopeError
-from engine_adapter.loader import check_same_vocabulary, load_model
+from specscope.engine_adapter.checkpoint import open_checkpoint
+from specscope.engine_adapter.errors import SpecscopeError
+from specscope.engine_adapter.loader import check_same_vocabulary, load_model
 
 
 def copy_model(src, dst):
@@ -127,7 +127,7 @@ def test_vocabulary_mismatch_refused(tmp_path, model_dirs, hybrid):
 
 
 def test_oversize_model_refused(monkeypatch, model_dirs):
-    import engine_adapter.loader as loader
+    import specscope.engine_adapter.loader as loader
 
     monkeypatch.setattr(loader, "system_memory_bytes", lambda: 1024)
     with pytest.raises(SpecscopeError, match="--allow-oversize"):

@@ -6,10 +6,10 @@ import pytest
 from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import make_prompt_cache
 
-from engine_adapter.decoding import plain_generate, prefill, speculative_generate
-from engine_adapter.drafters import Draft, Drafter, DraftModelDrafter, NgramDrafter
-from engine_adapter.rollback import VerifyRollback, capturing, install_capture
-from engine_adapter.records import tokens_of
+from specscope.engine_adapter.decoding import plain_generate, prefill, speculative_generate
+from specscope.engine_adapter.drafters import Draft, Drafter, DraftModelDrafter, NgramDrafter
+from specscope.engine_adapter.rollback import VerifyRollback, capturing, install_capture
+from specscope.engine_adapter.records import tokens_of
 
 N = 24
 

@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from engine_adapter.checkpoint import open_checkpoint
-from engine_adapter.demo_model import build_demo_model, demo_model_path
-from engine_adapter.errors import SpecscopeError
-from engine_adapter.inspect_model import describe, format_description
+from specscope.engine_adapter.checkpoint import open_checkpoint
+from specscope.engine_adapter.demo_model import build_demo_model, demo_model_path
+from specscope.engine_adapter.errors import SpecscopeError
+from specscope.engine_adapter.inspect_model import describe, format_description
 
 
 def _digest(path):
@@ -77,7 +77,7 @@ def test_concurrent_first_use_builds_once(tmp_path):
     import subprocess
     import sys
 
-    code = "from engine_adapter.demo_model import demo_model_path; print(demo_model_path('draft'))"
+    code = "from specscope.engine_adapter.demo_model import demo_model_path; print(demo_model_path('draft'))"
     env = {**__import__("os").environ, "SPECSCOPE_HOME": str(tmp_path / "home")}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]

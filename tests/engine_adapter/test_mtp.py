@@ -5,11 +5,11 @@ import shutil
 import mlx.core as mx
 import pytest
 
-from engine_adapter.decoding import plain_generate, speculative_generate
-from engine_adapter.errors import SpecscopeError
-from engine_adapter.loader import load_model
-from engine_adapter.mtp import MTPDrafter, load_mtp_drafter
-from engine_adapter.records import tokens_of
+from specscope.engine_adapter.decoding import plain_generate, speculative_generate
+from specscope.engine_adapter.errors import SpecscopeError
+from specscope.engine_adapter.loader import load_model
+from specscope.engine_adapter.mtp import MTPDrafter, load_mtp_drafter
+from specscope.engine_adapter.records import tokens_of
 
 N = 24
 

@@ -6,9 +6,9 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from engine_adapter.decoding import plain_generate, speculative_generate
-from engine_adapter.drafters import Draft, DraftModelDrafter, NgramDrafter
-from engine_adapter.sampling import Sampling
+from specscope.engine_adapter.decoding import plain_generate, speculative_generate
+from specscope.engine_adapter.drafters import Draft, DraftModelDrafter, NgramDrafter
+from specscope.engine_adapter.sampling import Sampling
 
 def chi2_critical(dof: int, z: float = 3.090) -> float:
     """Upper 0.999 quantile of chi-square (Wilson–Hilferty; within ~1% for dof ≥ 3)."""

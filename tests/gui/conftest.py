@@ -14,7 +14,7 @@ def settings(tmp_path):
 
 @pytest.fixture
 def window(qtbot, settings, tmp_path):
-    from gui.main_window import MainWindow
+    from specscope.gui.main_window import MainWindow
 
     w = MainWindow(settings=settings, autosave_dir=str(tmp_path / "sessions"))
     qtbot.addWidget(w)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.session import Session
+import specscope
+from specscope.profiler.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def _small_demo_run(w, max_tokens=8, cases=1):
-    from gui.inspector import DEMO
+    from specscope.gui.inspector import DEMO
 
     s = w.setup
     s.set_model(DEMO)
@@ -57,20 +58,21 @@ def _assert_views_filled(w):
 
 
 def test_gui_never_imports_mlx():
-    for py in (ROOT / "gui").rglob("*.py"):
+    for py in (Path(specscope.__file__).parent / "gui").rglob("*.py"):
         tree = ast.parse(py.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                assert not any(a.name.split(".")[0] in ("mlx", "mlx_lm", "engine_adapter") and a.name != "engine_adapter.errors"
+                assert not any(a.name.split(".")[0] in ("mlx", "mlx_lm")
+                               or (a.name.startswith("specscope.engine_adapter") and a.name != "specscope.engine_adapter.errors")
                                for a in node.names), py
             elif isinstance(node, ast.ImportFrom) and node.module:
-                top = node.module.split(".")[0]
-                assert top not in ("mlx", "mlx_lm"), py
-                assert not (top == "engine_adapter" and node.module != "engine_adapter.errors"), py
+                assert node.module.split(".")[0] not in ("mlx", "mlx_lm"), py
+                assert not (node.module.startswith("specscope.engine_adapter")
+                            and node.module != "specscope.engine_adapter.errors"), py
 
 
 def test_chart_image_every_chart_png_and_svg():
-    from gui.charts.export import chart_image
+    from specscope.gui.charts.export import chart_image
 
     s = Session.load(FIXTURE)
     for name in CHARTS:
@@ -142,7 +144,7 @@ def test_text_is_plain_never_html(window, tmp_path):
 
 
 def test_open_bad_session_raises_clear_error(window, tmp_path):
-    from profiler.session import SessionError
+    from specscope.profiler.session import SessionError
 
     p = tmp_path / "bad.json"
     p.write_text("{not json", encoding="utf-8")
@@ -193,7 +195,7 @@ def test_run_demo_to_completion_then_stop_mid_run(window, qtbot):
 def test_close_mid_run_leaves_no_worker(qtbot, settings, tmp_path):
     from PySide6 import QtCore
 
-    from gui.main_window import MainWindow
+    from specscope.gui.main_window import MainWindow
 
     w = MainWindow(settings=settings, autosave_dir=str(tmp_path))
     qtbot.addWidget(w)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.bench import BENCHES
+from specscope.profiler.bench import BENCHES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def results():
     r = subprocess.run(
-        [sys.executable, "-m", "profiler.cli", "bench", "all", "--pairs", "1", "--max-tokens", "6", "-k", "2", "--json"],
+        [sys.executable, "-m", "specscope.profiler.cli", "bench", "all", "--pairs", "1", "--max-tokens", "6", "-k", "2", "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert r.returncode == 0, r.stderr[-2000:]
@@ -47,6 +47,6 @@ def test_rollback_never_reruns_the_model(results):
 
 
 def test_bad_bench_arguments():
-    r = subprocess.run([sys.executable, "-m", "profiler.cli", "bench", "overhead", "--pairs", "0"], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli", "bench", "overhead", "--pairs", "0"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--pairs" in r.stderr and "Traceback" not in r.stderr

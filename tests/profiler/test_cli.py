@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli import main
-from profiler.session import Session
+from specscope.profiler.cli import main
+from specscope.profiler.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def specscope(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "profiler.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "specscope.profiler.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

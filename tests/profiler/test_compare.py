@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine_adapter.errors import SpecscopeError
-from profiler import cli
-from profiler.compare import compare, compare_to_file
-from profiler.session import Session
+from specscope.engine_adapter.errors import SpecscopeError
+from specscope.profiler import cli
+from specscope.profiler.compare import compare, compare_to_file
+from specscope.profiler.session import Session
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
 

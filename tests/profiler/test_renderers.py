@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler import cli
-from profiler.renderers import FORMATS, render_to_file, renderer_for
-from profiler.session import Session
+from specscope.profiler import cli
+from specscope.profiler.renderers import FORMATS, render_to_file, renderer_for
+from specscope.profiler.session import Session
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
@@ -43,7 +43,7 @@ def hostile():
 
 @pytest.fixture(scope="module")
 def html_text(session):
-    from gui.reports import html
+    from specscope.gui.reports import html
 
     return html.render(session)
 
@@ -88,7 +88,7 @@ def test_html_has_every_section(session, html_text):
                    "T_decode", "T_verify", "T_draft", "Break-even", "Predicted speedup", "Measured speedup",
                    "synthetic demo model", "timings real, text/acceptance not meaningful", s["regime"]]:
         assert needle.lower() in html_text.lower(), needle
-    from profiler.verdict import audit_answers, verdict
+    from specscope.profiler.verdict import audit_answers, verdict
     import html as _h
 
     assert _h.escape(verdict(s)) in html_text
@@ -100,7 +100,7 @@ def test_html_has_every_section(session, html_text):
 
 
 def test_html_escapes_prompt_and_model_text(hostile):
-    from gui.reports import html
+    from specscope.gui.reports import html
 
     out = html.render(hostile)
     assert "<script>" not in out and "<img src=x" not in out and "<b>x</b>" not in out
@@ -112,8 +112,8 @@ def test_html_escapes_prompt_and_model_text(hostile):
 
 
 def test_html_survives_a_broken_chart(session, monkeypatch):
-    import gui.charts.export as export
-    from gui.reports import html
+    import specscope.gui.charts.export as export
+    from specscope.gui.reports import html
 
     def boom(name, *a, **k):
         if name == "division":
@@ -128,7 +128,7 @@ def test_html_survives_a_broken_chart(session, monkeypatch):
 
 
 def test_oracle_session_is_labelled_what_if(session):
-    from gui.reports import html
+    from specscope.gui.reports import html
 
     d = copy.deepcopy(session.data)
     d["config"]["drafter"] = {"name": "oracle", "kind": "oracle", "what_if": True}
@@ -137,7 +137,7 @@ def test_oracle_session_is_labelled_what_if(session):
 
 
 def test_html_renders_an_empty_session():
-    from gui.reports import html
+    from specscope.gui.reports import html
 
     out = html.build(Session(), charts={}, target="screen")
     assert "No verdict yet" in out
@@ -146,7 +146,7 @@ def test_html_renders_an_empty_session():
 # -- PDF ---------------------------------------------------------------------------
 
 def test_pdf_is_a_multipage_pdf(session):
-    from gui.reports import pdf
+    from specscope.gui.reports import pdf
 
     out = pdf.render(session)
     assert out.startswith(b"%PDF")
@@ -158,7 +158,7 @@ def test_pdf_is_a_multipage_pdf(session):
 # -- JSON --------------------------------------------------------------------------
 
 def test_json_round_trip_is_exact(session):
-    from profiler.renderers import json_renderer
+    from specscope.profiler.renderers import json_renderer
 
     text = json_renderer.render(session)
     d = json.loads(text)
@@ -175,7 +175,7 @@ def test_json_round_trip_through_a_file(session, tmp_path):
 # -- trace ---------------------------------------------------------------------------
 
 def test_trace_is_trace_event_json(session):
-    from profiler.renderers import trace
+    from specscope.profiler.renderers import trace
 
     doc = json.loads(trace.render(session))
     assert doc["displayTimeUnit"] == "ms"
@@ -211,7 +211,7 @@ def test_trace_is_trace_event_json(session):
 # -- CSV -----------------------------------------------------------------------------
 
 def test_csv_one_row_per_case(session):
-    from profiler.renderers import csv_renderer
+    from specscope.profiler.renderers import csv_renderer
 
     rows = list(csv.DictReader(io.StringIO(csv_renderer.render(session))))
     assert len(rows) == len(session.cases)
@@ -225,7 +225,7 @@ def test_csv_one_row_per_case(session):
 
 
 def test_csv_neutralises_formula_prompts(session):
-    from profiler.renderers import csv_renderer
+    from specscope.profiler.renderers import csv_renderer
 
     d = copy.deepcopy(session.data)
     d["cases"][0]["prompt"] = "=HYPERLINK(1)"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from profiler.session import SCHEMA_VERSION, Session, SessionError
+from specscope.profiler.session import SCHEMA_VERSION, Session, SessionError
 
 
 def events(k=2):

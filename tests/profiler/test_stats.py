@@ -2,7 +2,7 @@
 
 import pytest
 
-from profiler import stats
+from specscope.profiler import stats
 
 
 def test_division_k1():

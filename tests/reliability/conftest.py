@@ -23,7 +23,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
 
 def specscope(*args, timeout=300, env=None, **kw):
     """Run the real CLI in a subprocess (as a user would)."""
-    return subprocess.run([sys.executable, "-m", "profiler.cli", *map(str, args)], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "specscope.profiler.cli", *map(str, args)], cwd=ROOT, capture_output=True,
                            text=True, timeout=timeout, env=env, **kw)
 
 
@@ -38,14 +38,14 @@ def assert_clear_failure(r, *needles, code=2):
 
 @pytest.fixture(scope="session")
 def demo_draft_dir() -> Path:
-    from engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.demo_model import demo_model_path
 
     return demo_model_path("draft")
 
 
 @pytest.fixture(scope="session")
 def demo_hybrid_dir() -> Path:
-    from engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.demo_model import demo_model_path
 
     return demo_model_path("hybrid")
 
@@ -72,7 +72,7 @@ def worker_pids(marker: str) -> list[int]:
             state = next((ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("State:")), "")
         except OSError:
             continue
-        if "profiler.worker" in cmd and marker in cmd and "zombie" not in state:
+        if "specscope.profiler.worker" in cmd and marker in cmd and "zombie" not in state:
             out.append(int(entry.name))
     return out
 
@@ -93,7 +93,7 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="proc
 def unique_suite(tmp_path: Path) -> Path:
     """A copy of the default suite at a unique path: the path appears in the worker's command line,
     so a /proc scan finds exactly this test's workers."""
-    from assets import read_text
+    from specscope.assets import read_text
 
     doc = json.loads(read_text("default_suite.json"))
     p = tmp_path / f"suite-{os.getpid()}-{time.monotonic_ns()}.json"

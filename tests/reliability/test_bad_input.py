@@ -18,8 +18,8 @@ import shutil
 
 import pytest
 
-from profiler.cli import main
-from profiler.session import Session
+from specscope.profiler.cli import main
+from specscope.profiler.session import Session
 
 from .conftest import FIXTURE, assert_clear_failure, specscope
 

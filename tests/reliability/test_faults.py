@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from profiler.protocol import RunConfig
-from profiler.renderers import render_to_file
-from profiler.runner import run_worker
-from profiler.session import Session, SessionError
+from specscope.profiler.protocol import RunConfig
+from specscope.profiler.renderers import render_to_file
+from specscope.profiler.runner import run_worker
+from specscope.profiler.session import Session, SessionError
 
 from .conftest import ROOT, needs_proc, unique_suite, wait_until, worker_pids
 
@@ -81,7 +81,7 @@ def test_worker_sigkill_mid_run_keeps_everything(tmp_path):
 def _start_cli(tmp_path, *extra, new_session=True):
     suite = unique_suite(tmp_path)
     out = tmp_path / "s.json"
-    cmd = [sys.executable, "-m", "profiler.cli", "run", "--demo", "--suite", str(suite), "--cases", "2",
+    cmd = [sys.executable, "-m", "specscope.profiler.cli", "run", "--demo", "--suite", str(suite), "--cases", "2",
            "--max-tokens", "16", "--warmup", "0", "--no-breakdown", "-o", str(out), *extra]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=new_session)

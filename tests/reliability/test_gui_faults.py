@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from profiler.session import Session
+from specscope.profiler.session import Session
 
 from .conftest import FIXTURE, needs_proc
 
@@ -25,7 +25,7 @@ RUN_TIMEOUT_MS = 240_000
 def window(qtbot, tmp_path):
     from PySide6 import QtCore
 
-    from gui.main_window import MainWindow
+    from specscope.gui.main_window import MainWindow
 
     settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
     w = MainWindow(settings=settings, autosave_dir=str(tmp_path / "sessions"))
@@ -39,7 +39,7 @@ def window(qtbot, tmp_path):
 
 
 def small_demo_run(w, max_tokens=8, cases=2, breakdown=True):
-    from gui.inspector import DEMO
+    from specscope.gui.inspector import DEMO
 
     s = w.setup
     s.set_model(DEMO)
@@ -100,7 +100,7 @@ def test_autosave_failure_is_shown_and_data_kept(window, qtbot, monkeypatch, tmp
     """Disk full while the app autosaves: the run goes on, the user is told, Save as… still works."""
     import errno
 
-    import gui.session_model as sm
+    import specscope.gui.session_model as sm
 
     def full(self, path):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -167,7 +167,7 @@ def test_img_onerror_and_very_long_lines_are_plain_text(window, tmp_path):
         assert not window.grab().isNull()
     elapsed = time.monotonic() - t0
     assert elapsed < 30, f"hostile text took {elapsed:.1f} s to show"
-    from gui.views.common import ZWSP
+    from specscope.gui.views.common import ZWSP
 
     prompt = window.cases.prompt.text()
     assert HOSTILE in prompt and "more characters)" in prompt  # shown literally, clipped to a sane length

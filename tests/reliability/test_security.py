@@ -16,10 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from profiler.renderers import redact, render_to_file
-from profiler.session import Session
+from importlib.resources import files
+
+from specscope.profiler.renderers import redact, render_to_file
+from specscope.profiler.session import Session
 
 from .conftest import FIXTURE, ROOT, specscope
+
+PKG = Path(str(files("specscope")))  # the installed package: what users run
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -87,7 +91,7 @@ def _calls(tree):
 def test_no_remote_code_no_pickle_in_sources(package):
     """Mechanical: no trust_remote_code=True, no pickle / torch.load / np.load(allow_pickle=True) anywhere."""
     bad = []
-    for py in (ROOT / package).rglob("*.py"):
+    for py in (PKG / package).rglob("*.py"):
         tree = ast.parse(py.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -105,7 +109,7 @@ def test_no_remote_code_no_pickle_in_sources(package):
 
 
 def test_loader_passes_trust_remote_code_false():
-    src = (ROOT / "engine_adapter" / "loader.py").read_text(encoding="utf-8")
+    src = (PKG / "engine_adapter" / "loader.py").read_text(encoding="utf-8")
     assert "trust_remote_code=False" in src
 
 

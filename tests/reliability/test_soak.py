@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.session import Session
+from specscope.profiler.session import Session
 
 from .conftest import needs_proc, wait_until
 from .test_gui_faults import RUN_TIMEOUT_MS, small_demo_run, window  # noqa: F401  (fixture)
@@ -44,7 +44,7 @@ def child_workers() -> list[int]:
         except OSError:
             continue
         ppid = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")), "")
-        if ppid == me and (b"profiler.worker" in cmd or b"profiler.cli" in cmd):
+        if ppid == me and (b"specscope.profiler.worker" in cmd or b"specscope.profiler.cli" in cmd):
             out.append(int(entry.name))
     return out
 

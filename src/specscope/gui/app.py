@@ -1,0 +1,141 @@
+"""Entry point of the desktop app: ``specscope`` / ``specscope gui [options]``.
+
+    specscope gui --demo --autorun --screenshot out.png --exit-when-done --cases 1 --max-tokens 8
+    specscope gui --session s.json --screenshot breakdown.png --view breakdown
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .inspector import DEMO
+
+SCREEN_SIZE = (1440, 900)
+
+
+def _arg(args, name, default=None):
+    return getattr(args, name, default) if args is not None else default
+
+
+def make_app(argv=None) -> QtWidgets.QApplication:
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        app = QtWidgets.QApplication(argv or [sys.argv[0] if sys.argv else "specscope"])
+    app.setApplicationName("specscope")
+    app.setOrganizationName("specscope")
+    app.setApplicationDisplayName("specscope")
+    return app
+
+
+def main(args=None) -> int:
+    automated = bool(_arg(args, "screenshot") or _arg(args, "exit_when_done"))
+    if automated and not os.environ.get("QT_QPA_PLATFORM") and sys.platform.startswith("linux") and not os.environ.get("DISPLAY") \
+            and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    app = make_app()
+    from .main_window import MainWindow
+
+    settings = None
+    if automated:
+        # scripted runs (screenshots, tests) never overwrite the user's saved settings
+        tmp = tempfile.mkdtemp(prefix="specscope-gui-")
+        settings = QtCore.QSettings(os.path.join(tmp, "settings.ini"), QtCore.QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    if automated:
+        win.resize(*SCREEN_SIZE)
+    setup = win.setup
+    if _arg(args, "demo"):
+        setup.set_model(DEMO)
+    elif _arg(args, "model"):
+        setup.add_recent(args.model)
+        setup.refresh_models(select=args.model)
+        setup.set_model(args.model)
+    if _arg(args, "drafter"):
+        setup.set_drafter(args.drafter)
+    if _arg(args, "num_draft_tokens"):
+        setup.k.setValue(args.num_draft_tokens)
+    if _arg(args, "cases"):
+        setup.cases.setValue(args.cases)
+    if _arg(args, "max_tokens"):
+        setup.max_tokens.setValue(args.max_tokens)
+    win.show()
+
+    state = {"code": 0}
+    shot = _arg(args, "screenshot")
+    view = _arg(args, "view")
+
+    def finish(code: int) -> None:
+        if shot:
+            if view:
+                win.show_page(view)
+            QtWidgets.QApplication.processEvents()
+            if not win.grab_png(shot):
+                print(f"specscope: could not write screenshot {shot}", file=sys.stderr)
+                code = code or 1
+            else:
+                print(f"screenshot saved to {shot}", file=sys.stderr)
+        state["code"] = code
+        if _arg(args, "exit_when_done") or shot:
+            win.close()
+            app.exit(code)
+
+    if _arg(args, "session"):
+        from specscope.profiler.session import SessionError
+
+        try:
+            win.open_session(args.session)
+        except SessionError as exc:
+            print(f"specscope: error: {exc}", file=sys.stderr)
+            if automated:
+                win.close()
+                return 2
+            win._error_dialog("Cannot open the session", str(exc))
+        if view:
+            win.show_page(view)
+        if automated and not _arg(args, "autorun"):
+            deadline = QtCore.QDeadlineTimer(15000)
+
+            def when_inspected():  # let the compatibility line fill in before the picture is taken
+                if win.setup.inspector.proc is None or deadline.hasExpired():
+                    finish(0)
+                else:
+                    QtCore.QTimer.singleShot(200, when_inspected)
+
+            QtCore.QTimer.singleShot(400, when_inspected)
+    elif view:
+        win.show_page(view)
+
+    if _arg(args, "autorun"):
+        def on_done(status: str) -> None:
+            if status == "failed":
+                errs = win.model.session.data.get("errors") or ["unknown error"]
+                print(f"specscope: run failed: {errs[-1]}", file=sys.stderr)
+            if automated:
+                QtCore.QTimer.singleShot(300, lambda: finish(0 if status == "complete" else 1))
+
+        win.run_finished.connect(on_done)
+
+        def go():
+            if not win.start_run() and automated:
+                finish(2)
+
+        QtCore.QTimer.singleShot(0, go)
+    rc = app.exec()
+    return state["code"] if automated else rc
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    for flag in ("--demo", "--autorun", "--exit-when-done"):
+        ap.add_argument(flag, action="store_true")
+    for flag in ("--model", "--session", "--screenshot", "--drafter", "--view"):
+        ap.add_argument(flag)
+    for flag in ("--cases", "--max-tokens", "--num-draft-tokens"):
+        ap.add_argument(flag, type=int)
+    sys.exit(main(ap.parse_args()))

@@ -1,0 +1,107 @@
+"""Asynchronous ``specscope inspect --json`` for the compatibility line (the GUI never imports the engine)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from PySide6 import QtCore
+
+from specscope.profiler.runner import worker_env
+
+from .worker import qt_env
+
+DEMO = "__demo__"
+
+
+def inspect_command(path: str) -> list[str]:
+    args = ["--demo"] if path == DEMO else [path]
+    return [sys.executable, "-m", "specscope.profiler.cli", "inspect", *args, "--json"]
+
+
+class Inspector(QtCore.QObject):
+    """One inspect at a time; a result for a path that is no longer picked is dropped."""
+
+    result = QtCore.Signal(str, dict)  # path, description
+    failed = QtCore.Signal(str, str)   # path, message
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.current: str | None = None
+        self.proc: QtCore.QProcess | None = None
+        self.cache: dict[str, dict] = {}
+
+    def inspect(self, path: str) -> None:
+        self.current = path
+        if path in self.cache:
+            self.result.emit(path, self.cache[path])
+            return
+        if self.proc is not None:
+            old = self.proc
+            self.proc = None
+            try:
+                old.finished.disconnect()
+            except (RuntimeError, TypeError):
+                pass
+            old.kill()
+            old.waitForFinished(1000)
+            old.deleteLater()
+        p = QtCore.QProcess(self)
+        p.setProcessEnvironment(qt_env(worker_env()))
+        cmd = inspect_command(path)
+        p.finished.connect(lambda code, st, p=p, path=path: self._done(p, path, code))
+        self.proc = p
+        p.start(cmd[0], cmd[1:])
+
+    def _done(self, p: QtCore.QProcess, path: str, code: int) -> None:
+        out = bytes(p.readAllStandardOutput()).decode("utf-8", "replace")
+        err = bytes(p.readAllStandardError()).decode("utf-8", "replace")
+        if p is self.proc:
+            self.proc = None
+        p.deleteLater()
+        if path != self.current:
+            return  # stale: the pick changed meanwhile
+        if code == 0:
+            try:
+                d = json.loads(out)
+                self.cache[path] = d
+                self.result.emit(path, d)
+                return
+            except json.JSONDecodeError:
+                pass
+        msg = next((ln for ln in reversed(err.strip().splitlines()) if ln.strip()), "inspect failed")
+        self.failed.emit(path, msg.replace("specscope: error: ", ""))
+
+    def shutdown(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.waitForFinished(1000)
+            self.proc = None
+
+
+def describe_line(d: dict) -> str:
+    """One line for the setup panel from an inspect description."""
+    parts = []
+    if d.get("model_type"):
+        parts.append(d["model_type"])
+    if d.get("layers"):
+        lay = f"{d['layers']} layers"
+        if d.get("hybrid"):
+            lay += f" ({d.get('linear_attention_layers', 0)} linear + {d.get('full_attention_layers', 0)} full attention)"
+        parts.append(lay)
+    if d.get("experts"):
+        parts.append(f"{d['experts']} experts, {d.get('experts_per_token', '?')} per token")
+    q = d.get("quantization") or {}
+    if q.get("bits"):
+        parts.append(f"{q['bits']}-bit")
+    mtp = d.get("mtp") or {}
+    parts.append("MTP head available" if mtp.get("available") else "no MTP head")
+    mem = d.get("memory_estimate_bytes")
+    if mem:
+        parts.append(f"needs ≈ {mem / 2**30:.2f} GiB" if mem >= 2**30 else f"needs ≈ {mem / 2**20:.0f} MiB")
+    sysmem = d.get("system_memory_bytes")
+    if mem and sysmem and mem > 0.75 * sysmem:
+        parts.append(f"⚠ more than 75% of {sysmem / 2**30:.0f} GiB memory")
+    if d.get("demo"):
+        parts.append("synthetic demo: real timings, meaningless text and acceptance")
+    return " · ".join(parts)

@@ -1,0 +1,439 @@
+"""The main window: setup panel, Run/Stop, progress with ETA, verdict line, four pages, File menu."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from specscope.engine_adapter.errors import SpecscopeError
+from specscope.profiler.session import Session, SessionError
+
+from .session_model import SessionModel
+from .setup_panel import SetupPanel
+from .theme import apply_palette
+from .views.breakdown import BreakdownView
+from .views.cases import CasesView
+from .views.common import PlainLabel, clip
+from .views.division import DivisionView
+from .views.live import LiveView
+from .views.verdict_bar import VerdictBar
+from .worker import WorkerProcess
+
+PAGES = ["live", "breakdown", "division", "cases"]
+PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "cases": "Cases"}
+
+
+def sessions_dir() -> Path:
+    base = QtCore.QStandardPaths.writableLocation(QtCore.QStandardPaths.StandardLocation.AppDataLocation)
+    d = Path(base or Path.home() / ".specscope") / "sessions"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    run_finished = QtCore.Signal(str)  # final session status
+
+    def __init__(self, settings: QtCore.QSettings | None = None, autosave_dir: str | None = None, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("specscope — speculative decoding profiler")
+        self.settings = settings or QtCore.QSettings("specscope", "specscope")
+        self.autosave_dir = Path(autosave_dir) if autosave_dir else None
+        app = QtWidgets.QApplication.instance()
+        self.theme = apply_palette(app)
+        self.model = SessionModel(self)
+        self.worker = WorkerProcess(self)
+        self.worker.event.connect(self._on_event)
+        self.worker.finished.connect(self._on_worker_finished)
+        self.worker.stderr_line.connect(self._on_stderr)
+        self.session_path: str | None = None
+        self._run_started = None
+        self._status_msg = ""
+        self._build()
+        self.model.snapshot.connect(self._on_snapshot)
+        self.model.cases_changed.connect(self.cases.update_cases)
+        try:
+            app.styleHints().colorSchemeChanged.connect(self._scheme_changed)
+        except AttributeError:
+            pass
+        geo = self.settings.value("geometry")
+        if isinstance(geo, (QtCore.QByteArray, bytes)):
+            self.restoreGeometry(geo)
+        else:
+            self.resize(1440, 900)
+        self.model.flush()
+        self._update_buttons()
+
+    # -- building -----------------------------------------------------------------
+    def _build(self):
+        central = QtWidgets.QWidget()
+        outer = QtWidgets.QVBoxLayout(central)
+        outer.setContentsMargins(8, 8, 8, 4)
+        self.verdict = VerdictBar()
+        outer.addWidget(self.verdict)
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.live = LiveView(self.theme)
+        self.breakdown = BreakdownView(self.theme)
+        self.division = DivisionView(self.theme, self.model)
+        self.cases = CasesView(self.theme)
+        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division, "cases": self.cases}
+        for key in PAGES:
+            self.tabs.addTab(self.views[key], PAGE_TITLES[key])
+        outer.addWidget(self.tabs, 1)
+        self.tabs.currentChanged.connect(self._page_shown)
+        self.setCentralWidget(central)
+
+        # setup dock with Run/Stop and progress
+        self.setup = SetupPanel(self.settings)
+        dock_w = QtWidgets.QWidget()
+        dl = QtWidgets.QVBoxLayout(dock_w)
+        dl.setContentsMargins(0, 0, 0, 0)
+        scroll = QtWidgets.QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.setup)
+        scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        dl.addWidget(scroll, 1)
+        runbox = QtWidgets.QWidget()
+        rl = QtWidgets.QVBoxLayout(runbox)
+        rl.setContentsMargins(8, 4, 8, 8)
+        btns = QtWidgets.QHBoxLayout()
+        self.run_btn = QtWidgets.QPushButton("Run")
+        self.run_btn.setToolTip("Run the protocol (Ctrl+R)")
+        self.run_btn.setDefault(True)
+        self.stop_btn = QtWidgets.QPushButton("Stop")
+        self.stop_btn.setToolTip("Stop and keep what was measured (Esc)")
+        self.run_btn.clicked.connect(self.start_run)
+        self.stop_btn.clicked.connect(self.stop_run)
+        btns.addWidget(self.run_btn, 1)
+        btns.addWidget(self.stop_btn, 1)
+        rl.addLayout(btns)
+        self.progress = QtWidgets.QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setFormat("idle")
+        self.progress.setTextVisible(True)
+        rl.addWidget(self.progress)
+        self.run_status = PlainLabel()
+        self.run_status.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.run_status.setWordWrap(True)
+        self.run_status.setObjectName("muted")
+        rl.addWidget(self.run_status)
+        dl.addWidget(runbox)
+        self.dock = QtWidgets.QDockWidget("Setup")
+        self.dock.setObjectName("setupDock")
+        self.dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.dock.setWidget(dock_w)
+        self.dock.setMinimumWidth(330)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
+
+        # actions & menus
+        def act(text, slot, shortcut=None):
+            a = QtGui.QAction(text, self)
+            if shortcut:
+                a.setShortcut(QtGui.QKeySequence(shortcut))
+            a.triggered.connect(slot)
+            self.addAction(a)
+            return a
+
+        self.act_run = act("&Run", self.start_run, "Ctrl+R")
+        self.act_stop = act("&Stop", self.stop_run, "Esc")
+        self.act_open = act("&Open session…", self.open_session_dialog, QtGui.QKeySequence.StandardKey.Open)
+        self.act_save = act("&Save session as…", self.save_session_dialog, QtGui.QKeySequence.StandardKey.Save)
+        self.act_export = act("&Export report…", self.export_dialog, "Ctrl+E")
+        self.act_quit = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
+        m = self.menuBar().addMenu("&File")
+        for a in (self.act_open, self.act_save, self.act_export):
+            m.addAction(a)
+        m.addSeparator()
+        m.addAction(self.act_quit)
+        r = self.menuBar().addMenu("&Run")
+        r.addAction(self.act_run)
+        r.addAction(self.act_stop)
+        v = self.menuBar().addMenu("&View")
+        for i, key in enumerate(PAGES):
+            v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
+
+        # status bar
+        sb = self.statusBar()
+        self.sb_device = PlainLabel()
+        self.sb_device.setText("device: —")
+        self.sb_mlx = PlainLabel()
+        self.sb_mlx.setText("MLX: —")
+        self.sb_mem = PlainLabel()
+        self.sb_mem.setText("peak memory: —")
+        self.sb_status = PlainLabel()
+        self.sb_status.setText("no session")
+        for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
+            w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+            sb.addPermanentWidget(w)
+
+        self.eta_timer = QtCore.QTimer(self)
+        self.eta_timer.setInterval(1000)
+        self.eta_timer.timeout.connect(self._update_progress)
+
+    # -- pages ----------------------------------------------------------------------
+    def show_page(self, key: str) -> None:
+        key = (key or "live").lower()
+        if key not in self.views:
+            raise ValueError(f"unknown view {key!r}; choose one of {', '.join(PAGES)}")
+        self.tabs.setCurrentWidget(self.views[key])
+
+    def _page_shown(self, _index: int) -> None:
+        v = self.tabs.currentWidget()
+        if getattr(v, "_specscope_stale", False) and self.model.last_snapshot:
+            v.update_snapshot(self.model.last_snapshot)
+            v._specscope_stale = False
+
+    def _scheme_changed(self, *_):
+        self.theme = apply_palette(QtWidgets.QApplication.instance())
+        for v in self.views.values():
+            v.apply_theme(self.theme)
+        self.model.flush()
+
+    # -- running ----------------------------------------------------------------------
+    def is_running(self) -> bool:
+        return self.worker.is_running()
+
+    def start_run(self) -> bool:
+        if self.is_running():
+            return False
+        try:
+            cfg = self.setup.config()
+            cfg.validate()
+        except SpecscopeError as exc:
+            self._error_dialog("Cannot start the run", str(exc))
+            return False
+        self.setup.save_settings()
+        if cfg.model:
+            self.setup.add_recent(cfg.model)
+        d = self.autosave_dir or sessions_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        path = str(d / f"session-{datetime.now():%Y%m%d-%H%M%S}.json")
+        self.session_path = path
+        self.model.reset(Session(), autosave_path=path)
+        self._run_started = time.monotonic()
+        self._cfg = cfg
+        self._status_msg = "starting the worker…"
+        self.worker.start(cfg)
+        self.eta_timer.start()
+        self._update_buttons()
+        self._update_progress()
+        self.show_page("live")
+        return True
+
+    def stop_run(self) -> None:
+        if self.is_running():
+            self._status_msg = "stopping: finishing the current step…"
+            self.run_status.setText(self._status_msg)
+            self.worker.stop()
+
+    def _on_event(self, ev: dict) -> None:
+        kind = ev.get("event")
+        if kind == "status":
+            self._status_msg = ev.get("message", "")
+        elif kind == "case_started":
+            self._status_msg = f"case {ev['case']['id']} ({ev.get('phase')}, repeat {ev.get('repeat', 0) + 1})"
+        elif kind == "breakdown":
+            self._status_msg = f"case {ev.get('case')}: breakdown measured"
+        self.model.apply(ev)
+
+    def _on_stderr(self, line: str) -> None:
+        self._last_stderr = line
+
+    def _on_worker_finished(self, code: int, stderr_tail: str, stopped: bool) -> None:
+        s = self.model.session
+        if s.status in ("running", "empty"):
+            if stopped:
+                reason = "stopped by the user"
+            elif code == -1:
+                reason = "the worker process ended unexpectedly (killed or crashed)"
+            elif code == -2:
+                reason = stderr_tail
+            else:
+                tail = next((ln for ln in reversed(stderr_tail.strip().splitlines()) if ln.strip()), "")
+                reason = f"the worker ended unexpectedly (exit code {code})" + (f": {tail}" if tail else "")
+            self.model.mark_incomplete(reason)
+        elif stopped and s.status == "complete":
+            s.data["status"] = "incomplete"
+        self.model.save_autosave()
+        self.model.flush()
+        self.eta_timer.stop()
+        st = s.status
+        reason = (s.data.get("errors") or [""])[-1]
+        msg = {"complete": "run complete", "incomplete": "run stopped early: partial results kept",
+               "failed": "run failed"}.get(st, st)
+        if st in ("incomplete", "failed") and reason and not stopped:
+            msg += f" ({reason})"
+        saved = self.session_path and not self.model.autosave_error
+        if saved:
+            msg += f" · saved to {self.session_path}"
+        elif self.model.autosave_error:
+            msg += f" · NOT saved ({self.model.autosave_error}): use File → Save session as…"
+        self._status_msg = msg
+        self._update_progress(final=True)
+        self._update_buttons()
+        if not stopped and (st == "failed" or (st == "incomplete" and code != 0) or self.model.autosave_error):
+            # something went wrong that the user did not ask for: say what, and that the data is kept
+            n = sum(1 for c in s.cases if c["plain"]["step_ms"] or c["spec"]["rounds"])
+            kept = (f"Everything received before that ({n} case{'s' if n != 1 else ''}) is kept and shown"
+                    if n else "No measurements had arrived yet")
+            where = (f" and saved to {self.session_path}." if saved
+                     else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
+                     if self.model.autosave_error else ".")
+            title = "The run failed" if st == "failed" else "The run ended early"
+            self._error_dialog(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
+        self.run_finished.emit(st)
+
+    def _update_buttons(self) -> None:
+        running = self.is_running()
+        self.run_btn.setEnabled(not running)
+        self.act_run.setEnabled(not running)
+        self.stop_btn.setEnabled(running)
+        self.act_stop.setEnabled(running)
+        self.setup.setEnabled(not running)
+        self.act_open.setEnabled(not running)
+
+    def _progress_fraction(self) -> float:
+        snap = self.model.last_snapshot or {}
+        cfg = snap.get("config") or {}
+        n = snap.get("n_cases") or 0
+        if not n:
+            return 0.0
+        per = max(1, 2 * int(cfg.get("max_tokens") or 1))
+        done = 0.0
+        for c in self.model.session.cases:
+            if c.get("complete"):
+                done += 1
+            else:
+                done += min(1.0, (len(c["plain"]["tokens"]) + len(c["spec"]["tokens"])) / per) * 0.95
+        return min(1.0, done / n)
+
+    def _update_progress(self, final: bool = False) -> None:
+        self.run_status.setText(self._status_msg)
+        if final:
+            st = self.model.session.status
+            self.progress.setValue(1000 if st == "complete" else int(1000 * self._progress_fraction()))
+            self.progress.setFormat({"complete": "done", "incomplete": "stopped — %p%", "failed": "failed"}.get(st, st))
+            return
+        if not self.is_running():
+            return
+        f = self._progress_fraction()
+        self.progress.setValue(int(1000 * f))
+        elapsed = time.monotonic() - (self._run_started or time.monotonic())
+        if f > 0.02 and self.model.session.status == "running":
+            eta = elapsed * (1 - f) / f
+            self.progress.setFormat(f"%p% · about {_dur(eta)} left")
+        else:
+            self.progress.setFormat(f"%p% · {_dur(elapsed)} elapsed")
+
+    # -- snapshot → status bar -------------------------------------------------------
+    def _on_snapshot(self, snap: dict) -> None:
+        # Only the page on screen redraws now; the others catch up when shown (CPU spent
+        # drawing hidden pages is CPU taken from the engine on a small machine).
+        current = self.tabs.currentWidget()
+        for v in self.views.values():
+            if hasattr(v, "update_snapshot"):
+                if v is current or not self.is_running():
+                    v.update_snapshot(snap)
+                    v._specscope_stale = False
+                else:
+                    v._specscope_stale = True
+        self.verdict.update_snapshot(snap)
+        env = snap.get("environment") or {}
+        if env:
+            self.sb_device.setText(f"device: {env.get('device_name') or env.get('device', '?')}"
+                                   + (f" ({env['chip']})" if env.get("chip") else ""))
+            self.sb_mlx.setText(f"MLX {env.get('mlx', '?')} · mlx-lm {env.get('mlx_lm', '?')}")
+            pk = env.get("peak_memory_bytes")
+            self.sb_mem.setText(f"peak memory: {pk / 2**20:.0f} MiB" if pk else "peak memory: —")
+        n, total = snap.get("n_cases_done", 0), snap.get("n_cases", 0)
+        self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
+
+    # -- files ----------------------------------------------------------------------
+    def open_session(self, path: str) -> None:
+        s = Session.load(path)
+        self.session_path = path
+        self.model.reset(s, autosave_path=None)
+        self._status_msg = f"opened {path}"
+        self.run_status.setText(self._status_msg)
+        self.progress.setValue(1000 if s.status == "complete" else 0)
+        self.progress.setFormat(f"opened ({s.status})")
+        self.setWindowTitle(f"specscope — {Path(path).name}")
+
+    def open_session_dialog(self) -> None:
+        f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open session", str(self.autosave_dir or sessions_dir()),
+                                                     "specscope session (*.json)")
+        if f:
+            try:
+                self.open_session(f)
+            except SessionError as exc:
+                self._error_dialog("Cannot open the session", str(exc))
+
+    def save_session_dialog(self) -> None:
+        f, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save session", "session.json", "specscope session (*.json)")
+        if f:
+            try:
+                self.model.session.save(f)
+                self._status_msg = f"saved {f}"
+                self.run_status.setText(self._status_msg)
+            except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched
+                self._error_dialog("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
+
+    def export_report(self, path: str) -> None:
+        from specscope.profiler.renderers import render_to_file
+
+        render_to_file(self.model.session, path)
+
+    def export_dialog(self) -> None:
+        f, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export report", "specscope-report.html",
+            "HTML report (*.html);;PDF report (*.pdf);;CSV (*.csv);;JSON (*.json);;Perfetto trace (*.trace.json)")
+        if not f:
+            return
+        try:
+            self.export_report(f)
+            self._status_msg = f"exported {f}"
+            self.run_status.setText(self._status_msg)
+        except Exception as exc:  # a renderer that is missing or fails: say so, keep the app alive
+            self._error_dialog("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")
+
+    def _error_dialog(self, title: str, text: str) -> None:
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, title, clip(text), parent=self)
+        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        box.open()
+        self._last_dialog = box
+
+    # -- screenshots & closing ---------------------------------------------------------
+    def grab_png(self, path: str) -> bool:
+        QtWidgets.QApplication.processEvents()
+        self.model.flush()
+        QtWidgets.QApplication.processEvents()
+        return self.grab().save(path, "PNG")
+
+    def closeEvent(self, e: QtGui.QCloseEvent) -> None:
+        if self.is_running():
+            self.worker.stop_and_wait()
+            s = self.model.session
+            if s.status == "running":
+                self.model.mark_incomplete("window closed during the run")
+            self.model.save_autosave()
+        self.setup.inspector.shutdown()
+        try:
+            self.setup.save_settings()
+            self.settings.setValue("geometry", self.saveGeometry())
+            self.settings.sync()
+        except RuntimeError:
+            pass
+        super().closeEvent(e)
+
+
+def _dur(s: float) -> str:
+    s = int(max(0, s))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"

@@ -1,0 +1,441 @@
+"""HTML report: one self-contained file (inline CSS, charts as data: PNG, no scripts, no URLs).
+
+``build(session, charts, target)`` writes the same report for two engines:
+``"screen"`` for browsers (this module's ``render``) and ``"print"`` for Qt's
+rich-text engine, which ``gui.reports.pdf`` paginates into a PDF. Every string
+that came from a prompt, the model, a path or an error goes through ``esc``
+(home directory replaced by ``~``, then HTML-escaped).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+
+from specscope.profiler.session import CATEGORY_LABELS
+from specscope.profiler.verdict import acceptance_phrase, audit_answers, verdict
+
+from . import charts as _charts
+from ._common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
+
+CHART_CAPTIONS = {
+    "division": "The division: predicted speedup over acceptance p at the measured T_decode, T_verify and T_draft "
+    "(curve assumes i.i.d. acceptance); the marker is the measured run.",
+    "breakdown": "Where time goes: per-category block time of one decode step and one verify pass (barrier-timed).",
+    "throughput": "Throughput over generation time: plain vs speculative decoding (rolling window).",
+    "acceptance": "Cumulative acceptance with its 95% Wilson interval; the line marks the low-sample limit.",
+    "tokens_per_round": "Tokens emitted per speculative round.",
+}
+
+
+def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
+    return {n: _charts.image(n, session, width=width, height=height) for n in names}
+
+
+# -- small builders ------------------------------------------------------------------
+
+def _kv(rows) -> str:
+    body = "".join(f'<tr><th align="left">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows if v not in (None, ""))
+    return f'<table class="kv" cellspacing="0" cellpadding="4">{body}</table>'
+
+
+def _table(head, rows, cls="full", numeric_from=1, row_classes=None, numeric_to=None) -> str:
+    """``head``: header strings (already safe); ``rows``: lists of safe cell HTML.
+    Columns ``numeric_from`` … ``numeric_to - 1`` are right-aligned numbers."""
+    end = len(head) if numeric_to is None else numeric_to
+
+    def isnum(i):
+        return numeric_from <= i < end
+
+    hs = "".join(f'<th class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{h}</th>'
+                 for i, h in enumerate(head))
+    out = [f'<table class="{cls}" width="100%" cellspacing="0" cellpadding="4" border="1"><tr>{hs}</tr>']
+    for j, r in enumerate(rows):
+        rc = (row_classes or {}).get(j, "")
+        cells = "".join(f'<td class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{c}</td>'
+                        for i, c in enumerate(r))
+        out.append(f'<tr class="{rc}">{cells}</tr>')
+    out.append("</table>")
+    return "".join(out)
+
+
+def _figure(name, charts, target, width=640) -> str:
+    data = charts.get(name)
+    cap = esc(CHART_CAPTIONS.get(name, ""))
+    if not data:
+        why = _charts.last_error.get(name, "not drawn")
+        return f'<figure><p class="unavailable muted">chart unavailable ({esc(name)}: {esc(why)})</p><figcaption>{cap}</figcaption></figure>'
+    if target == "print":
+        src = f"chart-{name}.png"
+        return f'<p align="center"><img src="{src}" width="{width}"></p><p class="muted" align="center"><small>{cap}</small></p>'
+    b64 = base64.b64encode(data).decode("ascii")
+    return f'<figure><img alt="{esc(name)} chart" src="data:image/png;base64,{b64}"><figcaption>{cap}</figcaption></figure>'
+
+
+def _speed_cls(x) -> str:
+    if x is None:
+        return ""
+    return "good" if x >= 1 else "bad"
+
+
+def _drafter_text(cfg: dict) -> str:
+    d = cfg.get("drafter") or {}
+    name = d.get("name", "?")
+    kind = d.get("kind", "")
+    text = name + (f" ({kind})" if kind and kind != name else "")
+    if d.get("model"):
+        text += f", model {d['model']}"
+    if d.get("what_if") or kind == "oracle" or name == "oracle":
+        text += (
+            f" — WHAT-IF: oracle drafter, plain continuation corrupted to p={cfg.get('oracle_p')} "
+            f"at {cfg.get('oracle_draft_ms')} ms draft cost"
+        )
+    return text
+
+
+def _when(x) -> str:
+    if isinstance(x, (int, float)):
+        try:
+            return _dt.datetime.fromtimestamp(x).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            return str(x)
+    return "—" if x is None else str(x)
+
+
+def _first_diff(a: str, b: str) -> int | None:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return None if len(a) == len(b) else n
+
+
+def _marked(text: str, at: int | None) -> str:
+    if at is None:
+        return esc(text)
+    return esc(text[:at]) + "<mark>" + esc(text[at:]) + "</mark>"
+
+
+# -- sections -------------------------------------------------------------------------
+
+def _header(session, s) -> str:
+    env = session.data.get("environment") or {}
+    model = session.data.get("model") or {}
+    cfg = session.config
+    title = f"specscope report — {model.get('name') or 'model ?'} on {env.get('device_name') or '?'}"
+    if env.get("chip"):
+        title += f" ({env['chip']})"
+    sub = (
+        f"drafter {_drafter_text(cfg)} · k = {s['k']} · {s['regime']} · {s['cases_measured']} cases × "
+        f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}"
+    )
+    out = [f"<h1>{esc(title)}</h1>", f'<p class="sub">{esc(sub)}</p>']
+    if model.get("demo") or cfg.get("demo"):
+        out.append(
+            '<p class="note"><b>Synthetic demo model:</b> timings real, text/acceptance not meaningful. '
+            "Its weights are random; it has the target's shape and loads through the same code path, "
+            "so every timing here is a real measurement of that shape on this machine.</p>"
+        )
+    if s.get("what_if"):
+        out.append(
+            '<p class="note whatif"><b>What-if run (oracle drafter):</b> drafts are the plain run\'s own continuation, '
+            "corrupted to a chosen acceptance at a chosen draft cost. It measures the real verify path at that acceptance; "
+            "it is not a drafter you can deploy.</p>"
+        )
+    if session.status not in ("complete",):
+        out.append(f'<p class="note error"><b>Session status: {esc(session.status)}.</b> Figures cover the cases measured so far.</p>')
+    for e in (session.data.get("errors") or [])[:20]:
+        out.append(f'<p class="note error">{esc(e)}</p>')
+    return "".join(out)
+
+
+def _verdict(s, target) -> str:
+    m = s.get("measured_speedup")
+    cls = "" if m is None else ("win" if m >= 1 else "lose")
+    if target == "print":
+        return f'<table width="100%" cellpadding="8" cellspacing="0"><tr><td class="verdict">{esc(verdict(s))}</td></tr></table>'
+    return f'<p class="verdict {cls}">{esc(verdict(s))}</p>'
+
+
+def _environment(session, target) -> str:
+    env = session.data.get("environment") or {}
+    model = session.data.get("model") or {}
+    cfg = session.config
+    samp = cfg.get("sampling") or {}
+    q = model.get("quantization") or {}
+    layers = model.get("layers")
+    layer_text = None
+    if layers:
+        layer_text = f"{layers} ({model.get('linear_attention_layers', 0)} linear attention, {model.get('full_attention_layers', 0)} full attention, {model.get('moe_layers', 0)} MoE)"
+    experts = None
+    if model.get("experts"):
+        experts = f"{model['experts']} routed, {model.get('experts_per_token', '?')} per token" + (", + shared expert" if model.get("shared_expert") else "")
+    model_rows = [
+        ("Model", esc(model.get("name"))),
+        ("Path", esc(model.get("path") or cfg.get("model_path"))),
+        ("Type", esc(f"{model.get('model_type', '?')} · {model.get('architecture', '')}")),
+        ("Layers", esc(layer_text) if layer_text else None),
+        ("Experts", esc(experts) if experts else None),
+        ("Parameters", esc(f"{count(model.get('parameters'))} total, {count(model.get('active_parameters'))} active") if model.get("parameters") else None),
+        ("Quantization", esc(f"{q.get('bits')}-bit, group {q.get('group_size')} ({q.get('mode', '')})") if q else None),
+        ("Weights", esc(mib(model.get("weight_bytes"))) if model.get("weight_bytes") else None),
+        ("MTP head", esc("present" if (model.get("mtp") or {}).get("available") else "absent") if "mtp" in model else None),
+    ]
+    env_rows = [
+        ("Device", esc(f"{env.get('device_name', '?')} · {env.get('chip', '')} · {env.get('device', '')}")),
+        ("OS / machine", esc(f"{env.get('os', '?')} · {env.get('machine', '')}")),
+        ("MLX / mlx-lm", esc(f"{env.get('mlx', '?')} / {env.get('mlx_lm', '?')}")),
+        ("Python", esc(env.get("python"))),
+        ("CPU cores", esc(env.get("cpu_count")) if env.get("cpu_count") else None),
+        ("Peak memory", esc(mib(env.get("peak_memory_bytes"))) if env.get("peak_memory_bytes") else None),
+        ("Thermal state", esc(env.get("thermal_state")) if env.get("thermal_state") else None),
+    ]
+    cfg_rows = [
+        ("Drafter", esc(_drafter_text(cfg))),
+        ("Draft model path", esc(cfg.get("draft_model_path")) if cfg.get("draft_model_path") else None),
+        ("Draft tokens k", esc(cfg.get("num_draft_tokens"))),
+        ("Sampling regime", esc(f"{samp.get('regime', 'greedy')} (temp {samp.get('temp', cfg.get('temp'))}, top-p {samp.get('top_p', cfg.get('top_p'))}, seed {samp.get('seed', cfg.get('seed'))})")),
+        ("Suite", esc(f"{cfg.get('suite_name') or cfg.get('suite') or 'default'} · {cfg.get('n_cases', cfg.get('cases', '?'))} cases × {cfg.get('max_tokens')} new tokens")),
+        ("Protocol", esc(f"{cfg.get('warmup', 0)} warm-up, {cfg.get('repeats', 1)} measured repeat(s), medians reported; breakdown {'on, ' + str(cfg.get('breakdown_reps')) + ' reps' if cfg.get('breakdown') else 'off'}")),
+        ("MTP hidden state", esc(cfg.get("mtp_hidden")) if (cfg.get("drafter") or {}).get("kind") == "mtp" else None),
+        ("Started / finished", esc(f"{_when(session.data.get('started_at'))} / {_when(session.data.get('finished_at'))}") if session.data.get("started_at") else None),
+    ]
+    blocks = [("Run", cfg_rows), ("Model", model_rows), ("Machine", env_rows)]
+    if target == "print":
+        return "<h2>Environment and configuration</h2>" + "".join(f"<h3>{t}</h3>" + _kv(r) for t, r in blocks)
+    return '<h2>Environment and configuration</h2><div class="envgrid">' + "".join(
+        f'<section class="env"><h3>{t}</h3>' + _kv(r) + "</section>" for t, r in blocks) + "</div>"
+
+
+def _summary(s) -> str:
+    k = s["k"]
+    err = s.get("prediction_error")
+    rows = [
+        ["Plain decoding", f(s["plain_tok_s"], ".1f", " tok/s"), "steady state, end to end, median over repeats"],
+        ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
+        [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
+         f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode"],
+        [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"],
+        ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"), "mean per round; not in the division (it shows up in the prediction error)"],
+        ["Acceptance p", f"{pct(s['p'])}" if s.get("p") is not None else "—",
+         esc(acceptance_phrase(s))],
+        ["Per-position a_i", esc(", ".join(f"a{i + 1} = {a:.2f}" for i, a in enumerate(s["per_position"]))) or "—",
+         "share of rounds whose first i drafts were all accepted (measured, not i.i.d.)"],
+        ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
+        ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
+         f"E · T_decode / (T_verify + T_draft) → {f(s['predicted_tok_s'], '.1f', ' tok/s')}"],
+        ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
+         f"speculative {f(s['spec_tok_s'], '.1f', ' tok/s')} ÷ plain {f(s['plain_tok_s'], '.1f', ' tok/s')}, same prompts and token budget"],
+        ["Prediction error", pct(err, 1, signed=True),
+         "(predicted − measured) / measured: costs no component accounts for (rollback, sampling, sync, bookkeeping)"],
+        ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
+         f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft); measured {f(s['verify_multiple'], '.2f')} ×"],
+    ]
+    if s["regime"] == "greedy" and s.get("match_rate") is not None:
+        rows.append(["Greedy match", pct(s["match_rate"]),
+                     "of tokens equal to plain decoding" + (" (all cases identical)" if s.get("all_match") else " — batched and single-row kernels may sum in different orders")])
+    if s.get("block_sum_predicted_speedup") is not None:
+        rows.append(["Wrong-ruler prediction", f(s["block_sum_predicted_speedup"], ".3f", "×"),
+                     f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'], '.3f', '×')} from whole-graph times)"])
+    formula = ""
+    if s.get("predicted_speedup") is not None:
+        formula = (
+            f'<p class="formula">predicted speedup = E · T_decode / (T_verify + T_draft) = '
+            f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}) = "
+            f"{s['predicted_speedup']:.3f}×</p>"
+        )
+    return "<h2>Summary</h2>" + formula + _table(["Figure", "Value", "What it is"], rows, numeric_from=1, numeric_to=2, cls="full summary")
+
+
+def _division(s, charts, target) -> str:
+    parts = ["<h2>The division</h2>"]
+    if s.get("verify_multiple") is not None:
+        vm, be = s["verify_multiple"], s["break_even_multiple"]
+        ok = vm <= be
+        parts.append(
+            f"<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft, here ≤ {be:.2f} × T_decode. "
+            f'This run\'s verify costs <span class="{"good" if ok else "bad"}">{vm:.2f} × T_decode</span>, '
+            f"so it is {'inside' if ok else 'outside'} the break-even line.</p>"
+        )
+        if s["k"] == 1 and vm >= 2:
+            parts.append("<p>Verifying 2 positions costs two plain steps or more: for k = 1 the speedup is below (1+p)/2 ≤ 1 for every p. No drafter can save it; only a cheaper verify can.</p>")
+    parts.append(_figure("division", charts, target))
+    parts.append(_figure("throughput", charts, target))
+    return "".join(parts)
+
+
+def _inter_ratio(dec, ver):
+    """The inter-block ratio means something only when both overheads are real (positive, not noise)."""
+    a, b = dec.get("inter_block_ms"), ver.get("inter_block_ms")
+    if a is None or b is None or a <= 0.02 * (dec.get("whole_ms") or 0) or b <= 0:
+        return None
+    return b / a
+
+
+def _breakdown(s, charts, target) -> str:
+    bd = s.get("breakdown")
+    parts = ['<h2 class="pagebreak">Where verify time goes</h2>']
+    if not bd:
+        parts.append("<p class=\"muted\">No per-category breakdown in this session (run with the breakdown on).</p>")
+        return "".join(parts)
+    dec, ver = bd["decode"], bd["verify"]
+    pos = ver["positions"]
+    parts.append(
+        f"<p>Decode cost of one position vs verify cost of {pos} positions, per category, median over cases "
+        f"(each block timed with a barrier after it). A ratio near 1 means the weights were read once for all positions; "
+        f"near {pos} means the work was simply repeated per position.</p>"
+    )
+    has_est = bool(dec.get("skip_estimates"))
+    head = ["Category", "Decode (1 pos), ms", f"Verify ({pos} pos), ms", "Verify / decode"]
+    if has_est:
+        head += ["Decode w/o barriers*", "Verify w/o barriers*"]
+    rows, rc = [], {}
+    for c in bd["categories"]:
+        label = (bd.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
+        r = [esc(label), f(dec["blocks"].get(c)), f(ver["blocks"].get(c)), f(bd["ratios"].get(c), ".2f", "×")]
+        if has_est:
+            r += [f((dec.get("skip_estimates") or {}).get(c)), f((ver.get("skip_estimates") or {}).get(c))]
+        rows.append(r)
+    blank = [""] * (2 if has_est else 0)
+    rc[len(rows)] = "ruler total"
+    rows.append(["Sum of blocks (ruler 1: barrier-timed)", f(dec["block_sum_ms"]), f(ver["block_sum_ms"]),
+                 f(ver["block_sum_ms"] / dec["block_sum_ms"] if dec["block_sum_ms"] else None, ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler total"
+    rows.append(["Whole graph (ruler 2: no barriers)", f(dec["whole_ms"]), f(ver["whole_ms"]),
+                 f(bd["ratios"].get("whole"), ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler"
+    rows.append([esc(CATEGORY_LABELS["inter_block"]) + " (whole − sum of blocks)", f(dec["inter_block_ms"]), f(ver["inter_block_ms"]),
+                 f(_inter_ratio(dec, ver), ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler"
+    rows.append(["Barrier distortion (instrumented / whole − 1)", pct(dec.get("barrier_distortion")), pct(ver.get("barrier_distortion")), ""] + blank)
+    parts.append(_table(head, rows, row_classes=rc))
+    notes = []
+    if dec["inter_block_ms"] is not None and dec["inter_block_ms"] < 0:
+        notes.append("The sum of barrier-timed blocks exceeds the whole graph here: the barriers themselves cost more than the "
+                     "scheduling they expose, so the inter-block overhead reads negative. Trust the whole-graph ruler.")
+    if has_est:
+        notes.append("* Without-barrier estimates: whole-graph time with the category left out (or doubled), differenced. "
+                     "They can be noisy or negative for cheap categories.")
+    if s.get("block_sum_predicted_speedup") is not None and s.get("predicted_speedup") is not None:
+        notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "
+                     f"{s['predicted_speedup']:.3f}× — which is why specscope predicts from whole-graph times only.")
+    parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
+    parts.append(_figure("breakdown", charts, target))
+    return "".join(parts)
+
+
+def _acceptance(s, charts, target) -> str:
+    k = s["k"]
+    parts = ["<h2>Acceptance</h2>", f"<p>{esc(acceptance_phrase(s))}.</p>"]
+    head = ["Content", "Rounds", "Drafted", "Accepted", "p", "95% CI", "E (tokens / round)"] + [f"a{i + 1}" for i in range(k)]
+    rows = []
+    for cat, a in (s.get("acceptance_by_category") or {}).items():
+        low = ' <span class="warn">(low sample)</span>' if a.get("low_sample") else ""
+        rows.append([esc(cat) + low, str(a["rounds"]), str(a["drafted"]), str(a["accepted"]), pct(a["p"]), ci(a["p_ci95"]),
+                     f(a["tokens_per_round"], ".3f")] + [f(x, ".2f") for x in (a["per_position"] if a["rounds"] else [None] * k)])
+    rows.append(["<b>all</b>", str(sum(a["rounds"] for a in (s.get("acceptance_by_category") or {}).values())),
+                 str(s["drafted"]), str(s["accepted"]), pct(s["p"]), ci(s["p_ci95"]), f(s["tokens_per_round"], ".3f")]
+                + [f(x, ".2f") for x in (s["per_position"] or [None] * k)])
+    parts.append("<h3>Per content category and per position</h3>")
+    parts.append(_table(head, rows, row_classes={len(rows) - 1: "total"}))
+    parts.append(f'<p class="muted">Regime: {esc(s["regime"])}. a_i is the share of rounds whose first i drafts were all '
+                 "accepted; greedy and sampled acceptance are not comparable.</p>")
+    parts.append(_figure("acceptance", charts, target))
+    parts.append(_figure("tokens_per_round", charts, target))
+    return "".join(parts)
+
+
+def _cases(session) -> str:
+    head = ["Case", "Content", "Prompt tok", "Plain tok/s", "Spec tok/s", "T_verify ms", "T_draft ms", "p", "95% CI",
+            "E", "Predicted", "Measured", "Error", "Match", "1st diverg."]
+    rows = []
+    for c in session.cases:
+        st = session.case_stats(c)
+        a = st["acceptance"]
+        m = st["match"] or {}
+        rows.append([
+            esc(c["id"]) + ("" if c.get("complete") else ' <span class="warn">(incomplete)</span>'),
+            esc(c.get("category", "")),
+            str(len(c.get("prompt_tokens") or [])),
+            f(st["plain_tok_s"], ".1f"), f(st["spec_tok_s"], ".1f"),
+            f(st["t_verify_ms"]), f(st["t_draft_ms"]),
+            pct(a["p"]), ci(a["p_ci95"]) if a["rounds"] else "—",
+            f(a["tokens_per_round"], ".2f"),
+            f(st["predicted_speedup"], ".3f", "×"), f(st["measured_speedup"], ".3f", "×"),
+            pct(st["prediction_error"], 1, signed=True),
+            pct(m.get("match_rate"), 0) if m else "—",
+            "—" if m.get("first_divergence") is None else f"token {m['first_divergence']}",
+        ])
+    return '<h2>Per case</h2><div class="scroll">' + _table(head, rows, numeric_from=2, cls="full cases") + "</div>"
+
+
+def _audit(s) -> str:
+    items = "".join(f"<dt>{esc(q)}</dt><dd>{esc(a)}</dd>" for q, a in audit_answers(s))
+    return (
+        "<h2>Judging a benchmark: the three questions</h2>"
+        "<p>Answered for this run; ask the same of any quoted speculative-decoding number.</p>"
+        f'<dl class="audit">{items}</dl>'
+    )
+
+
+def _outputs(session, target) -> str:
+    parts = ['<h2 class="pagebreak">Outputs: plain vs speculative</h2>']
+    if (session.data.get("model") or {}).get("demo"):
+        parts.append('<p class="muted">Synthetic demo model: the text is random tokens; compare it only for equality.</p>')
+    parts.append('<p class="muted">Where the two differ, the speculative text from the first differing character on is highlighted.</p>')
+    for c in session.cases:
+        st = session.case_stats(c)
+        m = st["match"] or {}
+        pt, stx = c.get("plain_text") or "", c.get("spec_text") or ""
+        at = _first_diff(pt, stx)
+        if m:
+            status = ("identical tokens" if m.get("equal") else
+                      f"{pct(m.get('match_rate'), 1)} tokens match, first divergence at token {m.get('first_divergence')}")
+        else:
+            status = "not measured"
+        cell = "out" if target == "print" else ""
+        parts.append(
+            f'<div class="case"><h3>{esc(c["id"])} <span class="muted">· {esc(c.get("category", ""))} · {esc(status)}</span></h3>'
+            f'<p class="prompt">{esc(c.get("prompt", ""))}</p>'
+            f'<table class="outputs" width="100%" cellspacing="0" cellpadding="5" border="1">'
+            f'<tr><th width="50%">Plain</th><th width="50%">Speculative</th></tr>'
+            f'<tr><td class="{cell}">{_marked(pt, at)}</td><td class="{cell}">{_marked(stx, at)}</td></tr></table></div>'
+        )
+    return "".join(parts)
+
+
+def build(session, charts: dict | None = None, target: str = "screen") -> str:
+    """The report as HTML for ``target`` "screen" (browsers) or "print" (Qt rich text → PDF)."""
+    charts = charts if charts is not None else {}
+    s = session.summary()
+    model = session.data.get("model") or {}
+    title = f"specscope report — {model.get('name') or 'session'}"
+    css = SCREEN_CSS if target == "screen" else PRINT_CSS
+    body = "".join([
+        _header(session, s),
+        _verdict(s, target),
+        _environment(session, target),
+        _summary(s),
+        _division(s, charts, target),
+        _breakdown(s, charts, target),
+        _acceptance(s, charts, target),
+        _audit(s),
+        _cases(session),
+        _outputs(session, target),
+    ])
+    stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    foot = (f'<footer><p class="muted">Generated by specscope on {esc(stamp)} from a saved session; '
+            "charts drawn by the app's own chart code. Predictions use whole-graph times only.</p></footer>")
+    if target == "print":
+        return f"<html><head><meta charset=\"utf-8\"><title>{esc(title)}</title></head><body>{body}{foot}</body></html>"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
+        f"<title>{esc(title)}</title><style>{css}</style></head><body><main>{body}{foot}</main></body></html>\n"
+    )
+
+
+def render(session) -> str:
+    return build(session, collect_charts(session), target="screen")
+

@@ -1,0 +1,109 @@
+"""The session model the views observe.
+
+It owns a ``profiler.session.Session``, folds worker events into it, autosaves it
+atomically as it grows, and — at most ~25 times a second, only when something
+changed — publishes one snapshot of plain values (the summary and the chart
+series) through a Qt signal. Views never compute statistics: they draw what the
+snapshot says.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6 import QtCore
+
+from specscope.profiler.session import Session
+
+from .charts import data as chart_data
+
+# ≤ 4 redraws per second, whatever the token rate: on a 2-core machine every repaint
+# (pyqtgraph axes dominate) is CPU taken from the engine being measured; see `specscope bench gui`.
+FRAME_MS = 250
+AUTOSAVE_S = 2.0
+
+
+class SessionModel(QtCore.QObject):
+    snapshot = QtCore.Signal(dict)       # summary + chart series, plain values
+    cases_changed = QtCore.Signal(list)  # list of (case dict, case stats) rows for the table
+    status_changed = QtCore.Signal(str)  # session status: empty | running | complete | incomplete | failed
+    session_replaced = QtCore.Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.session = Session()
+        self.autosave_path: str | None = None
+        self.autosave_error: str | None = None  # why the last autosave failed, if it did
+        self._dirty = False
+        self._cases_dirty = False
+        self._last_save = 0.0
+        self._last_status = self.session.status
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self._publish)
+        self._timer.start()
+        self.last_snapshot: dict = {}
+
+    # -- input ------------------------------------------------------------------
+    def reset(self, session: Session | None = None, autosave_path: str | None = None) -> None:
+        self.session = session or Session()
+        self.autosave_path = autosave_path
+        self.autosave_error = None
+        self._dirty = self._cases_dirty = True
+        self.session_replaced.emit()
+        self.flush()
+
+    def apply(self, ev: dict) -> None:
+        self.session.apply(ev)
+        self._dirty = True
+        if ev.get("event") in ("case_started", "case_done", "breakdown", "run_started", "run_done", "error", "repeat_done"):
+            self._cases_dirty = True
+        if self.autosave_path and (ev.get("event") in ("case_done", "run_done", "breakdown", "error")
+                                   or time.monotonic() - self._last_save > AUTOSAVE_S):
+            self.save_autosave()
+
+    def mark_incomplete(self, reason: str) -> None:
+        self.session.mark_incomplete(reason)
+        self._dirty = self._cases_dirty = True
+        self.save_autosave()
+        self.flush()
+
+    def save_autosave(self) -> None:
+        """Write the session atomically; a failure (disk full, folder gone) is remembered, not raised:
+        the data stays in memory and the last good file on disk is untouched."""
+        if self.autosave_path:
+            try:
+                self.session.save(self.autosave_path)
+                self.autosave_error = None
+            except OSError as exc:
+                self.autosave_error = exc.strerror or str(exc)
+            self._last_save = time.monotonic()
+
+    # -- output -----------------------------------------------------------------
+    def flush(self) -> None:
+        """Publish now (used when a run ends or a file is opened)."""
+        self._dirty = True
+        self._publish()
+
+    def _publish(self) -> None:
+        if self.session.status != self._last_status:
+            self._last_status = self.session.status
+            self.status_changed.emit(self.session.status)
+        if not self._dirty:
+            return
+        self._dirty = False
+        s = self.session
+        summary = s.summary()
+        snap = chart_data.all_chart_data(s, summary)
+        snap["status"] = s.status
+        snap["errors"] = list(s.data.get("errors", []))
+        snap["environment"] = dict(s.data.get("environment", {}))
+        snap["model"] = dict(s.data.get("model", {}))
+        snap["config"] = dict(s.config)
+        snap["n_cases_done"] = sum(1 for c in s.cases if c.get("complete"))
+        snap["n_cases"] = s.config.get("n_cases") or len(s.cases)
+        self.last_snapshot = snap
+        self.snapshot.emit(snap)
+        if self._cases_dirty:
+            self._cases_dirty = False
+            self.cases_changed.emit([(c, s.case_stats(c)) for c in s.cases])

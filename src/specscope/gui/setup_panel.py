@@ -1,0 +1,331 @@
+"""The setup panel: model, drafter, k, sampling, suite, budget. Settings persist via QSettings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+
+from specscope.profiler.protocol import MAX_K, RunConfig
+
+from .inspector import DEMO, Inspector, describe_line
+from .model_finder import find_models, looks_like_model
+from .views.common import PlainLabel
+
+DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
+MAX_RECENT = 8
+SUITE_CASES = 18
+
+
+class SetupPanel(QtWidgets.QWidget):
+    model_changed = QtCore.Signal(str)
+    changed = QtCore.Signal()
+
+    def __init__(self, settings: QtCore.QSettings, parent=None):
+        super().__init__(parent)
+        self.settings = settings
+        self.setAcceptDrops(True)
+        self.inspector = Inspector(self)
+        self.inspector.result.connect(self._inspected)
+        self.inspector.failed.connect(self._inspect_failed)
+        self._build()
+        self.refresh_models()
+        self.load_settings()
+        self._drafter_changed()
+        self._sampling_changed()
+
+    # -- layout -------------------------------------------------------------------
+    def _group(self, title: str) -> tuple[QtWidgets.QGroupBox, QtWidgets.QFormLayout]:
+        box = QtWidgets.QGroupBox(title)
+        form = QtWidgets.QFormLayout(box)
+        form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setLabelAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        self._layout.addWidget(box)
+        return box, form
+
+    def _spin(self, lo, hi, val, step=1, decimals=None, suffix=""):
+        if decimals is None:
+            w = QtWidgets.QSpinBox()
+        else:
+            w = QtWidgets.QDoubleSpinBox()
+            w.setDecimals(decimals)
+            w.setSingleStep(step)
+        w.setRange(lo, hi)
+        w.setValue(val)
+        if suffix:
+            w.setSuffix(suffix)
+        w.valueChanged.connect(lambda *_: self.changed.emit())
+        return w
+
+    def _build(self):
+        self._layout = QtWidgets.QVBoxLayout(self)
+        self._layout.setContentsMargins(8, 8, 8, 8)
+        self._layout.setSpacing(10)
+
+        box, form = self._group("Model")
+        row = QtWidgets.QHBoxLayout()
+        self.model_combo = QtWidgets.QComboBox()
+        self.model_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(18)
+        self.model_combo.setToolTip("Models found on disk (Hugging Face cache, LM Studio), recent paths, and the built-in demo.\n"
+                                    "You can also drop a model folder onto this panel.")
+        self.model_combo.currentIndexChanged.connect(self._model_picked)
+        self.browse = QtWidgets.QPushButton("Browse…")
+        self.browse.clicked.connect(self._browse)
+        row.addWidget(self.model_combo, 1)
+        row.addWidget(self.browse)
+        form.addRow(row)
+        self.compat = PlainLabel()
+        self.compat.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.compat.setWordWrap(True)
+        self.compat.setObjectName("compat")
+        form.addRow(self.compat)
+
+        box, form = self._group("Drafter")
+        self.drafter = QtWidgets.QComboBox()
+        for key, label in DRAFTERS:
+            self.drafter.addItem(label, key)
+        self.drafter.currentIndexChanged.connect(self._drafter_changed)
+        form.addRow("Drafter", self.drafter)
+        self.k = self._spin(1, MAX_K, 2)
+        self.k.setToolTip("draft tokens per round; verify runs k+1 positions")
+        form.addRow("Draft tokens k", self.k)
+        drow = QtWidgets.QHBoxLayout()
+        self.draft_model = QtWidgets.QLineEdit()
+        self.draft_model.setPlaceholderText("demo draft model")
+        self.draft_browse = QtWidgets.QPushButton("…")
+        self.draft_browse.setFixedWidth(32)
+        self.draft_browse.clicked.connect(self._browse_draft)
+        drow.addWidget(self.draft_model, 1)
+        drow.addWidget(self.draft_browse)
+        self.draft_row = QtWidgets.QWidget()
+        self.draft_row.setLayout(drow)
+        drow.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Draft model", self.draft_row)
+        self.oracle_p = self._spin(0.0, 1.0, 0.75, 0.05, 2)
+        self.oracle_ms = self._spin(0.0, 10000.0, 0.0, 0.5, 2, " ms")
+        form.addRow("Oracle p", self.oracle_p)
+        form.addRow("Oracle draft cost", self.oracle_ms)
+        self.mtp_hidden = QtWidgets.QComboBox()
+        self.mtp_hidden.addItems(["post-norm", "pre-norm"])
+        form.addRow("MTP hidden", self.mtp_hidden)
+        self._drafter_form = form
+
+        box, form = self._group("Sampling")
+        self.greedy = QtWidgets.QCheckBox("Greedy (temperature 0)")
+        self.greedy.setChecked(True)
+        self.greedy.toggled.connect(self._sampling_changed)
+        form.addRow(self.greedy)
+        self.temp = self._spin(0.0, 5.0, 0.7, 0.1, 2)
+        self.top_p = self._spin(0.01, 1.0, 1.0, 0.05, 2)
+        self.seed = self._spin(0, 2**31 - 1, 0)
+        form.addRow("Temperature", self.temp)
+        form.addRow("Top-p", self.top_p)
+        form.addRow("Seed", self.seed)
+
+        box, form = self._group("Protocol")
+        srow = QtWidgets.QHBoxLayout()
+        self.suite = QtWidgets.QLineEdit()
+        self.suite.setPlaceholderText("built-in: 6 zh, 6 en, 6 code")
+        sb = QtWidgets.QPushButton("…")
+        sb.setFixedWidth(32)
+        sb.clicked.connect(self._browse_suite)
+        srow.addWidget(self.suite, 1)
+        srow.addWidget(sb)
+        srow.setContentsMargins(0, 0, 0, 0)
+        sw = QtWidgets.QWidget()
+        sw.setLayout(srow)
+        form.addRow("Suite", sw)
+        self.cases = self._spin(0, 999, 0)
+        self.cases.setSpecialValueText("all")
+        self.cases.setToolTip("run only the first N cases, spread across categories (all = the whole suite)")
+        form.addRow("Cases", self.cases)
+        self.max_tokens = self._spin(2, 8192, 128)
+        form.addRow("Max new tokens", self.max_tokens)
+        self.warmup = self._spin(0, 20, 1)
+        form.addRow("Warm-up runs", self.warmup)
+        self.repeats = self._spin(1, 50, 1)
+        form.addRow("Repeats", self.repeats)
+        self.breakdown = QtWidgets.QCheckBox("Per-category breakdown")
+        self.breakdown.setChecked(True)
+        form.addRow(self.breakdown)
+        self._layout.addStretch(1)
+
+    # -- models -------------------------------------------------------------------
+    def recent(self) -> list[str]:
+        v = self.settings.value("recent_models", [])
+        if isinstance(v, str):
+            v = [v]
+        return [str(x) for x in (v or [])]
+
+    def add_recent(self, path: str) -> None:
+        if path == DEMO:
+            return
+        r = [p for p in self.recent() if p != path]
+        self.settings.setValue("recent_models", ([path] + r)[:MAX_RECENT])
+
+    def refresh_models(self, select: str | None = None) -> None:
+        cur = select or self.model_path()
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        self.model_combo.addItem("Built-in demo model (synthetic)", DEMO)
+        for label, path in find_models(self.recent()):
+            self.model_combo.addItem(label, path)
+            self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.model_combo.blockSignals(False)
+        if cur:
+            self.set_model(cur, inspect=False)
+
+    def model_path(self) -> str | None:
+        return self.model_combo.currentData()
+
+    def set_model(self, path: str, inspect: bool = True) -> None:
+        i = self.model_combo.findData(path)
+        if i < 0:
+            self.model_combo.blockSignals(True)
+            self.model_combo.addItem(f"{Path(path).name}  ({path})", path)
+            self.model_combo.blockSignals(False)
+            i = self.model_combo.count() - 1
+        if i == self.model_combo.currentIndex():
+            if inspect:
+                self._model_picked()
+        else:
+            self.model_combo.setCurrentIndex(i)
+
+    def _model_picked(self, *_):
+        path = self.model_path()
+        if not path:
+            return
+        self.compat.setText("inspecting…")
+        self.inspector.inspect(path)
+        self.model_changed.emit(path)
+        self.changed.emit()
+
+    def _inspected(self, path: str, d: dict) -> None:
+        if path == self.model_path():
+            self.compat.setText(describe_line(d))
+            self.compat.setProperty("state", "ok")
+
+    def _inspect_failed(self, path: str, msg: str) -> None:
+        if path == self.model_path():
+            self.compat.setText(f"⚠ {msg}")
+
+    def _browse(self):
+        d = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a model folder (with config.json)")
+        if d:
+            self.pick_folder(d)
+
+    def pick_folder(self, d: str) -> bool:
+        if not looks_like_model(d):
+            self.compat.setText(f"⚠ {d} has no config.json: not a model folder")
+            return False
+        self.add_recent(d)
+        self.set_model(d)
+        return True
+
+    def _browse_draft(self):
+        d = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a draft model folder")
+        if d:
+            self.draft_model.setText(d)
+
+    def _browse_suite(self):
+        f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Choose a prompt suite", "", "Suite (*.json)")
+        if f:
+            self.suite.setText(f)
+
+    # drag and drop of a model folder
+    def dragEnterEvent(self, e):
+        if e.mimeData().hasUrls() and any(u.isLocalFile() for u in e.mimeData().urls()):
+            e.acceptProposedAction()
+
+    def dropEvent(self, e):
+        for u in e.mimeData().urls():
+            if u.isLocalFile() and Path(u.toLocalFile()).is_dir():
+                self.pick_folder(u.toLocalFile())
+                e.acceptProposedAction()
+                return
+
+    # -- options ----------------------------------------------------------------
+    def _drafter_changed(self, *_):
+        key = self.drafter.currentData()
+        f = self._drafter_form
+        f.setRowVisible(self.draft_row, key == "draft")
+        f.setRowVisible(self.oracle_p, key == "oracle")
+        f.setRowVisible(self.oracle_ms, key == "oracle")
+        f.setRowVisible(self.mtp_hidden, key == "mtp")
+        self.changed.emit()
+
+    def _sampling_changed(self, *_):
+        g = self.greedy.isChecked()
+        for w in (self.temp, self.top_p, self.seed):
+            w.setEnabled(not g)
+        self.changed.emit()
+
+    def set_drafter(self, key: str) -> None:
+        i = self.drafter.findData(key)
+        if i >= 0:
+            self.drafter.setCurrentIndex(i)
+
+    def config(self) -> RunConfig:
+        path = self.model_path()
+        demo = path == DEMO
+        key = self.drafter.currentData()
+        return RunConfig(
+            model=None if demo else path,
+            demo=demo,
+            drafter=key,
+            draft_model=(self.draft_model.text().strip() or None) if key == "draft" else None,
+            num_draft_tokens=self.k.value(),
+            max_tokens=self.max_tokens.value(),
+            temp=0.0 if self.greedy.isChecked() else self.temp.value(),
+            top_p=1.0 if self.greedy.isChecked() else self.top_p.value(),
+            seed=self.seed.value(),
+            suite=self.suite.text().strip() or None,
+            cases=self.cases.value() or None,
+            warmup=self.warmup.value(),
+            repeats=self.repeats.value(),
+            breakdown=self.breakdown.isChecked(),
+            oracle_p=self.oracle_p.value(),
+            oracle_draft_ms=self.oracle_ms.value(),
+            mtp_hidden=self.mtp_hidden.currentText(),
+        )
+
+    # -- persistence --------------------------------------------------------------
+    _SPINS = ("k", "max_tokens", "warmup", "repeats", "cases", "seed", "temp", "top_p", "oracle_p", "oracle_ms")
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("model", self.model_path() or DEMO)
+        s.setValue("drafter", self.drafter.currentData())
+        for name in self._SPINS:
+            s.setValue(name, getattr(self, name).value())
+        s.setValue("greedy", self.greedy.isChecked())
+        s.setValue("breakdown", self.breakdown.isChecked())
+        s.setValue("draft_model", self.draft_model.text())
+        s.setValue("suite", self.suite.text())
+        s.setValue("mtp_hidden", self.mtp_hidden.currentText())
+        s.sync()
+
+    def load_settings(self) -> None:
+        s = self.settings
+
+        def val(key, default, typ):
+            v = s.value(key, default)
+            try:
+                return typ(v) if typ is not bool else (v if isinstance(v, bool) else str(v).lower() == "true")
+            except (TypeError, ValueError):
+                return default
+
+        for name in self._SPINS:
+            w = getattr(self, name)
+            w.setValue(val(name, w.value(), type(w.value())))
+        self.greedy.setChecked(val("greedy", True, bool))
+        self.breakdown.setChecked(val("breakdown", True, bool))
+        self.draft_model.setText(val("draft_model", "", str))
+        self.suite.setText(val("suite", "", str))
+        self.mtp_hidden.setCurrentText(val("mtp_hidden", "post-norm", str))
+        self.set_drafter(val("drafter", "auto", str))
+        model = val("model", DEMO, str)
+        if model != DEMO and not Path(model).exists():
+            model = DEMO
+        self.set_model(model, inspect=True)

@@ -1,0 +1,220 @@
+"""Cases page: a sortable table of cases and side-by-side plain vs speculative output.
+
+Text is inserted as plain text through QTextCursor (never parsed as HTML).
+Accepted draft tokens are highlighted and the first divergence is marked.
+Per-token text comes from ``plain_pieces`` / ``spec_pieces`` when the session has
+them; otherwise tokens are shown by id under the decoded text.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from specscope.profiler.session import CATEGORY_LABELS  # noqa: F401  (labels for categories live with the session)
+
+from .common import breakable, plain_label
+
+COLUMNS = ["Case", "Category", "Acceptance (95% CI)", "Drafted", "Plain tok/s", "Spec tok/s", "Predicted ×", "Measured ×",
+           "Output match", "Status"]
+CAT_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
+SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+
+
+def token_origins(case: dict) -> list[str]:
+    """For each speculative token: 'prefill', 'draft' (accepted draft) or 'verify' (the target's own token)."""
+    out = ["prefill"] if case["spec"]["tokens"] else []
+    for r in case["spec"]["rounds"]:
+        n = len(r["emitted"])
+        acc = min(r["accepted"], n)
+        out += ["draft"] * acc + ["verify"] * (n - acc)
+    return out
+
+
+class CasesView(QtWidgets.QWidget):
+    def __init__(self, theme: dict, parent=None):
+        super().__init__(parent)
+        self.theme = theme
+        self._rows: list = []
+        self._selected_id: str | None = None
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.model = QtGui.QStandardItemModel(0, len(COLUMNS), self)
+        self.model.setHorizontalHeaderLabels(COLUMNS)
+        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.table = QtWidgets.QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setAlternatingRowColors(True)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        hh.setStretchLastSection(True)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        split.addWidget(self.table)
+
+        bottom = QtWidgets.QWidget()
+        bl = QtWidgets.QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        self.prompt = plain_label("Select a case to compare its plain and speculative output.")
+        self.prompt.setObjectName("prompt")
+        bl.addWidget(self.prompt)
+        self.legend = plain_label("")
+        self.legend.setObjectName("muted")
+        bl.addWidget(self.legend)
+        texts = QtWidgets.QHBoxLayout()
+        self.plain_text = self._text_edit()
+        self.spec_text = self._text_edit()
+        for title, w in (("Plain decoding", self.plain_text), ("Speculative decoding", self.spec_text)):
+            col = QtWidgets.QVBoxLayout()
+            lab = plain_label(title, wrap=False, selectable=False)
+            lab.setObjectName("sectionTitle")
+            col.addWidget(lab)
+            col.addWidget(w, 1)
+            texts.addLayout(col, 1)
+        bl.addLayout(texts, 1)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        lay.addWidget(split)
+
+    @staticmethod
+    def _text_edit() -> QtWidgets.QTextEdit:
+        w = QtWidgets.QTextEdit()
+        w.setReadOnly(True)
+        w.setAcceptRichText(False)
+        w.setUndoRedoEnabled(False)
+        return w
+
+    def apply_theme(self, theme: dict) -> None:
+        self.theme = theme
+        self._show_selected()
+
+    # -- table ---------------------------------------------------------------------
+    def update_cases(self, rows: list) -> None:
+        self._rows = rows
+        sort_col = self.table.horizontalHeader().sortIndicatorSection()
+        sort_order = self.table.horizontalHeader().sortIndicatorOrder()
+        self.table.setSortingEnabled(False)
+        self.model.setRowCount(0)
+        for case, st in rows:
+            acc = st["acceptance"]
+            match = st["match"]
+            if match is None:
+                mtext, msort = "—", -1
+            elif match["equal"]:
+                mtext, msort = "identical", 2
+            else:
+                fd = match["first_divergence"]
+                mtext, msort = f"{match['match_rate'] * 100:.0f}% (diverges at token {fd})", match["match_rate"]
+            cells = [
+                (case["id"], case["id"]),
+                (CAT_NAMES.get(case["category"], case["category"]), case["category"]),
+                (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
+                 acc["p"] if acc["p"] is not None else -1.0),
+                (str(acc["drafted"]), acc["drafted"]),
+                (_f(st["plain_tok_s"], ".1f"), st["plain_tok_s"] or -1.0),
+                (_f(st["spec_tok_s"], ".1f"), st["spec_tok_s"] or -1.0),
+                (_f(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
+                (_f(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
+                (mtext, msort),
+                ("done" if case.get("complete") else "partial", 1 if case.get("complete") else 0),
+            ]
+            items = []
+            for i, (text, key) in enumerate(cells):
+                it = QtGui.QStandardItem(text)
+                it.setData(key, SORT_ROLE)
+                it.setData(case["id"], QtCore.Qt.ItemDataRole.UserRole)
+                if i >= 2:
+                    it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                if i == 2 and acc["p"] is not None:
+                    it.setToolTip(f"{acc['drafted']} drafted tokens; greedy/temperature regime as configured"
+                                  + ("; fewer than 128: treat as noise" if acc["low_sample"] else ""))
+                items.append(it)
+            self.model.appendRow(items)
+        self.table.setSortingEnabled(True)
+        if sort_col >= 0:
+            self.table.sortByColumn(sort_col, sort_order)
+        # keep the selection on the same case
+        target = self._selected_id or (rows[0][0]["id"] if rows else None)
+        if target is not None:
+            for r in range(self.proxy.rowCount()):
+                if self.proxy.index(r, 0).data(QtCore.Qt.ItemDataRole.UserRole) == target:
+                    self.table.selectRow(r)
+                    break
+        self._show_selected()
+
+    def _selection_changed(self, *_):
+        idx = self.table.selectionModel().selectedRows()
+        if idx:
+            self._selected_id = idx[0].data(QtCore.Qt.ItemDataRole.UserRole)
+        self._show_selected()
+
+    def select_case(self, case_id: str) -> None:
+        self._selected_id = case_id
+        self.update_cases(self._rows)
+
+    # -- texts ---------------------------------------------------------------------
+    def _show_selected(self) -> None:
+        row = next(((c, s) for c, s in self._rows if c["id"] == self._selected_id), None)
+        if row is None:
+            self.plain_text.clear()
+            self.spec_text.clear()
+            return
+        case, st = row
+        self.prompt.setText(f"Prompt ({case['id']}, {CAT_NAMES.get(case['category'], case['category'])}): {case['prompt']}")
+        match = st["match"]
+        fd = match["first_divergence"] if match else None
+        if match is None:
+            mline = "no speculative output yet"
+        elif fd is None:
+            mline = "outputs identical"
+        else:
+            mline = f"first divergence at token {fd} (marked red)"
+        self.legend.setText(f"Green: accepted draft tokens · plain: the target's own tokens · {mline}")
+        origins = token_origins(case)
+        self._fill(self.plain_text, case.get("plain_text", ""), case["plain"]["tokens"], case.get("plain_pieces"), None, fd)
+        self._fill(self.spec_text, case.get("spec_text", ""), case["spec"]["tokens"], case.get("spec_pieces"), origins, fd)
+
+    def _fill(self, edit: QtWidgets.QTextEdit, text: str, tokens: list, pieces, origins, divergence) -> None:
+        dark = self.theme.get("name") == "dark"
+        acc_fmt = QtGui.QTextCharFormat()
+        acc_fmt.setBackground(QtGui.QColor("#1f4d2b" if dark else "#c8f0d2"))
+        div_fmt = QtGui.QTextCharFormat()
+        div_fmt.setBackground(QtGui.QColor("#6e1b1b" if dark else "#ffc9c9"))
+        div_fmt.setFontUnderline(True)
+        muted = QtGui.QTextCharFormat()
+        muted.setForeground(QtGui.QColor(self.theme.get("muted", "#6e7781")))
+        plain_fmt = QtGui.QTextCharFormat()
+        edit.clear()
+        cur = edit.textCursor()
+        if pieces and len(pieces) == len(tokens):
+            for i, piece in enumerate(pieces):
+                f = plain_fmt
+                if divergence is not None and i == divergence:
+                    f = div_fmt
+                elif origins and i < len(origins) and origins[i] == "draft":
+                    f = acc_fmt
+                cur.insertText(breakable(piece, 200), f)
+        else:
+            cur.insertText(breakable(text, 200) or "(no text yet)", plain_fmt)
+            if tokens:
+                cur.insertText("\n\nTokens (ids; green = accepted draft, red = first divergence):\n", muted)
+                for i, t in enumerate(tokens):
+                    f = plain_fmt
+                    if divergence is not None and i == divergence:
+                        f = div_fmt
+                    elif origins and i < len(origins) and origins[i] == "draft":
+                        f = acc_fmt
+                    cur.insertText(str(t), f)
+                    cur.insertText(" ", plain_fmt)
+        edit.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
+
+
+def _f(x, spec):
+    return "—" if x is None else format(x, spec)

@@ -1,0 +1,70 @@
+"""Live page: throughput over time with the predicted line, acceptance with its band, tokens per round."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from specscope.profiler.verdict import acceptance_phrase
+
+from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
+from .common import Tile, fmt
+
+
+class LiveView(QtWidgets.QWidget):
+    def __init__(self, theme: dict, parent=None):
+        super().__init__(parent)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        tile_row = QtWidgets.QWidget()
+        # A fixed height: tiles whose text changes must not resize the charts below on every
+        # update (each resize repaints every chart, which costs the engine CPU).
+        tile_row.setFixedHeight(108)
+        tiles = QtWidgets.QHBoxLayout(tile_row)
+        tiles.setContentsMargins(0, 0, 0, 0)
+        self.t_plain = Tile("Plain decoding")
+        self.t_spec = Tile("Speculative")
+        self.t_pred = Tile("Predicted speculative")
+        self.t_speed = Tile("Speedup (measured)")
+        self.t_acc = Tile("Acceptance")
+        for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc):
+            tiles.addWidget(t)
+        lay.addWidget(tile_row)
+        self.throughput = ThroughputChart(theme)
+        self.acceptance = AcceptanceChart(theme)
+        self.tpr = TokensPerRoundChart(theme)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        split.addWidget(self.throughput)
+        bottom = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        bottom.addWidget(self.acceptance)
+        bottom.addWidget(self.tpr)
+        bottom.setStretchFactor(0, 3)
+        bottom.setStretchFactor(1, 2)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        lay.addWidget(split, 1)
+        self.charts = [self.throughput, self.acceptance, self.tpr]
+
+    def apply_theme(self, theme: dict) -> None:
+        for c in self.charts:
+            c.apply_theme(theme)
+
+    def update_snapshot(self, snap: dict) -> None:
+        s = snap["summary"]
+        self.throughput.set_data(snap["throughput"])
+        self.acceptance.set_data(snap["acceptance"])
+        self.tpr.set_data(snap["tokens_per_round"])
+        self.t_plain.set(fmt(s.get("plain_tok_s"), ".1f", " tok/s"),
+                         f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
+        self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"),
+                        f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}")
+        self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"),
+                        f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
+        m = s.get("measured_speedup")
+        self.t_speed.set(fmt(m, ".3f", "×"),
+                         f"prediction error {fmt(s.get('prediction_error') and s['prediction_error'] * 100, '+.1f', '%')}")
+        p = s.get("p")
+        phrase = acceptance_phrase(s)
+        self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",
+                       phrase.split(" ", 2)[2] if p is not None else "no rounds yet")
+        self.t_acc.setToolTip(acceptance_phrase(s))

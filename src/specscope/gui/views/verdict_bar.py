@@ -1,0 +1,54 @@
+"""The verdict line at the top: profiler.verdict's plain words, plus the acceptance phrase."""
+
+from __future__ import annotations
+
+from PySide6 import QtWidgets
+
+from specscope.profiler.verdict import acceptance_phrase, verdict
+
+from .common import plain_label
+
+
+class VerdictBar(QtWidgets.QFrame):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("verdict")
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(14, 8, 14, 8)
+        lay.setSpacing(2)
+        self.headline = plain_label("Pick a model and press Run (Ctrl+R), or open a saved session (Ctrl+O).")
+        self.headline.setObjectName("verdictHead")
+        self.detail = plain_label("")
+        self.detail.setObjectName("verdictDetail")
+        self.error = plain_label("")
+        self.error.setObjectName("errorBanner")
+        self.error.hide()
+        lay.addWidget(self.headline)
+        lay.addWidget(self.detail)
+        lay.addWidget(self.error)
+
+    def update_snapshot(self, snap: dict) -> None:
+        s = snap["summary"]
+        status = snap.get("status")
+        if status == "empty":
+            return
+        head = verdict(s)
+        if status == "running":
+            head = "Running — " + head if s.get("measured_speedup") is None else "So far: " + head
+        elif status == "incomplete":
+            head = "Incomplete run — " + head
+        self.headline.setText(head)
+        bits = [acceptance_phrase(s)]
+        if s.get("predicted_speedup") is not None and s.get("measured_speedup") is not None:
+            err = s.get("prediction_error")
+            bits.append(f"predicted {s['predicted_speedup']:.3f}× vs measured {s['measured_speedup']:.3f}×"
+                        + (f" ({err * 100:+.1f}%)" if err is not None else ""))
+        if snap.get("model", {}).get("demo"):
+            bits.append("synthetic demo model: timings are real, text and acceptance are not meaningful")
+        self.detail.setText("  ·  ".join(bits))
+        errs = snap.get("errors") or []
+        if errs and status in ("failed", "incomplete"):
+            self.error.setText(("Run failed: " if status == "failed" else "Run ended early: ") + errs[-1])
+            self.error.show()
+        else:
+            self.error.hide()

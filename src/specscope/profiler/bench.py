@@ -1,0 +1,328 @@
+"""``specscope bench``: does specscope measure without distorting, and is its engine as fast as mlx-lm's?
+
+Every benchmark interleaves its two contenders (A B A B …) on the same model,
+prompt and token count after a warm-up, and reports the median of per-pair
+ratios with min and max. Nothing here is asserted in the test suite: machines
+are shared and noisy; the tests only check that each benchmark runs and emits
+well-formed JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+from specscope.engine_adapter.errors import SpecscopeError
+
+PROMPT = "Explain in two short paragraphs why a verification pass over several tokens can cost as much as decoding them."
+TARGETS = {
+    "overhead": (">=", 0.98),
+    "spec-vs-mlx-lm": (">=", 1.0),
+    "rollback": ("<=", 0.02),
+    "predict": ("<=", 0.05),
+    "memory": ("<=", 1.05),
+    "gui": (">=", 0.98),
+}
+
+
+def _result(name: str, ratios: list[float], raw: dict, unit: str = "ratio", value=None) -> dict:
+    op, target = TARGETS[name]
+    ratio = statistics.median(ratios) if value is None else value
+    met = ratio >= target if op == ">=" else ratio <= target
+    return {
+        "benchmark": name,
+        "ratio": ratio,
+        "ratio_min": min(ratios) if ratios else ratio,
+        "ratio_max": max(ratios) if ratios else ratio,
+        "pairs": len(ratios),
+        "target": f"{op} {target}",
+        "met": bool(met),
+        "unit": unit,
+        "raw": raw,
+    }
+
+
+def _load(a, kind="hybrid"):
+    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.loader import load_model
+
+    path = a.model if (getattr(a, "model", None) and kind == "hybrid") else str(demo_model_path(kind))
+    return load_model(path)
+
+
+# -- overhead: specscope plain decoding (as `run` executes it) vs mlx_lm.stream_generate --------
+def bench_overhead(a) -> dict:
+    from mlx_lm.generate import stream_generate
+
+    from specscope.engine_adapter.decoding import plain_generate
+
+    lm = _load(a)
+    prompt = lm.encode(PROMPT)
+    sink = open(os.devnull, "w")
+
+    def ours():
+        ms = []
+        for rec in plain_generate(lm.model, prompt, a.max_tokens):
+            # exactly what the worker does per event: build the dict, serialise, write, flush
+            sink.write(json.dumps({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms}) + "\n")
+            sink.flush()
+            if rec.type == "step":
+                ms.append(rec.ms)
+        return 1000.0 * len(ms) / sum(ms)
+
+    def theirs():
+        last = None
+        for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=a.max_tokens):
+            last = r
+        return last.generation_tps
+
+    ours(), theirs()  # warm-up
+    pairs = []
+    for _ in range(a.pairs):
+        x, y = ours(), theirs()
+        pairs.append((x, y))
+    return _result("overhead", [x / y for x, y in pairs], {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs]})
+
+
+# -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
+def bench_spec_vs_mlx_lm(a) -> dict:
+    import mlx.core as mx
+    from mlx_lm.generate import speculative_generate_step
+
+    from specscope.engine_adapter.decoding import speculative_generate
+    from specscope.engine_adapter.drafters import DraftModelDrafter
+
+    from specscope.engine_adapter.loader import load_model
+
+    target = load_model(a.model) if a.model else _load(a, "dense")
+    draft = load_model(a.draft_model) if a.draft_model else _load(a, "draft")
+    prompt = target.encode(PROMPT)
+    k, n = a.num_draft_tokens, a.max_tokens
+
+    def ours():
+        t0 = None
+        toks = []
+        for rec in speculative_generate(target.model, prompt, DraftModelDrafter(draft.model), k, n):
+            if rec.type == "prefill":
+                t0 = time.perf_counter()
+                toks.append(rec.token)
+            else:
+                toks.extend(rec.emitted)
+        return (len(toks) - 1) / (time.perf_counter() - t0), toks
+
+    def theirs():
+        t0 = None
+        toks = []
+        for tok, _, _ in speculative_generate_step(mx.array(prompt), target.model, draft.model, num_draft_tokens=k, max_tokens=n):
+            if t0 is None:
+                t0 = time.perf_counter()
+            toks.append(int(tok))
+        return (len(toks) - 1) / (time.perf_counter() - t0), toks
+
+    ours(), theirs()
+    pairs, identical = [], True
+    for _ in range(a.pairs):
+        (x, tx), (y, ty) = ours(), theirs()
+        identical &= tx == ty
+        pairs.append((x, y))
+    if not identical:
+        raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
+    res = _result("spec-vs-mlx-lm", [x / y for x, y in pairs],
+                  {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k, "identical_tokens": identical})
+    return res
+
+
+# -- rollback: share of a round spent restoring linear-attention state ---------------------------
+def bench_rollback(a) -> dict:
+    from specscope.engine_adapter.decoding import plain_generate, speculative_generate
+    from specscope.engine_adapter.oracle import OracleDrafter
+
+    lm = _load(a)
+    prompt = lm.encode(PROMPT)
+    plain = [r.token for r in plain_generate(lm.model, prompt, a.max_tokens)]
+    calls = {"n": 0}
+    model_cls = type(lm.model)
+    original = model_cls.__call__
+
+    def counting(self, *args, **kw):
+        calls["n"] += 1
+        return original(self, *args, **kw)
+
+    shares, per_round_calls, rounds_seen = [], [], 0
+    model_cls.__call__ = counting
+    try:
+        for rep in range(a.pairs):
+            drafter = OracleDrafter(plain, p=0.5, seed=rep, vocab_size=lm.vocab_size)
+            gen = speculative_generate(lm.model, prompt, drafter, a.num_draft_tokens, a.max_tokens)
+            next(gen)  # prefill
+            while True:
+                before = calls["n"]
+                try:
+                    r = next(gen)
+                except StopIteration:
+                    break
+                per_round_calls.append(calls["n"] - before)
+                rounds_seen += 1
+                if r.accepted < len(r.drafted):
+                    shares.append(r.rollback_ms / r.ms)
+    finally:
+        model_cls.__call__ = original
+    if not shares:
+        raise SpecscopeError("rollback: no partially accepted rounds to measure")
+    return _result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
+                                    "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
+                   unit="share of round", value=statistics.median(shares)) | {"ratio_min": min(shares), "ratio_max": max(shares)}
+
+
+# -- predict: oracle sweep, predicted vs measured speedup ---------------------------------------
+def oracle_sweep(lm, prompt, ps, ks, max_tokens, reps=1) -> list[dict]:
+    from specscope.engine_adapter.decoding import plain_generate, speculative_generate
+    from specscope.engine_adapter.oracle import OracleDrafter
+    from . import stats
+
+    rows = []
+    for k in ks:
+        for p in ps:
+            plain_rates, spec_rates, verify, draft, accepted = [], [], [], [], []
+            for rep in range(reps):
+                ev = list(plain_generate(lm.model, prompt, max_tokens))
+                steps = [e.ms for e in ev[1:]]
+                plain_rates.append(1000.0 * len(steps) / sum(steps))
+                plain_tokens = [e.token for e in ev]
+                sev = list(speculative_generate(lm.model, prompt, OracleDrafter(plain_tokens, p=p, seed=rep, vocab_size=lm.vocab_size), k, max_tokens))
+                rounds = sev[1:]
+                spec_rates.append(1000.0 * sum(len(r.emitted) for r in rounds) / sum(r.ms for r in rounds))
+                full = [r for r in rounds if len(r.drafted) == k]
+                verify += [r.verify_ms for r in full]
+                draft += [r.draft_ms for r in full]
+                accepted += [r.accepted for r in full]
+            plain_tok_s = statistics.median(plain_rates)
+            spec_tok_s = statistics.median(spec_rates)
+            acc = stats.acceptance_from_rounds(accepted, k)
+            d = stats.divide(1000.0 / plain_tok_s, statistics.fmean(verify), statistics.fmean(draft), acc["tokens_per_round"])
+            measured = spec_tok_s / plain_tok_s
+            rows.append({"k": k, "oracle_p": p, "measured_p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
+                         "predicted": d.predicted_speedup, "measured": measured,
+                         "error": stats.relative_error(d.predicted_speedup, measured)})
+    return rows
+
+
+def bench_predict(a) -> dict:
+    lm = _load(a)
+    prompt = lm.encode(PROMPT)
+    oracle_sweep(lm, prompt, [0.5], [1], 8)  # warm-up
+    rows = oracle_sweep(lm, prompt, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens)
+    errs = [abs(r["error"]) for r in rows]
+    return _result("predict", [], {"sweep": rows}, unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}
+
+
+# -- memory: peak memory of a specscope run vs mlx-lm generating the same tokens -----------------
+def _peak_in_subprocess(code: str) -> int:
+    import subprocess
+
+    from .runner import worker_env
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
+    if r.returncode != 0:
+        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench_memory(a) -> dict:
+    model_arg = repr(a.model) if a.model else "None"
+    common = (
+        "import json, resource, mlx.core as mx\n"
+        "from specscope.engine_adapter.demo_model import demo_model_path\n"
+        "from specscope.engine_adapter.loader import load_model\n"
+        f"lm = load_model({model_arg} or demo_model_path('hybrid'))\n"
+        f"prompt = lm.encode({PROMPT!r})\n"
+        "mx.reset_peak_memory()\n"
+    )
+    ours = common + (
+        "from specscope.engine_adapter.decoding import plain_generate, speculative_generate\n"
+        "from specscope.engine_adapter.mtp import load_mtp_drafter\n"
+        "from specscope.engine_adapter.drafters import NgramDrafter\n"
+        f"list(plain_generate(lm.model, prompt, {a.max_tokens}))\n"
+        "try:\n    d = load_mtp_drafter(lm)\nexcept Exception:\n    d = NgramDrafter()\n"
+        f"list(speculative_generate(lm.model, prompt, d, {a.num_draft_tokens}, {a.max_tokens}))\n"
+        "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
+    )
+    theirs = common + (
+        "from mlx_lm.generate import stream_generate\n"
+        f"for _ in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={a.max_tokens}): pass\n"
+        "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
+    )
+    pairs = []
+    for _ in range(max(1, min(a.pairs, 3))):
+        pairs.append((_peak_in_subprocess(ours), _peak_in_subprocess(theirs)))
+    fixed = 16 * 2**20  # "a small fixed amount": MTP head, per-position states, bookkeeping
+    ratios = [(x["mlx_peak"]) / (y["mlx_peak"] + fixed) for x, y in pairs]
+    return _result("memory", ratios, {"specscope_peak_bytes": [p[0]["mlx_peak"] for p in pairs],
+                                      "mlx_lm_peak_bytes": [p[1]["mlx_peak"] for p in pairs],
+                                      "specscope_rss_kb": [p[0]["rss_kb"] for p in pairs],
+                                      "mlx_lm_rss_kb": [p[1]["rss_kb"] for p in pairs],
+                                      "fixed_allowance_bytes": fixed})
+
+
+# -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
+def bench_gui(a) -> dict:
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from .protocol import RunConfig
+    from .runner import run_worker
+
+    cfg = RunConfig(demo=a.model is None, model=a.model, drafter="mtp" if a.model is None else "auto", num_draft_tokens=a.num_draft_tokens,
+                    max_tokens=a.max_tokens, cases=2 if a.max_tokens >= 16 else 1, warmup=1 if a.pairs > 1 else 0,
+                    breakdown=False)
+
+    def headless():
+        s = run_worker(cfg).session.summary()
+        return s["plain_tok_s"], s["spec_tok_s"]
+
+    def with_gui():
+        from specscope.gui.bench_gui import run_with_app
+
+        s = run_with_app(cfg)
+        return s["plain_tok_s"], s["spec_tok_s"]
+
+    pairs = []
+    for _ in range(max(1, min(a.pairs, 3))):
+        pairs.append((with_gui(), headless()))
+    ratios = [g[0] / h[0] for g, h in pairs]
+    return _result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
+                                   "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
+                                   "spec_ratios": [g[1] / h[1] for g, h in pairs]})
+
+
+BENCHES = {
+    "overhead": bench_overhead,
+    "spec-vs-mlx-lm": bench_spec_vs_mlx_lm,
+    "rollback": bench_rollback,
+    "predict": bench_predict,
+    "memory": bench_memory,
+    "gui": bench_gui,
+}
+
+
+def _print(res: dict) -> None:
+    mark = "met" if res["met"] else "MISSED"
+    print(f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}; "
+          f"target {res['target']}: {mark})")
+
+
+def run_bench(a) -> int:
+    if a.pairs < 1 or a.max_tokens < 4:
+        raise SpecscopeError("--pairs must be >= 1 and --max-tokens >= 4")
+    names = list(BENCHES) if a.what == "all" else [a.what]
+    results = []
+    for name in names:
+        res = BENCHES[name](a)
+        results.append(res)
+        if not a.json:
+            _print(res)
+    if a.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=1))
+    return 0

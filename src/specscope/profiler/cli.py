@@ -1,0 +1,314 @@
+"""The ``specscope`` command. With no arguments it opens the desktop app."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from specscope.engine_adapter.errors import SpecscopeError
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"specscope: error: {msg}", file=sys.stderr)
+    return code
+
+
+def check_output_path(path: str, force: bool) -> Path:
+    """Refuse to clobber or to write where we cannot, before any work is done."""
+    p = Path(path).expanduser()
+    if p.exists() and p.is_dir():
+        raise SpecscopeError(f"{p} is a directory; give a file name")
+    if p.exists() and not force:
+        raise SpecscopeError(f"{p} already exists; pass --force to overwrite it")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise SpecscopeError(f"cannot write {p}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise SpecscopeError(f"cannot write {p}: folder {parent} is not writable")
+    return p
+
+
+def add_run_args(ap: argparse.ArgumentParser) -> None:
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--model", help="local mlx-lm model folder (or Hugging Face cache entry)")
+    src.add_argument("--demo", action="store_true", help="use the synthetic demo model (built once into the cache)")
+    ap.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
+                    help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
+    ap.add_argument("--draft-model", help="draft model folder (same tokenizer as the target)")
+    ap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens per round, k (1-16)")
+    ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per case")
+    ap.add_argument("--temp", type=float, default=0.0, help="sampling temperature (0 = greedy)")
+    ap.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--suite", help="prompt suite JSON (default: the built-in 18 cases)")
+    ap.add_argument("--cases", type=int, help="run only the first N cases, spread across categories")
+    ap.add_argument("--warmup", type=int, default=1, help="warm-up runs before measuring")
+    ap.add_argument("--repeats", type=int, default=1, help="measured repeats per case (medians reported)")
+    ap.add_argument("--no-breakdown", action="store_true", help="skip the per-category breakdowns")
+    ap.add_argument("--breakdown-reps", type=int, default=3)
+    ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
+    ap.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost to charge per round")
+    ap.add_argument("--mtp-weights", help="folder with the original checkpoint's mtp.* tensors")
+    ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
+                    help="hidden state fed to the MTP head")
+    ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
+
+
+def config_from_args(a) -> "RunConfig":
+    from .protocol import RunConfig
+
+    cfg = RunConfig(
+        model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
+        max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
+        warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
+        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden,
+        allow_oversize=a.allow_oversize,
+    )
+    cfg.validate()
+    return cfg
+
+
+def cmd_run(a) -> int:
+    from .progress import Progress
+    from .runner import SessionSaveError, run_worker
+    from .summary_text import format_summary
+
+    cfg = config_from_args(a)
+    if cfg.suite:
+        from .suite import load_suite
+
+        load_suite(cfg.suite)  # fail fast on a bad suite, before loading a model
+    out = check_output_path(a.output, a.force) if a.output else None
+    progress = Progress(enabled=not a.quiet and sys.stderr.isatty() or a.progress)
+    try:
+        res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
+    except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
+        progress.close()
+        print(format_summary(exc.result.session))
+        return _fail(str(exc), 2)
+    progress.close()
+    s = res.session
+    if s.data["errors"] and s.status == "failed":
+        msg = s.data["errors"][-1]
+        if out:
+            print(f"specscope: partial session saved to {out}", file=sys.stderr)
+        if res.stderr.strip() and "internal" in json.dumps(s.data["errors"]):
+            print(res.stderr, file=sys.stderr)
+        return _fail(msg, 2 if res.returncode == 2 else 1)
+    if a.json:
+        print(json.dumps(s.to_dict()["summary"], indent=1, ensure_ascii=False))
+    else:
+        print(format_summary(s))
+    if out:
+        print(f"\nsession saved to {out}", file=sys.stderr)
+    if s.status != "complete":
+        print(f"specscope: run {s.status}: {'; '.join(s.data['errors'][-1:])}", file=sys.stderr)
+        return 130 if s.status == "incomplete" else 1
+    return 0
+
+
+def cmd_demo_model(a) -> int:
+    from specscope.engine_adapter.demo_model import build_demo_model
+
+    kind = "dense" if a.dense else ("draft" if a.draft else "hybrid")
+    path = build_demo_model(a.path, kind=kind, seed=a.seed)
+    print(f"wrote {kind} demo model to {path}")
+    return 0
+
+
+def cmd_inspect(a) -> int:
+    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.inspect_model import describe_path, format_description
+
+    if not a.path and not a.demo:
+        raise SpecscopeError("give a model PATH or --demo")
+    d = describe_path(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+    print(json.dumps(d, indent=1) if a.json else format_description(d))
+    return 0
+
+
+def cmd_predict(a) -> int:
+    from . import stats
+
+    if a.accept:
+        try:
+            acc = [float(x) for x in a.accept.split(",")]
+        except ValueError:
+            raise SpecscopeError("--accept takes comma-separated fractions, e.g. 0.8,0.6,0.4") from None
+        if any(not 0 <= x <= 1 for x in acc) or any(b > c for c, b in zip(acc, acc[1:])):
+            raise SpecscopeError("--accept values must be in [0, 1] and non-increasing (a_i ≥ a_i+1)")
+        k, E = len(acc), 1 + sum(acc)
+    else:
+        if a.p is None:
+            raise SpecscopeError("give --p P (per-token acceptance) or --accept a1,a2,...")
+        if not 0 <= a.p <= 1:
+            raise SpecscopeError("--p must be between 0 and 1")
+        k = a.num_draft_tokens
+        E = stats.tokens_per_round_from_p(a.p, k)
+    for name in ("t_decode_ms", "t_verify_ms"):
+        if getattr(a, name) <= 0:
+            raise SpecscopeError(f"--{name.replace('_', '-')} must be positive")
+    if a.t_draft_ms < 0:
+        raise SpecscopeError("--t-draft-ms must be >= 0")
+    d = stats.divide(a.t_decode_ms, a.t_verify_ms, a.t_draft_ms, E).to_dict()
+    d["k"] = k
+    d["plain_tok_s"] = 1000.0 / a.t_decode_ms
+    if a.json:
+        print(json.dumps(d, indent=1))
+    else:
+        print(f"tokens per round E        {d['tokens_per_round']:.3f}  (k={k})")
+        print(f"predicted speedup         {d['predicted_speedup']:.3f}×")
+        print(f"predicted tok/s           {d['predicted_tok_s']:.1f}  (plain {d['plain_tok_s']:.1f})")
+        print(f"verify cost               {d['verify_multiple']:.2f} plain steps")
+        print(f"break-even verify         ≤ {d['break_even_verify_ms']:.2f} ms  (≤ {d['break_even_multiple']:.2f} × T_decode)")
+    return 0
+
+
+def cmd_report(a) -> int:
+    from .renderers import render_to_file
+    from .session import Session, SessionError
+
+    out = check_output_path(a.output, a.force)
+    try:
+        s = Session.load(a.session)
+    except SessionError as exc:
+        raise SpecscopeError(str(exc)) from None
+    render_to_file(s, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_compare(a) -> int:
+    from .compare import compare_to_file
+    from .session import Session, SessionError
+
+    out = check_output_path(a.output, a.force)
+    try:
+        sa, sb = Session.load(a.a), Session.load(a.b)
+    except SessionError as exc:
+        raise SpecscopeError(str(exc)) from None
+    compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem), timings_only=a.timings_only)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_bench(a) -> int:
+    from .bench import run_bench
+
+    return run_bench(a)
+
+
+def cmd_gui(a) -> int:
+    scripted = a.screenshot or a.exit_when_done
+    if (sys.platform.startswith("linux") and not scripted and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+        raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
+    from .optional import import_part
+
+    return import_part("specscope.gui.app", "the desktop app").main(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="specscope", description="Profile speculative decoding of local LLMs with MLX.")
+    sub = ap.add_subparsers(dest="cmd")
+
+    r = sub.add_parser("run", help="run the protocol headless and print the summary")
+    add_run_args(r)
+    r.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
+    r.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
+    r.set_defaults(func=cmd_run)
+
+    d = sub.add_parser("demo-model", help="write a synthetic demo model folder")
+    d.add_argument("path")
+    kind = d.add_mutually_exclusive_group()
+    kind.add_argument("--dense", action="store_true", help="a plain qwen3 model instead of the hybrid MoE")
+    kind.add_argument("--draft", action="store_true", help="a small qwen3 draft model")
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(func=cmd_demo_model)
+
+    i = sub.add_parser("inspect", help="describe a local checkpoint")
+    i.add_argument("path", nargs="?")
+    i.add_argument("--demo", action="store_true")
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--allow-oversize", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("predict", help="the division as a calculator")
+    p.add_argument("--t-decode-ms", type=float, required=True)
+    p.add_argument("--t-verify-ms", type=float, required=True)
+    p.add_argument("--t-draft-ms", type=float, default=0.0)
+    p.add_argument("--p", type=float)
+    p.add_argument("--num-draft-tokens", "-k", type=int, default=1)
+    p.add_argument("--accept", help="measured per-position acceptance a1,a2,... (overrides --p and -k)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)
+
+    rep = sub.add_parser("report", help="render a saved session (format from the extension: .html .pdf .csv .json .trace.json)")
+    rep.add_argument("session")
+    rep.add_argument("-o", "--output", required=True)
+    rep.add_argument("--force", action="store_true")
+    rep.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="compare two sessions side by side")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("-o", "--output", required=True)
+    c.add_argument("--force", action="store_true")
+    c.add_argument("--timings-only", action="store_true",
+                   help="compare timings even across sampling regimes (acceptance is left out)")
+    c.set_defaults(func=cmd_compare)
+
+    b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
+    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "all"])
+    src = b.add_mutually_exclusive_group()
+    src.add_argument("--demo", action="store_true", default=True)
+    src.add_argument("--model")
+    b.add_argument("--draft-model")
+    b.add_argument("--pairs", type=int, default=5)
+    b.add_argument("--max-tokens", type=int, default=64)
+    b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)
+
+    g = sub.add_parser("gui", help="open the desktop app")
+    g.add_argument("--demo", action="store_true")
+    g.add_argument("--model")
+    g.add_argument("--session", help="open a saved session")
+    g.add_argument("--autorun", action="store_true")
+    g.add_argument("--screenshot")
+    g.add_argument("--exit-when-done", action="store_true")
+    g.add_argument("--cases", type=int)
+    g.add_argument("--max-tokens", type=int)
+    g.add_argument("--drafter")
+    g.add_argument("--num-draft-tokens", "-k", type=int)
+    g.add_argument("--view", help="page to show first (live, breakdown, division, cases)")
+    g.set_defaults(func=cmd_gui)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    if a.cmd is None:
+        a = ap.parse_args(["gui"])
+    try:
+        return a.func(a)
+    except SpecscopeError as exc:
+        return _fail(str(exc))
+    except ImportError as exc:  # an installation problem, said as one (never a traceback)
+        from .optional import import_error_message
+
+        return _fail(import_error_message(exc, f"`specscope {a.cmd}`"))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Compare two sessions: deltas of every summary figure and per-category ratio,
+which one wins and by how much.
+
+Acceptance (and everything that depends on it: tokens per round, speedups,
+break-even) is only comparable within one sampling regime. Sessions measured
+in different regimes are refused with a clear message; ``timings_only=True``
+compares the timings alone and says so on the page.
+
+``compare(a, b, names)`` returns a plain dict (Qt-free); ``compare_to_file``
+writes it as HTML (``.html``/``.htm``, rendered by ``gui.reports.compare_html``)
+or JSON (``.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specscope.engine_adapter.errors import SpecscopeError
+
+from .session import CATEGORY_LABELS, atomic_write, finite_json
+
+TIE = 0.005  # relative differences below 0.5% are called a tie
+
+# key, label, unit, which is better ("higher", "lower", "abs-lower", None), depends on acceptance
+FIGURES = [
+    ("plain_tok_s", "Plain decoding", "tok/s", "higher", False),
+    ("spec_tok_s", "Speculative decoding", "tok/s", "higher", True),
+    ("t_decode_ms", "T_decode (whole graph)", "ms", "lower", False),
+    ("t_verify_ms", "T_verify(k)", "ms", "lower", False),
+    ("t_draft_ms", "T_draft(k)", "ms", "lower", False),
+    ("t_rollback_ms", "Rollback per round", "ms", "lower", False),
+    ("verify_multiple", "Verify cost in plain steps", "×", "lower", False),
+    ("p", "Acceptance p", "", "higher", True),
+    ("tokens_per_round", "Tokens per round E", "", "higher", True),
+    ("predicted_speedup", "Predicted speedup", "×", "higher", True),
+    ("measured_speedup", "Measured speedup", "×", "higher", True),
+    ("prediction_error", "Prediction error", "", "abs-lower", True),
+    ("break_even_verify_ms", "Break-even T_verify", "ms", "higher", True),
+    ("break_even_multiple", "Break-even (× T_decode)", "×", "higher", True),
+    ("match_rate", "Greedy token match", "", "higher", True),
+]
+BREAKDOWN_FIGURES = [
+    ("whole_ms", "whole graph", "ms", "lower"),
+    ("block_sum_ms", "sum of blocks", "ms", "lower"),
+    ("inter_block_ms", "inter-block overhead", "ms", "lower"),
+    ("barrier_distortion", "barrier distortion", "", "abs-lower"),
+]
+
+
+def _judge(a, b, better, names) -> dict:
+    """Delta b − a, relative change, and the winner with how much it wins by."""
+    out = {"a": a, "b": b, "delta": None, "relative": None, "winner": None, "by": None}
+    if a is None or b is None:
+        return out
+    out["delta"] = b - a
+    out["relative"] = (b - a) / abs(a) if a else None
+    if better is None:
+        return out
+    if better == "abs-lower":
+        va, vb, lower = abs(a), abs(b), True
+    else:
+        va, vb, lower = a, b, better == "lower"
+    if va == vb or (max(va, vb) > 0 and abs(va - vb) / max(va, vb) < TIE):
+        out["winner"] = "tie"
+        return out
+    b_wins = (vb < va) if lower else (vb > va)
+    w, l = (vb, va) if b_wins else (va, vb)
+    out["winner"] = names[1] if b_wins else names[0]
+    if lower:
+        # "x% lower" for times: the loser's value relative to the winner's
+        out["by"] = f"{(l - w) / l * 100:.1f}% lower" if l else None
+    else:
+        out["by"] = f"{(w - l) / abs(l) * 100:.1f}% higher" if l else None
+    return out
+
+
+def _describe(session) -> dict:
+    cfg = session.config
+    env = session.data.get("environment") or {}
+    model = session.data.get("model") or {}
+    d = cfg.get("drafter") or {}
+    return {
+        "model": model.get("name"),
+        "demo": bool(model.get("demo")),
+        "device": f"{env.get('device_name', '?')} ({env.get('chip', '')})",
+        "mlx": env.get("mlx"),
+        "drafter": d.get("name"),
+        "drafter_kind": d.get("kind"),
+        "what_if": session.what_if,
+        "k": session.k,
+        "regime": session.regime,
+        "cases": len(session.cases),
+        "max_tokens": cfg.get("max_tokens"),
+        "status": session.status,
+    }
+
+
+def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
+    names = tuple(names)
+    if names[0] == names[1]:
+        names = (f"{names[0]} (A)", f"{names[1]} (B)")
+    sa, sb = a.summary(), b.summary()
+    same_regime = sa["regime"] == sb["regime"]
+    if not same_regime and not timings_only:
+        raise SpecscopeError(
+            f"refusing to compare acceptance across sampling regimes: {names[0]} was measured {sa['regime']}, "
+            f"{names[1]} {sb['regime']}. Acceptance, tokens per round, the speedups and the break-even all depend on "
+            "the regime, so their deltas would mean nothing. Re-run one session in the other's regime "
+            "(same temperature and top-p), or compare timings only."
+        )
+    accept_ok = same_regime
+    figures = []
+    for key, label, unit, better, needs_acc in FIGURES:
+        if needs_acc and not accept_ok:
+            continue
+        if key == "match_rate" and not (sa["regime"] == "greedy" and sb["regime"] == "greedy"):
+            continue
+        row = {"key": key, "label": label, "unit": unit, "better": better, **_judge(sa.get(key), sb.get(key), better, names)}
+        figures.append(row)
+
+    ratios = []
+    bda, bdb = sa.get("breakdown"), sb.get("breakdown")
+    breakdown = []
+    if bda and bdb:
+        cats = list(dict.fromkeys(list(bda["categories"]) + list(bdb["categories"])))
+        for c in cats + ["whole"]:
+            label = ((bdb.get("labels") or {}).get(c) or (bda.get("labels") or {}).get(c)
+                     or CATEGORY_LABELS.get(c, "Whole graph" if c == "whole" else c))
+            ratios.append({"key": c, "label": label, "better": "lower",
+                           **_judge(bda["ratios"].get(c), bdb["ratios"].get(c), "lower", names)})
+        for side in ("decode", "verify"):
+            for c in cats:
+                label = (bda.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
+                breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
+                                  **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names)})
+            for key, label, unit, better in BREAKDOWN_FIGURES:
+                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
+                                  **_judge(bda[side].get(key), bdb[side].get(key), better, names)})
+
+    by_category = []
+    if accept_ok:
+        cats = sorted(set(sa["acceptance_by_category"]) | set(sb["acceptance_by_category"]))
+        for c in cats:
+            pa = (sa["acceptance_by_category"].get(c) or {}).get("p")
+            pb = (sb["acceptance_by_category"].get(c) or {}).get("p")
+            by_category.append({"key": c, "label": c, "better": "higher", **_judge(pa, pb, "higher", names)})
+
+    da, db = _describe(a), _describe(b)
+    notes = []
+    if not same_regime:
+        notes.append(f"Timings only: the sessions were measured in different sampling regimes ({sa['regime']} vs {sb['regime']}); "
+                     "acceptance and every figure that depends on it are left out on purpose.")
+    if da["k"] != db["k"]:
+        notes.append(f"Different k ({da['k']} vs {db['k']}): T_verify and T_draft cover different numbers of positions, "
+                     "and per-category ratios are relative to different position counts.")
+    if da["model"] != db["model"]:
+        notes.append("Different models: timing deltas mix the model and everything else.")
+    if da["device"] != db["device"]:
+        notes.append("Different machines: timing deltas mix hardware and everything else.")
+    if da["what_if"] or db["what_if"]:
+        notes.append("At least one session uses the oracle (what-if) drafter: its acceptance was chosen, not measured from a real drafter.")
+    if da["demo"] or db["demo"]:
+        notes.append("Synthetic demo model involved: timings real, text/acceptance not meaningful.")
+    if (sa.get("low_sample") or sb.get("low_sample")) and accept_ok:
+        notes.append("At least one session drafted fewer than 128 tokens: acceptance deltas are mostly noise.")
+
+    winner = None
+    m = next((f for f in figures if f["key"] == "measured_speedup"), None)
+    if m and m["winner"]:
+        winner = m
+    else:
+        winner = next((f for f in figures if f["key"] == "t_verify_ms"), None)
+    return {
+        "schema": "specscope.compare",
+        "schema_version": 1,
+        "names": list(names),
+        "sessions": {names[0]: da, names[1]: db},
+        "same_regime": same_regime,
+        "acceptance_compared": accept_ok,
+        "headline": headline(winner, names),
+        "figures": figures,
+        "ratios": ratios,
+        "breakdown": breakdown,
+        "acceptance_by_category": by_category,
+        "notes": notes,
+    }
+
+
+def headline(row, names) -> str:
+    if not row or row["winner"] is None:
+        return "Not enough measurements to name a winner."
+    if row["winner"] == "tie":
+        return f"{row['label']}: a tie ({row['a']:.3f} vs {row['b']:.3f})."
+    what = "end-to-end speculative speedup" if row["key"] == "measured_speedup" else "verify time"
+    return (f"{row['winner']} wins on {what}: {row['a']:.3f} ({names[0]}) vs {row['b']:.3f} ({names[1]}), "
+            f"{row['by']}.")
+
+
+
+
+def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> None:
+    out = Path(out_path)
+    name = out.name.lower()
+    if not (name.endswith(".html") or name.endswith(".htm") or name.endswith(".json")):
+        raise SpecscopeError(f"cannot tell the comparison format from {out.name!r}; use .html or .json")
+    result = compare(a, b, names=names, timings_only=timings_only)
+    if name.endswith(".json"):
+        content = json.dumps(finite_json(result), ensure_ascii=False, indent=1) + "\n"
+    else:
+        from .optional import import_part
+
+        content = import_part("specscope.gui.reports.compare_html", "the HTML comparison").render_comparison(result)
+    try:
+        atomic_write(out, content)
+    except OSError as exc:
+        raise SpecscopeError(f"could not write {out}: {exc.strerror or exc}") from None

@@ -1,0 +1,75 @@
+"""Prompt suites: the default 18-case suite in assets/, or a user's JSON file.
+
+Format (JSON, UTF-8)::
+
+    {"name": "my suite",
+     "cases": [{"id": "en-01", "category": "en", "prompt": "..."}, ...]}
+
+``id`` and ``category`` are optional (defaults: ``case-N`` and ``other``). A
+bare list of cases, or a list of prompt strings, is accepted too.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import zip_longest
+from pathlib import Path
+
+from specscope.engine_adapter.errors import SpecscopeError
+
+
+def load_suite(path: str | None = None) -> dict:
+    if path is None:
+        from specscope.assets import read_text
+
+        raw, name = read_text("default_suite.json"), "default"
+    else:
+        p = Path(path).expanduser()
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise SpecscopeError(f"cannot read suite {p}: {exc.strerror or exc}") from None
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpecscopeError(f"suite {p} is not UTF-8 text (bad byte at offset {exc.start})") from None
+        name = p.stem
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SpecscopeError(f"suite {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    cases = doc.get("cases") if isinstance(doc, dict) else doc
+    if not isinstance(cases, list) or not cases:
+        raise SpecscopeError(f"suite {path} has no cases (expected a \"cases\" list)")
+    out, seen = [], set()
+    for i, c in enumerate(cases):
+        if isinstance(c, str):
+            c = {"prompt": c}
+        if not isinstance(c, dict):
+            raise SpecscopeError(f"suite {path}: case {i + 1} is not an object")
+        prompt = c.get("prompt")
+        if not isinstance(prompt, str):
+            raise SpecscopeError(f"suite {path}: case {i + 1} has no \"prompt\" string")
+        if not prompt.strip():
+            raise SpecscopeError(f"suite {path}: case {i + 1} has an empty prompt")
+        cid = str(c.get("id") or f"case-{i + 1:02d}")
+        if cid in seen:
+            raise SpecscopeError(f"suite {path}: duplicate case id {cid!r}")
+        seen.add(cid)
+        out.append({"id": cid, "category": str(c.get("category") or "other"), "prompt": prompt})
+    return {"name": doc.get("name", name) if isinstance(doc, dict) else name, "cases": out}
+
+
+def take_cases(cases: list[dict], n: int | None) -> list[dict]:
+    """The first ``n`` cases, spread across categories (round-robin), in suite order within each."""
+    if n is None or n >= len(cases):
+        return list(cases)
+    if n <= 0:
+        raise SpecscopeError("--cases must be at least 1")
+    groups: dict[str, list[dict]] = {}
+    for c in cases:
+        groups.setdefault(c["category"], []).append(c)
+    picked = []
+    for row in zip_longest(*groups.values()):
+        picked.extend(c for c in row if c is not None)
+    return picked[:n]
