@@ -1,4 +1,40 @@
 import os
 
+import pytest
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Loaded into every Python process of a test (sitecustomize): records that it is active and
+# refuses, and logs, every attempt to open a connection.
+NO_NETWORK = r'''
+import os, socket
+_dir = os.environ["SPECSCOPE_TEST_NET_DIR"]
+open(os.path.join(_dir, "active-%d" % os.getpid()), "w").close()
+
+def _refuse(*a, **k):
+    with open(os.path.join(_dir, "attempts"), "a") as f:
+        f.write("%d %r\n" % (os.getpid(), a[:2]))
+    raise OSError("network access blocked by the specscope test")
+
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.socket.sendto = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+'''
+
+
+@pytest.fixture
+def no_network(tmp_path):
+    """(env, folder): an environment whose Python processes cannot connect anywhere (offline flags removed,
+    so a library that would reach a hub tries, and is caught); the folder collects the evidence."""
+    site = tmp_path / "no-network-site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_NETWORK)
+    net = tmp_path / "net"
+    net.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["SPECSCOPE_TEST_NET_DIR"] = str(net)
+    return env, net

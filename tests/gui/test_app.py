@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,15 @@ def test_close_mid_run_leaves_no_worker(qtbot, settings, tmp_path):
     assert proc.state() == QtCore.QProcess.ProcessState.NotRunning
     assert w.model.session.status == "incomplete"
     assert Session.load(w.session_path).status == "incomplete"
+
+
+def test_missing_cjk_font_is_said_once_in_the_status_bar(window):
+    from PySide6.QtGui import QFontDatabase
+
+    from specscope.gui.fonts import CJK_HINT, missing_cjk_font_message
+
+    has_cjk = bool(QFontDatabase.families(QFontDatabase.WritingSystem.SimplifiedChinese))
+    assert missing_cjk_font_message("darwin") is None
+    assert missing_cjk_font_message("linux") == (None if has_cjk else CJK_HINT)
+    shown = window.statusBar().currentMessage()
+    assert shown == ("" if has_cjk or sys.platform == "darwin" else CJK_HINT)

@@ -27,33 +27,8 @@ PKG = Path(str(files("specscope")))  # the installed package: what users run
 
 pytestmark = pytest.mark.timeout(180)
 
-NO_NETWORK = r'''
-import os, socket
-_dir = os.environ["SPECSCOPE_TEST_NET_DIR"]
-open(os.path.join(_dir, "active-%d" % os.getpid()), "w").close()
-
-def _refuse(*a, **k):
-    with open(os.path.join(_dir, "attempts"), "a") as f:
-        f.write("%d %r\n" % (os.getpid(), a[:2]))
-    raise OSError("network access blocked by the specscope test")
-
-socket.socket.connect = _refuse
-socket.socket.connect_ex = _refuse
-socket.socket.sendto = _refuse
-socket.create_connection = _refuse
-socket.getaddrinfo = _refuse
-'''
-
-
-def test_no_network_at_run_time(tmp_path, demo_hybrid_dir):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(NO_NETWORK)
-    net = tmp_path / "net"
-    net.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
-    env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["SPECSCOPE_TEST_NET_DIR"] = str(net)
+def test_no_network_at_run_time(demo_hybrid_dir, no_network):
+    env, net = no_network
     r = specscope("run", "--model", demo_hybrid_dir, "--cases", "1", "--max-tokens", "4", "--warmup", "0",
                   "--no-breakdown", env=env)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -45,25 +45,10 @@ def _is_mtp_key(name: str) -> bool:
 
 
 def resolve_model_dir(path: str | os.PathLike) -> Path:
-    """A directory holding config.json: the path itself, or a Hugging Face cache entry's snapshot."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise SpecscopeError(f"model path does not exist: {p}")
-    if not p.is_dir():
-        raise SpecscopeError(f"model path is not a directory: {p} (point at the folder that holds config.json)")
-    if (p / "config.json").exists():
-        return p
-    snapshots = p / "snapshots"
-    if snapshots.is_dir():  # a hub cache entry: models--org--name
-        ref = p / "refs" / "main"
-        if ref.is_file():
-            cand = snapshots / ref.read_text().strip()
-            if (cand / "config.json").exists():
-                return cand
-        cands = sorted((s for s in snapshots.iterdir() if (s / "config.json").exists()), key=lambda s: s.stat().st_mtime)
-        if cands:
-            return cands[-1]
-    raise SpecscopeError(f"no config.json in {p}: this does not look like an mlx-lm model folder")
+    """A directory holding config.json: a folder, a Hugging Face cache entry, or a cached repo id (never the network)."""
+    from specscope.model_ref import resolve_model
+
+    return Path(resolve_model(path).path)
 
 
 def read_safetensors_header(path: Path) -> dict:

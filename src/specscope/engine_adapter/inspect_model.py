@@ -60,6 +60,14 @@ def mtp_status(ck: Checkpoint) -> dict:
     return {"available": ok, "tensors": len(keys)}
 
 
+def _naming(path) -> dict:
+    """How the model is called everywhere: its repo id for a cache entry, else its folder name."""
+    from specscope.model_ref import ref_for_folder
+
+    ref = ref_for_folder(path)
+    return {"name": ref.name, "revision": ref.revision, "source": ref.source}
+
+
 def describe(lm: LoadedModel) -> dict:
     ck, model = lm.checkpoint, lm.model
     tc = ck.text_config
@@ -75,7 +83,7 @@ def describe(lm: LoadedModel) -> dict:
     drafters = ["draft", "ngram", "oracle"] + (["mtp"] if mtp["available"] else [])
     return {
         "path": str(ck.path),
-        "name": ck.path.name if ck.path.name not in ("", ".") else str(ck.path),
+        **_naming(ck.path),
         "model_type": ck.model_type,
         "architecture": (ck.config.get("architectures") or [ck.model_type])[0],
         "layers": len(model.layers),
@@ -111,7 +119,8 @@ def describe_path(path, allow_oversize: bool = False) -> dict:
 def format_description(d: dict) -> str:
     gib = 2**30
     lines = [
-        f"{d['name']}  ({d['architecture']}, model_type {d['model_type']})",
+        f"{d['name']}{' @ ' + d['revision'][:7] if d.get('revision') else ''}  ({d['architecture']}, model_type {d['model_type']})",
+        f"  path              {d['path']}",
         f"  layers            {d['layers']}: {d['linear_attention_layers']} linear-attention, {d['full_attention_layers']} full-attention"
         + (f"; {d['moe_layers']} MoE" if d["moe_layers"] else ""),
     ]

@@ -94,20 +94,18 @@ def main(args=None) -> int:
                 win.close()
                 return 2
             win._error_dialog("Cannot open the session", str(exc))
-        if view:
-            win.show_page(view)
-        if automated and not _arg(args, "autorun"):
-            deadline = QtCore.QDeadlineTimer(15000)
-
-            def when_inspected():  # let the compatibility line fill in before the picture is taken
-                if win.setup.inspector.proc is None or deadline.hasExpired():
-                    finish(0)
-                else:
-                    QtCore.QTimer.singleShot(200, when_inspected)
-
-            QtCore.QTimer.singleShot(400, when_inspected)
-    elif view:
+    if view:
         win.show_page(view)
+    if automated and not _arg(args, "autorun"):  # a picture of the window as opened (session or model picked)
+        deadline = QtCore.QDeadlineTimer(15000)
+
+        def when_inspected():  # let the compatibility line fill in before the picture is taken
+            if win.setup.inspector.proc is None or deadline.hasExpired():
+                finish(0)
+            else:
+                QtCore.QTimer.singleShot(200, when_inspected)
+
+        QtCore.QTimer.singleShot(400, when_inspected)
 
     if _arg(args, "autorun"):
         def on_done(status: str) -> None:

@@ -11,6 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.engine_adapter.errors import SpecscopeError
 from specscope.profiler.session import Session, SessionError
 
+from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette
@@ -169,6 +170,9 @@ class MainWindow(QtWidgets.QMainWindow):
         for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
             w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
             sb.addPermanentWidget(w)
+        self.font_hint = missing_cjk_font_message()
+        if self.font_hint:  # said once, in the status bar's message area
+            sb.showMessage(self.font_hint)
 
         self.eta_timer = QtCore.QTimer(self)
         self.eta_timer.setInterval(1000)

@@ -1,54 +1,22 @@
-"""Models already on disk: Hugging Face cache, LM Studio folders, recent paths. Portable paths only."""
+"""Models already on disk for the setup panel: recent paths, the Hugging Face cache, LM Studio folders.
+
+Names come from the same resolver the command line uses (``specscope.model_ref``), so a cached
+model is called ``org/name`` in the app, in ``specscope inspect`` and in every report.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from specscope.model_ref import cached_models, lmstudio_models, ref_for_folder
 
-def _hf_hub() -> Path:
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]) / "hub"
-    return Path.home() / ".cache" / "huggingface" / "hub"
+SOURCE_LABELS = {"hf-cache": "Hugging Face cache", "lmstudio": "LM Studio", "folder": "folder"}
 
 
-def _hf_models() -> list[tuple[str, str]]:
-    out = []
-    hub = _hf_hub()
-    try:
-        entries = sorted(hub.glob("models--*"))
-    except OSError:
-        return out
-    for e in entries:
-        snaps = e / "snapshots"
-        try:
-            cands = sorted((s for s in snaps.iterdir() if (s / "config.json").exists()), key=lambda s: s.stat().st_mtime, reverse=True)
-        except OSError:
-            continue
-        if cands:
-            name = e.name[len("models--"):].replace("--", "/")
-            out.append((f"{name}  (Hugging Face cache)", str(cands[0])))
-    return out
-
-
-def _lmstudio_models() -> list[tuple[str, str]]:
-    out = []
-    roots = [Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models"]
-    for root in roots:
-        try:
-            pubs = sorted(p for p in root.iterdir() if p.is_dir())
-        except OSError:
-            continue
-        for pub in pubs:
-            try:
-                models = sorted(m for m in pub.iterdir() if (m / "config.json").exists())
-            except OSError:
-                continue
-            for m in models:
-                out.append((f"{pub.name}/{m.name}  (LM Studio)", str(m)))
-    return out
+def label_for(path: str, recent: bool = False) -> str:
+    ref = ref_for_folder(path)
+    where = "recent" if recent else SOURCE_LABELS[ref.source]
+    return f"{ref.label}  ({where})"
 
 
 def find_models(recent: list[str] | None = None) -> list[tuple[str, str]]:
@@ -57,11 +25,11 @@ def find_models(recent: list[str] | None = None) -> list[tuple[str, str]]:
     for p in recent or []:
         if p and p not in seen and Path(p).exists():
             seen.add(p)
-            out.append((f"{Path(p).name}  (recent: {p})", p))
-    for label, p in _hf_models() + _lmstudio_models():
-        if p not in seen:
-            seen.add(p)
-            out.append((label, p))
+            out.append((label_for(p, recent=True), p))
+    for ref in cached_models() + lmstudio_models():
+        if ref.path not in seen:
+            seen.add(ref.path)
+            out.append((label_for(ref.path), ref.path))
     return out
 
 

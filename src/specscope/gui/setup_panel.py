@@ -9,7 +9,7 @@ from PySide6 import QtCore, QtWidgets
 from specscope.profiler.protocol import MAX_K, RunConfig
 
 from .inspector import DEMO, Inspector, describe_line
-from .model_finder import find_models, looks_like_model
+from .model_finder import find_models, label_for, looks_like_model
 from .views.common import PlainLabel
 
 DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
@@ -183,7 +183,8 @@ class SetupPanel(QtWidgets.QWidget):
         i = self.model_combo.findData(path)
         if i < 0:
             self.model_combo.blockSignals(True)
-            self.model_combo.addItem(f"{Path(path).name}  ({path})", path)
+            self.model_combo.addItem(label_for(path), path)
+            self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
             self.model_combo.blockSignals(False)
             i = self.model_combo.count() - 1
         if i == self.model_combo.currentIndex():

@@ -33,11 +33,12 @@ def check_output_path(path: str, force: bool) -> Path:
 
 def add_run_args(ap: argparse.ArgumentParser) -> None:
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--model", help="local mlx-lm model folder (or Hugging Face cache entry)")
+    src.add_argument("--model", help="mlx-lm model: a local folder, or a repo id (org/name[@revision]) from the local "
+                     "Hugging Face cache")
     src.add_argument("--demo", action="store_true", help="use the synthetic demo model (built once into the cache)")
     ap.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
                     help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
-    ap.add_argument("--draft-model", help="draft model folder (same tokenizer as the target)")
+    ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target)")
     ap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens per round, k (1-16)")
     ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per case")
     ap.add_argument("--temp", type=float, default=0.0, help="sampling temperature (0 = greedy)")
@@ -51,15 +52,39 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--breakdown-reps", type=int, default=3)
     ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
     ap.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost to charge per round")
-    ap.add_argument("--mtp-weights", help="folder with the original checkpoint's mtp.* tensors")
+    ap.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
+    add_download_arg(ap)
+
+
+def add_download_arg(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--download", action="store_true",
+                    help="fetch a repo id missing from the local Hugging Face cache (safetensors, config and tokenizer "
+                         "files only; nothing touches the network without this)")
+
+
+MODEL_ARGS = {"model": "model", "draft_model": "draft model", "mtp_weights": "MTP weights", "path": "model"}
+
+
+def resolve_model_args(a) -> None:
+    """Turn every model reference on the command line into a local folder, fetching only with --download."""
+    from specscope.model_ref import resolve_model
+
+    for attr, what in MODEL_ARGS.items():
+        spec = getattr(a, attr, None)
+        if not spec:
+            continue
+        if attr == "mtp_weights" and Path(spec).expanduser().is_dir():
+            continue  # a folder of tensors need not be a whole model folder
+        setattr(a, attr, resolve_model(spec, download=getattr(a, "download", False), what=what).path)
 
 
 def config_from_args(a) -> "RunConfig":
     from .protocol import RunConfig
 
+    resolve_model_args(a)
     cfg = RunConfig(
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
@@ -120,11 +145,11 @@ def cmd_demo_model(a) -> int:
 
 
 def cmd_inspect(a) -> int:
+    if not a.path and not a.demo:
+        raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
+    resolve_model_args(a)  # before the engine is imported: it switches the hub libraries offline
     from specscope.engine_adapter.demo_model import demo_model_path
     from specscope.engine_adapter.inspect_model import describe_path, format_description
-
-    if not a.path and not a.demo:
-        raise SpecscopeError("give a model PATH or --demo")
     d = describe_path(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
     print(json.dumps(d, indent=1) if a.json else format_description(d))
     return 0
@@ -198,6 +223,7 @@ def cmd_compare(a) -> int:
 def cmd_bench(a) -> int:
     from .bench import run_bench
 
+    resolve_model_args(a)
     return run_bench(a)
 
 
@@ -206,6 +232,7 @@ def cmd_gui(a) -> int:
     if (sys.platform.startswith("linux") and not scripted and not os.environ.get("QT_QPA_PLATFORM")
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
+    resolve_model_args(a)
     from .optional import import_part
 
     return import_part("specscope.gui.app", "the desktop app").main(a)
@@ -233,8 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo_model)
 
     i = sub.add_parser("inspect", help="describe a local checkpoint")
-    i.add_argument("path", nargs="?")
+    i.add_argument("path", nargs="?", metavar="MODEL", help="a model folder, or a repo id (org/name[@revision]) "
+                   "from the local Hugging Face cache")
     i.add_argument("--demo", action="store_true")
+    add_download_arg(i)
     i.add_argument("--json", action="store_true")
     i.add_argument("--allow-oversize", action="store_true")
     i.set_defaults(func=cmd_inspect)
@@ -270,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--demo", action="store_true", default=True)
     src.add_argument("--model")
     b.add_argument("--draft-model")
+    add_download_arg(b)
     b.add_argument("--pairs", type=int, default=5)
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
@@ -278,7 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gui", help="open the desktop app")
     g.add_argument("--demo", action="store_true")
-    g.add_argument("--model")
+    g.add_argument("--model", help="a model folder or a cached repo id to select")
+    add_download_arg(g)
     g.add_argument("--session", help="open a saved session")
     g.add_argument("--autorun", action="store_true")
     g.add_argument("--screenshot")

@@ -15,6 +15,7 @@ import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from specscope.engine_adapter.errors import SpecscopeError
 
@@ -133,11 +134,18 @@ def _load(cfg: RunConfig, emit):
     from specscope.engine_adapter.demo_model import demo_model_path
     from specscope.engine_adapter.loader import check_same_vocabulary, load_model
 
-    path = cfg.model
+    from specscope.model_ref import resolve_model
+
     if cfg.demo:
         emit({"event": "status", "message": "building/loading the demo model"})
         path = str(demo_model_path("hybrid"))
-    emit({"event": "status", "message": f"loading {path}"})
+        label = "the demo model"
+    else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
+        ref = resolve_model(cfg.model)
+        path, label = ref.path, ref.label
+    if cfg.mtp_weights and not Path(cfg.mtp_weights).expanduser().is_dir():
+        cfg.mtp_weights = resolve_model(cfg.mtp_weights, what="MTP weights").path
+    emit({"event": "status", "message": f"loading {label}"})
     target = load_model(path, allow_oversize=cfg.allow_oversize)
     if cfg.drafter == "auto":
         from specscope.engine_adapter.inspect_model import mtp_status

@@ -16,7 +16,7 @@ def format_summary(session: Session) -> str:
     env = session.data.get("environment", {})
     model = session.data.get("model", {})
     lines = [
-        f"specscope — {model.get('name', '?')} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
+        f"specscope — {model.get('name', '?')}{' @ ' + model['revision'][:7] if model.get('revision') else ''} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
         f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases × {cfg.get('max_tokens')} tokens, status {session.status}",
     ]
     if (model.get("demo")):

@@ -172,6 +172,7 @@ def _environment(session, target) -> str:
         experts = f"{model['experts']} routed, {model.get('experts_per_token', '?')} per token" + (", + shared expert" if model.get("shared_expert") else "")
     model_rows = [
         ("Model", esc(model.get("name"))),
+        ("Revision", esc(model.get("revision")) if model.get("revision") else None),
         ("Path", esc(model.get("path") or cfg.get("model_path"))),
         ("Type", esc(f"{model.get('model_type', '?')} · {model.get('architecture', '')}")),
         ("Layers", esc(layer_text) if layer_text else None),
