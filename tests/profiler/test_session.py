@@ -105,3 +105,115 @@ def test_worker_death_marks_incomplete():
         s.apply(ev)
     s.mark_incomplete("worker ended unexpectedly")
     assert s.status == "incomplete" and s.cases[0]["plain"]["tokens"]
+
+
+# -- greedy divergence: an engine fault fails the run; a near-tie is kernel rounding --------------------
+
+def _divergence(verdict_lead=1.3, verify_lead=1.29, tol=1e-3):
+    return {"event": "divergence", "case": "en-01", "position": 5, "plain_token": 4, "spec_token": 0,
+            "plain_margin": 0.2, "verify_margin": 0.2, "plain_lead": verdict_lead, "verify_lead": verify_lead,
+            "plain_top": [4, 9], "verify_top": [4, 9], "plain_logits": {"plain": 3.1, "spec": 3.1 - verdict_lead},
+            "verify_logits": {"plain": 3.1, "spec": 3.1 - verify_lead}, "verify_row": 2, "verify_width": 3,
+            "dtype": "float32", "tolerance": tol, "verdict": "engine_fault" if abs(verdict_lead) > tol else "rounding"}
+
+
+def folded_with(extra: dict, regime="greedy"):
+    s = Session()
+    for ev in events():
+        if ev["event"] == "run_started":
+            ev["config"]["sampling"] = {"regime": regime}
+        if ev["event"] == "case_done":  # the protocol emits the divergence before case_done
+            s.apply(extra)
+        s.apply(ev)
+    return s
+
+
+def test_engine_fault_fails_the_session_loudly():
+    from specscope.profiler.summary_text import format_summary
+    from specscope.profiler.verdict import verdict
+
+    s = folded_with(_divergence())
+    assert s.status == "failed"  # run_done "complete" does not undo the fault
+    msg = s.data["errors"][-1]
+    assert msg.startswith("engine fault: speculative output diverged from plain decoding at case en-01 position 5 with a clear margin")
+    assert "1.3 logits" in msg and "tolerance 0.001" in msg
+    sm = s.summary()
+    assert [d["case"] for d in sm["engine_faults"]] == ["en-01"]
+    assert verdict(sm).startswith("Engine fault: speculative output diverged from plain decoding at case en-01 position 5")
+    text = format_summary(s)
+    assert "status failed" in text and "kernel rounding" not in text
+    assert "  divergence        engine fault: speculative output diverged" in text
+    # saved and loaded, it stays failed, with its record
+    back = Session.from_dict(json.loads(s.to_json()))
+    assert back.status == "failed" and back.cases[0]["divergence"]["position"] == 5
+    assert back.summary()["engine_faults"]
+
+
+def test_near_tie_is_rounding_and_the_run_completes():
+    from specscope.profiler.summary_text import format_summary
+    from specscope.profiler.verdict import verdict
+
+    s = folded_with(_divergence(verdict_lead=2e-5, verify_lead=-1e-5))
+    assert s.status == "complete" and not s.data["errors"]
+    sm = s.summary()
+    assert not sm["engine_faults"] and sm["divergences"][0]["verdict"] == "rounding"
+    assert verdict(sm).startswith("Speculation")
+    text = format_summary(s)
+    assert ("  divergence        speculative output diverged from plain decoding at case en-01 position 5 "
+            "at a near-tie (kernel rounding") in text
+    assert "engine fault" not in text
+
+
+def test_verdict_is_recomputed_not_trusted():
+    """A record that calls a clear margin "rounding" (hand edit, other writer) still fails the run."""
+    ev = {**_divergence(verdict_lead=0.5, verify_lead=0.5), "verdict": "rounding"}
+    s = folded_with(ev)
+    assert s.status == "failed" and s.summary()["engine_faults"]
+    # both leads must be near-ties: a batched row that disagrees by a clear margin is a fault too
+    s = folded_with(_divergence(verdict_lead=1e-4, verify_lead=-0.4))
+    assert s.status == "failed"
+    # no margin at all (outputs of different lengths) is never rounding
+    s = folded_with({"event": "divergence", "case": "en-01", "position": 5, "plain_token": None, "spec_token": 4,
+                     "verdict": "engine_fault", "reason": "the outputs have different lengths (5 vs 6 tokens)"})
+    assert s.status == "failed" and "different lengths" in s.data["errors"][-1]
+
+
+def test_old_session_without_divergence_event_loads_and_says_it_was_not_measured(tmp_path):
+    from specscope.profiler.summary_text import format_summary
+
+    s = folded()  # plain and spec differ at token 5, no divergence event (older specscope)
+    d = s.to_dict()
+    for c in d["cases"]:
+        c.pop("divergence", None)
+    d["summary"].pop("divergences", None)
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(d))
+    old = Session.load(p)
+    assert old.status == "complete"
+    sm = old.summary()
+    assert sm["divergences"] == [] and sm["engine_faults"] == []
+    assert sm["unchecked_divergences"] == [{"case": "en-01", "position": 5}]
+    text = format_summary(old)
+    assert "margin was not measured" in text and "kernel rounding cannot be told from an engine fault" in text
+
+
+def test_sampled_regime_shows_no_greedy_match():
+    from specscope.profiler.summary_text import format_summary
+    from specscope.profiler.verdict import SAMPLED_NOTE, divergence_note
+
+    s = folded_with({"event": "status", "message": "-"}, regime="temperature 0.7")
+    text = format_summary(s)
+    assert "greedy match" not in text.lower() and "divergence" not in text
+    assert f"  output check      {SAMPLED_NOTE}" in text
+    assert divergence_note(s.summary()) is None  # the spec/plain difference (token 5) is not called a divergence
+    assert SAMPLED_NOTE == ("sampled regime: outputs differ by design; "
+                            "the accept/reject rule is tested for distribution equality")
+
+
+def test_malformed_divergence_record_refused(tmp_path):
+    d = folded_with(_divergence()).to_dict()
+    d["cases"][0]["divergence"] = {"position": "five"}
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(SessionError, match="malformed divergence"):
+        Session.load(p)

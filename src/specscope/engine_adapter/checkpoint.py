@@ -37,11 +37,48 @@ class Checkpoint:
         return {**self.config, **self.config.get("text_config", {})}
 
     def mtp_keys(self) -> list[str]:
-        return [k for k in self.tensor_shapes if _is_mtp_key(k)]
+        """Names of the tensors of the checkpoint's own MTP head, in either naming (see ``_is_mtp_key``)."""
+        n = self.text_config.get("num_hidden_layers")
+        first = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+        return [k for k in self.tensor_shapes if _is_mtp_key(k, first)]
 
 
-def _is_mtp_key(name: str) -> bool:
-    return name.startswith("mtp.") or ".mtp." in name
+# Where a trunk's decoder layers live in a checkpoint's (original or mlx-lm) naming.
+_TRUNK_LAYER_PREFIXES = ("model.layers.", "language_model.model.layers.", "model.language_model.layers.")
+
+
+def mtp_layer_index(name: str, first_mtp_layer: int | None) -> int | None:
+    """The layer index of a DeepSeek-V3 / GLM-4.5 style MTP tensor (``model.layers.{i}.*``, i >= the trunk's
+    layer count), else None."""
+    if first_mtp_layer is None:
+        return None
+    for prefix in _TRUNK_LAYER_PREFIXES:
+        if name.startswith(prefix):
+            idx, _, rest = name[len(prefix) :].partition(".")
+            if idx.isdigit() and rest and int(idx) >= first_mtp_layer:
+                return int(idx)
+    return None
+
+
+def _is_mtp_key(name: str, first_mtp_layer: int | None = None) -> bool:
+    """A tensor of the checkpoint's MTP head. Two namings exist:
+
+    - Qwen3.5 / Qwen3-Next: ``mtp.*`` (``mtp.fc``, ``mtp.layers.0.*``, ``mtp.norm``...);
+    - DeepSeek-V3 / GLM-4.5: the layers past the trunk, ``model.layers.{i}.*`` with
+      ``i >= num_hidden_layers`` (``enorm``, ``hnorm``, ``eh_proj``, ``shared_head.*`` and a
+      full decoder layer); recognised only when ``first_mtp_layer`` (the trunk's layer count) is given.
+    """
+    if name.startswith("mtp.") or ".mtp." in name:
+        return True
+    return mtp_layer_index(name, first_mtp_layer) is not None
+
+
+def mtp_naming(names, model_type: str = "") -> str | None:
+    """Which MTP naming a set of MTP tensor names uses: "qwen3_5", "qwen3_next", "deepseek_v3" (also GLM-4.5), or None."""
+    names = list(names)
+    if any(k.startswith("mtp.") or ".mtp." in k for k in names):
+        return "qwen3_next" if model_type.startswith("qwen3_next") else "qwen3_5"
+    return "deepseek_v3" if names else None
 
 
 def resolve_model_dir(path: str | os.PathLike) -> Path:

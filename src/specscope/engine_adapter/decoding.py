@@ -78,8 +78,10 @@ def speculative_generate(
 ) -> Iterator[Prefill | SpecRound]:
     """Speculative decoding: draft ``k``, verify ``k+1`` positions in one forward, keep the accepted prefix.
 
-    Hybrid models are rolled back by selecting per-position states captured
-    during the verify forward (see ``rollback``), never by re-running it.
+    Caches are rolled back by the strategy ``rollback.plan_rollback`` picks for
+    their kind: Gated DeltaNet hybrids by selecting per-position states captured
+    during the verify forward; recurrent kinds without such capture by replaying
+    the accepted positions (labelled, and counted as rollback time).
     """
     sampling = sampling or Sampling()
     if is_hybrid(model):
@@ -102,11 +104,12 @@ def speculative_generate(
         draft = drafter.draft(last, k)
         t_drafted = _now_ms()
         inputs = mx.array([last] + draft.tokens, dtype=mx.uint32)
+        rollback.before_verify()
         with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(inputs[None], cache=cache)[0]
         accepted, bonus, extra = sampling.verify(logits, draft, key, emitted)
         t_verified = _now_ms()
-        rollback.record(cap, k + 1)
+        rollback.record(cap, k + 1, inputs)
         touched = rollback.rollback(accepted)
         if touched:
             mx.eval(touched)

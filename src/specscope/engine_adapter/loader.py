@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedM
     from mlx_lm.utils import load_tokenizer
 
     try:
-        model, config = mlx_load_model(ck.path, lazy=False, trust_remote_code=False)
+        model, config = mlx_load_model(ck.path, lazy=False, trust_remote_code=False, get_model_classes=_without_mtp_layers)
     except SpecscopeError:
         raise
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/RuntimeError on bad weights
@@ -71,6 +72,36 @@ def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedM
     except Exception as exc:
         raise SpecscopeError(f"could not load the tokenizer in {ck.path}: {type(exc).__name__}: {exc}") from None
     return LoadedModel(checkpoint=ck, model=model, tokenizer=tokenizer, config=config)
+
+
+def _without_mtp_layers(config: dict):
+    """mlx-lm's classes, with a sanitize that also drops MTP layers stored as ``model.layers.{N}`` (N >= the
+    trunk's layer count). mlx-lm drops only ``model.layers.61`` (DeepSeek-V3's own count); other depths
+    would fail its strict load. The MTP drafter reads those tensors from the files itself."""
+    from mlx_lm.utils import _get_classes
+
+    model_class, args_class = _get_classes(config)
+    n = (config.get("text_config") or {}).get("num_hidden_layers") or config.get("num_hidden_layers")
+    original = getattr(model_class, "sanitize", None)
+    if not n or original is None:
+        return model_class, args_class
+    pattern = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.")
+
+    def sanitize(self, weights):
+        from mlx.utils import tree_flatten
+
+        weights = original(self, weights)
+        own = {k for k, _ in tree_flatten(self.parameters())}
+
+        def mtp_only(k: str) -> bool:  # never drop a tensor the model itself declares
+            if k in own:
+                return False
+            m = pattern.match(k)
+            return bool(m and int(m.group(1)) >= n) or k.startswith("mtp.") or ".mtp." in k
+
+        return {k: v for k, v in weights.items() if not mtp_only(k)}
+
+    return type(model_class.__name__, (model_class,), {"sanitize": sanitize}), args_class
 
 
 def check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:

@@ -1,11 +1,26 @@
-"""Roll caches back after a partial acceptance, without re-running the model.
+"""Roll caches back after a partial acceptance: one small strategy per cache kind.
 
-Attention KV caches are trimmed. Linear-attention (Gated DeltaNet) caches hold
-a conv window and a recurrent state that cannot be trimmed, so during a verify
-forward we keep what is needed for every position (like vLLM's one state slot
-per draft position): the full conv input of each layer and the recurrent state
-after each position. Rolling back to ``n`` accepted drafts then only selects
-slices that were already computed.
+A registry maps each layer's cache to how it is rolled back (``plan_rollback``):
+
+- ``trim``: attention KV caches (KVCache, QuantizedKVCache, ConcatenateKVCache):
+  positions past the offset are never read, so dropping the offset is exact.
+- ``restore+append``: sliding-window caches (RotatingKVCache). A trim would leave
+  rejected keys inside a full window, so the cache's state before the verify is
+  kept (by reference: the multi-position update builds new arrays) together with
+  the keys and values the verify appended; rollback restores the state and appends
+  only the accepted positions.
+- ``captured states``: Gated DeltaNet (Qwen3.5, Qwen3-Next). A conv window and a
+  recurrent state cannot be trimmed, so during a verify forward we keep what is
+  needed for every position (like vLLM's one state slot per draft position): the
+  full conv input of each layer and the recurrent state after each position.
+  Rolling back to ``n`` accepted drafts then only selects slices already computed.
+- ``replay``: any other recurrent cache (Mamba, ShortConv, q/k/v convs, CacheLists
+  holding them, chunked attention). Exact but not free: every cache is restored to
+  its state before the verify and the accepted positions are run through the model
+  again. Sessions label it, and its cost is counted as rollback time.
+
+A cache of a kind with no strategy is refused before anything runs
+(``UnsupportedModel``), naming the layer type: never profiled wrongly.
 
 Capture works by hooking two things every Gated DeltaNet in mlx-lm goes
 through: its ``conv1d`` call (we record its input) and the module-level
@@ -20,7 +35,17 @@ from contextlib import contextmanager
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx_lm.models.cache import ArraysCache
+from mlx_lm.models.cache import (
+    ArraysCache,
+    CacheList,
+    ChunkedKVCache,
+    ConcatenateKVCache,
+    KVCache,
+    QuantizedKVCache,
+    RotatingKVCache,
+)
+
+from .errors import SpecscopeError
 
 _capture = None  # the active _Capture, if any
 
@@ -30,6 +55,18 @@ class _Capture:
         self.conv_inputs: dict[int, mx.array] = {}
         self.states: list[list[mx.array]] = []
         self.order: list[int] = []
+        # id(RotatingKVCache) -> (state before the verify, keys appended, values appended)
+        self.windows: dict[int, tuple] = {}
+
+
+class _RecordingRotatingKVCache(RotatingKVCache):
+    """A RotatingKVCache that, while a verify is captured, remembers what it held and what was appended."""
+
+    def update_and_fetch(self, keys, values):
+        if _capture is not None and keys.shape[2] > 1:
+            # The multi-position path builds new arrays (no in-place writes), so references are a snapshot.
+            _capture.windows[id(self)] = ((self.keys, self.values, self.offset, self._idx), keys, values)
+        return super().update_and_fetch(keys, values)
 
 
 class _CapturingConv1d(nn.Conv1d):
@@ -94,17 +131,137 @@ def capturing():
         _capture = prev
 
 
+class UnsupportedModel(SpecscopeError):
+    """A model whose caches specscope cannot roll back exactly: refused before it is profiled."""
+
+
+TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
+
+
+def _aligned(model, cache: list) -> bool:
+    """One cache per layer, in layer order (not so for e.g. nemotron_h, whose MLP/MoE blocks have none)."""
+    layers = getattr(model, "layers", None)
+    try:
+        return layers is not None and len(layers) == len(cache)
+    except TypeError:
+        return False
+
+
+def _layer_type(model, i: int, aligned: bool) -> str:
+    if not aligned:
+        return f"cache {i}"
+    return type(model.layers[i]).__name__
+
+
+def _gdn_index(model, cache: list | None = None) -> dict[int, nn.Module]:
+    """Layers whose Gated DeltaNet recurrence can be captured per position (module-level gated_delta_update).
+
+    Only when caches and layers line up one to one; otherwise replay, which needs no such mapping.
+    """
+    if cache is not None and not _aligned(model, cache):
+        return {}
+    out = {}
+    for i, mod in linear_attention_modules(model):
+        if hasattr(sys.modules[type(mod).__module__], "gated_delta_update"):
+            out[i] = mod
+    return out
+
+
+def _method(c, gdn: bool) -> str | None:
+    if isinstance(c, RotatingKVCache):
+        return "restore+append"
+    if isinstance(c, TRIMMABLE):
+        return "trim"
+    if isinstance(c, ArraysCache):
+        return "captured states" if gdn else "replay"
+    if isinstance(c, ChunkedKVCache):
+        return "replay"
+    if isinstance(c, CacheList):
+        subs = [_method(s, False) for s in c.caches]
+        if None in subs:
+            return None
+        return "trim" if all(m == "trim" for m in subs) else "replay"
+    return None
+
+
+def _cache_name(c) -> str:
+    if isinstance(c, CacheList):
+        return "CacheList(" + ", ".join(_cache_name(s) for s in c.caches) + ")"
+    if isinstance(c, ArraysCache):
+        return f"ArraysCache({len(c.cache)})"
+    name = type(c).__name__
+    return name[len("_Recording"):] if name.startswith("_Recording") else name
+
+
+def plan_rollback(model, cache: list) -> dict:
+    """How each layer's cache is rolled back; ``refused`` lists the layers no strategy covers."""
+    gdn = _gdn_index(model, cache)
+    aligned = _aligned(model, cache)
+    layers, refused = [], []
+    for i, c in enumerate(cache):
+        m = _method(c, i in gdn)
+        row = {"layer": i, "layer_type": _layer_type(model, i, aligned), "cache": _cache_name(c),
+               "method": m or "unsupported"}
+        layers.append(row)
+        if m is None:
+            refused.append(row)
+    mode = "replay" if any(r["method"] == "replay" for r in layers) else "exact"
+    return {"mode": mode, "layers": layers, "refused": refused,
+            "methods": sorted({r["method"] for r in layers})}
+
+
+def describe_plan(plan: dict) -> str:
+    if plan["refused"]:
+        r = plan["refused"][0]
+        where = f"layer {r['layer']} ({r['layer_type']})" if not r["layer_type"].startswith("cache ") else r["layer_type"]
+        return (f"{where} uses a {r['cache']} cache, which specscope cannot roll back "
+                f"after a partial acceptance; refusing rather than reporting wrong numbers")
+    if plan["mode"] == "replay":
+        kinds = sorted({r["cache"] for r in plan["layers"] if r["method"] == "replay"})
+        return (f"rollback by replay: {', '.join(kinds)} state cannot be selected per position, so partial rounds "
+                f"restore the caches and re-run the accepted positions (exact; counted as rollback time)")
+    return "exact rollback without re-running the model (" + ", ".join(plan["methods"]) + ")"
+
+
+def check_supported(model, cache: list | None = None) -> dict:
+    """The rollback plan for ``model``; raises UnsupportedModel if any layer cannot be rolled back."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    plan = plan_rollback(model, cache if cache is not None else make_prompt_cache(model))
+    if plan["refused"]:
+        raise UnsupportedModel(describe_plan(plan))
+    return plan
+
+
 class VerifyRollback:
     """Restores target caches to ``n`` accepted drafts after a verify over ``k+1`` positions."""
 
     def __init__(self, model, cache: list):
+        self.model = model
         self.cache = cache
-        self.linear = [(i, mod) for i, mod in linear_attention_modules(model)]
+        self.plan = check_supported(model, cache)
+        self.replay = self.plan["mode"] == "replay"
+        gdn = _gdn_index(model, cache)
+        self.linear = [] if self.replay else [(i, gdn[i]) for i in sorted(gdn)]
+        for c in cache:  # record what sliding windows held before each verify
+            if type(c) is RotatingKVCache:
+                c.__class__ = _RecordingRotatingKVCache
         self.capture: _Capture | None = None
         self.width = 0
+        self.inputs: mx.array | None = None
+        self.saved: "Checkpoint | None" = None
 
-    def record(self, capture: _Capture, width: int) -> None:
-        self.capture, self.width = capture, width
+    @property
+    def mode(self) -> str:
+        return self.plan["mode"]
+
+    def before_verify(self) -> None:
+        """Call right before the verify forward: replay mode snapshots every cache."""
+        if self.replay:
+            self.saved = Checkpoint(self.cache)
+
+    def record(self, capture: _Capture, width: int, inputs: mx.array | None = None) -> None:
+        self.capture, self.width, self.inputs = capture, width, inputs
 
     def rollback(self, accepted: int) -> list[mx.array]:
         """Make the caches hold exactly the first ``accepted + 1`` verified positions.
@@ -114,6 +271,8 @@ class VerifyRollback:
         drop = self.width - 1 - accepted
         if drop <= 0:
             return []
+        if self.replay:
+            return self._replay(accepted)
         touched = []
         cap = self.capture
         if self.linear and (cap is None or len(cap.states) != len(self.linear)):
@@ -126,28 +285,82 @@ class VerifyRollback:
             c[1] = cap.states[j][accepted]
             touched += [c[0], c[1]]
         for c in self.cache:
-            if not isinstance(c, ArraysCache):
+            if isinstance(c, RotatingKVCache):
+                touched += self._rewind_window(c, accepted, cap)
+            elif not isinstance(c, ArraysCache):
                 c.trim(drop)
         return touched
 
+    @staticmethod
+    def _rewind_window(c: RotatingKVCache, accepted: int, cap: _Capture | None) -> list[mx.array]:
+        rec = cap.windows.get(id(c)) if cap is not None else None
+        if rec is None:
+            raise RuntimeError("verify ran without recording a sliding-window cache; cannot roll it back")
+        (keys, values, offset, idx), new_k, new_v = rec
+        c.keys, c.values, c.offset, c._idx = keys, values, offset, idx
+        RotatingKVCache.update_and_fetch(c, new_k[:, :, : accepted + 1], new_v[:, :, : accepted + 1])
+        return [c.keys, c.values]
+
+    def _replay(self, accepted: int) -> list[mx.array]:
+        if self.saved is None or self.inputs is None:
+            raise RuntimeError("replay rollback needs before_verify() and the verify inputs")
+        self.saved.restore()
+        self.model(self.inputs[: accepted + 1][None], cache=self.cache)
+        return [a for c in self.cache for a in _arrays(c.state)]
+
+
+def _arrays(obj) -> list[mx.array]:
+    if isinstance(obj, mx.array):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [a for o in obj for a in _arrays(o)]
+    return []
+
+
+def _frozen(a):
+    """A reference that later in-place writes (``a[...] = x``) cannot change."""
+    return None if a is None else mx.stop_gradient(a)
+
+
+def _snapshot(c):
+    if isinstance(c, TRIMMABLE):
+        return c.offset  # positions past the offset are never read
+    if isinstance(c, RotatingKVCache):
+        return (_frozen(c.keys), _frozen(c.values), c.offset, c._idx)
+    if isinstance(c, ChunkedKVCache):
+        return (_frozen(c.keys), _frozen(c.values), c.offset, c.start_position)
+    if isinstance(c, ArraysCache):
+        return list(c.cache)  # entries are replaced, never written in place
+    if isinstance(c, CacheList):
+        return tuple(_snapshot(s) for s in c.caches)
+    raise UnsupportedModel(f"cannot snapshot a {type(c).__name__} cache")
+
+
+def _restore(c, s) -> None:
+    if isinstance(c, TRIMMABLE):
+        extra = c.offset - s
+        if extra > 0:
+            c.trim(extra)
+        elif extra < 0:
+            raise RuntimeError("cannot restore a cache checkpoint that is ahead of the cache")
+    elif isinstance(c, RotatingKVCache):
+        c.keys, c.values, c.offset, c._idx = s
+    elif isinstance(c, ChunkedKVCache):
+        c.keys, c.values, c.offset, c.start_position = s
+    elif isinstance(c, ArraysCache):
+        c.cache = list(s)
+    elif isinstance(c, CacheList):
+        for sub, ss in zip(c.caches, s):
+            _restore(sub, ss)
+
 
 class Checkpoint:
-    """A snapshot of a cache list that can be restored later (KV: offsets; arrays: references)."""
+    """A snapshot of a cache list that can be restored later, exact for every cache kind in the registry."""
 
     def __init__(self, cache: list):
         self.cache = cache
-        self.saved = [
-            list(c.cache) if isinstance(c, ArraysCache) else c.offset for c in cache
-        ]
+        self.saved = [_snapshot(c) for c in cache]
 
     def restore(self) -> None:
         for c, s in zip(self.cache, self.saved):
-            if isinstance(c, ArraysCache):
-                c.cache = list(s)
-            else:
-                extra = c.offset - s
-                if extra > 0:
-                    c.trim(extra)
-                elif extra < 0:
-                    raise RuntimeError("cannot restore a cache checkpoint that is ahead of the cache")
-
+            _restore(c, s)

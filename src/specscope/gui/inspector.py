@@ -104,4 +104,11 @@ def describe_line(d: dict) -> str:
         parts.append(f"⚠ more than 75% of {sysmem / 2**30:.0f} GiB memory")
     if d.get("demo"):
         parts.append("synthetic demo: real timings, meaningless text and acceptance")
+    comp = d.get("compatibility") or {}
+    if comp.get("class") == "refused":
+        parts.insert(0, f"⛔ refused: {comp['reasons'][0]}")
+    elif comp.get("class") == "supported with caveats":
+        parts.append("⚠ supported with caveats: " + "; ".join(comp.get("reasons") or []))
+    elif comp.get("class"):
+        parts.append("✓ supported")
     return " · ".join(parts)

@@ -155,6 +155,21 @@ def cmd_inspect(a) -> int:
     return 0
 
 
+def cmd_check(a) -> int:
+    if not a.path and not a.demo:
+        raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
+    resolve_model_args(a)
+    from specscope.engine_adapter.compat import REFUSED, format_report, full_report
+    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.loader import load_model
+
+    lm = load_model(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+    ks = tuple(range(1, a.max_k + 1))
+    rep = full_report(lm, ks=ks, mtp=not a.no_mtp)
+    print(json.dumps(rep, indent=1) if a.json else format_report(rep))
+    return 1 if rep["class"] == REFUSED else 0
+
+
 def cmd_predict(a) -> int:
     from . import stats
 
@@ -267,6 +282,16 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.add_argument("--allow-oversize", action="store_true")
     i.set_defaults(func=cmd_inspect)
+
+    ck = sub.add_parser("check", help="can specscope profile this model correctly? (rollback exactness, MTP, windows)")
+    ck.add_argument("path", nargs="?", metavar="MODEL", help="a model folder or a cached repo id")
+    ck.add_argument("--demo", action="store_true")
+    ck.add_argument("--json", action="store_true")
+    ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")
+    ck.add_argument("--no-mtp", action="store_true", help="skip loading the MTP head")
+    ck.add_argument("--allow-oversize", action="store_true")
+    add_download_arg(ck)
+    ck.set_defaults(func=cmd_check)
 
     p = sub.add_parser("predict", help="the division as a calculator")
     p.add_argument("--t-decode-ms", type=float, required=True)

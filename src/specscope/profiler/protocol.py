@@ -192,8 +192,12 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
     suite = load_suite(cfg.suite)
     cases = take_cases(suite["cases"], cfg.cases)
     target, draft = _load(cfg, emit)
+    from specscope.engine_adapter.compat import REFUSED, cheap_report
     from specscope.engine_adapter.inspect_model import describe
 
+    compat = cheap_report(target.model)  # refuse before measuring anything specscope cannot roll back exactly
+    if compat["class"] == REFUSED:
+        raise SpecscopeError(f"{compat['reasons'][0]} (see `specscope check`)")
     model_info = describe(target)
     ctx = int(target.checkpoint.text_config.get("max_position_embeddings") or 0)
     encoded = []
@@ -214,6 +218,8 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
         "draft_model_path": str(draft.path) if draft else None,
         "sampling": sampling.to_dict(),
         "drafter": {"name": cfg.drafter, **probe.describe()},
+        "compatibility": {"class": compat["class"], "reasons": compat["reasons"],
+                          "rollback": {k: compat["rollback"][k] for k in ("mode", "methods", "text")}},
         "suite_name": suite["name"],
         "n_cases": len(encoded),
     }
@@ -268,6 +274,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
 
     import mlx.core as mx
 
+    faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
     for i, c in enumerate(encoded):
         info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
         plain_tokens = spec_tokens = None
@@ -287,7 +294,15 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
             if tps is None:
                 return "incomplete"
             emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": tps})
+        if sampling.greedy and plain_tokens != spec_tokens:
+            # Greedy speculative output must equal plain output; a difference is rounding only at a near-tie.
+            from specscope.engine_adapter.divergence import divergence_event
+
+            ev = divergence_event(target.model, c["id"], c["prompt_tokens"], plain_tokens, spec_tokens, cfg.num_draft_tokens + 1)
+            emit(ev)
+            if ev["verdict"] == "engine_fault":
+                faults.append(c["id"])
         emit({"event": "case_done", "case": c["id"], "plain_text": target.decode(plain_tokens), "spec_text": target.decode(spec_tokens),
               "plain_pieces": [target.decode([t]) for t in plain_tokens], "spec_pieces": [target.decode([t]) for t in spec_tokens]})
         emit({"event": "memory", "peak_bytes": int(mx.get_peak_memory())})
-    return "complete"
+    return "failed" if faults else "complete"

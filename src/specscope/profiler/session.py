@@ -16,22 +16,52 @@ import tempfile
 from pathlib import Path
 
 from . import stats
+from .verdict import ENGINE_FAULT, ROUNDING, divergence_message
 
 SCHEMA = "specscope.session"
 SCHEMA_VERSION = 1
-CATEGORIES = ["linear_attention", "full_attention", "moe", "output_head", "other"]
+CATEGORIES = ["linear_attention", "full_attention", "moe", "dense_mlp", "output_head", "other", "unclassified"]
 CATEGORY_LABELS = {
     "linear_attention": "Linear attention",
     "full_attention": "Full attention",
-    "moe": "MoE / MLP",
+    "moe": "MoE",  # sessions before dense_mlp existed label a dense "moe" row themselves ("MLP (dense)")
+    "dense_mlp": "Dense MLP",
     "output_head": "Output head",
     "other": "Other (embed, norms)",
+    "unclassified": "Unclassified",
     "inter_block": "Inter-block overhead",
 }
 
 
 class SessionError(ValueError):
     """A session file that cannot be used, with a message that says why."""
+
+
+# What a ``divergence`` event carries (engine_adapter.divergence.divergence_event); kept on its case.
+DIVERGENCE_FIELDS = (
+    "position", "plain_token", "spec_token", "plain_margin", "verify_margin", "plain_lead", "verify_lead",
+    "plain_top", "verify_top", "plain_logits", "verify_logits", "verify_row", "verify_width", "dtype",
+    "tolerance", "verdict", "reason",
+)
+
+
+def divergence_verdict(d: dict) -> str:
+    """Recomputed from the measured leads and tolerance (the rule of engine_adapter.divergence.classify):
+    a near-tie only if every measured lead of the plain token over the speculative one is within the
+    tolerance; no measured margin, or no tolerance, is never rounding."""
+    tol = d.get("tolerance")
+    leads = [x for x in (d.get("plain_lead"), d.get("verify_lead")) if isinstance(x, (int, float))]
+    if not leads or not isinstance(tol, (int, float)) or not math.isfinite(tol):
+        return ENGINE_FAULT
+    return ROUNDING if all(math.isfinite(x) and abs(x) <= tol for x in leads) else ENGINE_FAULT
+
+
+def case_divergence(case: dict) -> dict | None:
+    """The case's divergence record with its verdict recomputed, or None (outputs equal, or not checked)."""
+    d = case.get("divergence")
+    if not isinstance(d, dict):
+        return None
+    return {**d, "verdict": divergence_verdict(d)}
 
 
 def _new_case(info: dict) -> dict:
@@ -99,6 +129,16 @@ class Session:
             c[ev["mode"]]["repeats_tok_s"].append(ev["tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
+        elif kind == "divergence":
+            # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
+            # is an engine fault, and an engine fault fails the session, loudly.
+            c = self._index.get(ev.get("case"))
+            if c is not None:
+                c["divergence"] = {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev}
+                d = case_divergence(c)
+                if d["verdict"] == ENGINE_FAULT:
+                    self.data["errors"].append(divergence_message(c["id"], d))
+                    self.data["status"] = "failed"
         elif kind == "case_done":
             c = self._index[ev["case"]]
             c["complete"] = True
@@ -107,7 +147,8 @@ class Session:
             c["plain_pieces"] = ev.get("plain_pieces")
             c["spec_pieces"] = ev.get("spec_pieces")
         elif kind == "run_done":
-            self.data["status"] = ev.get("status", "complete")
+            # An engine fault or an error already failed the run; a later "complete" does not undo that.
+            self.data["status"] = "failed" if self.data["status"] == "failed" else ev.get("status", "complete")
             self.data["finished_at"] = ev.get("time")
         elif kind == "error":
             self.data["errors"].append(ev.get("message", "unknown error"))
@@ -147,7 +188,7 @@ class Session:
 
     # -- derived numbers -------------------------------------------------------
     def case_stats(self, case: dict) -> dict:
-        return case_stats(case, self.k)
+        return {**case_stats(case, self.k), "regime": self.regime}
 
     def summary(self) -> dict:
         return summarize(self)
@@ -248,6 +289,9 @@ def validate(d) -> None:
             toks = c[side].get("tokens", [])
             if not isinstance(toks, list) or not all(isinstance(t, int) and t >= 0 for t in toks):
                 raise SessionError(f"case {c['id']!r}: {side}.tokens must be a list of token ids")
+        div = c.get("divergence")
+        if div is not None and (not isinstance(div, dict) or not isinstance(div.get("position"), int) or div["position"] < 0):
+            raise SessionError(f"case {c['id']!r}: malformed divergence record")
         for ms in c["plain"].get("step_ms", []):
             if not isinstance(ms, (int, float)) or ms < 0 or not math.isfinite(ms):
                 raise SessionError(f"case {c['id']!r}: step times must be non-negative numbers")
@@ -294,6 +338,7 @@ def case_stats(case: dict, k: int) -> dict:
         "measured_speedup": measured,
         "prediction_error": stats.relative_error(pred, measured),
         "match": stats.match_stats(plain["tokens"], spec["tokens"]) if spec["tokens"] else None,
+        "divergence": case_divergence(case),
     }
 
 
@@ -330,6 +375,11 @@ def summarize(session: Session) -> dict:
         by_category[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
     matches = [s["match"] for _, s in per_case if s["match"] is not None]
     match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
+    greedy = session.regime == "greedy"
+    divergences = [{"case": c["id"], **s["divergence"]} for c, s in per_case if greedy and s["divergence"]]
+    # Sessions from before the divergence check: a finished greedy case whose outputs differ, with no margin.
+    unchecked = [{"case": c["id"], "position": s["match"]["first_divergence"]} for c, s in per_case
+                 if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
     bd = aggregate_breakdown([c["breakdown"] for c in cases if c.get("breakdown")])
     block_pred = None
     if division and bd and bd["decode"]["block_sum_ms"]:
@@ -363,6 +413,9 @@ def summarize(session: Session) -> dict:
         "block_sum_predicted_speedup": block_pred,
         "match_rate": match_rate,
         "all_match": bool(matches) and all(m["equal"] for m in matches),
+        "divergences": divergences,
+        "engine_faults": [d for d in divergences if d["verdict"] == ENGINE_FAULT],
+        "unchecked_divergences": unchecked,
         "breakdown": bd,
     }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .session import CATEGORY_LABELS, Session
-from .verdict import acceptance_phrase, verdict
+from .verdict import SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, verdict
 
 
 def _f(x, fmt=".2f", unit=""):
@@ -21,9 +21,15 @@ def format_summary(session: Session) -> str:
     ]
     if (model.get("demo")):
         lines.append("synthetic demo model: timings are real; text and acceptance are not meaningful")
+    comp = cfg.get("compatibility") or {}
+    if comp.get("class") and comp["class"] != "supported":
+        lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))
+    bar = ["!" * 80] if engine_fault_line(s) else []  # an engine fault leads the verdict, fenced
     lines += [
         "",
+        *bar,
         verdict(s),
+        *bar,
         "",
         f"  plain             {_f(s['plain_tok_s'], '.1f')} tok/s    T_decode  {_f(s['t_decode_ms'])} ms",
         f"  speculative       {_f(s['spec_tok_s'], '.1f')} tok/s    T_verify  {_f(s['t_verify_ms'])} ms   T_draft {_f(s['t_draft_ms'])} ms   rollback {_f(s['t_rollback_ms'], '.3f')} ms",
@@ -33,8 +39,14 @@ def format_summary(session: Session) -> str:
         f"  speedup           predicted {_f(s['predicted_speedup'], '.3f', '×')}   measured {_f(s['measured_speedup'], '.3f', '×')}   "
         f"error {_f(None if s['prediction_error'] is None else s['prediction_error'] * 100, '+.1f', '%')}",
         f"  break-even        T_verify ≤ {_f(s['break_even_verify_ms'])} ms (≤ {_f(s['break_even_multiple'])} × T_decode)",
-        f"  greedy match      {_f(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain",
     ]
+    if s["regime"] == "greedy":
+        lines.append(f"  greedy match      {_f(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
+        note = divergence_note(s)
+        if note:
+            lines.append(f"  divergence        {note}")
+    else:  # sampled outputs differ from plain by design: no match rate, say what is checked instead
+        lines.append(f"  output check      {SAMPLED_NOTE}")
     if s["acceptance_by_category"]:
         lines.append("  by content        " + "   ".join(
             f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"

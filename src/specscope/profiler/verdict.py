@@ -20,7 +20,80 @@ def acceptance_phrase(s: dict) -> str:
     return text
 
 
+SAMPLED_NOTE = ("sampled regime: outputs differ by design; "
+                "the accept/reject rule is tested for distribution equality")
+
+ENGINE_FAULT = "engine_fault"
+ROUNDING = "rounding"
+
+
+def _logits(x) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def divergence_message(case_id: str, d: dict) -> str:
+    """One greedy divergence in words: an engine fault (clear margin) or a near-tie (kernel rounding)."""
+    where = f"case {case_id} position {d.get('position')}"
+    tol = d.get("tolerance")
+    tol_text = f"near-tie tolerance {_logits(tol)}" + (f", {d['dtype']}" if d.get("dtype") else "")
+    if d.get("plain_lead") is None:
+        detail = d.get("reason") or "no margin measured"
+    else:
+        detail = (f"plain token {d.get('plain_token')} leads speculative token {d.get('spec_token')} by "
+                  f"{_logits(d['plain_lead'])} logits in the plain step, {_logits(d.get('verify_lead'))} in a batched verify row; "
+                  + tol_text)
+    if d.get("verdict") == ENGINE_FAULT:
+        how = "with a clear margin" if d.get("plain_lead") is not None else "with no margin to call it a near-tie"
+        return f"engine fault: speculative output diverged from plain decoding at {where} {how} ({detail})"
+    return f"speculative output diverged from plain decoding at {where} at a near-tie (kernel rounding: {detail})"
+
+
+def _more(items: list[dict]) -> str:
+    if len(items) <= 1:
+        return ""
+    rest = [d["case"] for d in items[1:]]
+    return f" — and {len(rest)} more case{'s' if len(rest) != 1 else ''} ({', '.join(rest[:5])}{', …' if len(rest) > 5 else ''})"
+
+
+def engine_fault_line(s: dict) -> str | None:
+    faults = s.get("engine_faults") or []
+    if not faults:
+        return None
+    return divergence_message(faults[0]["case"], faults[0]) + _more(faults)
+
+
+def divergence_note(s: dict) -> str | None:
+    """Greedy runs: what the divergences from plain decoding were, or None when there were none."""
+    if s.get("regime", "greedy") != "greedy":
+        return None
+    faults = s.get("engine_faults") or []
+    if faults:
+        return engine_fault_line(s)
+    unchecked = s.get("unchecked_divergences") or []
+    if unchecked:
+        u = unchecked[0]
+        return (f"case {u['case']} diverges from plain decoding at token {u['position']} and its margin was not measured "
+                "(session from an older specscope): kernel rounding cannot be told from an engine fault" + _more(unchecked))
+    ties = [d for d in (s.get("divergences") or []) if d.get("verdict") == ROUNDING]
+    if ties:
+        return divergence_message(ties[0]["case"], ties[0]) + _more(ties)
+    return None
+
+
 def verdict(s: dict) -> str:
+    """The headline: the speed verdict, led by an engine fault when greedy output left plain decoding."""
+    text = _speed_verdict(s)
+    faults = s.get("engine_faults") or []
+    if faults:
+        d = faults[0]
+        how = (f"with a clear margin ({_logits(d['plain_lead'])} logits)" if d.get("plain_lead") is not None
+               else f"with no margin to call it a near-tie ({d.get('reason') or 'not measured'})")
+        return (f"Engine fault: speculative output diverged from plain decoding at case {d['case']} position {d.get('position')} "
+                f"{how}{_more(faults)}. The speed figures measure a faulty engine — " + text)
+    return text
+
+
+def _speed_verdict(s: dict) -> str:
     m = s.get("measured_speedup")
     if m is None:
         return "No verdict yet: plain and speculative runs are still being measured."

@@ -13,7 +13,15 @@ import base64
 import datetime as _dt
 
 from specscope.profiler.session import CATEGORY_LABELS
-from specscope.profiler.verdict import acceptance_phrase, audit_answers, verdict
+from specscope.profiler.verdict import (
+    ENGINE_FAULT,
+    SAMPLED_NOTE,
+    acceptance_phrase,
+    audit_answers,
+    divergence_message,
+    divergence_note,
+    verdict,
+)
 
 from . import charts as _charts
 from ._common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
@@ -142,10 +150,24 @@ def _header(session, s) -> str:
             "corrupted to a chosen acceptance at a chosen draft cost. It measures the real verify path at that acceptance; "
             "it is not a drafter you can deploy.</p>"
         )
+    faults = s.get("engine_faults") or []
+    shown = set()
+    if faults:
+        out.append('<p class="note error"><b>Engine fault: speculative output is not plain decoding\'s.</b> Under greedy '
+                   "sampling it must equal plain decoding up to kernel rounding, which can only flip a near-tie; these cases "
+                   "diverged with a clear margin, so the speed figures below measure a faulty engine.</p>")
+        for d in faults:
+            msg = divergence_message(d["case"], d)
+            shown.add(msg)
+            out.append(f'<p class="note error">{esc(msg)}</p>')
     if session.status not in ("complete",):
-        out.append(f'<p class="note error"><b>Session status: {esc(session.status)}.</b> Figures cover the cases measured so far.</p>')
-    for e in (session.data.get("errors") or [])[:20]:
+        why = "" if faults else " Figures cover the cases measured so far."
+        out.append(f'<p class="note error"><b>Session status: {esc(session.status)}.</b>{why}</p>')
+    for e in [e for e in (session.data.get("errors") or []) if e not in shown][:20]:
         out.append(f'<p class="note error">{esc(e)}</p>')
+    note = divergence_note(s)
+    if note and not faults:  # a near-tie (kernel rounding), or a divergence an older specscope never measured
+        out.append(f'<p class="note">{esc(note)}</p>')
     return "".join(out)
 
 
@@ -175,6 +197,9 @@ def _environment(session, target) -> str:
         ("Revision", esc(model.get("revision")) if model.get("revision") else None),
         ("Path", esc(model.get("path") or cfg.get("model_path"))),
         ("Type", esc(f"{model.get('model_type', '?')} · {model.get('architecture', '')}")),
+        ("Compatibility", esc(f"{(cfg.get('compatibility') or {}).get('class')}: "
+                              + ((cfg.get('compatibility') or {}).get('rollback') or {}).get('text', ''))
+         if cfg.get("compatibility") else None),
         ("Layers", esc(layer_text) if layer_text else None),
         ("Experts", esc(experts) if experts else None),
         ("Parameters", esc(f"{count(model.get('parameters'))} total, {count(model.get('active_parameters'))} active") if model.get("parameters") else None),
@@ -232,9 +257,13 @@ def _summary(s) -> str:
         ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
          f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft); measured {f(s['verify_multiple'], '.2f')} ×"],
     ]
-    if s["regime"] == "greedy" and s.get("match_rate") is not None:
+    if s["regime"] != "greedy":  # outputs differ by design: no match rate, say what is checked instead
+        rows.append(["Output check", "sampled", esc(SAMPLED_NOTE)])
+    elif s.get("match_rate") is not None:
+        note = divergence_note(s)
         rows.append(["Greedy match", pct(s["match_rate"]),
-                     "of tokens equal to plain decoding" + (" (all cases identical)" if s.get("all_match") else " — batched and single-row kernels may sum in different orders")])
+                     "of tokens equal to plain decoding" + (" (all cases identical)" if s.get("all_match") else "")
+                     + (f" — {esc(note)}" if note else "")])
     if s.get("block_sum_predicted_speedup") is not None:
         rows.append(["Wrong-ruler prediction", f(s["block_sum_predicted_speedup"], ".3f", "×"),
                      f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'], '.3f', '×')} from whole-graph times)"])
@@ -354,6 +383,11 @@ def _cases(session) -> str:
         st = session.case_stats(c)
         a = st["acceptance"]
         m = st["match"] or {}
+        sampled = session.regime != "greedy"
+        d = st.get("divergence")
+        fd = None if sampled or m.get("first_divergence") is None else f"token {m['first_divergence']}"
+        if fd and d:
+            fd += " (ENGINE FAULT)" if d["verdict"] == ENGINE_FAULT else " (near-tie)"
         rows.append([
             esc(c["id"]) + ("" if c.get("complete") else ' <span class="warn">(incomplete)</span>'),
             esc(c.get("category", "")),
@@ -364,8 +398,8 @@ def _cases(session) -> str:
             f(a["tokens_per_round"], ".2f"),
             f(st["predicted_speedup"], ".3f", "×"), f(st["measured_speedup"], ".3f", "×"),
             pct(st["prediction_error"], 1, signed=True),
-            pct(m.get("match_rate"), 0) if m else "—",
-            "—" if m.get("first_divergence") is None else f"token {m['first_divergence']}",
+            "by design" if sampled and m else (pct(m.get("match_rate"), 0) if m else "—"),
+            fd or "—",
         ])
     return '<h2>Per case</h2><div class="scroll">' + _table(head, rows, numeric_from=2, cls="full cases") + "</div>"
 
@@ -389,9 +423,14 @@ def _outputs(session, target) -> str:
         m = st["match"] or {}
         pt, stx = c.get("plain_text") or "", c.get("spec_text") or ""
         at = _first_diff(pt, stx)
-        if m:
+        d = st.get("divergence")
+        if m and session.regime != "greedy":
+            status = "sampled: differs from plain decoding by design"
+        elif m:
             status = ("identical tokens" if m.get("equal") else
                       f"{pct(m.get('match_rate'), 1)} tokens match, first divergence at token {m.get('first_divergence')}")
+            if d:
+                status += " — ENGINE FAULT (clear margin)" if d["verdict"] == ENGINE_FAULT else " — near-tie (kernel rounding)"
         else:
             status = "not measured"
         cell = "out" if target == "print" else ""

@@ -105,13 +105,17 @@ class CasesView(QtWidgets.QWidget):
         for case, st in rows:
             acc = st["acceptance"]
             match = st["match"]
+            div = st.get("divergence")
             if match is None:
                 mtext, msort = "—", -1
+            elif st.get("regime", "greedy") != "greedy":
+                mtext, msort = "differs by design (sampled)", -0.5
             elif match["equal"]:
                 mtext, msort = "identical", 2
             else:
                 fd = match["first_divergence"]
-                mtext, msort = f"{match['match_rate'] * 100:.0f}% (diverges at token {fd})", match["match_rate"]
+                why = "" if not div else (": ENGINE FAULT" if div["verdict"] == "engine_fault" else ": near-tie")
+                mtext, msort = f"{match['match_rate'] * 100:.0f}% (diverges at token {fd}{why})", match["match_rate"]
             cells = [
                 (case["id"], case["id"]),
                 (CAT_NAMES.get(case["category"], case["category"]), case["category"]),
@@ -172,10 +176,14 @@ class CasesView(QtWidgets.QWidget):
         fd = match["first_divergence"] if match else None
         if match is None:
             mline = "no speculative output yet"
+        elif st.get("regime", "greedy") != "greedy":
+            mline = "sampled: the outputs differ by design" + ("" if fd is None else f" (first difference at token {fd} marked red)")
         elif fd is None:
             mline = "outputs identical"
         else:
-            mline = f"first divergence at token {fd} (marked red)"
+            div = st.get("divergence")
+            why = "" if not div else (", engine fault: clear margin" if div["verdict"] == "engine_fault" else ", near-tie: kernel rounding")
+            mline = f"first divergence at token {fd} (marked red{why})"
         self.legend.setText(f"Green: accepted draft tokens · plain: the target's own tokens · {mline}")
         origins = token_origins(case)
         self._fill(self.plain_text, case.get("plain_text", ""), case["plain"]["tokens"], case.get("plain_pieces"), None, fd)

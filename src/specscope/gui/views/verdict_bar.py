@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from specscope.profiler.verdict import acceptance_phrase, verdict
+from specscope.profiler.verdict import SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, verdict
 
 from .common import plain_label
 
@@ -43,11 +43,19 @@ class VerdictBar(QtWidgets.QFrame):
             err = s.get("prediction_error")
             bits.append(f"predicted {s['predicted_speedup']:.3f}× vs measured {s['measured_speedup']:.3f}×"
                         + (f" ({err * 100:+.1f}%)" if err is not None else ""))
+        if s.get("regime", "greedy") != "greedy":
+            bits.append(SAMPLED_NOTE)  # never a "greedy match" for outputs that differ by design
+        elif divergence_note(s) and not engine_fault_line(s):
+            bits.append(divergence_note(s))  # a near-tie (kernel rounding), or a divergence never measured
         if snap.get("model", {}).get("demo"):
             bits.append("synthetic demo model: timings are real, text and acceptance are not meaningful")
         self.detail.setText("  ·  ".join(bits))
         errs = snap.get("errors") or []
-        if errs and status in ("failed", "incomplete"):
+        fault = engine_fault_line(s)
+        if fault:  # the headline leads with it too; the banner says it whatever the status
+            self.error.setText("Run failed — " + fault)
+            self.error.show()
+        elif errs and status in ("failed", "incomplete"):
             self.error.setText(("Run failed: " if status == "failed" else "Run ended early: ") + errs[-1])
             self.error.show()
         else:
