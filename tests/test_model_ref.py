@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.model_ref import ref_for_folder, resolve_model
 
 REPO = "testorg/Demo-4bit"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.profiler.optional import import_error_message, import_part
 
 ROOT = Path(__file__).resolve().parents[1]

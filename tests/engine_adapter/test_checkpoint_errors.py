@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from specscope.engine_adapter.checkpoint import open_checkpoint
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.engine_adapter.loader import check_same_vocabulary, load_model
 
 

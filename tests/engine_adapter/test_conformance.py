@@ -140,8 +140,9 @@ class OpaqueCache(_BaseCache):
 
 
 def test_unknown_cache_kind_is_refused_before_the_run(models_root, monkeypatch):
-    from specscope.engine_adapter.errors import SpecscopeError
-    from specscope.profiler.protocol import RunConfig, run_protocol
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.config import RunConfig
+    from specscope.profiler.protocol import run_protocol
 
     path = family_dir("llama_tied", models_root)
     from mlx_lm.models.llama import Model

@@ -5,7 +5,7 @@ import pytest
 
 from specscope.engine_adapter.checkpoint import open_checkpoint
 from specscope.engine_adapter.demo_model import build_demo_model, demo_model_path
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.engine_adapter.inspect_model import describe, format_description
 
 

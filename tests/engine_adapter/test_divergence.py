@@ -113,7 +113,7 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog.",
 def _cfg(tmp_path):
     import json
 
-    from specscope.profiler.protocol import RunConfig
+    from specscope.profiler.config import RunConfig
 
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"name": "divergence", "cases": [{"id": f"c{i}", "prompt": p} for i, p in enumerate(PROMPTS)]}),

@@ -6,7 +6,7 @@ import mlx.core as mx
 import pytest
 
 from specscope.engine_adapter.decoding import plain_generate, speculative_generate
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.engine_adapter.loader import load_model
 from specscope.engine_adapter.mtp import MTPDrafter, load_mtp_drafter
 from specscope.engine_adapter.records import tokens_of

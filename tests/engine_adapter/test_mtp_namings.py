@@ -22,7 +22,7 @@ from mlx.utils import tree_flatten, tree_unflatten
 from specscope.engine_adapter.checkpoint import _is_mtp_key, mtp_naming, open_checkpoint
 from specscope.engine_adapter.decoding import plain_generate, speculative_generate
 from specscope.engine_adapter.demo_tokenizer import build_tokenizer
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.engine_adapter.inspect_model import describe, mtp_status
 from specscope.engine_adapter.loader import load_model
 from specscope.engine_adapter.mtp import DeepSeekMTPHead, QwenMTPHead, load_mtp_drafter

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.profiler import cli
 from specscope.profiler.compare import compare, compare_to_file
 from specscope.profiler.session import Session

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from specscope.profiler.protocol import RunConfig
+from specscope.profiler.config import RunConfig
 from specscope.profiler.renderers import render_to_file
 from specscope.profiler.runner import run_worker
 from specscope.profiler.session import Session, SessionError

@@ -19,7 +19,7 @@ import pytest
 import specscope.profiler.session as session_mod
 from specscope.profiler import runner
 from specscope.profiler.cli import main
-from specscope.profiler.protocol import RunConfig
+from specscope.profiler.config import RunConfig
 from specscope.profiler.renderers import render_to_file
 from specscope.profiler.session import Session, atomic_write
 
@@ -133,7 +133,7 @@ def test_session_save_disk_full_keeps_old_session(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("ext", [".csv", ".json", ".trace.json", ".html"])
 def test_render_to_file_disk_full_is_a_clear_error(tmp_path, monkeypatch, ext):
-    from specscope.engine_adapter.errors import SpecscopeError
+    from specscope.errors import SpecscopeError
 
     out = tmp_path / f"r{ext}"
     out.write_bytes(b"previous report")
@@ -187,7 +187,7 @@ def fake_worker(monkeypatch):
 
 
 def test_run_disk_full_mid_run_keeps_last_good_file_and_rescues(tmp_path, monkeypatch, fake_worker):
-    from specscope.engine_adapter.errors import SpecscopeError
+    from specscope.errors import SpecscopeError
 
     out = tmp_path / "s.json"
     _disk_full(monkeypatch, after=1)  # the first save (before the worker starts) succeeds, then the disk is full

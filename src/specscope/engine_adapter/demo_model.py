@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 DEMO_KINDS = ("hybrid", "dense", "draft")
 DEMO_SEED = 0

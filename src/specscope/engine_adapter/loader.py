@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checkpoint import Checkpoint, open_checkpoint
-from .errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 # Nothing in specscope fetches from a hub unless the user asks; make sure a
 # library default cannot either.

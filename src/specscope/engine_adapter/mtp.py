@@ -46,7 +46,7 @@ from mlx_lm.models.cache import KVCache
 
 from .checkpoint import _is_mtp_key, mtp_layer_index, mtp_naming, open_checkpoint, read_safetensors_header
 from .drafters import Draft, Drafter
-from .errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from .hidden import trunk_parts
 
 QWEN_STYLES = ("qwen3_5", "qwen3_next")

@@ -45,7 +45,7 @@ from mlx_lm.models.cache import (
     RotatingKVCache,
 )
 
-from .errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 _capture = None  # the active _Capture, if any
 

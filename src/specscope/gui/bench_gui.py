@@ -7,7 +7,7 @@ import tempfile
 
 from PySide6 import QtCore
 
-from specscope.profiler.protocol import RunConfig
+from specscope.profiler.config import RunConfig
 
 
 def run_with_app(cfg: RunConfig) -> dict:

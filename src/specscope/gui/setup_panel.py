@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.protocol import MAX_K, RunConfig
+from specscope.profiler.config import MAX_K, RunConfig
 
 from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, label_for, looks_like_model

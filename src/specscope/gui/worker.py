@@ -8,7 +8,7 @@ import sys
 
 from PySide6 import QtCore
 
-from specscope.profiler.protocol import RunConfig
+from specscope.profiler.config import RunConfig
 from specscope.profiler.runner import worker_command, worker_env
 
 STOP_GRACE_MS = 8000

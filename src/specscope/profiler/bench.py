@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 PROMPT = "Explain in two short paragraphs why a verification pass over several tokens can cost as much as decoding them."
 TARGETS = {
@@ -271,7 +271,7 @@ def bench_memory(a) -> dict:
 def bench_gui(a) -> dict:
     if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from .protocol import RunConfig
+    from .config import RunConfig
     from .runner import run_worker
 
     cfg = RunConfig(demo=a.model is None, model=a.model, drafter="mtp" if a.model is None else "auto", num_draft_tokens=a.num_draft_tokens,

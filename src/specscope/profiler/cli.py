@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -82,7 +82,7 @@ def resolve_model_args(a) -> None:
 
 
 def config_from_args(a) -> "RunConfig":
-    from .protocol import RunConfig
+    from .config import RunConfig
 
     resolve_model_args(a)
     cfg = RunConfig(

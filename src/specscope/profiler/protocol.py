@@ -14,74 +14,11 @@ from __future__ import annotations
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
-DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
-MAX_K = 16
-
-
-@dataclass
-class RunConfig:
-    model: str | None = None
-    demo: bool = False
-    drafter: str = "auto"
-    draft_model: str | None = None
-    num_draft_tokens: int = 2
-    max_tokens: int = 128
-    temp: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    suite: str | None = None
-    cases: int | None = None
-    warmup: int = 1
-    repeats: int = 1
-    breakdown: bool = True
-    breakdown_reps: int = 3
-    oracle_p: float = 0.75
-    oracle_draft_ms: float = 0.0
-    mtp_weights: str | None = None
-    mtp_hidden: str = "post-norm"
-    allow_oversize: bool = False
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(d) - known
-        if unknown:
-            raise SpecscopeError(f"unknown run settings: {', '.join(sorted(unknown))}")
-        return cls(**d)
-
-    def validate(self) -> None:
-        if not self.demo and not self.model:
-            raise SpecscopeError("no model: pass --model PATH or --demo")
-        if self.drafter not in DRAFTERS:
-            raise SpecscopeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(DRAFTERS)}")
-        if not 1 <= self.num_draft_tokens <= MAX_K:
-            raise SpecscopeError(f"--num-draft-tokens must be between 1 and {MAX_K} (got {self.num_draft_tokens})")
-        if self.max_tokens < 2:
-            raise SpecscopeError(f"--max-tokens must be at least 2 (got {self.max_tokens})")
-        if self.temp < 0:
-            raise SpecscopeError("--temp must be >= 0")
-        if not 0 < self.top_p <= 1:
-            raise SpecscopeError("--top-p must be in (0, 1]")
-        if self.warmup < 0 or self.repeats < 1:
-            raise SpecscopeError("--warmup must be >= 0 and --repeats >= 1")
-        if not 0 <= self.oracle_p <= 1:
-            raise SpecscopeError("--oracle-p must be between 0 and 1")
-        if self.oracle_draft_ms < 0:
-            raise SpecscopeError("--oracle-draft-ms must be >= 0")
-        if self.drafter == "draft" and not self.draft_model and not self.demo:
-            raise SpecscopeError("--drafter draft needs --draft-model PATH")
-        if self.mtp_hidden not in ("post-norm", "pre-norm"):
-            raise SpecscopeError("--mtp-hidden must be post-norm or pre-norm")
-
+from .config import RunConfig
 
 def environment() -> dict:
     import mlx.core as mx

@@ -32,9 +32,9 @@ import threading
 import time
 from pathlib import Path
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
-from .protocol import RunConfig
+from .config import RunConfig
 from .session import Session
 
 AUTOSAVE_SECONDS = 2.0

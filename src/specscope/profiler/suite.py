@@ -15,7 +15,7 @@ import json
 from itertools import zip_longest
 from pathlib import Path
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 
 def load_suite(path: str | None = None) -> dict:

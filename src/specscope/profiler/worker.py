@@ -22,9 +22,10 @@ import threading
 import time
 import traceback
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
-from .protocol import RunConfig, run_protocol
+from .config import RunConfig
+from .protocol import run_protocol
 
 _stop = {"requested": False}
 

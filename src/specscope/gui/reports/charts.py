@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 from specscope.profiler.optional import import_error_message
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")

@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from specscope.engine_adapter.errors import SpecscopeError
+from specscope.errors import SpecscopeError
 
 from ..optional import import_part
 from ..session import atomic_write
