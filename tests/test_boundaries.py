@@ -1,57 +1,57 @@
-"""The package boundary is mechanical: core is Qt-free, the GUI never touches MLX."""
+"""The layers are mechanical: import-linter contracts (pyproject.toml) on the installed package.
 
-import ast
+gui -> profiler -> engine_adapter, never upward; no Qt in the core or the engine; no MLX in the
+app (directly or through anything it imports); the shared leaves import no layer.
+"""
+
+import os
 import subprocess
 import sys
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
-PKG = Path(str(files("specscope")))  # the installed package, not a checkout that might shadow it
-QT = {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6"}
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "pyproject.toml"
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Absolute module names a file imports (``a.b`` from ``import a.b`` and ``from a.b import c``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return out
+def lint(config: Path, pythonpath: Path | None = None) -> tuple[int, str]:
+    """Run import-linter's own command on ``config`` (a fresh analysis, no cache)."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    r = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
+                        "sys.exit(lint_imports_command())", "--config", str(config), "--no-cache"],
+                       capture_output=True, text=True, cwd=config.parent, timeout=300, env=env)
+    return r.returncode, r.stdout + r.stderr
 
 
-def tops(mods: set[str]) -> set[str]:
-    return {m.split(".")[0] for m in mods}
+def test_import_contracts_hold():
+    rc, out = lint(CONFIG)
+    assert rc == 0, out
+    assert "4 kept, 0 broken" in out, out
 
 
-@pytest.mark.parametrize("package", ["engine_adapter", "profiler"])
-def test_core_never_imports_qt(package):
-    bad = {str(p.relative_to(PKG)): tops(imported_modules(p)) & QT for p in (PKG / package).rglob("*.py")}
-    assert not {k: v for k, v in bad.items() if v}
-
-
-def test_gui_never_imports_mlx_or_engine():
-    def forbidden(m: str) -> bool:
-        if m.split(".")[0] in ("mlx", "mlx_lm"):
-            return True
-        return m.startswith("specscope.engine_adapter") and m != "specscope.engine_adapter.errors"
-
-    bad = {str(p.relative_to(PKG)): {m for m in imported_modules(p) if forbidden(m)} for p in (PKG / "gui").rglob("*.py")}
-    assert not {k: v for k, v in bad.items() if v}
-
-
-def test_checker_sees_a_violation(tmp_path):
-    """The check above can fail: a file importing mlx is caught."""
-    f = tmp_path / "x.py"
-    f.write_text("import os\nfrom mlx import core as mx\nimport specscope.engine_adapter.loader\n")
-    assert {"mlx", "specscope.engine_adapter.loader"} <= imported_modules(f)
+def test_contracts_catch_a_violation(tmp_path):
+    """The same contracts fail on a package where the core imports the app (so the check above can fail)."""
+    pkg = tmp_path / "src" / "specscope"
+    for sub in ("gui", "profiler", "engine_adapter"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "errors.py").write_text("")
+    (pkg / "model_ref.py").write_text("")
+    (pkg / "profiler" / "cli.py").write_text("import specscope.gui\n")
+    cfg = tmp_path / "pyproject.toml"
+    contracts = CONFIG.read_text(encoding="utf-8").split("[tool.importlinter]", 1)[1].split("[tool.pytest", 1)[0]
+    cfg.write_text("[tool.importlinter]" + contracts)
+    rc, out = lint(cfg, pythonpath=tmp_path / "src")
+    assert rc != 0, out
+    assert "specscope.profiler is not allowed to import specscope.gui" in out, out
 
 
 def test_profiler_imports_no_mlx_at_module_level():
+    """import-linter sees imports inside functions too; this checks what loading the core actually imports."""
     code = (
         "import sys, specscope.profiler.cli, specscope.profiler.session, specscope.profiler.stats, "
         "specscope.profiler.protocol, specscope.profiler.runner, specscope.profiler.suite, "
@@ -61,3 +61,11 @@ def test_profiler_imports_no_mlx_at_module_level():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("group, names", [("specscope.renderers", {"json", "csv", "trace.json", "html", "htm", "pdf"}),
+                                          ("specscope.commands", {"gui", "bench-gui"})])
+def test_plugins_are_registered(group, names):
+    from specscope.profiler.plugins import registered
+
+    assert names <= set(registered(group))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.optional import import_error_message, import_part
+from specscope.profiler.plugins import RENDERERS, import_error_message, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "specscope"
@@ -121,8 +121,8 @@ def test_incomplete_install_is_named_as_such(wheel, tmp_path):
 
 
 def test_import_error_messages_name_the_cause():
-    with pytest.raises(SpecscopeError, match="installed incompletely.*specscope.no_such_module"):
-        import_part("specscope.no_such_module", "the test part")
+    with pytest.raises(SpecscopeError, match="installed incompletely: nothing provides 'xyz'"):
+        load(RENDERERS, "xyz", "the test part")
     qt = ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
     assert "needs PySide6" in import_error_message(qt, "the .pdf report")
     other = ImportError("libGL.so.1: cannot open shared object file")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-import specscope
 from specscope.profiler.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,20 +54,6 @@ def _assert_views_filled(w):
     assert w.cases.plain_text.toPlainText().strip()
     # verdict line
     assert w.verdict.headline.text().startswith(("Speculation", "So far", "Incomplete"))
-
-
-def test_gui_never_imports_mlx():
-    for py in (Path(specscope.__file__).parent / "gui").rglob("*.py"):
-        tree = ast.parse(py.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                assert not any(a.name.split(".")[0] in ("mlx", "mlx_lm")
-                               or (a.name.startswith("specscope.engine_adapter") and a.name != "specscope.engine_adapter.errors")
-                               for a in node.names), py
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                assert node.module.split(".")[0] not in ("mlx", "mlx_lm"), py
-                assert not (node.module.startswith("specscope.engine_adapter")
-                            and node.module != "specscope.engine_adapter.errors"), py
 
 
 def test_chart_image_every_chart_png_and_svg():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler import cli
-from specscope.profiler.renderers import FORMATS, render_to_file, renderer_for
+from specscope.profiler.renderers import formats, render_to_file, renderer_for
 from specscope.profiler.session import Session
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
@@ -64,7 +64,7 @@ def test_every_format_renders_and_writes(session, tmp_path, ext):
 
 
 def test_every_registered_format_is_tested():
-    assert set(FORMATS) <= set(EXTS) | {".htm"}
+    assert set(formats()) <= set(EXTS) | {".htm"}
 
 
 # -- HTML --------------------------------------------------------------------------

@@ -283,9 +283,9 @@ def bench_gui(a) -> dict:
         return s["plain_tok_s"], s["spec_tok_s"]
 
     def with_gui():
-        from specscope.gui.bench_gui import run_with_app
+        from .plugins import COMMANDS, load
 
-        s = run_with_app(cfg)
+        s = load(COMMANDS, "bench-gui", "the app half of bench gui")(cfg)
         return s["plain_tok_s"], s["spec_tok_s"]
 
     pairs = []

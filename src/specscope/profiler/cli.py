@@ -248,9 +248,9 @@ def cmd_gui(a) -> int:
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
     resolve_model_args(a)
-    from .optional import import_part
+    from .plugins import COMMANDS, load
 
-    return import_part("specscope.gui.app", "the desktop app").main(a)
+    return load(COMMANDS, "gui", "the desktop app")(a)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecscopeError as exc:
         return _fail(str(exc))
     except ImportError as exc:  # an installation problem, said as one (never a traceback)
-        from .optional import import_error_message
+        from .plugins import import_error_message
 
         return _fail(import_error_message(exc, f"`specscope {a.cmd}`"))
     except KeyboardInterrupt:

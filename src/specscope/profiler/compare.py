@@ -7,7 +7,7 @@ in different regimes are refused with a clear message; ``timings_only=True``
 compares the timings alone and says so on the page.
 
 ``compare(a, b, names)`` returns a plain dict (Qt-free); ``compare_to_file``
-writes it as HTML (``.html``/``.htm``, rendered by ``gui.reports.compare_html``)
+writes it as HTML (``.html``/``.htm``, rendered by ``renderers.compare_html``)
 or JSON (``.json``).
 """
 
@@ -208,9 +208,9 @@ def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False
     if name.endswith(".json"):
         content = json.dumps(finite_json(result), ensure_ascii=False, indent=1) + "\n"
     else:
-        from .optional import import_part
+        from .renderers.compare_html import render_comparison
 
-        content = import_part("specscope.gui.reports.compare_html", "the HTML comparison").render_comparison(result)
+        content = render_comparison(result)
     try:
         atomic_write(out, content)
     except OSError as exc:

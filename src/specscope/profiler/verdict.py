@@ -93,6 +93,14 @@ def verdict(s: dict) -> str:
     return text
 
 
+def break_even_phrase(multiple: float) -> str:
+    """The break-even verify time in units of T_decode; below zero no verify can break even."""
+    text = f"break-even needs ≤ {multiple:.2f}× T_decode"
+    if multiple <= 0:
+        text += " (out of reach: drafting alone costs more than E·T_decode)"
+    return text
+
+
 def _speed_verdict(s: dict) -> str:
     m = s.get("measured_speedup")
     if m is None:
@@ -103,7 +111,7 @@ def _speed_verdict(s: dict) -> str:
     if s.get("verify_multiple") is not None:
         parts.append(f"verifying {k + 1} positions costs {s['verify_multiple']:.2f} plain steps")
     if s.get("break_even_multiple") is not None:
-        parts.append(f"break-even needs ≤ {s['break_even_multiple']:.2f}")
+        parts.append(break_even_phrase(s["break_even_multiple"]))
     text = head + (": " + "; ".join(parts) if parts else "") + "."
     if k == 1 and s.get("verify_multiple") is not None and s["verify_multiple"] >= 2:
         text += " Verify costs two plain steps or more, so no drafter can win at k=1: only a cheaper verify can."

@@ -10,7 +10,7 @@ import os
 import sys
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.optional import import_error_message
+from specscope.profiler.plugins import import_error_message
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
 

@@ -24,7 +24,7 @@ from specscope.profiler.verdict import (
 )
 
 from . import charts as _charts
-from ._common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
+from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 
 CHART_CAPTIONS = {
     "division": "The division: predicted speedup over acceptance p at the measured T_decode, T_verify and T_draft "

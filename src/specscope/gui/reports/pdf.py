@@ -8,7 +8,7 @@ document as resources (no files, no URLs).
 from __future__ import annotations
 
 from . import charts as _charts
-from ._common import PRINT_CSS
+from specscope.profiler.renderers.html_common import PRINT_CSS
 from .html import build, collect_charts
 
 PAGE_MARGIN_MM = 14

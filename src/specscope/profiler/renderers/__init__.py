@@ -1,8 +1,9 @@
 """Renderers: one module per output format, each ``render(session) -> str | bytes``.
 
-The format comes from the output file's extension. Formats that draw charts
-(HTML, PDF) use the app's own chart code, which lives in ``gui/`` (Qt), so
-they are imported only when asked for; ``profiler`` itself stays Qt-free.
+The format comes from the output file's extension. Every renderer is registered
+as a ``specscope.renderers`` entry point named by its extension (pyproject.toml);
+the ones that draw charts (HTML, PDF) live in the app (``gui/reports``) and are
+imported only when asked for, so ``profiler`` itself never names the app.
 
 Privacy: HTML, PDF, CSV and trace reports are meant to be shared, so every text
 in them goes through ``redact`` (the home directory, and anything that looks
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-from ..optional import import_part
+from ..plugins import RENDERERS, load, registered
 from ..session import atomic_write
 
 _HOME_PATTERNS = [
@@ -42,25 +43,23 @@ def redact(text: str) -> str:
     return text
 
 
-# Longest suffix first: ".trace.json" must win over ".json".
-FORMATS = {
-    ".trace.json": "specscope.profiler.renderers.trace",
-    ".json": "specscope.profiler.renderers.json_renderer",
-    ".csv": "specscope.profiler.renderers.csv_renderer",
-    ".html": "specscope.gui.reports.html",
-    ".htm": "specscope.gui.reports.html",
-    ".pdf": "specscope.gui.reports.pdf",
-}
+def formats() -> list[str]:
+    """Every registered report extension, with its dot."""
+    return sorted("." + e for e in registered(RENDERERS))
 
 
 def renderer_for(path: str | Path):
+    """The renderer module for ``path``'s extension, from the ``specscope.renderers`` entry points.
+
+    Names are extensions without the dot; the longest match wins (``trace.json`` over ``json``).
+    """
     name = Path(path).name.lower()
-    for ext, module in FORMATS.items():
-        if name.endswith(ext):
-            return import_part(module, f"the {ext} report")
-    raise SpecscopeError(
-        f"cannot tell the report format from {Path(path).name!r}; use one of {', '.join(sorted(set(FORMATS)))}"
-    )
+    known = registered(RENDERERS)
+    for ext in sorted(known, key=len, reverse=True):
+        if name.endswith("." + ext):
+            return load(RENDERERS, ext, f"the .{ext} report")
+    listed = ", ".join(formats()) or "none registered: specscope is installed incompletely"
+    raise SpecscopeError(f"cannot tell the report format from {Path(path).name!r}; use one of {listed}")
 
 
 def render_to_file(session, path: str | Path) -> None:

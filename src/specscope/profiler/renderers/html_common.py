@@ -1,56 +1,19 @@
-"""Qt-free helpers shared by the HTML, PDF and comparison reports."""
+"""Qt-free HTML pieces shared by the HTML, PDF and comparison reports: escaping and stylesheets."""
 
 from __future__ import annotations
 
 import html as _html
 
-from specscope.profiler.renderers import redact  # noqa: E402  (one definition for every report format)
+from ..formatting import DASH, ci, count, mib, pct  # noqa: F401  (re-exported for the report modules)
+from ..formatting import fmt as f  # noqa: F401
+from . import redact
 
 
 def esc(x) -> str:
     """Every piece of text that goes into a report goes through here: redacted, then escaped."""
     if x is None:
-        return "—"
+        return DASH
     return _html.escape(redact(str(x)), quote=True)
-
-
-def f(x, fmt=".2f", unit="") -> str:
-    if x is None:
-        return "—"
-    try:
-        return f"{x:{fmt}}{unit}"
-    except (TypeError, ValueError):
-        return esc(x)
-
-
-def pct(x, nd=1, signed=False) -> str:
-    if x is None:
-        return "—"
-    if abs(x * 100) < 0.5 * 10**-nd:
-        x = 0.0
-    return f"{x * 100:{'+' if signed else ''}.{nd}f}%"
-
-
-def ci(pair, nd=1) -> str:
-    if not pair or pair[0] is None:
-        return "—"
-    return f"{pair[0] * 100:.{nd}f}–{pair[1] * 100:.{nd}f}%"
-
-
-def mib(n) -> str:
-    if not n:
-        return "—"
-    return f"{n / 2**20:,.0f} MiB" if n < 2**30 * 4 else f"{n / 2**30:,.1f} GiB"
-
-
-def count(n) -> str:
-    if n is None:
-        return "—"
-    if n >= 1e9:
-        return f"{n / 1e9:.2f} B"
-    if n >= 1e6:
-        return f"{n / 1e6:.1f} M"
-    return f"{n:,}"
 
 
 # Screen stylesheet (the browser report). The print version (Qt's rich-text
