@@ -38,3 +38,29 @@ def no_network(tmp_path):
     env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["SPECSCOPE_TEST_NET_DIR"] = str(net)
     return env, net
+
+
+# -- the desktop app (pytest-qt, offscreen) ---------------------------------------------------------------
+# Shared by tests/reliability (and any directory without a conftest of its own that defines them).
+
+@pytest.fixture
+def settings(tmp_path):
+    """App settings in a private ini file: a test never reads or writes the user's settings."""
+    from PySide6 import QtCore
+
+    return QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings, tmp_path):
+    """The main window, shown offscreen at the screenshot size; any run still going is stopped afterwards."""
+    from specscope.gui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, autosave_dir=str(tmp_path / "sessions"))
+    qtbot.addWidget(w)
+    w.resize(1440, 900)
+    w.show()
+    yield w
+    if w.is_running():
+        w.worker.stop_and_wait()
+    w.setup.inspector.shutdown()

@@ -163,6 +163,7 @@ def test_download_failure_is_one_clear_line(hf_home, tmp_path):
     """A hub that cannot be reached (a closed port on this machine): a clear message, no traceback."""
     env = _env(hf_home, HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_ETAG_TIMEOUT="2", HF_HUB_DOWNLOAD_TIMEOUT="2")
     env.pop("HF_HUB_OFFLINE")
+    env.pop("TRANSFORMERS_OFFLINE", None)  # huggingface_hub reads either as "offline"
     r = cli("inspect", "testorg/Missing-4bit", "--download", env=env, cwd=tmp_path, timeout=120)
     assert r.returncode == 2, r.stderr
     assert "could not download testorg/Missing-4bit" in r.stderr and "Traceback" not in r.stderr

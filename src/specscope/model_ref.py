@@ -159,8 +159,10 @@ def download_model(repo_id: str, revision: str | None, cache: Path) -> Path:
     """Fetch a model into the cache with huggingface_hub (progress bars on stderr); never code files."""
     from huggingface_hub import constants, snapshot_download
 
-    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise SpecscopeError(f"cannot download {repo_id}: offline mode is on (HF_HUB_OFFLINE is set); unset it to download")
+    flags = [v for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if os.environ.get(v, "").lower() in ("1", "true", "yes", "on")]
+    if constants.HF_HUB_OFFLINE or flags:
+        raise SpecscopeError(f"cannot download {repo_id}: offline mode is on ({' and '.join(flags) or 'HF_HUB_OFFLINE'} "
+                             "set); unset it to download")
     try:
         path = snapshot_download(repo_id, revision=revision, cache_dir=str(cache), allow_patterns=DOWNLOAD_PATTERNS)
     except Exception as exc:  # network, auth, missing repo: one clear line, never a traceback

@@ -1,4 +1,9 @@
-"""Tiny generated models (the real demo-model builder, real on-disk format), built once per test session."""
+"""Tiny generated models (the real demo-model builder, real on-disk format), built once per test session.
+
+``model_dirs`` and friends: the demo models (hybrid, dense, draft). ``families_root``: the folder the
+family models of ``families.py`` are built into, one per session for every module that uses them
+(conformance, structure, families), so each family is built once.
+"""
 
 import pytest
 
@@ -30,3 +35,8 @@ def draft(model_dirs):
 @pytest.fixture(scope="session")
 def prompt(hybrid):
     return hybrid.encode("Explain why a verification pass over several tokens can cost as much as decoding.")
+
+
+@pytest.fixture(scope="session")
+def families_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("families")

@@ -57,14 +57,9 @@ class CyclingDrafter(Drafter):
         self.round += 1
 
 
-@pytest.fixture(scope="module")
-def models_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("families")
-
-
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_family_profiles_correctly_or_is_refused(family, models_root):
-    lm = load_model(family_dir(family, models_root))
+def test_family_profiles_correctly_or_is_refused(family, families_root):
+    lm = load_model(family_dir(family, families_root))
     model = lm.model
     rep = cheap_report(model)
     how = sorted({f"{r['cache']}: {r['method']}" for r in rep["rollback"]["layers"]})
@@ -139,12 +134,12 @@ class OpaqueCache(_BaseCache):
         raise AssertionError("a refused model must not run")
 
 
-def test_unknown_cache_kind_is_refused_before_the_run(models_root, monkeypatch):
+def test_unknown_cache_kind_is_refused_before_the_run(families_root, monkeypatch):
     from specscope.errors import SpecscopeError
     from specscope.profiler.config import RunConfig
     from specscope.profiler.protocol import run_protocol
 
-    path = family_dir("llama_tied", models_root)
+    path = family_dir("llama_tied", families_root)
     from mlx_lm.models.llama import Model
 
     monkeypatch.setattr(Model, "make_cache", lambda self: [OpaqueCache() for _ in self.layers], raising=False)
@@ -157,12 +152,12 @@ def test_unknown_cache_kind_is_refused_before_the_run(models_root, monkeypatch):
 
 @pytest.mark.parametrize("family, cls", [("mamba2", "supported with caveats"), ("gpt_oss", "supported with caveats"),
                                          ("qwen3_next", "supported")])
-def test_check_command_on_conformance_models(family, cls, models_root, capsys):
+def test_check_command_on_conformance_models(family, cls, families_root, capsys):
     import json
 
     from specscope.profiler.cli import main
 
-    rc = main(["check", str(family_dir(family, models_root)), "--json", "--max-k", "2"])
+    rc = main(["check", str(family_dir(family, families_root)), "--json", "--max-k", "2"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 0 and rep["class"] == cls
     assert rep["exactness"]["exact"] and len(rep["exactness"]["rows"]) == 2 + 3  # k=1: n=0..1, k=2: n=0..2

@@ -58,9 +58,17 @@ def test_inspect_hybrid_and_dense(hybrid, dense):
 
 
 def test_demo_cache_respects_specscope_home(tmp_path, monkeypatch, model_dirs):
+    import specscope.engine_adapter.demo_model as demo_model
+
     monkeypatch.setenv("SPECSCOPE_HOME", str(tmp_path / "home"))
     p = demo_model_path("draft")
     assert p.parent == tmp_path / "home" and (p / "config.json").exists()
+    assert _digest(p) == _digest(model_dirs["draft"])
+
+    def no_rebuild(*a, **k):
+        raise AssertionError("the cached demo model was built again")
+
+    monkeypatch.setattr(demo_model, "build_demo_model", no_rebuild)
     assert demo_model_path("draft") == p  # built once, reused
 
 

@@ -7,19 +7,8 @@ import pytest
 
 from specscope.engine_adapter import divergence as dv
 from specscope.engine_adapter.demo_model import demo_model_path
-from specscope.engine_adapter.loader import load_model
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def demo_draft():
-    return load_model(demo_model_path("draft"))
-
-
-@pytest.fixture(scope="module")
-def demo_hybrid():
-    return load_model(demo_model_path("hybrid"))
 
 
 def _top2(row: mx.array) -> tuple[int, int, float]:
@@ -31,7 +20,7 @@ def _top2(row: mx.array) -> tuple[int, int, float]:
 
 @pytest.mark.parametrize("kind, width", [("draft", 1), ("draft", 3), ("hybrid", 3)])
 def test_margin_equals_top1_minus_top2_of_a_plain_forward(kind, width, request):
-    lm = request.getfixturevalue(f"demo_{kind}")  # hybrid: the verify row runs with per-position state capture
+    lm = request.getfixturevalue(kind)  # hybrid: the verify row runs with per-position state capture
     m = lm.model
     prompt = lm.encode("Explain why a verification pass over several tokens")
     prefix = lm.encode(" can cost as much as decoding")
@@ -68,21 +57,21 @@ def test_tolerance_and_classification():
     assert dv.first_divergence([1, 2], [1, 2, 3]) == 2
 
 
-def test_margin_failure_is_never_rounding(demo_draft, monkeypatch):
+def test_margin_failure_is_never_rounding(draft, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(dv, "divergence_margins", boom)
-    ev = dv.divergence_event(demo_draft.model, "c", [1, 2], [3, 4], [3, 5], 3)
+    ev = dv.divergence_event(draft.model, "c", [1, 2], [3, 4], [3, 5], 3)
     assert ev["position"] == 1 and ev["verdict"] == "engine_fault" and "out of memory" in ev["reason"]
 
 
-def test_event_at_first_divergence(demo_draft):
-    prompt = demo_draft.encode("Hello there")
-    row = demo_draft.model(mx.array(prompt, dtype=mx.uint32)[None])[0, -1]
+def test_event_at_first_divergence(draft):
+    prompt = draft.encode("Hello there")
+    row = draft.model(mx.array(prompt, dtype=mx.uint32)[None])[0, -1]
     t1, t2, _ = _top2(row)
-    assert dv.divergence_event(demo_draft.model, "c", prompt, [t1, 5], [t1, 5], 3) is None
-    ev = dv.divergence_event(demo_draft.model, "c", prompt, [t2, 5], [t1, 5], 3)  # "plain" picked the runner-up
+    assert dv.divergence_event(draft.model, "c", prompt, [t1, 5], [t1, 5], 3) is None
+    ev = dv.divergence_event(draft.model, "c", prompt, [t2, 5], [t1, 5], 3)  # "plain" picked the runner-up
     assert ev["event"] == "divergence" and ev["position"] == 0
     assert ev["plain_token"] == t2 and ev["spec_token"] == t1
     assert ev["plain_lead"] < 0 and ev["plain_top"] == [t1, t2]

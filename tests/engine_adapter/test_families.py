@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from mlx_lm.models.cache import make_prompt_cache
 
+import families
 from families import FAMILIES, UNBUILDABLE, family_dir
 from specscope.engine_adapter.checkpoint import open_checkpoint
 from specscope.engine_adapter.decoding import plain_generate
@@ -18,11 +19,6 @@ from specscope.engine_adapter.records import tokens_of
 PROMPT = "Explain why a verification pass over several tokens can cost as much as decoding."
 N_TOKENS = 24
 MIN_DISTINCT = 6
-
-
-@pytest.fixture(scope="session")
-def families_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("families")
 
 
 def _text_config(config: dict) -> dict:
@@ -40,8 +36,9 @@ def test_family_table_is_consistent():
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_family_loads_and_decodes_varied_tokens(family, families_root):
+def test_family_loads_and_decodes_varied_tokens(family, families_root, monkeypatch):
     path = family_dir(family, families_root)
+    monkeypatch.setattr(families, "build_family", lambda *a, **k: pytest.fail("the family model was built again"))
     assert family_dir(family, families_root) == path  # built once, then reused
 
     ck = open_checkpoint(path)

@@ -23,11 +23,6 @@ PROMPT = "Why can verifying several tokens cost as much as one?"
 CTX = 4096  # describe's memory_estimate_context
 
 
-@pytest.fixture(scope="module")
-def models_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("structure-families")
-
-
 def _load(family, root):
     return load_model(family_dir(family, root))
 
@@ -149,8 +144,8 @@ def expected_kv_bytes(name: str, mix: dict) -> int:
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_structure_breakdown_and_inspect(family, models_root):
-    lm = _load(family, models_root)
+def test_structure_breakdown_and_inspect(family, families_root):
+    lm = _load(family, families_root)
     model = lm.model
     s = classify(model)
 
@@ -194,9 +189,9 @@ def test_structure_breakdown_and_inspect(family, models_root):
     assert f"{d['layers']}: " in format_description(d)
 
 
-def test_nemotron_mixer_is_classified_per_block(models_root):
+def test_nemotron_mixer_is_classified_per_block(families_root):
     """One child name (``mixer``) holds Mamba, attention, MoE or a dense MLP: each goes to its own category."""
-    s = classify(_load("nemotron_h", models_root).model)
+    s = classify(_load("nemotron_h", families_root).model)
     want = {"M": "linear_attention", "*": "full_attention", "E": "moe", "-": "dense_mlp"}
     for i, c in enumerate(FAMILIES["nemotron_h"]["hybrid_override_pattern"]):
         mixer = [b for b in s.in_layer(i) if b.path.endswith(f"layers.{i}.mixer")]
@@ -205,17 +200,17 @@ def test_nemotron_mixer_is_classified_per_block(models_root):
     assert s.labels()["moe"] == "MoE (8 experts, top-2 + shared)"
 
 
-def test_sub_kinds_and_labels(models_root):
-    g = classify(_load("gemma3_text", models_root).model)
+def test_sub_kinds_and_labels(families_root):
+    g = classify(_load("gemma3_text", families_root).model)
     assert [b.kind for b in g.blocks if b.category == "full_attention"] == ["sliding window 8", "full"] * 2
-    d = classify(_load("deepseek_v3", models_root).model)
+    d = classify(_load("deepseek_v3", families_root).model)
     assert {b.kind for b in d.blocks if b.category == "full_attention"} == {"MLA"}
     assert [b.category for b in d.in_layer(0) if b.category in ("moe", "dense_mlp")] == ["dense_mlp"]
     assert d.labels()["dense_mlp"] == "Dense MLP"
-    gr = classify(_load("granitemoehybrid", models_root).model)  # shared_mlp beside the MoE is its shared expert
+    gr = classify(_load("granitemoehybrid", families_root).model)  # shared_mlp beside the MoE is its shared expert
     assert {b.kind for b in gr.in_layer(0) if b.category == "moe"} == {"shared expert", "routed experts + shared expert"}
     assert gr.labels()["output_head"] == "Output head (tied embedding)"
-    kinds = {f: classify(_load(f, models_root).model).kinds("linear_attention")
+    kinds = {f: classify(_load(f, families_root).model).kinds("linear_attention")
              for f in ("lfm2", "recurrent_gemma", "bailing_hybrid", "kimi_linear", "mamba")}
     assert kinds == {"lfm2": {"short conv": 2}, "recurrent_gemma": {"RG-LRU": 2}, "bailing_hybrid": {"decay": 2},
                      "kimi_linear": {"delta rule": 3}, "mamba": {"Mamba SSM": 3}}
@@ -232,8 +227,8 @@ class Mystery(nn.Module):
         return x @ self.w
 
 
-def test_unknown_parts_are_timed_as_unclassified(models_root):
-    lm = _load("llama_tied", models_root)
+def test_unknown_parts_are_timed_as_unclassified(families_root):
+    lm = _load("llama_tied", families_root)
     model = lm.model
     hidden = model.layers[0].mlp.gate_proj.weight.shape[1]
     model.layers[0].mlp = Mystery(hidden)
@@ -252,8 +247,8 @@ def test_unknown_parts_are_timed_as_unclassified(models_root):
     assert d["unclassified_layers"] == 2 and "unclassified" in format_description(d)
 
 
-def test_quantized_weights_classify_the_same(models_root):
-    lm = _load("qwen3_moe", models_root)
+def test_quantized_weights_classify_the_same(families_root):
+    lm = _load("qwen3_moe", families_root)
     model = lm.model
     before = [(b.path, b.category, b.kind, b.experts, b.top_k) for b in classify(model).blocks]
     d0 = describe(lm)
@@ -267,9 +262,9 @@ def test_quantized_weights_classify_the_same(models_root):
 
 
 @pytest.mark.parametrize("family", ["falcon_h1", "plamo2"])
-def test_skip_estimates_with_inputs_passed_by_keyword(family, models_root):
+def test_skip_estimates_with_inputs_passed_by_keyword(family, families_root):
     """Falcon-H1 and PLaMo 2 pass the hidden state by keyword: it is evaluated before the clock and zeroed when skipped."""
-    lm = _load(family, models_root)
+    lm = _load(family, families_root)
     prompt = lm.encode(PROMPT)
     bd = measure_breakdown(lm.model, prompt, prompt[:3], k=2, reps=1, skip=True)
     assert set(bd["decode"]["skip_estimates"]) == {"linear_attention", "full_attention", "dense_mlp", "output_head"}

@@ -1,4 +1,8 @@
-"""Each benchmark runs and emits well-formed JSON. Speed itself is never asserted here."""
+"""Each benchmark runs and emits well-formed JSON. Speed itself is never asserted here.
+
+The default run runs one cheap benchmark end to end (``rollback``); every benchmark together
+(``bench all``, a few minutes on 2 CPU cores) runs with ``pytest -m slow``.
+"""
 
 import json
 import subprocess
@@ -8,27 +12,13 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler.bench import BENCHES
+from specscope.profiler.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["--pairs", "1", "--max-tokens", "6", "-k", "2", "--json"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    r = subprocess.run(
-        [sys.executable, "-m", "specscope.profiler.cli", "bench", "all", "--pairs", "1", "--max-tokens", "6", "-k", "2", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout)
-
-
-def test_every_benchmark_reports(results):
-    assert [x["benchmark"] for x in results] == list(BENCHES)
-
-
-@pytest.mark.parametrize("name", list(BENCHES))
-def test_benchmark_json_is_well_formed(name, results):
-    res = next(x for x in results if x["benchmark"] == name)
+def assert_well_formed(res: dict) -> None:
     for key in ("ratio", "ratio_min", "ratio_max"):
         assert isinstance(res[key], float) and res[key] >= 0
     assert res["ratio_min"] <= res["ratio"] <= res["ratio_max"]
@@ -36,17 +26,42 @@ def test_benchmark_json_is_well_formed(name, results):
     assert isinstance(res["raw"], dict) and res["raw"]
 
 
-def test_spec_bench_checks_identical_tokens(results):
-    res = next(x for x in results if x["benchmark"] == "spec-vs-mlx-lm")
-    assert res["raw"]["identical_tokens"] is True
-
-
-def test_rollback_never_reruns_the_model(results):
-    res = next(x for x in results if x["benchmark"] == "rollback")
+def test_rollback_bench_never_reruns_the_model(capsys):
+    assert main(["bench", "rollback", *SMALL]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["benchmark"] == "rollback"
+    assert_well_formed(res)
     assert res["raw"]["target_forwards_per_round"] == 1
 
 
-def test_bad_bench_arguments():
-    r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli", "bench", "overhead", "--pairs", "0"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "--pairs" in r.stderr and "Traceback" not in r.stderr
+def test_bad_bench_arguments(capsys):
+    assert main(["bench", "overhead", "--pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--pairs" in err and "Traceback" not in err
+
+
+# -- every benchmark (slow) -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def results():
+    r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli", "bench", "all", *SMALL],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+@pytest.mark.slow
+def test_every_benchmark_reports(results):
+    assert [x["benchmark"] for x in results] == list(BENCHES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(BENCHES))
+def test_benchmark_json_is_well_formed(name, results):
+    assert_well_formed(next(x for x in results if x["benchmark"] == name))
+
+
+@pytest.mark.slow
+def test_spec_bench_checks_identical_tokens(results):
+    res = next(x for x in results if x["benchmark"] == "spec-vs-mlx-lm")
+    assert res["raw"]["identical_tokens"] is True

@@ -1,6 +1,8 @@
 """The headless CLI end to end: real worker process, real demo model, real files."""
 
 import json
+import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,13 @@ from specscope.profiler.cli import main
 from specscope.profiler.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def small_model() -> str:
+    """The small demo model (a flat qwen3, no MTP head): a quick run with ``--drafter ngram``."""
+    from specscope.engine_adapter.demo_model import demo_model_path
+
+    return str(demo_model_path("draft"))
 
 
 def specscope(*args, timeout=600):
@@ -78,33 +87,134 @@ def test_run_refuses_existing_output(demo_session):
         (["predict", "--t-decode-ms", "10", "--t-verify-ms", "0", "--p", "0.5"], "must be positive"),
     ],
 )
-def test_bad_input_clear_message(args, message):
-    r = specscope(*args, timeout=120)
-    assert r.returncode != 0
-    assert message in r.stderr and "Traceback" not in r.stderr
+def test_bad_input_clear_message(args, message, capsys):
+    # in-process: the exit code and stderr of `specscope` are main()'s (tests/reliability runs the real process)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specscope: error: ") and message in err and "Traceback" not in err
 
 
-def test_bad_suite(tmp_path):
+def test_bad_suite(tmp_path, capsys):
     bad = tmp_path / "s.json"
     bad.write_bytes(b'{"cases": [{"prompt": "\xff\xfe"}]}')
-    r = specscope("run", "--demo", "--suite", str(bad), timeout=120)
-    assert r.returncode == 2 and "not UTF-8" in r.stderr
+    assert main(["run", "--demo", "--suite", str(bad)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
     bad.write_text('{"cases": [{"prompt": "  "}]}')
-    r = specscope("run", "--demo", "--suite", str(bad), timeout=120)
-    assert r.returncode == 2 and "empty prompt" in r.stderr
+    assert main(["run", "--demo", "--suite", str(bad)]) == 2
+    assert "empty prompt" in capsys.readouterr().err
 
 
-def test_predict_calculator_json():
-    r = specscope("predict", "--t-decode-ms", "10", "--t-verify-ms", "18", "--t-draft-ms", "2", "--p", "0.6", "--json")
-    d = json.loads(r.stdout)
+def test_predict_calculator_json(capsys):
+    assert main(["predict", "--t-decode-ms", "10", "--t-verify-ms", "18", "--t-draft-ms", "2", "--p", "0.6", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
     assert d["predicted_speedup"] == pytest.approx(0.8) and d["break_even_multiple"] == pytest.approx(1.4)
-    r = specscope("predict", "--t-decode-ms", "10", "--t-verify-ms", "25", "--t-draft-ms", "3", "--accept", "0.8,0.6,0.4", "--json")
-    d = json.loads(r.stdout)
+    assert main(["predict", "--t-decode-ms", "10", "--t-verify-ms", "25", "--t-draft-ms", "3", "--accept", "0.8,0.6,0.4",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
     assert d["k"] == 3 and d["tokens_per_round"] == pytest.approx(2.8) and d["predicted_speedup"] == pytest.approx(1.0)
 
 
-def test_inspect_json_on_demo():
-    r = specscope("inspect", "--demo", "--json")
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+def test_inspect_json_on_demo(capsys):
+    assert main(["inspect", "--demo", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
     assert d["model_type"] == "qwen3_5_moe" and d["linear_attention_layers"] == 6
+
+
+# -- demo-model ------------------------------------------------------------------------------------------------
+
+def test_demo_model_command_writes_a_folder_that_loads(tmp_path, capsys):
+    from specscope.engine_adapter.decoding import plain_generate
+    from specscope.engine_adapter.loader import load_model
+
+    out = tmp_path / "draft-model"
+    assert main(["demo-model", str(out), "--draft"]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote draft demo model to {out}"
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        assert (out / f).is_file(), f
+    lm = load_model(out)  # mlx-lm's own loader, like a real checkpoint
+    prompt = lm.encode("Hello")
+    assert len([e.token for e in plain_generate(lm.model, prompt, 4)]) == 4
+    assert main(["inspect", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["model_type"] == "qwen3" and d["name"] == "draft-model" and not d["mtp"]["available"]
+    # a second write into the same (now non-empty) folder is refused, and leaves it as it was
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["demo-model", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_demo_model_kinds_are_exclusive(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["demo-model", str(tmp_path / "m"), "--dense", "--draft"])
+    assert e.value.code == 2 and "not allowed with" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+# -- repeats -----------------------------------------------------------------------------------------------------
+
+def test_repeats_keep_every_rate_and_the_last_repeats_timings(tmp_path, capsys):
+    """--repeats 2: both repeats' tok/s are kept (the summary reports their median); the per-step times,
+    rounds and tokens in the session are those of the last repeat only."""
+    out = tmp_path / "s.json"
+    assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "8",
+                 "--warmup", "0", "--no-breakdown", "--repeats", "2", "-o", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    s = Session.load(out)
+    assert s.status == "complete" and s.config["repeats"] == 2
+    (c,) = s.cases
+    assert len(c["plain"]["repeats_tok_s"]) == 2 and len(c["spec"]["repeats_tok_s"]) == 2
+    assert all(x > 0 for x in c["plain"]["repeats_tok_s"] + c["spec"]["repeats_tok_s"])
+    # one repeat's worth of tokens and timings (the second repeat replaced the first)
+    assert len(c["plain"]["tokens"]) == 8 and len(c["plain"]["step_ms"]) == 7
+    assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 7
+    st = s.case_stats(c)
+    assert st["plain_tok_s"] == pytest.approx(statistics.median(c["plain"]["repeats_tok_s"]))
+    assert st["spec_tok_s"] == pytest.approx(statistics.median(c["spec"]["repeats_tok_s"]))
+    assert summary["plain_tok_s"] == pytest.approx(st["plain_tok_s"])
+
+
+# -- an unexpected exception in the worker -----------------------------------------------------------------------
+
+# Loaded into the worker process (sitecustomize): the engine's speculative decoding raises an exception that
+# is not a SpecscopeError, the way a bug would.
+INJECT_BUG = r'''
+import importlib.abc, importlib.machinery, sys
+
+class _InjectBug(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "specscope.engine_adapter.decoding":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+
+            def speculative_generate(*a, **k):
+                raise ZeroDivisionError("injected bug in speculative decoding")
+
+            module.speculative_generate = speculative_generate
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _InjectBug())
+'''
+
+
+def test_internal_error_says_so_and_shows_the_traceback(tmp_path, monkeypatch, capsys):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(INJECT_BUG)
+    monkeypatch.setenv("PYTHONPATH", str(site) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "s.json"
+    rc = main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "4", "--warmup", "0",
+               "--no-breakdown", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "internal error" in err and "ZeroDivisionError: injected bug in speculative decoding" in err
+    assert "Traceback (most recent call last)" in err and "speculative_generate" in err  # the worker's traceback
+    s = Session.load(out)  # what was measured before the bug is kept
+    assert s.status == "failed" and "ZeroDivisionError" in s.data["errors"][-1]
+    assert len(s.cases[0]["plain"]["tokens"]) == 4

@@ -15,42 +15,9 @@ import pytest
 
 from specscope.profiler.session import Session
 
-from .conftest import FIXTURE, needs_proc
+from .helpers import FIXTURE, RUN_TIMEOUT_MS, needs_proc, small_demo_run
 
 pytestmark = pytest.mark.timeout(300)
-RUN_TIMEOUT_MS = 240_000
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from PySide6 import QtCore
-
-    from specscope.gui.main_window import MainWindow
-
-    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
-    w = MainWindow(settings=settings, autosave_dir=str(tmp_path / "sessions"))
-    qtbot.addWidget(w)
-    w.resize(1440, 900)
-    w.show()
-    yield w
-    if w.is_running():
-        w.worker.stop_and_wait()
-    w.setup.inspector.shutdown()
-
-
-def small_demo_run(w, max_tokens=8, cases=2, breakdown=True):
-    from specscope.gui.inspector import DEMO
-
-    s = w.setup
-    s.set_model(DEMO)
-    s.set_drafter("draft")
-    s.k.setValue(2)
-    s.cases.setValue(cases)
-    s.max_tokens.setValue(max_tokens)
-    s.warmup.setValue(0)
-    s.repeats.setValue(1)
-    s.breakdown.setChecked(breakdown)
-    s.greedy.setChecked(True)
 
 
 @needs_proc
@@ -66,7 +33,7 @@ def test_worker_sigkill_in_the_app(window, qtbot, tmp_path):
     assert blocker.args == ["incomplete"]
     assert not window.is_running()
     s = window.model.session
-    reason = "the worker process ended unexpectedly (killed or crashed)"
+    reason = "the worker ended unexpectedly (killed or crashed)"
     assert s.status == "incomplete" and s.data["errors"][-1] == reason
     # nothing received is lost: every case and token from before the kill is still there
     assert len(s.cases) >= len(received["cases"])

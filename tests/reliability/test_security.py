@@ -21,7 +21,7 @@ from importlib.resources import files
 from specscope.profiler.renderers import redact, render_to_file
 from specscope.profiler.session import Session
 
-from .conftest import FIXTURE, ROOT, specscope
+from .helpers import FIXTURE, ROOT, specscope
 
 PKG = Path(str(files("specscope")))  # the installed package: what users run
 
@@ -49,11 +49,14 @@ def test_custom_code_in_a_checkpoint_never_runs(tmp_path, demo_draft_dir):
         cfg.update(extra)
         (d / name).write_text(json.dumps(cfg))
     (d / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    out = tmp_path / "s.json"
     r = specscope("run", "--model", d, "--drafter", "ngram", "--cases", "1", "--max-tokens", "4", "--warmup", "0",
-                  "--no-breakdown")
+                  "--no-breakdown", "-o", out)
     assert not marker.exists(), "code from the checkpoint folder was executed"
     assert "Traceback" not in r.stderr
-    assert r.returncode in (0, 2), r.stderr  # loaded as a plain safetensors model, or refused with a message
+    # auto_map is ignored: the folder loads as the plain safetensors model it also is, and runs
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert Session.load(out).status == "complete"
 
 
 def _calls(tree):

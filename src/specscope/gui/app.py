@@ -2,6 +2,9 @@
 
     specscope gui --demo --autorun --screenshot out.png --exit-when-done --cases 1 --max-tokens 8
     specscope gui --session s.json --screenshot breakdown.png --view breakdown
+    specscope gui --session a.json --compare b.json --screenshot compare.png --size 1280x800
+
+``SPECSCOPE_THEME=dark`` (or ``light``) forces the colour scheme (see ``theme.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,19 @@ def _arg(args, name, default=None):
     return getattr(args, name, default) if args is not None else default
 
 
+def parse_size(text: str | None) -> tuple[int, int] | None:
+    """``"1280x800"`` -> (1280, 800); None for None; ValueError for anything else."""
+    if not text:
+        return None
+    try:
+        w, h = (int(x) for x in str(text).lower().replace("×", "x").split("x"))
+    except ValueError:
+        raise ValueError(f"window size {text!r} is not WIDTHxHEIGHT, e.g. 1280x800") from None
+    if not (320 <= w <= 10000 and 240 <= h <= 10000):
+        raise ValueError(f"window size {text!r} is out of range (320x240 to 10000x10000)")
+    return w, h
+
+
 def make_app(argv=None) -> QtWidgets.QApplication:
     app = QtWidgets.QApplication.instance()
     if app is None:
@@ -33,6 +49,11 @@ def make_app(argv=None) -> QtWidgets.QApplication:
 
 def main(args=None) -> int:
     automated = bool(_arg(args, "screenshot") or _arg(args, "exit_when_done"))
+    try:
+        size = parse_size(_arg(args, "size"))
+    except ValueError as exc:
+        print(f"specscope: error: {exc}", file=sys.stderr)
+        return 2
     if automated and not os.environ.get("QT_QPA_PLATFORM") and sys.platform.startswith("linux") and not os.environ.get("DISPLAY") \
             and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -45,8 +66,8 @@ def main(args=None) -> int:
         tmp = tempfile.mkdtemp(prefix="specscope-gui-")
         settings = QtCore.QSettings(os.path.join(tmp, "settings.ini"), QtCore.QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
-    if automated:
-        win.resize(*SCREEN_SIZE)
+    if automated or size:
+        win.resize(*(size or SCREEN_SIZE))
     setup = win.setup
     if _arg(args, "demo"):
         setup.set_model(DEMO)
@@ -94,13 +115,27 @@ def main(args=None) -> int:
                 win.close()
                 return 2
             win._error_dialog("Cannot open the session", str(exc))
+    if _arg(args, "compare"):
+        if not _arg(args, "session"):
+            print("specscope: error: --compare B needs --session A", file=sys.stderr)
+            if automated:
+                win.close()
+                return 2
+        elif not win.compare_paths(args.session, args.compare) and automated:
+            print(f"specscope: error: cannot compare {args.session} with {args.compare}", file=sys.stderr)
+            win.close()
+            return 2
     if view:
         win.show_page(view)
     if automated and not _arg(args, "autorun"):  # a picture of the window as opened (session or model picked)
         deadline = QtCore.QDeadlineTimer(15000)
 
-        def when_inspected():  # let the compatibility line fill in before the picture is taken
-            if win.setup.inspector.proc is None or deadline.hasExpired():
+        def busy():  # the compatibility line, and pages that read files in the background (History)
+            return win.setup.inspector.proc is not None or any(
+                getattr(v, "busy", lambda: False)() for v in win.views.values())
+
+        def when_inspected():  # let them fill in before the picture is taken
+            if not busy() or deadline.hasExpired():
                 finish(0)
             else:
                 QtCore.QTimer.singleShot(200, when_inspected)
@@ -132,7 +167,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     for flag in ("--demo", "--autorun", "--exit-when-done"):
         ap.add_argument(flag, action="store_true")
-    for flag in ("--model", "--session", "--screenshot", "--drafter", "--view"):
+    for flag in ("--model", "--session", "--screenshot", "--drafter", "--view", "--size", "--compare"):
         ap.add_argument(flag)
     for flag in ("--cases", "--max-tokens", "--num-draft-tokens"):
         ap.add_argument(flag, type=int)

@@ -9,22 +9,26 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
+from specscope.profiler.events import finish_run
 from specscope.profiler.session import Session, SessionError
 
 from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
-from .theme import apply_palette
+from .theme import apply_palette, restyle_charts
 from .views.breakdown import BreakdownView
 from .views.cases import CasesView
-from .views.common import PlainLabel, clip
+from .views.compare import CompareView
+from .views.common import PlainLabel, clip, home_relative
 from .views.division import DivisionView
+from .views.history import HistoryView
 from .views.live import LiveView
 from .views.verdict_bar import VerdictBar
 from .worker import WorkerProcess
 
-PAGES = ["live", "breakdown", "division", "cases"]
-PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "cases": "Cases"}
+PAGES = ["live", "breakdown", "division", "cases", "history", "compare"]
+PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "cases": "Cases",
+               "history": "History", "compare": "Compare"}
 
 
 def sessions_dir() -> Path:
@@ -48,7 +52,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.worker = WorkerProcess(self)
         self.worker.event.connect(self._on_event)
         self.worker.finished.connect(self._on_worker_finished)
-        self.worker.stderr_line.connect(self._on_stderr)
         self.session_path: str | None = None
         self._run_started = None
         self._status_msg = ""
@@ -80,7 +83,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.breakdown = BreakdownView(self.theme)
         self.division = DivisionView(self.theme, self.model)
         self.cases = CasesView(self.theme)
-        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division, "cases": self.cases}
+        self.history = HistoryView(self.theme, lambda: self.autosave_dir or sessions_dir())
+        self.compare = CompareView(self.theme)
+        self.history.open_requested.connect(self._open_from_history)
+        self.history.compare_requested.connect(self.compare_paths)
+        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division, "cases": self.cases,
+                      "history": self.history, "compare": self.compare}
         for key in PAGES:
             self.tabs.addTab(self.views[key], PAGE_TITLES[key])
         outer.addWidget(self.tabs, 1)
@@ -144,9 +152,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.act_open = act("&Open session…", self.open_session_dialog, QtGui.QKeySequence.StandardKey.Open)
         self.act_save = act("&Save session as…", self.save_session_dialog, QtGui.QKeySequence.StandardKey.Save)
         self.act_export = act("&Export report…", self.export_dialog, "Ctrl+E")
+        self.act_compare = act("&Compare sessions…", self.compare_sessions_dialog)
+        self.compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
+        self.run_finished.connect(lambda _status: self.history.mark_stale())
         self.act_quit = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
         m = self.menuBar().addMenu("&File")
-        for a in (self.act_open, self.act_save, self.act_export):
+        for a in (self.act_open, self.act_save, self.act_export, self.act_compare):
             m.addAction(a)
         m.addSeparator()
         m.addAction(self.act_quit)
@@ -192,9 +203,10 @@ class MainWindow(QtWidgets.QMainWindow):
             v._specscope_stale = False
 
     def _scheme_changed(self, *_):
-        self.theme = apply_palette(QtWidgets.QApplication.instance())
+        old, self.theme = self.theme, apply_palette(QtWidgets.QApplication.instance())
         for v in self.views.values():
             v.apply_theme(self.theme)
+        restyle_charts(self, old, self.theme)  # curves and bars drawn before the switch
         self.model.flush()
 
     # -- running ----------------------------------------------------------------------
@@ -244,24 +256,10 @@ class MainWindow(QtWidgets.QMainWindow):
             self._status_msg = f"case {ev.get('case')}: breakdown measured"
         self.model.apply(ev)
 
-    def _on_stderr(self, line: str) -> None:
-        self._last_stderr = line
-
     def _on_worker_finished(self, code: int, stderr_tail: str, stopped: bool) -> None:
         s = self.model.session
-        if s.status in ("running", "empty"):
-            if stopped:
-                reason = "stopped by the user"
-            elif code == -1:
-                reason = "the worker process ended unexpectedly (killed or crashed)"
-            elif code == -2:
-                reason = stderr_tail
-            else:
-                tail = next((ln for ln in reversed(stderr_tail.strip().splitlines()) if ln.strip()), "")
-                reason = f"the worker ended unexpectedly (exit code {code})" + (f": {tail}" if tail else "")
-            self.model.mark_incomplete(reason)
-        elif stopped and s.status == "complete":
-            s.data["status"] = "incomplete"
+        how = {0: None, -1: "killed or crashed", -2: stderr_tail}.get(code, f"exit code {code}")
+        finish_run(s, how, stopped_by_user=stopped, stderr_tail=stderr_tail)
         self.model.save_autosave()
         self.model.flush()
         self.eta_timer.stop()
@@ -273,7 +271,7 @@ class MainWindow(QtWidgets.QMainWindow):
             msg += f" ({reason})"
         saved = self.session_path and not self.model.autosave_error
         if saved:
-            msg += f" · saved to {self.session_path}"
+            msg += f" · saved to {home_relative(self.session_path)}"
         elif self.model.autosave_error:
             msg += f" · NOT saved ({self.model.autosave_error}): use File → Save session as…"
         self._status_msg = msg
@@ -284,7 +282,7 @@ class MainWindow(QtWidgets.QMainWindow):
             n = sum(1 for c in s.cases if c["plain"]["step_ms"] or c["spec"]["rounds"])
             kept = (f"Everything received before that ({n} case{'s' if n != 1 else ''}) is kept and shown"
                     if n else "No measurements had arrived yet")
-            where = (f" and saved to {self.session_path}." if saved
+            where = (f" and saved to {home_relative(self.session_path)}." if saved
                      else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
                      if self.model.autosave_error else ".")
             title = "The run failed" if st == "failed" else "The run ended early"
@@ -361,7 +359,7 @@ class MainWindow(QtWidgets.QMainWindow):
         s = Session.load(path)
         self.session_path = path
         self.model.reset(s, autosave_path=None)
-        self._status_msg = f"opened {path}"
+        self._status_msg = f"opened {home_relative(path)}"
         self.run_status.setText(self._status_msg)
         self.progress.setValue(1000 if s.status == "complete" else 0)
         self.progress.setFormat(f"opened ({s.status})")
@@ -376,12 +374,46 @@ class MainWindow(QtWidgets.QMainWindow):
             except SessionError as exc:
                 self._error_dialog("Cannot open the session", str(exc))
 
+    def _open_from_history(self, path: str) -> None:
+        if self.is_running():
+            self._status_msg = "a run is in progress: stop it before opening another session"
+            self.run_status.setText(self._status_msg)
+            return
+        try:
+            self.open_session(path)
+        except SessionError as exc:
+            self._error_dialog("Cannot open the session", str(exc))
+            return
+        self.show_page("live")
+
+    def compare_paths(self, a: str, b: str) -> bool:
+        """Put two session files side by side on the Compare page (A = ``a``, B = ``b``)."""
+        try:
+            sa, sb = Session.load(a), Session.load(b)
+        except SessionError as exc:
+            self._error_dialog("Cannot compare the sessions", str(exc))
+            return False
+        self.compare.set_sessions(sa, sb, (a, b))
+        self.show_page("compare")
+        return True
+
+    def compare_sessions_dialog(self) -> None:
+        files, _ = QtWidgets.QFileDialog.getOpenFileNames(
+            self, "Compare two sessions (pick two; or one, to compare with the open session)",
+            str(self.autosave_dir or sessions_dir()), "specscope session (*.json)")
+        if len(files) == 1 and self.session_path and not self.is_running():
+            files = [self.session_path, files[0]]
+        if len(files) == 2:
+            self.compare_paths(*files)
+        elif files:
+            self._error_dialog("Pick two sessions", f"Compare needs exactly two session files; {len(files)} were picked.")
+
     def save_session_dialog(self) -> None:
         f, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save session", "session.json", "specscope session (*.json)")
         if f:
             try:
                 self.model.session.save(f)
-                self._status_msg = f"saved {f}"
+                self._status_msg = f"saved {home_relative(f)}"
                 self.run_status.setText(self._status_msg)
             except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched
                 self._error_dialog("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
@@ -399,7 +431,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         try:
             self.export_report(f)
-            self._status_msg = f"exported {f}"
+            self._status_msg = f"exported {home_relative(f)}"
             self.run_status.setText(self._status_msg)
         except Exception as exc:  # a renderer that is missing or fails: say so, keep the app alive
             self._error_dialog("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")

@@ -1,7 +1,7 @@
 """The session model the views observe.
 
 It owns a ``profiler.session.Session``, folds worker events into it, autosaves it
-atomically as it grows, and — at most ~25 times a second, only when something
+atomically as it grows, and — at most 4 times a second (FRAME_MS), only when something
 changed — publishes one snapshot of plain values (the summary and the chart
 series) through a Qt signal. Views never compute statistics: they draw what the
 snapshot says.
@@ -13,6 +13,7 @@ import time
 
 from PySide6 import QtCore
 
+from specscope.profiler.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
 from specscope.profiler.session import Session
 
 from .charts import data as chart_data
@@ -20,7 +21,6 @@ from .charts import data as chart_data
 # ≤ 4 redraws per second, whatever the token rate: on a 2-core machine every repaint
 # (pyqtgraph axes dominate) is CPU taken from the engine being measured; see `specscope bench gui`.
 FRAME_MS = 250
-AUTOSAVE_S = 2.0
 
 
 class SessionModel(QtCore.QObject):
@@ -58,8 +58,8 @@ class SessionModel(QtCore.QObject):
         self._dirty = True
         if ev.get("event") in ("case_started", "case_done", "breakdown", "run_started", "run_done", "error", "repeat_done"):
             self._cases_dirty = True
-        if self.autosave_path and (ev.get("event") in ("case_done", "run_done", "breakdown", "error")
-                                   or time.monotonic() - self._last_save > AUTOSAVE_S):
+        if self.autosave_path and (ev.get("event") in AUTOSAVE_EVENTS
+                                   or time.monotonic() - self._last_save > AUTOSAVE_SECONDS):
             self.save_autosave()
 
     def mark_incomplete(self, reason: str) -> None:

@@ -1,15 +1,44 @@
-"""Light/dark palette following the OS, and the app's style sheet."""
+"""Light/dark palette following the OS, and the app's style sheet.
+
+The scheme comes from ``QStyleHints.colorScheme()`` (Qt >= 6.5); where the platform does not say
+(older Qt, some Linux desktops, the offscreen platform) from the lightness of the platform's own
+palette. ``SPECSCOPE_THEME=dark`` (or ``light``) forces one, e.g. for screenshots.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
+import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .charts.common import DARK, LIGHT
 
+THEME_ENV = "SPECSCOPE_THEME"
+_platform_dark: bool | None = None  # the platform palette's lightness, read before the app replaces it
+
+
+def forced_scheme() -> str | None:
+    """"dark" or "light" when ``SPECSCOPE_THEME`` forces one, else None (follow the OS)."""
+    v = os.environ.get(THEME_ENV, "").strip().lower()
+    return v if v in ("dark", "light") else None
+
+
+def _palette_is_dark(app: QtWidgets.QApplication) -> bool:
+    global _platform_dark
+    live = app.palette().color(QtGui.QPalette.ColorRole.Window).lightness() < 128
+    if sys.platform == "darwin":  # the app never replaces the palette there: it follows the OS live
+        return live
+    if _platform_dark is None:  # first look, before apply_palette installs its own palette
+        _platform_dark = live
+    return _platform_dark
+
 
 def is_dark(app: QtWidgets.QApplication) -> bool:
+    forced = forced_scheme()
+    if forced:
+        return forced == "dark"
     try:
         scheme = app.styleHints().colorScheme()
         if scheme == QtCore.Qt.ColorScheme.Dark:
@@ -18,7 +47,7 @@ def is_dark(app: QtWidgets.QApplication) -> bool:
             return False
     except AttributeError:  # Qt < 6.5
         pass
-    return app.palette().color(QtGui.QPalette.ColorRole.Window).lightness() < 128
+    return _palette_is_dark(app)
 
 
 def chart_theme(app) -> dict:
@@ -44,6 +73,7 @@ def dark_palette() -> QtGui.QPalette:
 def apply_palette(app: QtWidgets.QApplication) -> dict:
     """Use the platform's own palette on macOS (it follows the OS); Fusion + matching palette elsewhere."""
     if sys.platform != "darwin":
+        _palette_is_dark(app)  # note the platform's own palette before replacing it
         app.setStyle("Fusion")
         if is_dark(app):
             app.setPalette(dark_palette())
@@ -61,6 +91,7 @@ def style_sheet(t: dict) -> str:
     return f"""
     #verdict {{ background: {card}; border: 1px solid {border}; border-radius: 8px; }}
     #verdictHead {{ font-size: 15pt; font-weight: 600; }}
+    #compareHead {{ font-size: 13pt; font-weight: 600; }}
     #verdictDetail, #muted, #tileCaption, #tileNote {{ color: {t['muted']}; }}
     #errorBanner {{ color: {'#ff7b72' if dark else '#cf222e'}; font-weight: 600; }}
     #tile {{ background: {card}; border: 1px solid {border}; border-radius: 8px; }}
@@ -72,3 +103,120 @@ def style_sheet(t: dict) -> str:
     QGroupBox {{ font-weight: 600; }}
     #compat {{ color: {t['muted']}; font-weight: normal; }}
     """
+
+
+# -- switching a running app between light and dark --------------------------------------------------------
+
+def _colour_map(old: dict, new: dict) -> dict[int, QtGui.QColor]:
+    """Every colour of the old chart theme (as RGBA) to the same role's colour in the new one."""
+    out: dict[int, QtGui.QColor] = {}
+
+    def colour(v):
+        return QtGui.QColor(*v) if isinstance(v, tuple) else QtGui.QColor(v)
+
+    for key, v in old.items():
+        w = new.get(key)
+        if key in ("name", "grid") or w is None:
+            continue
+        pairs = zip(v, w) if isinstance(v, list) else [(v, w)]
+        for a, b in pairs:
+            ca = colour(a)
+            out.setdefault(ca.rgba(), colour(b))
+    return out
+
+
+def _swap(c: QtGui.QColor, cmap: dict) -> QtGui.QColor | None:
+    n = cmap.get(c.rgba())
+    return QtGui.QColor(n) if n is not None else None
+
+
+def _swap_pen(pen, cmap):
+    if pen is None:
+        return None
+    pen = QtGui.QPen(pg.mkPen(pen))
+    n = _swap(pen.color(), cmap)
+    if n is None:
+        return None
+    pen.setColor(n)
+    return pen
+
+
+def _swap_brush(brush, cmap):
+    if brush is None:
+        return None
+    brush = QtGui.QBrush(pg.mkBrush(brush))
+    n = _swap(brush.color(), cmap)
+    if n is None:
+        return None
+    brush.setColor(n)
+    return brush
+
+
+def restyle_charts(root: QtWidgets.QWidget, old: dict, new: dict) -> int:
+    """Recolour the items already drawn in every chart under ``root`` from the ``old`` chart theme to ``new``.
+
+    A chart's ``apply_theme`` restyles its frame (background, axes, title, legend); the curves, bars,
+    markers and labels it made in ``build`` keep the colours they were made with. This maps each colour
+    of the old theme to the same role's colour in the new one. Returns how many items changed.
+    """
+    if old is new or old.get("name") == new.get("name"):
+        return 0
+    cmap = _colour_map(old, new)
+    changed = 0
+    for chart in root.findChildren(pg.PlotWidget):
+        for item in chart.getPlotItem().items + [i for it in chart.getPlotItem().items for i in it.childItems()]:
+            changed += _restyle_item(item, cmap)
+    return changed
+
+
+def _restyle_item(item, cmap) -> int:
+    n = 0
+    if isinstance(item, pg.PlotDataItem):
+        pen = _swap_pen(item.opts.get("pen"), cmap)
+        if pen is not None:
+            item.setPen(pen)
+            n += 1
+        sb = item.opts.get("symbolBrush")
+        if sb is not None and not isinstance(sb, (list, tuple)):
+            b = _swap_brush(sb, cmap)
+            if b is not None:
+                item.setSymbolBrush(b)
+                n += 1
+        sp = item.opts.get("symbolPen")
+        if sp is not None and not isinstance(sp, (list, tuple)):
+            p = _swap_pen(sp, cmap)
+            if p is not None:
+                item.setSymbolPen(p)
+                n += 1
+    elif isinstance(item, pg.BarGraphItem):
+        kw = {}
+        for key, swap in (("brush", _swap_brush), ("pen", _swap_pen)):
+            v = item.opts.get(key)
+            if v is not None and not isinstance(v, (list, tuple)):
+                r = swap(v, cmap)
+                if r is not None:
+                    kw[key] = r
+        if kw:
+            item.setOpts(**kw)
+            n += 1
+    elif isinstance(item, pg.ErrorBarItem):
+        pen = _swap_pen(item.opts.get("pen"), cmap)
+        if pen is not None:
+            item.setData(pen=pen)
+            n += 1
+    elif isinstance(item, pg.InfiniteLine):
+        pen = _swap_pen(item.pen, cmap)
+        if pen is not None:
+            item.setPen(pen)
+            n += 1
+    elif isinstance(item, pg.FillBetweenItem):
+        b = _swap_brush(item.brush(), cmap)
+        if b is not None:
+            item.setBrush(b)
+            n += 1
+    elif isinstance(item, pg.TextItem):
+        c = _swap(QtGui.QColor(item.color), cmap)
+        if c is not None:
+            item.setColor(c)
+            n += 1
+    return n

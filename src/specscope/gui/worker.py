@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 
 from PySide6 import QtCore
 
 from specscope.profiler.config import RunConfig
+from specscope.profiler.events import STOP_GRACE_SECONDS, EventReader
 from specscope.profiler.runner import worker_command, worker_env
 
-STOP_GRACE_MS = 8000
+STOP_GRACE_MS = int(STOP_GRACE_SECONDS * 1000)
 
 
 def qt_env(env: dict) -> QtCore.QProcessEnvironment:
@@ -24,12 +24,11 @@ def qt_env(env: dict) -> QtCore.QProcessEnvironment:
 class WorkerProcess(QtCore.QObject):
     event = QtCore.Signal(dict)
     finished = QtCore.Signal(int, str, bool)  # exit code, stderr tail, stopped by the user
-    stderr_line = QtCore.Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.proc: QtCore.QProcess | None = None
-        self._buf = b""
+        self._reader = EventReader()
         self._err = b""
         self.stop_requested = False
 
@@ -48,7 +47,7 @@ class WorkerProcess(QtCore.QObject):
         p.readyReadStandardError.connect(self._read_err)
         p.finished.connect(self._finished)
         p.errorOccurred.connect(self._error)
-        self._buf, self._err, self.stop_requested = b"", b"", False
+        self._reader, self._err, self.stop_requested = EventReader(), b"", False
         p.start(cmd[0], cmd[1:])
 
     def stop(self) -> None:
@@ -93,33 +92,18 @@ class WorkerProcess(QtCore.QObject):
     def _read_out(self) -> None:
         if self.proc is None:
             return
-        self._buf += bytes(self.proc.readAllStandardOutput())
-        *lines, self._buf = self._buf.split(b"\n")
-        for line in lines:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                ev = json.loads(line.decode("utf-8", "replace"))
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict):
-                self.event.emit(ev)
+        for ev in self._reader.feed(bytes(self.proc.readAllStandardOutput())):
+            self.event.emit(ev)
 
     def _read_err(self) -> None:
         if self.proc is None:
             return
-        chunk = bytes(self.proc.readAllStandardError())
-        self._err = (self._err + chunk)[-20000:]
-        for line in chunk.decode("utf-8", "replace").splitlines():
-            if line.strip():
-                self.stderr_line.emit(line)
+        self._err = (self._err + bytes(self.proc.readAllStandardError()))[-20000:]
 
     def _finished(self, code: int, status) -> None:
         self._read_out()
-        if self._buf.strip():
-            self._buf += b"\n"
-            self._read_out()
+        for ev in self._reader.close():
+            self.event.emit(ev)
         crashed = status == QtCore.QProcess.ExitStatus.CrashExit
         self.finished.emit(-1 if crashed else code, self._err.decode("utf-8", "replace")[-4000:], self.stop_requested)
         self.proc.closeReadChannel(QtCore.QProcess.ProcessChannel.StandardOutput)

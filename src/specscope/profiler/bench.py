@@ -269,8 +269,9 @@ def bench_memory(a) -> dict:
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
 def bench_gui(a) -> dict:
-    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from .display import offscreen_if_headless
+
+    offscreen_if_headless()
     from .config import RunConfig
     from .runner import run_worker
 

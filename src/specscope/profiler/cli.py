@@ -120,8 +120,10 @@ def cmd_run(a) -> int:
         msg = s.data["errors"][-1]
         if out:
             print(f"specscope: partial session saved to {out}", file=sys.stderr)
-        if res.stderr.strip() and "internal" in json.dumps(s.data["errors"]):
-            print(res.stderr, file=sys.stderr)
+        if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
+            if res.stderr.strip():
+                print(res.stderr.rstrip(), file=sys.stderr)
+            msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
         return _fail(msg, 2 if res.returncode == 2 else 1)
     if a.json:
         print(json.dumps(s.to_dict()["summary"], indent=1, ensure_ascii=False))
@@ -244,8 +246,9 @@ def cmd_bench(a) -> int:
 
 def cmd_gui(a) -> int:
     scripted = a.screenshot or a.exit_when_done
-    if (sys.platform.startswith("linux") and not scripted and not os.environ.get("QT_QPA_PLATFORM")
-            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+    from .display import headless
+
+    if not scripted and headless():
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
     resolve_model_args(a)
     from .plugins import COMMANDS, load

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-from .session import CATEGORY_LABELS, atomic_write, finite_json
+from .session import atomic_write, finite_json
+from .summary import CATEGORY_LABELS
 
 TIE = 0.005  # relative differences below 0.5% are called a tie
 

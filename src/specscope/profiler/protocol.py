@@ -19,6 +19,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from .config import RunConfig
+from .stats import tok_s
 
 def environment() -> dict:
     import mlx.core as mx
@@ -114,10 +115,6 @@ def make_drafter(cfg: RunConfig, target, draft, plain_tokens: list[int] | None =
     raise SpecscopeError(f"unknown drafter {cfg.drafter!r}")
 
 
-def _tok_s(n: int, ms: float) -> float | None:
-    return 1000.0 * n / ms if ms > 0 and n > 0 else None
-
-
 def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
     """Run the whole protocol, emitting events; return the final status."""
     cfg.validate()
@@ -178,7 +175,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
                 emit(ev)
             if should_stop():
                 return toks, None
-        return toks, _tok_s(len(ms), sum(ms))
+        return toks, tok_s(len(ms), sum(ms))
 
     def spec_run(c, plain_tokens, record: bool):
         drafter = make_drafter(cfg, target, draft, plain_tokens)
@@ -198,7 +195,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
                           "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra})
             if should_stop():
                 return toks, None
-        return toks, _tok_s(n, total)
+        return toks, tok_s(n, total)
 
     # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
     for w in range(cfg.warmup):

@@ -35,10 +35,9 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from .config import RunConfig
+from .events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS, STOP_GRACE_SECONDS, finish_run, parse
 from .session import Session
 
-AUTOSAVE_SECONDS = 2.0
-STOP_GRACE_SECONDS = 30.0
 
 
 class SessionSaveError(SpecscopeError):
@@ -140,17 +139,13 @@ def run_worker(cfg: RunConfig, on_event=None, autosave: str | None = None, on_st
 
     def handle(line: str, callback: bool = True) -> None:
         nonlocal last_save
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
-            return
-        if not isinstance(ev, dict):
+        ev = parse(line)
+        if ev is None:
             return
         session.apply(ev)
         if callback and on_event:
             on_event(ev, session)
-        if autosave and (ev.get("event") in ("case_done", "run_done", "breakdown", "error")
-                         or time.monotonic() - last_save > AUTOSAVE_SECONDS):
+        if autosave and (ev["event"] in AUTOSAVE_EVENTS or time.monotonic() - last_save > AUTOSAVE_SECONDS):
             save()
             last_save = time.monotonic()
 
@@ -202,15 +197,9 @@ def run_worker(cfg: RunConfig, on_event=None, autosave: str | None = None, on_st
                 stream.close()
             except Exception:
                 pass
-    if interrupted and session.status != "failed":
-        session.data["status"] = "incomplete"
-        if "stopped by the user" not in session.data["errors"]:
-            session.data["errors"].append("stopped by the user")
-    elif session.status in ("running", "empty"):
-        session.mark_incomplete(f"the worker ended unexpectedly ({describe_exit(rc)})")
-    elif session.status == "incomplete" and not session.data["errors"]:
-        session.data["errors"].append("the worker was asked to stop (SIGINT/SIGTERM from outside specscope)")
-    res = RunResult(session, rc, "".join(err_lines))
+    stderr = "".join(err_lines)
+    finish_run(session, None if rc == 0 else describe_exit(rc), stopped_by_user=interrupted, stderr_tail=stderr[-4000:])
+    res = RunResult(session, rc, stderr)
     if autosave:
         save()
         res.save_error = save_state["error"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 Z95 = 1.959963984540054
@@ -35,12 +37,22 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def tok_s(n_tokens: int, ms: float) -> float | None:
+    """Tokens per second from ``n_tokens`` made in ``ms`` milliseconds; None when either is zero."""
+    return 1000.0 * n_tokens / ms if ms > 0 and n_tokens > 0 else None
+
+
 def acceptance_from_rounds(accepted_counts: list[int], k: int) -> dict:
     """Acceptance statistics over rounds that each drafted ``k`` tokens."""
-    rounds = len(accepted_counts)
+    return acceptance_from_histogram(Counter(accepted_counts), k)
+
+
+def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> dict:
+    """``acceptance_from_rounds`` from a histogram: accepted count -> number of rounds (what a running fold keeps)."""
+    rounds = sum(hist.values())
     drafted = rounds * k
-    accepted = sum(accepted_counts)
-    a = [sum(1 for n in accepted_counts if n >= i) / rounds if rounds else 0.0 for i in range(1, k + 1)]
+    accepted = sum(n * c for n, c in hist.items())
+    a = [sum(c for n, c in hist.items() if n >= i) / rounds if rounds else 0.0 for i in range(1, k + 1)]
     lo, hi = wilson_interval(accepted, drafted)
     return {
         "k": k,

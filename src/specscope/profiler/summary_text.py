@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .session import CATEGORY_LABELS, Session
+from .formatting import fmt, scaled
+from .session import Session
+from .summary import CATEGORY_LABELS
 from .verdict import SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, verdict
 
 
-def _f(x, fmt=".2f", unit=""):
-    return "—" if x is None else f"{x:{fmt}}{unit}"
 
 
 def format_summary(session: Session) -> str:
@@ -31,17 +31,17 @@ def format_summary(session: Session) -> str:
         verdict(s),
         *bar,
         "",
-        f"  plain             {_f(s['plain_tok_s'], '.1f')} tok/s    T_decode  {_f(s['t_decode_ms'])} ms",
-        f"  speculative       {_f(s['spec_tok_s'], '.1f')} tok/s    T_verify  {_f(s['t_verify_ms'])} ms   T_draft {_f(s['t_draft_ms'])} ms   rollback {_f(s['t_rollback_ms'], '.3f')} ms",
+        f"  plain             {fmt(s['plain_tok_s'], '.1f')} tok/s    T_decode  {fmt(s['t_decode_ms'])} ms",
+        f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
         f"  {acceptance_phrase(s)}",
-        f"  tokens per round  {_f(s['tokens_per_round'], '.3f')}   per position a_i: "
+        f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
-        f"  speedup           predicted {_f(s['predicted_speedup'], '.3f', '×')}   measured {_f(s['measured_speedup'], '.3f', '×')}   "
-        f"error {_f(None if s['prediction_error'] is None else s['prediction_error'] * 100, '+.1f', '%')}",
-        f"  break-even        T_verify ≤ {_f(s['break_even_verify_ms'])} ms (≤ {_f(s['break_even_multiple'])} × T_decode)",
+        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}   "
+        f"error {fmt(scaled(s['prediction_error'], 100), '+.1f', '%')}",
+        f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
     ]
     if s["regime"] == "greedy":
-        lines.append(f"  greedy match      {_f(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
+        lines.append(f"  greedy match      {fmt(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
         note = divergence_note(s)
         if note:
             lines.append(f"  divergence        {note}")
@@ -59,10 +59,10 @@ def format_summary(session: Session) -> str:
         for c in bd["categories"]:
             label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
             r = bd["ratios"].get(c)
-            skip = f"{_f(dec['skip_estimates'].get(c)):>8} / {_f(ver['skip_estimates'].get(c))}" if c in dec["skip_estimates"] else ""
-            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {_f(r, '.2f', '×'):>6}    {skip}")
+            skip = f"{fmt(dec['skip_estimates'].get(c)):>8} / {fmt(ver['skip_estimates'].get(c))}" if c in dec["skip_estimates"] else ""
+            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {fmt(r, '.2f', '×'):>6}    {skip}")
         lines.append(f"    {'sum of blocks (barriers)':<40} {dec['block_sum_ms']:>9.2f}   {ver['block_sum_ms']:>12.2f}")
-        lines.append(f"    {'whole graph (no barriers)':<40} {dec['whole_ms']:>9.2f}   {ver['whole_ms']:>12.2f}   {_f(bd['ratios'].get('whole'), '.2f', '×'):>6}")
+        lines.append(f"    {'whole graph (no barriers)':<40} {dec['whole_ms']:>9.2f}   {ver['whole_ms']:>12.2f}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
         lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {dec['inter_block_ms']:>9.2f}   {ver['inter_block_ms']:>12.2f}")
         lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>8.1f}%   {ver['barrier_distortion'] * 100:>11.1f}%")
         if s.get("block_sum_predicted_speedup") is not None:

@@ -97,7 +97,7 @@ def break_even_phrase(multiple: float) -> str:
     """The break-even verify time in units of T_decode; below zero no verify can break even."""
     text = f"break-even needs ≤ {multiple:.2f}× T_decode"
     if multiple <= 0:
-        text += " (out of reach: drafting alone costs more than E·T_decode)"
+        text += " (out of reach: T_draft > E·T_decode)"
     return text
 
 

@@ -43,6 +43,10 @@ class BreakdownChart(BaseChart):
         cats, colors = d["categories"], self.theme["cats"]
         groups = [("decode", 0.0), ("verify", 2.8)]
         ticks = []
+        # data units per pixel once the y range is set below (0 .. 1.5 × the tallest bar): keeps ratio labels apart
+        tallest = max(max(d[side]["block_sum_ms"] or 0.0, d[side]["whole_ms"] or 0.0) for side, _ in groups)
+        per_px = (tallest * 1.5 or 1.0) / max(self.plot_item.vb.height(), 150.0)
+        label_y = -1e9
         top = 0.0
         for gi, (side, x0) in enumerate(groups):
             sd = d[side]
@@ -56,7 +60,8 @@ class BreakdownChart(BaseChart):
                 if gi == 0:
                     self.legend.addItem(bar, d["labels"][i])
                 if side == "verify" and d["ratios"][i] is not None:
-                    self._text(f"×{d['ratios'][i]:.2f}", x0 - 0.42, y0 + v / 2, anchor=(1, 0.5), pt=9, bold=True)
+                    label_y = max(y0 + v / 2, label_y + 15 * per_px)  # thin segments: labels stack, never overlap
+                    self._text(f"×{d['ratios'][i]:.2f}", x0 - 0.42, label_y, anchor=(1, 0.5), pt=9, bold=True)
                 y0 += v
             whole = sd["whole_ms"] or 0.0
             wb = pg.BarGraphItem(x=[x0 + 1.0], y0=[0], height=[whole], width=0.8, brush=self.theme["whole"],

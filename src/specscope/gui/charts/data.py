@@ -2,16 +2,70 @@
 
 This is the one place that turns a Session into what the charts draw, so the
 live app and the exported report images always agree. Statistics (acceptance,
-intervals, the division) come from ``profiler.stats`` / ``Session.summary``;
+intervals, the division) come from ``profiler.stats`` / ``profiler.summary``;
 this module only arranges measured values along an axis.
+
+``all_chart_data`` walks the whole session; ``LiveChartData`` gives the same
+result for a session that grows (the app's snapshots), extending each series
+with the steps and rounds that arrived since it last looked.
 """
 
 from __future__ import annotations
 
+from itertools import chain
+
 from specscope.profiler import stats
-from specscope.profiler.session import CATEGORY_LABELS
+from specscope.profiler.summary import CATEGORY_LABELS, LiveSummary
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
+
+
+# Per-case pieces of the series, shared by the whole-session functions and the live fold: each
+# appends the points of items[start:] to its columns and returns the running state after them.
+
+def _plain_points(ms: list, start: int, t: float, px: list, py: list, window: int = ROLLING_STEPS) -> float:
+    for i in range(start, len(ms)):
+        t += ms[i] / 1000.0
+        lo = max(0, i - window + 1)
+        tot = sum(ms[lo:i + 1])
+        if tot > 0:
+            px.append(t)
+            py.append(1000.0 * (i + 1 - lo) / tot)
+    return t
+
+
+def _spec_points(rs: list, start: int, t: float, sx: list, sy: list, window: int = ROLLING_STEPS) -> float:
+    for i in range(start, len(rs)):
+        t += rs[i]["ms"] / 1000.0
+        lo = max(0, i - window + 1)
+        tot = sum(x["ms"] for x in rs[lo:i + 1])
+        n = sum(len(x["emitted"]) for x in rs[lo:i + 1])
+        if tot > 0:
+            sx.append(t)
+            sy.append(1000.0 * n / tot)
+    return t
+
+
+def _acceptance_points(rs: list, start: int, state: tuple[int, int], k: int, x: list, y: list, lo: list, hi: list):
+    drafted, accepted = state
+    for r in rs[start:]:
+        if len(r["drafted"]) != k:
+            continue
+        drafted += k
+        accepted += r["accepted"]
+        a, b = stats.wilson_interval(accepted, drafted)
+        x.append(drafted)
+        y.append(100.0 * accepted / drafted)
+        lo.append(100.0 * a)
+        hi.append(100.0 * b)
+    return drafted, accepted
+
+
+def _count_emitted(rs: list, start: int, k: int, counts: list) -> None:
+    for r in rs[start:]:
+        n = len(r["emitted"])
+        if 1 <= n <= k + 1:
+            counts[n - 1] += 1
 
 
 def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
@@ -19,25 +73,10 @@ def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
     px, py, sx, sy = [], [], [], []
     t = 0.0
     for c in session.cases:
-        ms = c["plain"]["step_ms"]
-        for i, m in enumerate(ms):
-            t += m / 1000.0
-            lo = max(0, i - window + 1)
-            tot = sum(ms[lo:i + 1])
-            if tot > 0:
-                px.append(t)
-                py.append(1000.0 * (i + 1 - lo) / tot)
+        t = _plain_points(c["plain"]["step_ms"], 0, t, px, py, window)
     t = 0.0
     for c in session.cases:
-        rs = c["spec"]["rounds"]
-        for i, r in enumerate(rs):
-            t += r["ms"] / 1000.0
-            lo = max(0, i - window + 1)
-            tot = sum(x["ms"] for x in rs[lo:i + 1])
-            n = sum(len(x["emitted"]) for x in rs[lo:i + 1])
-            if tot > 0:
-                sx.append(t)
-                sy.append(1000.0 * n / tot)
+        t = _spec_points(c["spec"]["rounds"], 0, t, sx, sy, window)
     return {"plain_x": px, "plain_y": py, "spec_x": sx, "spec_y": sy}
 
 
@@ -45,18 +84,9 @@ def acceptance_series(session) -> dict:
     """Cumulative acceptance over drafted tokens (full-k rounds) with its 95% Wilson band."""
     k = session.k
     x, y, lo, hi = [], [], [], []
-    drafted = accepted = 0
+    state = (0, 0)
     for c in session.cases:
-        for r in c["spec"]["rounds"]:
-            if len(r["drafted"]) != k:
-                continue
-            drafted += k
-            accepted += r["accepted"]
-            a, b = stats.wilson_interval(accepted, drafted)
-            x.append(drafted)
-            y.append(100.0 * accepted / drafted)
-            lo.append(100.0 * a)
-            hi.append(100.0 * b)
+        state = _acceptance_points(c["spec"]["rounds"], 0, state, k, x, y, lo, hi)
     return {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED}
 
 
@@ -64,10 +94,7 @@ def tokens_per_round_hist(session) -> dict:
     k = session.k
     counts = [0] * (k + 1)
     for c in session.cases:
-        for r in c["spec"]["rounds"]:
-            n = len(r["emitted"])
-            if 1 <= n <= k + 1:
-                counts[n - 1] += 1
+        _count_emitted(c["spec"]["rounds"], 0, k, counts)
     return {"bins": list(range(1, k + 2)), "counts": counts}
 
 
@@ -103,8 +130,11 @@ def breakdown_data(summary: dict) -> dict | None:
     }
 
 
-def division_data(session, summary: dict, t_verify_ms: float | None = None, p: float | None = None) -> dict | None:
-    """Predicted speedup over p from measured times; optional what-if overrides of T_verify and p."""
+def division_data(session, summary: dict, t_verify_ms: float | None = None, p: float | None = None,
+                  case_stats=None) -> dict | None:
+    """Predicted speedup over p from measured times; optional what-if overrides of T_verify and p.
+
+    ``case_stats`` (a case -> statistics function) defaults to ``session.case_stats``."""
     s = summary
     if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
         return None
@@ -124,7 +154,7 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
         points.append({"label": "all cases", "p": s["p"], "p_lo": s["p_ci95"][0], "p_hi": s["p_ci95"][1],
                        "speedup": s["measured_speedup"], "main": True})
     for c in session.cases:
-        cs = session.case_stats(c)
+        cs = (case_stats or session.case_stats)(c)
         acc = cs["acceptance"]
         if acc["p"] is not None and cs["measured_speedup"] is not None:
             points.append({"label": c["id"], "p": acc["p"], "p_lo": acc["p_ci95"][0], "p_hi": acc["p_ci95"][1],
@@ -149,12 +179,142 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
 
 def all_chart_data(session, summary: dict | None = None) -> dict:
     summary = session.summary() if summary is None else summary
+    return _chart_data(summary, throughput_series(session), acceptance_series(session), tokens_per_round_hist(session),
+                       breakdown_data(summary), division_data(session, summary))
+
+
+def _chart_data(summary: dict, throughput: dict, acceptance: dict, tpr: dict, breakdown, division) -> dict:
     return {
         "summary": summary,
-        "throughput": {**throughput_series(session), "predicted_tok_s": summary.get("predicted_tok_s"),
+        "throughput": {**throughput, "predicted_tok_s": summary.get("predicted_tok_s"),
                        "plain_tok_s": summary.get("plain_tok_s"), "spec_tok_s": summary.get("spec_tok_s")},
-        "acceptance": {**acceptance_series(session), "regime": summary.get("regime"), "drafted": summary.get("drafted")},
-        "tokens_per_round": {**tokens_per_round_hist(session), "mean": summary.get("tokens_per_round"), "k": summary.get("k")},
-        "breakdown": breakdown_data(summary),
-        "division": division_data(session, summary),
+        "acceptance": {**acceptance, "regime": summary.get("regime"), "drafted": summary.get("drafted")},
+        "tokens_per_round": {**tpr, "mean": summary.get("tokens_per_round"), "k": summary.get("k")},
+        "breakdown": breakdown,
+        "division": division,
     }
+
+
+# -- the same, for a session that grows -----------------------------------------------------------
+
+class _Segment:
+    __slots__ = ("case", "src", "n", "start", "end", "cols")
+
+    def __init__(self, case, src, start, ncols):
+        self.case, self.src, self.n, self.start, self.end = case, src, 0, start, start
+        self.cols = [[] for _ in range(ncols)]
+
+
+class _SeriesFold:
+    """A series that runs across the cases in order (a clock, a cumulative count), kept up to date.
+
+    Each case's segment is extended with the items appended to its list since the last look; a case
+    whose list was replaced or shrank, or whose start state moved (an earlier case changed), is redone
+    from its start. ``columns()`` returns new lists when anything changed, else the same ones as before.
+    """
+
+    def __init__(self, source, extend, ncols: int, initial):
+        self.source, self.extend, self.ncols, self.initial = source, extend, ncols, initial
+        self._segs: dict[int, _Segment] = {}  # by id(case); a segment holds its case, so ids stay unique
+        self._order: list[_Segment] = []
+        self._out: list[list] | None = None
+
+    def columns(self, cases: list[dict]) -> list[list]:
+        state, order, changed = self.initial, [], False
+        for c in cases:
+            src = self.source(c)
+            seg = self._segs.get(id(c))
+            if seg is None or seg.case is not c or seg.src is not src or len(src) < seg.n or seg.start != state:
+                seg = self._segs[id(c)] = _Segment(c, src, state, self.ncols)
+                changed = True
+            if len(src) > seg.n:
+                seg.end = self.extend(src, seg.n, seg.end, *seg.cols)
+                seg.n = len(src)
+                changed = True
+            state = seg.end
+            order.append(seg)
+        if changed or self._out is None or len(order) != len(self._order) or any(a is not b for a, b in zip(order, self._order)):
+            self._order = order
+            self._out = [list(chain.from_iterable(s.cols[j] for s in order)) for j in range(self.ncols)]
+        return self._out
+
+
+class LiveChartData:
+    """``all_chart_data(session, summary)`` for a session that grows the way ``Session.apply`` grows it.
+
+    Series are extended, not rebuilt; a section whose data did not change comes back as the same
+    objects, so a chart can tell at once that it has nothing to redraw. Equal to ``all_chart_data``
+    (tested on the fixture session fed event by event, and on a live run).
+    """
+
+    def __init__(self, session, live_summary: LiveSummary | None = None):
+        self.session = session
+        self.live = live_summary if live_summary is not None else LiveSummary(session)
+        self._k: int | None = None
+        self._plain = _SeriesFold(lambda c: c["plain"]["step_ms"], _plain_points, 2, 0.0)
+        self._spec = _SeriesFold(lambda c: c["spec"]["rounds"], _spec_points, 2, 0.0)
+        self._bd_src = self._bd = None
+        self._tp_key = self._tp = None
+        self._acc_key = self._acc = None
+        self._tpr_key = self._tpr = None
+
+    def _reset_k(self, k: int) -> None:
+        self._k = k
+        self._acc_fold = _SeriesFold(lambda c: c["spec"]["rounds"],
+                                     lambda rs, i, st, *cols: _acceptance_points(rs, i, st, k, *cols), 4, (0, 0))
+        self._tpr_counts: dict[int, tuple] = {}  # id(case) -> (case, rounds, n counted, counts)
+
+    def _tokens_per_round(self, cases: list[dict], k: int) -> list[int]:
+        total = [0] * (k + 1)
+        for c in cases:
+            rs = c["spec"]["rounds"]
+            e = self._tpr_counts.get(id(c))
+            if e is None or e[0] is not c or e[1] is not rs or len(rs) < e[2]:
+                e = (c, rs, 0, [0] * (k + 1))
+            if len(rs) > e[2]:
+                _count_emitted(rs, e[2], k, e[3])
+                e = (c, rs, len(rs), e[3])
+            self._tpr_counts[id(c)] = e
+            total = [a + b for a, b in zip(total, e[3])]
+        return total
+
+    def chart_data(self, summary: dict | None = None) -> dict:
+        s = self.session
+        summary = self.live.summary() if summary is None else summary
+        cases, k = s.cases, s.k
+        if k != self._k:
+            self._reset_k(k)
+        px, py = self._plain.columns(cases)
+        sx, sy = self._spec.columns(cases)
+        tp_key = (px, sx, summary.get("predicted_tok_s"), summary.get("plain_tok_s"), summary.get("spec_tok_s"))
+        if self._tp is None or not _same(tp_key, self._tp_key):
+            self._tp_key = tp_key
+            self._tp = {"plain_x": px, "plain_y": py, "spec_x": sx, "spec_y": sy, "predicted_tok_s": tp_key[2],
+                        "plain_tok_s": tp_key[3], "spec_tok_s": tp_key[4]}
+        x, y, lo, hi = self._acc_fold.columns(cases)
+        acc_key = (x, summary.get("regime"), summary.get("drafted"))
+        if self._acc is None or not _same(acc_key, self._acc_key):
+            self._acc_key = acc_key
+            self._acc = {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED,
+                         "regime": acc_key[1], "drafted": acc_key[2]}
+        counts = self._tokens_per_round(cases, k)
+        tpr_key = (summary.get("tokens_per_round"), k)
+        if self._tpr is None or counts != self._tpr["counts"] or tpr_key != self._tpr_key:
+            self._tpr_key = tpr_key
+            self._tpr = {"bins": list(range(1, k + 2)), "counts": counts, "mean": tpr_key[0], "k": k}
+        bd = summary.get("breakdown")
+        if self._bd is None or bd is not self._bd_src:
+            self._bd_src, self._bd = bd, breakdown_data(summary)
+        return {
+            "summary": summary,
+            "throughput": self._tp,
+            "acceptance": self._acc,
+            "tokens_per_round": self._tpr,
+            "breakdown": self._bd,
+            "division": division_data(s, summary, case_stats=self.live.case_stats),
+        }
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Same series objects (lists compared by identity) and equal numbers."""
+    return len(a) == len(b) and all(x is y if isinstance(x, list) else x == y for x, y in zip(a, b))

@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
 
 from specscope.errors import SpecscopeError
+from specscope.profiler.display import offscreen_if_headless
 from specscope.profiler.plugins import import_error_message
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
@@ -19,13 +18,7 @@ last_error: dict[str, str] = {}
 
 def ensure_app():
     """A Qt application for offscreen drawing; headless Linux gets the offscreen platform."""
-    if (
-        sys.platform.startswith("linux")
-        and not os.environ.get("QT_QPA_PLATFORM")
-        and not os.environ.get("DISPLAY")
-        and not os.environ.get("WAYLAND_DISPLAY")
-    ):
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    offscreen_if_headless()
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()

@@ -7,17 +7,22 @@ from PySide6 import QtCore, QtWidgets
 from ..charts import BreakdownChart
 from .common import fmt, plain_label
 
+NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
 
 
 class BreakdownView(QtWidgets.QWidget):
     def __init__(self, theme: dict, parent=None):
         super().__init__(parent)
-        lay = QtWidgets.QHBoxLayout(self)
+        lay = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.LeftToRight, self)
         lay.setContentsMargins(8, 8, 8, 8)
+        self._outer = lay
         self.chart = BreakdownChart(theme)
-        lay.addWidget(self.chart, 1)
-        side = QtWidgets.QVBoxLayout()
+        lay.addWidget(self.chart, 2)
+        side = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.TopToBottom)
+        self._side = side
+        tablebox = QtWidgets.QVBoxLayout()
+        tablebox.setContentsMargins(0, 0, 0, 0)
         self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()
@@ -25,13 +30,16 @@ class BreakdownView(QtWidgets.QWidget):
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        hh.setStretchLastSection(True)
+        hh.setStretchLastSection(False)  # sized to its content: see _fit_table
         self.table.setToolTip("skip est.: the category's cost estimated without barriers "
                               "(whole graph minus the graph with that category skipped)")
         self.table.setWordWrap(False)
         self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        side.addWidget(plain_label("Per category (median over cases)"))
-        side.addWidget(self.table, 0)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
+        tablebox.addWidget(plain_label("Per category (median over cases)"))
+        tablebox.addWidget(self.table, 0)
+        tablebox.addStretch(1)
+        side.addLayout(tablebox, 0)
         self.rulers = plain_label("No breakdown yet: it is measured after each case's plain run (Breakdown option).")
         self.rulers.setObjectName("rulers")
         self.rulers.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
@@ -40,6 +48,29 @@ class BreakdownView(QtWidgets.QWidget):
         w.setLayout(side)
         side.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(w, 1)
+        self._narrow: bool | None = None
+
+    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
+        super().resizeEvent(e)
+        self._arrange(self.width() < NARROW)
+
+    def _arrange(self, narrow: bool) -> None:
+        """Wide: chart | table over notes. Narrow: chart over (table | notes), so the bars' labels keep their room."""
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        D = QtWidgets.QBoxLayout.Direction
+        self._outer.setDirection(D.TopToBottom if narrow else D.LeftToRight)
+        self._outer.setStretch(0, 1 if narrow else 2)  # wide: the chart gets two thirds, the table what it needs
+        self._outer.setStretch(1, 0 if narrow else 1)
+        self._side.setDirection(D.LeftToRight if narrow else D.TopToBottom)
+        self._side.setSpacing(16 if narrow else 6)
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """The whole table stays visible (no horizontal scrolling), and no wider than its columns."""
+        width = self.table.horizontalHeader().length() + 2 * self.table.frameWidth()
+        self.table.setFixedWidth(width)
 
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)
@@ -72,6 +103,7 @@ class BreakdownView(QtWidgets.QWidget):
                 if c:
                     it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, it)
+        self._fit_table()
         k1 = ver["positions"]
         lines = [
             "Two rulers",

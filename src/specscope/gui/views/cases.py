@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.session import CATEGORY_LABELS  # noqa: F401  (labels for categories live with the session)
+from specscope.profiler.summary import CATEGORY_LABELS  # noqa: F401  (labels for categories live with the summary)
 
-from .common import breakable, plain_label
+from .common import breakable, fmt, plain_label
 
-COLUMNS = ["Case", "Category", "Acceptance (95% CI)", "Drafted", "Plain tok/s", "Spec tok/s", "Predicted ×", "Measured ×",
-           "Output match", "Status"]
+COLUMNS = ["Case", "Category", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
+           "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px
 CAT_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
@@ -122,10 +122,10 @@ class CasesView(QtWidgets.QWidget):
                 (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
                  acc["p"] if acc["p"] is not None else -1.0),
                 (str(acc["drafted"]), acc["drafted"]),
-                (_f(st["plain_tok_s"], ".1f"), st["plain_tok_s"] or -1.0),
-                (_f(st["spec_tok_s"], ".1f"), st["spec_tok_s"] or -1.0),
-                (_f(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
-                (_f(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
+                (fmt(st["plain_tok_s"], ".1f"), st["plain_tok_s"] or -1.0),
+                (fmt(st["spec_tok_s"], ".1f"), st["spec_tok_s"] or -1.0),
+                (fmt(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
+                (fmt(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
                 (mtext, msort),
                 ("done" if case.get("complete") else "partial", 1 if case.get("complete") else 0),
             ]
@@ -224,5 +224,4 @@ class CasesView(QtWidgets.QWidget):
         edit.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
 
 
-def _f(x, spec):
-    return "—" if x is None else format(x, spec)
+

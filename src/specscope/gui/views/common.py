@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from PySide6 import QtCore, QtWidgets
+
+from specscope.profiler.formatting import DASH
+from specscope.profiler.formatting import fmt as _fmt
 
 LABEL_MAX_CHARS = 2000  # a label shows at most this much of a (hostile or runaway) text
 ZWSP = "\u200b"
@@ -20,6 +24,22 @@ def breakable(text: str, every: int = 80) -> str:
     if not text or len(text) <= every:
         return text
     return re.sub(r"\S{%d}(?=\S)" % every, lambda m: m.group(0) + ZWSP, text)
+
+
+def home_relative(path) -> str:
+    """A path as the user reads it: ``~/…`` under the home folder, unchanged elsewhere."""
+    text = os.fspath(path)
+    home = os.path.expanduser("~").rstrip("/\\")
+    if not home or home == "~" or len(home) <= 1:
+        return text
+    if not os.path.isabs(os.path.expanduser(text)):
+        return text  # relative to the working folder: already short, and no home path in it
+    full = os.path.normpath(os.path.expanduser(text))
+    if full == home:
+        return "~"
+    if full.startswith(home + os.sep):
+        return "~" + os.sep + full[len(home) + 1:]
+    return text
 
 
 def clip(text: str, limit: int = LABEL_MAX_CHARS) -> str:
@@ -72,5 +92,6 @@ class Tile(QtWidgets.QFrame):
         self.note.setText(note)
 
 
-def fmt(x, spec: str = ".1f", suffix: str = "", none: str = "—") -> str:
-    return none if x is None else f"{x:{spec}}{suffix}"
+def fmt(x, spec: str = ".1f", suffix: str = "", none: str = DASH) -> str:
+    """The core's one "format or dash" rule, with the app's default precision."""
+    return _fmt(x, spec, suffix, none)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.profiler.formatting import scaled
 from specscope.profiler.verdict import acceptance_phrase
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
@@ -62,7 +63,7 @@ class LiveView(QtWidgets.QWidget):
                         f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
         m = s.get("measured_speedup")
         self.t_speed.set(fmt(m, ".3f", "×"),
-                         f"prediction error {fmt(s.get('prediction_error') and s['prediction_error'] * 100, '+.1f', '%')}")
+                         f"prediction error {fmt(scaled(s.get('prediction_error'), 100), '+.1f', '%')}")
         p = s.get("p")
         phrase = acceptance_phrase(s)
         self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",

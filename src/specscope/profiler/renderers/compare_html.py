@@ -6,7 +6,7 @@ charts, no scripts, no URLs; all text escaped. Qt-free.
 
 from __future__ import annotations
 
-from .html_common import SCREEN_CSS, esc, f
+from .html_common import SCREEN_CSS, esc
 
 EXTRA_CSS = """
 td.win { color: var(--good); font-weight: 600; }

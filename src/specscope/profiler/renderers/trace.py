@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from ..session import CATEGORY_LABELS
+from ..summary import CATEGORY_LABELS
 from . import redact
 
 GAP_US = 1000.0  # spacing between phases that were not timed back to back

@@ -1,0 +1,274 @@
+"""Compare page: two sessions side by side, like ``specscope compare A B``.
+
+Everything shown comes from ``profiler.compare.compare`` (Qt-free): every summary figure with the
+two values, the delta (B − A), which way is better and who wins by how much; per-category
+verify ÷ decode ratios, the breakdown and acceptance per content category. Sessions measured in
+different sampling regimes are refused with compare's own message unless "Timings only" is ticked.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from specscope.errors import SpecscopeError
+from specscope.profiler.compare import compare
+
+from .common import home_relative, plain_label
+
+HEADERS = ["Figure", "A", "B", "Δ (B − A)", "Better", "Winner"]
+PERCENT_KEYS = {"p", "prediction_error", "match_rate", "barrier_distortion"}
+SECTIONS = [
+    ("figures", "Summary", None),
+    ("ratios", "Verify ÷ decode per category (lower is cheaper verify)", "×"),
+    ("breakdown", "Breakdown per forward pass", None),
+    ("acceptance_by_category", "Acceptance by content category", "%"),
+]
+EMPTY_HINT = ("Pick two sessions to compare: select two rows on the History page and press Compare, "
+              "or use File → Compare sessions….")
+
+
+def _is_percent(row: dict, unit: str | None) -> bool:
+    return unit == "%" or row.get("key", "").split(".")[-1] in PERCENT_KEYS
+
+
+def _decimals(unit: str) -> int:
+    return {"tok/s": 1, "ms": 2}.get(unit, 3)
+
+
+def fmt_value(x, unit: str, percent: bool) -> str:
+    if x is None:
+        return "—"
+    if percent:
+        return f"{x * 100:.1f}%"
+    text = f"{x:.{_decimals(unit)}f}"
+    if unit == "×":
+        return text + "×"
+    return f"{text} {unit}" if unit else text
+
+
+def _relative_meaningful(row: dict) -> bool:
+    """A relative change ("+3943%") only reads right when both values are on the same side of zero."""
+    a, b = row.get("a"), row.get("b")
+    return a is not None and b is not None and a != 0 and (a > 0) == (b > 0)
+
+
+def fmt_delta(row: dict, unit: str, percent: bool) -> str:
+    d = row.get("delta")
+    if d is None:
+        return "—"
+    if percent:
+        return f"{d * 100:+.1f} pts"
+    text = f"{d:+.{_decimals(unit)}f}" + ("×" if unit == "×" else f" {unit}" if unit else "")
+    if row.get("relative") is not None and _relative_meaningful(row):
+        text += f" ({row['relative'] * 100:+.1f}%)"
+    return text
+
+
+def fmt_better(b) -> str:
+    return {"higher": "higher", "lower": "lower", "abs-lower": "closer to 0"}.get(b, "—")
+
+
+def fmt_winner(row: dict) -> str:
+    w = row.get("winner")
+    if w is None:
+        return "—"
+    if w == "tie":
+        return "tie (< 0.5%)"
+    if row.get("by") and (row.get("better") == "abs-lower" or _relative_meaningful(row)):
+        return f"{w} · {row['by']}"
+    return str(w)
+
+
+def describe(path: str | None, session) -> str:
+    cfg = session.config
+    model = (session.data.get("model") or {}).get("name") or cfg.get("model") or "?"
+    drafter = (cfg.get("drafter") or {}).get("name") or "?"
+    started = session.data.get("started_at")
+    when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") if isinstance(started, (int, float)) else ""
+    bits = [Path(path).name if path else "open session", model, f"{drafter}, k = {session.k}", session.regime,
+            f"{len(session.cases)} cases", session.status]
+    if when:
+        bits.insert(1, when)
+    return " · ".join(bits)
+
+
+class CompareView(QtWidgets.QWidget):
+    def __init__(self, theme: dict, parent=None):
+        super().__init__(parent)
+        self.theme = theme
+        self.a = self.b = None
+        self.paths: tuple[str | None, str | None] = (None, None)
+        self.result: dict | None = None
+        self.refusal: str | None = None
+
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        top = QtWidgets.QHBoxLayout()
+        names = QtWidgets.QVBoxLayout()
+        names.setSpacing(2)
+        self.label_a = plain_label("A: —", wrap=True)
+        self.label_b = plain_label("B: —", wrap=True)
+        for lab in (self.label_a, self.label_b):
+            names.addWidget(lab)
+        top.addLayout(names, 1)
+        self.timings_only = QtWidgets.QCheckBox("Timings only")
+        self.timings_only.setToolTip("Compare the timings alone, leaving out acceptance and everything that depends on it "
+                                     "(needed when the sessions were measured in different sampling regimes)")
+        self.timings_only.toggled.connect(lambda _: self.recompute())
+        self.swap_btn = QtWidgets.QPushButton("Swap A ↔ B")
+        self.swap_btn.clicked.connect(self.swap)
+        self.pick_btn = QtWidgets.QPushButton("Pick sessions…")
+        self.pick_btn.setToolTip("Choose two session files to compare")
+        for w in (self.timings_only, self.swap_btn, self.pick_btn):
+            top.addWidget(w, 0, QtCore.Qt.AlignmentFlag.AlignTop)
+        lay.addLayout(top)
+
+        self.headline = plain_label(EMPTY_HINT)
+        self.headline.setObjectName("compareHead")
+        lay.addWidget(self.headline)
+        self.refused = plain_label("")
+        self.refused.setObjectName("errorBanner")
+        self.refused.hide()
+        lay.addWidget(self.refused)
+
+        self.table = QtWidgets.QTableWidget(0, len(HEADERS))
+        self.table.setHorizontalHeaderLabels(HEADERS)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        hh.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Interactive)
+        hh.setStretchLastSection(True)
+        lay.addWidget(self.table, 1)
+        self.notes = plain_label("")
+        self.notes.setObjectName("muted")
+        lay.addWidget(self.notes)
+        self._update_enabled()
+
+    # -- input -------------------------------------------------------------------------
+    def set_sessions(self, a, b, paths=(None, None)) -> None:
+        self.a, self.b = a, b
+        self.paths = tuple(paths)
+        self.recompute()
+
+    def swap(self) -> None:
+        if self.a is not None and self.b is not None:
+            self.set_sessions(self.b, self.a, (self.paths[1], self.paths[0]))
+
+    def recompute(self) -> None:
+        self.result = self.refusal = None
+        if self.a is None or self.b is None:
+            self._show()
+            return
+        try:
+            self.result = compare(self.a, self.b, names=("A", "B"), timings_only=self.timings_only.isChecked())
+        except SpecscopeError as exc:
+            self.refusal = str(exc)
+        self._show()
+
+    # -- output --------------------------------------------------------------------------
+    def _show(self) -> None:
+        self._update_enabled()
+        if self.a is None or self.b is None:
+            self.label_a.setText("A: —")
+            self.label_b.setText("B: —")
+            self.headline.setText(EMPTY_HINT)
+            self.refused.hide()
+            self.table.setRowCount(0)
+            self.notes.setText("")
+            return
+        self.label_a.setText("A: " + describe(self.paths[0], self.a))
+        self.label_b.setText("B: " + describe(self.paths[1], self.b))
+        for lab, p in ((self.label_a, self.paths[0]), (self.label_b, self.paths[1])):
+            lab.setToolTip(home_relative(p) if p else "")
+        if self.refusal:
+            self.headline.setText("Not compared.")
+            self.refused.setText(self.refusal + "  Tick “Timings only” to compare the timings alone.")
+            self.refused.show()
+            self.table.setRowCount(0)
+            self.notes.setText("")
+            return
+        self.refused.hide()
+        r = self.result
+        self.headline.setText(r["headline"])
+        self._fill(r)
+        self.notes.setText("\n".join(f"• {n}" for n in r["notes"]))
+
+    def _fill(self, r: dict) -> None:
+        t = self.table
+        t.setRowCount(0)
+        muted = QtGui.QColor(self.theme.get("muted", "#6e7781"))
+        good = QtGui.QColor(self.theme.get("accept", "#1a7f37"))
+        bold = QtGui.QFont(t.font())
+        bold.setBold(True)
+        right = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
+        for key, title, default_unit in SECTIONS:
+            rows = r.get(key) or []
+            if not rows:
+                continue
+            n = t.rowCount()
+            t.insertRow(n)
+            head = QtWidgets.QTableWidgetItem(title)
+            head.setFont(bold)
+            head.setFlags(QtCore.Qt.ItemFlag.ItemIsEnabled)
+            t.setItem(n, 0, head)
+            t.setSpan(n, 0, 1, len(HEADERS))
+            for row in rows:
+                unit = row.get("unit", default_unit if default_unit not in (None, "%") else "")
+                if default_unit == "×":
+                    unit = "×"
+                pct = _is_percent(row, default_unit)
+                cells = [row["label"], fmt_value(row.get("a"), unit, pct), fmt_value(row.get("b"), unit, pct),
+                         fmt_delta(row, unit, pct), fmt_better(row.get("better")), fmt_winner(row)]
+                n = t.rowCount()
+                t.insertRow(n)
+                for col, text in enumerate(cells):
+                    it = QtWidgets.QTableWidgetItem(text)
+                    it.setData(QtCore.Qt.ItemDataRole.UserRole, row.get("key"))
+                    if col in (1, 2, 3):
+                        it.setTextAlignment(right)
+                    if col == 0:
+                        it.setText("   " + text)
+                    w = row.get("winner")
+                    if col == 5:
+                        if w == "tie" or w is None:
+                            it.setForeground(muted)
+                        else:
+                            it.setForeground(good)
+                    if (col == 1 and w == r["names"][0]) or (col == 2 and w == r["names"][1]):
+                        it.setFont(bold)
+                    if col == 4:
+                        it.setForeground(muted)
+                    t.setItem(n, col, it)
+        t.resizeColumnsToContents()
+        t.horizontalHeader().resizeSection(0, min(max(t.horizontalHeader().sectionSize(0), 220), 360))
+
+    def _update_enabled(self) -> None:
+        have = self.a is not None and self.b is not None
+        self.swap_btn.setEnabled(have)
+
+    # -- for tests and the window -------------------------------------------------------------
+    def figure(self, key: str) -> dict | None:
+        """The first compare row whose key is ``key`` ("plain_tok_s", a category such as "moe", "verify.whole_ms")."""
+        if not self.result:
+            return None
+        for section, _, _ in SECTIONS:
+            for row in self.result.get(section) or []:
+                if row.get("key") == key:
+                    return row
+        return None
+
+    def row_texts(self) -> list[list[str]]:
+        t = self.table
+        return [[(t.item(r, c).text() if t.item(r, c) else "") for c in range(t.columnCount())] for r in range(t.rowCount())]
+
+    def apply_theme(self, theme: dict) -> None:
+        self.theme = theme
+        if self.result:
+            self._fill(self.result)
