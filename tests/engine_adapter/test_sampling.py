@@ -87,7 +87,7 @@ def test_accept_reject_rule_preserves_target_distribution():
     for seed in range(n):
         s = Sampling(temp=1.0, seed=seed)
         draft_token = int(np.random.default_rng(10_000 + seed).choice(4, p=np.array(q[0])))
-        accepted, bonus, _ = s.verify(p_logits, Draft([draft_token], probs=q), None, 0)
+        accepted, bonus, _ = s.verify(p_logits, Draft([draft_token], probs=q), 0)
         first = draft_token if accepted == 1 else bonus
         counts[first] += 1
     assert chi2_goodness_of_fit(counts, p0) > ALPHA, (counts, p0 * n)
@@ -99,7 +99,7 @@ def test_point_mass_rule_preserves_target_distribution():
     counts = np.zeros(4)
     n = 6000
     for seed in range(n):
-        accepted, bonus, _ = Sampling(temp=1.0, seed=seed).verify(p_logits, Draft([1]), None, 0)
+        accepted, bonus, _ = Sampling(temp=1.0, seed=seed).verify(p_logits, Draft([1]), 0)
         counts[1 if accepted else bonus] += 1
     assert chi2_goodness_of_fit(counts, p0) > ALPHA, counts
 
@@ -167,7 +167,7 @@ def test_speculative_sampling_matches_plain_on_a_tiny_model(tiny, plain_counts):
 def test_the_chi_square_detects_a_broken_rule(tiny, plain_counts, monkeypatch):
     """The same test, with a rule that accepts every draft: the distribution shifts and the test sees it."""
 
-    def always_accept(self, logits, draft, key, position):
+    def always_accept(self, logits, draft, position):
         p = np.array(self.probs(logits), dtype=np.float64)
         k = len(draft.tokens)
         rng = np.random.default_rng([self.seed, position])

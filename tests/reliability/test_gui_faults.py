@@ -91,8 +91,8 @@ def test_autosave_failure_is_shown_and_data_kept(window, qtbot, monkeypatch, tmp
 def _events():
     case = {"id": "c1", "category": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
     yield {"event": "run_started", "config": {"num_draft_tokens": 1, "n_cases": 1, "max_tokens": 4}, "environment": {},
-           "model": {"name": "m"}}
-    yield {"event": "case_started", "case": case, "phase": "plain"}
+           "model": {"name": "m"}, "cases": [case]}
+    yield {"event": "case_started", "case": case, "index": 0, "phase": "plain"}
     yield {"event": "prefill", "case": "c1", "mode": "plain", "token": 5, "ms": 3.0, "n_prompt": 2}
     yield {"event": "step", "case": "c1", "i": 1, "token": 6, "ms": 1.0}
     yield {"event": "step", "case": "c1", "i": 2, "token": 7, "ms": 1.0}

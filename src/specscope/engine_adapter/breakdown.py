@@ -54,7 +54,7 @@ from mlx.utils import tree_flatten
 from mlx_lm.models.cache import make_prompt_cache
 
 from .decoding import prefill
-from .rollback import Checkpoint, capturing, install_capture, is_hybrid
+from .rollback import CacheSnapshot, capturing, install_capture, is_hybrid
 
 CATEGORIES = ["linear_attention", "full_attention", "moe", "dense_mlp", "output_head", "other", "unclassified"]
 SKIPPABLE = ("linear_attention", "full_attention", "moe", "dense_mlp", "output_head")
@@ -587,13 +587,13 @@ def _median(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
-def measure_forward(model, cache, checkpoint, tokens: list[int], reps: int, skip: bool = True) -> dict:
+def measure_forward(model, cache, snapshot, tokens: list[int], reps: int, skip: bool = True) -> dict:
     """The two rulers (and skip estimates) for one forward over ``len(tokens)`` positions."""
     x = mx.array(tokens, dtype=mx.uint32)
     capture = len(tokens) > 1 and is_hybrid(model)
 
     def run(mode=None, skip_cat=None):
-        checkpoint.restore()
+        snapshot.restore()
         _state.update(mode=mode, skip=skip_cat, acc={c: 0.0 for c in CATEGORIES}, stack=[])
         ms = _forward_ms(model, cache, x, capture)
         acc = dict(_state["acc"])
@@ -616,7 +616,7 @@ def measure_forward(model, cache, checkpoint, tokens: list[int], reps: int, skip
                 for c in skipped:
                     skipped[c].append(run("skip", c)[0])
         uncalled = inst.uncalled()
-    checkpoint.restore()
+    snapshot.restore()
     whole_ms = _median(whole)
     blocks_ms = {c: _median(v) for c, v in blocks.items()}
     block_sum = sum(blocks_ms.values())
@@ -640,7 +640,7 @@ def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int,
         install_capture(model)
     cache = make_prompt_cache(model)
     mx.eval(prefill(model, cache, prompt))
-    cp = Checkpoint(cache)
+    cp = CacheSnapshot(cache)
     toks = (list(continuation) + [prompt[-1]] * (k + 1))[: k + 1]
     decode = measure_forward(model, cache, cp, toks[:1], reps, skip)
     verify = measure_forward(model, cache, cp, toks, reps, skip)

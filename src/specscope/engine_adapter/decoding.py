@@ -46,14 +46,13 @@ def plain_generate(
     """Plain decoding: one forward per token. Yields ``Prefill`` then ``PlainStep``s."""
     sampling = sampling or Sampling()
     cache = make_prompt_cache(model)
-    key = sampling.key()
     t0 = _now_ms()
-    y = sampling.sample(prefill(model, cache, prompt), key, 0)
+    y = sampling.sample(prefill(model, cache, prompt), 0)
     mx.async_eval(y)
     n, t_prev = 0, t0
     while True:
         if n + 1 < max_tokens:
-            nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], key, n + 1)
+            nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], n + 1)
             mx.async_eval(nxt)
         tok = y.item()
         t = _now_ms()
@@ -91,10 +90,9 @@ def speculative_generate(
         install_tap(model)
     cache = make_prompt_cache(model)
     rollback = VerifyRollback(model, cache)
-    key = sampling.key()
     t0 = _now_ms()
     with tapping(drafter.needs_hidden) as tap:
-        last = sampling.sample(prefill(model, cache, prompt), key, 0).item()
+        last = sampling.sample(prefill(model, cache, prompt), 0).item()
     drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
     yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
     emitted, r = 1, 0
@@ -107,7 +105,7 @@ def speculative_generate(
         rollback.before_verify()
         with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(inputs[None], cache=cache)[0]
-        accepted, bonus, extra = sampling.verify(logits, draft, key, emitted)
+        accepted, bonus, extra = sampling.verify(logits, draft, emitted)
         t_verified = _now_ms()
         rollback.record(cap, k + 1, inputs)
         touched = rollback.rollback(accepted)

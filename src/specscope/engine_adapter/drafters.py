@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
-from .rollback import Checkpoint
+from .rollback import CacheSnapshot
 
 
 @dataclass
@@ -108,7 +108,7 @@ class DraftModelDrafter(Drafter):
         self.name = name
         self.cache = None
         self.pending: list[int] = []
-        self.checkpoints: list[Checkpoint] = []
+        self.checkpoints: list[CacheSnapshot] = []
 
     def begin(self, prompt, first_token, hidden=None):
         self.cache = make_prompt_cache(self.model)
@@ -127,7 +127,7 @@ class DraftModelDrafter(Drafter):
             y = mx.argmax(logits, axis=-1, keepdims=True).astype(mx.uint32)
             out.append(y)
             # checkpoints[i]: the cache after feeding pending + d1..di
-            self.checkpoints.append(Checkpoint(self.cache))
+            self.checkpoints.append(CacheSnapshot(self.cache))
         if not out:
             return Draft([])
         toks = mx.concatenate(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 
 from .checkpoint import Checkpoint, open_checkpoint
-from .loader import LoadedModel, system_memory_bytes
+from .loader import MEMORY_LIMIT_FRACTION, LoadedModel, system_memory_bytes
 
 MTP_REQUIRED = ("mtp.fc.weight", "mtp.norm.weight")
 
@@ -214,6 +214,7 @@ def describe(lm: LoadedModel) -> dict:
         "kv_cache_bytes": kv_bytes,
         "kv_cache_bytes_per_token": kv["bytes_per_token"],  # growth per token once sliding windows are full
         "system_memory_bytes": mem,
+        "memory_limit_fraction": MEMORY_LIMIT_FRACTION,
         "demo": ck.config.get("specscope_demo"),
         "compatibility": _compatibility(model),
     }

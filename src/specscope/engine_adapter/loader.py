@@ -46,9 +46,13 @@ def system_memory_bytes() -> int | None:
         return None
 
 
+# A model whose weights take more than this share of memory is refused (and flagged by inspect and the app).
+MEMORY_LIMIT_FRACTION = 0.9
+
+
 def check_memory(ck: Checkpoint, allow_oversize: bool = False) -> None:
     total = system_memory_bytes()
-    if total and not allow_oversize and ck.file_bytes > 0.9 * total:
+    if total and not allow_oversize and ck.file_bytes > MEMORY_LIMIT_FRACTION * total:
         raise SpecscopeError(
             f"{ck.path.name} needs about {ck.file_bytes / 2**30:.1f} GiB for weights alone but this machine has "
             f"{total / 2**30:.1f} GiB; pass --allow-oversize to try anyway"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -39,10 +39,6 @@ class SpecRound:
     ms: float  # whole round, wall clock, including bookkeeping
     extra: dict = field(default_factory=dict)
     type: str = "round"
-
-
-def to_dict(record) -> dict:
-    return asdict(record)
 
 
 def tokens_of(records) -> list[int]:

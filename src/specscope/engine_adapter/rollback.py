@@ -249,7 +249,7 @@ class VerifyRollback:
         self.capture: _Capture | None = None
         self.width = 0
         self.inputs: mx.array | None = None
-        self.saved: "Checkpoint | None" = None
+        self.saved: "CacheSnapshot | None" = None
 
     @property
     def mode(self) -> str:
@@ -258,7 +258,7 @@ class VerifyRollback:
     def before_verify(self) -> None:
         """Call right before the verify forward: replay mode snapshots every cache."""
         if self.replay:
-            self.saved = Checkpoint(self.cache)
+            self.saved = CacheSnapshot(self.cache)
 
     def record(self, capture: _Capture, width: int, inputs: mx.array | None = None) -> None:
         self.capture, self.width, self.inputs = capture, width, inputs
@@ -354,7 +354,7 @@ def _restore(c, s) -> None:
             _restore(sub, ss)
 
 
-class Checkpoint:
+class CacheSnapshot:
     """A snapshot of a cache list that can be restored later, exact for every cache kind in the registry."""
 
     def __init__(self, cache: list):

@@ -39,9 +39,6 @@ class Sampling:
     def to_dict(self) -> dict:
         return {"temp": self.temp, "top_p": self.top_p, "seed": self.seed, "regime": self.regime}
 
-    def key(self):
-        return None if self.greedy else mx.random.key(self.seed)
-
     # -- distributions ---------------------------------------------------
     def probs(self, logits: mx.array) -> mx.array:
         """Target distribution over the vocabulary (rows of ``logits``), temperature and top-p applied."""
@@ -56,7 +53,7 @@ class Sampling:
             p = p / p.sum(axis=-1, keepdims=True)
         return p
 
-    def sample(self, logits_row: mx.array, key, index: int) -> mx.array:
+    def sample(self, logits_row: mx.array, index: int) -> mx.array:
         """One token from one row of logits (lazy)."""
         if self.greedy:
             lp = logits_row - mx.logsumexp(logits_row, axis=-1, keepdims=True)
@@ -67,7 +64,7 @@ class Sampling:
         return mx.random.categorical(mx.log(p), key=step_key).astype(mx.uint32)
 
     # -- speculative verification ---------------------------------------
-    def verify(self, logits: mx.array, draft, key, position: int) -> tuple[int, int, dict]:
+    def verify(self, logits: mx.array, draft, position: int) -> tuple[int, int, dict]:
         """Accepted count and the bonus token for one verify forward over ``k+1`` positions."""
         d = draft.tokens
         k = len(d)

@@ -100,8 +100,9 @@ def describe_line(d: dict) -> str:
     if mem:
         parts.append(f"needs ≈ {mem / 2**30:.2f} GiB" if mem >= 2**30 else f"needs ≈ {mem / 2**20:.0f} MiB")
     sysmem = d.get("system_memory_bytes")
-    if mem and sysmem and mem > 0.75 * sysmem:
-        parts.append(f"⚠ more than 75% of {sysmem / 2**30:.0f} GiB memory")
+    limit = d.get("memory_limit_fraction") or 0.9
+    if mem and sysmem and mem > limit * sysmem:
+        parts.append(f"⚠ more than {limit:.0%} of {sysmem / 2**30:.0f} GiB memory")
     if d.get("demo"):
         parts.append("synthetic demo: real timings, meaningless text and acceptance")
     comp = d.get("compatibility") or {}

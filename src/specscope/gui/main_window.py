@@ -231,7 +231,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.session_path = path
         self.model.reset(Session(), autosave_path=path)
         self._run_started = time.monotonic()
-        self._cfg = cfg
         self._status_msg = "starting the worker…"
         self.worker.start(cfg)
         self.eta_timer.start()

@@ -5,6 +5,10 @@ atomically as it grows, and — at most 4 times a second (FRAME_MS), only when s
 changed — publishes one snapshot of plain values (the summary and the chart
 series) through a Qt signal. Views never compute statistics: they draw what the
 snapshot says.
+
+Snapshots are built incrementally (``profiler.summary.LiveSummary``, ``charts.data.LiveChartData``):
+each folds only the steps and rounds that arrived since the last one, so a snapshot late in a long
+run costs what one early in it does. They equal a full recomputation (tested).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from PySide6 import QtCore
 
 from specscope.profiler.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
 from specscope.profiler.session import Session
+from specscope.profiler.summary import LiveSummary
 
 from .charts import data as chart_data
 
@@ -93,8 +98,9 @@ class SessionModel(QtCore.QObject):
             return
         self._dirty = False
         s = self.session
-        summary = s.summary()
-        snap = chart_data.all_chart_data(s, summary)
+        live = self._live_data()
+        summary = live.live.summary()
+        snap = live.chart_data(summary)
         snap["status"] = s.status
         snap["errors"] = list(s.data.get("errors", []))
         snap["environment"] = dict(s.data.get("environment", {}))
@@ -106,4 +112,11 @@ class SessionModel(QtCore.QObject):
         self.snapshot.emit(snap)
         if self._cases_dirty:
             self._cases_dirty = False
-            self.cases_changed.emit([(c, s.case_stats(c)) for c in s.cases])
+            self.cases_changed.emit([(c, live.live.case_stats(c)) for c in s.cases])
+
+    def _live_data(self) -> chart_data.LiveChartData:
+        """The incremental summary and chart series of the current session (new ones for a new session)."""
+        live = getattr(self, "_live", None)
+        if live is None or live.session is not self.session:
+            live = self._live = chart_data.LiveChartData(self.session, LiveSummary(self.session))
+        return live

@@ -14,7 +14,6 @@ from .views.common import PlainLabel
 
 DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
 MAX_RECENT = 8
-SUITE_CASES = 18
 
 
 class SetupPanel(QtWidgets.QWidget):

@@ -7,8 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specscope.errors import SpecscopeError
+
+if TYPE_CHECKING:
+    from .config import RunConfig
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -324,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
     b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "all"])
     src = b.add_mutually_exclusive_group()
-    src.add_argument("--demo", action="store_true", default=True)
+    src.add_argument("--demo", action="store_true", help="the demo model (the default when no --model is given)")
     src.add_argument("--model")
     b.add_argument("--draft-model")
     add_download_arg(b)
@@ -346,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int)
     g.add_argument("--drafter")
     g.add_argument("--num-draft-tokens", "-k", type=int)
-    g.add_argument("--view", help="page to show first (live, breakdown, division, cases)")
+    g.add_argument("--view", help="page to show first (live, breakdown, division, cases, history, compare)")
+    g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
+    g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
     g.set_defaults(func=cmd_gui)
     return ap
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from .session import atomic_write, finite_json
+from .stats import LOW_SAMPLE_DRAFTED
 from .summary import CATEGORY_LABELS
 
 TIE = 0.005  # relative differences below 0.5% are called a tie
@@ -32,20 +33,20 @@ FIGURES = [
     ("t_draft_ms", "T_draft(k)", "ms", "lower", False),
     ("t_rollback_ms", "Rollback per round", "ms", "lower", False),
     ("verify_multiple", "Verify cost in plain steps", "×", "lower", False),
-    ("p", "Acceptance p", "", "higher", True),
-    ("tokens_per_round", "Tokens per round E", "", "higher", True),
+    ("p", "Acceptance p", "%", "higher", True),
+    ("tokens_per_round", "Tokens per round E", "tokens", "higher", True),
     ("predicted_speedup", "Predicted speedup", "×", "higher", True),
     ("measured_speedup", "Measured speedup", "×", "higher", True),
-    ("prediction_error", "Prediction error", "", "abs-lower", True),
+    ("prediction_error", "Prediction error", "%", "abs-lower", True),
     ("break_even_verify_ms", "Break-even T_verify", "ms", "higher", True),
     ("break_even_multiple", "Break-even (× T_decode)", "×", "higher", True),
-    ("match_rate", "Greedy token match", "", "higher", True),
+    ("match_rate", "Greedy token match", "%", "higher", True),
 ]
 BREAKDOWN_FIGURES = [
     ("whole_ms", "whole graph", "ms", "lower"),
     ("block_sum_ms", "sum of blocks", "ms", "lower"),
     ("inter_block_ms", "inter-block overhead", "ms", "lower"),
-    ("barrier_distortion", "barrier distortion", "", "abs-lower"),
+    ("barrier_distortion", "barrier distortion", "%", "abs-lower"),
 ]
 
 
@@ -68,11 +69,13 @@ def _judge(a, b, better, names) -> dict:
     b_wins = (vb < va) if lower else (vb > va)
     w, l = (vb, va) if b_wins else (va, vb)
     out["winner"] = names[1] if b_wins else names[0]
+    if w * l <= 0:  # opposite sides of zero (or zero): a relative margin would mean nothing
+        return out
     if lower:
         # "x% lower" for times: the loser's value relative to the winner's
-        out["by"] = f"{(l - w) / l * 100:.1f}% lower" if l else None
+        out["by"] = f"{(l - w) / abs(l) * 100:.1f}% lower"
     else:
-        out["by"] = f"{(w - l) / abs(l) * 100:.1f}% higher" if l else None
+        out["by"] = f"{(w - l) / abs(l) * 100:.1f}% higher"
     return out
 
 
@@ -145,7 +148,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
         for c in cats:
             pa = (sa["acceptance_by_category"].get(c) or {}).get("p")
             pb = (sb["acceptance_by_category"].get(c) or {}).get("p")
-            by_category.append({"key": c, "label": c, "better": "higher", **_judge(pa, pb, "higher", names)})
+            by_category.append({"key": c, "label": c, "unit": "%", "better": "higher", **_judge(pa, pb, "higher", names)})
 
     da, db = _describe(a), _describe(b)
     notes = []
@@ -164,7 +167,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     if da["demo"] or db["demo"]:
         notes.append("Synthetic demo model involved: timings real, text/acceptance not meaningful.")
     if (sa.get("low_sample") or sb.get("low_sample")) and accept_ok:
-        notes.append("At least one session drafted fewer than 128 tokens: acceptance deltas are mostly noise.")
+        notes.append(f"At least one session drafted fewer than {LOW_SAMPLE_DRAFTED} tokens: acceptance deltas are mostly noise.")
 
     winner = None
     m = next((f for f in figures if f["key"] == "measured_speedup"), None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .stats import LOW_SAMPLE_DRAFTED
+
 
 def _pct(x: float) -> str:
     return f"{abs(x) * 100:.0f}%"
@@ -14,7 +16,7 @@ def acceptance_phrase(s: dict) -> str:
     lo, hi = s["p_ci95"]
     text = f"acceptance {s['p'] * 100:.1f}% (95% CI {lo * 100:.1f}–{hi * 100:.1f}%, {s['regime']}, {s['drafted']} drafted tokens)"
     if s.get("low_sample"):
-        text += " — fewer than 128 drafted tokens: treat as noise"
+        text += f" — fewer than {LOW_SAMPLE_DRAFTED} drafted tokens: treat as noise"
     if s.get("what_if"):
         text += " — oracle what-if, not a real drafter"
     return text

@@ -6,7 +6,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from .common import BaseChart
+from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
+
+from .common import BaseChart, nice_ceil
 
 
 class AcceptanceChart(BaseChart):
@@ -27,24 +29,24 @@ class AcceptanceChart(BaseChart):
         # legend entry for the band
         self.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=band_brush, pen=pg.mkPen(None)), "95% Wilson interval")
         self.limit = pg.InfiniteLine(angle=90, pen=pg.mkPen(self.theme["muted"], style=QtCore.Qt.PenStyle.DotLine),
-                                     label="128: below is noise", labelOpts={"position": 0.92, "color": self.theme["muted"]})
+                                     label=f"{LOW_SAMPLE_DRAFTED}: below is noise", labelOpts={"position": 0.92, "color": self.theme["muted"]})
         self.plot_item.addItem(self.limit)
         self.limit.setVisible(False)
-        self.plot_item.setYRange(0, 100)
+        self.plot_item.setYRange(0, 116, padding=0)
+        self.plot_item.getAxis("left").setTicks([[(v, str(v)) for v in range(0, 101, 20)]])
         self.show_empty("no speculative rounds yet")
 
-    def set_data(self, d: dict) -> None:
+    def _draw(self, d: dict) -> None:
         x = np.asarray(d["x"], float)
         self.line.setData(x, np.asarray(d["y"], float))
         self.lo.setData(x, np.asarray(d["lo"], float))
         self.hi.setData(x, np.asarray(d["hi"], float))
-        self.plot_item.setYRange(0, 116, padding=0)
-        self.plot_item.getAxis("left").setTicks([[(v, str(v)) for v in range(0, 101, 20)]])
+        self.set_range(y=(0.0, 116.0))
         if len(x):
-            lim = d.get("low_sample_limit") or 128
+            lim = d.get("low_sample_limit") or LOW_SAMPLE_DRAFTED
             self.limit.setPos(lim)
             self.limit.setVisible(bool(x[-1] >= lim * 0.5))
-            self.plot_item.setXRange(0, max(x[-1], 1), padding=0.02)
+            self.set_range(x=(0.0, nice_ceil(max(x[-1], 1))))
             self.show_empty(None)
             regime = d.get("regime") or ""
             self.plot_item.setTitle(f"Acceptance over drafted tokens — {regime}, {int(x[-1])} drafted",

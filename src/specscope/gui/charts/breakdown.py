@@ -33,7 +33,7 @@ class BreakdownChart(BaseChart):
         self.plot_item.addItem(t)
         self.items.append(t)
 
-    def set_data(self, d: dict | None) -> None:
+    def _draw(self, d: dict | None) -> None:
         self._clear()
         if not d:
             self.plot_item.getAxis("bottom").setTicks([[]])

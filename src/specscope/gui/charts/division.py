@@ -46,7 +46,7 @@ class DivisionChart(BaseChart):
         self.plot_item.setXRange(0, 100, padding=0.02)
         self.show_empty("needs plain and speculative timings")
 
-    def set_data(self, d: dict | None) -> None:
+    def _draw(self, d: dict | None) -> None:
         if not d:
             for it in (self.curve, self.block, self.cases, self.main, self.pred, self.whatif, self.measured_curve):
                 it.setData([], [])

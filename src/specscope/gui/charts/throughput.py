@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from .common import BaseChart
+from .common import BaseChart, nice_ceil
 
 
 class ThroughputChart(BaseChart):
@@ -20,10 +20,13 @@ class ThroughputChart(BaseChart):
         self.spec = self.plot_item.plot([], [], pen=self.pen("spec"), name="speculative (rolling 8 rounds)")
         self.pred = self.plot_item.plot([], [], pen=self.pen("pred", 2, QtCore.Qt.PenStyle.DashLine),
                                         name="predicted speculative (plain × predicted speedup)")
+        for curve in (self.plain, self.spec):  # long runs: draw only what is in view, at most a point per pixel
+            curve.setClipToView(True)
+            curve.setDownsampling(auto=True, method="peak")
         self.plot_item.setYRange(0, 1)
         self.show_empty("waiting for the first tokens…")
 
-    def set_data(self, d: dict) -> None:
+    def _draw(self, d: dict) -> None:
         self.plain.setData(np.asarray(d["plain_x"], float), np.asarray(d["plain_y"], float))
         self.spec.setData(np.asarray(d["spec_x"], float), np.asarray(d["spec_y"], float))
         xmax = max(d["plain_x"][-1] if d["plain_x"] else 0.0, d["spec_x"][-1] if d["spec_x"] else 0.0)
@@ -33,8 +36,8 @@ class ThroughputChart(BaseChart):
             self.pred.setData([], [])
         ys = list(d["plain_y"]) + list(d["spec_y"]) + ([d["predicted_tok_s"]] if d.get("predicted_tok_s") else [])
         if ys:
-            self.plot_item.enableAutoRange(axis="x")
-            self.plot_item.setYRange(0, max(ys) * 1.3, padding=0)
+            # 0 .. a nice number: the axes move a few times a run, not at every redraw (room above for the legend)
+            self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(max(ys) * 1.3)))
             self.show_empty(None)
         else:
             self.show_empty("waiting for the first tokens…")

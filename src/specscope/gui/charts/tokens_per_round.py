@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from .common import BaseChart, font
+from .common import BaseChart, font, nice_ceil
 
 
 class TokensPerRoundChart(BaseChart):
@@ -24,25 +24,35 @@ class TokensPerRoundChart(BaseChart):
         self.plot_item.addItem(self.mean_text)
         self.mean.setVisible(False)
         self.labels: list[pg.TextItem] = []
+        self._bins: list | None = None
         self.plot_item.getAxis("bottom").setTickSpacing(1, 1)
         self.show_empty("no speculative rounds yet")
 
-    def set_data(self, d: dict) -> None:
+    def apply_theme(self, theme: dict) -> None:
+        super().apply_theme(theme)
+        for t in getattr(self, "labels", []):
+            t.setColor(theme["fg"])
+
+    def _draw(self, d: dict) -> None:
         bins, counts = d["bins"], d["counts"]
         self.bars.setOpts(x=bins, height=counts, width=0.7)
-        self.plot_item.getAxis("bottom").setTicks([[(b, str(b)) for b in bins]])
         top = max(counts) if counts else 0
-        self.plot_item.setXRange(0.4, len(bins) + 0.6, padding=0)
-        self.plot_item.setYRange(0, max(top * 1.2, 1), padding=0)
-        for t in self.labels:
-            self.plot_item.removeItem(t)
-        self.labels = []
-        for b, n in zip(bins, counts):
-            t = pg.TextItem(str(n), color=self.theme["fg"], anchor=(0.5, 1))
-            t.setFont(font(9))
+        if bins != self._bins:  # k changed: new ticks, one count label per bar
+            self._bins = list(bins)
+            self.plot_item.getAxis("bottom").setTicks([[(b, str(b)) for b in bins]])
+            for t in self.labels:
+                self.plot_item.removeItem(t)
+            self.labels = []
+            for _ in bins:
+                t = pg.TextItem("", color=self.theme["fg"], anchor=(0.5, 1))
+                t.setFont(font(9))
+                self.plot_item.addItem(t)
+                self.labels.append(t)
+        self.set_range(x=(0.4, len(bins) + 0.6), y=(0.0, nice_ceil(max(top * 1.2, 1))))
+        for t, b, n in zip(self.labels, bins, counts):
+            if t.toPlainText() != str(n):
+                t.setText(str(n))
             t.setPos(b, n)
-            self.plot_item.addItem(t)
-            self.labels.append(t)
         if d.get("mean"):
             self.mean.setPos(d["mean"])
             self.mean.setVisible(True)

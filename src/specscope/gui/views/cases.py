@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.summary import CATEGORY_LABELS  # noqa: F401  (labels for categories live with the summary)
+from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
 
 from .common import breakable, fmt, plain_label
 
@@ -138,7 +138,7 @@ class CasesView(QtWidgets.QWidget):
                     it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 if i == 2 and acc["p"] is not None:
                     it.setToolTip(f"{acc['drafted']} drafted tokens; greedy/temperature regime as configured"
-                                  + ("; fewer than 128: treat as noise" if acc["low_sample"] else ""))
+                                  + (f"; fewer than {LOW_SAMPLE_DRAFTED}: treat as noise" if acc["low_sample"] else ""))
                 items.append(it)
             self.model.appendRow(items)
         self.table.setSortingEnabled(True)

@@ -19,7 +19,7 @@ td.tie { color: var(--muted); }
 def _val(x, unit):
     if x is None:
         return "—"
-    if unit == "" and abs(x) <= 1.5:  # shares and relative errors
+    if unit == "%":  # shares and relative errors are stored as fractions
         return f"{x * 100:.1f}%"
     nd = 3 if unit in ("×", "") else 2
     return f"{x:.{nd}f}" + (f" {unit}" if unit and unit != "×" else unit)
@@ -29,7 +29,7 @@ def _delta(row):
     d, unit = row["delta"], row.get("unit", "")
     if d is None:
         return "—"
-    if unit == "" and abs(row["a"] or 0) <= 1.5 and abs(row["b"] or 0) <= 1.5:
+    if unit == "%":
         return f"{d * 100:+.1f} pts"
     nd = 3 if unit in ("×", "") else 2
     s = f"{d:+.{nd}f}" + (f" {unit}" if unit and unit != "×" else unit)

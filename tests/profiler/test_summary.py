@@ -1,0 +1,143 @@
+"""profiler.summary: the reference summary, and LiveSummary equal to it at every event of a growing session."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from specscope.profiler import stats
+from specscope.profiler.session import Session
+from specscope.profiler.summary import ExactSum, LiveSummary, case_stats, summarize
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+
+
+def replay_events(d: dict):
+    """The worker events that build the session ``d`` again, in the protocol's order.
+
+    The first case is run twice (repeats): its first pass stops half-way, so the second pass replaces
+    its lists (what a fold must notice). The second case gets a divergence record (a near-tie).
+    """
+    yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
+    for i, c in enumerate(d["cases"]):
+        info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        plain, spec = c["plain"], c["spec"]
+        passes = [0.5, 1.0] if i == 0 else [1.0]
+        for r, share in enumerate(passes):
+            n_steps = int(len(plain["step_ms"]) * share)
+            n_rounds = int(len(spec["rounds"]) * share)
+            yield {"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "plain"}
+            yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
+            for j, (tok, ms) in enumerate(zip(plain["tokens"][1:n_steps + 1], plain["step_ms"][:n_steps])):
+                yield {"event": "step", "case": c["id"], "i": j + 1, "token": tok, "ms": ms}
+            for x in plain["repeats_tok_s"][:1] if r == len(passes) - 1 else [plain["repeats_tok_s"][0] * 0.9]:
+                yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": x}
+            if r == 0 and c.get("breakdown"):
+                yield {"event": "breakdown", "case": c["id"], "breakdown": c["breakdown"]}
+            yield {"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "spec"}
+            yield {"event": "prefill", "case": c["id"], "mode": "spec", "token": spec["tokens"][0], "ms": spec["prefill_ms"]}
+            for j, rnd in enumerate(spec["rounds"][:n_rounds]):
+                yield {"event": "round", "case": c["id"], "index": j, **rnd}
+            for x in spec["repeats_tok_s"][:1] if r == len(passes) - 1 else [spec["repeats_tok_s"][0] * 1.1]:
+                yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": x}
+        if i == 1:
+            yield {"event": "divergence", "case": c["id"], "position": 3, "plain_token": 1, "spec_token": 2,
+                   "plain_lead": 1e-5, "verify_lead": 2e-5, "tolerance": 1e-3, "dtype": "float32"}
+        yield {"event": "case_done", "case": c["id"], "plain_text": c.get("plain_text", ""), "spec_text": c.get("spec_text", ""),
+               "plain_pieces": c.get("plain_pieces"), "spec_pieces": c.get("spec_pieces")}
+        yield {"event": "memory", "peak_bytes": 123}
+    yield {"event": "run_done", "status": d["status"], "time": 2.0}
+
+
+def fixture_dict() -> dict:
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def test_live_summary_equals_full_recomputation_at_every_event():
+    s = Session()
+    live = LiveSummary(s)
+    n = 0
+    for ev in replay_events(fixture_dict()):
+        s.apply(ev)
+        assert live.summary() == summarize(s), ev["event"]
+        for c in s.cases:
+            assert live.case_stats(c) == s.case_stats(c)
+        n += 1
+    assert n > 100
+    final = live.summary()
+    assert final["cases_measured"] == 3 and final["p"] is not None and final["breakdown"] is not None
+    assert final["divergences"] and final["divergences"][0]["verdict"] == "rounding"
+    # the replayed session is the fixture again (plus the divergence record and a second repeat)
+    ref = Session.load(FIXTURE)
+    assert [c["spec"]["rounds"] for c in s.cases] == [c["spec"]["rounds"] for c in ref.cases]
+
+
+def test_live_summary_on_a_loaded_session_and_a_new_k():
+    s = Session.load(FIXTURE)
+    live = LiveSummary(s)
+    assert live.summary() == s.summary()
+    s.data["config"]["num_draft_tokens"] = 3  # every round is now a short one: nothing is "full"
+    assert live.summary() == s.summary()
+    assert live.summary()["p"] is None
+
+
+def test_summary_is_cached_per_case_until_the_case_changes():
+    s = Session()
+    live = LiveSummary(s)
+    evs = list(replay_events(fixture_dict()))
+    for ev in evs[:-40]:
+        s.apply(ev)
+    live.summary()
+    first = s.cases[0]
+    before = live.case_stats(first)
+    assert live._fold(first).stats() is live._fold(first).stats()  # untouched case: not recomputed
+    for ev in evs[-40:]:
+        s.apply(ev)
+    assert live.case_stats(first) == before  # later cases do not disturb the first one
+    assert live.summary() == s.summary()
+
+
+def test_exact_sum_equals_fsum_in_any_order():
+    rng = random.Random(7)
+    xs = [rng.uniform(0, 2000) * 10 ** rng.randint(-6, 3) for _ in range(2000)] + [0.1] * 50 + [1e-300, 3]
+    for _ in range(3):
+        rng.shuffle(xs)
+        acc = ExactSum()
+        for x in xs:
+            acc.add(x)
+        assert acc.value() == math.fsum(xs)
+        assert acc.mean() == stats.mean(xs)
+    parts = [ExactSum() for _ in range(4)]
+    for i, x in enumerate(xs):
+        parts[i % 4].add(x)
+    assert ExactSum.mean_of(parts) == stats.mean(xs)
+    none = ExactSum()
+    none.add(None)
+    assert none.mean() is None and ExactSum.mean_of([none]) is None
+    inf = ExactSum()
+    for x in (1.0, math.inf):
+        inf.add(x)
+    assert inf.value() == math.inf and inf.n == 2
+
+
+def test_acceptance_from_histogram_matches_rounds():
+    counts = [0, 2, 1, 2, 2, 0, 1]
+    from collections import Counter
+
+    assert stats.acceptance_from_histogram(Counter(counts), 2) == stats.acceptance_from_rounds(counts, 2)
+    assert stats.acceptance_from_rounds([], 3)["p"] is None
+
+
+def test_session_delegates_to_summary_module():
+    s = Session.load(FIXTURE)
+    assert s.summary() == summarize(s)
+    assert s.case_stats(s.cases[0]) == {**case_stats(s.cases[0], s.k), "regime": s.regime}
+    # one tok/s helper for the core, used by the protocol and the summary
+    from specscope.profiler import protocol, summary
+
+    assert protocol.tok_s is stats.tok_s is summary.tok_s
+    assert stats.tok_s(0, 10.0) is None and stats.tok_s(5, 0.0) is None and stats.tok_s(5, 500.0) == pytest.approx(10.0)
