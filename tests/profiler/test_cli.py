@@ -29,7 +29,9 @@ def specscope(*args, timeout=600):
 @pytest.fixture(scope="module")
 def demo_session(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "s.json"
-    r = specscope("run", "--demo", "--cases", "2", "--max-tokens", "16", "-o", str(out), "--json")
+    # the real command in its own process (exit code, stdout); warm-up off and one breakdown repetition keep it short
+    r = specscope("run", "--demo", "--cases", "2", "--max-tokens", "16", "--warmup", "0", "--breakdown-reps", "1",
+                  "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     return out, json.loads(r.stdout)
 

@@ -21,6 +21,7 @@ from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 from .sampling import Sampling
 
 PREFILL_STEP = 2048
+ROUND_KINDS = ("instrumented", "end_to_end", "alternate")
 
 
 def _now_ms() -> float:
@@ -74,8 +75,15 @@ def speculative_generate(
     num_draft_tokens: int,
     max_tokens: int,
     sampling: Sampling | None = None,
+    round_kinds: str = "instrumented",
 ) -> Iterator[Prefill | SpecRound]:
     """Speculative decoding: draft ``k``, verify ``k+1`` positions in one forward, keep the accepted prefix.
+
+    ``round_kinds``: "instrumented" rounds wait after drafting, after verifying and after
+    rolling back, so draft, verify and rollback are timed apart (the division's inputs);
+    "end_to_end" rounds run as a production engine does — drafts chained lazily into the
+    verify forward, rollback left lazy, one sync per round — so their wall time is what a
+    user would get; "alternate" interleaves the two, so drift hits both alike.
 
     Caches are rolled back by the strategy ``rollback.plan_rollback`` picks for
     their kind: Gated DeltaNet hybrids by selecting per-position states captured
@@ -96,20 +104,27 @@ def speculative_generate(
     drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
     yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
     emitted, r = 1, 0
+    if round_kinds not in ROUND_KINDS:
+        raise ValueError(f"round_kinds must be one of {', '.join(ROUND_KINDS)}")
     while emitted < max_tokens:
+        e2e = round_kinds == "end_to_end" or (round_kinds == "alternate" and r % 2 == 1)
         t_start = _now_ms()
         k = min(num_draft_tokens, max_tokens - emitted - 1)
-        draft = drafter.draft(last, k)
+        draft = drafter.draft(last, k, lazy=True) if e2e and drafter.lazy_drafts else drafter.draft(last, k)
         t_drafted = _now_ms()
-        inputs = mx.array([last] + draft.tokens, dtype=mx.uint32)
+        inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), draft.as_array().astype(mx.uint32)]) if k else \
+            mx.array([last], dtype=mx.uint32)
         rollback.before_verify()
         with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(inputs[None], cache=cache)[0]
+        if draft.tokens is None:  # one sync for the chained drafts and the verify, as mlx-lm does
+            mx.eval(draft.array, logits)
+            draft.materialize()
         accepted, bonus, extra = sampling.verify(logits, draft, emitted)
         t_verified = _now_ms()
         rollback.record(cap, k + 1, inputs)
         touched = rollback.rollback(accepted)
-        if touched:
+        if touched and not e2e:  # an end-to-end round leaves it lazy: the next forward depends on it anyway
             mx.eval(touched)
         t_rolled = _now_ms()
         out = draft.tokens[:accepted] + [bonus]
@@ -122,10 +137,11 @@ def speculative_generate(
             drafted=list(draft.tokens),
             accepted=accepted,
             emitted=out,
-            draft_ms=t_drafted - t_start,
-            verify_ms=t_verified - t_drafted,
-            rollback_ms=t_rolled - t_verified,
+            draft_ms=None if e2e else t_drafted - t_start,
+            verify_ms=None if e2e else t_verified - t_drafted,
+            rollback_ms=None if e2e else t_rolled - t_verified,
             ms=t_end - t_start,
             extra={**draft.extra, **extra},
+            kind="end_to_end" if e2e else "instrumented",
         )
         r += 1

@@ -3,7 +3,11 @@
 Every drafter has the same small contract, so new ones slot in:
 
 - ``begin(prompt, first_token)`` after the target's prefill;
-- ``draft(last_token, k) -> Draft`` the next ``k`` guesses after ``last_token``;
+- ``draft(last_token, k, lazy=False) -> Draft`` the next ``k`` guesses after
+  ``last_token``; with ``lazy=True`` a drafter that computes on the device may
+  return them unevaluated in ``Draft.array`` (``tokens`` None), so an end-to-end
+  round chains them into the verify forward with one sync, as a production
+  engine does;
 - ``update(accepted, draft, emitted)`` once the target has verified them.
 
 A drafter that has a draft distribution fills ``Draft.probs`` (one row per
@@ -23,20 +27,30 @@ from .rollback import CacheSnapshot
 
 @dataclass
 class Draft:
-    tokens: list[int]
+    tokens: list[int] | None
     probs: mx.array | None = None  # [k, vocab] draft distribution, if the drafter has one
     extra: dict = field(default_factory=dict)
+    array: mx.array | None = None  # the same drafts, unevaluated, from a lazy draft
+
+    def as_array(self) -> mx.array:
+        return self.array if self.array is not None else mx.array(self.tokens, dtype=mx.uint32)
+
+    def materialize(self) -> None:
+        """Fill ``tokens`` from ``array`` (after the sync that evaluated it)."""
+        if self.tokens is None:
+            self.tokens = self.array.tolist() if self.array is not None else []
 
 
 class Drafter:
     kind = "base"
     what_if = False  # True for drafters that are not real drafters (the oracle)
     needs_hidden = False  # True: begin/update receive the target's hidden states (MTP)
+    lazy_drafts = False  # True: draft(..., lazy=True) may return unevaluated drafts (device drafters)
 
     def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass
 
-    def draft(self, last_token: int, k: int) -> Draft:  # pragma: no cover - interface
+    def draft(self, last_token: int, k: int, lazy: bool = False) -> Draft:  # pragma: no cover - interface
         raise NotImplementedError
 
     def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
@@ -71,7 +85,7 @@ class NgramDrafter(Drafter):
                     return seq[start + n]
         return None
 
-    def draft(self, last_token, k):
+    def draft(self, last_token, k, lazy=False):
         seq = list(self.context)
         out = []
         hits = 0
@@ -102,6 +116,7 @@ class DraftModelDrafter(Drafter):
     """
 
     kind = "draft"
+    lazy_drafts = True
 
     def __init__(self, model, name: str = ""):
         self.model = model
@@ -117,7 +132,7 @@ class DraftModelDrafter(Drafter):
             mx.eval([c.state for c in self.cache])
         self.pending = [first_token]
 
-    def draft(self, last_token, k):
+    def draft(self, last_token, k, lazy=False):
         assert self.pending and self.pending[-1] == last_token
         self.checkpoints = []
         y = mx.array(self.pending)
@@ -131,6 +146,8 @@ class DraftModelDrafter(Drafter):
         if not out:
             return Draft([])
         toks = mx.concatenate(out)
+        if lazy:
+            return Draft(None, array=toks)
         mx.eval(toks)
         return Draft(toks.tolist())
 

@@ -369,6 +369,7 @@ def _quantize(head, target, only_if=None):
 class MTPDrafter(Drafter):
     kind = "mtp"
     needs_hidden = True
+    lazy_drafts = True
 
     def __init__(self, target, head: MTPHead, hidden: str = "post-norm", source: str = ""):
         self.model = target.model
@@ -403,7 +404,7 @@ class MTPDrafter(Drafter):
         chain = post if self.hidden_mode == "post-norm" and self.head.chain_normed else pre
         return chain[0], post[0]
 
-    def draft(self, last_token, k):
+    def draft(self, last_token, k, lazy=False):
         self.drafted = k > 0
         if k == 0:
             return Draft([])
@@ -417,6 +418,8 @@ class MTPDrafter(Drafter):
             y = mx.argmax(self._logits(normed), axis=-1).astype(mx.uint32)
             out.append(y)
         toks = mx.concatenate(out)
+        if lazy:
+            return Draft(None, array=toks)
         mx.eval(toks)
         return Draft(toks.tolist())
 

@@ -32,7 +32,7 @@ class OracleDrafter(Drafter):
     def begin(self, prompt, first_token, hidden=None):
         self.pos = 1  # the first token came from the prefill
 
-    def draft(self, last_token, k):
+    def draft(self, last_token, k, lazy=False):
         t0 = time.perf_counter()
         out = []
         for i in range(k):

@@ -33,11 +33,12 @@ class SpecRound:
     drafted: list[int]
     accepted: int
     emitted: list[int]
-    draft_ms: float
-    verify_ms: float
-    rollback_ms: float
+    draft_ms: float | None  # None in an end-to-end round: nothing is timed apart
+    verify_ms: float | None
+    rollback_ms: float | None
     ms: float  # whole round, wall clock, including bookkeeping
     extra: dict = field(default_factory=dict)
+    kind: str = "instrumented"  # or "end_to_end": drafts chained lazily into the verify, one sync per round
     type: str = "round"
 
 

@@ -10,10 +10,13 @@ A registry maps each layer's cache to how it is rolled back (``plan_rollback``):
   the keys and values the verify appended; rollback restores the state and appends
   only the accepted positions.
 - ``captured states``: Gated DeltaNet (Qwen3.5, Qwen3-Next). A conv window and a
-  recurrent state cannot be trimmed, so during a verify forward we keep what is
-  needed for every position (like vLLM's one state slot per draft position): the
-  full conv input of each layer and the recurrent state after each position.
-  Rolling back to ``n`` accepted drafts then only selects slices already computed.
+  recurrent state cannot be trimmed. The verify forward stays exactly mlx-lm's own
+  (``gated_delta_update`` called once per layer over all k+1 positions: one fused
+  kernel on Metal, which reads and writes the state once); we only keep references
+  to what rollback needs: each layer's conv input, and the recurrence's inputs and
+  its state before the verify. Rolling back to ``n`` accepted drafts takes the conv
+  window from the kept input and rebuilds the state by running the recurrence alone
+  over the ``n + 1`` accepted positions (no weights read, no forward re-run).
 - ``replay``: any other recurrent cache (Mamba, ShortConv, q/k/v convs, CacheLists
   holding them, chunked attention). Exact but not free: every cache is restored to
   its state before the verify and the accepted positions are run through the model
@@ -53,7 +56,8 @@ _capture = None  # the active _Capture, if any
 class _Capture:
     def __init__(self):
         self.conv_inputs: dict[int, mx.array] = {}
-        self.states: list[list[mx.array]] = []
+        # per Gated DeltaNet call, in layer order: (args, kwargs) of the recurrence, state before the verify included
+        self.recurrences: list[tuple[tuple, dict]] = []
         self.order: list[int] = []
         # id(RotatingKVCache) -> (state before the verify, keys appended, values appended)
         self.windows: dict[int, tuple] = {}
@@ -79,21 +83,23 @@ class _CapturingConv1d(nn.Conv1d):
 
 def _make_capturing_update(original):
     def gated_delta_update(q, k, v, a, b, A_log, dt_bias, state=None, mask=None, **kw):
-        if _capture is None or q.shape[1] == 1:
-            return original(q, k, v, a, b, A_log, dt_bias, state, mask, **kw)
-        ys, states = [], []
-        for t in range(q.shape[1]):
-            y, state = original(
-                q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], a[:, t : t + 1], b[:, t : t + 1],
-                A_log, dt_bias, state, None if mask is None else mask[:, t : t + 1], **kw,
-            )
-            ys.append(y)
-            states.append(state)
-        _capture.states.append(states)
-        return mx.concatenate(ys, axis=1), state
+        if _capture is not None and q.shape[1] > 1:
+            # keep references only: the verify itself is mlx-lm's own single call over all positions
+            _capture.recurrences.append(((q, k, v, a, b, A_log, dt_bias, state, mask), kw))
+        return original(q, k, v, a, b, A_log, dt_bias, state, mask, **kw)
 
     gated_delta_update.specscope_original = original
     return gated_delta_update
+
+
+def _state_after(recurrence: tuple[tuple, dict], n: int, mod: nn.Module) -> mx.array:
+    """The recurrent state after the first ``n`` verified positions: the recurrence alone, over those positions."""
+    (q, k, v, a, b, A_log, dt_bias, state, mask), kw = recurrence
+    original = sys.modules[type(mod).__module__].gated_delta_update.specscope_original
+    sl = slice(0, n)
+    _, new_state = original(q[:, sl], k[:, sl], v[:, sl], a[:, sl], b[:, sl], A_log, dt_bias, state,
+                            None if mask is None else mask[:, sl], **kw)
+    return new_state
 
 
 def linear_attention_modules(model) -> list[tuple[int, nn.Module]]:
@@ -119,6 +125,17 @@ def install_capture(model) -> None:
         fn = getattr(module, "gated_delta_update", None)
         if fn is not None and not hasattr(fn, "specscope_original"):
             module.gated_delta_update = _make_capturing_update(fn)
+
+
+def uninstall_capture(model) -> None:
+    """Undo ``install_capture``: mlx-lm's own classes and functions, no hooks at all (for ``bench capture``)."""
+    for _, mod in linear_attention_modules(model):
+        if type(mod.conv1d) is _CapturingConv1d:
+            mod.conv1d.__class__ = nn.Conv1d
+        module = sys.modules[type(mod).__module__]
+        fn = getattr(module, "gated_delta_update", None)
+        if fn is not None and hasattr(fn, "specscope_original"):
+            module.gated_delta_update = fn.specscope_original
 
 
 @contextmanager
@@ -275,14 +292,14 @@ class VerifyRollback:
             return self._replay(accepted)
         touched = []
         cap = self.capture
-        if self.linear and (cap is None or len(cap.states) != len(self.linear)):
+        if self.linear and (cap is None or len(cap.recurrences) != len(self.linear)):
             raise RuntimeError("verify ran without state capture; cannot roll back linear attention")
         for j, (i, mod) in enumerate(self.linear):
             c = self.cache[i]
             n_keep = mod.conv_kernel_size - 1
             conv_in = cap.conv_inputs[id(mod.conv1d)]
             c[0] = conv_in[:, accepted + 1 : accepted + 1 + n_keep]
-            c[1] = cap.states[j][accepted]
+            c[1] = _state_after(cap.recurrences[j], accepted + 1, mod)
             touched += [c[0], c[1]]
         for c in self.cache:
             if isinstance(c, RotatingKVCache):

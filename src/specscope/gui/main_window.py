@@ -12,6 +12,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.events import finish_run
 from specscope.profiler.session import Session, SessionError
 
+from .capture_action import GpuCapture
 from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
@@ -164,6 +165,10 @@ class MainWindow(QtWidgets.QMainWindow):
         r = self.menuBar().addMenu("&Run")
         r.addAction(self.act_run)
         r.addAction(self.act_stop)
+        self.gpu_capture = GpuCapture(self)
+        self.act_capture = act("Capture GPU &trace…", self.gpu_capture.start)
+        r.addSeparator()
+        r.addAction(self.act_capture)
         v = self.menuBar().addMenu("&View")
         for i, key in enumerate(PAGES):
             v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
@@ -456,6 +461,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.model.mark_incomplete("window closed during the run")
             self.model.save_autosave()
         self.setup.inspector.shutdown()
+        self.gpu_capture.shutdown()
         try:
             self.setup.save_settings()
             self.settings.setValue("geometry", self.saveGeometry())

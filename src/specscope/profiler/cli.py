@@ -57,6 +57,9 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
     ap.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost to charge per round")
     ap.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
+    ap.add_argument("--round-kinds", choices=["alternate", "instrumented", "end_to_end"], default="alternate",
+                    help="alternate (default): instrumented rounds time draft/verify/rollback apart, end-to-end rounds "
+                         "run as a production engine (one sync per round) and give the measured speed")
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
@@ -93,7 +96,7 @@ def config_from_args(a) -> "RunConfig":
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
-        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden,
+        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds,
         allow_oversize=a.allow_oversize,
     )
     cfg.validate()
@@ -248,6 +251,23 @@ def cmd_bench(a) -> int:
     return run_bench(a)
 
 
+def cmd_capture(a) -> int:
+    from . import capture
+
+    capture.validate(a)  # Metal first: elsewhere this refuses before any model or folder is touched
+    if a.check:
+        print(f"GPU trace capture is available: MLX runs on {capture.metal_status()['device']}")
+        return 0
+    requested = a.model
+    resolve_model_args(a)
+    name = None
+    if a.model:
+        from specscope.model_ref import ref_for_folder
+
+        name = ref_for_folder(a.model, requested).label
+    return capture.run_capture(a, a.model, name)
+
+
 def cmd_gui(a) -> int:
     scripted = a.screenshot or a.exit_when_done
     from .display import headless
@@ -326,17 +346,35 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
-    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "all"])
+    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "capture", "all"])
     src = b.add_mutually_exclusive_group()
     src.add_argument("--demo", action="store_true", help="the demo model (the default when no --model is given)")
     src.add_argument("--model")
     b.add_argument("--draft-model")
     add_download_arg(b)
-    b.add_argument("--pairs", type=int, default=5)
+    b.add_argument("--pairs", type=int, default=5, help="interleaved pairs (the minimum with --until-stable)")
+    b.add_argument("--until-stable", action="store_true",
+                   help="add pairs until the median ratio's 95%% interval is within ±1%% (up to --max-pairs)")
+    b.add_argument("--max-pairs", type=int, default=30)
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
+
+    cap = sub.add_parser("capture", help="Metal GPU traces (.gputrace) of one decode step and one verify forward")
+    src = cap.add_mutually_exclusive_group()
+    src.add_argument("--model", help="a model folder or a cached repo id")
+    src.add_argument("--demo", action="store_true", help="the synthetic demo model")
+    add_download_arg(cap)
+    cap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens: the verify covers k+1 positions")
+    cap.add_argument("-o", "--output", metavar="DIR", help="folder for decode.gputrace, verify-kK.gputrace, capture.json")
+    cap.add_argument("--force", action="store_true", help="write into DIR even if it is not empty (replaces those files)")
+    cap.add_argument("--suite", help="prompt suite JSON (default: the built-in suite); its first case is used")
+    cap.add_argument("--case", help="the id of the suite case to use instead of the first")
+    cap.add_argument("--allow-oversize", action="store_true")
+    cap.add_argument("--json", action="store_true", help="print capture.json instead of the summary")
+    cap.add_argument("--check", action="store_true", help="only say whether this machine can capture (exit 0) or not (2)")
+    cap.set_defaults(func=cmd_capture)
 
     g = sub.add_parser("gui", help="open the desktop app")
     g.add_argument("--demo", action="store_true")

@@ -36,6 +36,9 @@ class RunConfig:
     mtp_weights: str | None = None
     mtp_hidden: str = "post-norm"
     allow_oversize: bool = False
+    # "alternate": instrumented rounds (draft, verify, rollback timed apart) interleaved with end-to-end
+    # rounds (one sync, as a production engine runs); "instrumented": every round timed apart.
+    round_kinds: str = "alternate"
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -70,5 +73,7 @@ class RunConfig:
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
         if self.drafter == "draft" and not self.draft_model and not self.demo:
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
+        if self.round_kinds not in ("alternate", "instrumented", "end_to_end"):
+            raise SpecscopeError("--round-kinds must be alternate, instrumented or end_to_end")
         if self.mtp_hidden not in ("post-norm", "pre-norm"):
             raise SpecscopeError("--mtp-hidden must be post-norm or pre-norm")

@@ -178,24 +178,30 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
         return toks, tok_s(len(ms), sum(ms))
 
     def spec_run(c, plain_tokens, record: bool):
+        """Tokens and tok/s: from end-to-end rounds when the run has them (the speed a user gets), with the
+        instrumented rounds' tok/s beside it (the cost of timing draft, verify and rollback apart)."""
         drafter = make_drafter(cfg, target, draft, plain_tokens)
-        toks, n, total = [], 0, 0.0
-        for rec in speculative_generate(target.model, c["prompt_tokens"], drafter, cfg.num_draft_tokens, cfg.max_tokens, sampling):
+        toks = []
+        n = {"instrumented": 0, "end_to_end": 0}
+        total = {"instrumented": 0.0, "end_to_end": 0.0}
+        for rec in speculative_generate(target.model, c["prompt_tokens"], drafter, cfg.num_draft_tokens, cfg.max_tokens,
+                                        sampling, round_kinds=cfg.round_kinds):
             if rec.type == "prefill":
                 toks.append(rec.token)
                 if record:
                     emit({"event": "prefill", "case": c["id"], "mode": "spec", "token": rec.token, "ms": rec.ms, "n_prompt": rec.n_prompt})
             else:
                 toks.extend(rec.emitted)
-                n += len(rec.emitted)
-                total += rec.ms
+                n[rec.kind] += len(rec.emitted)
+                total[rec.kind] += rec.ms
                 if record:
                     emit({"event": "round", "case": c["id"], "index": rec.index, "drafted": rec.drafted, "accepted": rec.accepted,
                           "emitted": rec.emitted, "draft_ms": rec.draft_ms, "verify_ms": rec.verify_ms,
-                          "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra})
+                          "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra, "kind": rec.kind})
             if should_stop():
                 return toks, None
-        return toks, tok_s(n, total)
+        rates = {kind: tok_s(n[kind], total[kind]) for kind in n}
+        return toks, (rates["end_to_end"] or rates["instrumented"], rates["instrumented"])
 
     # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
     for w in range(cfg.warmup):
@@ -224,10 +230,11 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
             if should_stop():
                 return "incomplete"
             emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "spec"})
-            spec_tokens, tps = spec_run(c, plain_tokens, record=True)
-            if tps is None:
+            spec_tokens, rates = spec_run(c, plain_tokens, record=True)
+            if rates is None:
                 return "incomplete"
-            emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": tps})
+            emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
+                  "instrumented_tok_s": rates[1]})
         if sampling.greedy and plain_tokens != spec_tokens:
             # Greedy speculative output must equal plain output; a difference is rounding only at a near-tie.
             from specscope.engine_adapter.divergence import divergence_event

@@ -93,11 +93,14 @@ class Session:
         elif kind == "round":
             side = self._index[ev["case"]]["spec"]
             rnd = {k: ev[k] for k in ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")}
+            rnd["kind"] = ev.get("kind", "instrumented")
             side["rounds"].append(rnd)
             side["tokens"].extend(ev["emitted"])
         elif kind == "repeat_done":
             c = self._index[ev["case"]]
             c[ev["mode"]]["repeats_tok_s"].append(ev["tok_s"])
+            if ev.get("instrumented_tok_s") is not None:
+                c[ev["mode"]].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
         elif kind == "divergence":
@@ -275,7 +278,10 @@ def validate(d) -> None:
             n, drafted = r.get("accepted"), r.get("drafted")
             if not isinstance(n, int) or not isinstance(drafted, list) or not 0 <= n <= len(drafted):
                 raise SessionError(f"case {c['id']!r}: a round accepts {n!r} of {drafted!r} drafts")
-            for key in ("draft_ms", "verify_ms", "ms"):
+            if r.get("kind", "instrumented") not in ("instrumented", "end_to_end"):
+                raise SessionError(f"case {c['id']!r}: unknown round kind {r.get('kind')!r}")
+            timed = ("draft_ms", "verify_ms", "ms") if r.get("kind", "instrumented") == "instrumented" else ("ms",)
+            for key in timed:  # an end-to-end round times only the whole round, by design
                 x = r.get(key)
                 if not isinstance(x, (int, float)) or x < 0 or not math.isfinite(x):
                     raise SessionError(f"case {c['id']!r}: round {key} must be a non-negative number")

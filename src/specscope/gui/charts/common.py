@@ -129,9 +129,10 @@ class BaseChart(pg.PlotWidget):
         makes pyqtgraph rebuild the axes, which is most of the cost of a redraw)."""
         vb = self.plot_item.vb
         (x0, x1), (y0, y1) = vb.viewRange()
-        if x is not None and (x0, x1) != tuple(x):
+        auto_x, auto_y = vb.autoRangeEnabled()  # auto-range left on would re-range (and rebuild the axes) at every paint
+        if x is not None and (auto_x is not False or (x0, x1) != tuple(x)):
             self.plot_item.setXRange(*x, padding=0)
-        if y is not None and (y0, y1) != tuple(y):
+        if y is not None and (auto_y is not False or (y0, y1) != tuple(y)):
             self.plot_item.setYRange(*y, padding=0)
 
     def apply_theme(self, theme: dict) -> None:
