@@ -103,12 +103,14 @@ def test_compare_refuses_acceptance_across_regimes(base, tmp_path):
 
 
 def test_cli_compare(base, tmp_path, capsys):
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a, b = tmp_path / "before.json", tmp_path / "after.json"
     base.save(a)
     _variant(base).save(b)
     out = tmp_path / "diff.html"
     assert cli.main(["compare", str(a), str(b), "-o", str(out)]) == 0
-    assert "a" in out.read_text(encoding="utf-8")
+    html = out.read_text(encoding="utf-8")
+    # the two sessions are named by their file names, in the order given
+    assert ">before</th>" in html and ">after</th>" in html and "Δ (after − before)" in html
     assert cli.main(["compare", str(a), str(b), "-o", str(out)]) != 0  # exists, no --force
     _variant(base, sampling={"temp": 1.0, "top_p": 1.0, "seed": 0, "regime": "temperature 1"}).save(b)
     rc = cli.main(["compare", str(a), str(b), "-o", str(tmp_path / "d2.html")])

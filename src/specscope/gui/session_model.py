@@ -65,7 +65,7 @@ class SessionModel(QtCore.QObject):
             self._cases_dirty = True
         if self.autosave_path and (ev.get("event") in AUTOSAVE_EVENTS
                                    or time.monotonic() - self._last_save > AUTOSAVE_SECONDS):
-            self.save_autosave()
+            self.save_autosave(compact=ev.get("event") not in ("run_done", "error"))
 
     def mark_incomplete(self, reason: str) -> None:
         self.session.mark_incomplete(reason)
@@ -73,12 +73,13 @@ class SessionModel(QtCore.QObject):
         self.save_autosave()
         self.flush()
 
-    def save_autosave(self) -> None:
+    def save_autosave(self, compact: bool = False) -> None:
         """Write the session atomically; a failure (disk full, folder gone) is remembered, not raised:
-        the data stays in memory and the last good file on disk is untouched."""
+        the data stays in memory and the last good file on disk is untouched. ``compact``: one line,
+        for the saves during a run (the indented file is written when the run ends)."""
         if self.autosave_path:
             try:
-                self.session.save(self.autosave_path)
+                self.session.save(self.autosave_path, live=self._live_data().live, compact=compact)
                 self.autosave_error = None
             except OSError as exc:
                 self.autosave_error = exc.strerror or str(exc)

@@ -57,18 +57,32 @@ def case_divergence(case: dict) -> dict | None:
 
 # -- the reference: whole-session recomputation ---------------------------------------------
 
+def instrumented(r: dict) -> bool:
+    """A round whose draft, verify and rollback were timed apart (older sessions have only these)."""
+    return r.get("kind", "instrumented") == "instrumented"
+
+
+def _rate(rounds: list[dict]) -> float | None:
+    return tok_s(sum(len(r["emitted"]) for r in rounds), math.fsum(r["ms"] for r in rounds))
+
+
 def case_stats(case: dict, k: int) -> dict:
     plain, spec = case["plain"], case["spec"]
     plain_tok_s = stats.median(plain.get("repeats_tok_s") or []) or tok_s(len(plain["step_ms"]), math.fsum(plain["step_ms"]))
-    spec_ms = math.fsum(r["ms"] for r in spec["rounds"])
-    spec_tok_s = stats.median(spec.get("repeats_tok_s") or []) or tok_s(sum(len(r["emitted"]) for r in spec["rounds"]), spec_ms)
+    e2e = [r for r in spec["rounds"] if not instrumented(r)]
+    timed = [r for r in spec["rounds"] if instrumented(r)]
+    # the measured speed: end-to-end rounds where the run has them (production-like, one sync per round)
+    spec_tok_s = stats.median(spec.get("repeats_tok_s") or []) or _rate(e2e or spec["rounds"])
+    instr_tok_s = (stats.median(spec.get("repeats_instrumented_tok_s") or []) or _rate(timed)) if e2e else None
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
+    full_timed = [r for r in full if instrumented(r)]
     acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
     return _case_result(case, plain_tok_s, spec_tok_s, acc,
-                        stats.mean(r["verify_ms"] for r in full), stats.mean(r["draft_ms"] for r in full))
+                        stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
+                        instr_tok_s)
 
 
-def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft) -> dict:
+def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> dict:
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     pred = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
@@ -78,6 +92,7 @@ def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_dra
     return {
         "plain_tok_s": plain_tok_s,
         "spec_tok_s": spec_tok_s,
+        "spec_instrumented_tok_s": instr_tok_s,
         "t_decode_ms": t_decode,
         "t_verify_ms": t_verify,
         "t_draft_ms": t_draft,
@@ -108,6 +123,7 @@ def summarize(session) -> dict:
     per_case = [(c, case_stats(c, k)) for c in cases]
     spec_emitted = [sum(len(r["emitted"]) for r in c["spec"]["rounds"]) for c in cases]
     full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
+    full_timed = [r for r in full if instrumented(r)]
     by_category = {}
     for cat in sorted({c["category"] for c in cases}):
         rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
@@ -117,9 +133,9 @@ def summarize(session) -> dict:
         acc=stats.acceptance_from_rounds([r["accepted"] for r in full], k),
         # Means, like T_decode (a rate is a mean): medians on one side and a rate on the
         # other would make the prediction drift with the noise of a shared machine.
-        t_verify=stats.mean(r["verify_ms"] for r in full),
-        t_draft=stats.mean(r["draft_ms"] for r in full),
-        t_rollback=stats.mean(r.get("rollback_ms", 0.0) for r in full),
+        t_verify=stats.mean(r["verify_ms"] for r in full_timed),
+        t_draft=stats.mean(r["draft_ms"] for r in full_timed),
+        t_rollback=stats.mean((r.get("rollback_ms") or 0.0) for r in full_timed),
         by_category=by_category,
         bd=aggregate_breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
     )
@@ -130,6 +146,8 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
     k = session.k
     plain_tok_s = _pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
     spec_tok_s = _pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
+    instr_tok_s = _pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
+                                 if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     division = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
@@ -152,6 +170,9 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
         "cases_measured": len(per_case),
         "plain_tok_s": plain_tok_s,
         "spec_tok_s": spec_tok_s,
+        # instrumented rounds (timed apart) vs end-to-end rounds: what timing the division's inputs costs
+        "spec_instrumented_tok_s": instr_tok_s,
+        "instrumentation_cost": (spec_tok_s / instr_tok_s - 1.0) if spec_tok_s and instr_tok_s else None,
         "t_decode_ms": t_decode,
         "t_verify_ms": t_verify,
         "t_draft_ms": t_draft,
@@ -291,6 +312,9 @@ class _CaseFold:
     def _reset_spec(self, rounds) -> None:
         self._rounds, self.n_rounds = rounds, 0
         self.spec_ms, self.emitted = ExactSum(), 0
+        # by round kind: end-to-end rounds give the measured speed, instrumented ones the timings
+        self.kind_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
+        self.kind_emitted = {"instrumented": 0, "end_to_end": 0}
         self.hist: Counter = Counter()  # accepted count -> rounds, over rounds that drafted k
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
 
@@ -314,11 +338,15 @@ class _CaseFold:
             for r in rounds[self.n_rounds:]:
                 self.spec_ms.add(r["ms"])
                 self.emitted += len(r["emitted"])
+                kind = "instrumented" if instrumented(r) else "end_to_end"
+                self.kind_ms[kind].add(r["ms"])
+                self.kind_emitted[kind] += len(r["emitted"])
                 if len(r["drafted"]) == k:
                     self.hist[r["accepted"]] += 1
-                    self.verify.add(r["verify_ms"])
-                    self.draft.add(r["draft_ms"])
-                    self.rollback.add(r.get("rollback_ms", 0.0))
+                    if kind == "instrumented":
+                        self.verify.add(r["verify_ms"])
+                        self.draft.add(r["draft_ms"])
+                        self.rollback.add(r.get("rollback_ms") or 0.0)
             self.n_rounds = len(rounds)
             self.version += 1
 
@@ -326,14 +354,21 @@ class _CaseFold:
         """``case_stats(case, k)``, recomputed only when something it reads has changed."""
         c = self.case
         plain, spec = c["plain"], c["spec"]
-        objs = (plain.get("repeats_tok_s"), spec.get("repeats_tok_s"), plain["tokens"], spec["tokens"], c.get("divergence"))
+        objs = (plain.get("repeats_tok_s"), spec.get("repeats_tok_s"), plain["tokens"], spec["tokens"], c.get("divergence"),
+                spec.get("repeats_instrumented_tok_s"))
         key = (self.version,) + tuple(len(o) if isinstance(o, list) else -1 for o in objs[:4])
         if self._stats is not None and key == self._stats_key and all(a is b for a, b in zip(objs, self._stats_objs)):
             return self._stats
         plain_tok_s = stats.median(objs[0] or []) or tok_s(self.n_steps, self.step_ms.value())
-        spec_tok_s = stats.median(objs[1] or []) or tok_s(self.emitted, self.spec_ms.value())
+        has_e2e = self.kind_emitted["end_to_end"] > 0 or self.kind_ms["end_to_end"].value() > 0
+        if has_e2e:
+            fallback = tok_s(self.kind_emitted["end_to_end"], self.kind_ms["end_to_end"].value())
+            instr = stats.median(objs[5] or []) or tok_s(self.kind_emitted["instrumented"], self.kind_ms["instrumented"].value())
+        else:
+            fallback, instr = tok_s(self.emitted, self.spec_ms.value()), None
+        spec_tok_s = stats.median(objs[1] or []) or fallback
         acc = stats.acceptance_from_histogram(self.hist, self.k)
-        self._stats = _case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean())
+        self._stats = _case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
         self._stats_objs, self._stats_key = objs, key
         return self._stats
 

@@ -33,6 +33,10 @@ def format_summary(session: Session) -> str:
         "",
         f"  plain             {fmt(s['plain_tok_s'], '.1f')} tok/s    T_decode  {fmt(s['t_decode_ms'])} ms",
         f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        *([f"  instrumentation   end-to-end rounds {fmt(s['spec_tok_s'], '.1f')} tok/s vs instrumented rounds "
+           f"{fmt(s['spec_instrumented_tok_s'], '.1f')} tok/s: timing draft, verify and rollback apart costs "
+           f"{fmt(scaled(s['instrumentation_cost'], 100), '+.1f', '%')} (the measured speed is end to end)"]
+          if s.get("instrumentation_cost") is not None else []),
         f"  {acceptance_phrase(s)}",
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),

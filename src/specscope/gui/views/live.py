@@ -58,7 +58,9 @@ class LiveView(QtWidgets.QWidget):
         self.t_plain.set(fmt(s.get("plain_tok_s"), ".1f", " tok/s"),
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
         self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"),
-                        f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}")
+                        f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
+                        + (f" · timing apart costs {fmt(scaled(s['instrumentation_cost'], 100), '+.0f', '%')}"
+                           if s.get("instrumentation_cost") is not None else ""))
         self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"),
                         f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
         m = s.get("measured_speedup")
