@@ -308,3 +308,8 @@ def test_cli_pdf_report_without_qt_is_a_clear_error(tmp_path):
     r = report("r.csv")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.csv").read_text(encoding="utf-8").startswith("id,")
+    # HTML still renders (its text needs no Qt) but says which charts it had to leave out
+    r = report("r.html")
+    assert r.returncode == 0, r.stderr
+    assert "specscope: warning: chart throughput left out" in r.stderr and "PySide6" in r.stderr, r.stderr
+    assert "chart unavailable" in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -225,7 +225,8 @@ def cmd_report(a) -> int:
         s = Session.load(a.session)
     except SessionError as exc:
         raise SpecscopeError(str(exc)) from None
-    render_to_file(s, out)
+    for warning in render_to_file(s, out):
+        print(f"specscope: warning: {warning}", file=sys.stderr)
     print(f"wrote {out}")
     return 0
 

@@ -67,6 +67,10 @@ class Session:
     # -- folding events ----------------------------------------------------
     def apply(self, ev: dict) -> None:
         kind = ev.get("event")
+        if kind in ("prefill", "step", "round", "repeat_done", "breakdown") and ev.get("case") not in self._index:
+            # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
+            self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
+            return
         if kind == "run_started":
             self.data["status"] = "running"
             for key in ("config", "environment", "model"):

@@ -484,3 +484,8 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
 def render(session) -> str:
     return build(session, collect_charts(session), target="screen")
 
+
+def render_warnings() -> list[str]:
+    """Charts the last render had to leave out, and why (the report says so too)."""
+    return [f"chart {name} left out: {why}" for name, why in sorted(_charts.last_error.items())]
+

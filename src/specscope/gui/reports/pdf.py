@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import charts as _charts
 from specscope.profiler.renderers.html_common import PRINT_CSS
-from .html import build, collect_charts
+from .html import build, collect_charts, render_warnings  # noqa: F401  (the same charts)
 
 PAGE_MARGIN_MM = 14
 RESOLUTION = 300  # dpi of the PDF coordinate system (text stays vector)

@@ -62,10 +62,12 @@ def renderer_for(path: str | Path):
     raise SpecscopeError(f"cannot tell the report format from {Path(path).name!r}; use one of {listed}")
 
 
-def render_to_file(session, path: str | Path) -> None:
+def render_to_file(session, path: str | Path) -> list[str]:
+    """Render and write atomically; returns what the renderer could not include (e.g. a chart), to be said."""
     mod = renderer_for(path)
     out = mod.render(session)
     try:
         atomic_write(path, out)
     except OSError as exc:
         raise SpecscopeError(f"could not write {path}: {exc.strerror or exc}") from None
+    return list(getattr(mod, "render_warnings", lambda: [])())

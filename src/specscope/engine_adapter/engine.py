@@ -1,0 +1,196 @@
+"""The engine as the protocol sees it: one object built from plain parameters, one call per phase.
+
+``Engine.open(...)`` loads the target (and a draft model when one is asked for), picks the
+drafter, checks that every cache can be rolled back exactly (refusing before anything is
+measured), and then offers what a run needs: the model's description and compatibility,
+the machine, tokenization, plain and speculative decoding, the breakdown, the divergence
+check and the peak memory. The protocol never reaches past it into the engine's modules.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx
+
+from specscope.errors import SpecscopeError
+
+
+@dataclass
+class EngineParams:
+    model: str | None = None
+    demo: bool = False
+    drafter: str = "auto"
+    draft_model: str | None = None
+    mtp_weights: str | None = None
+    mtp_hidden: str = "post-norm"
+    oracle_p: float = 0.75
+    oracle_draft_ms: float = 0.0
+    num_draft_tokens: int = 2
+    temp: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    round_kinds: str = "instrumented"
+    allow_oversize: bool = False
+
+
+def environment() -> dict:
+    try:
+        from importlib.metadata import version
+
+        mlx_version, mlx_lm_version = version("mlx"), version("mlx-lm")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        mlx_version, mlx_lm_version = getattr(mx, "__version__", "?"), "?"
+    device = str(mx.default_device())
+    info = {}
+    try:
+        if mx.metal.is_available():
+            info = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in mx.metal.device_info().items()}
+    except Exception:
+        info = {}
+    return {
+        "mlx": mlx_version,
+        "mlx_lm": mlx_lm_version,
+        "device": device,
+        "device_name": info.get("device_name") or ("CPU" if "cpu" in device else device),
+        "chip": _chip(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _chip() -> str:
+    if platform.system() == "Darwin":
+        try:
+            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5).stdout.strip()
+        except Exception:
+            return platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class Engine:
+    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict):
+        from .sampling import Sampling
+
+        self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
+        self.sampling = Sampling(params.temp, params.top_p, params.seed)
+
+    # -- building ----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, params: EngineParams, status=lambda message: None) -> "Engine":
+        from specscope.model_ref import resolve_model
+
+        from .compat import REFUSED, cheap_report
+        from .demo_model import demo_model_path
+        from .inspect_model import mtp_status
+        from .loader import check_same_vocabulary, load_model
+
+        if params.demo:
+            status("building/loading the demo model")
+            path, label = str(demo_model_path("hybrid")), "the demo model"
+        else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
+            ref = resolve_model(params.model)
+            path, label = ref.path, ref.label
+        if params.mtp_weights and not Path(params.mtp_weights).expanduser().is_dir():
+            params.mtp_weights = resolve_model(params.mtp_weights, what="MTP weights").path
+        status(f"loading {label}")
+        target = load_model(path, allow_oversize=params.allow_oversize)
+        name = params.drafter
+        if name == "auto":
+            name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
+        draft = None
+        if name == "draft":
+            draft = load_model(params.draft_model or str(demo_model_path("draft")), allow_oversize=params.allow_oversize)
+            check_same_vocabulary(target, draft)
+        compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
+        if compat["class"] == REFUSED:
+            raise SpecscopeError(f"{compat['reasons'][0]} (see `specscope check`)")
+        return cls(params, target, draft, name, compat)
+
+    def make_drafter(self, plain_tokens: list[int] | None = None):
+        from . import drafters
+
+        p, name = self.params, self.drafter_name
+        if name == "ngram":
+            return drafters.NgramDrafter()
+        if name == "draft":
+            return drafters.DraftModelDrafter(self.draft.model, name=self.draft.path.name)
+        if name == "oracle":
+            from .oracle import OracleDrafter
+
+            return OracleDrafter(plain_tokens or [], p=p.oracle_p, draft_ms=p.oracle_draft_ms, seed=p.seed,
+                                 vocab_size=self.target.vocab_size)
+        if name == "mtp":
+            from .mtp import load_mtp_drafter
+
+            return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden)
+        raise SpecscopeError(f"unknown drafter {name!r}")
+
+    # -- what a session records about the run ------------------------------------------------------
+    def describe(self) -> dict:
+        from .inspect_model import describe
+
+        return describe(self.target)
+
+    def run_facts(self, max_tokens: int) -> dict:
+        """Paths, sampling, drafter and compatibility, for the session's config."""
+        probe = self.make_drafter([0] * max_tokens)
+        c = self.compat
+        return {
+            "model_path": str(self.target.path),
+            "draft_model_path": str(self.draft.path) if self.draft else None,
+            "sampling": self.sampling.to_dict(),
+            "drafter": {"name": self.drafter_name, **probe.describe()},
+            "compatibility": {"class": c["class"], "reasons": c["reasons"],
+                              "rollback": {k: c["rollback"][k] for k in ("mode", "methods", "text")}},
+        }
+
+    @property
+    def context_window(self) -> int:
+        return int(self.target.checkpoint.text_config.get("max_position_embeddings") or 0)
+
+    def encode(self, text: str) -> list[int]:
+        return self.target.encode(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.target.decode(tokens)
+
+    # -- the measured phases -----------------------------------------------------------------------
+    def plain(self, prompt: list[int], max_tokens: int):
+        from .decoding import plain_generate
+
+        return plain_generate(self.target.model, prompt, max_tokens, self.sampling)
+
+    def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int):
+        from .decoding import speculative_generate
+
+        p = self.params
+        return speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens), p.num_draft_tokens,
+                                    max_tokens, self.sampling, round_kinds=p.round_kinds)
+
+    def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
+        from .breakdown import measure_breakdown
+
+        return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
+
+    def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict:
+        from .divergence import divergence_event
+
+        return divergence_event(self.target.model, case_id, prompt, plain, spec, self.params.num_draft_tokens + 1)
+
+    @staticmethod
+    def peak_memory() -> int:
+        return int(mx.get_peak_memory())
