@@ -20,7 +20,8 @@ def replay_events(d: dict):
     """The worker events that build the session ``d`` again, in the protocol's order.
 
     The first case is run twice (repeats): its first pass stops half-way, so the second pass replaces
-    its lists (what a fold must notice). The second case gets a divergence record (a near-tie).
+    its lists (what a fold must notice). The second case gets a divergence record (a near-tie). The
+    third alternates instrumented and end-to-end rounds (no separate timings), as the protocol does.
     """
     yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
     for i, c in enumerate(d["cases"]):
@@ -41,9 +42,12 @@ def replay_events(d: dict):
             yield {"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "spec"}
             yield {"event": "prefill", "case": c["id"], "mode": "spec", "token": spec["tokens"][0], "ms": spec["prefill_ms"]}
             for j, rnd in enumerate(spec["rounds"][:n_rounds]):
+                if i == 2 and j % 2:
+                    rnd = {**rnd, "kind": "end_to_end", "draft_ms": None, "verify_ms": None, "rollback_ms": None}
                 yield {"event": "round", "case": c["id"], "index": j, **rnd}
             for x in spec["repeats_tok_s"][:1] if r == len(passes) - 1 else [spec["repeats_tok_s"][0] * 1.1]:
-                yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": x}
+                yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": x,
+                       **({"instrumented_tok_s": x * 0.97} if i == 2 else {})}
         if i == 1:
             yield {"event": "divergence", "case": c["id"], "position": 3, "plain_token": 1, "spec_token": 2,
                    "plain_lead": 1e-5, "verify_lead": 2e-5, "tolerance": 1e-3, "dtype": "float32"}
@@ -71,9 +75,11 @@ def test_live_summary_equals_full_recomputation_at_every_event():
     final = live.summary()
     assert final["cases_measured"] == 3 and final["p"] is not None and final["breakdown"] is not None
     assert final["divergences"] and final["divergences"][0]["verdict"] == "rounding"
-    # the replayed session is the fixture again (plus the divergence record and a second repeat)
+    assert final["spec_instrumented_tok_s"] is not None  # the third case's end-to-end rounds
+    # the replayed session is the fixture again (plus the divergence record, a second repeat, round kinds)
     ref = Session.load(FIXTURE)
-    assert [c["spec"]["rounds"] for c in s.cases] == [c["spec"]["rounds"] for c in ref.cases]
+    assert [len(c["spec"]["rounds"]) for c in s.cases] == [len(c["spec"]["rounds"]) for c in ref.cases]
+    assert s.cases[0]["spec"]["rounds"] == ref.cases[0]["spec"]["rounds"]
 
 
 def test_live_summary_on_a_loaded_session_and_a_new_k():
@@ -141,3 +147,17 @@ def test_session_delegates_to_summary_module():
 
     assert protocol.tok_s is stats.tok_s is summary.tok_s
     assert stats.tok_s(0, 10.0) is None and stats.tok_s(5, 0.0) is None and stats.tok_s(5, 500.0) == pytest.approx(10.0)
+
+
+def test_compact_autosave_text_is_the_same_session(tmp_path):
+    s = Session()
+    for ev in replay_events(fixture_dict()):
+        s.apply(ev)
+    live = LiveSummary(s)
+    compact = s.to_json(live=live, compact=True)
+    assert "\n" not in compact
+    assert json.loads(compact) == json.loads(s.to_json())
+    s.save(tmp_path / "a.json", live=live, compact=True)
+    assert Session.load(tmp_path / "a.json").summary() == s.summary()
+    s.cases[0]["plain"]["step_ms"].append(float("nan"))  # NaN is written as null either way
+    assert json.loads(s.to_json(live=live, compact=True)) == json.loads(s.to_json())

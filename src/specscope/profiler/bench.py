@@ -319,8 +319,10 @@ def bench_gui(a) -> dict:
     def with_gui():
         from .plugins import COMMANDS, load
 
+        c0 = _process_cpu_s()
         s = load(COMMANDS, "bench-gui", "the app half of bench gui")(cfg)
-        return s["plain_tok_s"], s["spec_tok_s"]
+        c1 = _process_cpu_s()
+        return s["plain_tok_s"], s["spec_tok_s"], (c1 - c0 if c0 is not None and c1 is not None else None)
 
     pairs = []
     for _ in range(max(1, min(a.pairs, 3))):
@@ -328,7 +330,19 @@ def bench_gui(a) -> dict:
     ratios = [g[0] / h[0] for g, h in pairs]
     return _result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
                                    "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
-                                   "spec_ratios": [g[1] / h[1] for g, h in pairs]})
+                                   "spec_ratios": [g[1] / h[1] for g, h in pairs],
+                                   # CPU seconds the app's process spent on each run (all its threads; the worker not counted)
+                                   "gui_process_cpu_s": [g[2] for g, _ in pairs]})
+
+
+def _process_cpu_s() -> float | None:
+    """User + system CPU seconds of this process so far (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 # -- capture: the verify forward with rollback capture vs the same forward with no hooks at all ---

@@ -315,6 +315,7 @@ class _CaseFold:
         # by round kind: end-to-end rounds give the measured speed, instrumented ones the timings
         self.kind_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
         self.kind_emitted = {"instrumented": 0, "end_to_end": 0}
+        self.kind_rounds = {"instrumented": 0, "end_to_end": 0}
         self.hist: Counter = Counter()  # accepted count -> rounds, over rounds that drafted k
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
 
@@ -341,6 +342,7 @@ class _CaseFold:
                 kind = "instrumented" if instrumented(r) else "end_to_end"
                 self.kind_ms[kind].add(r["ms"])
                 self.kind_emitted[kind] += len(r["emitted"])
+                self.kind_rounds[kind] += 1
                 if len(r["drafted"]) == k:
                     self.hist[r["accepted"]] += 1
                     if kind == "instrumented":
@@ -356,11 +358,11 @@ class _CaseFold:
         plain, spec = c["plain"], c["spec"]
         objs = (plain.get("repeats_tok_s"), spec.get("repeats_tok_s"), plain["tokens"], spec["tokens"], c.get("divergence"),
                 spec.get("repeats_instrumented_tok_s"))
-        key = (self.version,) + tuple(len(o) if isinstance(o, list) else -1 for o in objs[:4])
+        key = (self.version,) + tuple(len(o) if isinstance(o, list) else -1 for o in objs)  # lists grow in place
         if self._stats is not None and key == self._stats_key and all(a is b for a, b in zip(objs, self._stats_objs)):
             return self._stats
         plain_tok_s = stats.median(objs[0] or []) or tok_s(self.n_steps, self.step_ms.value())
-        has_e2e = self.kind_emitted["end_to_end"] > 0 or self.kind_ms["end_to_end"].value() > 0
+        has_e2e = self.kind_rounds["end_to_end"] > 0
         if has_e2e:
             fallback = tok_s(self.kind_emitted["end_to_end"], self.kind_ms["end_to_end"].value())
             instr = stats.median(objs[5] or []) or tok_s(self.kind_emitted["instrumented"], self.kind_ms["instrumented"].value())
