@@ -65,3 +65,19 @@ def test_benchmark_json_is_well_formed(name, results):
 def test_spec_bench_checks_identical_tokens(results):
     res = next(x for x in results if x["benchmark"] == "spec-vs-mlx-lm")
     assert res["raw"]["identical_tokens"] is True
+
+
+def test_interleaved_pairs_stop_when_the_median_is_stable():
+    from types import SimpleNamespace
+
+    from specscope.profiler.bench import interleaved_pairs, median_ci95, stable
+
+    noisy = iter([1.3, 0.7] * 50)
+    a = SimpleNamespace(pairs=3, until_stable=True, max_pairs=12)
+    got = interleaved_pairs(a, lambda: (next(noisy), 1.0, "extra"))  # extra fields ride along
+    assert len(got) == 12 and not stable([x / y for x, y, _ in got])  # never stable: capped
+    calm = interleaved_pairs(a, lambda: (1.0, 1.0))
+    assert len(calm) == 3 and stable([1.0, 1.0, 1.0])  # stable at once: the minimum only
+    assert median_ci95([1.0, 2.0]) is None
+    lo, hi = median_ci95([0.99, 1.0, 1.01, 1.0, 1.0])
+    assert lo <= 1.0 <= hi

@@ -53,10 +53,10 @@ import mlx.nn as nn
 from mlx.utils import tree_flatten
 from mlx_lm.models.cache import make_prompt_cache
 
+from .categories import CATEGORIES
 from .decoding import prefill
 from .rollback import CacheSnapshot, capturing, install_capture, is_hybrid
 
-CATEGORIES = ["linear_attention", "full_attention", "moe", "dense_mlp", "output_head", "other", "unclassified"]
 SKIPPABLE = ("linear_attention", "full_attention", "moe", "dense_mlp", "output_head")
 
 _state = {"mode": None, "skip": None, "acc": None, "stack": [], "called": set()}

@@ -15,6 +15,8 @@ import tempfile
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.profiler.display import offscreen_if_headless
+
 from .inspector import DEMO
 
 SCREEN_SIZE = (1440, 900)
@@ -54,9 +56,8 @@ def main(args=None) -> int:
     except ValueError as exc:
         print(f"specscope: error: {exc}", file=sys.stderr)
         return 2
-    if automated and not os.environ.get("QT_QPA_PLATFORM") and sys.platform.startswith("linux") and not os.environ.get("DISPLAY") \
-            and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    if automated:
+        offscreen_if_headless()
     app = make_app()
     from .main_window import MainWindow
 

@@ -21,7 +21,6 @@ from . import stats
 from .stats import tok_s
 from .verdict import ENGINE_FAULT, ROUNDING
 
-CATEGORIES = ["linear_attention", "full_attention", "moe", "dense_mlp", "output_head", "other", "unclassified"]
 CATEGORY_LABELS = {
     "linear_attention": "Linear attention",
     "full_attention": "Full attention",

@@ -28,20 +28,12 @@ def _ensure_app():
 
 
 def chart_data(name: str, session, summary: dict | None = None):
+    """Exactly what the app draws for chart ``name`` (one assembly: ``data.all_chart_data``)."""
     from . import data
 
-    summary = session.summary() if summary is None else summary
-    if name == "throughput":
-        return {**data.throughput_series(session), "predicted_tok_s": summary.get("predicted_tok_s")}
-    if name == "acceptance":
-        return {**data.acceptance_series(session), "regime": summary.get("regime")}
-    if name == "tokens_per_round":
-        return {**data.tokens_per_round_hist(session), "mean": summary.get("tokens_per_round")}
-    if name == "breakdown":
-        return data.breakdown_data(summary)
-    if name == "division":
-        return data.division_data(session, summary)
-    raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+    if name not in NAMES:
+        raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+    return data.all_chart_data(session, summary)[name]
 
 
 def build_chart(name: str, session, theme: dict | None = None, summary: dict | None = None):
