@@ -69,7 +69,7 @@ def test_autosave_failure_is_shown_and_data_kept(window, qtbot, monkeypatch, tmp
 
     import specscope.gui.session_model as sm
 
-    def full(self, path):
+    def full(self, path, *args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     window.model.reset(Session(), autosave_path=str(tmp_path / "auto.json"))
