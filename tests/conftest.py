@@ -64,3 +64,25 @@ def window(qtbot, settings, tmp_path):
     if w.is_running():
         w.worker.stop_and_wait()
     w.setup.inspector.shutdown()
+
+
+def _small_demo_run(w, max_tokens=8, cases=2, breakdown=True):
+    """Set the app's setup panel for a small greedy demo run with the draft-model drafter."""
+    from specscope.gui.inspector import DEMO
+
+    s = w.setup
+    s.set_model(DEMO)
+    s.set_drafter("draft")
+    s.k.setValue(2)
+    s.cases.setValue(cases)
+    s.max_tokens.setValue(max_tokens)
+    s.warmup.setValue(0)
+    s.repeats.setValue(1)
+    s.breakdown.setChecked(breakdown)
+    s.greedy.setChecked(True)
+
+
+@pytest.fixture
+def small_demo_run():
+    """Set the app's setup panel for a small greedy demo run (draft-model drafter, no warm-up)."""
+    return _small_demo_run

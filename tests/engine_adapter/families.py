@@ -42,7 +42,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from specscope.engine_adapter.demo_model import VOCAB_TARGET
+from specscope.engine_adapter.demo_model import VOCAB_TARGET, model_folder
 
 SEED = 0
 MAX_POS = 4096  # every family's context limit (>= 512 as the tests need)
@@ -674,9 +674,7 @@ def build_family(name: str, path: str | os.PathLike, seed: int = SEED) -> Path:
     path = Path(path)
     if path.exists() and any(path.iterdir()):
         raise FileExistsError(f"{path} exists and is not empty")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=path.parent))
-    try:
+    with model_folder(path, prefix=f".{name}-") as tmp:
         n_tokens = _tokenizer_files(tmp)
         config = json.loads(json.dumps(FAMILIES[name]))
         model_class, args_class = _get_classes(config)
@@ -687,12 +685,6 @@ def build_family(name: str, path: str | os.PathLike, seed: int = SEED) -> Path:
                 save_model(tmp, model)
         save_config(config, tmp / "config.json")
         (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
-        if path.exists():
-            path.rmdir()
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return path
 
 

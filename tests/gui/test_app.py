@@ -18,21 +18,6 @@ RUN_TIMEOUT_MS = 300_000
 pytestmark = pytest.mark.timeout(600)
 
 
-def _small_demo_run(w, max_tokens=8, cases=1):
-    from specscope.gui.inspector import DEMO
-
-    s = w.setup
-    s.set_model(DEMO)
-    s.set_drafter("draft")
-    s.k.setValue(2)
-    s.cases.setValue(cases)
-    s.max_tokens.setValue(max_tokens)
-    s.warmup.setValue(0)
-    s.repeats.setValue(1)
-    s.breakdown.setChecked(True)
-    s.greedy.setChecked(True)
-
-
 def _assert_views_filled(w):
     snap = w.model.last_snapshot
     s = snap["summary"]
@@ -149,9 +134,9 @@ def test_export_error_is_shown_not_raised(window, tmp_path, monkeypatch):
     window._last_dialog.close()
 
 
-def test_run_demo_to_completion_then_stop_mid_run(window, qtbot):
+def test_run_demo_to_completion_then_stop_mid_run(window, qtbot, small_demo_run):
     """One demo case, 8 tokens, with breakdown: every view fills. Then a second run is stopped mid-way."""
-    _small_demo_run(window)
+    small_demo_run(window, cases=1)
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         assert window.start_run()
         assert window.is_running()
@@ -163,7 +148,7 @@ def test_run_demo_to_completion_then_stop_mid_run(window, qtbot):
     assert "MLX" in window.sb_mlx.text()
 
     # Stop mid-run: partial results are kept, the session is marked incomplete, nothing is left running.
-    _small_demo_run(window, max_tokens=64, cases=2)
+    small_demo_run(window, max_tokens=64, cases=2)
     assert window.start_run()
     qtbot.waitUntil(lambda: any(c["plain"]["step_ms"] for c in window.model.session.cases), timeout=RUN_TIMEOUT_MS)
     with qtbot.waitSignal(window.run_finished, timeout=60_000) as blocker:
@@ -177,7 +162,7 @@ def test_run_demo_to_completion_then_stop_mid_run(window, qtbot):
     assert "Incomplete" in window.verdict.headline.text()
 
 
-def test_close_mid_run_leaves_no_worker(qtbot, settings, tmp_path):
+def test_close_mid_run_leaves_no_worker(qtbot, settings, tmp_path, small_demo_run):
     from PySide6 import QtCore
 
     from specscope.gui.main_window import MainWindow
@@ -185,7 +170,7 @@ def test_close_mid_run_leaves_no_worker(qtbot, settings, tmp_path):
     w = MainWindow(settings=settings, autosave_dir=str(tmp_path))
     qtbot.addWidget(w)
     w.show()
-    _small_demo_run(w, max_tokens=64)
+    small_demo_run(w, max_tokens=64, cases=1)
     assert w.start_run()
     proc = w.worker.proc
     qtbot.waitUntil(lambda: w.model.session.status == "running", timeout=RUN_TIMEOUT_MS)

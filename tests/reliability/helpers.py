@@ -73,19 +73,3 @@ def unique_suite(tmp_path: Path) -> Path:
     p = tmp_path / f"suite-{os.getpid()}-{time.monotonic_ns()}.json"
     p.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     return p
-
-
-def small_demo_run(w, max_tokens=8, cases=2, breakdown=True):
-    """Set the app's setup panel for a small greedy demo run with the draft-model drafter."""
-    from specscope.gui.inspector import DEMO
-
-    s = w.setup
-    s.set_model(DEMO)
-    s.set_drafter("draft")
-    s.k.setValue(2)
-    s.cases.setValue(cases)
-    s.max_tokens.setValue(max_tokens)
-    s.warmup.setValue(0)
-    s.repeats.setValue(1)
-    s.breakdown.setChecked(breakdown)
-    s.greedy.setChecked(True)

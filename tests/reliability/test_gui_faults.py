@@ -15,13 +15,13 @@ import pytest
 
 from specscope.profiler.session import Session
 
-from .helpers import FIXTURE, RUN_TIMEOUT_MS, needs_proc, small_demo_run
+from .helpers import FIXTURE, RUN_TIMEOUT_MS, needs_proc
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @needs_proc
-def test_worker_sigkill_in_the_app(window, qtbot, tmp_path):
+def test_worker_sigkill_in_the_app(window, qtbot, tmp_path, small_demo_run):
     """The app says what happened, keeps and shows everything received; the autosave loads and exports."""
     small_demo_run(window, max_tokens=32, cases=2, breakdown=False)
     assert window.start_run()

@@ -15,7 +15,7 @@ import pytest
 
 from specscope.profiler.session import Session
 
-from .helpers import RUN_TIMEOUT_MS, needs_proc, small_demo_run, wait_until
+from .helpers import RUN_TIMEOUT_MS, needs_proc, wait_until
 
 pytestmark = [pytest.mark.timeout(420), needs_proc, pytest.mark.slow]  # about 1.5 minutes: `pytest -m slow`
 ROUNDS = 3
@@ -49,7 +49,7 @@ def child_workers() -> list[int]:
     return out
 
 
-def test_three_rounds_in_one_app_session(window, qtbot):
+def test_three_rounds_in_one_app_session(window, qtbot, small_demo_run):
     from PySide6 import QtCore, QtWidgets
 
     small_demo_run(window, max_tokens=8, cases=2, breakdown=False)

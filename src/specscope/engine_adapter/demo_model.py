@@ -189,6 +189,21 @@ def _mtp_weights(text: dict, seed: int) -> dict:
     return out
 
 
+@contextlib.contextmanager
+def model_folder(path: Path, prefix: str = ".model-"):
+    """A temporary folder beside ``path`` to write a model into, renamed onto ``path`` only when complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            path.rmdir()
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = DEMO_SEED) -> Path:
     """Write a demo model directory at ``path`` (atomically) and return it."""
     if kind not in DEMO_KINDS:
@@ -201,9 +216,7 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
     path = Path(path).expanduser()
     if path.exists() and any(path.iterdir()):
         raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".demo-", dir=path.parent))
-    try:
+    with model_folder(path, prefix=".demo-") as tmp:
         n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
         config = _config(kind, VOCAB_TARGET)
         model_class, args_class = _get_classes(config)
@@ -224,12 +237,6 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
         config["specscope_demo"] = {"kind": kind, "seed": seed, "format_version": DEMO_FORMAT_VERSION}
         save_config(config, tmp / "config.json")
         (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
-        if path.exists():
-            path.rmdir()
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return path
 
 

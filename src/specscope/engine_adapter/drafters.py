@@ -35,6 +35,14 @@ class Draft:
     def as_array(self) -> mx.array:
         return self.array if self.array is not None else mx.array(self.tokens, dtype=mx.uint32)
 
+    @classmethod
+    def of(cls, toks: mx.array, lazy: bool) -> "Draft":
+        """Drafts made on the device: left unevaluated for a lazy (end-to-end) round, else read back now."""
+        if lazy:
+            return cls(None, array=toks)
+        mx.eval(toks)
+        return cls(toks.tolist())
+
     def materialize(self) -> None:
         """Fill ``tokens`` from ``array`` (after the sync that evaluated it)."""
         if self.tokens is None:
@@ -145,11 +153,7 @@ class DraftModelDrafter(Drafter):
             self.checkpoints.append(CacheSnapshot(self.cache))
         if not out:
             return Draft([])
-        toks = mx.concatenate(out)
-        if lazy:
-            return Draft(None, array=toks)
-        mx.eval(toks)
-        return Draft(toks.tolist())
+        return Draft.of(mx.concatenate(out), lazy)
 
     def update(self, accepted, draft, emitted, hidden=None):
         k = len(draft.tokens)

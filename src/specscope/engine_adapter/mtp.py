@@ -417,11 +417,7 @@ class MTPDrafter(Drafter):
             h, normed = self._step(y, h)
             y = mx.argmax(self._logits(normed), axis=-1).astype(mx.uint32)
             out.append(y)
-        toks = mx.concatenate(out)
-        if lazy:
-            return Draft(None, array=toks)
-        mx.eval(toks)
-        return Draft(toks.tolist())
+        return Draft.of(mx.concatenate(out), lazy)
 
     def update(self, accepted, draft, emitted, hidden=None):
         new_hidden = hidden[: accepted + 1]

@@ -130,26 +130,24 @@ def _swap(c: QtGui.QColor, cmap: dict) -> QtGui.QColor | None:
     return QtGui.QColor(n) if n is not None else None
 
 
-def _swap_pen(pen, cmap):
-    if pen is None:
+def _swapped(style, make, cmap):
+    """A copy of a pen or brush in the other palette's colour, or None if its colour is not a theme colour."""
+    if style is None:
         return None
-    pen = QtGui.QPen(pg.mkPen(pen))
-    n = _swap(pen.color(), cmap)
+    style = make(style)
+    n = _swap(style.color(), cmap)
     if n is None:
         return None
-    pen.setColor(n)
-    return pen
+    style.setColor(n)
+    return style
+
+
+def _swap_pen(pen, cmap):
+    return _swapped(pen, lambda p: QtGui.QPen(pg.mkPen(p)), cmap)
 
 
 def _swap_brush(brush, cmap):
-    if brush is None:
-        return None
-    brush = QtGui.QBrush(pg.mkBrush(brush))
-    n = _swap(brush.color(), cmap)
-    if n is None:
-        return None
-    brush.setColor(n)
-    return brush
+    return _swapped(brush, lambda b: QtGui.QBrush(pg.mkBrush(b)), cmap)
 
 
 def restyle_charts(root: QtWidgets.QWidget, old: dict, new: dict) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .formatting import fmt, scaled
 from .session import Session
 from .summary import CATEGORY_LABELS
-from .verdict import SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, verdict
+from .verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, instrumentation_cost_text,
+                      verdict)
 
 
 
@@ -35,7 +36,7 @@ def format_summary(session: Session) -> str:
         f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
         *([f"  instrumentation   end-to-end rounds {fmt(s['spec_tok_s'], '.1f')} tok/s vs instrumented rounds "
            f"{fmt(s['spec_instrumented_tok_s'], '.1f')} tok/s: timing draft, verify and rollback apart costs "
-           f"{fmt(scaled(s['instrumentation_cost'], 100), '+.1f', '%')} (the measured speed is end to end)"]
+           f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]
           if s.get("instrumentation_cost") is not None else []),
         f"  {acceptance_phrase(s)}",
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "

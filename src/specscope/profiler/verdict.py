@@ -144,3 +144,14 @@ def audit_answers(s: dict) -> list[tuple[str, str]]:
         ("What regime, length and content was acceptance measured on?", q2),
         ("Is the speed measured end to end or inferred?", q3),
     ]
+
+
+def instrumentation_cost_text(s: dict) -> str | None:
+    """What timing draft, verify and rollback apart costs, as a percentage; None when the run has no
+    end-to-end rounds. A negative figure (end-to-end rounds not faster) is noise, said as such, never a cost."""
+    cost = s.get("instrumentation_cost")
+    if cost is None:
+        return None
+    if cost <= 0:
+        return "none measurable (end-to-end rounds were not faster: within noise)"
+    return f"+{cost * 100:.1f}%"

@@ -20,6 +20,7 @@ from specscope.profiler.verdict import (
     audit_answers,
     divergence_message,
     divergence_note,
+    instrumentation_cost_text,
     verdict,
 )
 
@@ -243,7 +244,7 @@ def _summary(s) -> str:
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode"],
         [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"],
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"), "mean per round; not in the division (it shows up in the prediction error)"],
-        ["Instrumentation cost", pct(s.get("instrumentation_cost"), signed=True),
+        ["Instrumentation cost", esc(instrumentation_cost_text(s)),
          "end-to-end rounds (one sync per round, as a production engine) vs instrumented rounds (draft, verify and "
          f"rollback timed apart): {f(s.get('spec_tok_s'), '.1f', ' tok/s')} vs {f(s.get('spec_instrumented_tok_s'), '.1f', ' tok/s')}; "
          "the measured speed is end to end"] if s.get("instrumentation_cost") is not None else None,

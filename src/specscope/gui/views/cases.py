@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
 
-from .common import breakable, fmt, plain_label
+from .common import breakable, fmt, plain_label, sortable_table
 
 COLUMNS = ["Case", "Category", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
            "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px
@@ -39,15 +39,7 @@ class CasesView(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        self.model = QtGui.QStandardItemModel(0, len(COLUMNS), self)
-        self.model.setHorizontalHeaderLabels(COLUMNS)
-        self.proxy = QtCore.QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
-        self.table = QtWidgets.QTableView()
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.model, self.proxy, self.table = sortable_table(self, COLUMNS, SORT_ROLE)
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.formatting import DASH
 from specscope.profiler.formatting import fmt as _fmt
@@ -95,3 +95,17 @@ class Tile(QtWidgets.QFrame):
 def fmt(x, spec: str = ".1f", suffix: str = "", none: str = DASH) -> str:
     """The core's one "format or dash" rule, with the app's default precision."""
     return _fmt(x, spec, suffix, none)
+
+
+def sortable_table(owner: QtCore.QObject, columns: list[str], sort_role: int):
+    """(model, proxy, view): a row-selecting table sorted by ``sort_role`` (raw values, not display text)."""
+    model = QtGui.QStandardItemModel(0, len(columns), owner)
+    model.setHorizontalHeaderLabels(columns)
+    proxy = QtCore.QSortFilterProxyModel(owner)
+    proxy.setSourceModel(model)
+    proxy.setSortRole(sort_role)
+    view = QtWidgets.QTableView()
+    view.setModel(proxy)
+    view.setSortingEnabled(True)
+    view.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+    return model, proxy, view

@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.profiler.session import Session, SessionError
 from specscope.profiler.verdict import acceptance_phrase
 
-from .common import home_relative, plain_label
+from .common import home_relative, plain_label, sortable_table
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
            "Accept-\nance"]
@@ -158,18 +158,10 @@ class HistoryView(QtWidgets.QWidget):
             top.addWidget(b)
         lay.addLayout(top)
 
-        self.model = QtGui.QStandardItemModel(0, len(COLUMNS), self)
-        self.model.setHorizontalHeaderLabels(COLUMNS)
+        self.model, self.proxy, self.table = sortable_table(self, COLUMNS, SORT_ROLE)
         for col, tip in HEADER_TIPS.items():
             self.model.horizontalHeaderItem(col).setToolTip(tip)
-        self.proxy = QtCore.QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
-        self.table = QtWidgets.QTableView()
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
         self.table.sortByColumn(0, QtCore.Qt.SortOrder.DescendingOrder)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.formatting import scaled
-from specscope.profiler.verdict import acceptance_phrase
+from specscope.profiler.verdict import acceptance_phrase, instrumentation_cost_text
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from .common import Tile, fmt
@@ -59,7 +59,7 @@ class LiveView(QtWidgets.QWidget):
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
         self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"),
                         f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
-                        + (f" · timing apart costs {fmt(scaled(s['instrumentation_cost'], 100), '+.0f', '%')}"
+                        + (f" · timing apart costs {instrumentation_cost_text(s)}"
                            if s.get("instrumentation_cost") is not None else ""))
         self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"),
                         f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
