@@ -24,12 +24,14 @@ from .views.common import PlainLabel, clip, home_relative
 from .views.division import DivisionView
 from .views.history import HistoryView
 from .views.live import LiveView
+from .views.tune import TuneView
+from .views.verify_cost import VerifyCostView
 from .views.verdict_bar import VerdictBar
 from .worker import WorkerProcess
 
-PAGES = ["live", "breakdown", "division", "cases", "history", "compare"]
-PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "cases": "Cases",
-               "history": "History", "compare": "Compare"}
+PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "cases", "history", "compare"]
+PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune",
+               "cases": "Cases", "history": "History", "compare": "Compare"}
 
 
 def sessions_dir() -> Path:
@@ -83,12 +85,18 @@ class MainWindow(QtWidgets.QMainWindow):
         self.live = LiveView(self.theme)
         self.breakdown = BreakdownView(self.theme)
         self.division = DivisionView(self.theme, self.model)
+        session_data = lambda: self.model.session.data  # noqa: E731 (the pages read the current session's results)
+        self.verify_cost = VerifyCostView(self.theme, config=lambda: self.setup.config(), session=session_data)
+        self.tune = TuneView(self.theme, config=lambda: self.setup.config(), session=session_data)
+        self.verify_cost.result_ready.connect(lambda r: self._keep_result("roofline", r))
+        self.tune.result_ready.connect(lambda r: self._keep_result("tune", r))
         self.cases = CasesView(self.theme)
         self.history = HistoryView(self.theme, lambda: self.autosave_dir or sessions_dir())
         self.compare = CompareView(self.theme)
         self.history.open_requested.connect(self._open_from_history)
         self.history.compare_requested.connect(self.compare_paths)
-        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division, "cases": self.cases,
+        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division,
+                      "verify_cost": self.verify_cost, "tune": self.tune, "cases": self.cases,
                       "history": self.history, "compare": self.compare}
         for key in PAGES:
             self.tabs.addTab(self.views[key], PAGE_TITLES[key])
@@ -193,6 +201,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.eta_timer = QtCore.QTimer(self)
         self.eta_timer.setInterval(1000)
         self.eta_timer.timeout.connect(self._update_progress)
+
+    def _keep_result(self, key: str, result: dict) -> None:
+        """A Verify cost or Tune measurement joins the current session (and its autosave)."""
+        self.model.session.data[key] = result
+        if not self.is_running():
+            self.model.save_autosave()
 
     # -- pages ----------------------------------------------------------------------
     def show_page(self, key: str) -> None:

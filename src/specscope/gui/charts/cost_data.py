@@ -1,0 +1,113 @@
+"""Chart data for the Verify cost and Tune pages, from the plain dicts ``specscope roofline --json`` and
+``specscope tune --json`` print (and a session stores under "roofline" and "tune"). No Qt here.
+
+A time or multiple the measurement could not vouch for (missing, not finite, negative) becomes None
+and is drawn as a gap, never as a number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from specscope.profiler.summary import CATEGORY_LABELS
+
+
+def _num(x):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 else None
+
+
+def _decode_ms(curve: list[dict]) -> float | None:
+    one = next((p for p in curve if p.get("positions") == 1), None)
+    return _num(one.get("whole_ms")) if one else None
+
+
+def _floor_ms(point: dict) -> float | None:
+    if _num(point.get("floor_ms")) is not None:
+        return _num(point["floor_ms"])
+    floors = [_num(c.get("floor_ms")) for c in (point.get("categories") or {}).values()]
+    return sum(floors) if floors and all(f is not None for f in floors) else None
+
+
+def verify_curve_data(roof: dict | None) -> dict | None:
+    """Measured cost (with spread), n × decode and the floor, all in plain decode steps."""
+    curve = sorted((roof or {}).get("curve") or [], key=lambda p: p.get("positions", 0))
+    dec = _decode_ms(curve)
+    if not curve or not dec:
+        return None
+    n, meas, lo, hi, floor = [], [], [], [], []
+    for p in curve:
+        m = _num(p.get("whole_ms"))
+        if m is None:
+            continue
+        n.append(int(p["positions"]))
+        meas.append(m / dec)
+        spread = p.get("whole_ms_ci95") or p.get("whole_ms_range")
+        lo.append(_num(spread[0]) / dec if spread and _num(spread[0]) is not None else None)
+        hi.append(_num(spread[1]) / dec if spread and _num(spread[1]) is not None else None)
+        f = _floor_ms(p)
+        floor.append(f / dec if f is not None else None)
+    note = f"1 step = T_decode = {dec:.2f} ms"
+    return {"n": n, "measured": meas, "measured_lo": lo if any(v is not None for v in lo) else None,
+            "measured_hi": hi if any(v is not None for v in hi) else None, "floor": floor, "note": note}
+
+
+def positions_available(roof: dict | None) -> list[int]:
+    return sorted(int(p["positions"]) for p in (roof or {}).get("curve") or [] if p.get("positions"))
+
+
+def category_floor_data(roof: dict | None, positions: int) -> dict | None:
+    point = next((p for p in (roof or {}).get("curve") or [] if p.get("positions") == positions), None)
+    if not point or not point.get("categories"):
+        return None
+    cats = []
+    for c, v in point["categories"].items():
+        ms, fl = _num(v.get("ms")), _num(v.get("floor_ms"))
+        if ms is None and fl is None:
+            continue
+        eff = _num(v.get("efficiency"))
+        cats.append({"key": c, "label": CATEGORY_LABELS.get(c, c).replace(" (", "\n("), "ms": ms, "floor_ms": fl,
+                     "efficiency": eff})
+    return {"positions": positions, "categories": cats} if cats else None
+
+
+def expert_union_data(roof: dict | None) -> dict | None:
+    """Distinct experts per MoE layer against n × top-k; ``{}`` when the model has no MoE, None before data."""
+    curve = sorted((roof or {}).get("curve") or [], key=lambda p: p.get("positions", 0))
+    if not curve:
+        return None
+    moe = roof.get("moe") or {}
+    n, distinct, bound = [], [], []
+    for p in curve:
+        d = ((p.get("categories") or {}).get("moe") or {}).get("distinct_experts")
+        if d is None:
+            continue
+        n.append(int(p["positions"]))
+        distinct.append(float(d))
+        bound.append(p["positions"] * moe["top_k"] if moe.get("top_k") else None)
+    if not n:
+        return {}
+    return {"n": n, "distinct": distinct, "bound": bound if all(b is not None for b in bound) else None,
+            "n_experts": moe.get("n_experts")}
+
+
+def tune_data(tune: dict | None) -> dict | None:
+    rows = (tune or {}).get("rows") or []
+    if not rows:
+        return None
+    drafters: dict[str, dict] = {}
+    for r in sorted(rows, key=lambda r: (r.get("drafter", ""), r.get("k", 0))):
+        if r.get("k") is None or r.get("predicted_speedup") is None:
+            continue
+        d = drafters.setdefault(r["drafter"], {"name": r["drafter"], "k": [], "predicted": [], "lo": [], "hi": [], "measured": []})
+        ci = r.get("predicted_ci95") or [None, None]
+        d["k"].append(int(r["k"]))
+        d["predicted"].append(float(r["predicted_speedup"]))
+        d["lo"].append(ci[0])
+        d["hi"].append(ci[1])
+        d["measured"].append(r.get("measured_speedup"))
+    rec = (tune or {}).get("recommendation") or {}
+    out = {"drafters": list(drafters.values()), "recommended": None}
+    if rec.get("k") is not None:
+        sp = rec.get("measured_speedup", rec.get("predicted_speedup"))
+        out["recommended"] = {"k": rec["k"], "speedup": sp, "label": f"k = {rec['k']} ({rec.get('drafter', '')})"}
+    return out

@@ -1,0 +1,80 @@
+"""Which k: predicted speedup over k per drafter with its 95% band, the confirmation runs' measured
+points, break-even at 1×, and the recommended k."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui
+
+from .common import BaseChart, font
+
+
+class TuneChart(BaseChart):
+    title = "Predicted and measured speedup over k"
+    x_label = ("draft tokens per round (k)", "")
+    y_label = ("speedup over plain decoding", "×")
+    legend_cols = 2
+    legend_offset = (-10, 5)
+
+    def build(self):
+        self.items = []
+        self.show_empty("no tuning run yet")
+
+    def _clear(self):
+        for it in self.items:
+            self.plot_item.removeItem(it)
+        self.items = []
+        self.legend.clear()
+
+    def _add(self, item, name: str | None = None):
+        self.plot_item.addItem(item)
+        self.items.append(item)
+        if name:
+            self.legend.addItem(item, name)
+        return item
+
+    def _draw(self, d: dict | None) -> None:
+        self._clear()
+        if not d or not d.get("drafters"):
+            self.show_empty("no tuning run yet")
+            return
+        self.show_empty(None)
+        colors = self.theme["cats"]
+        kmax, ymax = 1, 1.0
+        self._add(pg.PlotDataItem([0.5, 1e3], [1.0, 1.0], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine)),
+                  "break-even (1×)")
+        for i, dr in enumerate(d["drafters"]):
+            c = QtGui.QColor(colors[i % len(colors)])
+            ks = dr["k"]
+            kmax = max([kmax] + ks)
+            lo, hi = dr["lo"], dr["hi"]
+            if all(v is not None for v in lo + hi) and len(ks) > 1:
+                band_c = QtGui.QColor(c)
+                band_c.setAlpha(45)
+                edge = pg.mkPen(band_c, width=1)  # FillBetweenItem follows the curves' paths: they need a pen
+                top = pg.PlotDataItem(ks, hi, pen=edge)
+                bot = pg.PlotDataItem(ks, lo, pen=edge)
+                self._add(top)
+                self._add(bot)
+                self._add(pg.FillBetweenItem(top, bot, brush=pg.mkBrush(band_c)))
+                ymax = max([ymax] + hi)
+            self._add(pg.PlotDataItem(ks, dr["predicted"], pen=pg.mkPen(c, width=2.5), symbol="o", symbolSize=6,
+                                      symbolBrush=pg.mkBrush(c), symbolPen=None), f"{dr['name']}: predicted (95% band)")
+            mk = [(k, m) for k, m in zip(ks, dr["measured"]) if m is not None]
+            if mk:
+                self._add(pg.PlotDataItem([k for k, _ in mk], [m for _, m in mk], pen=None, symbol="s", symbolSize=11,
+                                          symbolBrush=pg.mkBrush(self.theme["bg"]), symbolPen=pg.mkPen(c, width=2.5)),
+                          f"{dr['name']}: measured")
+                ymax = max([ymax] + [m for _, m in mk])
+            ymax = max([ymax] + [p for p in dr["predicted"] if p is not None])
+        rec = d.get("recommended")
+        if rec and rec.get("k") is not None and rec.get("speedup") is not None:
+            self._add(pg.PlotDataItem([rec["k"]], [rec["speedup"]], pen=None, symbol="star", symbolSize=20,
+                                      symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"])),
+                      "recommended")
+            t = pg.TextItem(rec.get("label", ""), color=self.theme["fg"], anchor=(0.5, 1.3))
+            t.setFont(font(9, bold=True))
+            t.setPos(rec["k"], rec["speedup"])
+            self._add(t)
+        self.plot_item.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, kmax + 1)]])
+        self.set_range((0.5, kmax + 0.5), (0.0, ymax * 1.45))  # headroom for the legend

@@ -1,0 +1,136 @@
+"""Tune page: which k, with which drafter — predicted speedup for every k from one run at K_max and the
+verify curve, confirmed by interleaved runs; from the session, or run now with ``specscope tune``."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from specscope.profiler.formatting import DASH
+
+from ..charts.cost_data import tune_data
+from ..charts.tune import TuneChart
+from ..command_process import CommandProcess, cli_command, model_args
+from .common import fmt, plain_label
+
+IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
+COLUMNS = ["drafter", "k", "predicted", "95% interval", "measured", "error"]
+
+
+def _pct(x) -> str:
+    return fmt(None if x is None else 100 * x, "+.1f", "%")
+
+
+class TuneView(QtWidgets.QWidget):
+    result_ready = QtCore.Signal(dict)
+
+    def __init__(self, theme: dict, config=None, session=None, parent=None):
+        super().__init__(parent)
+        self._config, self._session = config, session  # the setup panel's RunConfig; the session's data
+        self._tune: dict | None = None
+        self.proc = CommandProcess(self)
+        self.proc.line.connect(self._line)
+        self.proc.done.connect(self._done)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        bar = QtWidgets.QHBoxLayout()
+        self.run_btn = QtWidgets.QPushButton("Tune k")
+        self.run_btn.setToolTip("One speculative run at K_max per drafter, predictions for every k, then confirmation runs")
+        self.run_btn.clicked.connect(self.run)
+        self.k_max = QtWidgets.QSpinBox()
+        self.k_max.setRange(1, 8)
+        self.k_max.setValue(4)
+        self.k_max.setPrefix("K_max = ")
+        self.stop_btn = QtWidgets.QPushButton("Stop")
+        self.stop_btn.setEnabled(False)
+        self.stop_btn.clicked.connect(self.stop)
+        self.status = plain_label("", wrap=False)
+        for w in (self.run_btn, self.k_max, self.stop_btn):
+            bar.addWidget(w)
+        bar.addWidget(self.status, 1)
+        lay.addLayout(bar)
+        self.recommendation = plain_label(IDLE_TEXT)
+        f = self.recommendation.font()
+        f.setPointSizeF(f.pointSizeF() * 1.25)
+        f.setBold(True)
+        self.recommendation.setFont(f)
+        lay.addWidget(self.recommendation)
+        self.assumption = plain_label("")
+        self.assumption.setObjectName("tileNote")
+        lay.addWidget(self.assumption)
+        split = QtWidgets.QHBoxLayout()
+        self.chart = TuneChart(theme)
+        split.addWidget(self.chart, 3)
+        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        split.addWidget(self.table, 2)
+        lay.addLayout(split, 1)
+
+    def apply_theme(self, theme: dict) -> None:
+        self.chart.apply_theme(theme)
+
+    def run(self) -> None:
+        if self._config is None:
+            return
+        cfg = self._config()
+        self.set_tune(None)
+        self.status.setText("starting…")
+        self.run_btn.setEnabled(False)
+        self.stop_btn.setEnabled(True)
+        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens), "--jsonl"]
+        if cfg.draft_model:
+            args += ["--draft-model", str(cfg.draft_model)]
+        self.proc.start(cli_command("tune", args))
+
+    def stop(self) -> None:
+        self.proc.stop()
+        self.status.setText("stopped")
+        self.run_btn.setEnabled(True)
+        self.stop_btn.setEnabled(False)
+
+    def _line(self, obj: dict) -> None:
+        if obj.get("status"):
+            self.status.setText(str(obj["status"]))
+        if isinstance(obj.get("tune"), dict):
+            self.set_tune(obj["tune"])
+
+    def _done(self, code: int, message: str) -> None:
+        self.run_btn.setEnabled(True)
+        self.stop_btn.setEnabled(False)
+        if code == 0 and self._tune:
+            self.status.setText("done")
+            self.result_ready.emit(self._tune)
+        else:
+            self.status.setText(message or f"failed (exit code {code})")
+
+    def update_snapshot(self, _snap: dict) -> None:
+        """Show the session's stored tuning result (none: an empty page), unless a run is filling it in."""
+        tune = (self._session() or {}).get("tune") if self._session else None
+        if not self.proc.is_running() and tune is not self._tune:
+            self.set_tune(tune)
+
+    def set_tune(self, tune: dict | None) -> None:
+        self._tune = tune
+        self.chart.set_data(tune_data(tune))
+        tune = tune or {}
+        rec = tune.get("recommendation") or {}
+        self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
+        self.assumption.setText(tune.get("assumption", ""))
+        rows = tune.get("rows") or []
+        self.table.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            ci = r.get("predicted_ci95") or [None, None]
+            cells = [r.get("drafter", ""), str(r.get("k", "")), fmt(r.get("predicted_speedup"), ".3f", "×"),
+                     f"{fmt(ci[0], '.3f')} – {fmt(ci[1], '.3f')}" if ci[0] is not None else DASH,
+                     fmt(r.get("measured_speedup"), ".3f", "×"), _pct(r.get("prediction_error"))]
+            for j, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if j:
+                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                if rec and r.get("drafter") == rec.get("drafter") and r.get("k") == rec.get("k"):
+                    f = item.font()
+                    f.setBold(True)
+                    item.setFont(f)
+                self.table.setItem(i, j, item)

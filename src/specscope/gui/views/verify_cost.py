@@ -1,0 +1,165 @@
+"""Verify cost page: the cost of verifying n positions against the two bounds, the roofline per category,
+and the MoE expert union — from the session, or measured now with ``specscope roofline`` (filling in live)."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from ..charts.cost_data import category_floor_data, expert_union_data, positions_available, verify_curve_data
+from ..charts.verify_cost import CategoryFloorChart, ExpertUnionChart, VerifyCurveChart
+from ..command_process import CommandProcess, cli_command, model_args
+from .common import Tile, fmt, plain_label
+
+
+IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
+
+
+def machine_text(roof: dict) -> str:
+    bw, peak = roof.get("bandwidth_gbs"), roof.get("peak_tflops")
+    nominal = roof.get("nominal_bandwidth_gbs")
+    chip = roof.get("chip") or "unknown chip"
+    text = f"{fmt(bw, '.1f', ' GB/s')} · {fmt(peak, '.2f', ' TFLOP/s')} measured"
+    return text, f"{chip}; nominal {fmt(nominal, '.0f', ' GB/s')}" if nominal else f"{chip}; no nominal figures for it"
+
+
+class VerifyCostView(QtWidgets.QWidget):
+    """``config`` returns the setup panel's RunConfig (which model to measure); ``session`` the current
+    session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
+
+    result_ready = QtCore.Signal(dict)  # a finished measurement, for the window to keep with the session
+
+    def __init__(self, theme: dict, config=None, session=None, parent=None):
+        super().__init__(parent)
+        self._config, self._session = config, session
+        self._roof: dict | None = None
+        self.proc = CommandProcess(self)
+        self.proc.line.connect(self._line)
+        self.proc.done.connect(self._done)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+
+        bar = QtWidgets.QHBoxLayout()
+        self.measure_btn = QtWidgets.QPushButton("Measure verify cost")
+        self.measure_btn.setToolTip("Time whole-graph forwards over 1..N positions, probe the machine, and compute the roofline")
+        self.measure_btn.clicked.connect(self.measure)
+        self.positions = QtWidgets.QSpinBox()
+        self.positions.setRange(2, 17)
+        self.positions.setValue(9)
+        self.positions.setPrefix("up to n = ")
+        self.stop_btn = QtWidgets.QPushButton("Stop")
+        self.stop_btn.clicked.connect(self.stop)
+        self.stop_btn.setEnabled(False)
+        self.status = plain_label("", wrap=False)
+        for w in (self.measure_btn, self.positions, self.stop_btn):
+            bar.addWidget(w)
+        bar.addWidget(self.status, 1)
+        lay.addLayout(bar)
+
+        self.headline = plain_label(IDLE_HEADLINE)
+        self.headline.setObjectName("headline")
+        f = self.headline.font()
+        f.setPointSizeF(f.pointSizeF() * 1.25)
+        f.setBold(True)
+        self.headline.setFont(f)
+        lay.addWidget(self.headline)
+
+        tiles = QtWidgets.QHBoxLayout()
+        self.t_ideal = Tile("Ideal verify (floor)")
+        self.t_floor = Tile("Speedup a batched verify could buy")
+        self.t_machine = Tile("Machine")
+        for t in (self.t_ideal, self.t_floor, self.t_machine):
+            tiles.addWidget(t)
+        lay.addLayout(tiles)
+
+        grid = QtWidgets.QGridLayout()
+        self.curve = VerifyCurveChart(theme)
+        self.cats = CategoryFloorChart(theme)
+        self.experts = ExpertUnionChart(theme)
+        right = QtWidgets.QVBoxLayout()
+        pick = QtWidgets.QHBoxLayout()
+        pick.addWidget(plain_label("Categories at n =", wrap=False, selectable=False))
+        self.cat_n = QtWidgets.QComboBox()
+        self.cat_n.currentIndexChanged.connect(self._draw_categories)
+        pick.addWidget(self.cat_n)
+        pick.addStretch(1)
+        right.addLayout(pick)
+        right.addWidget(self.cats, 1)
+        grid.addWidget(self.curve, 0, 0, 2, 1)
+        grid.addLayout(right, 0, 1)
+        grid.addWidget(self.experts, 1, 1)
+        grid.setColumnStretch(0, 3)
+        grid.setColumnStretch(1, 2)
+        lay.addLayout(grid, 1)
+
+    def apply_theme(self, theme: dict) -> None:
+        for c in (self.curve, self.cats, self.experts):
+            c.apply_theme(theme)
+
+    # -- measuring --------------------------------------------------------------
+    def measure(self) -> None:
+        if self._config is None:
+            return
+        cfg = self._config()
+        self.set_roofline(None)
+        self.status.setText("starting…")
+        self.measure_btn.setEnabled(False)
+        self.stop_btn.setEnabled(True)
+        self.proc.start(cli_command("roofline", [*model_args(cfg), "--positions", str(self.positions.value()), "--jsonl"]))
+
+    def stop(self) -> None:
+        self.proc.stop()
+        self.status.setText("stopped")
+        self.measure_btn.setEnabled(True)
+        self.stop_btn.setEnabled(False)
+
+    def _line(self, obj: dict) -> None:
+        if obj.get("status"):
+            self.status.setText(str(obj["status"]))
+        if isinstance(obj.get("roofline"), dict):
+            self.set_roofline(obj["roofline"])
+
+    def _done(self, code: int, message: str) -> None:
+        self.measure_btn.setEnabled(True)
+        self.stop_btn.setEnabled(False)
+        if code == 0 and self._roof:
+            self.status.setText("done")
+            self.result_ready.emit(self._roof)
+        else:
+            self.status.setText(message or f"failed (exit code {code})")
+
+    # -- showing ----------------------------------------------------------------
+    def update_snapshot(self, _snap: dict) -> None:
+        """Show the session's stored roofline (none: an empty page), unless a measurement is filling it in."""
+        roof = (self._session() or {}).get("roofline") if self._session else None
+        if not self.proc.is_running() and roof is not self._roof:
+            self.set_roofline(roof)
+
+    def set_roofline(self, roof: dict | None) -> None:
+        self._roof = roof
+        self.curve.set_data(verify_curve_data(roof))
+        self.experts.set_data(expert_union_data(roof))
+        ns = positions_available(roof)
+        cur = self.cat_n.currentData()
+        self.cat_n.blockSignals(True)
+        self.cat_n.clear()
+        for n in ns:
+            self.cat_n.addItem(str(n), n)
+        if ns:
+            want = cur if cur in ns else (3 if 3 in ns else ns[-1])
+            self.cat_n.setCurrentIndex(ns.index(want))
+        self.cat_n.blockSignals(False)
+        self._draw_categories()
+        roof = roof or {}
+        self.headline.setText(roof.get("headline") or ("measuring…" if roof else IDLE_HEADLINE))
+        self.t_ideal.set(fmt(roof.get("ideal_verify_multiple"), ".2f", " plain steps"),
+                         "a verify that reads each weight once, at the measured bandwidth")
+        sp = roof.get("speedup_at_floor")
+        self.t_floor.set(fmt(sp, ".2f", "×"), roof.get("speedup_at_floor_note") or "the division at the floor, at the measured acceptance")
+        if roof.get("bandwidth_gbs") is not None:
+            self.t_machine.set(*machine_text(roof))
+        else:
+            self.t_machine.set("—", "")
+
+    def _draw_categories(self, *_):
+        n = self.cat_n.currentData()
+        self.cats.set_data(category_floor_data(self._roof, n) if n else None)

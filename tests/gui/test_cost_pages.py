@@ -1,0 +1,74 @@
+"""Verify cost and Tune pages: their chart data from hand-made results, and the pages in the window."""
+
+from __future__ import annotations
+
+import pytest
+
+from specscope.gui.charts.cost_data import category_floor_data, expert_union_data, tune_data, verify_curve_data
+
+
+def _roof():
+    curve = []
+    for n, whole in ((1, 4.0), (2, 7.0), (3, -1.0), (4, 12.0)):  # n = 3: a time that cannot be vouched for
+        curve.append({"positions": n, "whole_ms": whole, "whole_ms_ci95": [whole - 0.5, whole + 1.0], "multiple_of_decode": whole / 4,
+                      "categories": {"moe": {"ms": 2.0 * n, "floor_ms": 0.5, "efficiency": 0.5 / (2.0 * n), "distinct_experts": 3.0 * n},
+                                     "output_head": {"ms": 1.0, "floor_ms": 0.5, "efficiency": 0.5}}})
+    return {"bandwidth_gbs": 20.0, "peak_tflops": 0.5, "chip": "unknown", "nominal_bandwidth_gbs": None, "curve": curve,
+            "ideal_verify_multiple": 0.25, "speedup_at_floor": 1.5, "moe": {"top_k": 4, "n_experts": 16}}
+
+
+def test_verify_curve_is_in_decode_steps_and_drops_what_it_cannot_vouch_for():
+    d = verify_curve_data(_roof())
+    assert d["n"] == [1, 2, 4]  # the negative time is a gap, not a point
+    assert d["measured"] == [1.0, 1.75, 3.0]
+    assert d["measured_lo"] == [3.5 / 4, 6.5 / 4, 11.5 / 4]
+    assert d["floor"] == [0.25, 0.25, 0.25]  # sum of category floors (0.5 + 0.5) / T_decode 4.0
+    assert verify_curve_data({"curve": [{"positions": 2, "whole_ms": 3.0}]}) is None  # no n = 1: no unit
+
+
+def test_category_floor_and_expert_union():
+    c = category_floor_data(_roof(), 2)
+    assert [x["key"] for x in c["categories"]] == ["moe", "output_head"]
+    assert c["categories"][0]["efficiency"] == pytest.approx(0.125)
+    assert category_floor_data(_roof(), 9) is None
+    e = expert_union_data(_roof())
+    assert e["n"] == [1, 2, 3, 4] and e["distinct"] == [3.0, 6.0, 9.0, 12.0] and e["bound"] == [4, 8, 12, 16]
+    dense = {"curve": [{"positions": 1, "whole_ms": 1.0, "categories": {"dense_mlp": {"ms": 1.0, "floor_ms": 0.1}}}]}
+    assert expert_union_data(dense) == {}  # no MoE: said, not drawn empty
+
+
+def test_tune_data_groups_rows_by_drafter_and_marks_the_recommendation():
+    tune = {"recommendation": {"drafter": "mtp", "k": 2, "predicted_speedup": 1.2, "measured_speedup": 1.1},
+            "rows": [{"drafter": "mtp", "k": 2, "predicted_speedup": 1.2, "predicted_ci95": [1.1, 1.3], "measured_speedup": 1.1},
+                     {"drafter": "mtp", "k": 1, "predicted_speedup": 1.1, "predicted_ci95": [1.0, 1.2], "measured_speedup": None},
+                     {"drafter": "ngram", "k": 1, "predicted_speedup": 0.9, "predicted_ci95": None, "measured_speedup": 0.8}]}
+    d = tune_data(tune)
+    mtp = d["drafters"][0]
+    assert mtp["name"] == "mtp" and mtp["k"] == [1, 2] and mtp["measured"] == [None, 1.1] and mtp["lo"] == [1.0, 1.1]
+    assert d["drafters"][1]["lo"] == [None]
+    assert d["recommended"]["k"] == 2 and d["recommended"]["speedup"] == 1.1
+    assert tune_data({"rows": []}) is None
+
+
+def test_pages_show_the_sessions_results_and_keep_a_measurement(window, qtbot, tmp_path):
+    window.model.session.data["roofline"] = _roof()
+    window.model.session.data["tune"] = {"recommendation": {"drafter": "ngram", "k": 1, "text": "no k wins here"},
+                                         "rows": [{"drafter": "ngram", "k": 1, "predicted_speedup": 0.9,
+                                                   "predicted_ci95": [0.8, 1.0], "measured_speedup": 0.85, "prediction_error": 0.06}]}
+    for page in ("verify_cost", "tune"):
+        window.show_page(page)
+        window.model.flush()
+    vc, tv = window.verify_cost, window.tune
+    assert vc.curve.measured.getData()[0].tolist() == [1, 2, 4]
+    assert vc.t_ideal.value.text() == "0.25 plain steps"
+    assert [vc.cat_n.itemText(i) for i in range(vc.cat_n.count())] == ["1", "2", "3", "4"]
+    assert tv.recommendation.text() == "no k wins here"
+    assert tv.table.rowCount() == 1 and tv.table.item(0, 5).text() == "+6.0%"
+    png = tmp_path / "verify_cost.png"
+    window.show_page("verify_cost")
+    assert window.grab_png(str(png)) and png.stat().st_size > 10_000
+    # a finished measurement joins the session
+    new = _roof()
+    new["speedup_at_floor"] = 2.0
+    vc.result_ready.emit(new)
+    assert window.model.session.data["roofline"]["speedup_at_floor"] == 2.0
