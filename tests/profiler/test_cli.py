@@ -155,9 +155,9 @@ def test_demo_model_kinds_are_exclusive(tmp_path, capsys):
 
 # -- repeats -----------------------------------------------------------------------------------------------------
 
-def test_repeats_keep_every_rate_and_the_last_repeats_timings(tmp_path, capsys):
-    """--repeats 2: both repeats' tok/s are kept (the summary reports their median); the per-step times,
-    rounds and tokens in the session are those of the last repeat only."""
+def test_repeats_keep_every_repeat(tmp_path, capsys):
+    """--repeats 2: both repeats are kept, their tok/s (the summary reports their median and spread) and their
+    steps and rounds; the tokens are the last repeat's output."""
     out = tmp_path / "s.json"
     assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "8",
                  "--warmup", "0", "--no-breakdown", "--repeats", "2", "-o", str(out), "--json"]) == 0
@@ -167,13 +167,16 @@ def test_repeats_keep_every_rate_and_the_last_repeats_timings(tmp_path, capsys):
     (c,) = s.cases
     assert len(c["plain"]["repeats_tok_s"]) == 2 and len(c["spec"]["repeats_tok_s"]) == 2
     assert all(x > 0 for x in c["plain"]["repeats_tok_s"] + c["spec"]["repeats_tok_s"])
-    # one repeat's worth of tokens and timings (the second repeat replaced the first)
-    assert len(c["plain"]["tokens"]) == 8 and len(c["plain"]["step_ms"]) == 7
-    assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 7
+    # both repeats' steps and rounds (the second repeat ran speculative first: ABBA); one repeat's output
+    assert len(c["plain"]["tokens"]) == 8 and len(c["plain"]["step_ms"]) == 2 * 7
+    assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 2 * 7
+    assert {r.get("repeat", 0) for r in c["spec"]["rounds"]} == {0, 1}
     st = s.case_stats(c)
     assert st["plain_tok_s"] == pytest.approx(statistics.median(c["plain"]["repeats_tok_s"]))
     assert st["spec_tok_s"] == pytest.approx(statistics.median(c["spec"]["repeats_tok_s"]))
+    # two complete repeats: the session rate is the median over repeats (one case: its own median), with the spread
     assert summary["plain_tok_s"] == pytest.approx(st["plain_tok_s"])
+    assert summary["plain_tok_s_spread"] == pytest.approx(sorted(c["plain"]["repeats_tok_s"]))
 
 
 # -- an unexpected exception in the worker -----------------------------------------------------------------------

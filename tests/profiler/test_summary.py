@@ -19,8 +19,8 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
 def replay_events(d: dict):
     """The worker events that build the session ``d`` again, in the protocol's order.
 
-    The first case is run twice (repeats): its first pass stops half-way, so the second pass replaces
-    its lists (what a fold must notice). The second case gets a divergence record (a near-tie). The
+    The first case is run twice (repeats): its first pass stops half-way; the second pass's steps and
+    rounds are appended to it (every repeat is kept). The second case gets a divergence record (a near-tie). The
     third alternates instrumented and end-to-end rounds (no separate timings), as the protocol does.
     """
     yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
@@ -28,6 +28,8 @@ def replay_events(d: dict):
         info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
         plain, spec = c["plain"], c["spec"]
         passes = [0.5, 1.0] if i == 0 else [1.0]
+        yield {"event": "probe", "case": c["id"], "repeat": 0, "when": "before", "ms": 10.0 + i,
+               "reps_ms": [9.9 + i, 10.0 + i, 10.2 + i], "t": 10.0 * i}
         for r, share in enumerate(passes):
             n_steps = int(len(plain["step_ms"]) * share)
             n_rounds = int(len(spec["rounds"]) * share)
@@ -48,6 +50,11 @@ def replay_events(d: dict):
             for x in spec["repeats_tok_s"][:1] if r == len(passes) - 1 else [spec["repeats_tok_s"][0] * 1.1]:
                 yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": x,
                        **({"instrumented_tok_s": x * 0.97} if i == 2 else {})}
+        yield {"event": "probe", "case": c["id"], "repeat": len(passes) - 1, "when": "after", "ms": 10.5 + i,
+               "reps_ms": [10.4 + i, 10.5 + i, 10.6 + i], "t": 10.0 * i + 5}
+        yield {"event": "sensors", "case": c["id"], "mode": "spec", "repeat": 0, "tokens": 24, "t": 10.0 * i + 4,
+               "seconds": 3.0, "gpu_freq_mhz": 1300 + i, "gpu_power_w": 9.0, "package_power_w": 11.0, "gpu_temp_c": 60.0,
+               "joules": 33.0}
         if i == 1:
             yield {"event": "divergence", "case": c["id"], "position": 3, "plain_token": 1, "spec_token": 2,
                    "plain_lead": 1e-5, "verify_lead": 2e-5, "tolerance": 1e-3, "dtype": "float32"}
@@ -76,10 +83,23 @@ def test_live_summary_equals_full_recomputation_at_every_event():
     assert final["cases_measured"] == 3 and final["p"] is not None and final["breakdown"] is not None
     assert final["divergences"] and final["divergences"][0]["verdict"] == "rounding"
     assert final["spec_instrumented_tok_s"] is not None  # the third case's end-to-end rounds
-    # the replayed session is the fixture again (plus the divergence record, a second repeat, round kinds)
+    assert final["probe"]["readings"] == 6 and final["energy"]["spec"]["joules_per_token"] == pytest.approx(33.0 / 24)
+    # the replayed session is the fixture again (plus the divergence record, round kinds, and the first case's
+    # half-way first repeat, kept before its second)
     ref = Session.load(FIXTURE)
-    assert [len(c["spec"]["rounds"]) for c in s.cases] == [len(c["spec"]["rounds"]) for c in ref.cases]
-    assert s.cases[0]["spec"]["rounds"] == ref.cases[0]["spec"]["rounds"]
+    half = len(ref.cases[0]["spec"]["rounds"]) // 2
+    assert [len(c["spec"]["rounds"]) for c in s.cases] == [len(c["spec"]["rounds"]) + (half if i == 0 else 0)
+                                                           for i, c in enumerate(ref.cases)]
+    first, second = s.cases[0]["spec"]["rounds"][:half], s.cases[0]["spec"]["rounds"][half:]
+    assert [{k: v for k, v in r.items() if k != "repeat"} for r in second] == ref.cases[0]["spec"]["rounds"]
+    assert all(r["repeat"] == 1 for r in second) and not any("repeat" in r for r in first)
+    assert s.cases[0]["spec"]["repeat_starts"] == [[0, 0], [1, half]]
+    assert len(s.cases[0]["plain"]["step_ms"]) == len(ref.cases[0]["plain"]["step_ms"]) * 3 // 2
+    # acceptance counts the first repeat's rounds only (a repeat drafts the same tokens again)
+    k = s.k
+    counted = [r for i, c in enumerate(ref.cases) for r in (c["spec"]["rounds"][:half] if i == 0 else c["spec"]["rounds"])
+               if len(r["drafted"]) == k]
+    assert final["drafted"] == len(counted) * k and final["accepted"] == sum(r["accepted"] for r in counted)
 
 
 def test_live_summary_on_a_loaded_session_and_a_new_k():

@@ -53,8 +53,10 @@ def test_figures_are_the_summary_figures(session):
     tpr = _numbers(_line(text, "tokens per round"))
     assert tpr == [round(s["tokens_per_round"], 3)] + [round(a, 2) for a in s["per_position"]]
     speed = _numbers(_line(text, "speedup"))
+    lo, hi = s["prediction_error_ci"]  # the error carries its interval
     assert speed == [round(s["predicted_speedup"], 3), round(s["measured_speedup"], 3),
-                     round(s["prediction_error"] * 100, 1)]
+                     round(s["prediction_error"] * 100, 1), round(lo * 100, 1), round(hi * 100, 1)]
+    assert _line(text, "speedup").endswith("→ within noise" if s["prediction_within_noise"] else "→ off (interval excludes zero)")
     be = _numbers(_line(text, "break-even"))
     assert be == [round(s["break_even_verify_ms"], 2), round(s["break_even_multiple"], 2)]
     assert _numbers(_line(text, "greedy match")) == [round(s["match_rate"] * 100, 1)]

@@ -620,6 +620,18 @@ def measure_forward(model, cache, snapshot, tokens: list[int], reps: int, skip: 
     whole_ms = _median(whole)
     blocks_ms = {c: _median(v) for c, v in blocks.items()}
     block_sum = sum(blocks_ms.values())
+    skip_est = {c: whole_ms - _median(v) for c, v in skipped.items() if v}
+    # Every figure carries its spread over the reps. Differences are paired rep by rep (the rulers are
+    # interleaved, so a rep's whole graph and its skipped or barrier-timed graph ran side by side).
+    rep_sums = [sum(blocks[c][i] for c in present) for i in range(reps)]
+    spread = {
+        "whole_ms": _range(whole),
+        "instrumented_ms": _range(instrumented),
+        "blocks": {c: _range(v) for c, v in blocks.items()},
+        "block_sum_ms": _range(rep_sums),
+        "inter_block_ms": _range([w - b for w, b in zip(whole, rep_sums)], whole_ms - block_sum),
+        "skip_estimates": {c: _range([w - x for w, x in zip(whole, v)], skip_est[c]) for c, v in skipped.items() if v},
+    }
     return {
         "positions": len(tokens),
         "reps": reps,
@@ -629,9 +641,18 @@ def measure_forward(model, cache, snapshot, tokens: list[int], reps: int, skip: 
         "block_sum_ms": block_sum,
         "inter_block_ms": whole_ms - block_sum,
         "barrier_distortion": _median(instrumented) / whole_ms - 1.0,
-        "skip_estimates": {c: whole_ms - _median(v) for c, v in skipped.items() if v},
+        "skip_estimates": skip_est,
+        "spread": spread,
+        "samples": {"whole_ms": whole, "instrumented_ms": instrumented, "blocks": blocks,
+                    "skipped_ms": {c: v for c, v in skipped.items() if v}},
         "uncalled_blocks": uncalled,
     }
+
+
+def _range(xs: list[float], *also: float) -> list[float] | None:
+    """[lowest, highest] of the per-rep values (and of ``also``, the estimate itself); None for no reps."""
+    xs = list(xs) + list(also)
+    return [min(xs), max(xs)] if xs else None
 
 
 def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int, reps: int = 3, skip: bool = True) -> dict:

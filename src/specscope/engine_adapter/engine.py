@@ -87,6 +87,7 @@ class Engine:
 
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
+        self._probe = None
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -156,6 +157,7 @@ class Engine:
             "drafter": {"name": self.drafter_name, **probe.describe()},
             "compatibility": {"class": c["class"], "reasons": c["reasons"],
                               "rollback": {k: c["rollback"][k] for k in ("mode", "methods", "text")}},
+            "clock_probe": self.probe_describe(),
         }
 
     @property
@@ -190,6 +192,22 @@ class Engine:
         from .divergence import divergence_event
 
         return divergence_event(self.target.model, case_id, prompt, plain, spec, self.params.num_draft_tokens + 1)
+
+    # -- the clock probe (engine_adapter.clock_probe) --------------------------------------------------
+    def _clock_probe(self):
+        if self._probe is None:
+            from .clock_probe import ClockProbe
+
+            self._probe = ClockProbe()
+        return self._probe
+
+    def probe_describe(self) -> dict:
+        """What the clock probe runs (kernel, device, reps), recorded with the session."""
+        return self._clock_probe().describe()
+
+    def probe(self) -> dict:
+        """One clock-probe reading on the model's device: ``{"ms": median, "reps_ms": [...]}``."""
+        return self._clock_probe().read()
 
     @staticmethod
     def peak_memory() -> int:

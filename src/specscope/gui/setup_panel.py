@@ -144,7 +144,21 @@ class SetupPanel(QtWidgets.QWidget):
         self.warmup = self._spin(0, 20, 1)
         form.addRow("Warm-up runs", self.warmup)
         self.repeats = self._spin(1, 50, 1)
+        self.repeats.setToolTip("measured repeats per case, plain and speculative in ABBA order; "
+                                "rates are medians over repeats, shown with their spread")
         form.addRow("Repeats", self.repeats)
+        self.discard_first = self._spin(0, 99, 0)
+        self.discard_first.setToolTip("the first N cases are measured and kept in the session, marked, "
+                                      "but left out of the summary (the machine settling in)")
+        form.addRow("Discard first", self.discard_first)
+        self.cooldown = QtWidgets.QCheckBox("Cool down before each case")
+        self.cooldown.setToolTip("before each case, wait until the clock probe is back within 2% of its best "
+                                 "(at most the timeout)")
+        self.cooldown.toggled.connect(lambda on: (self.cooldown_timeout.setEnabled(on), self.changed.emit()))
+        form.addRow(self.cooldown)
+        self.cooldown_timeout = self._spin(5, 3600, 120, suffix=" s")
+        self.cooldown_timeout.setEnabled(False)
+        form.addRow("Cooldown timeout", self.cooldown_timeout)
         self.breakdown = QtWidgets.QCheckBox("Per-category breakdown")
         self.breakdown.setChecked(True)
         form.addRow(self.breakdown)
@@ -284,6 +298,9 @@ class SetupPanel(QtWidgets.QWidget):
             cases=self.cases.value() or None,
             warmup=self.warmup.value(),
             repeats=self.repeats.value(),
+            discard_first=self.discard_first.value(),
+            cooldown=self.cooldown.isChecked(),
+            cooldown_timeout_s=float(self.cooldown_timeout.value()),
             breakdown=self.breakdown.isChecked(),
             oracle_p=self.oracle_p.value(),
             oracle_draft_ms=self.oracle_ms.value(),
@@ -291,7 +308,8 @@ class SetupPanel(QtWidgets.QWidget):
         )
 
     # -- persistence --------------------------------------------------------------
-    _SPINS = ("k", "max_tokens", "warmup", "repeats", "cases", "seed", "temp", "top_p", "oracle_p", "oracle_ms")
+    _SPINS = ("k", "max_tokens", "warmup", "repeats", "cases", "seed", "temp", "top_p", "oracle_p", "oracle_ms",
+              "discard_first", "cooldown_timeout")
 
     def save_settings(self) -> None:
         s = self.settings
@@ -301,6 +319,7 @@ class SetupPanel(QtWidgets.QWidget):
             s.setValue(name, getattr(self, name).value())
         s.setValue("greedy", self.greedy.isChecked())
         s.setValue("breakdown", self.breakdown.isChecked())
+        s.setValue("cooldown", self.cooldown.isChecked())
         s.setValue("draft_model", self.draft_model.text())
         s.setValue("suite", self.suite.text())
         s.setValue("mtp_hidden", self.mtp_hidden.currentText())
@@ -321,6 +340,7 @@ class SetupPanel(QtWidgets.QWidget):
             w.setValue(val(name, w.value(), type(w.value())))
         self.greedy.setChecked(val("greedy", True, bool))
         self.breakdown.setChecked(val("breakdown", True, bool))
+        self.cooldown.setChecked(val("cooldown", False, bool))
         self.draft_model.setText(val("draft_model", "", str))
         self.suite.setText(val("suite", "", str))
         self.mtp_hidden.setCurrentText(val("mtp_hidden", "post-norm", str))

@@ -51,7 +51,15 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--suite", help="prompt suite JSON (default: the built-in 18 cases)")
     ap.add_argument("--cases", type=int, help="run only the first N cases, spread across categories")
     ap.add_argument("--warmup", type=int, default=1, help="warm-up runs before measuring")
-    ap.add_argument("--repeats", type=int, default=1, help="measured repeats per case (medians reported)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="measured repeats per case, plain and speculative in ABBA order; every repeat is kept, rates "
+                         "are medians over repeats with their spread")
+    ap.add_argument("--discard-first", type=int, default=0, metavar="N",
+                    help="measure the first N cases but leave them out of the summary (kept in the session, marked)")
+    ap.add_argument("--cooldown", action="store_true",
+                    help="before each case, wait until the clock probe is back within 2%% of its best reading")
+    ap.add_argument("--cooldown-timeout", type=float, default=120.0, metavar="S",
+                    help="give up waiting for --cooldown after S seconds and measure anyway (default 120)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the per-category breakdowns")
     ap.add_argument("--breakdown-reps", type=int, default=3)
     ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
@@ -97,7 +105,8 @@ def config_from_args(a) -> "RunConfig":
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds,
-        allow_oversize=a.allow_oversize,
+        allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
+        cooldown_timeout_s=a.cooldown_timeout,
     )
     cfg.validate()
     return cfg

@@ -39,6 +39,11 @@ class RunConfig:
     # "alternate": instrumented rounds (draft, verify, rollback timed apart) interleaved with end-to-end
     # rounds (one sync, as a production engine runs); "instrumented": every round timed apart.
     round_kinds: str = "alternate"
+    # the protocol against drift (see profiler.protocol): the first N cases are measured but left out of
+    # the summary; --cooldown waits before each case until the clock probe is back within 2% of its best
+    discard_first: int = 0
+    cooldown: bool = False
+    cooldown_timeout_s: float = 120.0
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -75,5 +80,9 @@ class RunConfig:
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
         if self.round_kinds not in ("alternate", "instrumented", "end_to_end"):
             raise SpecscopeError("--round-kinds must be alternate, instrumented or end_to_end")
+        if self.discard_first < 0:
+            raise SpecscopeError("--discard-first must be >= 0")
+        if self.cooldown_timeout_s <= 0:
+            raise SpecscopeError("--cooldown-timeout must be > 0 seconds")
         if self.mtp_hidden not in ("post-norm", "pre-norm"):
             raise SpecscopeError("--mtp-hidden must be post-norm or pre-norm")

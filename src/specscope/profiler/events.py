@@ -90,6 +90,38 @@ class Memory:
 
 
 @dataclass
+class Probe:
+    """A clock-probe reading (``when``: before / after a repeat, or while cooling down before a case)."""
+    case: str
+    when: str
+    ms: float
+
+
+@dataclass
+class Cooldown:
+    """How a --cooldown wait before a case ended (``reached``: the probe came back within 2% of its best)."""
+    case: str
+    waited_s: float
+    reached: bool
+
+
+@dataclass
+class Sensors:
+    """One run's sensor window (profiler.sensors): seconds, GPU frequency/power/temperature, joules."""
+    case: str
+    mode: str
+    seconds: float
+
+
+@dataclass
+class Thermal:
+    """``pmset -g therm`` before or after a case (macOS)."""
+    case: str
+    when: str
+    text: str
+
+
+@dataclass
 class RunDone:
     status: str
 
@@ -104,6 +136,7 @@ SCHEMA: dict[str, type] = {
     "status": Status, "run_started": RunStarted, "case_started": CaseStarted, "prefill": Prefill, "step": Step,
     "round": Round, "repeat_done": RepeatDone, "breakdown": Breakdown, "divergence": Divergence,
     "case_done": CaseDone, "memory": Memory, "run_done": RunDone, "error": Error,
+    "probe": Probe, "cooldown": Cooldown, "sensors": Sensors, "thermal": Thermal,
 }
 
 # Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).

@@ -1,9 +1,16 @@
 """The measurement protocol: what runs, in what order, and which events it emits.
 
-For each case and repeat: a plain run, then (first repeat only) a breakdown of
-one decode step and one verify forward, then a speculative run — same prompt,
-same token budget. Warm-up runs come first and are not recorded. Events are
-plain dicts handed to ``emit``; the worker process writes them as JSON lines.
+For each case, its repeats run plain (A) and speculative (B) in ABBA order: AB in
+repeat 0, BA in repeat 1, AB in repeat 2, … so a slow drift (heat, a neighbour's
+load) hits both modes alike. Every repeat is recorded. After the first plain run a
+breakdown of one decode step and one verify forward is measured. A clock probe (a
+fixed compute-bound kernel on the model's device) is read before and after every
+repeat; ``cooldown`` waits before each case until it is back within 2% of its best.
+Sensors (where the machine has them, see ``profiler.sensors``) record each run's GPU
+frequency, power, temperature and energy, and on macOS ``pmset -g therm`` before
+and after each case. The first ``discard_first`` cases are marked: measured and
+kept, but left out of the summary. Warm-up runs come first and are not recorded.
+Events are plain dicts handed to ``emit``; the worker process writes them as JSON lines.
 
 Nothing here imports MLX: the engine (``engine_adapter.engine.Engine``) is opened
 once when a run starts, inside the worker process, and called once per phase.
@@ -15,8 +22,17 @@ import time
 
 from specscope.errors import SpecscopeError
 
+from . import sensors as _sensors
 from .config import RunConfig
 from .stats import tok_s
+
+COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its best reading
+COOLDOWN_POLL_S = 2.0      # between two probe readings while cooling down
+
+
+def abba(repeat: int) -> tuple[str, str]:
+    """The order of the two modes in a case's repeat: AB, BA, AB, … (A = plain, B = speculative)."""
+    return ("plain", "spec") if repeat % 2 == 0 else ("spec", "plain")
 
 ENGINE_FIELDS = ("model", "demo", "drafter", "draft_model", "mtp_weights", "mtp_hidden", "oracle_p", "oracle_draft_ms",
                  "num_draft_tokens", "temp", "top_p", "seed", "round_kinds", "allow_oversize")
@@ -53,10 +69,55 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
                 f"case {c['id']}: prompt ({len(toks)} tokens) + --max-tokens {cfg.max_tokens} exceeds the context window ({ctx})"
             )
         encoded.append({**c, "prompt_tokens": toks})
+    if cfg.discard_first >= len(encoded):
+        raise SpecscopeError(f"--discard-first {cfg.discard_first} leaves no case to summarize (this run has {len(encoded)})")
     config = {**cfg.to_dict(), **engine.run_facts(cfg.max_tokens), "suite_name": suite["name"], "n_cases": len(encoded)}
     greedy = engine.sampling.greedy
-    emit({"event": "run_started", "config": config, "environment": environment(), "model": engine.describe(), "time": time.time(),
+    sensors = _sensors.open_sensors()
+    emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
+          "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "category", "prompt")} for c in encoded]})
+    try:
+        return _measure(cfg, engine, encoded, greedy, sensors, emit, should_stop)
+    finally:
+        sensors.close()
+
+
+def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors, emit, should_stop) -> str:
+    t_start = time.monotonic()
+    best = {"ms": None}
+
+    def probe(case_id: str, repeat: int, when: str) -> float:
+        """A clock-probe reading, emitted; returns its time (ms)."""
+        r = engine.probe()
+        best["ms"] = r["ms"] if best["ms"] is None else min(best["ms"], r["ms"])
+        emit({"event": "probe", "case": case_id, "repeat": repeat, "when": when, "ms": r["ms"], "reps_ms": r["reps_ms"],
+              "t": time.monotonic() - t_start})
+        return r["ms"]
+
+    def cooldown(case_id: str) -> bool:
+        """Wait until the probe is back within COOLDOWN_TOLERANCE of its best (or the timeout); False: stopped."""
+        t0 = time.monotonic()
+        while True:
+            ms = probe(case_id, 0, "cooldown")
+            waited = time.monotonic() - t0
+            slower = ms / best["ms"] - 1.0
+            if slower <= COOLDOWN_TOLERANCE or waited >= cfg.cooldown_timeout_s:
+                reached = slower <= COOLDOWN_TOLERANCE
+                emit({"event": "cooldown", "case": case_id, "waited_s": waited, "reached": reached, "probe_ms": ms,
+                      "best_ms": best["ms"]})
+                if not reached:
+                    emit({"event": "status", "message": f"cooldown timed out before {case_id} after {waited:.0f} s: "
+                                                        f"probe still {slower * 100:+.1f}% from its best; measuring anyway"})
+                return True
+            emit({"event": "status", "message": f"cooling down before {case_id}: probe {slower * 100:+.1f}% from its best "
+                                                f"(waiting for ≤ +{COOLDOWN_TOLERANCE * 100:.0f}%), "
+                                                f"{waited:.0f} of {cfg.cooldown_timeout_s:.0f} s"})
+            until = time.monotonic() + COOLDOWN_POLL_S
+            while time.monotonic() < until:
+                if should_stop():
+                    return False
+                time.sleep(0.1)
 
     def plain_run(c, record: bool):
         toks, ms = [], []
@@ -111,24 +172,47 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
     faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
     for i, c in enumerate(encoded):
         info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        discarded = i < cfg.discard_first
+        if cfg.cooldown and not cooldown(c["id"]):
+            return "incomplete"
+        therm = sensors.thermal()
+        if therm:
+            emit({"event": "thermal", "case": c["id"], "when": "before", **therm})
         plain_tokens = spec_tokens = None
         for r in range(cfg.repeats):
-            emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "plain"})
-            plain_tokens, tps = plain_run(c, record=True)
-            if tps is None:
-                return "incomplete"
-            emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
-            if r == 0 and cfg.breakdown:
-                bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
-                emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
-            if should_stop():
-                return "incomplete"
-            emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "spec"})
-            spec_tokens, rates = spec_run(c, plain_tokens, record=True)
-            if rates is None:
-                return "incomplete"
-            emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
-                  "instrumented_tok_s": rates[1]})
+            order = abba(r)
+            probe(c["id"], r, "before")
+            for phase in order:
+                emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": phase,
+                      "order": "AB" if order[0] == "plain" else "BA", "discarded": discarded})
+                sensors.start()
+                if phase == "plain":
+                    plain_tokens, tps = plain_run(c, record=True)
+                    if tps is None:
+                        return "incomplete"
+                    emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
+                    made = len(plain_tokens)
+                else:
+                    # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
+                    spec_tokens, rates = spec_run(c, plain_tokens, record=True)
+                    if rates is None:
+                        return "incomplete"
+                    emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
+                          "instrumented_tok_s": rates[1]})
+                    made = len(spec_tokens)
+                w = sensors.stop()
+                if w:
+                    emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
+                          "t": time.monotonic() - t_start, **w})
+                if phase == "plain" and r == 0 and cfg.breakdown:
+                    bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
+                    emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
+                if should_stop():
+                    return "incomplete"
+            probe(c["id"], r, "after")
+        therm = sensors.thermal()
+        if therm:
+            emit({"event": "thermal", "case": c["id"], "when": "after", **therm})
         if greedy and plain_tokens != spec_tokens:
             # Greedy speculative output must equal plain output; a difference is rounding only at a near-tie.
             ev = engine.divergence(c["id"], c["prompt_tokens"], plain_tokens, spec_tokens)

@@ -44,6 +44,7 @@ def _new_case(info: dict) -> dict:
         "plain": {"tokens": [], "prefill_ms": None, "step_ms": [], "repeats_tok_s": []},
         "spec": {"tokens": [], "prefill_ms": None, "rounds": [], "repeats_tok_s": []},
         "breakdown": None,
+        "discarded": bool(info.get("discarded")),
         "plain_text": "",
         "spec_text": "",
         "complete": False,
@@ -63,6 +64,7 @@ class Session:
             "errors": [],
         }
         self._index = {c["id"]: c for c in self.data["cases"]}
+        self._repeat: dict[tuple[str, str], int] = {}  # (case, side) -> the repeat being measured
 
     # -- folding events ----------------------------------------------------
     def apply(self, ev: dict) -> None:
@@ -82,10 +84,17 @@ class Session:
                 self.data["cases"].append(case)
                 self._index[case["id"]] = case
             c = self._index[ev["case"]["id"]]
-            if ev.get("phase") == "plain":
-                c["plain"].update(tokens=[], step_ms=[], prefill_ms=None)
-            elif ev.get("phase") == "spec":
-                c["spec"].update(tokens=[], rounds=[], prefill_ms=None)
+            if ev.get("discarded"):  # --discard-first: measured and kept, left out of the summary
+                c["discarded"] = True
+            side = ev.get("phase")
+            if side in ("plain", "spec"):
+                # Every repeat is kept: its steps or rounds are appended (rounds carry their repeat), and
+                # where each repeat starts is written down; tokens are the latest repeat's output.
+                r = int(ev.get("repeat") or 0)
+                self._repeat[(c["id"], side)] = r
+                items = c[side]["step_ms" if side == "plain" else "rounds"]
+                c[side].update(tokens=[], prefill_ms=None)
+                c[side].setdefault("repeat_starts", []).append([r, len(items)])
         elif kind == "prefill":
             side = self._index[ev["case"]][ev["mode"]]
             side["prefill_ms"] = ev["ms"]
@@ -99,6 +108,9 @@ class Session:
             rnd = {k: ev[k] for k in ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")}
             if "kind" in ev:  # absent in sessions from before end-to-end rounds: those are all instrumented
                 rnd["kind"] = ev["kind"]
+            r = self._repeat.get((ev["case"], "spec"), 0)
+            if r:  # repeat 0 is written as no key (as every round of an older session reads)
+                rnd["repeat"] = r
             side["rounds"].append(rnd)
             side["tokens"].extend(ev["emitted"])
         elif kind == "repeat_done":
@@ -134,6 +146,16 @@ class Session:
             if ev.get("kind") == "internal":  # a specscope bug, not something the user can fix: keep it marked
                 self.data.setdefault("internal_errors", []).append(ev.get("message", "unknown error"))
             self.data["status"] = "failed"
+        elif kind == "probe":
+            self.data.setdefault("probe", []).append(
+                {k: ev[k] for k in ("case", "repeat", "when", "ms", "reps_ms", "t") if k in ev})
+        elif kind == "cooldown":
+            self.data.setdefault("cooldowns", []).append(
+                {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
+        elif kind == "sensors":
+            self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
+        elif kind == "thermal":
+            self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
         elif kind == "memory":
             self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
 
@@ -277,6 +299,14 @@ def validate(d) -> None:
         raise SessionError(f"session schema {v} is too old to read")
     if not isinstance(d.get("cases"), list) or not isinstance(d.get("config"), dict):
         raise SessionError("session is missing its cases or config")
+    probe = d.get("probe", [])
+    if not isinstance(probe, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("ms"), (int, float)) and math.isfinite(p["ms"]) and p["ms"] > 0
+            for p in probe):
+        raise SessionError("session has a malformed clock-probe series (each reading needs a positive ms)")
+    for key in ("sensors", "thermal", "cooldowns"):
+        if not isinstance(d.get(key, []), list) or not all(isinstance(x, dict) for x in d.get(key, [])):
+            raise SessionError(f"session has a malformed {key} record")
     for c in d["cases"]:
         if not isinstance(c, dict) or "id" not in c or not isinstance(c.get("plain"), dict) or not isinstance(c.get("spec"), dict):
             raise SessionError("session has a malformed case record")

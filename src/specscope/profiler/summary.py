@@ -3,7 +3,7 @@
 Everything here is recomputed from the raw measurements a Session holds, never trusted from a file.
 
 - ``case_stats`` and ``summarize`` are the reference: they walk the whole session every time.
-- ``LiveSummary`` gives the same numbers for a session that grows while it is watched (the app's
+- ``LiveSummary`` (``summary_live``) gives the same numbers for a session that grows while it is watched (the app's
   snapshots): it folds only the steps and rounds that arrived since it last looked into running
   aggregates, and recomputes per-case figures only for a case that changed and the breakdown medians
   only when a breakdown arrives. Its numbers are *equal* to the reference's, not close: sums are exact
@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from . import stats
+from . import intervals, stats
+from .drift import probe_drift
+from .intervals import span
 from .stats import tok_s
 from .verdict import ENGINE_FAULT, ROUNDING
 
@@ -61,6 +63,12 @@ def instrumented(r: dict) -> bool:
     return r.get("kind", "instrumented") == "instrumented"
 
 
+def first_repeat(r: dict) -> bool:
+    """A round of a case's first repeat: the rounds acceptance counts. Repeats of a seeded run draft the
+    same tokens again; counting the copies would narrow acceptance's interval with no new evidence."""
+    return not r.get("repeat")
+
+
 def _rate(rounds: list[dict]) -> float | None:
     return tok_s(sum(len(r["emitted"]) for r in rounds), math.fsum(r["ms"] for r in rounds))
 
@@ -75,7 +83,7 @@ def case_stats(case: dict, k: int) -> dict:
     instr_tok_s = (stats.median(spec.get("repeats_instrumented_tok_s") or []) or _rate(timed)) if e2e else None
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
-    acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
+    acc = stats.acceptance_from_rounds([r["accepted"] for r in full if first_repeat(r)], k)
     return _case_result(case, plain_tok_s, spec_tok_s, acc,
                         stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
                         instr_tok_s)
@@ -88,9 +96,14 @@ def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_dra
         pred = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
     plain_tokens, spec_tokens = case["plain"]["tokens"], case["spec"]["tokens"]
+    plain_reps, spec_reps = case["plain"].get("repeats_tok_s") or [], case["spec"].get("repeats_tok_s") or []
     return {
         "plain_tok_s": plain_tok_s,
         "spec_tok_s": spec_tok_s,
+        # medians over repeats, and their spread (lowest–highest repeat) when there are several
+        "repeats": max(len(plain_reps), len(spec_reps)),
+        "plain_tok_s_spread": span(plain_reps) if len(plain_reps) > 1 else None,
+        "spec_tok_s_spread": span(spec_reps) if len(spec_reps) > 1 else None,
         "spec_instrumented_tok_s": instr_tok_s,
         "t_decode_ms": t_decode,
         "t_verify_ms": t_verify,
@@ -101,6 +114,7 @@ def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_dra
         "prediction_error": stats.relative_error(pred, measured),
         "match": stats.match_stats(plain_tokens, spec_tokens) if spec_tokens else None,
         "divergence": case_divergence(case),
+        "discarded": bool(case.get("discarded")),
     }
 
 
@@ -116,20 +130,35 @@ def measured_cases(session) -> list[dict]:
     return [c for c in session.cases if c["plain"]["step_ms"] or c["spec"]["rounds"]]
 
 
+def summary_cases(session) -> list[dict]:
+    """The measured cases the summary counts: all but those marked discarded (--discard-first)."""
+    return [c for c in measured_cases(session) if not c.get("discarded")]
+
+
+def _round_time(r: dict):
+    """T_verify + T_draft of one instrumented round (what the division divides by)."""
+    return r["verify_ms"] + r["draft_ms"] if r.get("verify_ms") is not None and r.get("draft_ms") is not None else None
+
+
 def summarize(session) -> dict:
     k = session.k
-    cases = measured_cases(session)
+    cases = summary_cases(session)
     per_case = [(c, case_stats(c, k)) for c in cases]
     spec_emitted = [sum(len(r["emitted"]) for r in c["spec"]["rounds"]) for c in cases]
     full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
+    counted = [r["accepted"] for r in full if first_repeat(r)]
     by_category = {}
     for cat in sorted({c["category"] for c in cases}):
-        rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
+        rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and first_repeat(r)]
         by_category[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
+    measured_rounds = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
+    for c in cases:
+        e2e = [r for r in c["spec"]["rounds"] if not instrumented(r)]
+        measured_rounds += e2e or c["spec"]["rounds"]
     return _assemble(
         session, per_case, spec_emitted,
-        acc=stats.acceptance_from_rounds([r["accepted"] for r in full], k),
+        acc=stats.acceptance_from_rounds(counted, k),
         # Means, like T_decode (a rate is a mean): medians on one side and a rate on the
         # other would make the prediction drift with the noise of a shared machine.
         t_verify=stats.mean(r["verify_ms"] for r in full_timed),
@@ -137,14 +166,39 @@ def summarize(session) -> dict:
         t_rollback=stats.mean((r.get("rollback_ms") or 0.0) for r in full_timed),
         by_category=by_category,
         bd=aggregate_breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
+        noise={"hist": Counter(counted), "round_ms": [_round_time(r) for r in full_timed],
+               "rate_tokens": sum(len(r["emitted"]) for r in measured_rounds), "rate_ms": [r["ms"] for r in measured_rounds]},
     )
 
 
-def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_category, bd) -> dict:
+def _repeat_rates(per_case, spec_emitted) -> dict:
+    """Session rates of each complete repeat (every summarized case measured it in both modes), pooled over
+    cases like the medians, and the speedup of each."""
+    out = {"plain": [], "spec": [], "speedup": []}
+    n = min((len(c[side].get("repeats_tok_s") or []) for c, _ in per_case for side in ("plain", "spec")), default=0)
+    for r in range(n):
+        plain = _pooled_tok_s([(len(c["plain"]["step_ms"]), _nth(c["plain"].get("repeats_tok_s"), r)) for c, _ in per_case])
+        spec = _pooled_tok_s([(m, _nth(c["spec"].get("repeats_tok_s"), r)) for (c, _), m in zip(per_case, spec_emitted)])
+        out["plain"].append(plain)
+        out["spec"].append(spec)
+        out["speedup"].append(spec / plain if spec and plain else None)
+    return out
+
+
+def _nth(xs, r: int):
+    return xs[r] if xs and len(xs) > r else None
+
+
+def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_category, bd, noise) -> dict:
     """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
     k = session.k
-    plain_tok_s = _pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
-    spec_tok_s = _pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
+    reps = _repeat_rates(per_case, spec_emitted)
+    several = sum(1 for x in reps["speedup"] if x is not None) > 1
+    if several:  # rates are medians over the complete repeats (each pooled over cases), shown with their spread
+        plain_tok_s, spec_tok_s = stats.median(reps["plain"]), stats.median(reps["spec"])
+    else:
+        plain_tok_s = _pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
+        spec_tok_s = _pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
     instr_tok_s = _pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
                                  if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
@@ -162,13 +216,29 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
     block_pred = None
     if division and bd and bd["decode"]["block_sum_ms"]:
         block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (t_verify + t_draft)
+    # the prediction error's interval: acceptance's (through E), the round time's, the measured speed's
+    spec_iv = intervals.union(intervals.rate_interval(noise["rate_tokens"], noise["rate_ms"]),
+                              intervals.span(reps["spec"]) if several else None)
+    error = stats.relative_error(division.predicted_speedup if division else None, measured)
+    error_iv = None
+    if error is not None:
+        error_iv = intervals.union(intervals.prediction_error_interval(
+            intervals.tokens_per_round_interval(noise["hist"], k), intervals.mean_ci(noise["round_ms"]), spec_iv), [error, error])
     return {
         "k": k,
         "regime": session.regime,
         "what_if": session.what_if,
         "cases_measured": len(per_case),
+        "cases_discarded": sum(1 for c in measured_cases(session) if c.get("discarded")),
+        "repeats": max((s["repeats"] for _, s in per_case), default=0),
         "plain_tok_s": plain_tok_s,
         "spec_tok_s": spec_tok_s,
+        # per-repeat session rates and their spread (lowest–highest repeat), when there are several repeats
+        "repeat_rates": reps,
+        "plain_tok_s_spread": intervals.span(reps["plain"]) if several else None,
+        "spec_tok_s_spread": intervals.span(reps["spec"]) if several else None,
+        "measured_speedup_spread": intervals.union(intervals.span(reps["speedup"]), [measured, measured])
+        if several and measured else None,
         # instrumented rounds (timed apart) vs end-to-end rounds: what timing the division's inputs costs
         "spec_instrumented_tok_s": instr_tok_s,
         "instrumentation_cost": (spec_tok_s / instr_tok_s - 1.0) if spec_tok_s and instr_tok_s else None,
@@ -187,7 +257,9 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
         "predicted_speedup": division.predicted_speedup if division else None,
         "predicted_tok_s": division.predicted_tok_s if division else None,
         "measured_speedup": measured,
-        "prediction_error": stats.relative_error(division.predicted_speedup if division else None, measured),
+        "prediction_error": error,
+        "prediction_error_ci": error_iv,
+        "prediction_within_noise": intervals.within(0.0, error_iv) if error_iv else None,
         "break_even_verify_ms": division.break_even_verify_ms if division else None,
         "break_even_multiple": division.break_even_multiple if division else None,
         "verify_multiple": division.verify_multiple if division else None,
@@ -198,11 +270,32 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
         "engine_faults": [d for d in divergences if d["verdict"] == ENGINE_FAULT],
         "unchecked_divergences": unchecked,
         "breakdown": bd,
+        "probe": probe_drift(session.data.get("probe") or []),
+        "energy": energy(session, {c["id"] for c, _ in per_case}),
     }
 
 
+def energy(session, case_ids: set) -> dict | None:
+    """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
+    temperature of the runs (profiler.sensors); None when the machine has no sensors."""
+    ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
+    if not ws:
+        return None
+    out = {}
+    for mode in ("plain", "spec"):
+        m = [w for w in ws if w.get("mode") == mode]
+        joules = [w["joules"] for w in m if w.get("joules") is not None]
+        tokens = sum(w.get("tokens") or 0 for w in m if w.get("joules") is not None)
+        out[mode] = {
+            "runs": len(m),
+            "joules_per_token": math.fsum(joules) / tokens if joules and tokens else None,
+            **{key: stats.mean(w.get(key) for w in m) for key in ("gpu_freq_mhz", "gpu_power_w", "package_power_w", "gpu_temp_c")},
+        }
+    return out
+
+
 def aggregate_breakdown(bds: list[dict]) -> dict | None:
-    """Median over cases of each breakdown figure."""
+    """Median over cases of each breakdown figure, and of each end of its spread over reps."""
     if not bds:
         return None
     out = {}
@@ -220,13 +313,15 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
         }
         agg["inter_block_ms"] = agg["whole_ms"] - agg["block_sum_ms"]
         agg["barrier_distortion"] = agg["instrumented_ms"] / agg["whole_ms"] - 1 if agg["whole_ms"] else None
+        agg["spread"] = _aggregate_spread(rows, agg)
         out[side] = agg
     dec, ver = out["decode"], out["verify"]
     out["ratios"] = {
         c: (ver["blocks"][c] / dec["blocks"][c]) if dec["blocks"].get(c) else None for c in dec["blocks"]
     }
-    # A ratio of overheads only means something when both are positive (barriers can make them negative).
-    both = dec["inter_block_ms"] > 0 and ver["inter_block_ms"] > 0
+    # A ratio of overheads only means something when both are real: positive and above their noise.
+    both = all(d["inter_block_ms"] > 0 and not intervals.below_noise(d["inter_block_ms"], d["spread"]["inter_block_ms"])
+               for d in (dec, ver))
     out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
     out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
     out["categories"] = list(dec["blocks"])
@@ -234,205 +329,31 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
     return out
 
 
-# -- incremental: the same numbers for a growing session -------------------------------------------
+def _aggregate_spread(rows: list[dict], agg: dict) -> dict:
+    """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
+    to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
 
-class ExactSum:
-    """A running sum with no rounding error (Shewchuk's partials, as ``math.fsum`` keeps them).
-
-    ``value()`` equals ``math.fsum`` of everything added, in any order; ``mean()`` equals
-    ``stats.mean`` of it (None values are skipped and not counted, as there).
-    """
-
-    __slots__ = ("partials", "n", "special")
-
-    def __init__(self):
-        self.partials: list[float] = []
-        self.n = 0
-        self.special: list[float] = []  # inf / nan: fsum's own rules apply to them
-
-    def add(self, x) -> None:
-        if x is None:
-            return
-        self.n += 1
-        x = float(x)
-        if not math.isfinite(x):
-            self.special.append(x)
-            return
-        partials = self.partials
-        i = 0
-        for y in partials:
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo:
-                partials[i] = lo
-                i += 1
-            x = hi
-        partials[i:] = [x]
-
-    def value(self) -> float:
-        return math.fsum(self.special) if self.special else math.fsum(self.partials)
-
-    def mean(self) -> float | None:
-        return self.value() / self.n if self.n else None
-
-    @staticmethod
-    def mean_of(sums: list["ExactSum"]) -> float | None:
-        """The mean over several running sums together (what one ``stats.mean`` over all their values gives)."""
-        n = sum(s.n for s in sums)
-        if not n:
+    def med(get, value):
+        ivs = [iv for iv in (get(r.get("spread") or {}) for r in rows) if iv]
+        if not ivs or value is None:
             return None
-        special = [x for s in sums for x in s.special]
-        total = math.fsum(special) if special else math.fsum(p for s in sums for p in s.partials)
-        return total / n
+        return intervals.union([stats.median(iv[0] for iv in ivs), stats.median(iv[1] for iv in ivs)], [value, value])
+
+    return {
+        "whole_ms": med(lambda s: s.get("whole_ms"), agg["whole_ms"]),
+        "instrumented_ms": med(lambda s: s.get("instrumented_ms"), agg["instrumented_ms"]),
+        "block_sum_ms": med(lambda s: s.get("block_sum_ms"), agg["block_sum_ms"]),
+        "inter_block_ms": med(lambda s: s.get("inter_block_ms"), agg["inter_block_ms"]),
+        "blocks": {c: med(lambda s, c=c: (s.get("blocks") or {}).get(c), v) for c, v in agg["blocks"].items()},
+        "skip_estimates": {c: med(lambda s, c=c: (s.get("skip_estimates") or {}).get(c), v)
+                           for c, v in agg["skip_estimates"].items()},
+    }
 
 
-class _CaseFold:
-    """Running aggregates of one case's plain steps and speculative rounds, folded as they arrive.
+def __getattr__(name: str):
+    """``ExactSum`` and ``LiveSummary`` live in ``summary_live`` (the incremental path), importable from here."""
+    if name in ("ExactSum", "LiveSummary"):
+        from . import summary_live
 
-    A side's list is folded from where the last look stopped while it is the same list object and has
-    not shrunk; a new list (a phase restarted: ``Session.apply`` replaces it) is folded from the start.
-    """
-
-    def __init__(self, case: dict, k: int):
-        self.case, self.k = case, k
-        self.version = 0
-        self._steps = self._rounds = None
-        self._reset_plain(None)
-        self._reset_spec(None)
-        self._stats: dict | None = None
-        self._stats_objs: tuple = ()
-        self._stats_key: tuple = ()
-
-    def _reset_plain(self, steps) -> None:
-        self._steps, self.n_steps, self.step_ms = steps, 0, ExactSum()
-
-    def _reset_spec(self, rounds) -> None:
-        self._rounds, self.n_rounds = rounds, 0
-        self.spec_ms, self.emitted = ExactSum(), 0
-        # by round kind: end-to-end rounds give the measured speed, instrumented ones the timings
-        self.kind_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
-        self.kind_emitted = {"instrumented": 0, "end_to_end": 0}
-        self.kind_rounds = {"instrumented": 0, "end_to_end": 0}
-        self.hist: Counter = Counter()  # accepted count -> rounds, over rounds that drafted k
-        self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
-
-    def update(self) -> None:
-        plain, spec = self.case["plain"], self.case["spec"]
-        steps = plain["step_ms"]
-        if steps is not self._steps or len(steps) < self.n_steps:
-            self._reset_plain(steps)
-            self.version += 1
-        if len(steps) > self.n_steps:
-            for ms in steps[self.n_steps:]:
-                self.step_ms.add(ms)
-            self.n_steps = len(steps)
-            self.version += 1
-        rounds = spec["rounds"]
-        if rounds is not self._rounds or len(rounds) < self.n_rounds:
-            self._reset_spec(rounds)
-            self.version += 1
-        if len(rounds) > self.n_rounds:
-            k = self.k
-            for r in rounds[self.n_rounds:]:
-                self.spec_ms.add(r["ms"])
-                self.emitted += len(r["emitted"])
-                kind = "instrumented" if instrumented(r) else "end_to_end"
-                self.kind_ms[kind].add(r["ms"])
-                self.kind_emitted[kind] += len(r["emitted"])
-                self.kind_rounds[kind] += 1
-                if len(r["drafted"]) == k:
-                    self.hist[r["accepted"]] += 1
-                    if kind == "instrumented":
-                        self.verify.add(r["verify_ms"])
-                        self.draft.add(r["draft_ms"])
-                        self.rollback.add(r.get("rollback_ms") or 0.0)
-            self.n_rounds = len(rounds)
-            self.version += 1
-
-    def stats(self) -> dict:
-        """``case_stats(case, k)``, recomputed only when something it reads has changed."""
-        c = self.case
-        plain, spec = c["plain"], c["spec"]
-        objs = (plain.get("repeats_tok_s"), spec.get("repeats_tok_s"), plain["tokens"], spec["tokens"], c.get("divergence"),
-                spec.get("repeats_instrumented_tok_s"))
-        key = (self.version,) + tuple(len(o) if isinstance(o, list) else -1 for o in objs)  # lists grow in place
-        if self._stats is not None and key == self._stats_key and all(a is b for a, b in zip(objs, self._stats_objs)):
-            return self._stats
-        plain_tok_s = stats.median(objs[0] or []) or tok_s(self.n_steps, self.step_ms.value())
-        has_e2e = self.kind_rounds["end_to_end"] > 0
-        if has_e2e:
-            fallback = tok_s(self.kind_emitted["end_to_end"], self.kind_ms["end_to_end"].value())
-            instr = stats.median(objs[5] or []) or tok_s(self.kind_emitted["instrumented"], self.kind_ms["instrumented"].value())
-        else:
-            fallback, instr = tok_s(self.emitted, self.spec_ms.value()), None
-        spec_tok_s = stats.median(objs[1] or []) or fallback
-        acc = stats.acceptance_from_histogram(self.hist, self.k)
-        self._stats = _case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
-        self._stats_objs, self._stats_key = objs, key
-        return self._stats
-
-
-class LiveSummary:
-    """``summarize(session)`` and ``case_stats`` for a session that keeps growing, without re-walking it.
-
-    Meant for a session that changes the way ``Session.apply`` changes it (lists appended to, or
-    replaced); a caller that edits measurements already folded in place must use ``summarize``.
-    Returned dicts are shared with later calls where nothing changed: treat them as read-only.
-    """
-
-    def __init__(self, session):
-        self.session = session
-        self._k: int | None = None
-        self._folds: dict[int, _CaseFold] = {}  # by id(case); each fold holds its case, so ids stay unique
-        self._bd_src: list = []
-        self._bd: dict | None = None
-
-    def _fold(self, case: dict) -> _CaseFold:
-        k = self.session.k
-        if k != self._k:
-            self._folds.clear()
-            self._k = k
-        f = self._folds.get(id(case))
-        if f is None or f.case is not case:
-            f = self._folds[id(case)] = _CaseFold(case, k)
-        f.update()
-        return f
-
-    def case_stats(self, case: dict) -> dict:
-        """``Session.case_stats(case)``."""
-        return {**self._fold(case).stats(), "regime": self.session.regime}
-
-    def summary(self) -> dict:
-        """``summarize(session)``."""
-        session = self.session
-        k = session.k
-        cases = measured_cases(session)
-        folds = [self._fold(c) for c in cases]
-        per_case = [(c, f.stats()) for c, f in zip(cases, folds)]
-        by_category = {}
-        for cat in sorted({c["category"] for c in cases}):
-            hist = Counter()
-            for c, f in zip(cases, folds):
-                if c["category"] == cat:
-                    hist.update(f.hist)
-            by_category[cat] = stats.acceptance_from_histogram(hist, k)
-        hist = Counter()
-        for f in folds:
-            hist.update(f.hist)
-        return _assemble(
-            session, per_case, [f.emitted for f in folds],
-            acc=stats.acceptance_from_histogram(hist, k),
-            t_verify=ExactSum.mean_of([f.verify for f in folds]),
-            t_draft=ExactSum.mean_of([f.draft for f in folds]),
-            t_rollback=ExactSum.mean_of([f.rollback for f in folds]),
-            by_category=by_category,
-            bd=self._breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
-        )
-
-    def _breakdown(self, bds: list[dict]) -> dict | None:
-        """The median aggregate, recomputed only when a breakdown arrives (or the set of cases changes)."""
-        if len(bds) != len(self._bd_src) or any(a is not b for a, b in zip(bds, self._bd_src)):
-            self._bd_src, self._bd = bds, aggregate_breakdown(bds)
-        return self._bd
+        return getattr(summary_live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,12 +2,68 @@
 
 from __future__ import annotations
 
-from .formatting import fmt, scaled
+from .drift import drift_phrase, drift_warning
+from .formatting import fmt
+from .intervals import spread_text, time_text
 from .session import Session
 from .summary import CATEGORY_LABELS
 from .verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, instrumentation_cost_text,
-                      verdict)
+                      prediction_error_text, verdict)
 
+
+def _spread(iv, spec: str = ".1f") -> str:
+    return f" (repeats {spread_text(iv, spec)})" if iv else ""
+
+
+def _cell(value, iv, estimate: bool = False, width: int = 22) -> str:
+    """A breakdown time with its spread over reps; an estimate whose spread reaches zero is "below noise"."""
+    if estimate:
+        text = time_text(value, iv)
+        if text not in ("—", "below noise") and iv:
+            text += f" [{spread_text(iv)}]"
+    else:
+        text = fmt(value) + (f" [{spread_text(iv)}]" if iv else "")
+    return f"{text:>{width}}"
+
+
+def protocol_lines(session: Session, s: dict) -> list[str]:
+    """How the run guarded against drift: order, repeats, discards, cooldown, the probe, the sensors."""
+    cfg = session.config
+    env = session.data.get("environment", {})
+    reps = cfg.get("repeats", 1) or 1
+    bits = [f"{reps} repeat{'s' if reps != 1 else ''} per case" + (", plain and speculative in ABBA order" if reps > 1 else "")]
+    if s.get("cases_discarded"):
+        bits.append(f"first {s['cases_discarded']} case{'s' if s['cases_discarded'] != 1 else ''} discarded (kept, not summarized)")
+    cool = session.data.get("cooldowns") or []
+    if cfg.get("cooldown"):
+        missed = sum(1 for c in cool if not c.get("reached"))
+        bits.append(f"cooldown before each case ({sum(c.get('waited_s') or 0 for c in cool):.0f} s waited"
+                    + (f", {missed} timed out" if missed else "") + ")")
+    lines = ["  protocol          " + "; ".join(bits)]
+    if not drift_warning(s.get("probe")):  # a warning is printed under the verdict already
+        lines.append("  " + drift_phrase(s.get("probe")))
+    sensors = env.get("sensors") or {}
+    e = s.get("energy")
+    if e:
+        for mode, name in (("plain", "plain"), ("spec", "speculative")):
+            m = e[mode]
+            lines.append(f"  energy {name:<11} {fmt(m['joules_per_token'], '.3f', ' J/token')}   GPU {fmt(m['gpu_freq_mhz'], '.0f', ' MHz')}"
+                         f"  {fmt(m['gpu_power_w'], '.1f', ' W')}  {fmt(m['gpu_temp_c'], '.0f', ' °C')}")
+    elif sensors:
+        lines.append(f"  GPU sensors       {sensors.get('reason') or 'not available'}")
+    if sensors.get("thermal"):
+        lines.append(f"  thermal limits    {sensors['thermal'] if not session.data.get('thermal') else _thermal(session)}")
+    return lines
+
+
+def _thermal(session: Session) -> str:
+    limited = [t for t in session.data.get("thermal") or [] if any(v < 100 for k, v in (t.get("limits") or {}).items()
+                                                                     if k.endswith("Limit"))]
+    if not limited:
+        return f"pmset -g therm: no limit in force ({len(session.data.get('thermal') or [])} readings)"
+    t = limited[0]
+    return f"pmset -g therm: limited at case {t.get('case')} ({t.get('when')}): " + ", ".join(
+        f"{k} = {v}" for k, v in t["limits"].items())
 
 
 
@@ -18,7 +74,8 @@ def format_summary(session: Session) -> str:
     model = session.data.get("model", {})
     lines = [
         f"specscope — {model.get('name', '?')}{' @ ' + model['revision'][:7] if model.get('revision') else ''} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
-        f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases × {cfg.get('max_tokens')} tokens, status {session.status}",
+        f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases"
+        f"{' (+' + str(s['cases_discarded']) + ' discarded)' if s.get('cases_discarded') else ''} × {cfg.get('max_tokens')} tokens, status {session.status}",
     ]
     if (model.get("demo")):
         lines.append("synthetic demo model: timings are real; text and acceptance are not meaningful")
@@ -26,14 +83,16 @@ def format_summary(session: Session) -> str:
     if comp.get("class") and comp["class"] != "supported":
         lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))
     bar = ["!" * 80] if engine_fault_line(s) else []  # an engine fault leads the verdict, fenced
+    drift = drift_warning(s.get("probe"))
     lines += [
         "",
         *bar,
         verdict(s),
         *bar,
+        *(["", "!! " + drift] if drift else []),
         "",
-        f"  plain             {fmt(s['plain_tok_s'], '.1f')} tok/s    T_decode  {fmt(s['t_decode_ms'])} ms",
-        f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        f"  plain             {fmt(s['plain_tok_s'], '.1f')} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
+        f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
         *([f"  instrumentation   end-to-end rounds {fmt(s['spec_tok_s'], '.1f')} tok/s vs instrumented rounds "
            f"{fmt(s['spec_instrumented_tok_s'], '.1f')} tok/s: timing draft, verify and rollback apart costs "
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]
@@ -41,8 +100,10 @@ def format_summary(session: Session) -> str:
         f"  {acceptance_phrase(s)}",
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
-        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}   "
-        f"error {fmt(scaled(s['prediction_error'], 100), '+.1f', '%')}",
+        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
+        f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
+        + ("" if s.get("prediction_within_noise") is None else
+           ("  → within noise" if s["prediction_within_noise"] else "  → off (interval excludes zero)")),
         f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
     ]
     if s["regime"] == "greedy":
@@ -52,6 +113,7 @@ def format_summary(session: Session) -> str:
             lines.append(f"  divergence        {note}")
     else:  # sampled outputs differ from plain by design: no match rate, say what is checked instead
         lines.append(f"  output check      {SAMPLED_NOTE}")
+    lines += protocol_lines(session, s)
     if s["acceptance_by_category"]:
         lines.append("  by content        " + "   ".join(
             f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
@@ -59,17 +121,27 @@ def format_summary(session: Session) -> str:
     bd = s.get("breakdown")
     if bd:
         dec, ver = bd["decode"], bd["verify"]
-        lines += ["", f"  where time goes (median over cases; ms)      decode (1 pos)   verify ({ver['positions']} pos)   ratio"
-                      "    without barriers (skip one category): decode / verify"]
+        sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
+        lines += ["", f"  where time goes (median over cases; ms, [spread over reps])",
+                  f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
         for c in bd["categories"]:
             label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
             r = bd["ratios"].get(c)
-            skip = f"{fmt(dec['skip_estimates'].get(c)):>8} / {fmt(ver['skip_estimates'].get(c))}" if c in dec["skip_estimates"] else ""
-            lines.append(f"    {label:<40} {dec['blocks'][c]:>9.2f}   {ver['blocks'][c]:>12.2f}   {fmt(r, '.2f', '×'):>6}    {skip}")
-        lines.append(f"    {'sum of blocks (barriers)':<40} {dec['block_sum_ms']:>9.2f}   {ver['block_sum_ms']:>12.2f}")
-        lines.append(f"    {'whole graph (no barriers)':<40} {dec['whole_ms']:>9.2f}   {ver['whole_ms']:>12.2f}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
-        lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {dec['inter_block_ms']:>9.2f}   {ver['inter_block_ms']:>12.2f}")
-        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>8.1f}%   {ver['barrier_distortion'] * 100:>11.1f}%")
+            lines.append(f"    {label:<40} {_cell(dec['blocks'][c], (sd.get('blocks') or {}).get(c))} "
+                         f"{_cell(ver['blocks'][c], (sv.get('blocks') or {}).get(c))}   {fmt(r, '.2f', '×'):>6}")
+        lines.append(f"    {'sum of blocks (barriers)':<40} {_cell(dec['block_sum_ms'], sd.get('block_sum_ms'))} "
+                     f"{_cell(ver['block_sum_ms'], sv.get('block_sum_ms'))}")
+        lines.append(f"    {'whole graph (no barriers)':<40} {_cell(dec['whole_ms'], sd.get('whole_ms'))} "
+                     f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
+        lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
+                     f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
+        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")
+        if dec["skip_estimates"]:
+            lines.append("    without barriers (whole graph minus the graph with one category skipped):")
+            for c in dec["skip_estimates"]:
+                label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
+                lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
+                             f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
         if s.get("block_sum_predicted_speedup") is not None:
             lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {s['predicted_speedup']:.3f}× from whole-graph times")
     return "\n".join(lines)

@@ -117,9 +117,42 @@ def _speed_verdict(s: dict) -> str:
     text = head + (": " + "; ".join(parts) if parts else "") + "."
     if k == 1 and s.get("verify_multiple") is not None and s["verify_multiple"] >= 2:
         text += " Verify costs two plain steps or more, so no drafter can win at k=1: only a cheaper verify can."
+    pred = prediction_phrase(s)
+    if pred:
+        text += " " + pred[0].upper() + pred[1:] + "."
     if s.get("what_if"):
         text += " (oracle what-if drafter)"
     return text
+
+
+def _signed_pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def prediction_error_text(s: dict) -> str | None:
+    """The prediction error with its interval: "+2.1% (−3.0…+7.4%)"; None when not measured."""
+    err = s.get("prediction_error")
+    if err is None:
+        return None
+    iv = s.get("prediction_error_ci")
+    if not iv:
+        return _signed_pct(err)
+    hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
+    return f"{_signed_pct(err)} ({_signed_pct(iv[0])}…{hi})"
+
+
+def prediction_phrase(s: dict) -> str | None:
+    """Whether the division's prediction is within noise of the measured speedup (its interval holds zero),
+    or off (and by how much)."""
+    err = s.get("prediction_error")
+    if err is None:
+        return None
+    iv = s.get("prediction_error_ci")
+    if not iv or s.get("prediction_within_noise") is None:
+        return f"the prediction is off by {_signed_pct(err)} (no interval: too few rounds)"
+    hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
+    how = "within noise" if s["prediction_within_noise"] else "off"
+    return f"the prediction is {how} (error {_signed_pct(err)}, interval {_signed_pct(iv[0])}…{hi})"
 
 
 def audit_answers(s: dict) -> list[tuple[str, str]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore
 
+from specscope.profiler.intervals import time_text
+
 from .common import BaseChart, font
 
 
@@ -73,8 +75,9 @@ class BreakdownChart(BaseChart):
             gap = sd["inter_block_ms"]
             self._text(f"{sd['block_sum_ms']:.1f} ms", x0, y0, anchor=(0.5, 1))
             self._text(f"{whole:.1f} ms", x0 + 1.0, whole, anchor=(0.5, 1))
-            if gap is not None:
-                self._text(f"inter-block overhead {gap:+.1f} ms", x0 + 0.5, max(y0, whole), anchor=(0.5, 2.1),
+            if gap is not None:  # never a negative time: an overhead whose spread reaches zero is below noise
+                gap_text = time_text(gap, (sd.get("spread") or {}).get("inter_block_ms"), ".1f", " ms")
+                self._text(f"inter-block overhead {gap_text}", x0 + 0.5, max(y0, whole), anchor=(0.5, 2.1),
                            color=self.theme["muted"])
             if side == "verify" and d.get("ratio_whole"):
                 self._text(f"×{d['ratio_whole']:.2f}", x0 + 1.0, whole / 2, anchor=(0.5, 0.5), color="#ffffff", bold=True)

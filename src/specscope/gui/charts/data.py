@@ -15,9 +15,16 @@ from __future__ import annotations
 from itertools import chain
 
 from specscope.profiler import stats
+from specscope.profiler.drift import drift_warning, judged
 from specscope.profiler.summary import CATEGORY_LABELS, LiveSummary
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
+_NONE: list = []  # the rounds a discarded case contributes to acceptance (shared, never written to)
+
+
+def _counted_rounds(c: dict) -> list:
+    """The rounds acceptance may count: none from a case left out of the summary (--discard-first)."""
+    return _NONE if c.get("discarded") else c["spec"]["rounds"]
 
 
 # Per-case pieces of the series, shared by the whole-session functions and the live fold: each
@@ -49,7 +56,7 @@ def _spec_points(rs: list, start: int, t: float, sx: list, sy: list, window: int
 def _acceptance_points(rs: list, start: int, state: tuple[int, int], k: int, x: list, y: list, lo: list, hi: list):
     drafted, accepted = state
     for r in rs[start:]:
-        if len(r["drafted"]) != k:
+        if len(r["drafted"]) != k or r.get("repeat"):  # acceptance counts a case's first repeat (summary.first_repeat)
             continue
         drafted += k
         accepted += r["accepted"]
@@ -63,6 +70,8 @@ def _acceptance_points(rs: list, start: int, state: tuple[int, int], k: int, x: 
 
 def _count_emitted(rs: list, start: int, k: int, counts: list) -> None:
     for r in rs[start:]:
+        if r.get("repeat"):
+            continue
         n = len(r["emitted"])
         if 1 <= n <= k + 1:
             counts[n - 1] += 1
@@ -86,7 +95,7 @@ def acceptance_series(session) -> dict:
     x, y, lo, hi = [], [], [], []
     state = (0, 0)
     for c in session.cases:
-        state = _acceptance_points(c["spec"]["rounds"], 0, state, k, x, y, lo, hi)
+        state = _acceptance_points(_counted_rounds(c), 0, state, k, x, y, lo, hi)
     return {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED}
 
 
@@ -94,8 +103,32 @@ def tokens_per_round_hist(session) -> dict:
     k = session.k
     counts = [0] * (k + 1)
     for c in session.cases:
-        _count_emitted(c["spec"]["rounds"], 0, k, counts)
+        _count_emitted(_counted_rounds(c), 0, k, counts)
     return {"bins": list(range(1, k + 2)), "counts": counts}
+
+
+def probe_series(session, summary: dict) -> dict:
+    """The clock probe over the run's wall clock: each reading's speed as a share of the fastest (100% =
+    the best clock seen), the band of its own noise, and the runs' GPU clock where sensors recorded it."""
+    series = session.data.get("probe") or []
+    best = min((p["ms"] for p in series), default=None)
+    rs = judged(series)
+    cool = [p for p in series if p not in rs]
+    d = summary.get("probe") or {}
+    windows = [w for w in session.data.get("sensors") or [] if w.get("gpu_freq_mhz") and w.get("t") is not None]
+    top = max((w["gpu_freq_mhz"] for w in windows), default=None)
+    return {
+        "x": [p.get("t", float(i)) for i, p in enumerate(rs)],
+        "y": [100.0 * best / p["ms"] for p in rs],
+        "cool_x": [p.get("t", 0.0) for p in cool],
+        "cool_y": [100.0 * best / p["ms"] for p in cool],
+        "noise": d.get("noise"),
+        "slowdown": d.get("slowdown"),
+        "drift": bool(d.get("drift")),
+        "warning": drift_warning(d),
+        "gpu_x": [w["t"] for w in windows],
+        "gpu_y": [100.0 * w["gpu_freq_mhz"] / top for w in windows] if top else [],
+    }
 
 
 def breakdown_data(summary: dict) -> dict | None:
@@ -108,6 +141,7 @@ def breakdown_data(summary: dict) -> dict | None:
     sides = {}
     for side in ("decode", "verify"):
         d = bd[side]
+        sp = d.get("spread") or {}
         sides[side] = {
             "positions": d["positions"],
             "blocks": [d["blocks"].get(c) or 0.0 for c in cats],
@@ -117,6 +151,13 @@ def breakdown_data(summary: dict) -> dict | None:
             "inter_block_ms": d["inter_block_ms"],
             "barrier_distortion": d.get("barrier_distortion"),
             "skip_estimates": [d.get("skip_estimates", {}).get(c) for c in cats],
+            # spread over reps (median over cases of each end); None in sessions from before it was kept
+            "spread": {
+                "blocks": [(sp.get("blocks") or {}).get(c) for c in cats],
+                "skip_estimates": [(sp.get("skip_estimates") or {}).get(c) for c in cats],
+                "whole_ms": sp.get("whole_ms"), "block_sum_ms": sp.get("block_sum_ms"),
+                "inter_block_ms": sp.get("inter_block_ms"), "instrumented_ms": sp.get("instrumented_ms"),
+            },
         }
     return {
         "categories": cats,
@@ -154,6 +195,8 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
         points.append({"label": "all cases", "p": s["p"], "p_lo": s["p_ci95"][0], "p_hi": s["p_ci95"][1],
                        "speedup": s["measured_speedup"], "main": True})
     for c in session.cases:
+        if c.get("discarded"):
+            continue
         cs = (case_stats or session.case_stats)(c)
         acc = cs["acceptance"]
         if acc["p"] is not None and cs["measured_speedup"] is not None:
@@ -180,11 +223,12 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
 def all_chart_data(session, summary: dict | None = None) -> dict:
     summary = session.summary() if summary is None else summary
     return _chart_data(summary, throughput_series(session), acceptance_series(session), tokens_per_round_hist(session),
-                       breakdown_data(summary), division_data(session, summary))
+                       breakdown_data(summary), division_data(session, summary), probe_series(session, summary))
 
 
-def _chart_data(summary: dict, throughput: dict, acceptance: dict, tpr: dict, breakdown, division) -> dict:
+def _chart_data(summary: dict, throughput: dict, acceptance: dict, tpr: dict, breakdown, division, probe) -> dict:
     return {
+        "probe": probe,
         "summary": summary,
         "throughput": {**throughput, "predicted_tok_s": summary.get("predicted_tok_s"),
                        "plain_tok_s": summary.get("plain_tok_s"), "spec_tok_s": summary.get("spec_tok_s")},
@@ -257,17 +301,18 @@ class LiveChartData:
         self._tp_key = self._tp = None
         self._acc_key = self._acc = None
         self._tpr_key = self._tpr = None
+        self._probe_key = self._probe = None
 
     def _reset_k(self, k: int) -> None:
         self._k = k
-        self._acc_fold = _SeriesFold(lambda c: c["spec"]["rounds"],
+        self._acc_fold = _SeriesFold(_counted_rounds,
                                      lambda rs, i, st, *cols: _acceptance_points(rs, i, st, k, *cols), 4, (0, 0))
         self._tpr_counts: dict[int, tuple] = {}  # id(case) -> (case, rounds, n counted, counts)
 
     def _tokens_per_round(self, cases: list[dict], k: int) -> list[int]:
         total = [0] * (k + 1)
         for c in cases:
-            rs = c["spec"]["rounds"]
+            rs = _counted_rounds(c)
             e = self._tpr_counts.get(id(c))
             if e is None or e[0] is not c or e[1] is not rs or len(rs) < e[2]:
                 e = (c, rs, 0, [0] * (k + 1))
@@ -305,7 +350,11 @@ class LiveChartData:
         bd = summary.get("breakdown")
         if self._bd is None or bd is not self._bd_src:
             self._bd_src, self._bd = bd, breakdown_data(summary)
+        probe_key = (len(s.data.get("probe") or []), len(s.data.get("sensors") or []), summary.get("probe"))
+        if self._probe is None or probe_key != self._probe_key:
+            self._probe_key, self._probe = probe_key, probe_series(s, summary)
         return {
+            "probe": self._probe,
             "summary": summary,
             "throughput": self._tp,
             "acceptance": self._acc,

@@ -21,11 +21,16 @@ from specscope.profiler.verdict import (
     divergence_message,
     divergence_note,
     instrumentation_cost_text,
+    prediction_error_text,
     verdict,
 )
 
 from . import charts as _charts
+from .html_breakdown import breakdown_section
+from .html_protocol import drift_note, protocol_section
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
+from specscope.profiler.renderers.html_common import kv_table as _kv
+from specscope.profiler.renderers.html_common import table as _table
 
 CHART_CAPTIONS = {
     "division": "The division: predicted speedup over acceptance p at the measured T_decode, T_verify and T_draft "
@@ -42,31 +47,6 @@ def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
 
 
 # -- small builders ------------------------------------------------------------------
-
-def _kv(rows) -> str:
-    body = "".join(f'<tr><th align="left">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows if v not in (None, ""))
-    return f'<table class="kv" cellspacing="0" cellpadding="4">{body}</table>'
-
-
-def _table(head, rows, cls="full", numeric_from=1, row_classes=None, numeric_to=None) -> str:
-    """``head``: header strings (already safe); ``rows``: lists of safe cell HTML.
-    Columns ``numeric_from`` … ``numeric_to - 1`` are right-aligned numbers."""
-    end = len(head) if numeric_to is None else numeric_to
-
-    def isnum(i):
-        return numeric_from <= i < end
-
-    hs = "".join(f'<th class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{h}</th>'
-                 for i, h in enumerate(head))
-    out = [f'<table class="{cls}" width="100%" cellspacing="0" cellpadding="4" border="1"><tr>{hs}</tr>']
-    for j, r in enumerate(rows):
-        rc = (row_classes or {}).get(j, "")
-        cells = "".join(f'<td class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{c}</td>'
-                        for i, c in enumerate(r))
-        out.append(f'<tr class="{rc}">{cells}</tr>')
-    out.append("</table>")
-    return "".join(out)
-
 
 def _figure(name, charts, target, width=640) -> str:
     data = charts.get(name)
@@ -166,6 +146,7 @@ def _header(session, s) -> str:
         out.append(f'<p class="note error"><b>Session status: {esc(session.status)}.</b>{why}</p>')
     for e in [e for e in (session.data.get("errors") or []) if e not in shown][:20]:
         out.append(f'<p class="note error">{esc(e)}</p>')
+    out.append(drift_note(s))
     note = divergence_note(s)
     if note and not faults:  # a near-tie (kernel rounding), or a divergence an older specscope never measured
         out.append(f'<p class="note">{esc(note)}</p>')
@@ -236,7 +217,6 @@ def _environment(session, target) -> str:
 
 def _summary(s) -> str:
     k = s["k"]
-    err = s.get("prediction_error")
     rows = [
         ["Plain decoding", f(s["plain_tok_s"], ".1f", " tok/s"), "steady state, end to end, median over repeats"],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
@@ -257,8 +237,11 @@ def _summary(s) -> str:
          f"E · T_decode / (T_verify + T_draft) → {f(s['predicted_tok_s'], '.1f', ' tok/s')}"],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
          f"speculative {f(s['spec_tok_s'], '.1f', ' tok/s')} ÷ plain {f(s['plain_tok_s'], '.1f', ' tok/s')}, same prompts and token budget"],
-        ["Prediction error", pct(err, 1, signed=True),
-         "(predicted − measured) / measured: costs no component accounts for (rollback, sampling, sync, bookkeeping)"],
+        ["Prediction error", esc(prediction_error_text(s) or "—"),
+         "(predicted − measured) / measured, with its interval (acceptance's Wilson interval through E, the round "
+         "time's and the measured speed's): "
+         + {True: "<b>within noise</b> (the interval holds zero)", False: "<b>off</b> (the interval excludes zero)",
+            None: "no interval (too few rounds)"}[s.get("prediction_within_noise")]],
         ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
          f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft); measured {f(s['verify_multiple'], '.2f')} ×"],
     ]
@@ -300,66 +283,6 @@ def _division(s, charts, target) -> str:
     return "".join(parts)
 
 
-def _inter_ratio(dec, ver):
-    """The inter-block ratio means something only when both overheads are real (positive, not noise)."""
-    a, b = dec.get("inter_block_ms"), ver.get("inter_block_ms")
-    if a is None or b is None or a <= 0.02 * (dec.get("whole_ms") or 0) or b <= 0:
-        return None
-    return b / a
-
-
-def _breakdown(s, charts, target) -> str:
-    bd = s.get("breakdown")
-    parts = ['<h2 class="pagebreak">Where verify time goes</h2>']
-    if not bd:
-        parts.append("<p class=\"muted\">No per-category breakdown in this session (run with the breakdown on).</p>")
-        return "".join(parts)
-    dec, ver = bd["decode"], bd["verify"]
-    pos = ver["positions"]
-    parts.append(
-        f"<p>Decode cost of one position vs verify cost of {pos} positions, per category, median over cases "
-        f"(each block timed with a barrier after it). A ratio near 1 means the weights were read once for all positions; "
-        f"near {pos} means the work was simply repeated per position.</p>"
-    )
-    has_est = bool(dec.get("skip_estimates"))
-    head = ["Category", "Decode (1 pos), ms", f"Verify ({pos} pos), ms", "Verify / decode"]
-    if has_est:
-        head += ["Decode w/o barriers*", "Verify w/o barriers*"]
-    rows, rc = [], {}
-    for c in bd["categories"]:
-        label = (bd.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
-        r = [esc(label), f(dec["blocks"].get(c)), f(ver["blocks"].get(c)), f(bd["ratios"].get(c), ".2f", "×")]
-        if has_est:
-            r += [f((dec.get("skip_estimates") or {}).get(c)), f((ver.get("skip_estimates") or {}).get(c))]
-        rows.append(r)
-    blank = [""] * (2 if has_est else 0)
-    rc[len(rows)] = "ruler total"
-    rows.append(["Sum of blocks (ruler 1: barrier-timed)", f(dec["block_sum_ms"]), f(ver["block_sum_ms"]),
-                 f(ver["block_sum_ms"] / dec["block_sum_ms"] if dec["block_sum_ms"] else None, ".2f", "×")] + blank)
-    rc[len(rows)] = "ruler total"
-    rows.append(["Whole graph (ruler 2: no barriers)", f(dec["whole_ms"]), f(ver["whole_ms"]),
-                 f(bd["ratios"].get("whole"), ".2f", "×")] + blank)
-    rc[len(rows)] = "ruler"
-    rows.append([esc(CATEGORY_LABELS["inter_block"]) + " (whole − sum of blocks)", f(dec["inter_block_ms"]), f(ver["inter_block_ms"]),
-                 f(_inter_ratio(dec, ver), ".2f", "×")] + blank)
-    rc[len(rows)] = "ruler"
-    rows.append(["Barrier distortion (instrumented / whole − 1)", pct(dec.get("barrier_distortion")), pct(ver.get("barrier_distortion")), ""] + blank)
-    parts.append(_table(head, rows, row_classes=rc))
-    notes = []
-    if dec["inter_block_ms"] is not None and dec["inter_block_ms"] < 0:
-        notes.append("The sum of barrier-timed blocks exceeds the whole graph here: the barriers themselves cost more than the "
-                     "scheduling they expose, so the inter-block overhead reads negative. Trust the whole-graph ruler.")
-    if has_est:
-        notes.append("* Without-barrier estimates: whole-graph time with the category left out (or doubled), differenced. "
-                     "They can be noisy or negative for cheap categories.")
-    if s.get("block_sum_predicted_speedup") is not None and s.get("predicted_speedup") is not None:
-        notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "
-                     f"{s['predicted_speedup']:.3f}× — which is why specscope predicts from whole-graph times only.")
-    parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
-    parts.append(_figure("breakdown", charts, target))
-    return "".join(parts)
-
-
 def _acceptance(s, charts, target) -> str:
     k = s["k"]
     parts = ["<h2>Acceptance</h2>", f"<p>{esc(acceptance_phrase(s))}.</p>"]
@@ -395,7 +318,8 @@ def _cases(session) -> str:
         if fd and d:
             fd += " (ENGINE FAULT)" if d["verdict"] == ENGINE_FAULT else " (near-tie)"
         rows.append([
-            esc(c["id"]) + ("" if c.get("complete") else ' <span class="warn">(incomplete)</span>'),
+            esc(c["id"]) + ("" if c.get("complete") else ' <span class="warn">(incomplete)</span>')
+            + (' <span class="warn">(discarded: not in the summary)</span>' if c.get("discarded") else ""),
             esc(c.get("category", "")),
             str(len(c.get("prompt_tokens") or [])),
             f(st["plain_tok_s"], ".1f"), f(st["spec_tok_s"], ".1f"),
@@ -462,8 +386,9 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
         _verdict(s, target),
         _environment(session, target),
         _summary(s),
+        protocol_section(session, s),
         _division(s, charts, target),
-        _breakdown(s, charts, target),
+        breakdown_section(s, _figure("breakdown", charts, target)),
         _acceptance(s, charts, target),
         _audit(s),
         _cases(session),

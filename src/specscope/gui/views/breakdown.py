@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.profiler.intervals import spread_text, time_text
+
 from ..charts import BreakdownChart
 from .common import fmt, plain_label
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
+CHART_MIN = 560  # and whenever the chart would get less than this beside the table
 COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
+
+
+def _time_cell(cell) -> str:
+    """A time with its spread over reps; an estimate (skip, inter-block) whose spread reaches zero is "below noise"."""
+    if cell is None:
+        return ""
+    value, iv, estimate = cell
+    text = time_text(value, iv) if estimate else fmt(value, ".2f")
+    if iv and text not in ("—", "below noise"):
+        text += f" ({spread_text(iv, '.1f')})"
+    return text
 
 
 class BreakdownView(QtWidgets.QWidget):
@@ -31,8 +45,9 @@ class BreakdownView(QtWidgets.QWidget):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         hh.setStretchLastSection(False)  # sized to its content: see _fit_table
-        self.table.setToolTip("skip est.: the category's cost estimated without barriers "
-                              "(whole graph minus the graph with that category skipped)")
+        self.table.setToolTip("median over cases, with the spread over reps in brackets; skip est.: the category's cost "
+                              "estimated without barriers (whole graph minus the graph with that category skipped). "
+                              "An estimate whose spread reaches zero is below noise, never a negative time.")
         self.table.setWordWrap(False)
         self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
@@ -50,9 +65,13 @@ class BreakdownView(QtWidgets.QWidget):
         lay.addWidget(w, 1)
         self._narrow: bool | None = None
 
+    def _too_narrow(self) -> bool:
+        """Side by side only while the chart keeps CHART_MIN pixels beside the table (spreads widen the table)."""
+        return self.width() < max(NARROW, self.table.width() + CHART_MIN)
+
     def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
         super().resizeEvent(e)
-        self._arrange(self.width() < NARROW)
+        self._arrange(self._too_narrow())
 
     def _arrange(self, narrow: bool) -> None:
         """Wide: chart | table over notes. Narrow: chart over (table | notes), so the bars' labels keep their room."""
@@ -82,11 +101,21 @@ class BreakdownView(QtWidgets.QWidget):
             self.table.setRowCount(0)
             return
         dec, ver = d["decode"], d["verify"]
+        sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
+
+        def at(xs, i):
+            return xs[i] if xs and i < len(xs) else None
+
+        # (label, then per column: (value, spread, estimated?)); the ratio column is a plain number
         rows = []
         for i, label in enumerate(d["labels"]):
-            rows.append((label, dec["blocks"][i], ver["blocks"][i], d["ratios"][i], dec["skip_estimates"][i], ver["skip_estimates"][i]))
-        rows.append((d["inter_block_label"], dec["inter_block_ms"], ver["inter_block_ms"], d["ratio_inter_block"], None, None))
-        rows.append(("Whole graph", dec["whole_ms"], ver["whole_ms"], d["ratio_whole"], None, None))
+            rows.append((label, (dec["blocks"][i], at(sd.get("blocks"), i), False), (ver["blocks"][i], at(sv.get("blocks"), i), False),
+                         d["ratios"][i], (dec["skip_estimates"][i], at(sd.get("skip_estimates"), i), True),
+                         (ver["skip_estimates"][i], at(sv.get("skip_estimates"), i), True)))
+        rows.append((d["inter_block_label"], (dec["inter_block_ms"], sd.get("inter_block_ms"), True),
+                     (ver["inter_block_ms"], sv.get("inter_block_ms"), True), d["ratio_inter_block"], None, None))
+        rows.append(("Whole graph", (dec["whole_ms"], sd.get("whole_ms"), False), (ver["whole_ms"], sv.get("whole_ms"), False),
+                     d["ratio_whole"], None, None))
         self.table.setRowCount(len(rows))
         self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height()
                                   + sum(self.table.rowHeight(i) for i in range(len(rows))) + 2 * self.table.frameWidth()
@@ -98,19 +127,21 @@ class BreakdownView(QtWidgets.QWidget):
                 elif c == 3:
                     text = fmt(v, ".2f", "×")
                 else:
-                    text = fmt(v, ".2f")
+                    text = _time_cell(v)
                 it = QtWidgets.QTableWidgetItem(text)
                 if c:
                     it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, it)
         self._fit_table()
+        self._arrange(self._too_narrow())
         k1 = ver["positions"]
         lines = [
             "Two rulers",
             f"  decode: sum of blocks {dec['block_sum_ms']:.2f} ms vs whole graph {dec['whole_ms']:.2f} ms "
-            f"→ inter-block overhead {dec['inter_block_ms']:+.2f} ms",
+            f"→ inter-block overhead {time_text(dec['inter_block_ms'], sd.get('inter_block_ms'), unit=' ms')}",
             f"  verify ({k1} positions): sum of blocks {ver['block_sum_ms']:.2f} ms vs whole graph {ver['whole_ms']:.2f} ms "
-            f"→ inter-block overhead {ver['inter_block_ms']:+.2f} ms",
+            f"→ inter-block overhead {time_text(ver['inter_block_ms'], sv.get('inter_block_ms'), unit=' ms')}",
+            "  Brackets: spread over reps. A figure whose spread reaches zero is below noise.",
             "  Predictions use the whole-graph ruler only.",
             "",
             "Barrier distortion (timing each block with a barrier vs none)",

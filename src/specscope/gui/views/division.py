@@ -5,8 +5,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler import stats
-from specscope.profiler.formatting import scaled
-from specscope.profiler.verdict import audit_answers
+from specscope.profiler.verdict import audit_answers, prediction_error_text
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data
@@ -130,8 +129,9 @@ class DivisionView(QtWidgets.QWidget):
         self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"),
                         f"E = {fmt(s.get('tokens_per_round'), '.2f')} tokens/round · k = {s.get('k')}")
         self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"),
-                        f"prediction error {fmt(scaled(s.get('prediction_error'), 100), '+.1f', '%')}"
-                        f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
+                        f"prediction error {prediction_error_text(s) or '—'}"
+                        + {True: " (within noise)", False: " (off)", None: ""}[s.get("prediction_within_noise")]
+                        + f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_be.set(f"≤ {fmt(s.get('break_even_verify_ms'), '.2f', ' ms')}",
                       f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode; measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode")
         if s.get("measured_speedup") is not None:

@@ -1,14 +1,20 @@
-"""Live page: throughput over time with the predicted line, acceptance with its band, tokens per round."""
+"""Live page: throughput over time with the predicted line, the clock probe under it (with the drift
+warning), acceptance with its band, tokens per round."""
 
 from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.formatting import scaled
-from specscope.profiler.verdict import acceptance_phrase, instrumentation_cost_text
+from specscope.profiler.verdict import acceptance_phrase, instrumentation_cost_text, prediction_error_text
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
+from ..charts.probe import ProbeChart
 from .common import Tile, fmt
+
+
+def _repeats(iv) -> str:
+    """The spread of a median over repeats, for a tile's caption ("" for one repeat)."""
+    return f" · median, repeats {iv[0]:.1f}–{iv[1]:.1f}" if iv else ""
 
 
 class LiveView(QtWidgets.QWidget):
@@ -33,8 +39,11 @@ class LiveView(QtWidgets.QWidget):
         self.throughput = ThroughputChart(theme)
         self.acceptance = AcceptanceChart(theme)
         self.tpr = TokensPerRoundChart(theme)
+        self.probe = ProbeChart(theme)
+        self.probe.setMinimumHeight(150)
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         split.addWidget(self.throughput)
+        split.addWidget(self.probe)
         bottom = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         bottom.addWidget(self.acceptance)
         bottom.addWidget(self.tpr)
@@ -43,8 +52,9 @@ class LiveView(QtWidgets.QWidget):
         split.addWidget(bottom)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setStretchFactor(2, 3)
         lay.addWidget(split, 1)
-        self.charts = [self.throughput, self.acceptance, self.tpr]
+        self.charts = [self.throughput, self.probe, self.acceptance, self.tpr]
 
     def apply_theme(self, theme: dict) -> None:
         for c in self.charts:
@@ -53,8 +63,12 @@ class LiveView(QtWidgets.QWidget):
     def update_snapshot(self, snap: dict) -> None:
         s = snap["summary"]
         self.throughput.set_data(snap["throughput"])
+        if "probe" in snap:
+            self.probe.set_data(snap["probe"])
         self.acceptance.set_data(snap["acceptance"])
         self.tpr.set_data(snap["tokens_per_round"])
+        self.t_plain.caption.setText("Plain decoding" + _repeats(s.get("plain_tok_s_spread")))
+        self.t_spec.caption.setText("Speculative" + _repeats(s.get("spec_tok_s_spread")))
         self.t_plain.set(fmt(s.get("plain_tok_s"), ".1f", " tok/s"),
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
         self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"),
@@ -64,8 +78,10 @@ class LiveView(QtWidgets.QWidget):
         self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"),
                         f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
         m = s.get("measured_speedup")
+        within = s.get("prediction_within_noise")
         self.t_speed.set(fmt(m, ".3f", "×"),
-                         f"prediction error {fmt(scaled(s.get('prediction_error'), 100), '+.1f', '%')}")
+                         f"prediction error {prediction_error_text(s) or '—'}"
+                         + ("" if within is None else (" · within noise" if within else " · off")))
         p = s.get("p")
         phrase = acceptance_phrase(s)
         self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",

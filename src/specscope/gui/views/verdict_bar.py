@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from specscope.profiler.verdict import SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, verdict
+from specscope.profiler.drift import drift_warning
+from specscope.profiler.verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line,
+                                        prediction_error_text, verdict)
 
 from .common import plain_label
 
@@ -23,8 +25,12 @@ class VerdictBar(QtWidgets.QFrame):
         self.error = plain_label("")
         self.error.setObjectName("errorBanner")
         self.error.hide()
+        self.drift = plain_label("")  # the clock probe slowed by more than its own noise during the run
+        self.drift.setObjectName("driftWarning")
+        self.drift.hide()
         lay.addWidget(self.headline)
         lay.addWidget(self.detail)
+        lay.addWidget(self.drift)
         lay.addWidget(self.error)
 
     def update_snapshot(self, snap: dict) -> None:
@@ -40,9 +46,9 @@ class VerdictBar(QtWidgets.QFrame):
         self.headline.setText(head)
         bits = [acceptance_phrase(s)]
         if s.get("predicted_speedup") is not None and s.get("measured_speedup") is not None:
-            err = s.get("prediction_error")
+            err = prediction_error_text(s)
             bits.append(f"predicted {s['predicted_speedup']:.3f}× vs measured {s['measured_speedup']:.3f}×"
-                        + (f" ({err * 100:+.1f}%)" if err is not None else ""))
+                        + (f" (error {err})" if err is not None else ""))
         if s.get("regime", "greedy") != "greedy":
             bits.append(SAMPLED_NOTE)  # never a "greedy match" for outputs that differ by design
         elif divergence_note(s) and not engine_fault_line(s):
@@ -50,6 +56,9 @@ class VerdictBar(QtWidgets.QFrame):
         if snap.get("model", {}).get("demo"):
             bits.append("synthetic demo model: timings are real, text and acceptance are not meaningful")
         self.detail.setText("  ·  ".join(bits))
+        warn = drift_warning(s.get("probe"))
+        self.drift.setText(f"⚠ {warn[0].upper() + warn[1:]}" if warn else "")
+        self.drift.setVisible(bool(warn))
         errs = snap.get("errors") or []
         fault = engine_fault_line(s)
         if fault:  # the headline leads with it too; the banner says it whatever the status

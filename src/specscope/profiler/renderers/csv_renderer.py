@@ -4,6 +4,9 @@ Columns are stable and named in plain words; empty cells mean "not measured".
 Acceptance columns are per case (each case's own rounds); the regime and k are
 repeated on every row so a row read on its own still says what it measured.
 Paths under the home folder are shown relative to ``~`` (see ``redact``).
+An estimated time whose spread over reps reaches zero (the inter-block overhead) is written
+"below noise", never as a negative number. Cases left out of the summary (``--discard-first``)
+are marked ``discarded``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 
+from ..intervals import BELOW_NOISE, below_noise
 from ..stats import median
 from . import redact
 
@@ -31,17 +35,30 @@ def _text(s: str) -> str:
     return "'" + s if s[:1] in ("=", "+", "-", "@", "\t") else s
 
 
+def _time(x, interval, nd=3):
+    """An estimated time: "below noise" when its spread reaches zero, else the number."""
+    if x is None:
+        return ""
+    return BELOW_NOISE if below_noise(x, interval) else _num(x, nd)
+
+
+def _lo_hi(iv, nd=3):
+    return (_num(iv[0], nd), _num(iv[1], nd)) if iv else ("", "")
+
+
 def columns(k: int) -> list[str]:
     return (
-        ["id", "category", "complete", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
+        ["id", "category", "complete", "discarded", "repeats", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
          "plain_prefill_ms", "spec_prefill_ms", "plain_tok_s", "spec_tok_s",
+         "plain_tok_s_min", "plain_tok_s_max", "spec_tok_s_min", "spec_tok_s_max",
          "t_decode_ms", "t_verify_ms", "t_draft_ms", "t_rollback_ms",
          "rounds", "drafted", "accepted", "p", "p_ci95_low", "p_ci95_high"]
         + [f"a_{i}" for i in range(1, k + 1)]
         + ["tokens_per_round", "predicted_speedup", "measured_speedup", "prediction_error",
            "match_rate", "outputs_equal", "first_divergence",
            "decode_whole_ms", "verify_whole_ms", "verify_over_decode",
-           "decode_block_sum_ms", "verify_block_sum_ms", "prompt"]
+           "decode_block_sum_ms", "verify_block_sum_ms", "decode_inter_block_ms", "verify_inter_block_ms",
+           "plain_joules_per_token", "spec_joules_per_token", "prompt"]
     )
 
 
@@ -56,12 +73,17 @@ def rows(session) -> list[dict]:
         m = st["match"] or {}
         bd = c.get("breakdown") or {}
         dec, ver = bd.get("decode") or {}, bd.get("verify") or {}
+        energy = _joules_per_token(session, c["id"])
         ratio = ver["whole_ms"] / dec["whole_ms"] if dec.get("whole_ms") and ver.get("whole_ms") is not None else None
         lo, hi = acc["p_ci95"] if acc["rounds"] else (None, None)
+        plain_lo, plain_hi = _lo_hi(st.get("plain_tok_s_spread"))
+        spec_lo, spec_hi = _lo_hi(st.get("spec_tok_s_spread"))
         row = {
             "id": c["id"],
             "category": c.get("category", ""),
             "complete": _num(bool(c.get("complete"))),
+            "discarded": _num(bool(c.get("discarded"))),
+            "repeats": st.get("repeats") or "",
             "regime": regime,
             "k": k,
             "prompt_tokens": len(c.get("prompt_tokens") or []),
@@ -71,6 +93,8 @@ def rows(session) -> list[dict]:
             "spec_prefill_ms": _num(c["spec"].get("prefill_ms"), 3),
             "plain_tok_s": _num(st["plain_tok_s"], 3),
             "spec_tok_s": _num(st["spec_tok_s"], 3),
+            "plain_tok_s_min": plain_lo, "plain_tok_s_max": plain_hi,
+            "spec_tok_s_min": spec_lo, "spec_tok_s_max": spec_hi,
             "t_decode_ms": _num(st["t_decode_ms"], 3),
             "t_verify_ms": _num(st["t_verify_ms"], 3),
             "t_draft_ms": _num(st["t_draft_ms"], 3),
@@ -93,11 +117,25 @@ def rows(session) -> list[dict]:
             "verify_over_decode": _num(ratio),
             "decode_block_sum_ms": _num(dec.get("block_sum_ms"), 3),
             "verify_block_sum_ms": _num(ver.get("block_sum_ms"), 3),
+            "decode_inter_block_ms": _time(dec.get("inter_block_ms"), (dec.get("spread") or {}).get("inter_block_ms")),
+            "verify_inter_block_ms": _time(ver.get("inter_block_ms"), (ver.get("spread") or {}).get("inter_block_ms")),
+            "plain_joules_per_token": _num(energy.get("plain"), 4),
+            "spec_joules_per_token": _num(energy.get("spec"), 4),
             "prompt": _text(c.get("prompt", "")),
         }
         for i in range(k):
             row[f"a_{i + 1}"] = _num(acc["per_position"][i]) if acc["rounds"] and i < len(acc["per_position"]) else ""
         out.append(row)
+    return out
+
+
+def _joules_per_token(session, case_id: str) -> dict:
+    out = {}
+    for mode in ("plain", "spec"):
+        ws = [w for w in session.data.get("sensors") or [] if w.get("case") == case_id and w.get("mode") == mode
+              and w.get("joules") is not None]
+        tokens = sum(w.get("tokens") or 0 for w in ws)
+        out[mode] = sum(w["joules"] for w in ws) / tokens if ws and tokens else None
     return out
 
 

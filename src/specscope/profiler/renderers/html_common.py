@@ -16,6 +16,34 @@ def esc(x) -> str:
     return _html.escape(redact(str(x)), quote=True)
 
 
+# -- table builders (the HTML and PDF reports) ---------------------------------------------------------
+
+def kv_table(rows) -> str:
+    body = "".join(f'<tr><th align="left">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows if v not in (None, ""))
+    return f'<table class="kv" cellspacing="0" cellpadding="4">{body}</table>'
+
+
+def table(head, rows, cls="full", numeric_from=1, row_classes=None, numeric_to=None) -> str:
+    """``head``: header strings (already safe); ``rows``: lists of safe cell HTML.
+    Columns ``numeric_from`` … ``numeric_to - 1`` are right-aligned numbers."""
+    end = len(head) if numeric_to is None else numeric_to
+
+    def isnum(i):
+        return numeric_from <= i < end
+
+    hs = "".join(f'<th class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{h}</th>'
+                 for i, h in enumerate(head))
+    out = [f'<table class="{cls}" width="100%" cellspacing="0" cellpadding="4" border="1"><tr>{hs}</tr>']
+    for j, r in enumerate(rows):
+        rc = (row_classes or {}).get(j, "")
+        cells = "".join(f'<td class="{"n" if isnum(i) else ""}" align="{"right" if isnum(i) else "left"}">{c}</td>'
+                        for i, c in enumerate(r))
+        out.append(f'<tr class="{rc}">{cells}</tr>')
+    out.append("</table>")
+    return "".join(out)
+
+
+
 # Screen stylesheet (the browser report). The print version (Qt's rich-text
 # engine, which understands a CSS subset) is in ``PRINT_CSS``.
 SCREEN_CSS = """

@@ -1,0 +1,83 @@
+"""The report's breakdown section: per-category decode vs verify, the two rulers, every time with its
+spread over reps; an estimate (barrier-free, inter-block) whose spread reaches zero reads "below noise"."""
+
+from __future__ import annotations
+
+from specscope.profiler.intervals import below_noise, spread_text, time_text
+from specscope.profiler.renderers.html_common import esc, f, pct, table
+from specscope.profiler.summary import CATEGORY_LABELS
+
+
+def _inter_ratio(dec, ver):
+    """The inter-block ratio means something only when both overheads are real (positive, above noise)."""
+    a, b = dec.get("inter_block_ms"), ver.get("inter_block_ms")
+    if a is None or b is None or a <= 0.02 * (dec.get("whole_ms") or 0) or b <= 0:
+        return None
+    if any(below_noise(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) for d in (dec, ver)):
+        return None
+    return b / a
+
+
+def _cell(value, iv, estimate: bool = False) -> str:
+    """A time with its spread over reps (small, beneath); an estimate whose spread reaches zero is below noise."""
+    text = time_text(value, iv) if estimate else f(value)
+    if iv and text not in ("—", "below noise"):
+        text += f' <small class="muted">[{esc(spread_text(iv))}]</small>'
+    return text
+
+
+def breakdown_section(s: dict, figure_html: str) -> str:
+    bd = s.get("breakdown")
+    parts = ['<h2 class="pagebreak">Where verify time goes</h2>']
+    if not bd:
+        parts.append("<p class=\"muted\">No per-category breakdown in this session (run with the breakdown on).</p>")
+        return "".join(parts)
+    dec, ver = bd["decode"], bd["verify"]
+    sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
+    pos = ver["positions"]
+    parts.append(
+        f"<p>Decode cost of one position vs verify cost of {pos} positions, per category, median over cases "
+        f"(each block timed with a barrier after it); in brackets the spread over reps. A ratio near 1 means the "
+        f"weights were read once for all positions; near {pos} means the work was simply repeated per position.</p>"
+    )
+    has_est = bool(dec.get("skip_estimates"))
+    head = ["Category", "Decode (1 pos), ms", f"Verify ({pos} pos), ms", "Verify / decode"]
+    if has_est:
+        head += ["Decode w/o barriers*", "Verify w/o barriers*"]
+    rows, rc = [], {}
+    for c in bd["categories"]:
+        label = (bd.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
+        r = [esc(label), _cell(dec["blocks"].get(c), (sd.get("blocks") or {}).get(c)),
+             _cell(ver["blocks"].get(c), (sv.get("blocks") or {}).get(c)), f(bd["ratios"].get(c), ".2f", "×")]
+        if has_est:
+            r += [_cell((dec.get("skip_estimates") or {}).get(c), (sd.get("skip_estimates") or {}).get(c), True),
+                  _cell((ver.get("skip_estimates") or {}).get(c), (sv.get("skip_estimates") or {}).get(c), True)]
+        rows.append(r)
+    blank = [""] * (2 if has_est else 0)
+    rc[len(rows)] = "ruler total"
+    rows.append(["Sum of blocks (ruler 1: barrier-timed)", _cell(dec["block_sum_ms"], sd.get("block_sum_ms")),
+                 _cell(ver["block_sum_ms"], sv.get("block_sum_ms")),
+                 f(ver["block_sum_ms"] / dec["block_sum_ms"] if dec["block_sum_ms"] else None, ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler total"
+    rows.append(["Whole graph (ruler 2: no barriers)", _cell(dec["whole_ms"], sd.get("whole_ms")),
+                 _cell(ver["whole_ms"], sv.get("whole_ms")), f(bd["ratios"].get("whole"), ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler"
+    rows.append([esc(CATEGORY_LABELS["inter_block"]) + " (whole − sum of blocks)",
+                 _cell(dec["inter_block_ms"], sd.get("inter_block_ms"), True),
+                 _cell(ver["inter_block_ms"], sv.get("inter_block_ms"), True), f(_inter_ratio(dec, ver), ".2f", "×")] + blank)
+    rc[len(rows)] = "ruler"
+    rows.append(["Barrier distortion (instrumented / whole − 1)", pct(dec.get("barrier_distortion")), pct(ver.get("barrier_distortion")), ""] + blank)
+    parts.append(table(head, rows, row_classes=rc))
+    notes = []
+    if any(below_noise(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) for d in (dec, ver)):
+        notes.append("Below noise: the whole graph and the sum of barrier-timed blocks differ by less than their spread "
+                     "over reps (or the barriers cost more than the scheduling they expose). Trust the whole-graph ruler.")
+    if has_est:
+        notes.append("* Without-barrier estimates: whole-graph time with the category left out, differenced, rep by rep. "
+                     "An estimate whose spread reaches zero is shown as below noise, never as a negative time.")
+    if s.get("block_sum_predicted_speedup") is not None and s.get("predicted_speedup") is not None:
+        notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "
+                     f"{s['predicted_speedup']:.3f}× — which is why specscope predicts from whole-graph times only.")
+    parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
+    parts.append(figure_html)
+    return "".join(parts)

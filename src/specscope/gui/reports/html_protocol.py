@@ -1,0 +1,85 @@
+"""The report's protocol section: how the run guarded against drift (ABBA order, repeats with their spread,
+discarded cases, cooldown, the clock probe and its verdict, the machine's sensors and thermal limits)."""
+
+from __future__ import annotations
+
+from specscope.profiler.drift import drift_phrase, drift_warning
+from specscope.profiler.intervals import spread_text
+from specscope.profiler.renderers.html_common import esc, f, kv_table
+
+
+def drift_note(s: dict) -> str:
+    """A warning note when the clock probe slowed by more than its own noise; "" otherwise."""
+    w = drift_warning(s.get("probe"))
+    return f'<p class="note error"><b>Drift warning.</b> {esc(w[0].upper() + w[1:])}.</p>' if w else ""
+
+
+def _rate(x, iv, spec=".1f", unit=" tok/s") -> str:
+    return esc(f(x, spec, unit) + (f" (repeats {spread_text(iv, spec)})" if iv else ""))
+
+
+def _probe_rows(session, s) -> list:
+    d = s.get("probe")
+    kernel = (session.config.get("clock_probe") or {})
+    if not d:
+        return [("Clock probe", esc(drift_phrase(d)))]
+    series = session.data.get("probe") or []
+    readings = ", ".join(f"{p['ms']:.2f}" for p in series[:80]) + (" …" if len(series) > 80 else "")
+    return [
+        ("Clock probe", esc(f"{kernel.get('kernel', 'a fixed compute kernel')} on {kernel.get('device', 'the model device')}, "
+                            f"median of {kernel.get('reps', '?')} reps, before and after every repeat")),
+        ("Probe verdict", esc(drift_phrase(d))),
+        ("Probe start → end", esc(f"{f(d.get('early_ms'))} ms → {f(d.get('late_ms'))} ms (best {f(d.get('best_ms'))} ms; "
+                                  f"own noise ±{(d.get('noise') or 0) * 100:.1f}%)")),
+        ("Probe readings (ms)", f"<small>{esc(readings)}</small>"),
+    ]
+
+
+def _sensor_rows(session, s) -> list:
+    env = session.data.get("environment") or {}
+    sensors = env.get("sensors") or {}
+    rows = []
+    e = s.get("energy")
+    if e:
+        for mode, name in (("plain", "plain"), ("spec", "speculative")):
+            m = e[mode]
+            rows.append((f"Energy, {name}", esc(f"{f(m['joules_per_token'], '.3f', ' J per generated token')} · GPU "
+                                                  f"{f(m['gpu_freq_mhz'], '.0f', ' MHz')}, {f(m['gpu_power_w'], '.1f', ' W')}, "
+                                                  f"{f(m['gpu_temp_c'], '.0f', ' °C')} (mean over {m['runs']} runs)")))
+    elif sensors:
+        rows.append(("GPU sensors", esc(sensors.get("reason") or "not available")))
+    if sensors:
+        therm = session.data.get("thermal") or []
+        limited = [t for t in therm if any(v < 100 for k, v in (t.get("limits") or {}).items() if k.endswith("Limit"))]
+        text = (sensors.get("thermal") if not therm else
+                f"{len(therm)} readings of pmset -g therm; " + (
+                    f"limited at case {limited[0].get('case')} ({limited[0].get('when')}): "
+                    + ", ".join(f"{k} = {v}" for k, v in limited[0]["limits"].items()) if limited else "no limit in force"))
+        rows.append(("Thermal limits", esc(text)))
+    return rows
+
+
+def protocol_section(session, s: dict) -> str:
+    cfg = session.config
+    reps = cfg.get("repeats", 1) or 1
+    discarded = [c["id"] for c in session.cases if c.get("discarded")]
+    cool = session.data.get("cooldowns") or []
+    rows = [
+        ("Order", esc(f"{reps} repeat(s) per case; plain (A) and speculative (B) in ABBA order across repeats "
+                      "(AB, BA, AB, …), so a slow drift hits both alike" if reps > 1 else
+                      "1 repeat per case: plain, then speculative (pass --repeats N for ABBA order and spreads)")),
+        ("Plain decoding", _rate(s.get("plain_tok_s"), s.get("plain_tok_s_spread"))),
+        ("Speculative", _rate(s.get("spec_tok_s"), s.get("spec_tok_s_spread"))),
+        ("Measured speedup", _rate(s.get("measured_speedup"), s.get("measured_speedup_spread"), ".3f", "×")),
+        ("Discarded cases", esc(f"{', '.join(discarded)}: measured and kept in the session, left out of every figure above"
+                                if discarded else "none")),
+        ("Cooldown", esc(f"before each case, until the probe was within 2% of its best (timeout {cfg.get('cooldown_timeout_s', 0):.0f} s): "
+                         f"{sum(c.get('waited_s') or 0 for c in cool):.0f} s waited, "
+                         f"{sum(1 for c in cool if not c.get('reached'))} timed out" if cfg.get("cooldown") else "off")),
+        *_probe_rows(session, s),
+        *_sensor_rows(session, s),
+    ]
+    return ("<h2>Protocol: order, repeats, drift</h2>"
+            "<p>Medians over repeats, with the spread (lowest–highest repeat) in brackets. The clock probe is a fixed "
+            "compute-bound kernel on the model's device; its speed tracks the clock the device actually runs at.</p>"
+            + kv_table(rows))

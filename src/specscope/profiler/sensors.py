@@ -1,0 +1,169 @@
+"""Machine sensors around each measured run: GPU frequency, power, temperature, energy; macOS thermal limits.
+
+One small seam, :class:`SensorSource`, with three fillings:
+
+- :class:`MacmonSource` — macOS on Apple silicon with the optional ``mac`` extra installed
+  (``pip install 'specscope[mac]'``: `macmon-lib`_, maintained bindings with a bundled library that read
+  the same counters as ``powermetrics`` without sudo). specscope never binds private frameworks itself.
+- :class:`NotAvailable` — everywhere else (or the extra missing): says why, records nothing.
+- :class:`RecordedSource` — samples recorded earlier, played back (tests).
+
+A window is opened before a plain or speculative run (``start``) and closed after it (``stop``), which
+gives the run's mean GPU frequency, GPU and package power, GPU temperature, and its energy (mean power ×
+the window's length). ``thermal()`` returns ``pmset -g therm`` (no sudo) on macOS, taken before and after
+each case.
+
+.. _macmon-lib: https://pypi.org/project/macmon-lib/
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+import sys
+import time
+
+MAC_EXTRA = "pip install 'specscope[mac]'"
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _machine() -> str:
+    return f"{platform.system()} {platform.machine()}"
+
+
+def pmset_therm() -> dict | None:
+    """``pmset -g therm`` on macOS: the raw text and the limits it names (e.g. CPU_Speed_Limit = 100);
+    None elsewhere or when it cannot run."""
+    if sys.platform != "darwin":
+        return None
+    try:
+        out = subprocess.run(["pmset", "-g", "therm"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_therm(out)
+
+
+def parse_therm(text: str) -> dict:
+    limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+)\s*=\s*(\d+)", text or "")}
+    warnings = [ln.strip() for ln in (text or "").splitlines() if "warning" in ln.lower() and ln.strip()]
+    return {"text": (text or "").strip()[:2000], "limits": limits, "warnings": warnings}
+
+
+class SensorSource:
+    """The seam. ``available`` says whether ``stop`` returns samples; ``reason`` says why not."""
+
+    name = "none"
+    available = False
+    reason = ""
+
+    def describe(self) -> dict:
+        therm = "pmset -g therm before and after each case" if sys.platform == "darwin" else "not available (not macOS)"
+        return {"source": self.name, "available": self.available, "reason": self.reason, "thermal": therm}
+
+    def start(self) -> None:
+        """Open a window (before a run)."""
+
+    def stop(self) -> dict | None:
+        """Close the window: ``{"seconds", "gpu_freq_mhz", "gpu_power_w", "package_power_w", "gpu_temp_c",
+        "joules"}`` (any of them None when the source lacks it), or None when nothing is available."""
+        return None
+
+    def thermal(self) -> dict | None:
+        return pmset_therm()
+
+    def close(self) -> None:
+        pass
+
+
+class NotAvailable(SensorSource):
+    name = "none"
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class RecordedSource(SensorSource):
+    """Plays back recorded windows (and thermal readings) in order, as a real source would return them."""
+
+    name = "recorded"
+    available = True
+
+    def __init__(self, windows: list[dict], thermal: list[dict] | None = None):
+        self._windows, self._thermal = list(windows), list(thermal or [])
+        self.started = 0
+
+    def start(self) -> None:
+        self.started += 1
+
+    def stop(self) -> dict | None:
+        return dict(self._windows.pop(0)) if self._windows else None
+
+    def thermal(self) -> dict | None:
+        return parse_therm(self._thermal.pop(0)) if self._thermal else None
+
+
+class MacmonSource(SensorSource):
+    """macmon-lib's ``Sampler``: each ``metrics()`` call returns the means since the previous call, so
+    one call opens a window and the next closes it."""
+
+    name = "macmon-lib"
+    available = True
+
+    def __init__(self):
+        import macmon  # the optional extra; ImportError is handled by open_sensors
+
+        self._sampler = macmon.Sampler()
+        self._t0 = None
+        try:
+            self.chip = macmon.soc_info().chip_name
+        except Exception:  # noqa: BLE001 - a name is a nicety
+            self.chip = ""
+
+    def describe(self) -> dict:
+        return {**super().describe(), "chip": self.chip}
+
+    def start(self) -> None:
+        self._sampler.metrics()  # ends the previous averaging window
+        self._t0 = _now()
+
+    def stop(self) -> dict | None:
+        if self._t0 is None:
+            return None
+        m = self._sampler.metrics()
+        seconds = _now() - self._t0
+        self._t0 = None
+        gpu = m.gpu_usage[0] if m.gpu_usage else None
+        return window(seconds=seconds, gpu_freq_mhz=gpu.frequency_mhz if gpu else None, gpu_power_w=m.power.gpu,
+                      package_power_w=m.power.package, gpu_temp_c=m.temperature.gpu_average)
+
+    def close(self) -> None:
+        try:
+            self._sampler.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=None, gpu_temp_c=None) -> dict:
+    """One run's sensor record; energy is the package's mean power over the window (the GPU's when the
+    package is not reported)."""
+    power = package_power_w if package_power_w is not None else gpu_power_w
+    return {"seconds": seconds, "gpu_freq_mhz": gpu_freq_mhz, "gpu_power_w": gpu_power_w,
+            "package_power_w": package_power_w, "gpu_temp_c": gpu_temp_c,
+            "joules": power * seconds if power is not None else None}
+
+
+def open_sensors() -> SensorSource:
+    """The best source this machine has; never raises."""
+    if sys.platform != "darwin" or platform.machine() != "arm64":
+        return NotAvailable(f"not available: GPU frequency, power and temperature are read on macOS on Apple silicon "
+                            f"only (this machine: {_machine()})")
+    try:
+        return MacmonSource()
+    except ImportError:
+        return NotAvailable(f"not available: install the optional sensor library ({MAC_EXTRA}, macmon-lib)")
+    except Exception as exc:  # noqa: BLE001 - a sampler that cannot start must not cost the run
+        return NotAvailable(f"not available: macmon-lib could not start ({type(exc).__name__}: {exc})")
