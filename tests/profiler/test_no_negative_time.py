@@ -55,3 +55,20 @@ def test_csv_writes_below_noise_for_an_overhead_inside_its_noise():
         for k in timed:
             assert not r[k].startswith("-"), (k, r[k])
     assert all(r["discarded"] == "false" for r in rows)
+
+
+def test_trace_and_compare_say_below_noise_for_an_overhead_inside_its_noise():
+    from specscope.profiler.compare import compare
+    from specscope.profiler.renderers.trace import events
+
+    s = noisy_session()
+    evs = events(s)
+    for ev in evs:
+        v = (ev.get("args") or {}).get("inter_block_ms")
+        assert not (isinstance(v, (int, float)) and v < 0), ev
+        assert ev.get("dur", 0) >= 0
+    assert any((ev.get("args") or {}).get("inter_block_ms") == "below noise" for ev in evs)
+    rows = {r["key"]: r for r in compare(s, noisy_session())["breakdown"]}
+    row = rows["decode.inter_block_ms"]
+    assert row["a"] == row["b"] == "below noise" and row["delta"] is None and row["winner"] is None
+    assert isinstance(rows["decode.whole_ms"]["a"], float)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
+from .intervals import BELOW_NOISE, below_noise
 from .session import atomic_write, finite_json
 from .stats import LOW_SAMPLE_DRAFTED
 from .summary import CATEGORY_LABELS
@@ -48,6 +49,14 @@ BREAKDOWN_FIGURES = [
     ("inter_block_ms", "inter-block overhead", "ms", "lower"),
     ("barrier_distortion", "barrier distortion", "%", "abs-lower"),
 ]
+
+
+def _vouched(side: dict, key: str):
+    """A breakdown figure, or "below noise" for an estimated time whose spread reaches zero (never a negative time)."""
+    v = side.get(key)
+    if key == "inter_block_ms" and below_noise(v, (side.get("spread") or {}).get(key)):
+        return BELOW_NOISE
+    return v
 
 
 def _judge(a, b, better, names) -> dict:
@@ -139,8 +148,10 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
                 breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
                                   **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names)})
             for key, label, unit, better in BREAKDOWN_FIGURES:
-                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
-                                  **_judge(bda[side].get(key), bdb[side].get(key), better, names)})
+                va, vb = _vouched(bda[side], key), _vouched(bdb[side], key)
+                row = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names)
+                row.update(a=va, b=vb)  # "below noise" is shown as such, and neither judged nor subtracted
+                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better, **row})
 
     by_category = []
     if accept_ok:

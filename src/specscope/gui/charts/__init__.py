@@ -3,6 +3,7 @@
 from .acceptance import AcceptanceChart
 from .breakdown import BreakdownChart
 from .division import DivisionChart
+from .probe import ProbeChart
 from .throughput import ThroughputChart
 from .tokens_per_round import TokensPerRoundChart
 
@@ -12,6 +13,7 @@ CHARTS = {
     "tokens_per_round": TokensPerRoundChart,
     "breakdown": BreakdownChart,
     "division": DivisionChart,
+    "probe": ProbeChart,
 }
 
-__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ThroughputChart", "TokensPerRoundChart"]
+__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ProbeChart", "ThroughputChart", "TokensPerRoundChart"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe")
 
 
 def _ensure_app():

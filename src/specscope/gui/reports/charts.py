@@ -11,7 +11,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.display import offscreen_if_headless
 from specscope.profiler.plugins import import_error_message
 
-NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division")
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe")
 
 last_error: dict[str, str] = {}
 

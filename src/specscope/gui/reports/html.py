@@ -39,6 +39,7 @@ CHART_CAPTIONS = {
     "throughput": "Throughput over generation time: plain vs speculative decoding (rolling window).",
     "acceptance": "Cumulative acceptance with its 95% Wilson interval; the line marks the low-sample limit.",
     "tokens_per_round": "Tokens emitted per speculative round.",
+    "probe": "The clock probe: each reading's speed as a share of the fastest, with its own noise band; a slide late in the run is drift.",
 }
 
 
@@ -386,7 +387,7 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
         _verdict(s, target),
         _environment(session, target),
         _summary(s),
-        protocol_section(session, s),
+        protocol_section(session, s) + (_figure("probe", charts, target) if session.data.get("probe") else ""),
         _division(s, charts, target),
         breakdown_section(s, _figure("breakdown", charts, target)),
         _acceptance(s, charts, target),

@@ -119,7 +119,8 @@ class CasesView(QtWidgets.QWidget):
                 (fmt(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
                 (fmt(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
                 (mtext, msort),
-                ("done" if case.get("complete") else "partial", 1 if case.get("complete") else 0),
+                (("discarded (--discard-first)" if case.get("discarded") else "done") if case.get("complete") else "partial",
+                 (0.5 if case.get("discarded") else 1) if case.get("complete") else 0),
             ]
             items = []
             for i, (text, key) in enumerate(cells):

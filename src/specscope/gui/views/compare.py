@@ -41,6 +41,8 @@ def _decimals(unit: str) -> int:
 def fmt_value(x, unit: str, percent: bool) -> str:
     if x is None:
         return "—"
+    if isinstance(x, str):  # a figure the measurement cannot vouch for, said in words ("below noise")
+        return x
     if percent:
         return f"{x * 100:.1f}%"
     text = f"{x:.{_decimals(unit)}f}"

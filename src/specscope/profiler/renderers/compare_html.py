@@ -19,6 +19,8 @@ td.tie { color: var(--muted); }
 def _val(x, unit):
     if x is None:
         return "—"
+    if isinstance(x, str):  # a figure the measurement cannot vouch for, said in words ("below noise")
+        return x
     if unit == "%":  # shares and relative errors are stored as fractions
         return f"{x * 100:.1f}%"
     nd = 3 if unit in ("×", "") else 2
