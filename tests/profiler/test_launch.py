@@ -1,9 +1,10 @@
 """Distributed runs under mlx.launch: the command, a two-rank run of the demo, and faults.
 
 Two ranks on this machine (ring backend over loopback, CPU), 1 case × 8–16 tokens, one breakdown
-repetition: a complete run whose session carries communication and per-rank figures; one rank killed
-mid-run (the message names it, the partial session is saved, no process is left); a host that cannot
-be reached (named, before and during a launch).
+repetition, both through `specscope run --ranks 2` (CLI → runner → launch): a complete run whose session
+carries communication and per-rank compute and communication; one rank killed mid-run (the message names
+it, the partial session is saved, exit code 1, no process is left); a host that cannot be reached (named,
+before and during a launch). The issue's exact command runs under `-m slow`.
 """
 
 from __future__ import annotations
@@ -121,25 +122,67 @@ def test_monitor_names_the_rank_that_failed_first():
 # -- real runs, two ranks on this machine -----------------------------------------------------------------------
 
 
-def test_two_ranks_run_the_demo(tmp_path):
+SMALL = ["--demo", "--ranks", "2", "--cases", "1", "--warmup", "0", "--breakdown-reps", "1", "--quiet"]
+
+
+def _per_rank_compute_and_communication(s: Session) -> None:
+    bd = s.summary()["breakdown"]
+    assert bd["distributed"]["ranks"] == 2 and bd["distributed"]["parallelism"] == "tensor"
+    assert "communication" in bd["categories"] and bd["ratios"]["communication"] is not None
+    for phase in ("decode", "verify"):
+        side = bd[phase]
+        assert side["blocks"]["communication"] > 0 and set(side["communication_share"]) == {"barrier", "barrier_free"}
+        pr = side["per_rank"]
+        assert pr["ranks"] == 2 and len(pr["whole_ms"]) == len(pr["compute_ms"]) == len(pr["communication_ms"]) == 2
+        for w, c, m in zip(pr["whole_ms"], pr["compute_ms"], pr["communication_ms"]):
+            assert w > 0 and c is not None and m is not None and abs(c + m - w) < 1e-6
+        assert all(x is not None for x in pr["communication_split"]["wait_ms"] + pr["communication_split"]["transfer_ms"])
+
+
+def test_two_ranks_run_the_demo_from_the_cli(tmp_path, capsys):
+    """`specscope run --demo --ranks 2 …` (the issue's command, one short case): exit 0, the session carries
+    communication and per-rank compute and communication, greedy speculative == plain."""
+    from specscope.profiler.cli import main
+
     out = tmp_path / "s.json"
-    res = run_distributed(small_cfg(), DistSpec(ranks=2), autosave=str(out))
+    rc = main(["run", *SMALL, "--max-tokens", "8", "-o", str(out)])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err[-3000:]
     s = Session.load(str(out))
-    assert res.returncode == 0 and s.status == "complete", (s.data["errors"], res.stderr[-3000:])
-    assert s.config["distributed"]["ranks"] == 2
+    assert s.status == "complete", s.data["errors"]
+    assert s.config["distributed"]["ranks"] == 2 and s.config["distributed"]["drafting"] == "replicated on every rank"
     (case,) = s.cases
     assert case["spec"]["tokens"] == case["plain"]["tokens"] and len(case["plain"]["tokens"]) == 8
-    bd = case["breakdown"]
-    for phase in ("decode", "verify"):
-        assert bd[phase]["blocks"]["communication"] > 0 and len(bd[phase]["per_rank"]["whole_ms"]) == 2
+    _per_rank_compute_and_communication(s)
+    assert "per rank (2 ranks, ring, tensor parallel" in printed.out and "rank 1 (" in printed.out
+
+
+@pytest.mark.slow
+def test_the_issues_done_when_command(tmp_path):
+    """Exactly `specscope run --demo --ranks 2 --cases 2 --max-tokens 16 -o s.json`, as a process."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "specscope", "run", "--demo", "--ranks", "2", "--cases", "2",
+                        "--max-tokens", "16", "-o", "s.json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = Session.load(str(tmp_path / "s.json"))
+    assert s.status == "complete" and len(s.cases) == 2
+    assert all(c["spec"]["tokens"] == c["plain"]["tokens"] for c in s.cases)
+    _per_rank_compute_and_communication(s)
 
 
 @pytest.mark.parametrize("victim", [1])
-def test_killing_a_rank_mid_run_names_it_and_keeps_the_partial_session(tmp_path, victim):
+def test_killing_a_rank_mid_run_names_it_and_keeps_the_partial_session(tmp_path, victim, capsys, monkeypatch):
+    """Through `specscope run`: the message names the rank, the partial session is saved, no process is left."""
+    from specscope.profiler import launch
+    from specscope.profiler.cli import main
+
     out = tmp_path / "s.json"
     st = {"proc": None, "steps": 0, "pids": []}
+    real = launch.run_distributed
 
-    def on_event(ev, session):
+    def kill_at_step_3(ev, session):
         if ev["event"] == "step":
             st["steps"] += 1
             if st["steps"] == 3:
@@ -147,14 +190,22 @@ def test_killing_a_rank_mid_run_names_it_and_keeps_the_partial_session(tmp_path,
                 st["pids"] = [started[r][0] for r in sorted(started)]
                 os.kill(started[victim][0], signal.SIGKILL)
 
+    def run_distributed(cfg, spec, on_event=None, autosave=None, on_start=None, **kw):  # the CLI's call, observed
+        def both(ev, session):
+            kill_at_step_3(ev, session)
+            if on_event:
+                on_event(ev, session)
+        return real(cfg, spec, on_event=both, autosave=autosave, on_start=lambda p: st.update(proc=p), **kw)
+
+    monkeypatch.setattr(launch, "run_distributed", run_distributed)
     t0 = time.monotonic()
-    res = run_distributed(small_cfg(max_tokens=16), DistSpec(ranks=2), autosave=str(out),
-                          on_start=lambda p: st.update(proc=p), on_event=on_event)
+    rc = main(["run", *SMALL, "--max-tokens", "16", "--no-breakdown", "-o", str(out)])
+    err = capsys.readouterr().err
     assert time.monotonic() - t0 < 120
     assert len(st["pids"]) == 2
-    msg = " ".join(res.session.data["errors"])
-    assert f"rank {victim} (this machine, pid {st['pids'][victim]}) killed by SIGKILL" in msg, (msg, res.stderr[-2000:])
-    assert res.returncode != 0
+    assert rc == 1, err[-2000:]  # a fault, not a user's stop (130)
+    assert f"run incomplete: rank {victim} (this machine, pid {st['pids'][victim]}) killed by SIGKILL" in err, err[-2000:]
+    assert f"session saved to {out}" in err
     saved = Session.load(str(out))
     assert saved.status == "incomplete"
     assert len(saved.cases) == 1 and len(saved.cases[0]["plain"]["step_ms"]) >= 3  # what was measured is kept

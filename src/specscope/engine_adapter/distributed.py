@@ -422,14 +422,17 @@ def measure_breakdown_distributed(model, prompt: list[int], continuation: list[i
     labels = sharded_structure(model, group.size()).labels()
     calls = decode["collectives"]["calls"]
     what = " + ".join(f"{v} {k.replace('_', '-')}{'s' if v != 1 else ''}" for k, v in sorted(calls.items()))
-    labels[COMMUNICATION] = f"Communication ({backend}, {group.size()} ranks: {what or 'no collectives'} per forward)"
+    labels[COMMUNICATION] = f"Communication ({backend}, {group.size()} ranks)"  # short: a table row's label
     return {
         "decode": decode,
         "verify": verify,
         "ratios": ratios,
         "labels": labels,
         "distributed": {"ranks": group.size(), "backend": backend, "hosts": hosts or [],
-                        "rank_of_figures": group.rank(), "parallelism": "tensor"},
+                        "rank_of_figures": group.rank(), "parallelism": "tensor",
+                        "collectives_per_forward": what or "no collectives",
+                        "bytes_per_forward": {"decode": decode["collectives"]["bytes"],
+                                              "verify": verify["collectives"]["bytes"]}},
     }
 
 

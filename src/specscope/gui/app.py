@@ -2,6 +2,7 @@
 
     specscope gui --demo --autorun --screenshot out.png --exit-when-done --cases 1 --max-tokens 8
     specscope gui --session s.json --screenshot breakdown.png --view breakdown
+    specscope gui --demo --ranks 2 --autorun --exit-when-done --cases 2 --max-tokens 16 --screenshot ranks2.png
     specscope gui --session a.json --compare b.json --screenshot compare.png --size 1280x800
 
 ``SPECSCOPE_THEME=dark`` (or ``light``) forces the colour scheme (see ``theme.py``).
@@ -84,6 +85,14 @@ def main(args=None) -> int:
         setup.cases.setValue(args.cases)
     if _arg(args, "max_tokens"):
         setup.max_tokens.setValue(args.max_tokens)
+    if _arg(args, "repeats"):
+        setup.repeats.setValue(args.repeats)
+    if _arg(args, "discard_first") is not None:
+        setup.discard_first.setValue(args.discard_first)
+    if _arg(args, "cooldown"):
+        setup.cooldown.setChecked(True)
+    if _arg(args, "ranks") is not None:
+        setup.set_ranks(args.ranks)
     win.show()
 
     state = {"code": 0}
@@ -166,10 +175,10 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser()
-    for flag in ("--demo", "--autorun", "--exit-when-done"):
+    for flag in ("--demo", "--autorun", "--exit-when-done", "--cooldown"):
         ap.add_argument(flag, action="store_true")
     for flag in ("--model", "--session", "--screenshot", "--drafter", "--view", "--size", "--compare"):
         ap.add_argument(flag)
-    for flag in ("--cases", "--max-tokens", "--num-draft-tokens"):
+    for flag in ("--cases", "--max-tokens", "--num-draft-tokens", "--repeats", "--discard-first", "--ranks"):
         ap.add_argument(flag, type=int)
     sys.exit(main(ap.parse_args()))

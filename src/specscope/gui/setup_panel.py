@@ -1,4 +1,4 @@
-"""The setup panel: model, drafter, k, sampling, suite, budget. Settings persist via QSettings."""
+"""The setup panel: model, where it runs, drafter, k, sampling, suite, budget. Settings persist via QSettings."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.config import MAX_K, RunConfig
+from specscope.profiler.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, label_for, looks_like_model
@@ -14,6 +15,7 @@ from .views.common import PlainLabel
 
 DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
 MAX_RECENT = 8
+WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 
 class SetupPanel(QtWidgets.QWidget):
@@ -32,6 +34,7 @@ class SetupPanel(QtWidgets.QWidget):
         self.load_settings()
         self._drafter_changed()
         self._sampling_changed()
+        self._where_changed()
 
     # -- layout -------------------------------------------------------------------
     def _group(self, title: str) -> tuple[QtWidgets.QGroupBox, QtWidgets.QFormLayout]:
@@ -79,6 +82,31 @@ class SetupPanel(QtWidgets.QWidget):
         self.compat.setWordWrap(True)
         self.compat.setObjectName("compat")
         form.addRow(self.compat)
+
+        box, form = self._group("Where")
+        self.where = QtWidgets.QComboBox()
+        for key, label in WHERE:
+            self.where.addItem(label, key)
+        self.where.setToolTip("This machine: one process. N ranks / hosts: the target is sharded (tensor parallel) "
+                              "over MLX distributed ranks started by mlx.launch; drafting is replicated on every rank. "
+                              "README: Several machines")
+        self.where.currentIndexChanged.connect(self._where_changed)
+        form.addRow("Run on", self.where)
+        self.ranks = self._spin(1, MAX_LOCAL_RANKS, 2)
+        self.ranks.setToolTip("processes on this machine, ring backend over loopback (for trying it out)")
+        form.addRow("Ranks", self.ranks)
+        self.hosts = QtWidgets.QLineEdit()
+        self.hosts.setPlaceholderText("mac1.local,mac2.local or hosts.json")
+        self.hosts.setToolTip("one rank per host (password-less ssh, the same Python environment at the same path), "
+                              "or an mlx.launch hostfile (.json, e.g. from mlx.distributed_config; needed for JACCL)")
+        self.hosts.textChanged.connect(lambda *_: self.changed.emit())
+        form.addRow("Hosts", self.hosts)
+        self.backend = QtWidgets.QComboBox()
+        self.backend.addItems(list(BACKENDS))
+        self.backend.setToolTip("ring: TCP over Ethernet or Thunderbolt; jaccl: Thunderbolt RDMA (needs a hostfile); "
+                                "any: MLX picks")
+        form.addRow("Backend", self.backend)
+        self._where_form = form
 
         box, form = self._group("Drafter")
         self.drafter = QtWidgets.QComboBox()
@@ -269,6 +297,40 @@ class SetupPanel(QtWidgets.QWidget):
         f.setRowVisible(self.mtp_hidden, key == "mtp")
         self.changed.emit()
 
+    def _where_changed(self, *_):
+        key = self.where.currentData()
+        f = self._where_form
+        f.setRowVisible(self.ranks, key == "ranks")
+        f.setRowVisible(self.hosts, key == "hosts")
+        f.setRowVisible(self.backend, key == "hosts")
+        self.changed.emit()
+
+    def set_where(self, key: str) -> None:
+        i = self.where.findData(key)
+        if i >= 0:
+            self.where.setCurrentIndex(i)
+
+    def set_ranks(self, n: int | None) -> None:
+        """N ranks on this machine (``specscope gui --ranks N``); None or 0: this machine, one process."""
+        if n:
+            self.ranks.setValue(n)
+            self.set_where("ranks")
+        else:
+            self.set_where("local")
+
+    def distributed(self) -> dict:
+        """The RunConfig fields of the Where choice (none set: a run in one process on this machine). Never
+        raises: an empty or malformed host list is refused by ``RunConfig.validate`` with the reason."""
+        key = self.where.currentData()
+        if key == "ranks":
+            return {"ranks": self.ranks.value()}
+        if key == "hosts":
+            text = self.hosts.text().strip()
+            if text.lower().endswith(".json") and "," not in text:
+                return {"hostfile": str(Path(text).expanduser()), "backend": self.backend.currentText()}
+            return {"hosts": [h.strip() for h in text.split(",")], "backend": self.backend.currentText()}
+        return {}
+
     def _sampling_changed(self, *_):
         g = self.greedy.isChecked()
         for w in (self.temp, self.top_p, self.seed):
@@ -305,11 +367,12 @@ class SetupPanel(QtWidgets.QWidget):
             oracle_p=self.oracle_p.value(),
             oracle_draft_ms=self.oracle_ms.value(),
             mtp_hidden=self.mtp_hidden.currentText(),
+            **self.distributed(),
         )
 
     # -- persistence --------------------------------------------------------------
     _SPINS = ("k", "max_tokens", "warmup", "repeats", "cases", "seed", "temp", "top_p", "oracle_p", "oracle_ms",
-              "discard_first", "cooldown_timeout")
+              "discard_first", "cooldown_timeout", "ranks")
 
     def save_settings(self) -> None:
         s = self.settings
@@ -323,6 +386,9 @@ class SetupPanel(QtWidgets.QWidget):
         s.setValue("draft_model", self.draft_model.text())
         s.setValue("suite", self.suite.text())
         s.setValue("mtp_hidden", self.mtp_hidden.currentText())
+        s.setValue("where", self.where.currentData())
+        s.setValue("hosts", self.hosts.text())
+        s.setValue("backend", self.backend.currentText())
         s.sync()
 
     def load_settings(self) -> None:
@@ -345,6 +411,10 @@ class SetupPanel(QtWidgets.QWidget):
         self.suite.setText(val("suite", "", str))
         self.mtp_hidden.setCurrentText(val("mtp_hidden", "post-norm", str))
         self.set_drafter(val("drafter", "auto", str))
+        self.hosts.setText(val("hosts", "", str))
+        backend = val("backend", "ring", str)
+        self.backend.setCurrentText(backend if backend in BACKENDS else "ring")
+        self.set_where(val("where", "local", str))
         model = val("model", DEMO, str)
         if model != DEMO and not Path(model).exists():
             model = DEMO

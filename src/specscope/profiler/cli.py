@@ -72,6 +72,23 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
     add_download_arg(ap)
+    add_distributed_args(ap)
+
+
+def add_distributed_args(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("distributed runs (tensor parallel; README: Several machines)")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--ranks", type=int, metavar="N",
+                       help="run N ranks on this machine under mlx.launch (ring backend over loopback): the target is "
+                            "sharded N ways, drafting is replicated on every rank")
+    where.add_argument("--hosts", metavar="H1,H2",
+                       help="one rank per host under mlx.launch (password-less ssh, the same Python environment at the "
+                            "same path on every host)")
+    where.add_argument("--hostfile", metavar="FILE",
+                       help="an mlx.launch hostfile (e.g. from `mlx.distributed_config`; needed for --backend jaccl)")
+    g.add_argument("--backend", choices=["ring", "jaccl", "any"], default="ring",
+                   help="MLX distributed backend across hosts (default ring; jaccl needs --hostfile; "
+                        "--ranks always uses ring over loopback)")
 
 
 def add_download_arg(ap: argparse.ArgumentParser) -> None:
@@ -96,6 +113,17 @@ def resolve_model_args(a) -> None:
         setattr(a, attr, resolve_model(spec, download=getattr(a, "download", False), what=what).path)
 
 
+def distributed_from_args(a) -> dict:
+    """The RunConfig fields of ``--ranks`` / ``--hosts`` / ``--hostfile`` / ``--backend`` (absent flags: none)."""
+    hosts = getattr(a, "hosts", None)
+    if hosts:
+        from .launch import parse_hosts
+
+        hosts = parse_hosts(hosts)
+    return {"ranks": getattr(a, "ranks", None), "hosts": hosts or None, "hostfile": getattr(a, "hostfile", None),
+            "backend": getattr(a, "backend", None) or "ring"}
+
+
 def config_from_args(a) -> "RunConfig":
     from .config import RunConfig
 
@@ -106,7 +134,7 @@ def config_from_args(a) -> "RunConfig":
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds,
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
-        cooldown_timeout_s=a.cooldown_timeout,
+        cooldown_timeout_s=a.cooldown_timeout, **distributed_from_args(a),
     )
     cfg.validate()
     return cfg
@@ -149,7 +177,8 @@ def cmd_run(a) -> int:
         print(f"\nsession saved to {out}", file=sys.stderr)
     if s.status != "complete":
         print(f"specscope: run {s.status}: {'; '.join(s.data['errors'][-1:])}", file=sys.stderr)
-        return 130 if s.status == "incomplete" else 1
+        # 130 for a run the user stopped; a run that a fault ended (a rank, a killed worker) is a failure: 1
+        return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
     return 0
 
 
@@ -284,6 +313,10 @@ def cmd_gui(a) -> int:
 
     if not scripted and headless():
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
+    if getattr(a, "ranks", None) is not None:
+        from .launch import DistSpec
+
+        DistSpec(ranks=a.ranks).validate()
     resolve_model_args(a)
     from .plugins import COMMANDS, load
 
@@ -398,6 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int)
     g.add_argument("--drafter")
     g.add_argument("--num-draft-tokens", "-k", type=int)
+    g.add_argument("--repeats", type=int, help="measured repeats per case (setup panel)")
+    g.add_argument("--cooldown", action="store_true", help="cool down before each case (setup panel)")
+    g.add_argument("--discard-first", type=int, metavar="N", help="leave the first N cases out of the summary (setup panel)")
+    g.add_argument("--ranks", type=int, metavar="N", help="run N ranks on this machine (setup panel: Where)")
     g.add_argument("--view", help="page to show first (live, breakdown, division, cases, history, compare)")
     g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
     g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")

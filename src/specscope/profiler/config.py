@@ -44,6 +44,12 @@ class RunConfig:
     discard_first: int = 0
     cooldown: bool = False
     cooldown_timeout_s: float = 120.0
+    # distributed runs (profiler.launch): N ranks on this machine, one rank per host, or an mlx.launch hostfile;
+    # none of them set: a run in one process on this machine
+    ranks: int | None = None
+    hosts: list[str] | None = None
+    backend: str = "ring"
+    hostfile: str | None = None
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -86,3 +92,7 @@ class RunConfig:
             raise SpecscopeError("--cooldown-timeout must be > 0 seconds")
         if self.mtp_hidden not in ("post-norm", "pre-norm"):
             raise SpecscopeError("--mtp-hidden must be post-norm or pre-norm")
+        if self.ranks is not None or self.hosts or self.hostfile:
+            from .launch import DistSpec
+
+            (DistSpec.from_config(self) or DistSpec(ranks=self.ranks, backend=self.backend)).validate()

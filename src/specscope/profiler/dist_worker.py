@@ -114,9 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg, dist = split_config(json.loads(argv[0]), json.loads(argv[1]) if len(argv) > 1 else None)
         backend = dist.get("backend") or "ring"
-        # Until protocol.open_engine picks the distributed engine itself, this process's protocol uses it.
-        protocol.open_engine = lambda c, e: open_distributed_engine(c, e, backend)
-        status = protocol.run_protocol(cfg, emit, should_stop=lambda: _flags["user_stop"] or _flags["terminated"])
+        status = protocol.run_protocol(cfg, emit, should_stop=lambda: _flags["user_stop"] or _flags["terminated"],
+                                       open_engine=lambda c, e: open_distributed_engine(c, e, backend))
         if _flags["user_stop"] or _flags["terminated"]:
             status = "incomplete"
         emit({"event": "run_done", "status": status, "time": time.time()})

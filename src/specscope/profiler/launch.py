@@ -92,8 +92,9 @@ class DistSpec:
             raise SpecscopeError("a distributed run takes one of --ranks N, --hosts H1,H2 or --hostfile FILE")
         if self.ranks is not None and not 1 <= self.ranks <= MAX_LOCAL_RANKS:
             raise SpecscopeError(f"--ranks must be between 1 and {MAX_LOCAL_RANKS} (got {self.ranks})")
-        if self.hosts is not None and len(self.hosts) < 1:
-            raise SpecscopeError("--hosts needs at least one host")
+        if self.hosts is not None and (len(self.hosts) < 1 or any(not str(h).strip() for h in self.hosts)):
+            raise SpecscopeError("--hosts needs at least one host, comma-separated, with no empty names "
+                                 f"(got {','.join(map(str, self.hosts))!r})")
         if self.backend == "jaccl" and not self.hostfile:
             raise SpecscopeError(
                 "JACCL needs each host's RDMA devices: write a hostfile with `mlx.distributed_config --backend jaccl "

@@ -48,8 +48,11 @@ def open_engine(cfg: RunConfig, emit):
     return engine
 
 
-def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
-    """Run the whole protocol, emitting events; return the final status."""
+def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=None) -> str:
+    """Run the whole protocol, emitting events; return the final status.
+
+    ``open_engine(cfg, emit)`` builds the engine: by default this module's ``open_engine`` (looked up at
+    call time); a rank of a distributed run passes its own (``dist_worker``: the target sharded)."""
     cfg.validate()
     from specscope.engine_adapter.engine import environment
 
@@ -57,7 +60,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False) -> str:
 
     suite = load_suite(cfg.suite)
     cases = take_cases(suite["cases"], cfg.cases)
-    engine = open_engine(cfg, emit)
+    engine = (open_engine or globals()["open_engine"])(cfg, emit)
     ctx = engine.context_window
     encoded = []
     for c in cases:

@@ -108,7 +108,14 @@ def run_worker(cfg: RunConfig, on_event=None, autosave: str | None = None, on_st
     """Run the protocol in a worker; Ctrl+C stops it and keeps what was measured.
 
     ``on_event(event, session)`` is called for every event; ``on_start(popen)`` once the worker runs.
+    A distributed run (``cfg.ranks`` / ``hosts`` / ``hostfile``) goes to ``launch.run_distributed``: the same
+    guarantees, the ranks under ``mlx.launch``.
     """
+    from .launch import DistSpec, run_distributed  # here: launch imports this module
+
+    spec = DistSpec.from_config(cfg)
+    if spec is not None:
+        return run_distributed(cfg, spec, on_event=on_event, autosave=autosave, on_start=on_start)
     session = Session()
     save_state = {"error": None}
 

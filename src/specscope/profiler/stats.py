@@ -129,3 +129,44 @@ def match_stats(plain: list[int], spec: list[int]) -> dict:
         "match_rate": same / max(len(plain), len(spec), 1),
         "first_divergence": first,
     }
+
+
+def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int) -> float | None:
+    """The i.i.d. acceptance p at which speculation breaks even: E(p) · T_decode = T_verify + T_draft, with
+    E(p) = 1 + p + … + p^k. 0 when speculation wins even if nothing is accepted; None when it cannot win
+    even if everything is (E would have to exceed k + 1)."""
+    if t_decode_ms <= 0 or k < 1:
+        return None
+    need = (t_verify_ms + t_draft_ms) / t_decode_ms
+    if need <= 1.0:
+        return 0.0
+    if need > k + 1:
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # E is increasing in p: bisection to ~1e-18
+        mid = 0.5 * (lo + hi)
+        if tokens_per_round_from_p(mid, k) < need:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def communication_what_if(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, share_decode: float,
+                          share_verify: float, comm_ms: float) -> dict:
+    """"With ``comm_ms`` of communication per forward": the compute of a decode step and of a verify forward
+    (the measured times less their communication share, barrier-free) each plus ``comm_ms`` — communication
+    barely depends on how many positions a forward carries, so decode and verify pay the same. T_draft is
+    kept as measured. Returns the what-if times, the verify/decode ratio and the break-even acceptance."""
+    sd, sv = (min(max(x or 0.0, 0.0), 1.0) for x in (share_decode, share_verify))
+    td = t_decode_ms * (1.0 - sd) + comm_ms
+    tv = t_verify_ms * (1.0 - sv) + comm_ms
+    return {
+        "comm_ms": comm_ms,
+        "t_decode_ms": td,
+        "t_verify_ms": tv,
+        "compute_decode_ms": t_decode_ms * (1.0 - sd),
+        "compute_verify_ms": t_verify_ms * (1.0 - sv),
+        "verify_multiple": tv / td if td > 0 else None,
+        "break_even_p": break_even_p(td, tv, t_draft_ms, k) if td > 0 else None,
+    }

@@ -31,8 +31,10 @@ CATEGORY_LABELS = {
     "output_head": "Output head",
     "other": "Other (embed, norms)",
     "unclassified": "Unclassified",
+    "communication": "Communication",  # distributed runs: time inside MLX's collectives (engine_adapter.distributed)
     "inter_block": "Inter-block overhead",
 }
+COMMUNICATION = "communication"
 
 
 # -- divergence verdicts ------------------------------------------------------------------
@@ -314,6 +316,11 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
         agg["inter_block_ms"] = agg["whole_ms"] - agg["block_sum_ms"]
         agg["barrier_distortion"] = agg["instrumented_ms"] / agg["whole_ms"] - 1 if agg["whole_ms"] else None
         agg["spread"] = _aggregate_spread(rows, agg)
+        if COMMUNICATION in agg["blocks"]:
+            agg["communication_share"] = _communication_share(agg)
+            per_rank = _aggregate_per_rank(rows)
+            if per_rank:
+                agg["per_rank"] = per_rank
         out[side] = agg
     dec, ver = out["decode"], out["verify"]
     out["ratios"] = {
@@ -326,7 +333,60 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
     out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
     out["categories"] = list(dec["blocks"])
     out["labels"] = bds[-1].get("labels", {})
+    dist = next((b["distributed"] for b in reversed(bds) if b.get("distributed")), None)
+    if dist:
+        out["distributed"] = dist
     return out
+
+
+def _communication_share(agg: dict) -> dict:
+    """Communication's share of a forward on each ruler: barrier-timed communication over the sum of blocks, and
+    the barrier-free estimate (whole graph minus the graph with local stand-ins for the collectives) over the
+    whole graph. None where the figure is missing or its denominator is not positive."""
+    comm, free = agg["blocks"].get(COMMUNICATION), (agg.get("skip_estimates") or {}).get(COMMUNICATION)
+    return {
+        "barrier": comm / agg["block_sum_ms"] if comm is not None and agg["block_sum_ms"] else None,
+        "barrier_free": free / agg["whole_ms"] if free is not None and agg["whole_ms"] else None,
+    }
+
+
+def _aggregate_per_rank(rows: list[dict]) -> dict | None:
+    """Each rank's figures, median over cases (rank by rank): whole graph, barrier-timed blocks (communication
+    among them) and barrier-free estimates, communication split into waiting for the slowest rank and transfer,
+    and compute = whole graph − communication. None unless every case has figures for the same ranks.
+
+    ``communication_ms`` is the barrier-free estimate where there is one (whole graph minus the graph with local
+    stand-ins for the collectives), so ``compute_ms`` is the time of that collective-free forward, a measured
+    time on the whole-graph ruler; the barrier-timed figure (``communication_barrier_ms``) includes waiting for the
+    slowest rank at every collective, which on a loaded machine can exceed the whole graph."""
+    prs = [r.get("per_rank") for r in rows]
+    if not prs or not all(isinstance(p, dict) and p.get("whole_ms") for p in prs):
+        return None
+    n = len(prs[0]["whole_ms"])
+    if any(len(p["whole_ms"]) != n for p in prs):
+        return None
+
+    def med(get) -> list:
+        return [stats.median(_at(get(p), i) for p in prs) for i in range(n)]
+
+    out = {"ranks": n, "whole_ms": med(lambda p: p.get("whole_ms"))}
+    out["blocks"] = {c: med(lambda p, c=c: (p.get("blocks") or {}).get(c)) for c in prs[0].get("blocks") or {}}
+    out["skip_estimates"] = {c: med(lambda p, c=c: (p.get("skip_estimates") or {}).get(c))
+                             for c in prs[0].get("skip_estimates") or {}}
+    out["communication_split"] = {k: med(lambda p, k=k: (p.get("communication_split") or {}).get(k))
+                                  for k in ("wait_ms", "transfer_ms")}
+    barrier = out["blocks"].get(COMMUNICATION) or [None] * n
+    free = out["skip_estimates"].get(COMMUNICATION)
+    out["communication_barrier_ms"] = barrier
+    out["communication_ruler"] = "barrier_free" if free and all(x is not None for x in free) else "barrier"
+    comm = free if out["communication_ruler"] == "barrier_free" else barrier
+    out["communication_ms"] = comm
+    out["compute_ms"] = [w - c if w is not None and c is not None else None for w, c in zip(out["whole_ms"], comm)]
+    return out
+
+
+def _at(xs, i: int):
+    return xs[i] if isinstance(xs, list) and i < len(xs) else None
 
 
 def _aggregate_spread(rows: list[dict], agg: dict) -> dict:

@@ -142,6 +142,41 @@ def format_summary(session: Session) -> str:
                 label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
                 lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
                              f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
+        lines += rank_lines(bd)
         if s.get("block_sum_predicted_speedup") is not None:
             lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {s['predicted_speedup']:.3f}× from whole-graph times")
     return "\n".join(lines)
+
+
+def _ms(x) -> str:
+    return "below noise" if x is not None and x <= 0 else fmt(x)
+
+
+def _pct(x) -> str:
+    return "below noise" if x is not None and x <= 0 else fmt(x and x * 100, ".0f", "%")
+
+
+def rank_lines(bd: dict) -> list[str]:
+    """A distributed breakdown: one row per rank (whole graph, compute, communication) for decode and verify, and
+    communication's share of each on both rulers; nothing for a run on one machine."""
+    dist = bd.get("distributed")
+    dec, ver = bd["decode"], bd["verify"]
+    pd, pv = dec.get("per_rank"), ver.get("per_rank")
+    if not dist or not pd or not pv:
+        return []
+    hosts = dist.get("hosts") or []
+    free = pd.get("communication_ruler") == "barrier_free"
+    lines = ["", f"  per rank ({dist.get('ranks')} ranks, {dist.get('backend')}, {dist.get('parallelism', 'tensor')} parallel"
+             + (f", {dist['collectives_per_forward']} per forward" if dist.get("collectives_per_forward") else "")
+             + "; median over cases, ms)",
+             "    compute = " + ("the forward with local stand-ins for the collectives; communication = whole − compute"
+                                 if free else "whole − communication (barrier-timed)"),
+             f"    {'':<16} {'decode whole':>13} {'compute':>12} {'comm.':>12}   {'verify whole':>13} {'compute':>12} {'comm.':>12}"]
+    for i in range(pd["ranks"]):
+        name = f"rank {i}" + (f" ({hosts[i]})" if i < len(hosts) and hosts[i] else "")
+        lines.append(f"    {name:<16} {fmt(pd['whole_ms'][i]):>13} {_ms(pd['compute_ms'][i]):>12} {_ms(pd['communication_ms'][i]):>12}   "
+                     f"{fmt(pv['whole_ms'][i]):>13} {_ms(pv['compute_ms'][i]):>12} {_ms(pv['communication_ms'][i]):>12}")
+    sd, sv = dec.get("communication_share") or {}, ver.get("communication_share") or {}
+    lines.append(f"    communication's share: decode {_pct(sd.get('barrier_free'))} barrier-free ({_pct(sd.get('barrier'))} "
+                 f"barrier-timed), verify {_pct(sv.get('barrier_free'))} ({_pct(sv.get('barrier'))})")
+    return lines

@@ -19,8 +19,25 @@ class BreakdownChart(BaseChart):
 
     def build(self):
         self.items = []
+        self._drawn_height = 0
         self.plot_item.getAxis("bottom").setHeight(36)
         self.show_empty("no breakdown measured yet")
+
+    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
+        """Ratio labels are kept apart in pixels: redraw when the plot's height has changed by much."""
+        super().resizeEvent(e)
+        data = self.__dict__.get("_drawn")  # None while the widget is being built
+        vb = getattr(self.__dict__.get("plot_item"), "vb", None)
+        if isinstance(data, dict) and vb is not None and abs(vb.height() - self.__dict__.get("_drawn_height", 0)) > 20:
+            self._drawn = None
+            self.set_data(data)
+
+    def _headroom(self, d: dict) -> float:
+        """The y range over the tallest bar: room above the bars for the legend (its rows) and the labels."""
+        rows = -(-(len(d["categories"]) + 1) // self.legend_cols)
+        plot_h = max(self.plot_item.vb.height(), 150.0)
+        legend_px = 10 + 21 * rows + 30  # the legend, and the bars' top labels above them
+        return max(1.5, 1.0 / max(1.0 - legend_px / plot_h, 0.35))
 
     def _clear(self):
         for it in self.items:
@@ -47,7 +64,9 @@ class BreakdownChart(BaseChart):
         ticks = []
         # data units per pixel once the y range is set below (0 .. 1.5 × the tallest bar): keeps ratio labels apart
         tallest = max(max(d[side]["block_sum_ms"] or 0.0, d[side]["whole_ms"] or 0.0) for side, _ in groups)
-        per_px = (tallest * 1.5 or 1.0) / max(self.plot_item.vb.height(), 150.0)
+        headroom = self._headroom(d)
+        self._drawn_height = self.plot_item.vb.height()
+        per_px = (tallest * headroom or 1.0) / max(self.plot_item.vb.height(), 150.0)
         label_y = -1e9
         top = 0.0
         for gi, (side, x0) in enumerate(groups):
@@ -87,4 +106,98 @@ class BreakdownChart(BaseChart):
             top = max(top, y0, whole)
         self.plot_item.getAxis("bottom").setTicks([ticks])
         self.plot_item.setXRange(-0.6, 4.4, padding=0)
-        self.plot_item.setYRange(0, top * 1.5 if top else 1, padding=0)
+        self.plot_item.setYRange(0, top * headroom if top else 1, padding=0)
+
+
+def rank_data(bd: dict | None) -> dict | None:
+    """Per rank, for decode and verify: compute (whole graph − communication) and communication (the barrier-free
+    estimate where there is one; the barrier-timed figure beside it, split into waiting for the slowest rank and
+    transfer), medians over cases; None unless the breakdown is from a distributed run with per-rank figures."""
+    if not bd or not bd.get("distributed"):
+        return None
+    out = {"ranks": None, "hosts": list((bd.get("distributed") or {}).get("hosts") or []),
+           "backend": (bd.get("distributed") or {}).get("backend"), "ratio": {}}
+    for side in ("decode", "verify"):
+        pr = (bd.get(side) or {}).get("per_rank")
+        if not pr:
+            return None
+        split = pr.get("communication_split") or {}
+        out[side] = {
+            "positions": bd[side]["positions"],
+            "whole_ms": list(pr["whole_ms"]),
+            "compute_ms": list(pr["compute_ms"]),
+            "communication_ms": list(pr["communication_ms"]),
+            "communication_barrier_ms": list(pr.get("communication_barrier_ms") or pr["communication_ms"]),
+            "wait_ms": list(split.get("wait_ms") or [None] * pr["ranks"]),
+            "transfer_ms": list(split.get("transfer_ms") or [None] * pr["ranks"]),
+            "share": dict(bd[side].get("communication_share") or {}),
+        }
+        out["ranks"] = pr["ranks"]
+        out["ruler"] = pr.get("communication_ruler", "barrier")
+    for key in ("compute_ms", "communication_ms", "whole_ms"):
+        d, v = out["decode"][key], out["verify"][key]
+        out["ratio"][key] = [b / a if a and b is not None and a > 0 else None for a, b in zip(d, v)]
+    return out
+
+
+class RankChart(BaseChart):
+    """Compute vs communication of one decode step and one verify forward, one stacked bar per rank."""
+
+    title = "Per rank: compute vs communication"
+    x_label = ("", "")
+    y_label = ("time per forward pass", "ms")
+    legend_cols = 1
+
+    def build(self):
+        self.items = []
+        self.plot_item.getAxis("bottom").setHeight(36)
+        self.show_empty("not a distributed run")
+
+    def _clear(self):
+        for it in self.items:
+            self.plot_item.removeItem(it)
+        self.items = []
+        self.legend.clear()
+
+    def _text(self, s, x, y, anchor=(0.5, 0.5), color=None, pt=9, bold=False):
+        t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)
+        t.setFont(font(pt, bold))
+        t.setPos(x, y)
+        self.plot_item.addItem(t)
+        self.items.append(t)
+
+    def _draw(self, d: dict | None) -> None:
+        self._clear()
+        if not d:
+            self.plot_item.getAxis("bottom").setTicks([[]])
+            self.show_empty("not a distributed run")
+            return
+        self.show_empty(None)
+        n = d["ranks"]
+        colors = {"compute": self.theme["bar"], "communication": self.theme["breakeven"]}
+        ticks, top, x = [], 0.0, 0.0
+        for gi, side in enumerate(("decode", "verify")):
+            sd = d[side]
+            for r in range(n):
+                comp, comm = max(sd["compute_ms"][r] or 0.0, 0.0), max(sd["communication_ms"][r] or 0.0, 0.0)
+                for name, y0, h in (("compute", 0.0, comp), ("communication", comp, comm)):
+                    bar = pg.BarGraphItem(x=[x], y0=[y0], height=[h], width=0.8, brush=colors[name],
+                                          pen=pg.mkPen(self.theme["bg"], width=1))
+                    self.plot_item.addItem(bar)
+                    self.items.append(bar)
+                    if gi == 0 and r == 0:
+                        self.legend.addItem(bar, "compute (forward without collectives)" if name == "compute"
+                                            else "communication (whole − compute)" if d.get("ruler") == "barrier_free"
+                                            else "communication (barrier-timed)")
+                whole = comp + comm
+                share = comm / whole if whole else None
+                self._text(f"{whole:.0f} ms", x, whole, anchor=(0.5, 1))
+                if share is not None and comm > 0:
+                    self._text(f"{share * 100:.0f}%", x, comp + comm / 2, color="#ffffff", bold=True)
+                ticks.append((x, f"{side}\nrank {r}"))
+                top = max(top, whole)
+                x += 1.0
+            x += 0.6
+        self.plot_item.getAxis("bottom").setTicks([ticks])
+        self.plot_item.setXRange(-0.6, x - 0.6 - 0.4, padding=0)
+        self.plot_item.setYRange(0, top * 1.8 if top else 1, padding=0)  # headroom: the legend sits above the bars

@@ -80,4 +80,43 @@ def breakdown_section(s: dict, figure_html: str) -> str:
                      f"{s['predicted_speedup']:.3f}× — which is why specscope predicts from whole-graph times only.")
     parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
     parts.append(figure_html)
+    parts.append(per_rank_section(bd))
+    return "".join(parts)
+
+
+def _rank_ms(x) -> str:
+    return "below noise" if x is not None and x <= 0 else f(x)
+
+
+def per_rank_section(bd: dict) -> str:
+    """A distributed breakdown: one row per rank (whole graph, compute, communication) for decode and verify, and
+    communication's share on both rulers. Empty for a run on one machine."""
+    dist = bd.get("distributed")
+    dec, ver = bd["decode"], bd["verify"]
+    pd, pv = dec.get("per_rank"), ver.get("per_rank")
+    if not dist or not pd or not pv:
+        return ""
+    hosts = dist.get("hosts") or []
+    free = pd.get("communication_ruler") == "barrier_free"
+    what = (f", {dist['collectives_per_forward']} per forward" if dist.get("collectives_per_forward") else "")
+    parts = ["<h3>Per rank: compute and communication</h3>",
+             f"<p>{esc(dist.get('ranks'))} ranks ({esc(dist.get('backend'))}, {esc(dist.get('parallelism', 'tensor'))} "
+             f"parallel{esc(what)}), median over cases. "
+             + esc("Compute is the forward with local stand-ins for the collectives; communication is whole − compute "
+                   "(the barrier-free estimate)." if free else "Communication is barrier-timed; compute is whole − communication.")
+             + "</p>"]
+    head = ["Rank", "Decode whole, ms", "Decode compute", "Decode communication",
+            f"Verify ({ver['positions']} pos) whole, ms", "Verify compute", "Verify communication"]
+    rows = []
+    for i in range(pd["ranks"]):
+        name = f"rank {i}" + (f" ({hosts[i]})" if i < len(hosts) and hosts[i] else "")
+        rows.append([esc(name), f(pd["whole_ms"][i]), _rank_ms(pd["compute_ms"][i]), _rank_ms(pd["communication_ms"][i]),
+                     f(pv["whole_ms"][i]), _rank_ms(pv["compute_ms"][i]), _rank_ms(pv["communication_ms"][i])])
+    parts.append(table(head, rows))
+    sd, sv = dec.get("communication_share") or {}, ver.get("communication_share") or {}
+    parts.append(f'<p class="muted">Communication\'s share of a forward: decode {pct(sd.get("barrier_free"))} barrier-free '
+                 f'({pct(sd.get("barrier"))} barrier-timed), verify {pct(sv.get("barrier_free"))} '
+                 f'({pct(sv.get("barrier"))}). It barely grows with positions (verify / decode '
+                 f'{f(bd["ratios"].get("communication"), ".2f", "×")} barrier-timed), so the more of a forward it is, the '
+                 f'lower the whole verify / decode ratio ({f(bd["ratios"].get("whole"), ".2f", "×")}).</p>')
     return "".join(parts)

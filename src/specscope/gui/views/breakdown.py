@@ -1,4 +1,5 @@
-"""Breakdown page: per-category decode vs verify, the two rulers side by side, barrier distortion."""
+"""Breakdown page: per-category decode vs verify, the two rulers side by side, barrier distortion; for a
+distributed run, compute vs communication of each rank (a second chart and lines under the table)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from PySide6 import QtCore, QtWidgets
 from specscope.profiler.intervals import spread_text, time_text
 
 from ..charts import BreakdownChart
+from ..charts.breakdown import RankChart, rank_data
 from .common import fmt, plain_label
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
 COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
+RANK_COLUMNS = ["Rank", "Decode\ncompute", "Decode\ncomm.", "Verify\ncompute", "Verify\ncomm.", "Compute\nverify ÷ decode",
+                "Comm.\nverify ÷ decode"]
 
 
 def _time_cell(cell) -> str:
@@ -32,7 +36,14 @@ class BreakdownView(QtWidgets.QWidget):
         lay.setContentsMargins(8, 8, 8, 8)
         self._outer = lay
         self.chart = BreakdownChart(theme)
-        lay.addWidget(self.chart, 2)
+        self.rank_chart = RankChart(theme)  # distributed runs only
+        self.rank_chart.hide()
+        charts = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.TopToBottom)
+        charts.setContentsMargins(0, 0, 0, 0)
+        charts.addWidget(self.chart, 3)
+        charts.addWidget(self.rank_chart, 2)
+        self._charts = charts
+        lay.addLayout(charts, 2)
         side = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.TopToBottom)
         self._side = side
         tablebox = QtWidgets.QVBoxLayout()
@@ -53,6 +64,23 @@ class BreakdownView(QtWidgets.QWidget):
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
         tablebox.addWidget(plain_label("Per category (median over cases)"))
         tablebox.addWidget(self.table, 0)
+        # distributed runs: one row per rank (hidden otherwise)
+        self.rank_title = plain_label("Per rank: compute + communication (median over cases)")
+        self.rank_table = QtWidgets.QTableWidget(0, len(RANK_COLUMNS))
+        self.rank_table.setHorizontalHeaderLabels(RANK_COLUMNS)
+        self.rank_table.verticalHeader().hide()
+        self.rank_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.rank_table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
+        self.rank_table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.rank_table.setWordWrap(False)
+        self.rank_table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.rank_table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
+        self.rank_table.setToolTip("compute: the forward with local stand-ins for the collectives (no communication); "
+                                   "communication: whole graph − compute (the barrier-free estimate). Hover a "
+                                   "communication cell for the barrier-timed figure: waiting for the slowest rank + transfer.")
+        for w in (self.rank_title, self.rank_table):
+            w.hide()
+            tablebox.addWidget(w, 0)
         tablebox.addStretch(1)
         side.addLayout(tablebox, 0)
         self.rulers = plain_label("No breakdown yet: it is measured after each case's plain run (Breakdown option).")
@@ -83,6 +111,8 @@ class BreakdownView(QtWidgets.QWidget):
         self._outer.setStretch(0, 1 if narrow else 2)  # wide: the chart gets two thirds, the table what it needs
         self._outer.setStretch(1, 0 if narrow else 1)
         self._side.setDirection(D.LeftToRight if narrow else D.TopToBottom)
+        # the per-rank chart: beside the breakdown chart when they share the top of a narrow page, else under it
+        self._charts.setDirection(D.LeftToRight if narrow else D.TopToBottom)
         self._side.setSpacing(16 if narrow else 6)
         self._fit_table()
 
@@ -93,10 +123,16 @@ class BreakdownView(QtWidgets.QWidget):
 
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)
+        self.rank_chart.apply_theme(theme)
 
     def update_snapshot(self, snap: dict) -> None:
         d = snap["breakdown"]
         self.chart.set_data(d)
+        ranks = rank_data((snap.get("summary") or {}).get("breakdown")) if d else None
+        for w in (self.rank_chart, self.rank_title, self.rank_table):
+            w.setVisible(ranks is not None)
+        self.rank_chart.set_data(ranks)
+        self._fill_ranks(ranks)
         if not d:
             self.table.setRowCount(0)
             return
@@ -152,4 +188,54 @@ class BreakdownView(QtWidgets.QWidget):
             "",
             f"A ratio near 1 means weights were read once for all {k1} positions; near {k1} means the work was repeated.",
         ]
+        if ranks:
+            lines += ["", *rank_notes(ranks, (snap.get("summary") or {}).get("breakdown") or {})]
         self.rulers.setText("\n".join(lines))
+
+    def _fill_ranks(self, r: dict | None) -> None:
+        t = self.rank_table
+        if not r:
+            t.setRowCount(0)
+            return
+        hosts = r.get("hosts") or []
+        t.setRowCount(r["ranks"])
+        for i in range(r["ranks"]):
+            host = hosts[i] if i < len(hosts) else ""
+            cells = [(f"{i}" + (f" ({host})" if host else ""), None)]
+            for side in ("decode", "verify"):
+                sd = r[side]
+                wait, transfer, barrier = sd["wait_ms"][i], sd["transfer_ms"][i], sd["communication_barrier_ms"][i]
+                tip = (f"barrier-timed: {barrier:.1f} ms = {wait:.1f} ms waiting for the slowest rank + {transfer:.1f} ms transfer"
+                       if None not in (wait, transfer, barrier) else None)
+                cells += [(_ms(sd["compute_ms"][i]), None), (_ms(sd["communication_ms"][i]), tip)]
+            cells += [(fmt(r["ratio"]["compute_ms"][i], ".2f", "×"), None), (fmt(r["ratio"]["communication_ms"][i], ".2f", "×"), None)]
+            for c, (text, tip) in enumerate(cells):
+                it = QtWidgets.QTableWidgetItem(text)
+                if c:
+                    it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                if tip:
+                    it.setToolTip(tip)
+                t.setItem(i, c, it)
+        t.setFixedHeight(t.horizontalHeader().sizeHint().height() + sum(t.rowHeight(i) for i in range(r["ranks"]))
+                         + 2 * t.frameWidth())
+        t.setFixedWidth(t.horizontalHeader().length() + 2 * t.frameWidth())
+
+
+def _ms(x) -> str:
+    """A per-rank time; a communication estimate at or under zero is below noise, never a negative time."""
+    return "below noise" if x is not None and x <= 0 else fmt(x, ".1f", " ms")
+
+
+def rank_notes(r: dict, bd: dict) -> list[str]:
+    """Two lines under the notes: what the per-rank figures are, and what communication does to the ratio."""
+    dist = bd.get("distributed") or {}
+    share = (bd.get("decode") or {}).get("communication_share") or {}
+    sh = share.get("barrier_free")
+    rm = (r["ratio"]["communication_ms"] or [None])[0]
+    return [
+        f"Distributed: {r['ranks']} ranks ({dist.get('backend', '?')}, {dist.get('parallelism', 'tensor')} parallel, "
+        f"{dist.get('collectives_per_forward') or 'collectives'} per forward).",
+        f"Communication is {'below noise' if sh is not None and sh <= 0 else fmt(sh and sh * 100, '.0f', '%')} of a decode "
+        f"step (barrier-free) and grows ×{fmt(rm, '.2f')} for {r['verify']['positions']} positions: the larger its share, "
+        "the closer the whole verify ÷ decode ratio falls toward it.",
+    ]

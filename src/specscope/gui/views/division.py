@@ -1,4 +1,5 @@
-"""Division page: predicted speedup over p, measured points, break-even, and a what-if calculator."""
+"""Division page: predicted speedup over p, measured points, break-even, a what-if calculator, and a
+communication what-if ("with X ms of communication per forward, the break-even acceptance is …")."""
 
 from __future__ import annotations
 
@@ -57,6 +58,25 @@ class DivisionView(QtWidgets.QWidget):
         calc.setEnabled(False)
         self.calc = calc
         side.addWidget(calc)
+
+        comm = QtWidgets.QGroupBox("Communication what-if")
+        cform = QtWidgets.QFormLayout(comm)
+        self.comm_ms = QtWidgets.QDoubleSpinBox()
+        self.comm_ms.setRange(0.0, 1e6)
+        self.comm_ms.setDecimals(2)
+        self.comm_ms.setSuffix(" ms")
+        self.comm_ms.setSingleStep(1.0)
+        self.comm_ms.setToolTip("communication per forward (collectives of a sharded model): added to the compute of "
+                                "a decode step and of a verify forward alike, since it barely depends on positions. "
+                                "Prefilled with the measured communication per decode step (0 on one machine).")
+        cform.addRow("Comm. per forward", self.comm_ms)
+        self.comm_result = plain_label("")
+        self.comm_result.setWordWrap(True)
+        cform.addRow(self.comm_result)
+        comm.setEnabled(False)
+        self.comm = comm
+        side.addWidget(comm)
+        self.comm_ms.valueChanged.connect(self._comm_changed)
         self.audit = plain_label("")
         self.audit.setObjectName("audit")
         side.addWidget(self.audit)
@@ -64,9 +84,15 @@ class DivisionView(QtWidgets.QWidget):
         w = QtWidgets.QWidget()
         w.setLayout(side)
         side.setContentsMargins(0, 0, 0, 0)
-        w.setMinimumWidth(330)
-        w.setMaximumWidth(460)
-        lay.addWidget(w, 1)
+        # the tiles, both calculators and the audit answers: scrolled when the window is too short for all of them
+        scroll = QtWidgets.QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(w)
+        scroll.setMinimumWidth(340)
+        scroll.setMaximumWidth(470)
+        lay.addWidget(scroll, 1)
         self._touched = False
         self.tv.valueChanged.connect(self._calc_changed)
         self.p.valueChanged.connect(self._calc_changed)
@@ -88,7 +114,17 @@ class DivisionView(QtWidgets.QWidget):
             self.p_slider.blockSignals(False)
         for w in (self.tv, self.p):
             w.blockSignals(False)
+        self.comm_ms.blockSignals(True)
+        self.comm_ms.setValue(measured_communication(s)[0])
+        self.comm_ms.blockSignals(False)
         self._redraw()
+        self._comm_changed()
+
+    def _comm_changed(self, *_):
+        s = (self._snap or {}).get("summary") or {}
+        has = bool((self._snap or {}).get("division"))
+        self.comm_result.setText(communication_text(s, self.comm_ms.value()) if has else "")
+        self.comm_result.setToolTip(communication_details(s, self.comm_ms.value()) if has else "")
 
     def _calc_changed(self, *_):
         self._touched = True
@@ -122,10 +158,12 @@ class DivisionView(QtWidgets.QWidget):
         s = snap["summary"]
         has = snap["division"] is not None
         self.calc.setEnabled(has)
+        self.comm.setEnabled(has)
         if has and not self._touched:
             self.reset_calculator()
         else:
             self._redraw()
+            self._comm_changed()
         self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"),
                         f"E = {fmt(s.get('tokens_per_round'), '.2f')} tokens/round · k = {s.get('k')}")
         self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"),
@@ -138,3 +176,41 @@ class DivisionView(QtWidgets.QWidget):
             self.audit.setText("\n\n".join(f"{q}\n{a}" for q, a in audit_answers(s)))
         else:
             self.audit.setText("")
+
+
+def measured_communication(s: dict) -> tuple[float, float, float]:
+    """(communication per decode step in ms, its share of decode, its share of verify): the barrier-free shares
+    of the breakdown applied to the measured T_decode; zeros when the run has no communication (one machine)."""
+    bd = s.get("breakdown") or {}
+    shares = [((bd.get(side) or {}).get("communication_share") or {}).get("barrier_free") for side in ("decode", "verify")]
+    sd, sv = (min(max(x or 0.0, 0.0), 1.0) for x in shares)
+    return (s.get("t_decode_ms") or 0.0) * sd, sd, sv
+
+
+def communication_text(s: dict, comm_ms: float) -> str:
+    """What the communication what-if says, from the summary and the chosen communication per forward."""
+    if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
+        return ""
+    measured, sd, sv = measured_communication(s)
+    k = s["k"]
+    w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k, sd, sv, comm_ms)
+    now = stats.break_even_p(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k)
+
+    def p_text(p):
+        return "none: speculation cannot win at this k" if p is None else ("any (it wins at p = 0)" if p == 0 else f"p ≥ {p * 100:.1f}%")
+
+    return (f"With {comm_ms:.2f} ms of communication per forward, the break-even acceptance is "
+            f"{p_text(w['break_even_p'])} (verify = {fmt(w['verify_multiple'], '.2f')}× decode).\n"
+            f"Measured: {p_text(now)}; communication {sd * 100:.0f}% of decode, {sv * 100:.0f}% of verify.")
+
+
+def communication_details(s: dict, comm_ms: float) -> str:
+    """The what-if's inputs, for the tooltip."""
+    if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
+        return ""
+    measured, sd, sv = measured_communication(s)
+    w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], s["k"], sd, sv, comm_ms)
+    return (f"k = {s['k']}. Compute (measured time less its barrier-free communication share): decode "
+            f"{w['compute_decode_ms']:.2f} ms, verify {w['compute_verify_ms']:.2f} ms; each plus {comm_ms:.2f} ms gives "
+            f"T_decode {w['t_decode_ms']:.2f} ms and T_verify {w['t_verify_ms']:.2f} ms; T_draft {s['t_draft_ms']:.2f} ms "
+            f"as measured. Measured communication: {measured:.2f} ms per decode step. i.i.d. acceptance assumed.")
