@@ -106,17 +106,12 @@ def test_worker_names_the_rank_that_failed(qtbot, monkeypatch, tmp_path):
     monkeypatch.setattr(wmod, "plan_launch", lambda cfg, spec: LaunchPlan(
         [sys.executable, "-c", script], ["this machine"] * 2, "ring", str(hostfile), {"PATH": "/usr/bin:/bin"}))
 
-    class Owner(QtCore.QObject):
-        def __init__(self):
-            super().__init__()
-            self.model = self
-            self.faults = []
-
-        def mark_incomplete(self, msg):
-            self.faults.append(msg)
+    class Owner:
+        faults = []
 
     owner = Owner()
-    w = wmod.WorkerProcess(owner)
+    w = wmod.WorkerProcess()
+    w.fault.connect(owner.faults.append)  # the main window connects it to its session model's mark_incomplete
     with qtbot.waitSignal(w.finished, timeout=30_000) as blocker:
         w.start(RunConfig(demo=True, ranks=2))
     code, _, stopped = blocker.args

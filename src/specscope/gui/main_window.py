@@ -55,6 +55,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.worker = WorkerProcess(self)
         self.worker.event.connect(self._on_event)
         self.worker.finished.connect(self._on_worker_finished)
+        self.worker.fault.connect(self.model.mark_incomplete)  # a distributed run's failed rank, named, before finished
         self.session_path: str | None = None
         self._run_started = None
         self._status_msg = ""

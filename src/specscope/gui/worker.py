@@ -54,9 +54,6 @@ class WorkerProcess(QtCore.QObject):
         self._err_line = b""
         self._pgid = 0
         self.stop_requested = False
-        model = getattr(parent, "model", None)  # the main window's session model takes a rank's fault message
-        if callable(getattr(model, "mark_incomplete", None)):
-            self.fault.connect(model.mark_incomplete)
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.state() != QtCore.QProcess.ProcessState.NotRunning
