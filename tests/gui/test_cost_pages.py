@@ -10,11 +10,13 @@ from specscope.gui.charts.cost_data import category_floor_data, expert_union_dat
 def _roof():
     curve = []
     for n, whole in ((1, 4.0), (2, 7.0), (3, -1.0), (4, 12.0)):  # n = 3: a time that cannot be vouched for
-        curve.append({"positions": n, "whole_ms": whole, "whole_ms_ci95": [whole - 0.5, whole + 1.0], "multiple_of_decode": whole / 4,
-                      "categories": {"moe": {"ms": 2.0 * n, "floor_ms": 0.5, "efficiency": 0.5 / (2.0 * n), "distinct_experts": 3.0 * n},
+        curve.append({"positions": n, "whole_ms": whole, "whole_ms_min": whole - 0.5, "whole_ms_max": whole + 1.0,
+                      "multiple_of_decode": whole / 4, "floor_ms": 1.0, "ideal_multiple": 0.5 * n,
+                      "categories": {"moe": {"ms": 2.0 * n, "floor_ms": 0.5, "efficiency": 0.5 / (2.0 * n), "distinct_experts": 3.0 * n,
+                                             "routed_slots": 4 * n, "experts": 14},
                                      "output_head": {"ms": 1.0, "floor_ms": 0.5, "efficiency": 0.5}}})
     return {"bandwidth_gbs": 20.0, "peak_tflops": 0.5, "chip": "unknown", "nominal_bandwidth_gbs": None, "curve": curve,
-            "ideal_verify_multiple": 0.25, "speedup_at_floor": 1.5, "moe": {"top_k": 4, "n_experts": 16}}
+            "ideal_verify_multiple": 0.25, "speedup_at_floor": 1.5}
 
 
 def test_verify_curve_is_in_decode_steps_and_drops_what_it_cannot_vouch_for():
@@ -22,7 +24,8 @@ def test_verify_curve_is_in_decode_steps_and_drops_what_it_cannot_vouch_for():
     assert d["n"] == [1, 2, 4]  # the negative time is a gap, not a point
     assert d["measured"] == [1.0, 1.75, 3.0]
     assert d["measured_lo"] == [3.5 / 4, 6.5 / 4, 11.5 / 4]
-    assert d["floor"] == [0.25, 0.25, 0.25]  # sum of category floors (0.5 + 0.5) / T_decode 4.0
+    assert d["floor"] == [0.25, 0.25, 0.25]  # the floor (1.0 ms) / T_decode 4.0
+    assert d["ideal"] == [0.5, 1.0, 2.0]
     assert verify_curve_data({"curve": [{"positions": 2, "whole_ms": 3.0}]}) is None  # no n = 1: no unit
 
 
@@ -32,7 +35,7 @@ def test_category_floor_and_expert_union():
     assert c["categories"][0]["efficiency"] == pytest.approx(0.125)
     assert category_floor_data(_roof(), 9) is None
     e = expert_union_data(_roof())
-    assert e["n"] == [1, 2, 3, 4] and e["distinct"] == [3.0, 6.0, 9.0, 12.0] and e["bound"] == [4, 8, 12, 16]
+    assert e["n"] == [1, 2, 3, 4] and e["distinct"] == [3.0, 6.0, 9.0, 12.0] and e["bound"] == [4, 8, 12, 14] and e["n_experts"] == 14  # n × top-k, capped at the layer's experts
     dense = {"curve": [{"positions": 1, "whole_ms": 1.0, "categories": {"dense_mlp": {"ms": 1.0, "floor_ms": 0.1}}}]}
     assert expert_union_data(dense) == {}  # no MoE: said, not drawn empty
 
@@ -72,3 +75,32 @@ def test_pages_show_the_sessions_results_and_keep_a_measurement(window, qtbot, t
     new["speedup_at_floor"] = 2.0
     vc.result_ready.emit(new)
     assert window.model.session.data["roofline"]["speedup_at_floor"] == 2.0
+
+
+@pytest.mark.timeout(240)
+def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
+    """Measure verify cost and Tune k from the app: real `specscope roofline` / `tune` processes on the demo model,
+    status lines as they go, the results drawn and kept in the session."""
+    vc, tv = window.verify_cost, window.tune
+    vc.positions.setValue(3)
+    vc.extra_args = ["--reps", "1", "--category-reps", "1", "--max-tokens", "8", "--bandwidth-mib", "32"]
+    statuses = []
+    vc.proc.line.connect(lambda obj: statuses.append(obj.get("status")))
+    window.show_page("verify_cost")
+    with qtbot.waitSignal(vc.proc.done, timeout=200_000) as blocker:
+        vc.measure_btn.click()
+    assert blocker.args[0] == 0, blocker.args
+    assert any(s and "probing the machine" in s for s in statuses)
+    roof = window.model.session.data["roofline"]
+    assert [p["positions"] for p in roof["curve"]] == [1, 2, 3]
+    assert vc.curve.measured.getData()[0].tolist() == [1, 2, 3] and vc.status.text() == "done"
+    assert vc.headline.text() == roof["headline"]
+
+    tv.k_max.setValue(2)
+    tv.extra_args = ["--reps", "1", "--drafters", "ngram", "--max-tokens", "8"]
+    with qtbot.waitSignal(tv.proc.done, timeout=200_000) as blocker:
+        tv.run_btn.click()
+    assert blocker.args[0] == 0, blocker.args
+    tune = window.model.session.data["tune"]
+    assert tv.table.rowCount() == len(tune["rows"]) >= 2
+    assert tv.recommendation.text() == tune["recommendation"]["text"]

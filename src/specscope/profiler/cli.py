@@ -435,10 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--cooldown", action="store_true", help="cool down before each case (setup panel)")
     g.add_argument("--discard-first", type=int, metavar="N", help="leave the first N cases out of the summary (setup panel)")
     g.add_argument("--ranks", type=int, metavar="N", help="run N ranks on this machine (setup panel: Where)")
-    g.add_argument("--view", help="page to show first (live, breakdown, division, cases, history, compare)")
+    g.add_argument("--view", help="page to show first (live, breakdown, division, verify_cost, tune, cases, history, compare)")
     g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
     g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
     g.set_defaults(func=cmd_gui)
+    from .roofline_cli import add_parsers as add_roofline_parsers
+
+    add_roofline_parsers(sub)  # roofline, tune
     return ap
 
 

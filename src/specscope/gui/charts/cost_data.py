@@ -34,21 +34,23 @@ def verify_curve_data(roof: dict | None) -> dict | None:
     dec = _decode_ms(curve)
     if not curve or not dec:
         return None
-    n, meas, lo, hi, floor = [], [], [], [], []
+    n, meas, lo, hi, floor, ideal = [], [], [], [], [], []
     for p in curve:
         m = _num(p.get("whole_ms"))
         if m is None:
             continue
         n.append(int(p["positions"]))
         meas.append(m / dec)
-        spread = p.get("whole_ms_ci95") or p.get("whole_ms_range")
-        lo.append(_num(spread[0]) / dec if spread and _num(spread[0]) is not None else None)
-        hi.append(_num(spread[1]) / dec if spread and _num(spread[1]) is not None else None)
+        spread = p.get("whole_ms_ci95") or [p.get("whole_ms_min"), p.get("whole_ms_max")]
+        lo.append(_num(spread[0]) / dec if _num(spread[0]) is not None else None)
+        hi.append(_num(spread[1]) / dec if _num(spread[1]) is not None else None)
+        ideal.append(_num(p.get("ideal_multiple")))
         f = _floor_ms(p)
         floor.append(f / dec if f is not None else None)
     note = f"1 step = T_decode = {dec:.2f} ms"
     return {"n": n, "measured": meas, "measured_lo": lo if any(v is not None for v in lo) else None,
-            "measured_hi": hi if any(v is not None for v in hi) else None, "floor": floor, "note": note}
+            "measured_hi": hi if any(v is not None for v in hi) else None, "floor": floor,
+            "ideal": ideal if any(v is not None for v in ideal) else None, "note": note}
 
 
 def positions_available(roof: dict | None) -> list[int]:
@@ -75,15 +77,17 @@ def expert_union_data(roof: dict | None) -> dict | None:
     curve = sorted((roof or {}).get("curve") or [], key=lambda p: p.get("positions", 0))
     if not curve:
         return None
-    moe = roof.get("moe") or {}
+    moe = dict(roof.get("moe") or {})
     n, distinct, bound = [], [], []
     for p in curve:
-        d = ((p.get("categories") or {}).get("moe") or {}).get("distinct_experts")
-        if d is None:
+        m = (p.get("categories") or {}).get("moe") or {}
+        if m.get("distinct_experts") is None:
             continue
         n.append(int(p["positions"]))
-        distinct.append(float(d))
-        bound.append(p["positions"] * moe["top_k"] if moe.get("top_k") else None)
+        distinct.append(float(m["distinct_experts"]))
+        slots = m.get("routed_slots") or (p["positions"] * moe["top_k"] if moe.get("top_k") else None)
+        bound.append(min(slots, m["experts"]) if slots and m.get("experts") else slots)
+        moe.setdefault("n_experts", m.get("experts"))
     if not n:
         return {}
     return {"n": n, "distinct": distinct, "bound": bound if all(b is not None for b in bound) else None,

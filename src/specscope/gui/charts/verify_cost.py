@@ -25,7 +25,9 @@ class VerifyCurveChart(BaseChart):
     def build(self):
         dash, dot = QtCore.Qt.PenStyle.DashLine, QtCore.Qt.PenStyle.DotLine
         self.naive = self.plot_item.plot([], [], pen=self.pen("muted", 1.5, dash), name="every position re-reads (n × decode)")
-        self.floor = self.plot_item.plot([], [], pen=self.pen("accept", 2, dot), name="each weight read once (roofline floor)")
+        self.ideal = self.plot_item.plot([], [], pen=self.pen("pred", 2, dash),
+                                         name="each weight read once, at decode's efficiency")
+        self.floor = self.plot_item.plot([], [], pen=self.pen("accept", 2, dot), name="roofline floor (bytes ÷ bandwidth, FLOPs ÷ peak)")
         self.measured = self.plot_item.plot([], [], pen=self.pen("spec", 2.5), symbol="o", symbolSize=7,
                                             symbolBrush=pg.mkBrush(self.theme["spec"]), symbolPen=None,
                                             name="measured (whole graph, median)")
@@ -35,7 +37,7 @@ class VerifyCurveChart(BaseChart):
 
     def _draw(self, d: dict | None) -> None:
         if not d or not d.get("n"):
-            for it in (self.naive, self.floor, self.measured):
+            for it in (self.naive, self.floor, self.ideal, self.measured):
                 it.setData([], [])
             self.err.setData(x=_E, y=_E, top=_E, bottom=_E)
             self.plot_item.setTitle(self.title, color=self.theme["fg"], size="11pt")
@@ -47,6 +49,8 @@ class VerifyCurveChart(BaseChart):
         self.measured.setData(n, d["measured"])
         fl = [(x, y) for x, y in zip(n, d["floor"]) if y is not None]
         self.floor.setData([x for x, _ in fl], [y for _, y in fl])
+        idl = [(x, y) for x, y in zip(n, d.get("ideal") or []) if y is not None]
+        self.ideal.setData([x for x, _ in idl], [y for _, y in idl])
         lo, hi = d.get("measured_lo"), d.get("measured_hi")
         if lo and hi and all(v is not None for v in lo + hi):
             ys = np.array(d["measured"], dtype=float)
@@ -118,7 +122,7 @@ class ExpertUnionChart(BaseChart):
 
     def build(self):
         dash = QtCore.Qt.PenStyle.DashLine
-        self.bound = self.plot_item.plot([], [], pen=self.pen("muted", 1.5, dash), name="n × top-k (no sharing)")
+        self.bound = self.plot_item.plot([], [], pen=self.pen("muted", 1.5, dash), name="n × top-k (no two tokens share)")
         self.cap = self.plot_item.plot([], [], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine), name="experts in the layer")
         self.union = self.plot_item.plot([], [], pen=self.pen("pred", 2.5), symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=None,

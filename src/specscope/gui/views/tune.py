@@ -27,6 +27,7 @@ class TuneView(QtWidgets.QWidget):
         super().__init__(parent)
         self._config, self._session = config, session  # the setup panel's RunConfig; the session's data
         self._tune: dict | None = None
+        self.extra_args: list[str] = []  # more `specscope tune` flags (tests: fewer repeats)
         self.proc = CommandProcess(self)
         self.proc.line.connect(self._line)
         self.proc.done.connect(self._done)
@@ -79,7 +80,7 @@ class TuneView(QtWidgets.QWidget):
         self.status.setText("starting…")
         self.run_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
-        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens), "--jsonl"]
+        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens), *self.extra_args, "--jsonl"]
         if cfg.draft_model:
             args += ["--draft-model", str(cfg.draft_model)]
         self.proc.start(cli_command("tune", args))

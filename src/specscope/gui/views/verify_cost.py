@@ -32,6 +32,7 @@ class VerifyCostView(QtWidgets.QWidget):
         super().__init__(parent)
         self._config, self._session = config, session
         self._roof: dict | None = None
+        self.extra_args: list[str] = []  # more `specscope roofline` flags (tests: fewer repeats)
         self.proc = CommandProcess(self)
         self.proc.line.connect(self._line)
         self.proc.done.connect(self._done)
@@ -104,7 +105,9 @@ class VerifyCostView(QtWidgets.QWidget):
         self.status.setText("starting…")
         self.measure_btn.setEnabled(False)
         self.stop_btn.setEnabled(True)
-        self.proc.start(cli_command("roofline", [*model_args(cfg), "--positions", str(self.positions.value()), "--jsonl"]))
+        self.proc.start(cli_command("roofline", [*model_args(cfg), "--positions", str(self.positions.value()),
+                                                    "-k", str(min(cfg.num_draft_tokens, self.positions.value() - 1)),
+                                                    *self.extra_args, "--jsonl"]))
 
     def stop(self) -> None:
         self.proc.stop()

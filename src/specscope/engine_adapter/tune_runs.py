@@ -1,0 +1,156 @@
+"""The engine side of ``specscope tune`` and ``specscope roofline``: runs, timings and costs as plain dicts.
+
+``TuneEngine.open(params)`` loads the target through ``Engine.open`` (same model resolution, same
+refusal of models that cannot be rolled back exactly) and finds every drafter the model can use:
+its MTP head when the checkpoint (or ``--mtp-weights``) has one, a draft model when one is given
+(the demo's own draft model with ``--demo``), n-gram lookup always, and the oracle what-if when
+asked for. Each call runs one thing and returns JSON-friendly data; the profiler (``profiler.tune``,
+``profiler.roofline_cli``) decides what to run and what it means.
+
+The oracle here is ``PositionalOracle``: the draft for absolute position j is right exactly when a
+seeded uniform draw *for that position* is below p. Its acceptance has the same distribution as
+``OracleDrafter``'s (each draft wrong with probability 1 − p), but every run sees the same draws at
+the same positions — as a real greedy drafter, whose guess at a position is fixed — so runs at
+different k differ in their timing, not in their luck (common random numbers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from .drafters import Draft
+from .engine import Engine, EngineParams
+from .oracle import OracleDrafter
+
+REAL_DRAFTERS = ("mtp", "draft", "ngram")
+LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
+
+
+class PositionalOracle(OracleDrafter):
+    """The oracle what-if with one seeded draw per absolute position (see the module docstring)."""
+
+    def __init__(self, plain_tokens, p, draft_ms=0.0, seed=0, vocab_size=0):
+        super().__init__(plain_tokens, p, draft_ms=draft_ms, seed=seed, vocab_size=vocab_size)
+        self.seed = int(seed)
+        self._draws(len(self.plain) + 64)
+
+    def _draws(self, n: int) -> None:
+        rng = np.random.default_rng([self.seed, 7919])  # u first: the same right/wrong draws, extended or not
+        self.u = rng.random(n)
+        self.shift = rng.integers(0, max(1, self.vocab - 1), size=n)
+
+    def draft(self, last_token, k, lazy=False):
+        t0 = time.perf_counter()
+        if self.pos + k >= len(self.u):
+            self._draws(2 * (self.pos + k))
+        out = []
+        for i in range(k):
+            j = self.pos + i
+            true = self.plain[j] if j < len(self.plain) else last_token
+            if self.u[j] >= self.p:
+                true = (true + 1 + int(self.shift[j])) % self.vocab
+            out.append(int(true))
+        while (time.perf_counter() - t0) * 1000.0 < self.draft_ms:
+            pass  # a busy wait, like a drafter that keeps the machine busy
+        return Draft(out)
+
+    def describe(self):
+        return {**super().describe(), "draws": "one per position (the same at every k)"}
+
+
+class TuneEngine:
+    def __init__(self, engine: Engine, mtp: bool):
+        self.engine = engine
+        self.model = engine.target.model
+        self.mtp = mtp
+        self._drafters: dict[str, object] = {}
+        self._point = None
+
+    @classmethod
+    def open(cls, params: EngineParams, status=lambda message: None) -> "TuneEngine":
+        from .inspect_model import mtp_status
+
+        p = replace(params, drafter="draft" if (params.draft_model or params.demo) else "ngram")
+        eng = Engine.open(p, status)
+        mtp = bool(params.mtp_weights) or mtp_status(eng.target.checkpoint)["available"]
+        return cls(eng, mtp)
+
+    # -- what there is ------------------------------------------------------------------------------------------
+    def available_drafters(self) -> list[str]:
+        return [d for d in REAL_DRAFTERS if d == "ngram" or (d == "mtp" and self.mtp) or (d == "draft" and self.engine.draft)]
+
+    def describe(self) -> dict:
+        e = self.engine
+        return {"model": e.target.path.name, "model_path": str(e.target.path), "regime": e.sampling.regime,
+                "greedy": e.sampling.greedy, "drafters": self.available_drafters()}
+
+    def encode(self, text: str) -> list[int]:
+        return self.engine.encode(text)
+
+    def drafter(self, name: str, plain_tokens: list[int], seed: int = 0):
+        if name == "oracle":  # ``seed`` offsets the oracle's draws (the other drafters draw nothing)
+            p = self.engine.params
+            return PositionalOracle(plain_tokens, p.oracle_p, p.oracle_draft_ms, p.seed + seed, self.engine.target.vocab_size)
+        if name not in self.available_drafters():
+            raise ValueError(f"drafter {name!r} is not available for this model")
+        if name not in self._drafters:  # begin() resets every stateful drafter, so one instance serves every run
+            eng = Engine(replace(self.engine.params, drafter=name), self.engine.target, self.engine.draft, name, self.engine.compat)
+            self._drafters[name] = eng.make_drafter(plain_tokens)
+        return self._drafters[name]
+
+    # -- runs -----------------------------------------------------------------------------------------------------
+    def plain(self, prompt: list[int], max_tokens: int) -> dict:
+        from .decoding import plain_generate
+
+        recs = list(plain_generate(self.model, prompt, max_tokens, self.engine.sampling))
+        return {"tokens": [r.token for r in recs], "step_ms": [r.ms for r in recs[1:]], "prefill_ms": recs[0].ms}
+
+    def speculative(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, max_tokens: int,
+                    round_kinds: str = "end_to_end", seed: int = 0) -> dict:
+        from .decoding import speculative_generate
+
+        drafter = self.drafter(name, plain_tokens, seed)
+        rounds, tokens = [], []
+        for r in speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds):
+            if r.type == "prefill":
+                tokens.append(r.token)
+                continue
+            tokens += r.emitted
+            rounds.append({"drafted": len(r.drafted), "accepted": r.accepted, "emitted": len(r.emitted), "ms": r.ms,
+                           "draft_ms": r.draft_ms, "verify_ms": r.verify_ms, "rollback_ms": r.rollback_ms, "kind": r.kind})
+        return {"rounds": rounds, "tokens": tokens}
+
+    def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
+                       ns: list[int] | None = None) -> dict[int, list[float]]:
+        """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,
+        repeats interleaved across n."""
+        from .verify_curve import VerifyPoint, whole_samples
+
+        key = tuple(context)
+        if self._point is None or self._point[0] != key:  # one prefilled cache per context, reused
+            self._point = (key, VerifyPoint(self.model, context))
+        point = self._point[1]
+        toks = (list(tokens) + [tokens[-1] if tokens else 0] * positions)[:positions]
+        return whole_samples(point, toks, list(ns or range(1, positions + 1)), reps)
+
+    # -- roofline inputs ----------------------------------------------------------------------------------------------
+    def roofline_inputs(self, prompt: list[int], positions: int, reps: int, category_reps: int,
+                        bandwidth_mib: float, matmul_n: int | None, progress=lambda message: None) -> dict:
+        """The verify curve (with routes), bytes and FLOPs per category at every n, and the machine probes."""
+        from .machine_probe import probe_machine
+        from .model_cost import model_cost
+        from .verify_curve import VerifyPoint, measure_curve
+
+        curve = measure_curve(self.model, prompt, positions=positions, reps=reps, category_reps=category_reps,
+                              progress=progress)
+        progress("counting bytes and FLOPs per category")
+        point = VerifyPoint(self.model, prompt)  # a live cache at the same context: state sizes, KV dtype
+        cost = model_cost(self.model, point.cache)
+        costs = {p["positions"]: cost.forward(p["positions"], curve["context"], p.get("routes")) for p in curve["points"]}
+        progress("probing the machine (bandwidth, compute)")
+        machine = probe_machine(dtype=cost.act_dtype, bandwidth_mib=bandwidth_mib, matmul_n=matmul_n)
+        return {"curve": curve, "costs": costs, "machine": machine, "cost_notes": cost.notes,
+                "weight_bytes_total": cost.total_weight_bytes()}

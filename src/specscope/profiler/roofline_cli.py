@@ -1,0 +1,305 @@
+"""``specscope roofline``, ``specscope tune`` and ``specscope bench tune``: parsers and commands.
+
+``add_parsers(sub)`` adds both commands to the ``specscope`` argparse subparsers; ``bench_tune(a)`` is
+the benchmark (same result shape as ``profiler/bench.py``'s). Both commands run the engine in this
+process (as ``bench`` does), through ``engine_adapter.tune_runs.TuneEngine``; MLX is imported only when
+a command runs. ``python -m specscope.profiler.roofline_cli roofline --demo`` works on its own too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from specscope.errors import SpecscopeError
+
+from .cli import _fail, add_download_arg, resolve_model_args
+from .session import finite_json
+
+DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
+                  "decoding them.")
+TUNE_TARGET = ("<=", 0.05)
+
+
+def _progress(enabled: bool):
+    def say(message: str) -> None:
+        if enabled:
+            print(f"specscope: {message}", file=sys.stderr, flush=True)
+    return say
+
+
+def _jsonl_status(message: str) -> None:
+    print(json.dumps({"status": message}), flush=True)
+
+
+def _say(a):
+    return _jsonl_status if a.jsonl else _progress(a.progress or sys.stderr.isatty())
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", help="a model folder or a cached repo id (org/name[@revision])")
+    src.add_argument("--demo", action="store_true", help="the synthetic demo model")
+    p.add_argument("--draft-model", help="a draft model folder or cached repo id (same tokenizer)")
+    p.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
+    p.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm")
+    p.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
+    p.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost per round")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prompt", help=f"the prompt (default: the first case(s) of the suite; roofline: {DEFAULT_PROMPT[:30]}…)")
+    p.add_argument("--allow-oversize", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    p.add_argument("--jsonl", action="store_true",
+                   help="JSON lines on stdout for a program (the app): {\"status\": …} as it goes, then the result")
+    add_download_arg(p)
+
+
+def add_parsers(sub) -> None:
+    r = sub.add_parser("roofline", help="the verify cost curve, machine limits and a roofline per category")
+    _add_model_args(r)
+    r.add_argument("--positions", type=int, default=9, help="verify forwards over n = 1..N positions (1-17, default 9)")
+    r.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="the headline verify covers k+1 positions")
+    r.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
+                   help="drafter whose acceptance and draft cost the division at the floor uses")
+    r.add_argument("--max-tokens", type=int, default=48, help="tokens of the short speculative run for acceptance")
+    r.add_argument("--no-division", action="store_true", help="skip the speculative run (no division at the floor)")
+    r.add_argument("--reps", type=int, default=5, help="whole-graph repeats per n (interleaved across n)")
+    r.add_argument("--category-reps", type=int, default=2, help="per-category ruler repeats per n (0: none)")
+    r.add_argument("--bandwidth-mib", type=float, default=512, help="size of the bandwidth probe's array")
+    r.add_argument("--matmul-n", type=int, help="size of the compute probe's square matmul (default 1024 CPU, 4096 GPU)")
+    r.set_defaults(func=cmd_roofline, temp=0.0, top_p=1.0)
+
+    t = sub.add_parser("tune", help="predict the speedup of every k with every drafter, confirm the best, recommend one")
+    _add_model_args(t)
+    t.add_argument("--k-max", type=int, default=4, help="the speculative run that measures acceptance drafts K_max (1-16)")
+    t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
+    t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
+    t.add_argument("--reps", type=int, default=3, help="confirmation repeats (plain and speculative interleaved)")
+    t.add_argument("--confirm", choices=["best", "all"], default="best",
+                   help="confirm each drafter's best predicted k and its neighbours (default), or every k")
+    t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
+    t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across categories)")
+    t.add_argument("--temp", type=float, default=0.0)
+    t.add_argument("--top-p", type=float, default=1.0)
+    t.set_defaults(func=cmd_tune)
+
+
+# -- shared ------------------------------------------------------------------------------------------------------------
+
+def _params(a, drafter: str = "auto"):
+    from specscope.engine_adapter.engine import EngineParams
+
+    return EngineParams(model=a.model, demo=bool(a.demo), drafter=drafter, draft_model=a.draft_model,
+                        mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, oracle_p=a.oracle_p,
+                        oracle_draft_ms=a.oracle_draft_ms, temp=a.temp, top_p=a.top_p, seed=a.seed,
+                        allow_oversize=a.allow_oversize)
+
+
+def _check_oracle(a) -> None:
+    if not 0.0 <= a.oracle_p <= 1.0:
+        raise SpecscopeError("--oracle-p must be between 0 and 1")
+    if a.oracle_draft_ms < 0:
+        raise SpecscopeError("--oracle-draft-ms must be >= 0")
+
+
+def _open(a, say):
+    from specscope.engine_adapter.tune_runs import TuneEngine
+
+    if not a.model and not a.demo:
+        raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+    resolve_model_args(a)
+    return TuneEngine.open(_params(a), status=say)
+
+
+# -- roofline -------------------------------------------------------------------------------------------------------
+
+def roofline_data(a, say=lambda m: None) -> dict:
+    """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json``."""
+    from .roofline import build_roofline
+
+    if not 1 <= a.positions <= 17:
+        raise SpecscopeError("--positions must be between 1 and 17")
+    if not 1 <= a.num_draft_tokens + 1 <= a.positions:
+        raise SpecscopeError(f"-k must be between 0 and --positions − 1 ({a.positions - 1}): "
+                             "the headline verify is k+1 positions")
+    if a.reps < 1 or a.category_reps < 0:
+        raise SpecscopeError("--reps must be >= 1 and --category-reps >= 0")
+    if a.max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if a.bandwidth_mib <= 0 or (a.matmul_n is not None and a.matmul_n < 16):
+        raise SpecscopeError("--bandwidth-mib must be positive and --matmul-n at least 16")
+    _check_oracle(a)
+    eng = _open(a, say)
+    prompt = eng.encode(a.prompt or DEFAULT_PROMPT)
+    if not prompt:
+        raise SpecscopeError("the prompt encodes to no tokens")
+    ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.category_reps, a.bandwidth_mib, a.matmul_n, progress=say)
+    division = None
+    k = a.num_draft_tokens
+    if not a.no_division and k >= 1:
+        name = a.drafter
+        if name == "auto":
+            have = eng.available_drafters()
+            name = "draft" if a.draft_model and "draft" in have else ("mtp" if "mtp" in have else "ngram")
+        say(f"a short speculative run with {name} at k = {k} (acceptance, draft cost)")
+        plain = eng.plain(prompt, a.max_tokens)
+        run = eng.speculative(name, prompt, plain["tokens"], k, a.max_tokens, "instrumented")
+        full = [r for r in run["rounds"] if r["drafted"] == k]
+        if full:
+            from . import stats
+
+            acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
+            division = {"drafter": name, "k": k, "rounds": len(full), "acceptance": acc["per_position"],
+                        "p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
+                        "t_draft_ms": stats.mean([r["draft_ms"] for r in full]),
+                        "plain_t_decode_ms": stats.mean(plain["step_ms"])}
+    out = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
+    out.update(model=eng.describe()["model"], prompt_tokens=len(prompt), weight_bytes_total=ins["weight_bytes_total"],
+               machine=ins["machine"], labels=ins["curve"]["labels"], verify_tokens=ins["curve"]["tokens"])
+    out["notes"] += ins["cost_notes"]
+    return out
+
+
+def cmd_roofline(a) -> int:
+    from .roofline import format_roofline
+
+    out = roofline_data(a, _say(a))
+    if a.jsonl:
+        print(json.dumps({"roofline": finite_json(out)}), flush=True)
+    else:
+        print(json.dumps(finite_json(out), indent=1) if a.json else format_roofline(out))
+    return 0
+
+
+# -- tune -------------------------------------------------------------------------------------------------------------
+
+def _prompts(a, eng) -> list[list[int]]:
+    if a.prompt:
+        return [eng.encode(a.prompt)]
+    from .suite import load_suite, take_cases
+
+    return [eng.encode(c["prompt"]) for c in take_cases(load_suite(a.suite)["cases"], a.cases)]
+
+
+def tune_data(a, say=lambda m: None) -> dict:
+    from .tune import run_tune
+
+    if not 1 <= a.k_max <= 16:
+        raise SpecscopeError("--k-max must be between 1 and 16")
+    if a.max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if a.reps < 1:
+        raise SpecscopeError("--reps must be at least 1")
+    if a.cases is not None and a.cases < 1:
+        raise SpecscopeError("--cases must be at least 1")
+    if a.temp < 0 or not 0 < a.top_p <= 1:
+        raise SpecscopeError("--temp must be >= 0 and --top-p in (0, 1]")
+    _check_oracle(a)
+    drafters = [d.strip() for d in a.drafters.split(",") if d.strip()] if a.drafters else None
+    if drafters is not None and not drafters:
+        raise SpecscopeError("--drafters lists no drafter")
+    if a.suite and not a.prompt:
+        from .suite import load_suite
+
+        load_suite(a.suite)  # fail fast, before loading a model
+    eng = _open(a, say)
+    out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
+                   confirm=a.confirm, progress=say)
+    return out
+
+
+def format_tune(res: dict) -> str:
+    lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
+             f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
+             f"T_decode {res['t_decode_ms']:.1f} ms ({res['plain_tok_s'] or 0:.1f} tok/s plain); verify at n = "
+             + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
+             "",
+             " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (range)        error"]
+    for r in res["rows"]:
+        lo, hi = r["predicted_ci95"]
+        m = r["measured_speedup"]
+        mr = r.get("measured_range")
+        meas = (f"{m:.3f}× ({mr[0]:.2f}–{mr[1]:.2f})" if mr else f"{m:.3f}×") if m is not None else "—"
+        err = f"{r['prediction_error']:+.1%}" if r["prediction_error"] is not None else ""
+        lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
+                     f" {r['t_draft_ms']:8.1f}   "
+                     f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
+    lines.append("")
+    for name, d in res["drafters"].items():
+        lines.append(f"acceptance a_i, {d['label']} ({d['rounds']} rounds at K_max): "
+                     + " ".join(f"{x:.2f}" for x in d["acceptance"]))
+    lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
+    return "\n".join(lines)
+
+
+def cmd_tune(a) -> int:
+    out = tune_data(a, _say(a))
+    if a.jsonl:
+        print(json.dumps({"tune": finite_json(out)}), flush=True)
+    else:
+        print(json.dumps(finite_json(out), indent=1) if a.json else format_tune(out))
+    return 0
+
+
+# -- bench tune -------------------------------------------------------------------------------------------------------
+
+def bench_tune(a) -> dict:
+    """Tune's prediction against its own confirmation runs, on the demo (or --model) with the oracle drafter at
+    P = 0.75 and a 2 ms draft charge, every k = 1..max(4, -k) confirmed; the figure is the largest |error|."""
+    from specscope.engine_adapter.engine import EngineParams
+    from specscope.engine_adapter.tune_runs import TuneEngine
+
+    from .bench import PROMPT
+    from .tune import run_tune
+
+    k_max = max(4, getattr(a, "num_draft_tokens", 2) or 2)
+    params = EngineParams(model=getattr(a, "model", None), demo=not getattr(a, "model", None), drafter="oracle",
+                          oracle_p=0.75, oracle_draft_ms=2.0)
+    eng = TuneEngine.open(params)
+    prompt = eng.encode(getattr(a, "prompt", None) or PROMPT)
+    res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, drafters=["oracle"],
+                   reps=a.pairs, confirm="all")
+    errs = [abs(r["prediction_error"]) for r in res["rows"] if r["prediction_error"] is not None]
+    if not errs:
+        raise SpecscopeError("tune: no confirmation run was measured")
+    op, target = TUNE_TARGET
+    value = max(errs)
+    return {
+        "benchmark": "tune",
+        "ratio": value,
+        "ratio_min": min(errs),
+        "ratio_max": value,
+        "median_ci95": None,
+        "stable_to_1pct": False,
+        "pairs": a.pairs,
+        "target": f"{op} {target}",
+        "met": bool(value <= target),
+        "unit": "max |relative error|",
+        "raw": {"rows": [{k: r.get(k) for k in ("k", "predicted_speedup", "predicted_ci95", "measured_speedup", "measured_range",
+                                                 "prediction_error", "tokens_per_round", "measured_tokens_per_round",
+                                                 "predicted_round_ms", "measured_round_ms", "t_verify_ms", "t_draft_ms",
+                                                 "t_rollback_ms")}
+                         for r in res["rows"]],
+                "oracle_p": 0.75, "oracle_draft_ms": 2.0, "k_max": k_max, "max_tokens": a.max_tokens,
+                "t_decode_ms": res["t_decode_ms"], "acceptance": res["drafters"]["oracle"]["acceptance"]},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m specscope.profiler.roofline_cli``), with ``specscope``'s error handling."""
+    ap = argparse.ArgumentParser(prog="specscope")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    add_parsers(sub)
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return a.func(a)
+    except SpecscopeError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""``specscope tune``: which k, with which drafter, wins on this machine? Pure Python over an engine seam.
+
+1. Plain decoding of each prompt gives T_decode (and the tokens the oracle drafts from).
+2. The verify curve: whole-graph verify forwards over n = 1..K+1 positions at mid-run context,
+   timed apart from any speculative run (interleaved repeats); the forward at k+1 positions is
+   re-timed right before and after every confirmation run at k (never inside it), so that drift on a
+   shared machine hits the prediction and the measurement alike.
+3. Per drafter, one speculative run at K_max (instrumented rounds) records the per-position
+   acceptance a_1..a_K and T_draft(K); a short run at k = 1 gives T_draft(1); T_draft(k) is the line
+   through the two (a chained drafter costs about one step per draft, the oracle a fixed charge).
+4. For every k ≤ K: E(k) = 1 + Σ_{i≤k} a_i, predicted speedup = E(k) · T_decode / (T_verify(k+1) +
+   T_draft(k) + T_rollback(k) + T_bookkeeping) (see ``predict``; ``division_speedup`` is the bare
+   division without the last two), with a 95% interval by bootstrap over rounds (acceptance,
+   rollback), verify repeats, draft rounds and plain steps (timing spread).
+5. Confirmation: end-to-end speculative runs at each drafter's best predicted k and its neighbours
+   (or every k), each right after a plain run of its own (A/B pairs), repeated; measured speedup =
+   the median over repeats of speculative tok/s ÷ its plain run's tok/s (prompts pooled), over full
+   rounds (a run's last, shorter round — fewer drafts because max-tokens is near — is left out, as
+   it is from the K_max run's acceptance); prediction error = predicted ÷ measured − 1.
+6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
+
+The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
+``plain(prompt, n)``, ``speculative(drafter, prompt, plain_tokens, k, n, round_kinds, seed=0)`` and
+``verify_samples(context, tokens, positions, reps, ns=None)``; tests may pass any object that does.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+from specscope.errors import SpecscopeError
+
+from . import stats
+
+GREEDY_ASSUMPTION = (
+    "Drafts are chained: the i-th draft of a round is made after the first i-1, the same way whatever k is. "
+    "Under greedy decoding the share of rounds whose first i drafts are all accepted (a_i) therefore does not "
+    "depend on k, so a_1..a_K measured at K_max predict every k <= K_max.")
+TEMPERATURE_ASSUMPTION = (
+    "Under temperature sampling acceptance is random per draft; that a_1..a_K measured at K_max hold at every "
+    "k <= K_max is an assumption here (it holds in expectation when the draft and target distributions do not "
+    "depend on k), not a consequence of chained drafts.")
+LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
+WHAT_IF = {"oracle"}
+
+
+# -- prediction ----------------------------------------------------------------------------------------------------
+
+def per_position(accepted: list[int], k_max: int) -> list[float]:
+    a = np.asarray(accepted)
+    return [float(np.mean(a >= i)) if a.size else 0.0 for i in range(1, k_max + 1)]
+
+
+def draft_ms_at(k: int, t1: float, tk: float, k_max: int) -> float:
+    """T_draft(k) on the line through T_draft(1) and T_draft(K_max)."""
+    return t1 if k_max <= 1 else t1 + (tk - t1) * (k - 1) / (k_max - 1)
+
+
+def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
+            plain_steps: list[float], resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
+
+    ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
+    ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
+    ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean).
+
+        predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
+
+    E(k) = 1 + mean(min(accepted, k)) = 1 + Σ_{i≤k} a_i. T_rollback(k): each K_max round's own rollback
+    when it accepted fewer than k drafts (a partial round at k rolls back the same accepted positions),
+    else the rollback of a fully accepted round; T_bookkeeping: the rest of a round (drafter update,
+    records), per round. All of it is measured apart from the runs the prediction is held against."""
+    if not rounds:
+        raise SpecscopeError("no full speculative rounds at K_max to measure acceptance from (raise --max-tokens)")
+    acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
+    dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
+    rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
+    book = np.maximum(0.0, np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
+                                       for r in rounds], dtype=float))
+    d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
+    steps = np.asarray(plain_steps, dtype=float)
+    full = rb[acc >= k_max]
+    rb_full = float(full.mean()) if full.size else float(rb.min())
+    rng = np.random.default_rng(seed)
+
+    def boot(x, stat):
+        idx = rng.integers(0, len(x), size=(resamples, len(x)))
+        return stat(x[idx], axis=1)
+
+    b_steps = boot(steps, np.mean)
+    b_d1 = boot(d1, np.mean)
+    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # rounds resampled whole
+    b_acc, b_rb, b_book, b_dk = acc[idx], rb[idx], book[idx].mean(axis=1), dk[idx].mean(axis=1)
+    t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
+    rows = []
+    for k in range(1, k_max + 1):
+        v = np.asarray(verify[k + 1], dtype=float)
+        t_v = float(np.median(v))
+        t_d = draft_ms_at(k, t1, tk, k_max)
+        t_rb = float(np.where(acc < k, rb, rb_full).mean())
+        E = 1.0 + float(np.minimum(acc, k).mean())
+        d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
+        frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
+        b_E = 1.0 + np.minimum(b_acc, k).mean(axis=1)
+        b_s = b_E * b_steps / (boot(v, np.median) + b_d1 + (b_dk - b_d1) * frac
+                               + np.where(b_acc < k, b_rb, rb_full).mean(axis=1) + b_book)
+        rows.append({
+            "k": k,
+            "predicted_speedup": d.predicted_speedup,
+            "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
+            "division_speedup": stats.divide(t_dec, t_v, t_d, E).predicted_speedup,
+            "tokens_per_round": E,
+            "t_decode_ms": t_dec,
+            "t_verify_ms": t_v,
+            "t_draft_ms": t_d,
+            "t_rollback_ms": t_rb,
+            "t_bookkeeping_ms": t_book,
+            "verify_multiple": t_v / t_dec,
+            "break_even_verify_ms": E * t_dec - t_d - t_rb - t_book,
+        })
+    return rows
+
+
+def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:
+    """(drafter, k) pairs to confirm: each drafter's best predicted k and its neighbours, or every k."""
+    out = []
+    for name, rows in pred.items():
+        if which == "all":
+            ks = range(1, k_max + 1)
+        else:
+            best = max(rows, key=lambda r: r["predicted_speedup"])["k"]
+            ks = range(max(1, best - neighbours), min(k_max, best + neighbours) + 1)
+        out += [(name, k) for k in ks]
+    return out
+
+
+def recommendation(rows: list[dict]) -> dict:
+    measured = [r for r in rows if r.get("measured_speedup") is not None]
+    if not measured:
+        raise SpecscopeError("no confirmation run was measured")
+    real = [r for r in measured if not r["what_if"]] or measured
+    best = max(real, key=lambda r: r["measured_speedup"])
+    who = LABELS.get(best["drafter"], best["drafter"])
+    m, p = best["measured_speedup"], best["predicted_speedup"]
+    rec = {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
+           "predicted_ci95": best["predicted_ci95"], "wins": m > 1.0, "what_if": best["what_if"],
+           "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"]}
+    if m > 1.0:
+        rec["text"] = f"use k={best['k']} with {who}: {m:.2f}× measured (predicted {p:.2f}×)"
+    else:
+        need = best["break_even_verify_ms"]
+        rec["text"] = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
+                       + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need > 0 else
+                          "its draft alone costs more than the tokens it could save"))
+    if best["what_if"]:
+        rec["text"] += " — a what-if: no real drafter took part"
+    return rec
+
+
+# -- the run ----------------------------------------------------------------------------------------------------------
+
+def _rate(tokens: int, ms: float) -> float | None:
+    return 1000.0 * tokens / ms if ms > 0 and tokens > 0 else None
+
+
+def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
+             reps: int = 3, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None) -> dict:
+    """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``)."""
+    if not 1 <= k_max <= 16:
+        raise SpecscopeError("--k-max must be between 1 and 16")
+    if max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if reps < 1:
+        raise SpecscopeError("--reps must be at least 1")
+    if not prompts:
+        raise SpecscopeError("no prompts to tune on")
+    info = seam.describe()
+    names = list(drafters or info["drafters"])
+    unknown = [d for d in names if d not in info["drafters"] and d not in WHAT_IF]
+    if unknown:
+        have = ", ".join(info["drafters"] + sorted(WHAT_IF))
+        raise SpecscopeError(f"drafter {unknown[0]!r} is not available for this model (available: {have})")
+
+    progress("plain decoding")
+    plain = [seam.plain(p, max_tokens) for p in prompts]
+    plain_steps = [ms for r in plain for ms in r["step_ms"]]
+    mid = max_tokens // 2
+    context = list(prompts[0]) + plain[0]["tokens"][:mid]
+    progress(f"verify curve over n = 1..{k_max + 1} at context {len(context)}")
+    verify = seam.verify_samples(context, plain[0]["tokens"][mid:], k_max + 1, verify_reps)
+
+    per_drafter, pred, inputs = {}, {}, {}
+    for name in names:
+        progress(f"{name}: a speculative run at k = {k_max}")
+        # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
+        # so acceptance is measured on the same draws it is held against. Real greedy drafters need one run.
+        seeds = range(reps) if name in WHAT_IF else [0]
+        runs = [seam.speculative(name, p, pl["tokens"], k_max, max_tokens, "instrumented", seed=s)
+                for s in seeds for p, pl in zip(prompts, plain)]
+        full = [r for run in runs for r in run["rounds"] if r["drafted"] == k_max]
+        draft_k = [r["draft_ms"] for r in full]
+        draft_1 = []
+        if k_max > 1:
+            progress(f"{name}: draft steps at k = 1")
+            short = [seam.speculative(name, p, pl["tokens"], 1, max(4, max_tokens // 2), "instrumented")
+                     for p, pl in zip(prompts, plain)]
+            draft_1 = [r["draft_ms"] for run in short for r in run["rounds"] if r["drafted"] == 1]
+        accepted = [r["accepted"] for r in full]
+        inputs[name] = (full, draft_1)
+        pred[name] = predict(full, k_max, verify, draft_1, plain_steps)
+        lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
+        per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
+                             "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
+                             "t_draft_ms_k1": statistics.fmean(draft_1 or draft_k) if (draft_1 or draft_k) else None,
+                             "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
+                             # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
+                             "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
+
+    plan = confirm_set(pred, k_max, confirm)
+    measured: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per rep
+    plain_rates, ratios, verify_beside, confirm_steps = [], {c: [] for c in plan}, {}, []
+
+    def beside(n: int) -> None:
+        verify_beside.setdefault(n, []).extend(seam.verify_samples(context, plain[0]["tokens"][mid:], n, 2, ns=[n])[n])
+
+    for rep in range(reps):
+        progress(f"confirmation {rep + 1}/{reps}: {len(plan)} speculative settings, each beside its own plain run")
+        order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
+        for name, k in order:
+            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and
+            # the verify forward at k+1 positions is re-timed right before and after the pair (apart from both), so
+            # drift on a shared machine hits the prediction and the measurement alike.
+            beside(k + 1)
+            steps = [ms for p in prompts for ms in seam.plain(p, max_tokens)["step_ms"]]
+            confirm_steps += steps
+            plain_rates.append((len(steps), sum(steps)))
+            p_rate = _rate(len(steps), sum(steps))
+            rr = [r for p, pl in zip(prompts, plain)
+                  for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
+            beside(k + 1)
+            rr = [r for r in rr if r["drafted"] == k]  # steady state: the last, shorter round of a run is left out
+            tok, ms = sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr)
+            measured[(name, k)].append((tok, ms, len(rr)))
+            if p_rate and _rate(tok, ms):
+                ratios[(name, k)].append(_rate(tok, ms) / p_rate)
+    plain_rate = _rate(sum(n for n, _ in plain_rates), sum(ms for _, ms in plain_rates))
+
+    # Final predictions: T_decode from the plain runs the measured side divides by (so it cancels in the error), and
+    # T_verify from the forwards timed beside the confirmation runs where there are some, else the initial curve.
+    verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
+    rows = []
+    for name in names:
+        full, draft_1 = inputs[name]
+        for p in predict(full, k_max, verify_final, draft_1, confirm_steps):
+            row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
+                   "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
+                   "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
+                   **{key: p[key] for key in ("division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
+                                              "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms")}}
+            m = measured.get((name, p["k"]))
+            spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
+            if spec_rate and plain_rate:
+                n_rounds = sum(x[2] for x in m)
+                # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
+                row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
+                row["measured_round_ms"] = sum(x[1] for x in m) / n_rounds
+                row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
+                r = ratios[(name, p["k"])]
+                # the median of per-repeat ratios (each speculative run over the plain run of its repeat), as bench
+                # does: a burst of load on a shared machine then moves one repeat, not the figure
+                row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
+                row["measured_speedup_pooled"] = spec_rate / plain_rate
+                row["measured_range"] = [min(r), max(r)] if r else None
+                row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
+            rows.append(row)
+    return {
+        "recommendation": recommendation(rows),
+        "rows": rows,
+        "assumption": GREEDY_ASSUMPTION if info.get("greedy", True) else TEMPERATURE_ASSUMPTION,
+        "regime": info.get("regime", "greedy"),
+        "model": info.get("model"),
+        "k_max": k_max,
+        "max_tokens": max_tokens,
+        "prompts": len(prompts),
+        "confirm_reps": reps,
+        "t_decode_ms": statistics.fmean(confirm_steps),
+        "plain_tok_s": plain_rate,
+        "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
+        "verify_ms_beside": {str(n): statistics.median(v) for n, v in sorted(verify_beside.items())},
+        "verify_context": len(context),
+        "drafters": per_drafter,
+        "method": ("T_verify: whole-graph verify forwards at mid-run context, apart from any speculative run (for a "
+                   "confirmed k, those timed right beside its confirmation runs); T_draft: instrumented draft steps at "
+                   "k = 1 and K_max (a line between); T_rollback, T_bookkeeping and acceptance: the K_max run; "
+                   "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
+                   "full rounds only (a run's last, shorter round is left out on both sides)"),
+    }

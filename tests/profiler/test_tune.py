@@ -1,0 +1,164 @@
+"""``specscope tune``: the prediction's arithmetic on a deterministic fake engine, the JSON shape on the demo
+model, the recommendation, bad input, and ``bench tune``'s result shape. No timing is asserted."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+
+import pytest
+
+from specscope.errors import SpecscopeError
+from specscope.profiler.roofline_cli import bench_tune, main
+from specscope.profiler.tune import (GREEDY_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
+                                     run_tune)
+
+ROW_KEYS = {"drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup", "prediction_error"}
+T_DECODE = 10.0
+PATTERN = [4, 1, 0, 2, 4, 3]  # accepted drafts per round at K_max = 4, cycled
+
+
+class FakeEngine:
+    """Every time is exact: a verify over n positions costs ``10 + slope·(n−1)`` ms, drafting k tokens ``1 + 0.5k``,
+    a partial round ``0.5 + 0.1·accepted`` of rollback, and each round 0.2 ms of bookkeeping. A run at k accepts
+    min(PATTERN[i], k) in its i-th round: the greedy assumption holds exactly, so prediction = measurement."""
+
+    def __init__(self, slope=5.0, drafters=("ngram", "mtp")):
+        self.slope, self.drafters = slope, list(drafters)
+        self.calls = []
+
+    def describe(self):
+        return {"model": "fake", "regime": "greedy", "greedy": True, "drafters": self.drafters}
+
+    def plain(self, prompt, n):
+        return {"tokens": list(range(n)), "step_ms": [T_DECODE] * (n - 1), "prefill_ms": 1.0}
+
+    def verify_ms(self, n):
+        return T_DECODE + self.slope * (n - 1)
+
+    def verify_samples(self, context, tokens, positions, reps, ns=None):
+        return {n: [self.verify_ms(n)] * reps for n in (ns or range(1, positions + 1))}
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        self.calls.append((name, k, kinds))
+        extra = 0.0 if name == "ngram" else 1.0  # mtp drafts cost one more ms per round
+        rounds = []
+        for a in itertools.islice(itertools.cycle(PATTERN), len(PATTERN) * 4):
+            acc = min(a, k)
+            draft, verify = 1.0 + 0.5 * k + extra, self.verify_ms(k + 1)
+            rb = 0.5 + 0.1 * acc if acc < k else 0.0
+            inst = kinds == "instrumented"
+            rounds.append({"drafted": k, "accepted": acc, "emitted": acc + 1, "ms": draft + verify + rb + 0.2,
+                           "draft_ms": draft if inst else None, "verify_ms": verify if inst else None,
+                           "rollback_ms": rb if inst else None, "kind": kinds})
+        return {"rounds": rounds, "tokens": []}
+
+
+def test_prediction_equals_measurement_when_the_model_holds():
+    eng = FakeEngine()
+    res = run_tune(eng, [[1, 2, 3]], k_max=4, max_tokens=16, reps=2, confirm="all")
+    assert len(res["rows"]) == 8 and {r["drafter"] for r in res["rows"]} == {"ngram", "mtp"}
+    for r in res["rows"]:
+        assert ROW_KEYS <= set(r)
+        assert r["prediction_error"] == pytest.approx(0.0, abs=1e-9)
+        lo, hi = r["predicted_ci95"]
+        assert lo <= r["predicted_speedup"] + 1e-9 and r["predicted_speedup"] <= hi + 1e-9
+        acc = [min(a, r["k"]) for a in PATTERN]
+        assert r["tokens_per_round"] == pytest.approx(1 + sum(acc) / len(acc))
+        assert r["t_verify_ms"] == eng.verify_ms(r["k"] + 1) and r["t_decode_ms"] == T_DECODE
+        assert r["t_rollback_ms"] == pytest.approx(sum(0.5 + 0.1 * a for a in acc if a < r["k"]) / len(acc))
+        assert r["t_bookkeeping_ms"] == pytest.approx(0.2)
+    assert res["drafters"]["ngram"]["acceptance"] == per_position(PATTERN, 4)
+    assert res["assumption"] == GREEDY_ASSUMPTION
+    # instrumented runs at K_max and k=1 first, then only end-to-end confirmations
+    assert eng.calls[:4] == [("ngram", 4, "instrumented"), ("ngram", 1, "instrumented"), ("mtp", 4, "instrumented"),
+                             ("mtp", 1, "instrumented")]
+    assert all(kind == "end_to_end" for _, _, kind in eng.calls[4:])
+    json.dumps(res)
+
+
+def test_recommendation_is_one_of_the_rows_and_says_why_nothing_wins():
+    res = run_tune(FakeEngine(slope=9.0), [[1]], k_max=3, max_tokens=16, reps=1)
+    rec = res["recommendation"]
+    assert any(r["drafter"] == rec["drafter"] and r["k"] == rec["k"] and r["measured_speedup"] == rec["measured_speedup"]
+               for r in res["rows"])
+    assert rec["drafter"] == "ngram" and not rec["wins"]  # cheaper drafts, same acceptance
+    assert rec["text"].startswith(f"no k wins here: the best, k={rec['k']} with n-gram lookup, measures")
+    assert "it would need T_verify ≤" in rec["text"]
+    # confirmed: each drafter's best predicted k and its neighbours; the rest are predictions only
+    best = {d: max((r for r in res["rows"] if r["drafter"] == d), key=lambda r: r["predicted_speedup"])["k"]
+            for d in ("ngram", "mtp")}
+    for r in res["rows"]:
+        assert (r["measured_speedup"] is not None) == (abs(r["k"] - best[r["drafter"]]) <= 1)
+
+
+def test_a_winning_setting_is_recommended():
+    res = run_tune(FakeEngine(slope=1.0), [[1]], k_max=4, max_tokens=16, reps=1)
+    rec = res["recommendation"]
+    assert rec["wins"] and rec["text"].startswith(f"use k={rec['k']} with n-gram lookup: ")
+    assert rec["measured_speedup"] == max(r["measured_speedup"] or 0 for r in res["rows"])
+
+
+def test_oracle_is_recommended_only_when_alone():
+    rows = [{"drafter": "oracle", "k": 2, "measured_speedup": 3.0, "predicted_speedup": 3.0, "predicted_ci95": [2, 4],
+             "what_if": True, "t_verify_ms": 1.0, "break_even_verify_ms": 5.0},
+            {"drafter": "mtp", "k": 1, "measured_speedup": 0.8, "predicted_speedup": 0.8, "predicted_ci95": [0.7, 0.9],
+             "what_if": False, "t_verify_ms": 20.0, "break_even_verify_ms": 12.0}]
+    assert recommendation(rows)["drafter"] == "mtp"
+    only = recommendation(rows[:1])
+    assert only["drafter"] == "oracle" and "what-if" in only["text"]
+
+
+def test_helpers():
+    assert per_position([0, 1, 2, 2], 3) == [0.75, 0.5, 0.0]
+    assert draft_ms_at(1, 2.0, 8.0, 4) == 2.0 and draft_ms_at(4, 2.0, 8.0, 4) == 8.0 and draft_ms_at(3, 2.0, 8.0, 4) == 6.0
+    assert draft_ms_at(1, 2.0, 8.0, 1) == 2.0
+    pred = {"a": [{"k": 1, "predicted_speedup": 0.5}, {"k": 2, "predicted_speedup": 0.7}, {"k": 3, "predicted_speedup": 0.6},
+                  {"k": 4, "predicted_speedup": 0.1}]}
+    assert confirm_set(pred, 4) == [("a", 1), ("a", 2), ("a", 3)]
+    assert confirm_set(pred, 4, "all") == [("a", k) for k in range(1, 5)]
+    with pytest.raises(SpecscopeError):
+        predict([], 2, {2: [1.0], 3: [1.0]}, [], [1.0])
+    with pytest.raises(SpecscopeError):
+        run_tune(FakeEngine(), [[1]], drafters=["draft"])
+
+
+# -- the command on the demo model ----------------------------------------------------------------------------------------
+
+def test_tune_command_json_shape(capsys):
+    assert main(["tune", "--demo", "--k-max", "2", "--max-tokens", "8", "--reps", "1", "--drafters", "oracle,ngram",
+                 "--prompt", "Hello there", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert set(res) >= {"recommendation", "rows", "assumption"}
+    assert [(r["drafter"], r["k"]) for r in res["rows"]] == [("oracle", 1), ("oracle", 2), ("ngram", 1), ("ngram", 2)]
+    for r in res["rows"]:
+        assert ROW_KEYS <= set(r) and r["predicted_speedup"] > 0 and len(r["predicted_ci95"]) == 2
+    rec = res["recommendation"]
+    assert rec["drafter"] == "ngram"  # a real drafter is preferred to the what-if
+    assert any(r["drafter"] == rec["drafter"] and r["k"] == rec["k"] for r in res["rows"])
+    assert "greedy" in res["assumption"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tune", "--demo", "--k-max", "0"], "--k-max"),
+    (["tune", "--demo", "--max-tokens", "2"], "--max-tokens"),
+    (["tune", "--demo", "--reps", "0"], "--reps"),
+    (["tune"], "--demo"),
+    (["tune", "--demo", "--drafters", ","], "--drafters"),
+    (["tune", "--demo", "--drafters", "telepathy", "--max-tokens", "4"], "telepathy"),
+    (["tune", "--demo", "--suite", "/nonexistent/suite.json"], "suite"),
+])
+def test_bad_input_is_a_clear_message(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specscope: error:") and message in err and "Traceback" not in err
+
+
+def test_bench_tune_result_shape():
+    res = bench_tune(argparse.Namespace(pairs=1, max_tokens=8, num_draft_tokens=2, model=None, json=True, prompt="Hi there"))
+    assert res["benchmark"] == "tune" and res["unit"] == "max |relative error|" and res["target"] == "<= 0.05"
+    assert isinstance(res["ratio"], float) and res["ratio_min"] <= res["ratio"] == res["ratio_max"]
+    assert isinstance(res["met"], bool)
+    assert [r["k"] for r in res["raw"]["rows"]] == [1, 2, 3, 4]
+    assert all(r["measured_speedup"] is not None for r in res["raw"]["rows"])
