@@ -208,6 +208,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model.session.data[key] = result
         if not self.is_running():
             self.model.save_autosave()
+            self.model.flush()  # the Division page's prediction uses the verify curve
 
     # -- pages ----------------------------------------------------------------------
     def show_page(self, key: str) -> None:

@@ -169,6 +169,8 @@ def cmd_run(a) -> int:
                 print(res.stderr.rstrip(), file=sys.stderr)
             msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
         return _fail(msg, 2 if res.returncode == 2 else 1)
+    if getattr(a, "roofline", False) and s.status == "complete" and not (cfg.ranks or cfg.hosts or cfg.hostfile):
+        _add_roofline(a, cfg, s, out)
     if a.json:
         print(json.dumps(s.to_dict()["summary"], indent=1, ensure_ascii=False))
     else:
@@ -180,6 +182,27 @@ def cmd_run(a) -> int:
         # 130 for a run the user stopped; a run that a fault ended (a rank, a killed worker) is a failure: 1
         return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
     return 0
+
+
+def _add_roofline(a, cfg, session, out) -> None:
+    """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
+    measured apart from the run and kept in the session (saved again, atomically)."""
+    from .roofline_cli import roofline_data
+
+    ns = argparse.Namespace(model=cfg.model, demo=cfg.demo, draft_model=cfg.draft_model, mtp_weights=cfg.mtp_weights,
+                            mtp_hidden=cfg.mtp_hidden, oracle_p=cfg.oracle_p, oracle_draft_ms=cfg.oracle_draft_ms,
+                            seed=cfg.seed, prompt=None, allow_oversize=cfg.allow_oversize, download=False,
+                            positions=max(9, cfg.num_draft_tokens + 1), num_draft_tokens=cfg.num_draft_tokens,
+                            drafter=(session.config.get("drafter") or {}).get("name") or cfg.drafter, max_tokens=48,
+                            no_division=False, reps=5, category_reps=2, bandwidth_mib=512, matmul_n=None,
+                            temp=cfg.temp, top_p=cfg.top_p)
+    if ns.drafter not in ("ngram", "draft", "mtp", "oracle"):
+        ns.drafter = "auto"
+    say = (lambda m: print(f"specscope: {m}", file=sys.stderr)) if not a.quiet else (lambda m: None)
+    say("measuring the verify cost curve apart from the run (--roofline)")
+    session.data["roofline"] = roofline_data(ns, say)
+    if out:
+        session.save(out)
 
 
 def cmd_demo_model(a) -> int:
@@ -334,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
+    r.add_argument("--roofline", action="store_true",
+                   help="after the run, measure the verify cost curve and draft steps apart (as `specscope roofline`) "
+                        "and keep it in the session: the summary then holds a prediction beside the ledger")
     r.set_defaults(func=cmd_run)
 
     d = sub.add_parser("demo-model", help="write a synthetic demo model folder")

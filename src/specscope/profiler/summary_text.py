@@ -6,6 +6,7 @@ from .drift import drift_phrase, drift_warning
 from .formatting import fmt
 from .intervals import spread_text, time_text
 from .session import Session
+from .prediction import for_session, prediction_text
 from .summary import CATEGORY_LABELS
 from .verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, instrumentation_cost_text,
                       prediction_error_text, verdict)
@@ -100,11 +101,13 @@ def format_summary(session: Session) -> str:
         f"  {acceptance_phrase(s)}",
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
-        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
+        f"  speedup           ledger {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
         + ("" if s.get("prediction_within_noise") is None else
            ("  → within noise" if s["prediction_within_noise"] else "  → off (interval excludes zero)")),
         f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
+        "  ledger            the division with T_verify and T_draft from this run's own rounds: it checks the accounting",
+        f"  {prediction_text(for_session(session, s))}",
     ]
     if s["regime"] == "greedy":
         lines.append(f"  greedy match      {fmt(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")

@@ -27,6 +27,7 @@ from specscope.profiler.verdict import (
 
 from . import charts as _charts
 from .html_breakdown import breakdown_section
+from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 from specscope.profiler.renderers.html_common import kv_table as _kv
@@ -388,8 +389,10 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
         _environment(session, target),
         _summary(s),
         protocol_section(session, s) + (_figure("probe", charts, target) if session.data.get("probe") else ""),
-        _division(s, charts, target),
+        _division(s, charts, target) + prediction_paragraph(session, s),
         breakdown_section(s, _figure("breakdown", charts, target)),
+        verify_cost_section(session),
+        tune_section(session),
         _acceptance(s, charts, target),
         _audit(s),
         _cases(session),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler import stats
+from specscope.profiler.prediction import for_session
 from specscope.profiler.verdict import audit_answers, prediction_error_text
 
 from ..charts import DivisionChart
@@ -24,10 +25,13 @@ class DivisionView(QtWidgets.QWidget):
         lay.addWidget(self.chart, 3)
 
         side = QtWidgets.QVBoxLayout()
-        self.t_pred = Tile("Predicted speedup")
+        self.t_pred = Tile("Predicted speedup (ledger)")
         self.t_meas = Tile("Measured speedup")
         self.t_be = Tile("Break-even verify")
-        for t in (self.t_pred, self.t_meas, self.t_be):
+        self.t_comp = Tile("Prediction (components measured apart)")
+        self.t_comp.setToolTip("Predicted speedup is the ledger (this run's own rounds); this one takes T_decode and "
+                               "T_verify from the verify curve and T_draft timed on its own, and only E from the run")
+        for t in (self.t_pred, self.t_meas, self.t_comp, self.t_be):
             side.addWidget(t)
 
         calc = QtWidgets.QGroupBox("What-if calculator")
@@ -156,6 +160,13 @@ class DivisionView(QtWidgets.QWidget):
     def update_snapshot(self, snap: dict) -> None:
         self._snap = snap
         s = snap["summary"]
+        pred = for_session(self.model.session, s)
+        if pred["available"]:
+            self.t_comp.set(fmt(pred["speedup"], ".3f", "×"),
+                            f"error {fmt(scaled(pred['error'], 100), '+.1f', '%')} vs measured · T_verify {pred['t_verify_ms']:.2f} ms "
+                            f"(curve) · T_draft {pred['t_draft_ms']:.2f} ms (apart)")
+        else:
+            self.t_comp.set("—", f"not available: {pred['why']}")
         has = snap["division"] is not None
         self.calc.setEnabled(has)
         self.comm.setEnabled(has)

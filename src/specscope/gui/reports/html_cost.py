@@ -1,0 +1,56 @@
+"""Report sections for the prediction beside the ledger, the verify cost (roofline) and k tuning — present when the
+session holds them (``run --roofline``, the Verify cost and Tune pages)."""
+
+from __future__ import annotations
+
+from specscope.profiler.prediction import for_session, prediction_text
+from specscope.profiler.renderers.html_common import esc, f, pct
+from specscope.profiler.renderers.html_common import table as _table
+from specscope.profiler.summary import CATEGORY_LABELS
+
+
+def prediction_paragraph(session, s: dict) -> str:
+    pred = for_session(session, s)
+    return ("<p><b>Ledger and prediction.</b> The predicted speedup above is the <i>ledger</i>: the division with T_verify "
+            "and T_draft taken from this run's own rounds, so it mostly checks the accounting. The <i>prediction</i> uses "
+            "only times measured apart from the run, and the run's acceptance: " + esc(prediction_text(pred)) + ".</p>")
+
+
+def verify_cost_section(session) -> str:
+    roof = session.data.get("roofline")
+    if not roof or not roof.get("curve"):
+        return ""
+    parts = ["<h2>Verify cost and roofline</h2>", f"<p><b>{esc(roof.get('headline', ''))}</b></p>",
+             f"<p>Machine: {f(roof.get('bandwidth_gbs'), '.1f')} GB/s and {f(roof.get('peak_tflops'), '.3f')} TFLOP/s measured "
+             f"({esc(roof.get('chip') or 'unknown chip')}; nominal {f(roof.get('nominal_bandwidth_gbs'), '.0f')} GB/s). "
+             "Floor = max(bytes ÷ bandwidth, FLOPs ÷ peak); efficiency = floor ÷ measured.</p>"]
+    rows = [[str(p["positions"]), f(p.get("whole_ms")), f(p.get("multiple_of_decode")), f(p.get("ideal_multiple")),
+             f(p.get("floor_ms")), pct(p.get("efficiency"))] for p in roof["curve"]]
+    parts.append(_table(["n", "whole graph (ms)", "× T_decode", "ideal × (each weight once)", "floor (ms)", "efficiency"], rows))
+    head = next((p for p in roof["curve"] if p["positions"] == (roof.get("k") or 0) + 1), None)
+    if head:
+        rows = [[esc(CATEGORY_LABELS.get(c, c)), f(v.get("ms")), f(v.get("floor_ms")), esc(v.get("bound") or ""),
+                 pct(v.get("efficiency")), f(v.get("distinct_experts"), ".2f") if v.get("distinct_experts") is not None else "—"]
+                for c, v in head["categories"].items()]
+        parts.append(f"<h3>Per category at n = {head['positions']}</h3>")
+        parts.append(_table(["category", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
+    if roof.get("speedup_at_floor") is not None:
+        parts.append(f"<p>The division at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
+                     "at the measured acceptance.</p>")
+    return "".join(parts)
+
+
+def tune_section(session) -> str:
+    tune = session.data.get("tune")
+    if not tune or not tune.get("rows"):
+        return ""
+    rec = tune.get("recommendation") or {}
+    rows = []
+    for r in tune["rows"]:
+        ci = r.get("predicted_ci95") or [None, None]
+        rows.append([esc(r.get("drafter", "")), str(r.get("k")), f(r.get("predicted_speedup"), ".3f"),
+                     f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
+                     pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—"])
+    return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
+            + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
+            + _table(["drafter", "k", "predicted", "95% interval", "measured", "error"], rows))
