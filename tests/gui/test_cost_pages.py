@@ -104,3 +104,24 @@ def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
     tune = window.model.session.data["tune"]
     assert tv.table.rowCount() == len(tune["rows"]) >= 2
     assert tv.recommendation.text() == tune["recommendation"]["text"]
+
+
+def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    k = d["config"]["num_draft_tokens"]
+    d["roofline"] = {"curve": [{"positions": n, "whole_ms": 30.0 * n} for n in range(1, k + 2)],
+                     "division": {"drafter": d["config"]["drafter"]["name"], "k": k, "t_draft_ms": 10.0}}
+    path = window.autosave_dir / "with_roofline.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Session.from_dict(d).save(path)
+    window.open_session(str(path))
+    window.show_page("division")
+    tile = window.division.t_comp
+    E = window.model.session.summary()["tokens_per_round"]
+    assert tile.value.text() == f"{E * 30.0 / (30.0 * (k + 1) + 10.0):.3f}×"
+    assert "vs measured" in tile.note.text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler import stats
+from specscope.profiler.formatting import scaled
 from specscope.profiler.prediction import for_session
 from specscope.profiler.verdict import audit_answers, prediction_error_text
 
