@@ -60,3 +60,58 @@ def test_capture_changes_nothing_in_the_verify_forward(hybrid, prompt):
         for x, y in zip(ca.state, cb.state):
             if isinstance(x, mx.array):
                 assert mx.array_equal(x, y).item()
+
+
+def _captured_verify(hybrid, prompt, k):
+    model = hybrid.model
+    install_capture(model)
+    cache, inputs = _verify_inputs(hybrid, prompt, k)
+    VerifyRollback(model, cache)
+    with capturing() as cap:
+        mx.eval(model(inputs[None], cache=cache))
+    return cap, [mod for _, mod in linear_attention_modules(model)]
+
+
+def test_batched_rollback_equals_mlx_lm_per_layer_bit_for_bit(hybrid, prompt):
+    """All layers' recurrences stacked on the batch axis give each layer exactly mlx-lm's own per-layer state."""
+    from specscope.engine_adapter.rollback import _state_after, _states_after
+
+    k = 3
+    cap, mods = _captured_verify(hybrid, prompt, k)
+    consts: dict = {}
+    for n in range(1, k + 2):
+        per_layer = [_state_after(rec, n, mod) for rec, mod in zip(cap.recurrences, mods)]
+        for _ in range(2):  # the second call reuses the cached stacked parameters
+            batched = _states_after(cap.recurrences, n, mods, consts)
+            mx.eval(per_layer, batched)
+            assert len(batched) == len(per_layer)
+            for x, y in zip(per_layer, batched):
+                assert x.shape == y.shape and x.dtype == y.dtype
+                assert mx.array_equal(x, y).item()
+
+
+def test_state_only_ops_path_matches_mlx_lm_options(hybrid, prompt):
+    """The state-only ops recurrence is mlx-lm's ops path, keywords included (pinned against mlx-lm's own call)."""
+    from mlx_lm.models import gated_delta
+
+    from specscope.engine_adapter.rollback import _ops_state_only
+
+    cap, _ = _captured_verify(hybrid, prompt, 2)
+    (q, k, v, a, b, A_log, dt_bias, state, _), _kw = cap.recurrences[0]
+    for kw in ({}, {"allow_neg_eigval": True}, {"lower_bound": -5.0}):
+        _, want = gated_delta.gated_delta_update(q, k, v, a, b, A_log, dt_bias, state, None, use_kernel=False, **kw)
+        got = _ops_state_only(k, v, a, b, A_log, dt_bias, state, **kw)
+        assert mx.array_equal(want, got).item()
+
+
+def test_unusual_recurrences_fall_back_to_the_per_layer_call(hybrid, prompt):
+    from specscope.engine_adapter.rollback import _state_after, _states_after
+
+    cap, mods = _captured_verify(hybrid, prompt, 2)
+    recs = list(cap.recurrences)
+    (q, k, v, a, b, A_log, dt_bias, state, _), kw = recs[0]
+    recs[0] = ((q, k, v, a, b, A_log, dt_bias, state, mx.ones(q.shape[:2], dtype=mx.bool_)), kw)  # a mask
+    got = _states_after(recs, 2, mods)
+    want = [_state_after(r, 2, m) for r, m in zip(recs, mods)]
+    mx.eval(got, want)
+    assert all(mx.array_equal(x, y).item() for x, y in zip(got, want))

@@ -180,3 +180,15 @@ def test_the_chi_square_detects_a_broken_rule(tiny, plain_counts, monkeypatch):
     p = chi2_sf(stat, dof)
     print(f"always-accept rule: chi-square {stat:.1f}, dof {dof}, p = {p:.3g}")
     assert p < ALPHA, (stat, dof, p, plain_counts.most_common(5), spec.most_common(5))
+
+
+@pytest.mark.parametrize("temp", [0.0, 1.0])
+def test_verify_evaluates_lazy_drafts_with_the_logits(temp):
+    """An end-to-end round hands verify unevaluated drafts: same result as evaluated ones, tokens filled in."""
+    logits = mx.random.normal((3, 16), key=mx.random.key(3))
+    toks = mx.argmax(logits[:2], axis=-1).astype(mx.uint32)  # drafts the target agrees with
+    s = Sampling(temp=temp, seed=1)
+    lazy = Draft(None, array=toks)
+    eager = Draft(toks.tolist())
+    assert s.verify(logits, lazy, 5) == s.verify(logits, eager, 5)
+    assert lazy.tokens == eager.tokens

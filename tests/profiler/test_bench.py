@@ -81,3 +81,18 @@ def test_interleaved_pairs_stop_when_the_median_is_stable():
     assert median_ci95([1.0, 2.0]) is None
     lo, hi = median_ci95([0.99, 1.0, 1.01, 1.0, 1.0])
     assert lo <= 1.0 <= hi
+
+
+def test_rounds_side_by_side_alternates_and_drains_both():
+    from specscope.profiler.bench import rounds_side_by_side
+
+    seen = []
+
+    def gen(name, n):
+        for i in range(n):
+            seen.append(name)
+            yield (name, i)
+
+    a, b = rounds_side_by_side(gen("a", 4), gen("b", 2))
+    assert a == [("a", i) for i in range(4)] and b == [("b", 0), ("b", 1)]
+    assert seen == ["a", "b", "b", "a", "a", "a"]  # A B, then B A, …; the longer one runs on alone

@@ -86,9 +86,14 @@ def speculative_generate(
     user would get; "alternate" interleaves the two, so drift hits both alike.
 
     Caches are rolled back by the strategy ``rollback.plan_rollback`` picks for
-    their kind: Gated DeltaNet hybrids by selecting per-position states captured
-    during the verify forward; recurrent kinds without such capture by replaying
-    the accepted positions (labelled, and counted as rollback time).
+    their kind: Gated DeltaNet hybrids by rerunning the recurrence alone over the
+    accepted positions from what the verify forward kept (all layers in one batched
+    call); recurrent kinds without such capture by replaying the accepted positions
+    (labelled, and counted as rollback time).
+
+    An end-to-end round syncs once: the lazy drafts (each draft step ``async_eval``-ed
+    as mlx-lm does), the verify forward and the greedy argmax are evaluated together in
+    ``Sampling.verify``.
     """
     sampling = sampling or Sampling()
     if is_hybrid(model):
@@ -117,9 +122,7 @@ def speculative_generate(
         rollback.before_verify()
         with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(inputs[None], cache=cache)[0]
-        if draft.tokens is None:  # one sync for the chained drafts and the verify, as mlx-lm does
-            mx.eval(draft.array, logits)
-            draft.materialize()
+        # lazy drafts (end-to-end round): one sync for the chained drafts, the verify and the argmax, as mlx-lm does
         accepted, bonus, extra = sampling.verify(logits, draft, emitted)
         t_verified = _now_ms()
         rollback.record(cap, k + 1, inputs)

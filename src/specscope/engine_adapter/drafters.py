@@ -148,6 +148,7 @@ class DraftModelDrafter(Drafter):
         for i in range(k):
             logits = self.model(y[None], cache=self.cache)[0, -1]
             y = mx.argmax(logits, axis=-1, keepdims=True).astype(mx.uint32)
+            mx.async_eval(y)  # as mlx-lm: this step computes while the next one (and the verify) is built
             out.append(y)
             # checkpoints[i]: the cache after feeding pending + d1..di
             self.checkpoints.append(CacheSnapshot(self.cache))

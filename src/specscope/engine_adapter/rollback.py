@@ -16,7 +16,8 @@ A registry maps each layer's cache to how it is rolled back (``plan_rollback``):
   to what rollback needs: each layer's conv input, and the recurrence's inputs and
   its state before the verify. Rolling back to ``n`` accepted drafts takes the conv
   window from the kept input and rebuilds the state by running the recurrence alone
-  over the ``n + 1`` accepted positions (no weights read, no forward re-run).
+  over the ``n + 1`` accepted positions (no weights read, no forward re-run), all
+  layers of one shape stacked on the batch axis into one call (``_states_after``).
 - ``replay``: any other recurrent cache (Mamba, ShortConv, q/k/v convs, CacheLists
   holding them, chunked attention). Exact but not free: every cache is restored to
   its state before the verify and the accepted positions are run through the model
@@ -27,8 +28,8 @@ A cache of a kind with no strategy is refused before anything runs
 
 Capture works by hooking two things every Gated DeltaNet in mlx-lm goes
 through: its ``conv1d`` call (we record its input) and the module-level
-``gated_delta_update`` (run one position at a time while capturing, which is
-the same arithmetic the CPU path does anyway, so we keep each state).
+``gated_delta_update`` (we keep references to its arguments; the call itself is
+mlx-lm's, unchanged, once over all positions).
 """
 
 from __future__ import annotations
@@ -100,6 +101,110 @@ def _state_after(recurrence: tuple[tuple, dict], n: int, mod: nn.Module) -> mx.a
     _, new_state = original(q[:, sl], k[:, sl], v[:, sl], a[:, sl], b[:, sl], A_log, dt_bias, state,
                             None if mask is None else mask[:, sl], **kw)
     return new_state
+
+
+def _batch_key(recurrence: tuple[tuple, dict], original) -> tuple | None:
+    """Recurrences with equal keys can run as one batched call (layers stacked on the batch axis)."""
+    (q, k, v, a, b, A_log, dt_bias, state, mask), kw = recurrence
+    if mask is not None or state is None or A_log.ndim != 1 or dt_bias.ndim != 1:
+        return None
+    try:
+        kw_key = tuple(sorted(kw.items()))
+        hash(kw_key)
+    except TypeError:
+        return None
+    return (id(original), kw_key, q.shape, k.shape, v.shape, a.shape, b.shape, state.shape, A_log.shape,
+            dt_bias.shape, q.dtype, k.dtype, v.dtype, a.dtype, b.dtype, state.dtype, A_log.dtype, dt_bias.dtype)
+
+
+def _takes_ops_path(original, args: tuple, kw: dict) -> bool:
+    """Whether mlx-lm's ``gated_delta_update`` would run these arguments (all but ``q``) through its ops path
+    (the CPU, or shapes its Metal kernel does not take), with scalar gating and only the keywords we know."""
+    from mlx_lm.models import gated_delta
+
+    k, v, a, b, A_log, dt_bias, state = args
+    if original is not gated_delta.gated_delta_update or a.ndim != 3 or not hasattr(gated_delta, "compute_g"):
+        return False
+    if not set(kw) <= {"use_kernel", "lower_bound", "allow_neg_eigval"}:
+        return False
+    return (not kw.get("use_kernel", True) or mx.default_device() != mx.gpu or not mx.metal.is_available()
+            or k.shape[-1] < 32 or k.shape[-1] % 32 != 0)
+
+
+def _ops_state_only(k, v, a, b, A_log, dt_bias, state, *, use_kernel=True, lower_bound=None,
+                    allow_neg_eigval=False) -> mx.array:
+    """mlx-lm's ops path of ``gated_delta_update`` (``gated_delta_ops`` over ``_gated_delta_step_ops``), the
+    same arithmetic in the same order, but only the state: the per-position outputs (and the ``q`` they
+    need) are skipped, which rollback never reads. A test pins it bit for bit to mlx-lm's own call."""
+    from mlx_lm.models import gated_delta
+
+    beta = mx.sigmoid(b)
+    if allow_neg_eigval:
+        beta = beta * 2.0
+    if lower_bound is None:
+        g = gated_delta.compute_g(A_log, a, dt_bias)
+    else:
+        g = gated_delta.compute_lower_bound_g(A_log, a, dt_bias, lower_bound)
+    if (repeat := v.shape[-2] // k.shape[-2]) > 1:
+        k = mx.repeat(k, repeat, -2)
+    for t in range(k.shape[1]):
+        state = state * g[:, t][..., None, None]
+        kt = k[:, t][..., None, :]
+        kv_mem = (state * kt).sum(axis=-1)
+        delta = (v[:, t] - kv_mem) * beta[:, t][..., None]
+        state = state + kt * delta[..., None]
+    return state
+
+
+def _states_after(recurrences: list[tuple[tuple, dict]], n: int, mods: list[nn.Module],
+                  consts: dict | None = None) -> list[mx.array]:
+    """The recurrent state of every captured layer after the first ``n`` verified positions.
+
+    Layers of one shape run as *one* recurrence, stacked on the batch axis (per-layer ``A_log`` and
+    ``dt_bias`` broadcast per row): the recurrence is independent per batch row, so each row's state is
+    exactly the per-layer call's (a test compares bit for bit). Where mlx-lm's ``gated_delta_update``
+    would take its Metal kernel, that is one call of it (one fused kernel for all layers); where it takes
+    its ops path (the CPU), the same ops computing only the state. Anything unusual (a mask, a missing
+    state) runs mlx-lm's call per layer. ``consts`` caches the stacked per-row parameters between calls.
+    """
+    originals = [sys.modules[type(m).__module__].gated_delta_update.specscope_original for m in mods]
+    out: list[mx.array | None] = [None] * len(recurrences)
+    groups: dict[tuple, list[int]] = {}
+    for j, (rec, orig) in enumerate(zip(recurrences, originals)):
+        key = _batch_key(rec, orig)
+        if key is None:
+            out[j] = _state_after(rec, n, mods[j])
+        else:
+            groups.setdefault(key, []).append(j)
+    consts = {} if consts is None else consts
+    for js in groups.values():
+        if len(js) == 1:
+            out[js[0]] = _state_after(recurrences[js[0]], n, mods[js[0]])
+            continue
+        recs = [recurrences[j][0] for j in js]
+        B = recs[0][0].shape[0]
+        sl = slice(0, n)
+
+        def cat(i, positions=True):
+            return mx.concatenate([r[i][:, sl] if positions else r[i] for r in recs], axis=0)
+
+        def per_row(i):  # [L*B, 1, H]: layer j's vector for each of its batch rows; parameters, so cached
+            key = (i, B, tuple(id(r[i]) for r in recs))
+            if key not in consts:
+                vecs = mx.stack([r[i] for r in recs])[:, None, None, :]
+                consts[key] = (mx.broadcast_to(vecs, (len(recs), B, 1, vecs.shape[-1])).reshape(len(recs) * B, 1, -1),
+                               [r[i] for r in recs])  # the sources stay referenced: their ids stay theirs
+            return consts[key][0]
+
+        kw = recurrences[js[0]][1]
+        rest = (cat(1), cat(2), cat(3), cat(4), per_row(5), per_row(6), cat(7, positions=False))
+        if _takes_ops_path(originals[js[0]], rest, kw):
+            state = _ops_state_only(*rest, **kw)
+        else:
+            _, state = originals[js[0]](cat(0), *rest, None, **kw)
+        for g, j in enumerate(js):
+            out[j] = state[g * B : (g + 1) * B]
+    return out
 
 
 def linear_attention_modules(model) -> list[tuple[int, nn.Module]]:
@@ -260,6 +365,8 @@ class VerifyRollback:
         self.replay = self.plan["mode"] == "replay"
         gdn = _gdn_index(model, cache)
         self.linear = [] if self.replay else [(i, gdn[i]) for i in sorted(gdn)]
+        self.linear_mods = [mod for _, mod in self.linear]
+        self.consts: dict = {}  # stacked per-layer parameters for the batched recurrence
         for c in cache:  # record what sliding windows held before each verify
             if type(c) is RotatingKVCache:
                 c.__class__ = _RecordingRotatingKVCache
@@ -294,12 +401,13 @@ class VerifyRollback:
         cap = self.capture
         if self.linear and (cap is None or len(cap.recurrences) != len(self.linear)):
             raise RuntimeError("verify ran without state capture; cannot roll back linear attention")
+        states = _states_after(cap.recurrences, accepted + 1, self.linear_mods, self.consts) if self.linear else []
         for j, (i, mod) in enumerate(self.linear):
             c = self.cache[i]
             n_keep = mod.conv_kernel_size - 1
             conv_in = cap.conv_inputs[id(mod.conv1d)]
             c[0] = conv_in[:, accepted + 1 : accepted + 1 + n_keep]
-            c[1] = _state_after(cap.recurrences[j], accepted + 1, mod)
+            c[1] = states[j]
             touched += [c[0], c[1]]
         for c in self.cache:
             if isinstance(c, RotatingKVCache):

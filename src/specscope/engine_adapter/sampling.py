@@ -65,16 +65,30 @@ class Sampling:
 
     # -- speculative verification ---------------------------------------
     def verify(self, logits: mx.array, draft, position: int) -> tuple[int, int, dict]:
-        """Accepted count and the bonus token for one verify forward over ``k+1`` positions."""
-        d = draft.tokens
-        k = len(d)
+        """Accepted count and the bonus token for one verify forward over ``k+1`` positions.
+
+        ``logits`` may be lazy, and so may the drafts (``draft.tokens`` None, from a lazy draft):
+        then the drafts, the verify forward and (greedy) the target's argmax are evaluated in one
+        sync, as mlx-lm's speculative loop does (``mx.eval(tokens, draft_tokens)``).
+        """
         if self.greedy:
-            lp = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
-            t = mx.argmax(lp, axis=-1).tolist()
+            lp = logits - mx.logsumexp(logits, axis=-1, keepdims=True)  # as mlx-lm: argmax of log-probabilities
+            t = mx.argmax(lp, axis=-1)
+            if draft.tokens is None:
+                mx.eval(draft.array, t)
+                draft.materialize()
+            d = draft.tokens
+            k = len(d)
+            t = t.tolist()
             n = 0
             while n < k and t[n] == d[n]:
                 n += 1
             return n, int(t[n]), {}
+        if draft.tokens is None:
+            mx.eval(draft.array, logits, *([] if draft.probs is None else [draft.probs]))
+            draft.materialize()
+        d = draft.tokens
+        k = len(d)
         p = np.array(self.probs(logits), dtype=np.float64)  # [k+1, V]
         q = None if draft.probs is None else np.array(draft.probs, dtype=np.float64)
         rng = np.random.default_rng([self.seed, position])

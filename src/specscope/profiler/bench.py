@@ -22,7 +22,7 @@ TARGETS = {
     "overhead": (">=", 0.98),
     "spec-vs-mlx-lm": (">=", 1.02),
     "rollback": ("<=", 0.02),
-    "predict": ("<=", 0.05),
+    "predict": ("<=", 0.03),
     "memory": ("<=", 1.05),
     "gui": (">=", 0.98),
     "capture": ("<=", 1.01),
@@ -119,6 +119,17 @@ def bench_overhead(a) -> dict:
 
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
 def bench_spec_vs_mlx_lm(a) -> dict:
+    """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.
+
+    Same target and draft model, same prompt, same ``k``, greedy, the same ``--max-tokens`` tokens
+    (asserted identical, else the comparison is void). Both sides are timed over the same span:
+    from just before the generator is created to the moment the last token is in hand, so each
+    clock covers the prompt prefill of both models and every token (tok/s = tokens / that span).
+    mlx-lm's generator yields its first token only after its first draft+verify round (its prefill
+    stops one token short and the last prompt token goes into the first verify); starting its clock
+    at that first yield, as earlier versions did, handed it the prefill and the first round's extra
+    tokens for free, and ours started after our prefill: not the same span. Warm-up: one run each.
+    """
     import mlx.core as mx
     from mlx_lm.generate import speculative_generate_step
 
@@ -133,38 +144,34 @@ def bench_spec_vs_mlx_lm(a) -> dict:
     k, n = a.num_draft_tokens, a.max_tokens
 
     def ours():
-        t0 = None
         toks = []
+        t0 = time.perf_counter()
         # end-to-end rounds: what a production engine does (drafts chained into the verify, one sync per round)
         for rec in speculative_generate(target.model, prompt, DraftModelDrafter(draft.model), k, n, round_kinds="end_to_end"):
-            if rec.type == "prefill":
-                t0 = time.perf_counter()
-                toks.append(rec.token)
-            else:
-                toks.extend(rec.emitted)
-        return (len(toks) - 1) / (time.perf_counter() - t0), toks
+            toks.extend([rec.token] if rec.type == "prefill" else rec.emitted)
+        return len(toks) / (time.perf_counter() - t0), toks
 
     def theirs():
-        t0 = None
         toks = []
+        t0 = time.perf_counter()
         for tok, _, _ in speculative_generate_step(mx.array(prompt), target.model, draft.model, num_draft_tokens=k, max_tokens=n):
-            if t0 is None:
-                t0 = time.perf_counter()
             toks.append(int(tok))
-        return (len(toks) - 1) / (time.perf_counter() - t0), toks
+        return len(toks) / (time.perf_counter() - t0), toks
 
     ours(), theirs()
+
     def one_pair():
         (x, tx), (y, ty) = ours(), theirs()
         return x, y, tx, ty
 
     raw_pairs = interleaved_pairs(a, one_pair)
-    identical = all(tx == ty for _, _, tx, ty in raw_pairs)
+    identical = all(tx == ty and len(tx) == n for _, _, tx, ty in raw_pairs)
     pairs = [(x, y) for x, y, _, _ in raw_pairs]
     if not identical:
         raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
     res = _result("spec-vs-mlx-lm", [x / y for x, y in pairs],
-                  {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k, "identical_tokens": identical})
+                  {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
+                   "identical_tokens": identical, "timed_span": "generator start to last token, prefill included"})
     return res
 
 
@@ -205,13 +212,42 @@ def bench_rollback(a) -> dict:
         model_cls.__call__ = original
     if not shares:
         raise SpecscopeError("rollback: no partially accepted rounds to measure")
+    ci = median_ci95(shares)
     return _result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
                                     "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
-                   unit="share of round", value=statistics.median(shares)) | {"ratio_min": min(shares), "ratio_max": max(shares)}
+                   unit="share of round", value=statistics.median(shares)) | {
+        "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None}
 
 
 # -- predict: oracle sweep, predicted vs measured speedup ---------------------------------------
+def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
+    """Advance two decoding generators one record at a time, alternately (A B, then B A, …), so that the
+    machine's drift hits both alike; returns their records."""
+    out_a, out_b = [], []
+    pending = [(gen_a, out_a), (gen_b, out_b)]
+    r = 0
+    while pending:
+        order = pending if r % 2 == 0 else pending[::-1]
+        for g, out in list(order):
+            try:
+                out.append(next(g))
+            except StopIteration:
+                pending.remove((g, out))
+        r += 1
+    return out_a, out_b
+
+
 def oracle_sweep(lm, prompt, ps, ks, max_tokens, reps=1) -> list[dict]:
+    """For each (k, P): the prediction from instrumented rounds vs the measured end-to-end speed.
+
+    The same drafts twice (same oracle seed, so identical acceptance): one generator runs end-to-end
+    rounds (the measured speed), the other instrumented rounds (the division's inputs: T_verify and
+    T_draft means over full-k rounds), and the two are advanced round by round in alternation, so
+    both see the same machine state. Nothing is fitted: the prediction uses only the instrumented
+    side and the plain T_decode; the measured side only its own wall times. With ``reps`` > 1 each
+    repeat (its own plain run, its own pair of generators) gives a prediction and a measurement, and
+    the row reports the medians and the median of the per-repeat errors.
+    """
     from specscope.engine_adapter.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.oracle import OracleDrafter
     from . import stats
@@ -219,42 +255,49 @@ def oracle_sweep(lm, prompt, ps, ks, max_tokens, reps=1) -> list[dict]:
     rows = []
     for k in ks:
         for p in ps:
-            plain_rates, spec_rates, verify, draft, accepted = [], [], [], [], []
+            per_rep = []
             for rep in range(reps):
                 ev = list(plain_generate(lm.model, prompt, max_tokens))
                 steps = [e.ms for e in ev[1:]]
-                plain_rates.append(1000.0 * len(steps) / sum(steps))
+                plain_tok_s = 1000.0 * len(steps) / sum(steps)
                 plain_tokens = [e.token for e in ev]
+
                 def spec(kinds):
                     drafter = OracleDrafter(plain_tokens, p=p, seed=rep, vocab_size=lm.vocab_size)
-                    return list(speculative_generate(lm.model, prompt, drafter, k, max_tokens, round_kinds=kinds))[1:]
+                    return speculative_generate(lm.model, prompt, drafter, k, max_tokens, round_kinds=kinds)
 
-                # The same drafts twice (same seed): end to end for the measured speed, instrumented for the
-                # division's inputs, so the measured side and the timed side see identical acceptance.
-                e2e, timed_run = spec("end_to_end"), spec("instrumented")
-                spec_rates.append(1000.0 * sum(len(r.emitted) for r in e2e) / sum(r.ms for r in e2e))
+                e2e, timed_run = rounds_side_by_side(spec("end_to_end"), spec("instrumented"))
+                e2e, timed_run = e2e[1:], timed_run[1:]
+                spec_tok_s = 1000.0 * sum(len(r.emitted) for r in e2e) / sum(r.ms for r in e2e)
                 full = [r for r in timed_run if len(r.drafted) == k]
-                verify += [r.verify_ms for r in full]
-                draft += [r.draft_ms for r in full]
-                accepted += [r.accepted for r in full]
-            plain_tok_s = statistics.median(plain_rates)
-            spec_tok_s = statistics.median(spec_rates)
-            acc = stats.acceptance_from_rounds(accepted, k)
-            d = stats.divide(1000.0 / plain_tok_s, statistics.fmean(verify), statistics.fmean(draft), acc["tokens_per_round"])
-            measured = spec_tok_s / plain_tok_s
+                acc = stats.acceptance_from_rounds([r.accepted for r in full], k)
+                d = stats.divide(1000.0 / plain_tok_s, statistics.fmean(r.verify_ms for r in full),
+                                 statistics.fmean(r.draft_ms for r in full), acc["tokens_per_round"])
+                measured = spec_tok_s / plain_tok_s
+                per_rep.append((d.predicted_speedup, measured, stats.relative_error(d.predicted_speedup, measured), acc))
+            acc = per_rep[0][3]
             rows.append({"k": k, "oracle_p": p, "measured_p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
-                         "predicted": d.predicted_speedup, "measured": measured,
-                         "error": stats.relative_error(d.predicted_speedup, measured)})
+                         "predicted": statistics.median(x[0] for x in per_rep),
+                         "measured": statistics.median(x[1] for x in per_rep),
+                         "error": statistics.median(x[2] for x in per_rep),
+                         "errors": [x[2] for x in per_rep]})
     return rows
 
 
 def bench_predict(a) -> dict:
+    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3 (hybrid demo): the largest |relative error| of
+    the prediction against the end-to-end measured speed. Each point is the median of ``min(--pairs, 5)``
+    repeats; within a repeat the instrumented and end-to-end generators alternate round by round. On a
+    busy machine single rounds stall (another process takes the core for tens of ms) and one stalled
+    round moves a 16-round mean by several percent, hence the repeats."""
     lm = _load(a)
     prompt = lm.encode(PROMPT)
     oracle_sweep(lm, prompt, [0.5], [1], 8)  # warm-up
-    rows = oracle_sweep(lm, prompt, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens)
+    reps = max(1, min(a.pairs, 5))
+    rows = oracle_sweep(lm, prompt, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps=reps)
     errs = [abs(r["error"]) for r in rows]
-    return _result("predict", [], {"sweep": rows}, unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}
+    return _result("predict", [], {"sweep": rows, "repeats": reps}, unit="max |relative error|", value=max(errs)) | {
+        "ratio_min": min(errs), "ratio_max": max(errs)}
 
 
 # -- memory: peak memory of a specscope run vs mlx-lm generating the same tokens -----------------
