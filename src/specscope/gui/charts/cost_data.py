@@ -12,6 +12,10 @@ import math
 from specscope.profiler.summary import CATEGORY_LABELS
 
 
+SHORT_LABELS = {"linear_attention": "Linear attn", "full_attention": "Full attn", "moe": "MoE", "dense_mlp": "MLP",
+                "output_head": "Head", "other": "Other", "unclassified": "Unclassified", "communication": "Comm."}
+
+
 def _num(x):
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 else None
 
@@ -67,7 +71,7 @@ def category_floor_data(roof: dict | None, positions: int) -> dict | None:
         if ms is None and fl is None:
             continue
         eff = _num(v.get("efficiency"))
-        cats.append({"key": c, "label": CATEGORY_LABELS.get(c, c).replace(" (", "\n("), "ms": ms, "floor_ms": fl,
+        cats.append({"key": c, "label": SHORT_LABELS.get(c, CATEGORY_LABELS.get(c, c)), "ms": ms, "floor_ms": fl,
                      "efficiency": eff})
     return {"positions": positions, "categories": cats} if cats else None
 

@@ -98,10 +98,11 @@ class CategoryFloorChart(BaseChart):
             self.plot_item.addItem(it)
             self.items.append(it)
             self.legend.addItem(it, name)
-        top = max(meas + floor + [1e-6]) * 1.6  # headroom: the legend sits above the bars, not on them
+        top = max(meas + floor + [1e-6]) * 1.9  # headroom: the legend sits above the bars, not on them
         for x, c, m in zip(xs, cats, meas):
             eff = c.get("efficiency")
-            t = pg.TextItem("—" if eff is None else f"{100 * eff:.0f}%", color=self.theme["fg"], anchor=(0.5, 1))
+            text = "—" if eff is None else (f"{100 * eff:.0f}%" if eff >= 0.005 else "<1%")
+            t = pg.TextItem(text, color=self.theme["fg"], anchor=(0.5, 1))
             t.setFont(font(9, bold=True))
             t.setPos(x - 0.2, m + top * 0.01 + top * 0.06)
             self.plot_item.addItem(t)

@@ -18,7 +18,8 @@ def machine_text(roof: dict) -> str:
     bw, peak = roof.get("bandwidth_gbs"), roof.get("peak_tflops")
     nominal = roof.get("nominal_bandwidth_gbs")
     chip = roof.get("chip") or "unknown chip"
-    text = f"{fmt(bw, '.1f', ' GB/s')} · {fmt(peak, '.2f', ' TFLOP/s')} measured"
+    compute = fmt(peak * 1000, '.1f', ' GFLOP/s') if peak is not None and peak < 0.1 else fmt(peak, '.2f', ' TFLOP/s')
+    text = f"{fmt(bw, '.1f', ' GB/s')} · {compute} measured"
     return text, f"{chip}; nominal {fmt(nominal, '.0f', ' GB/s')}" if nominal else f"{chip}; no nominal figures for it"
 
 
@@ -65,7 +66,7 @@ class VerifyCostView(QtWidgets.QWidget):
         lay.addWidget(self.headline)
 
         tiles = QtWidgets.QHBoxLayout()
-        self.t_ideal = Tile("Ideal verify (floor)")
+        self.t_ideal = Tile("Ideal verify (each weight read once)")
         self.t_floor = Tile("Speedup a batched verify could buy")
         self.t_machine = Tile("Machine")
         for t in (self.t_ideal, self.t_floor, self.t_machine):
@@ -154,8 +155,11 @@ class VerifyCostView(QtWidgets.QWidget):
         self._draw_categories()
         roof = roof or {}
         self.headline.setText(roof.get("headline") or ("measuring…" if roof else IDLE_HEADLINE))
+        head = next((p for p in roof.get("curve") or [] if p.get("positions") == (roof.get("k") or 0) + 1), None)
+        floor = head.get("floor_ms") / roof["t_decode_ms"] if head and head.get("floor_ms") and roof.get("t_decode_ms") else None
         self.t_ideal.set(fmt(roof.get("ideal_verify_multiple"), ".2f", " plain steps"),
-                         "a verify that reads each weight once, at the measured bandwidth")
+                         f"n = {head['positions']}, at the decode step's own efficiency; the roofline floor is "
+                         f"{fmt(floor, '.2f')} steps" if head else "")
         sp = roof.get("speedup_at_floor")
         self.t_floor.set(fmt(sp, ".2f", "×"), roof.get("speedup_at_floor_note") or "the division at the floor, at the measured acceptance")
         if roof.get("bandwidth_gbs") is not None:
