@@ -26,6 +26,7 @@ TARGETS = {
     "memory": ("<=", 1.05),
     "gui": (">=", 0.98),
     "capture": ("<=", 1.01),
+    "tune": ("<=", 0.05),
 }
 STABLE_HALF_WIDTH = 0.01  # --until-stable: stop once the median's 95% interval is within ±1%
 
@@ -437,6 +438,13 @@ def bench_capture(a) -> dict:
                                                           "positions": k + 1, "forwards_per_side": reps})
 
 
+def bench_tune(a) -> dict:
+    """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
+    from .roofline_cli import bench_tune as run
+
+    return run(a)
+
+
 BENCHES = {
     "overhead": bench_overhead,
     "spec-vs-mlx-lm": bench_spec_vs_mlx_lm,
@@ -445,6 +453,7 @@ BENCHES = {
     "memory": bench_memory,
     "gui": bench_gui,
     "capture": bench_capture,
+    "tune": bench_tune,
 }
 
 

@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
-    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "capture", "all"])
+    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "capture", "tune", "all"])
     src = b.add_mutually_exclusive_group()
     src.add_argument("--demo", action="store_true", help="the demo model (the default when no --model is given)")
     src.add_argument("--model")
