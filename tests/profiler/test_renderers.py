@@ -313,3 +313,22 @@ def test_cli_pdf_report_without_qt_is_a_clear_error(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "specscope: warning: chart throughput left out" in r.stderr and "PySide6" in r.stderr, r.stderr
     assert "chart unavailable" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_csv_writes_the_verify_cost_and_tune_tables_beside_the_report(session, tmp_path):
+    from specscope.profiler.renderers import render_to_file
+
+    render_to_file(session, tmp_path / "plain.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.csv"]  # nothing measured: no side tables
+    d = session.to_dict()
+    d["roofline"] = {"curve": [{"positions": n, "whole_ms": 10.0 * n, "categories": {
+        "moe": {"ms": 6.0 * n, "floor_ms": 1.0, "efficiency": 1.0 / (6.0 * n), "weight_bytes": 100, "other_bytes": 0,
+                "flops": 50.0, "bound": "bandwidth", "distinct_experts": 3.0}}} for n in (1, 2)]}
+    d["tune"] = {"recommendation": {"drafter": "mtp", "k": 2},
+                 "rows": [{"drafter": "mtp", "k": k, "predicted_speedup": 0.5, "predicted_ci95": [0.4, 0.6],
+                           "measured_speedup": 0.55, "prediction_error": -0.09} for k in (1, 2)]}
+    render_to_file(Session.from_dict(d), tmp_path / "r.csv")
+    cost = list(csv.DictReader(io.StringIO((tmp_path / "r.verify_cost.csv").read_text())))
+    assert [(r["positions"], r["category"], r["floor_ms"]) for r in cost] == [("1", "moe", "1.0000"), ("2", "moe", "1.0000")]
+    tune = list(csv.DictReader(io.StringIO((tmp_path / "r.tune.csv").read_text())))
+    assert [r["recommended"] for r in tune] == ["false", "true"] and tune[0]["predicted_ci95_low"] == "0.4000"

@@ -278,7 +278,7 @@ def cmd_predict(a) -> int:
 
 
 def cmd_report(a) -> int:
-    from .renderers import render_to_file
+    from .renderers import render_to_file, side_tables
     from .session import Session, SessionError
 
     out = check_output_path(a.output, a.force)
@@ -289,6 +289,8 @@ def cmd_report(a) -> int:
     for warning in render_to_file(s, out):
         print(f"specscope: warning: {warning}", file=sys.stderr)
     print(f"wrote {out}")
+    for side in side_tables(s, out):
+        print(f"wrote {side}")
     return 0
 
 

@@ -68,6 +68,17 @@ def render_to_file(session, path: str | Path) -> list[str]:
     out = mod.render(session)
     try:
         atomic_write(path, out)
+        for side, text in side_tables(session, path, mod).items():
+            atomic_write(side, text)
     except OSError as exc:
         raise SpecscopeError(f"could not write {path}: {exc.strerror or exc}") from None
     return list(getattr(mod, "render_warnings", lambda: [])())
+
+
+def side_tables(session, path: str | Path, mod=None) -> dict[Path, str]:
+    """Tables a one-table format writes beside the report (``r.csv`` → ``r.verify_cost.csv``, ``r.tune.csv``),
+    from a renderer's optional ``extra_tables(session) -> {name: text}``."""
+    mod = mod or renderer_for(path)
+    p = Path(path)
+    tables = getattr(mod, "extra_tables", lambda s: {})(session)
+    return {p.with_name(f"{p.stem}.{name}{p.suffix}"): text for name, text in tables.items()}

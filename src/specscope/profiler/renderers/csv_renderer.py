@@ -146,3 +146,47 @@ def render(session) -> str:
     for row in rows(session):
         w.writerow(row)
     return redact(buf.getvalue())  # a prompt or id quoting a path under the home folder shows it relative to ~
+
+
+VERIFY_COST_COLUMNS = ["positions", "whole_ms", "whole_ms_min", "whole_ms_max", "multiple_of_decode", "ideal_multiple",
+                       "category", "category_ms", "weight_bytes", "other_bytes", "flops", "floor_ms", "bound", "efficiency",
+                       "distinct_experts"]
+TUNE_COLUMNS = ["drafter", "k", "predicted_speedup", "predicted_ci95_low", "predicted_ci95_high", "measured_speedup",
+                "prediction_error", "recommended"]
+
+
+def _table(fields: list[str], rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()
+
+
+def extra_tables(session) -> dict[str, str]:
+    """The verify cost curve (one row per n and category) and the tuning rows, when the session has them."""
+    out = {}
+    roof = session.data.get("roofline") or {}
+    rows = []
+    for p in roof.get("curve") or []:
+        point = {k: _num(p.get(k)) for k in ("whole_ms", "whole_ms_min", "whole_ms_max", "multiple_of_decode", "ideal_multiple")}
+        for cat, c in (p.get("categories") or {}).items():
+            rows.append({"positions": p.get("positions"), **point, "category": cat, "category_ms": _num(c.get("ms")),
+                         "weight_bytes": c.get("weight_bytes"), "other_bytes": c.get("other_bytes"), "flops": _num(c.get("flops")),
+                         "floor_ms": _num(c.get("floor_ms")), "bound": c.get("bound"), "efficiency": _num(c.get("efficiency")),
+                         "distinct_experts": _num(c.get("distinct_experts"))})
+    if rows:
+        out["verify_cost"] = _table(VERIFY_COST_COLUMNS, rows)
+    tune = session.data.get("tune") or {}
+    rec = tune.get("recommendation") or {}
+    rows = []
+    for r in tune.get("rows") or []:
+        ci = r.get("predicted_ci95") or [None, None]
+        rows.append({"drafter": r.get("drafter"), "k": r.get("k"), "predicted_speedup": _num(r.get("predicted_speedup")),
+                     "predicted_ci95_low": _num(ci[0]), "predicted_ci95_high": _num(ci[1]),
+                     "measured_speedup": _num(r.get("measured_speedup")), "prediction_error": _num(r.get("prediction_error")),
+                     "recommended": "true" if (r.get("drafter"), r.get("k")) == (rec.get("drafter"), rec.get("k")) else "false"})
+    if rows:
+        out["tune"] = _table(TUNE_COLUMNS, rows)
+    return out
