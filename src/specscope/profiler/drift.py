@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .stats import median
 
-MIN_READINGS = 4  # fewer: too few to split into an early and a late group
+MIN_READINGS = 6  # fewer (a 1–2 case run): one slow reading would decide the verdict; too few to judge
 
 
 def judged(series: list[dict]) -> list[dict]:
