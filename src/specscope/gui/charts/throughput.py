@@ -37,7 +37,7 @@ class ThroughputChart(BaseChart):
         ys = list(d["plain_y"]) + list(d["spec_y"]) + ([d["predicted_tok_s"]] if d.get("predicted_tok_s") else [])
         if ys:
             # 0 .. a nice number: the axes move a few times a run, not at every redraw (room above for the legend)
-            self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(max(ys) * 1.3)))
+            self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(max(ys) * 1.6)))
             self.show_empty(None)
         else:
             self.show_empty("waiting for the first tokens…")
