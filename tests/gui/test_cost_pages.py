@@ -83,14 +83,16 @@ def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
     status lines as they go, the results drawn and kept in the session."""
     vc, tv = window.verify_cost, window.tune
     vc.positions.setValue(3)
-    vc.extra_args = ["--reps", "1", "--category-reps", "1", "--max-tokens", "8", "--bandwidth-mib", "32"]
-    statuses = []
+    vc.extra_args = ["--reps", "2", "--category-reps", "1", "--max-tokens", "8", "--bandwidth-mib", "32"]
+    statuses, partial = [], []
     vc.proc.line.connect(lambda obj: statuses.append(obj.get("status")))
+    vc.proc.line.connect(lambda obj: partial.append(obj["roofline"]) if (obj.get("roofline") or {}).get("partial") else None)
     window.show_page("verify_cost")
     with qtbot.waitSignal(vc.proc.done, timeout=200_000) as blocker:
         vc.measure_btn.click()
     assert blocker.args[0] == 0, blocker.args
     assert any(s and "probing the machine" in s for s in statuses)
+    assert partial and [p["positions"] for p in partial[0]["curve"]] == [1, 2, 3]  # the curve drawn before the end
     roof = window.model.session.data["roofline"]
     assert [p["positions"] for p in roof["curve"]] == [1, 2, 3]
     assert vc.curve.measured.getData()[0].tolist() == [1, 2, 3] and vc.status.text() == "done"

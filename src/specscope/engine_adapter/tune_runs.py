@@ -138,14 +138,15 @@ class TuneEngine:
 
     # -- roofline inputs ----------------------------------------------------------------------------------------------
     def roofline_inputs(self, prompt: list[int], positions: int, reps: int, category_reps: int,
-                        bandwidth_mib: float, matmul_n: int | None, progress=lambda message: None) -> dict:
+                        bandwidth_mib: float, matmul_n: int | None, progress=lambda message: None,
+                        on_sweep=None) -> dict:
         """The verify curve (with routes), bytes and FLOPs per category at every n, and the machine probes."""
         from .machine_probe import probe_machine
         from .model_cost import model_cost
         from .verify_curve import VerifyPoint, measure_curve
 
         curve = measure_curve(self.model, prompt, positions=positions, reps=reps, category_reps=category_reps,
-                              progress=progress)
+                              progress=progress, on_sweep=on_sweep)
         progress("counting bytes and FLOPs per category")
         point = VerifyPoint(self.model, prompt)  # a live cache at the same context: state sizes, KV dtype
         cost = model_cost(self.model, point.cache)

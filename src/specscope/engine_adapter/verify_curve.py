@@ -167,8 +167,11 @@ def _median(xs):
 
 def measure_curve(model, context: list[int], tokens: list[int] | None = None, positions: int = DEFAULT_POSITIONS,
                   reps: int = 5, category_reps: int = 2, skip: bool = True, record_routes: bool = True,
-                  progress=lambda message: None) -> dict:
+                  progress=lambda message: None, on_sweep=None) -> dict:
     """The curve at the end of ``context`` over n = 1..``positions``: a JSON-able dict.
+
+    ``on_sweep(points)``, if given, gets the whole-graph curve so far after every repeat over all n (medians
+    with min and max), so a page can draw it while the measurement goes on.
 
     ``tokens``: the verify inputs (the first is the token after ``context``); default: the model's greedy
     continuation. ``category_reps`` = 0 skips the per-category rulers (whole graph only)."""
@@ -198,6 +201,9 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
                 whole[n].append(point.time_ms(tokens[:n]))
             if rep < category_reps:
                 cats[n].append(measure_forward(model, point.cache, point.snapshot, tokens[:n], reps=1, skip=skip))
+        if on_sweep is not None and rep < reps:
+            on_sweep([{"positions": n, "whole_ms": _median(whole[n]), "whole_ms_min": min(whole[n]),
+                       "whole_ms_max": max(whole[n])} for n in ns])
     point.restore()
     points = []
     for n in ns:

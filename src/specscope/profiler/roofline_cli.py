@@ -115,7 +115,7 @@ def _open(a, say):
 
 # -- roofline -------------------------------------------------------------------------------------------------------
 
-def roofline_data(a, say=lambda m: None) -> dict:
+def roofline_data(a, say=lambda m: None, partial=None) -> dict:
     """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json``."""
     from .roofline import build_roofline
 
@@ -135,7 +135,9 @@ def roofline_data(a, say=lambda m: None) -> dict:
     prompt = eng.encode(a.prompt or DEFAULT_PROMPT)
     if not prompt:
         raise SpecscopeError("the prompt encodes to no tokens")
-    ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.category_reps, a.bandwidth_mib, a.matmul_n, progress=say)
+    sweep = (lambda pts: partial({"curve": pts, "partial": True})) if partial else None
+    ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.category_reps, a.bandwidth_mib, a.matmul_n, progress=say,
+                              on_sweep=sweep)
     division = None
     k = a.num_draft_tokens
     if not a.no_division and k >= 1:
@@ -165,7 +167,8 @@ def roofline_data(a, say=lambda m: None) -> dict:
 def cmd_roofline(a) -> int:
     from .roofline import format_roofline
 
-    out = roofline_data(a, _say(a))
+    partial = (lambda roof: print(json.dumps({"roofline": finite_json(roof)}), flush=True)) if a.jsonl else None
+    out = roofline_data(a, _say(a), partial)
     if a.jsonl:
         print(json.dumps({"roofline": finite_json(out)}), flush=True)
     else:

@@ -79,7 +79,7 @@ def category_floor_data(roof: dict | None, positions: int) -> dict | None:
 def expert_union_data(roof: dict | None) -> dict | None:
     """Distinct experts per MoE layer against n × top-k; ``{}`` when the model has no MoE, None before data."""
     curve = sorted((roof or {}).get("curve") or [], key=lambda p: p.get("positions", 0))
-    if not curve:
+    if not curve or roof.get("partial"):  # still measuring: not yet known whether the model routes experts
         return None
     moe = dict(roof.get("moe") or {})
     n, distinct, bound = [], [], []
