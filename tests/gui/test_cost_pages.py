@@ -127,3 +127,22 @@ def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
     E = window.model.session.summary()["tokens_per_round"]
     assert tile.value.text() == f"{E * 30.0 / (30.0 * (k + 1) + 10.0):.3f}×"
     assert "vs measured" in tile.note.text()
+
+
+def test_reports_draw_the_verify_cost_and_tune_charts(qtbot, tmp_path):
+    import json
+    from pathlib import Path
+
+    from specscope.gui.reports.html import render
+    from specscope.profiler.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    assert 'alt="verify_cost chart"' not in render(Session.from_dict(d))  # nothing measured: no section, no chart
+    d["roofline"] = {**_roof(), "headline": "An ideal verify would cost …"}
+    d["tune"] = {"recommendation": {"drafter": "mtp", "k": 1, "text": "use k=1 with the MTP head"},
+                 "rows": [{"drafter": "mtp", "k": 1, "predicted_speedup": 1.1, "predicted_ci95": [1.0, 1.2],
+                           "measured_speedup": 1.05, "prediction_error": 0.05}]}
+    html = render(Session.from_dict(d))
+    for name in ("verify_cost", "tune"):
+        assert f'alt="{name} chart"' in html
+    assert "An ideal verify would cost" in html and "use k=1 with the MTP head" in html and "chart unavailable" not in html

@@ -6,6 +6,8 @@ from .division import DivisionChart
 from .probe import ProbeChart
 from .throughput import ThroughputChart
 from .tokens_per_round import TokensPerRoundChart
+from .tune import TuneChart
+from .verify_cost import VerifyCurveChart
 
 CHARTS = {
     "throughput": ThroughputChart,
@@ -14,6 +16,8 @@ CHARTS = {
     "breakdown": BreakdownChart,
     "division": DivisionChart,
     "probe": ProbeChart,
+    "verify_cost": VerifyCurveChart,
+    "tune": TuneChart,
 }
 
-__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ProbeChart", "ThroughputChart", "TokensPerRoundChart"]
+__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ProbeChart", "ThroughputChart", "TokensPerRoundChart", "TuneChart", "VerifyCurveChart"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 
-NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe")
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
+SESSION_CHARTS = {"verify_cost", "tune"}  # drawn from measurements the session holds beside the run (roofline, tune)
 
 
 def _ensure_app():
@@ -33,6 +34,12 @@ def chart_data(name: str, session, summary: dict | None = None):
 
     if name not in NAMES:
         raise ValueError(f"unknown chart {name!r}; choose one of {', '.join(NAMES)}")
+    if name in SESSION_CHARTS:
+        from . import cost_data
+
+        if name == "verify_cost":
+            return cost_data.verify_curve_data(session.data.get("roofline"))
+        return cost_data.tune_data(session.data.get("tune"))
     return data.all_chart_data(session, summary)[name]
 
 

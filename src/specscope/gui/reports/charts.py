@@ -11,7 +11,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.display import offscreen_if_headless
 from specscope.profiler.plugins import import_error_message
 
-NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe")
+NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
 
 last_error: dict[str, str] = {}
 

@@ -40,12 +40,15 @@ CHART_CAPTIONS = {
     "throughput": "Throughput over generation time: plain vs speculative decoding (rolling window).",
     "acceptance": "Cumulative acceptance with its 95% Wilson interval; the line marks the low-sample limit.",
     "tokens_per_round": "Tokens emitted per speculative round.",
+    "verify_cost": "Verify cost over n positions in plain decode steps: measured (median, min–max), every position re-reading (n × decode), each weight read once at the decode step's efficiency, and the roofline floor.",
+    "tune": "Predicted speedup over k per drafter with its 95% band, the confirmation runs' measured points, and the recommended k.",
     "probe": "The clock probe: each reading's speed as a share of the fastest, with its own noise band; a slide late in the run is drift.",
 }
 
 
 def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
-    return {n: _charts.image(n, session, width=width, height=height) for n in names}
+    have = {"verify_cost": session.data.get("roofline"), "tune": session.data.get("tune"), "probe": session.data.get("probe")}
+    return {n: _charts.image(n, session, width=width, height=height) for n in names if have.get(n, True)}
 
 
 # -- small builders ------------------------------------------------------------------
@@ -391,8 +394,8 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
         protocol_section(session, s) + (_figure("probe", charts, target) if session.data.get("probe") else ""),
         _division(s, charts, target) + prediction_paragraph(session, s),
         breakdown_section(s, _figure("breakdown", charts, target)),
-        verify_cost_section(session),
-        tune_section(session),
+        verify_cost_section(session, _figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
+        tune_section(session, _figure("tune", charts, target) if session.data.get("tune") else ""),
         _acceptance(s, charts, target),
         _audit(s),
         _cases(session),

@@ -16,7 +16,7 @@ def prediction_paragraph(session, s: dict) -> str:
             "only times measured apart from the run, and the run's acceptance: " + esc(prediction_text(pred)) + ".</p>")
 
 
-def verify_cost_section(session) -> str:
+def verify_cost_section(session, figure: str = "") -> str:
     roof = session.data.get("roofline")
     if not roof or not roof.get("curve"):
         return ""
@@ -26,6 +26,7 @@ def verify_cost_section(session) -> str:
              "Floor = max(bytes ÷ bandwidth, FLOPs ÷ peak); efficiency = floor ÷ measured.</p>"]
     rows = [[str(p["positions"]), f(p.get("whole_ms")), f(p.get("multiple_of_decode")), f(p.get("ideal_multiple")),
              f(p.get("floor_ms")), pct(p.get("efficiency"))] for p in roof["curve"]]
+    parts.append(figure)
     parts.append(_table(["n", "whole graph (ms)", "× T_decode", "ideal × (each weight once)", "floor (ms)", "efficiency"], rows))
     head = next((p for p in roof["curve"] if p["positions"] == (roof.get("k") or 0) + 1), None)
     if head:
@@ -40,7 +41,7 @@ def verify_cost_section(session) -> str:
     return "".join(parts)
 
 
-def tune_section(session) -> str:
+def tune_section(session, figure: str = "") -> str:
     tune = session.data.get("tune")
     if not tune or not tune.get("rows"):
         return ""
@@ -53,4 +54,4 @@ def tune_section(session) -> str:
                      pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—"])
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
-            + _table(["drafter", "k", "predicted", "95% interval", "measured", "error"], rows))
+            + figure + _table(["drafter", "k", "predicted", "95% interval", "measured", "error"], rows))
