@@ -100,12 +100,15 @@ def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
 
     tv.k_max.setValue(2)
     tv.extra_args = ["--reps", "1", "--drafters", "ngram", "--max-tokens", "8"]
+    early = []
+    tv.proc.line.connect(lambda obj: early.append(obj["tune"]) if (obj.get("tune") or {}).get("partial") else None)
     with qtbot.waitSignal(tv.proc.done, timeout=200_000) as blocker:
         tv.run_btn.click()
     assert blocker.args[0] == 0, blocker.args
     tune = window.model.session.data["tune"]
     assert tv.table.rowCount() == len(tune["rows"]) >= 2
     assert tv.recommendation.text() == tune["recommendation"]["text"]
+    assert early and all(r["measured_speedup"] is None for r in early[0]["rows"])  # predictions shown before confirming
 
 
 def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):

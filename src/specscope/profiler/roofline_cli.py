@@ -186,7 +186,7 @@ def _prompts(a, eng) -> list[list[int]]:
     return [eng.encode(c["prompt"]) for c in take_cases(load_suite(a.suite)["cases"], a.cases)]
 
 
-def tune_data(a, say=lambda m: None) -> dict:
+def tune_data(a, say=lambda m: None, partial=None) -> dict:
     from .tune import run_tune
 
     if not 1 <= a.k_max <= 16:
@@ -209,7 +209,7 @@ def tune_data(a, say=lambda m: None) -> dict:
         load_suite(a.suite)  # fail fast, before loading a model
     eng = _open(a, say)
     out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
-                   confirm=a.confirm, progress=say)
+                   confirm=a.confirm, progress=say, on_update=partial)
     return out
 
 
@@ -238,7 +238,8 @@ def format_tune(res: dict) -> str:
 
 
 def cmd_tune(a) -> int:
-    out = tune_data(a, _say(a))
+    partial = (lambda res: print(json.dumps({"tune": finite_json(res)}), flush=True)) if a.jsonl else None
+    out = tune_data(a, _say(a), partial)
     if a.jsonl:
         print(json.dumps({"tune": finite_json(out)}), flush=True)
     else:

@@ -166,8 +166,12 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
-             reps: int = 3, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None) -> dict:
-    """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``)."""
+             reps: int = 3, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
+             on_update=None) -> dict:
+    """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
+
+    ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
+    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes."""
     if not 1 <= k_max <= 16:
         raise SpecscopeError("--k-max must be between 1 and 16")
     if max_tokens < 4:
@@ -225,6 +229,41 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     def beside(n: int) -> None:
         verify_beside.setdefault(n, []).extend(seam.verify_samples(context, plain[0]["tokens"][mid:], n, 2, ns=[n])[n])
 
+    def result(partial: bool) -> dict:
+        plain_rate = _rate(sum(n for n, _ in plain_rates), sum(ms for _, ms in plain_rates))
+        steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
+        # Final predictions: T_decode from the plain runs the measured side divides by (so it cancels in the error),
+        # and T_verify from the forwards timed beside the confirmation runs where there are some, else the curve.
+        verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
+        rows = []
+        for name in names:
+            full, draft_1 = inputs[name]
+            for p in predict(full, k_max, verify_final, draft_1, steps):
+                rows.append(_row(name, p, measured.get((name, p["k"])), ratios.get((name, p["k"])), plain_rate))
+        out = {
+            "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
+            "rows": rows,
+            "assumption": GREEDY_ASSUMPTION if info.get("greedy", True) else TEMPERATURE_ASSUMPTION,
+            "regime": info.get("regime", "greedy"),
+            "model": info.get("model"),
+            "k_max": k_max,
+            "max_tokens": max_tokens,
+            "prompts": len(prompts),
+            "confirm_reps": reps,
+            "t_decode_ms": statistics.fmean(steps),
+            "plain_tok_s": plain_rate,
+            "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
+            "verify_ms_beside": {str(n): statistics.median(v) for n, v in sorted(verify_beside.items())},
+            "verify_context": len(context),
+            "drafters": per_drafter,
+            "method": METHOD,
+        }
+        if partial:
+            out["partial"] = True
+        return out
+
+    if on_update is not None:
+        on_update(result(partial=True))
     for rep in range(reps):
         progress(f"confirmation {rep + 1}/{reps}: {len(plan)} speculative settings, each beside its own plain run")
         order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
@@ -245,55 +284,36 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             measured[(name, k)].append((tok, ms, len(rr)))
             if p_rate and _rate(tok, ms):
                 ratios[(name, k)].append(_rate(tok, ms) / p_rate)
-    plain_rate = _rate(sum(n for n, _ in plain_rates), sum(ms for _, ms in plain_rates))
+        if on_update is not None and rep + 1 < reps:
+            on_update(result(partial=True))
+    return result(partial=False)
 
-    # Final predictions: T_decode from the plain runs the measured side divides by (so it cancels in the error), and
-    # T_verify from the forwards timed beside the confirmation runs where there are some, else the initial curve.
-    verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
-    rows = []
-    for name in names:
-        full, draft_1 = inputs[name]
-        for p in predict(full, k_max, verify_final, draft_1, confirm_steps):
-            row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
-                   "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
-                   "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
-                   **{key: p[key] for key in ("division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
-                                              "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms")}}
-            m = measured.get((name, p["k"]))
-            spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
-            if spec_rate and plain_rate:
-                n_rounds = sum(x[2] for x in m)
-                # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
-                row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
-                row["measured_round_ms"] = sum(x[1] for x in m) / n_rounds
-                row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
-                r = ratios[(name, p["k"])]
-                # the median of per-repeat ratios (each speculative run over the plain run of its repeat), as bench
-                # does: a burst of load on a shared machine then moves one repeat, not the figure
-                row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
-                row["measured_speedup_pooled"] = spec_rate / plain_rate
-                row["measured_range"] = [min(r), max(r)] if r else None
-                row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
-            rows.append(row)
-    return {
-        "recommendation": recommendation(rows),
-        "rows": rows,
-        "assumption": GREEDY_ASSUMPTION if info.get("greedy", True) else TEMPERATURE_ASSUMPTION,
-        "regime": info.get("regime", "greedy"),
-        "model": info.get("model"),
-        "k_max": k_max,
-        "max_tokens": max_tokens,
-        "prompts": len(prompts),
-        "confirm_reps": reps,
-        "t_decode_ms": statistics.fmean(confirm_steps),
-        "plain_tok_s": plain_rate,
-        "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
-        "verify_ms_beside": {str(n): statistics.median(v) for n, v in sorted(verify_beside.items())},
-        "verify_context": len(context),
-        "drafters": per_drafter,
-        "method": ("T_verify: whole-graph verify forwards at mid-run context, apart from any speculative run (for a "
-                   "confirmed k, those timed right beside its confirmation runs); T_draft: instrumented draft steps at "
-                   "k = 1 and K_max (a line between); T_rollback, T_bookkeeping and acceptance: the K_max run; "
-                   "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
-                   "full rounds only (a run's last, shorter round is left out on both sides)"),
-    }
+
+METHOD = ("T_verify: whole-graph verify forwards at mid-run context, apart from any speculative run (for a "
+          "confirmed k, those timed right beside its confirmation runs); T_draft: instrumented draft steps at "
+          "k = 1 and K_max (a line between); T_rollback, T_bookkeeping and acceptance: the K_max run; "
+          "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
+          "full rounds only (a run's last, shorter round is left out on both sides)")
+
+
+def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain_rate: float | None) -> dict:
+    """One row: the prediction at k, and the confirmation runs' measurement when there are some."""
+    row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
+           "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
+           "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
+           **{key: p[key] for key in ("division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
+                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms")}}
+    spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
+    if spec_rate and plain_rate:
+        n_rounds = sum(x[2] for x in m)
+        # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
+        row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
+        row["measured_round_ms"] = sum(x[1] for x in m) / n_rounds
+        row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
+        # the median of per-repeat ratios (each speculative run over the plain run of its repeat), as bench
+        # does: a burst of load on a shared machine then moves one repeat, not the figure
+        row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
+        row["measured_speedup_pooled"] = spec_rate / plain_rate
+        row["measured_range"] = [min(r), max(r)] if r else None
+        row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
+    return row

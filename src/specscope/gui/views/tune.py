@@ -117,7 +117,10 @@ class TuneView(QtWidgets.QWidget):
         self.chart.set_data(tune_data(tune))
         tune = tune or {}
         rec = tune.get("recommendation") or {}
-        self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
+        if tune.get("partial"):  # predictions in, confirmations still running: no recommendation yet
+            self.recommendation.setText("tuning… predictions are in; the confirmation runs fill the measured column")
+        else:
+            self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
         self.assumption.setText(tune.get("assumption", ""))
         rows = tune.get("rows") or []
         self.table.setRowCount(len(rows))
