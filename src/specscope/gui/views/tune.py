@@ -9,8 +9,9 @@ from specscope.profiler.formatting import DASH
 
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
-from ..command_process import CommandProcess, cli_command, model_args
+from ..command_process import model_args
 from .common import fmt, plain_label
+from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
 COLUMNS = ["drafter", "k", "predicted", "95% interval", "measured", "error"]
@@ -20,23 +21,18 @@ def _pct(x) -> str:
     return fmt(None if x is None else 100 * x, "+.1f", "%")
 
 
-class TuneView(QtWidgets.QWidget):
-    result_ready = QtCore.Signal(dict)
+class TuneView(MeasurementPage):
+    key = "tune"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
-        super().__init__(parent)
-        self._config, self._session = config, session  # the setup panel's RunConfig; the session's data
-        self._tune: dict | None = None
-        self.extra_args: list[str] = []  # more `specscope tune` flags (tests: fewer repeats)
-        self.proc = CommandProcess(self)
-        self.proc.line.connect(self._line)
-        self.proc.done.connect(self._done)
+        super().__init__(config, session, parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
         bar = QtWidgets.QHBoxLayout()
         self.run_btn = QtWidgets.QPushButton("Tune k")
         self.run_btn.setToolTip("One speculative run at K_max per drafter, predictions for every k, then confirmation runs")
-        self.run_btn.clicked.connect(self.run)
+        self.run_btn.clicked.connect(self.start)
+        self.start_btn = self.run_btn
         self.k_max = QtWidgets.QSpinBox()
         self.k_max.setRange(1, 8)
         self.k_max.setValue(4)
@@ -72,48 +68,16 @@ class TuneView(QtWidgets.QWidget):
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)
 
-    def run(self) -> None:
-        if self._config is None:
-            return
-        cfg = self._config()
-        self.set_tune(None)
-        self.status.setText("starting…")
-        self.run_btn.setEnabled(False)
-        self.stop_btn.setEnabled(True)
-        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens), *self.extra_args, "--jsonl"]
+    def command(self, cfg) -> tuple[str, list[str]]:
+        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens)]
         if cfg.draft_model:
             args += ["--draft-model", str(cfg.draft_model)]
-        self.proc.start(cli_command("tune", args))
-
-    def stop(self) -> None:
-        self.proc.stop()
-        self.status.setText("stopped")
-        self.run_btn.setEnabled(True)
-        self.stop_btn.setEnabled(False)
-
-    def _line(self, obj: dict) -> None:
-        if obj.get("status"):
-            self.status.setText(str(obj["status"]))
-        if isinstance(obj.get("tune"), dict):
-            self.set_tune(obj["tune"])
-
-    def _done(self, code: int, message: str) -> None:
-        self.run_btn.setEnabled(True)
-        self.stop_btn.setEnabled(False)
-        if code == 0 and self._tune:
-            self.status.setText("done")
-            self.result_ready.emit(self._tune)
-        else:
-            self.status.setText(message or f"failed (exit code {code})")
-
-    def update_snapshot(self, _snap: dict) -> None:
-        """Show the session's stored tuning result (none: an empty page), unless a run is filling it in."""
-        tune = (self._session() or {}).get("tune") if self._session else None
-        if not self.proc.is_running() and tune is not self._tune:
-            self.set_tune(tune)
+        return "tune", args
 
     def set_tune(self, tune: dict | None) -> None:
-        self._tune = tune
+        self._show(tune)
+
+    def draw(self, tune: dict | None) -> None:
         self.chart.set_data(tune_data(tune))
         tune = tune or {}
         rec = tune.get("recommendation") or {}

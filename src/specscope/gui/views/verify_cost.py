@@ -3,12 +3,13 @@ and the MoE expert union — from the session, or measured now with ``specscope 
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from ..charts.cost_data import category_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import CategoryFloorChart, ExpertUnionChart, VerifyCurveChart
-from ..command_process import CommandProcess, cli_command, model_args
+from ..command_process import model_args
 from .common import Tile, fmt, plain_label
+from .measurement_page import MeasurementPage
 
 
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
@@ -23,27 +24,22 @@ def machine_text(roof: dict) -> str:
     return text, f"{chip}; nominal {fmt(nominal, '.0f', ' GB/s')}" if nominal else f"{chip}; no nominal figures for it"
 
 
-class VerifyCostView(QtWidgets.QWidget):
+class VerifyCostView(MeasurementPage):
     """``config`` returns the setup panel's RunConfig (which model to measure); ``session`` the current
     session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
 
-    result_ready = QtCore.Signal(dict)  # a finished measurement, for the window to keep with the session
+    key = "roofline"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
-        super().__init__(parent)
-        self._config, self._session = config, session
-        self._roof: dict | None = None
-        self.extra_args: list[str] = []  # more `specscope roofline` flags (tests: fewer repeats)
-        self.proc = CommandProcess(self)
-        self.proc.line.connect(self._line)
-        self.proc.done.connect(self._done)
+        super().__init__(config, session, parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
 
         bar = QtWidgets.QHBoxLayout()
         self.measure_btn = QtWidgets.QPushButton("Measure verify cost")
         self.measure_btn.setToolTip("Time whole-graph forwards over 1..N positions, probe the machine, and compute the roofline")
-        self.measure_btn.clicked.connect(self.measure)
+        self.measure_btn.clicked.connect(self.start)
+        self.start_btn = self.measure_btn
         self.positions = QtWidgets.QSpinBox()
         self.positions.setRange(2, 17)
         self.positions.setValue(9)
@@ -97,49 +93,14 @@ class VerifyCostView(QtWidgets.QWidget):
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
 
-    # -- measuring --------------------------------------------------------------
-    def measure(self) -> None:
-        if self._config is None:
-            return
-        cfg = self._config()
-        self.set_roofline(None)
-        self.status.setText("starting…")
-        self.measure_btn.setEnabled(False)
-        self.stop_btn.setEnabled(True)
-        self.proc.start(cli_command("roofline", [*model_args(cfg), "--positions", str(self.positions.value()),
-                                                    "-k", str(min(cfg.num_draft_tokens, self.positions.value() - 1)),
-                                                    *self.extra_args, "--jsonl"]))
-
-    def stop(self) -> None:
-        self.proc.stop()
-        self.status.setText("stopped")
-        self.measure_btn.setEnabled(True)
-        self.stop_btn.setEnabled(False)
-
-    def _line(self, obj: dict) -> None:
-        if obj.get("status"):
-            self.status.setText(str(obj["status"]))
-        if isinstance(obj.get("roofline"), dict):
-            self.set_roofline(obj["roofline"])
-
-    def _done(self, code: int, message: str) -> None:
-        self.measure_btn.setEnabled(True)
-        self.stop_btn.setEnabled(False)
-        if code == 0 and self._roof:
-            self.status.setText("done")
-            self.result_ready.emit(self._roof)
-        else:
-            self.status.setText(message or f"failed (exit code {code})")
-
-    # -- showing ----------------------------------------------------------------
-    def update_snapshot(self, _snap: dict) -> None:
-        """Show the session's stored roofline (none: an empty page), unless a measurement is filling it in."""
-        roof = (self._session() or {}).get("roofline") if self._session else None
-        if not self.proc.is_running() and roof is not self._roof:
-            self.set_roofline(roof)
+    def command(self, cfg) -> tuple[str, list[str]]:
+        n = self.positions.value()
+        return "roofline", [*model_args(cfg), "--positions", str(n), "-k", str(min(cfg.num_draft_tokens, n - 1))]
 
     def set_roofline(self, roof: dict | None) -> None:
-        self._roof = roof
+        self._show(roof)
+
+    def draw(self, roof: dict | None) -> None:
         self.curve.set_data(verify_curve_data(roof))
         self.experts.set_data(expert_union_data(roof))
         ns = positions_available(roof)
@@ -169,4 +130,4 @@ class VerifyCostView(QtWidgets.QWidget):
 
     def _draw_categories(self, *_):
         n = self.cat_n.currentData()
-        self.cats.set_data(category_floor_data(self._roof, n) if n else None)
+        self.cats.set_data(category_floor_data(self._result, n) if n else None)
