@@ -32,7 +32,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from .breakdown import classify
+from .breakdown import _own_params, classify
 
 RECURRENT_FLOPS_PER_STATE = 6  # decay, k·S, outer-product update, readout: ~6 FLOPs per state element per position
 _HEADS = ("n_heads", "num_heads", "num_attention_heads", "n_head")
@@ -53,22 +53,7 @@ def _arrays(mod: nn.Module, own_only: bool = False) -> list[tuple[str, mx.array]
     """Every parameter array under ``mod``, or (``own_only``) those it holds itself, not through a child module."""
     if not own_only:
         return [(p, v) for p, v in tree_flatten(mod.parameters()) if isinstance(v, mx.array)]
-    out = []
-
-    def visit(prefix, v):
-        if isinstance(v, mx.array):
-            out.append((prefix, v))
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                visit(f"{prefix}.{i}", x)
-        elif isinstance(v, dict) and not isinstance(v, nn.Module):
-            for key, x in v.items():
-                visit(f"{prefix}.{key}", x)
-
-    for key, v in mod.items():
-        if not key.startswith("_") and not isinstance(v, nn.Module):
-            visit(key, v)
-    return out
+    return list(_own_params(mod).items())
 
 
 def _nbytes(arrays) -> int:

@@ -16,7 +16,6 @@ wrapped to keep a reference to its ``indices`` argument, which the forward compu
 
 from __future__ import annotations
 
-import inspect
 import statistics
 import time
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import make_prompt_cache
 
-from .breakdown import classify, measure_forward
+from .breakdown import _takes_indices, classify, measure_forward
 from .decoding import plain_generate, prefill
 from .records import tokens_of
 from .rollback import CacheSnapshot, capturing, install_capture, is_hybrid
@@ -79,13 +78,6 @@ class VerifyPoint:
 
 
 # -- router recording ----------------------------------------------------------------------------------------------
-
-def _takes_indices(cls) -> bool:
-    try:
-        return "indices" in inspect.signature(cls.__call__).parameters
-    except (TypeError, ValueError):
-        return False
-
 
 _recording: dict[int, list] | None = None
 _routed_classes: dict[type, type] = {}
