@@ -125,3 +125,14 @@ def test_bad_input_is_a_clear_message(args, message, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("specscope: error:") and message in err and "Traceback" not in err
+
+
+def test_the_roofline_text_never_prints_a_negative_barrier_free_time():
+    curve = json.loads(json.dumps(CURVE))
+    for p in curve["points"]:
+        p["skip_estimates"] = {"moe": -1.5, "full_attention": 2.0}
+    text = format_roofline(build_roofline(curve, COSTS, MACHINE, k=2))
+    rows = text[text.index("per category"):].splitlines()[2:]
+    moe = next(r for r in rows if r.lstrip().startswith("moe"))
+    assert "below noise" in moe and "-1.5" not in moe
+    assert "2.0" in next(r for r in rows if r.lstrip().startswith("full_attention"))

@@ -26,6 +26,7 @@ batched-verify kernel could buy.
 from __future__ import annotations
 
 from . import stats
+from .intervals import time_text
 
 NAMES = {
     "linear_attention": "linear attention",
@@ -223,14 +224,14 @@ def format_roofline(roof: dict) -> str:
                      f"   {ideal:>7}   {r['floor_ms']:8.2f} {r['floor_multiple']:8.2f} {r['efficiency']:10.1%}")
     head = next(r for r in roof["curve"] if r["positions"] == roof["k"] + 1)
     lines += ["", f"per category at n = {head['positions']} (bytes in MB: weights + KV/state/logits):",
-              " category            ms   free ms   weights MB   other MB     GFLOP   floor ms  bound       efficiency  experts"]
+              " category            ms     free ms   weights MB   other MB     GFLOP   floor ms  bound       efficiency  experts"]
     for cat, e in head["categories"].items():
         ms = f"{e['ms']:.1f}" if e["ms"] is not None else "—"
-        free = f"{e['ms_barrier_free']:.1f}" if e.get("ms_barrier_free") is not None else "—"
+        free = time_text(e.get("ms_barrier_free"), spec=".1f")  # "below noise", never a negative time
         eff = f"{e['efficiency']:.1%}" if e["efficiency"] is not None else "—"
         ex = (f"{e['distinct_experts']:.1f} of {e.get('routed_slots')} slots / {e.get('experts')}"
               if e.get("distinct_experts") is not None else "")
-        lines.append(f" {cat:<17} {ms:>6} {free:>9} {_gb(e['weight_bytes']):>12} {_gb(e['other_bytes']):>10} "
+        lines.append(f" {cat:<17} {ms:>6} {free:>11} {_gb(e['weight_bytes']):>12} {_gb(e['other_bytes']):>10} "
                      f"{e['flops'] / 1e9:9.3f} {e['floor_ms']:10.2f}  {e['bound']:<10} {eff:>10}  {ex}")
     lines += ["", roof["headline"]]
     d = roof.get("division")
