@@ -20,7 +20,13 @@ from .summary import case_divergence, case_stats, summarize
 from .verdict import ENGINE_FAULT, divergence_message
 
 SCHEMA = "specscope.session"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# What each schema version added (a reader of version N reads every version up to N; older files load as they are,
+# and every figure they lack is labelled, never invented):
+#   1  the first wave's session (cases, rounds, breakdowns, probe, sensors, roofline, tune).
+#   2  the third wave: the prediction's inputs timed apart per case (``components``), paired speculative runs
+#      (``round_kinds`` "paired": each round carries its ``pass``), the acceptance trace, long-context settings.
+SCHEMA_HISTORY = {1: "first and second wave", 2: "third wave: components timed apart, paired runs, traces, context"}
 
 
 class SessionError(ValueError):
