@@ -73,8 +73,12 @@ def _prefill(model, cache, tokens: list[int]) -> mx.array:
     return out
 
 
-def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: int | None = None) -> dict:
-    """For every k and accepted count n: max relative logit error after verify + rollback vs a fresh cache."""
+def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: int | None = None,
+                       progress=lambda done, total, what: None) -> dict:
+    """For every k and accepted count n: max relative logit error after verify + rollback vs a fresh cache.
+
+    ``progress(done, total, what)`` is called before each of the sum(k + 1) checks and once at the end."""
+    total = sum(k + 1 for k in ks)
     if is_hybrid(model):
         install_capture(model)
     vocab = vocab_size or int(_prefill(model, make_prompt_cache(model), prompt[:1]).shape[-1])
@@ -84,6 +88,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
         # drafts that differ from each other and from the prompt's end: any tokens exercise the path
         drafts = [(prompt[(7 * j + 3) % len(prompt)] + 11 * (j + 1)) % vocab for j in range(k)]
         for n in range(k + 1):
+            progress(len(rows), total, f"rollback exactness: k = {k}, {n} accepted")
             cache = make_prompt_cache(model)
             rb = VerifyRollback(model, cache)
             last = int(mx.argmax(_prefill(model, cache, prompt)).item())
@@ -103,6 +108,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
             scale = max(1.0, float(mx.max(mx.abs(want)).item()))
             err = float(mx.max(mx.abs(got - want)).item()) / scale
             rows.append({"k": k, "accepted": n, "relative_error": err, "exact": err <= EXACT_TOLERANCE})
+    progress(total, total, "rollback exactness done")
     return {
         "rows": rows,
         "max_relative_error": max(r["relative_error"] for r in rows),
@@ -126,8 +132,8 @@ def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str 
     return out[: max(need, len(prompt))], note
 
 
-def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True) -> dict:
-    """Everything ``specscope check`` prints, for a LoadedModel."""
+def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None) -> dict:
+    """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``."""
     from .inspect_model import describe, mtp_status
 
     rep = cheap_report(lm.model)
@@ -135,7 +141,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True) -> dict:
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
     if rep["class"] != REFUSED:
         long_prompt, note = check_prompt(prompt, rep["sliding_windows"])
-        exact = rollback_exactness(lm.model, long_prompt, ks=ks, vocab_size=lm.vocab_size or None)
+        exact = rollback_exactness(lm.model, long_prompt, ks=ks, vocab_size=lm.vocab_size or None, progress=progress)
         rep["exactness"] = exact
         if note:
             rep["reasons"].append(note)
@@ -146,6 +152,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True) -> dict:
                                      f"accepted, logits differ by {bad['relative_error']:.3g} (relative) from a fresh cache")
     rep["mtp"] = {**mtp_status(lm.checkpoint), "loadable": None}
     if mtp and rep["mtp"]["available"]:
+        progress(None, None, "loading the MTP head")
         try:
             from .mtp import load_mtp_drafter
 

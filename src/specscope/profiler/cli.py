@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from specscope.errors import SpecscopeError
 
+from .progress import add_progress_args
+
 if TYPE_CHECKING:
     from .config import RunConfig
 
@@ -141,7 +143,7 @@ def config_from_args(a) -> "RunConfig":
 
 
 def cmd_run(a) -> int:
-    from .progress import Progress
+    from .progress import Progress, progress_wanted
     from .runner import SessionSaveError, run_worker
     from .summary_text import format_summary
 
@@ -151,7 +153,7 @@ def cmd_run(a) -> int:
 
         load_suite(cfg.suite)  # fail fast on a bad suite, before loading a model
     out = check_output_path(a.output, a.force) if a.output else None
-    progress = Progress(enabled=not a.quiet and sys.stderr.isatty() or a.progress)
+    progress = Progress(enabled=progress_wanted(a))
     try:
         res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
     except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
@@ -208,9 +210,33 @@ def _add_roofline(a, cfg, session, out) -> None:
 def cmd_demo_model(a) -> int:
     from specscope.engine_adapter.demo_model import build_demo_model
 
+    if a.shape or a.layers is not None:
+        return _cmd_real_shape(a)
     kind = "dense" if a.dense else ("draft" if a.draft else "hybrid")
     path = build_demo_model(a.path, kind=kind, seed=a.seed)
     print(f"wrote {kind} demo model to {path}")
+    return 0
+
+
+def _cmd_real_shape(a) -> int:
+    if not a.shape:
+        raise SpecscopeError("--layers needs --shape (e.g. --shape qwen3.5-35b-a3b --layers 4)")
+    if a.dense or a.draft:
+        raise SpecscopeError("--shape writes the released model's own layout; it does not combine with --dense or --draft")
+    from specscope.engine_adapter.real_shape import FULL_LAYERS, SHAPES, build_real_shape_model, text_config
+
+    from .progress import progress_bar, progress_wanted
+
+    layers = a.layers if a.layers is not None else 4
+    if a.shape not in SHAPES:
+        raise SpecscopeError(f"unknown --shape {a.shape!r}; known: {', '.join(SHAPES)}")
+    text_config(a.shape, layers)  # refuses a bad --layers before anything is written
+    with progress_bar("writing", total=layers + 3, unit="part", enabled=progress_wanted(a)) as bar:
+        def step(done, total, what):
+            bar.update_to(done, what)
+        path = build_real_shape_model(a.path, shape=a.shape, layers=layers, seed=a.seed, progress=step)
+    print(f"wrote {a.shape} at its released dimensions, {layers} of {FULL_LAYERS[a.shape]} layers, "
+          f"random 4-bit weights, to {path}")
     return 0
 
 
@@ -233,9 +259,19 @@ def cmd_check(a) -> int:
     from specscope.engine_adapter.demo_model import demo_model_path
     from specscope.engine_adapter.loader import load_model
 
-    lm = load_model(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+    from .progress import progress_bar, progress_wanted
+
     ks = tuple(range(1, a.max_k + 1))
-    rep = full_report(lm, ks=ks, mtp=not a.no_mtp)
+    with progress_bar("check", total=sum(k + 1 for k in ks), unit="checks", enabled=progress_wanted(a)) as bar:
+        bar.status("loading the model")
+        lm = load_model(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+
+        def step(done, total, what):
+            if done is None:
+                bar.status(what)
+            else:
+                bar.update_to(done, what)
+        rep = full_report(lm, ks=ks, mtp=not a.no_mtp, progress=step)
     print(json.dumps(rep, indent=1) if a.json else format_report(rep))
     return 1 if rep["class"] == REFUSED else 0
 
@@ -357,8 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
     r.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
+    add_progress_args(r)
     r.add_argument("--roofline", action="store_true",
                    help="after the run, measure the verify cost curve and draft steps apart (as `specscope roofline`) "
                         "and keep it in the session: the summary then holds a prediction beside the ledger")
@@ -370,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument("--dense", action="store_true", help="a plain qwen3 model instead of the hybrid MoE")
     kind.add_argument("--draft", action="store_true", help="a small qwen3 draft model")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--shape", metavar="NAME", help="random weights at a released model's dimensions instead "
+                   "(qwen3.5-35b-a3b), written a layer at a time")
+    d.add_argument("--layers", type=int, metavar="N", help="with --shape: the first N decoder layers (default 4; "
+                   "one in four is full attention; about 0.47 GiB per layer plus 0.55 GiB for embedding and head)")
+    add_progress_args(d)
     d.set_defaults(func=cmd_demo_model)
 
     i = sub.add_parser("inspect", help="describe a local checkpoint")
@@ -388,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")
     ck.add_argument("--no-mtp", action="store_true", help="skip loading the MTP head")
     ck.add_argument("--allow-oversize", action="store_true")
+    add_progress_args(ck)
     add_download_arg(ck)
     ck.set_defaults(func=cmd_check)
 
