@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import random
 import json
 
 import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.roofline_cli import bench_tune, main
-from specscope.profiler.tune import (GREEDY_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
+from specscope.profiler import trace_walk
+from specscope.profiler.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
                                      run_tune)
 
 ROW_KEYS = {"drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup", "prediction_error"}
@@ -70,11 +72,77 @@ def test_prediction_equals_measurement_when_the_model_holds():
         assert r["t_rollback_ms"] == pytest.approx(sum(0.5 + 0.1 * a for a in acc if a < r["k"]) / len(acc))
         assert r["t_bookkeeping_ms"] == pytest.approx(0.2)
     assert res["drafters"]["ngram"]["acceptance"] == per_position(PATTERN, 4)
-    assert res["assumption"] == GREEDY_ASSUMPTION
+    assert res["assumption"] == K_MAX_ASSUMPTION and res["acceptance_source"] == "k_max_rounds"  # this seam has no trace
     # instrumented runs at K_max and k=1 first, then only end-to-end confirmations
     assert eng.calls[:4] == [("ngram", 4, "instrumented"), ("ngram", 1, "instrumented"), ("mtp", 4, "instrumented"),
                              ("mtp", 1, "instrumented")]
     assert all(kind == "end_to_end" for _, _, kind in eng.calls[4:])
+    json.dumps(res)
+
+
+class BurstyEngine(FakeEngine):
+    """A scripted bursty drafter: right on spans of 3–15 tokens, wrong on the spans between (seeded). Its runs are
+    simulated token by token the way the engine's loop goes (a round drafts min(k, n − emitted − 1) tokens, accepts
+    the drafts up to the first wrong one, emits one more), and ``trace`` reads A(s) off the same script, so the
+    two share nothing but the script. Times are exact, as in ``FakeEngine``."""
+
+    def __init__(self, n=400, seed=1, **kw):
+        super().__init__(**kw)
+        rng = random.Random(seed)
+        right = []
+        while len(right) < n:
+            right += [True] * rng.randint(3, 15) + [False] * rng.randint(3, 15)
+        self.right, self.n = right[:n], n  # right[j]: the drafter's guess for token j (from the true prefix) is right
+
+    def plain(self, prompt, n):
+        assert n == self.n
+        return super().plain(prompt, n)
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        self.calls.append((name, k, kinds))
+        extra = 0.0 if name == "ngram" else 1.0
+        rounds, emitted = [], 1
+        while emitted < n:
+            kk = min(k, n - emitted - 1)
+            acc = 0
+            while acc < kk and self.right[emitted + acc]:
+                acc += 1
+            draft, verify = 1.0 + 0.5 * kk + extra, self.verify_ms(kk + 1)
+            rb = 0.5 + 0.1 * acc if acc < kk else 0.0
+            inst = kinds == "instrumented"
+            rounds.append({"drafted": kk, "accepted": acc, "emitted": acc + 1, "ms": draft + verify + rb + 0.2,
+                           "draft_ms": draft if inst else None, "verify_ms": verify if inst else None,
+                           "rollback_ms": rb if inst else None, "kind": kinds})
+            emitted += acc + 1
+        return {"rounds": rounds, "tokens": []}
+
+    def trace(self, name, prompt, plain_tokens, k_max, seed=0):
+        A = []
+        for s in range(self.n - 1):
+            a = 0
+            while a < min(k_max, self.n - 1 - s) and self.right[s + 1 + a]:
+                a += 1
+            A.append(a)
+        return {"drafter": name, "k_max": k_max, "A": A, "tokens": self.n, "estimate": False}
+
+
+def test_bursty_drafter_the_trace_predicts_every_k_exactly_where_k_max_rounds_miss():
+    """Bursty acceptance: rounds at K_max skip through right spans and land on wrong ones, so E(k) read off them is
+    off by 5% or more at some k; the trace walked at k equals what the runs at k measure, exactly (fails on the
+    old method, which took E(k) from the K_max rounds)."""
+    eng = BurstyEngine(drafters=("ngram",))
+    res = run_tune(eng, [[1]], k_max=4, max_tokens=eng.n, reps=1, confirm="all")
+    assert res["acceptance_source"] == "trace" and res["assumption"] == GREEDY_ASSUMPTION
+    off = []
+    for r in res["rows"]:
+        assert r["tokens_per_round"] == pytest.approx(r["measured_tokens_per_round"], abs=1e-12)
+        assert r["prediction_error"] == pytest.approx(0.0, abs=1e-9)
+        off.append(abs(r["tokens_per_round_k_max_rounds"] / r["measured_tokens_per_round"] - 1))
+    assert max(off) >= 0.05, off  # what the K_max rounds alone would have predicted
+    facts = res["drafters"]["ngram"]["trace"]
+    assert facts["positions"] == eng.n - 1
+    assert facts["tokens_per_round"] == pytest.approx([r["tokens_per_round"] for r in res["rows"]])
+    assert res["traces"]["ngram"][0]["A"] == eng.trace("ngram", [1], [], 4)["A"]
     json.dumps(res)
 
 

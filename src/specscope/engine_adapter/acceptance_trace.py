@@ -52,12 +52,15 @@ def _agree(draft: list[int], truth: list[int]) -> int:
 
 
 def record_trace(model, prompt: list[int], continuation: list[int], drafter: Drafter, k_max: int,
-                 sampling: Sampling | None = None, draws: int = 8, name: str | None = None) -> dict:
+                 sampling: Sampling | None = None, draws: int = 8, name: str | None = None,
+                 target_forward: bool = True) -> dict:
     """The acceptance trace of ``drafter`` along ``continuation`` (the target's own output for ``prompt``).
 
     Returns a JSON-able record: ``A`` (N − 1 entries), ``k_max``, ``drafter``, ``tokens``, ``regime``,
     ``estimate`` (and ``draws`` under sampling), ``cost_ms`` and ``target_agrees`` (greedy: the share of
-    positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run)."""
+    positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run).
+    ``target_forward=False`` skips the target's forward for a drafter that needs no hidden states (the oracle,
+    whose proposals come from the continuation itself); ``target_agrees`` is then None."""
     sampling = sampling or Sampling()
     c = [int(t) for t in continuation]
     if len(c) < 2:
@@ -73,6 +76,8 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     if needs_hidden:
         install_tap(model)
     cost = {}
+    if not target_forward and not needs_hidden:
+        return _walk_drafter(prompt, c, drafter, k_max, None, None, sampling, name, cost, None)
     t0 = time.perf_counter()
     cache = make_prompt_cache(model)
     with tapping(needs_hidden) as tap:
@@ -86,6 +91,11 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     hidden = tap.hidden(mode) if tap else None
     cost["target_ms"] = _ms(t0)
     agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(target.tolist(), c[1:]))
+    return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
+
+
+def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> dict:
+    """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
     t1 = time.perf_counter()
     drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
     A = []
@@ -96,9 +106,9 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = _ms(t1)
-    cost["total_ms"] = cost["target_ms"] + cost["draft_ms"]
+    cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
     return {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
-            "estimate": False, "target_agrees": agrees / len(c), "cost_ms": cost,
+            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
             "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
 
 

@@ -123,6 +123,14 @@ class TuneEngine:
                            "draft_ms": r.draft_ms, "verify_ms": r.verify_ms, "rollback_ms": r.rollback_ms, "kind": r.kind})
         return {"rounds": rounds, "tokens": tokens}
 
+    def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> dict:
+        """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). The
+        oracle's comes from its own per-position draws (no target forward: it drafts from the continuation)."""
+        from .acceptance_trace import record_trace
+
+        return record_trace(self.model, prompt, plain_tokens, self.drafter(name, plain_tokens, seed), k_max,
+                            sampling=self.engine.sampling, name=name, target_forward=name != "oracle")
+
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
                        ns: list[int] | None = None) -> dict[int, list[float]]:
         """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,

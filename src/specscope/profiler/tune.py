@@ -5,13 +5,17 @@
    timed apart from any speculative run (interleaved repeats); the forward at k+1 positions is
    re-timed right before and after every confirmation run at k (never inside it), so that drift on a
    shared machine hits the prediction and the measurement alike.
-3. Per drafter, one speculative run at K_max (instrumented rounds) records the per-position
-   acceptance a_1..a_K and T_draft(K); a short run at k = 1 gives T_draft(1); T_draft(k) is the line
-   through the two (a chained drafter costs about one step per draft, the oracle a fixed charge).
-4. For every k ≤ K: E(k) = 1 + Σ_{i≤k} a_i, predicted speedup = E(k) · T_decode / (T_verify(k+1) +
-   T_draft(k) + T_rollback(k) + T_bookkeeping) (see ``predict``; ``division_speedup`` is the bare
-   division without the last two), with a 95% interval by bootstrap over rounds (acceptance,
-   rollback), verify repeats, draft rounds and plain steps (timing spread).
+3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.trace_walk``: how many of the
+   drafter's next K_max proposals from each position of the target's own output agree with it), one
+   speculative run at K_max (instrumented rounds: T_draft(K), rollback by accepted count, bookkeeping)
+   and a short run at k = 1 (T_draft(1)); T_draft(k) is the line through the two (a chained drafter
+   costs about one step per draft, the oracle a fixed charge).
+4. For every k ≤ K: E(k) = the trace walked at k (the rounds a greedy run at k makes, exactly: no
+   assumption that acceptance at depth i is the same whatever k), predicted speedup = E(k) · T_decode /
+   (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping) (see ``predict``; ``division_speedup``
+   is the bare division without the last two), with a 95% interval by bootstrap over the walked rounds
+   (acceptance, rollback), verify repeats, draft rounds and plain steps (timing spread). A seam with no
+   ``trace`` falls back to E(k) from the K_max rounds, and the result says so.
 5. Confirmation: end-to-end speculative runs at each drafter's best predicted k and its neighbours
    (or every k), each right after a plain run of its own (A/B pairs), repeated; measured speedup =
    the median over repeats of speculative tok/s ÷ its plain run's tok/s (prompts pooled), over full
@@ -20,8 +24,9 @@
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
-``plain(prompt, n)``, ``speculative(drafter, prompt, plain_tokens, k, n, round_kinds, seed=0)`` and
-``verify_samples(context, tokens, positions, reps, ns=None)``; tests may pass any object that does.
+``plain(prompt, n)``, ``speculative(drafter, prompt, plain_tokens, k, n, round_kinds, seed=0)``,
+``verify_samples(context, tokens, positions, reps, ns=None)`` and ``trace(drafter, prompt, plain_tokens,
+k_max, seed=0)``; tests may pass any object that does.
 """
 
 from __future__ import annotations
@@ -32,16 +37,20 @@ import numpy as np
 
 from specscope.errors import SpecscopeError
 
-from . import stats
+from . import stats, trace_walk
 
 GREEDY_ASSUMPTION = (
-    "Drafts are chained: the i-th draft of a round is made after the first i-1, the same way whatever k is. "
-    "Under greedy decoding the share of rounds whose first i drafts are all accepted (a_i) therefore does not "
-    "depend on k, so a_1..a_K measured at K_max predict every k <= K_max.")
+    "Drafts are chained: from a given prefix a drafter proposes the same tokens whatever k is. Under greedy decoding "
+    "the acceptance trace A(s) (how many of the drafter's next K_max proposals from each position of the target's "
+    "own output agree with it) therefore determines the rounds of a run at every k <= K_max: E(k) is the trace "
+    "walked at k, exactly, with no assumption that acceptance at depth i is the same in every round.")
+K_MAX_ASSUMPTION = (
+    "No acceptance trace: E(k) from the K_max rounds' a_1..a_K assumes acceptance at depth i does not depend on k, "
+    "which holds for i.i.d. acceptance only (bursty acceptance makes the K_max rounds a length-biased sample).")
 TEMPERATURE_ASSUMPTION = (
-    "Under temperature sampling acceptance is random per draft; that a_1..a_K measured at K_max hold at every "
-    "k <= K_max is an assumption here (it holds in expectation when the draft and target distributions do not "
-    "depend on k), not a consequence of chained drafts.")
+    "Under temperature sampling acceptance is random per draft: the trace holds seeded accept/reject draws at every "
+    "position along one sampled output, and E(k) walked on them is an estimate (rounds under sampling need not "
+    "follow that output).")
 LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
 WHAT_IF = {"oracle"}
 
@@ -58,20 +67,33 @@ def draft_ms_at(k: int, t1: float, tk: float, k_max: int) -> float:
     return t1 if k_max <= 1 else t1 + (tk - t1) * (k - 1) / (k_max - 1)
 
 
+def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[dict[int, float], float, float]:
+    """Rollback time by accepted count, from the K_max run's rounds (a partial round reruns or trims what it
+    accepted, so its cost depends on that count, not on k), the mean partial rollback, and a full round's."""
+    partial = acc < k_max
+    by = {int(a): float(rb[acc == a].mean()) for a in np.unique(acc[partial])}
+    mean_partial = float(rb[partial].mean()) if partial.any() else 0.0
+    full = rb[~partial]
+    return by, mean_partial, (float(full.mean()) if full.size else float(rb.min()))
+
+
 def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
-            plain_steps: list[float], resamples: int = 2000, seed: int = 0) -> list[dict]:
+            plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0) -> list[dict]:
     """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
     ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
-    ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean).
+    ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
+    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts.
 
         predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
 
-    E(k) = 1 + mean(min(accepted, k)) = 1 + Σ_{i≤k} a_i. T_rollback(k): each K_max round's own rollback
-    when it accepted fewer than k drafts (a partial round at k rolls back the same accepted positions),
-    else the rollback of a fully accepted round; T_bookkeeping: the rest of a round (drafter update,
-    records), per round. All of it is measured apart from the runs the prediction is held against."""
+    E(k): with traces, walked at k (exact under greedy decoding: the rounds a run at k makes, no independence
+    assumption); without, 1 + mean(min(accepted, k)) over the K_max rounds (biased when acceptance is bursty:
+    those rounds are a length-biased sample of positions). T_rollback(k): per round at k, the K_max run's
+    rollback at the same accepted count when it is short of k, a full round's otherwise; T_bookkeeping: the
+    rest of a K_max round (drafter update, records). All of it is measured apart from the runs the prediction
+    is held against."""
     if not rounds:
         raise SpecscopeError("no full speculative rounds at K_max to measure acceptance from (raise --max-tokens)")
     acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
@@ -81,37 +103,47 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
                                        for r in rounds], dtype=float))
     d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
     steps = np.asarray(plain_steps, dtype=float)
-    full = rb[acc >= k_max]
-    rb_full = float(full.mean()) if full.size else float(rb.min())
+    rb_by, rb_partial, rb_full = _rollback_by_accepted(acc, rb, k_max)
     rng = np.random.default_rng(seed)
 
     def boot(x, stat):
         idx = rng.integers(0, len(x), size=(resamples, len(x)))
         return stat(x[idx], axis=1)
 
+    def rollback_of(a: np.ndarray, k: int) -> np.ndarray:
+        part = np.vectorize(lambda x: rb_by.get(int(x), rb_partial), otypes=[float])(a) if a.size else a
+        return np.where(a < k, part, rb_full)
+
     b_steps = boot(steps, np.mean)
     b_d1 = boot(d1, np.mean)
-    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # rounds resampled whole
-    b_acc, b_rb, b_book, b_dk = acc[idx], rb[idx], book[idx].mean(axis=1), dk[idx].mean(axis=1)
+    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # K_max rounds resampled whole
+    b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
     t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
     rows = []
     for k in range(1, k_max + 1):
+        if traces:  # the rounds a run at k makes, walked on the traces
+            at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
+        else:
+            at_k = np.minimum(acc, k)
         v = np.asarray(verify[k + 1], dtype=float)
         t_v = float(np.median(v))
         t_d = draft_ms_at(k, t1, tk, k_max)
-        t_rb = float(np.where(acc < k, rb, rb_full).mean())
-        E = 1.0 + float(np.minimum(acc, k).mean())
+        rb_k = rollback_of(at_k, k)
+        t_rb = float(rb_k.mean())
+        E = 1.0 + float(at_k.mean())
         d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
-        b_E = 1.0 + np.minimum(b_acc, k).mean(axis=1)
-        b_s = b_E * b_steps / (boot(v, np.median) + b_d1 + (b_dk - b_d1) * frac
-                               + np.where(b_acc < k, b_rb, rb_full).mean(axis=1) + b_book)
+        j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
+        b_E = 1.0 + at_k[j].mean(axis=1)
+        b_s = b_E * b_steps / (boot(v, np.median) + b_d1 + (b_dk - b_d1) * frac + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
             "predicted_speedup": d.predicted_speedup,
             "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
             "division_speedup": stats.divide(t_dec, t_v, t_d, E).predicted_speedup,
             "tokens_per_round": E,
+            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
             "t_decode_ms": t_dec,
             "t_verify_ms": t_v,
             "t_draft_ms": t_d,
@@ -195,7 +227,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     progress(f"verify curve over n = 1..{k_max + 1} at context {len(context)}")
     verify = seam.verify_samples(context, plain[0]["tokens"][mid:], k_max + 1, verify_reps)
 
-    per_drafter, pred, inputs = {}, {}, {}
+    per_drafter, pred, inputs, traces = {}, {}, {}, {}
     for name in names:
         progress(f"{name}: a speculative run at k = {k_max}")
         # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
@@ -212,8 +244,15 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                      for p, pl in zip(prompts, plain)]
             draft_1 = [r["draft_ms"] for run in short for r in run["rounds"] if r["drafted"] == 1]
         accepted = [r["accepted"] for r in full]
-        inputs[name] = (full, draft_1)
-        pred[name] = predict(full, k_max, verify, draft_1, plain_steps)
+        tr = None
+        if hasattr(seam, "trace"):  # the acceptance trace of every prompt (every oracle seed): E(k) walked on it
+            progress(f"{name}: acceptance trace over {max_tokens} tokens × {len(prompts)} prompts")
+            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in zip(prompts, plain)]
+            for t in tr:
+                trace_walk.check(t)
+            traces[name] = tr
+        inputs[name] = (full, draft_1, tr)
+        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr)
         lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
         per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
                              "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
@@ -221,6 +260,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                              "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
                              # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
                              "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
+        if tr:
+            per_drafter[name]["trace"] = _trace_facts(tr, full, k_max)
 
     plan = confirm_set(pred, k_max, confirm)
     measured: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per rep
@@ -237,13 +278,16 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
         rows = []
         for name in names:
-            full, draft_1 = inputs[name]
-            for p in predict(full, k_max, verify_final, draft_1, steps):
+            full, draft_1, tr = inputs[name]
+            for p in predict(full, k_max, verify_final, draft_1, steps, traces=tr):
                 rows.append(_row(name, p, measured.get((name, p["k"])), ratios.get((name, p["k"])), plain_rate))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
-            "assumption": GREEDY_ASSUMPTION if info.get("greedy", True) else TEMPERATURE_ASSUMPTION,
+            "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
+                           GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
+            "traces": traces,
             "regime": info.get("regime", "greedy"),
             "model": info.get("model"),
             "k_max": k_max,
@@ -289,9 +333,23 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     return result(partial=False)
 
 
-METHOD = ("T_verify: whole-graph verify forwards at mid-run context, apart from any speculative run (for a "
-          "confirmed k, those timed right beside its confirmation runs); T_draft: instrumented draft steps at "
-          "k = 1 and K_max (a line between); T_rollback, T_bookkeeping and acceptance: the K_max run; "
+def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
+    """What a drafter's traces say, beside what its K_max rounds would have said: E(k) both ways, the cost."""
+    curve = trace_walk.curve(traces, k_max)
+    acc = [r["accepted"] for r in full]
+    cost = [t.get("cost_ms", {}).get("total_ms") for t in traces]
+    return {"positions": sum(len(t["A"]) for t in traces), "estimate": any(t.get("estimate") for t in traces),
+            "tokens_per_round": [c["tokens_per_round"] for c in curve],
+            "acceptance_by_depth": curve[-1]["acceptance_by_depth"] if curve else [],
+            "tokens_per_round_k_max_rounds": [1.0 + statistics.fmean(min(a, k) for a in acc) if acc else None
+                                              for k in range(1, k_max + 1)],
+            "cost_ms": sum(c for c in cost if c is not None) if any(c is not None for c in cost) else None}
+
+
+METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: whole-graph verify forwards "
+          "at mid-run context, apart from any speculative run (for a confirmed k, those timed right beside its "
+          "confirmation runs); T_draft: instrumented draft steps at k = 1 and K_max (a line between); T_rollback "
+          "(by accepted count) and T_bookkeeping: the K_max run; "
           "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
           "full rounds only (a run's last, shorter round is left out on both sides)")
 
@@ -301,7 +359,7 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
     row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
-           **{key: p[key] for key in ("division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
+           **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
                                       "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms")}}
     spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
     if spec_rate and plain_rate:
