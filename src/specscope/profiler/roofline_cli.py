@@ -233,6 +233,13 @@ def format_tune(res: dict) -> str:
     for name, d in res["drafters"].items():
         lines.append(f"acceptance a_i, {d['label']} ({d['rounds']} rounds at K_max): "
                      + " ".join(f"{x:.2f}" for x in d["acceptance"]))
+        t = d.get("trace")
+        if t:
+            e = lambda xs: " ".join("—" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+            cost = f", recorded in {t['cost_ms'] / 1000:.1f} s" if t.get("cost_ms") else ""
+            lines.append(f"  trace{' (an estimate)' if t.get('estimate') else ''}: {t['positions']} positions{cost}; "
+                         f"E(k) walked: {e(t['tokens_per_round'])}; from the K_max rounds it would read: "
+                         f"{e(t['tokens_per_round_k_max_rounds'])}")
     lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
     return "\n".join(lines)
 
