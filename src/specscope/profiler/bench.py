@@ -1,8 +1,8 @@
 """``specscope bench``: does specscope measure without distorting, and is its engine as fast as mlx-lm's?
 
-Every benchmark interleaves its two contenders (A B A B …) on the same model,
-prompt and token count after a warm-up, and reports the median of per-pair
-ratios with min and max. Nothing here is asserted in the test suite: machines
+Every benchmark interleaves its two contenders in ABBA order (A B, B A, A B, …) on
+the same model, prompt and token count after a warm-up, compares equal work (see
+``bench_equal``), and reports the median of per-pair ratios with min and max. Nothing here is asserted in the test suite: machines
 are shared and noisy; the tests only check that each benchmark runs and emits
 well-formed JSON.
 """
@@ -52,11 +52,18 @@ def stable(ratios: list[float], half_width: float = STABLE_HALF_WIDTH) -> bool:
 def interleaved_pairs(a, one_pair) -> list[tuple]:
     """``one_pair()`` (A then B) ``--pairs`` times; with ``--until-stable``, more (up to ``--max-pairs``)
     until the median ratio A/B is stable to ±1%. Returns the pairs."""
-    pairs = [one_pair() for _ in range(a.pairs)]
+    pairs = []
+    for _ in range(a.pairs):
+        pairs.append(one_pair())
+        _ON_PAIR(len(pairs))
     if getattr(a, "until_stable", False):
         while len(pairs) < max(a.max_pairs, a.pairs) and not stable([x / y for x, y, *_ in pairs]):
             pairs.append(one_pair())
+            _ON_PAIR(len(pairs))
     return pairs
+
+
+_ON_PAIR = lambda n: None  # noqa: E731  run_bench points it at the progress bar
 
 
 def _result(name: str, ratios: list[float], raw: dict, unit: str = "ratio", value=None) -> dict:
@@ -87,37 +94,7 @@ def _load(a, kind="hybrid"):
     return load_model(path)
 
 
-# -- overhead: specscope plain decoding (as `run` executes it) vs mlx_lm.stream_generate --------
-def bench_overhead(a) -> dict:
-    from mlx_lm.generate import stream_generate
-
-    from specscope.engine_adapter.decoding import plain_generate
-
-    lm = _load(a)
-    prompt = lm.encode(PROMPT)
-    sink = open(os.devnull, "w")
-
-    def ours():
-        ms = []
-        for rec in plain_generate(lm.model, prompt, a.max_tokens):
-            # exactly what the worker does per event: build the dict, serialise, write, flush
-            sink.write(json.dumps({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms}) + "\n")
-            sink.flush()
-            if rec.type == "step":
-                ms.append(rec.ms)
-        return 1000.0 * len(ms) / sum(ms)
-
-    def theirs():
-        last = None
-        for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=a.max_tokens):
-            last = r
-        return last.generation_tps
-
-    ours(), theirs()  # warm-up
-    pairs = interleaved_pairs(a, lambda: (ours(), theirs()))
-    return _result("overhead", [x / y for x, y in pairs], {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs]})
-
-
+# -- overhead, memory, predict: equal work on both sides (profiler.bench_equal) -------------------------------------
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
 def bench_spec_vs_mlx_lm(a) -> dict:
     """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.
@@ -160,19 +137,15 @@ def bench_spec_vs_mlx_lm(a) -> dict:
         return len(toks) / (time.perf_counter() - t0), toks
 
     ours(), theirs()
-
-    def one_pair():
-        (x, tx), (y, ty) = ours(), theirs()
-        return x, y, tx, ty
-
-    raw_pairs = interleaved_pairs(a, one_pair)
+    raw_pairs = abba_pairs(a, ours, theirs)  # A B, B A, …
     identical = all(tx == ty and len(tx) == n for _, _, tx, ty in raw_pairs)
     pairs = [(x, y) for x, y, _, _ in raw_pairs]
     if not identical:
         raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
     res = _result("spec-vs-mlx-lm", [x / y for x, y in pairs],
                   {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
-                   "identical_tokens": identical, "timed_span": "generator start to last token, prefill included"})
+                   "identical_tokens": identical, "timed_span": "generator start to last token, prefill included",
+                   "order": "ABBA"})
     return res
 
 
@@ -238,69 +211,6 @@ def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
     return out_a, out_b
 
 
-def oracle_sweep(lm, prompt, ps, ks, max_tokens, reps=1) -> list[dict]:
-    """For each (k, P): the prediction from instrumented rounds vs the measured end-to-end speed.
-
-    The same drafts twice (same oracle seed, so identical acceptance): one generator runs end-to-end
-    rounds (the measured speed), the other instrumented rounds (the division's inputs: T_verify and
-    T_draft means over full-k rounds), and the two are advanced round by round in alternation, so
-    both see the same machine state. Nothing is fitted: the prediction uses only the instrumented
-    side and the plain T_decode; the measured side only its own wall times. With ``reps`` > 1 each
-    repeat (its own plain run, its own pair of generators) gives a prediction and a measurement, and
-    the row reports the medians and the median of the per-repeat errors.
-    """
-    from specscope.engine_adapter.decoding import plain_generate, speculative_generate
-    from specscope.engine_adapter.oracle import OracleDrafter
-    from . import stats
-
-    rows = []
-    for k in ks:
-        for p in ps:
-            per_rep = []
-            for rep in range(reps):
-                ev = list(plain_generate(lm.model, prompt, max_tokens))
-                steps = [e.ms for e in ev[1:]]
-                plain_tok_s = 1000.0 * len(steps) / sum(steps)
-                plain_tokens = [e.token for e in ev]
-
-                def spec(kinds):
-                    drafter = OracleDrafter(plain_tokens, p=p, seed=rep, vocab_size=lm.vocab_size)
-                    return speculative_generate(lm.model, prompt, drafter, k, max_tokens, round_kinds=kinds)
-
-                e2e, timed_run = rounds_side_by_side(spec("end_to_end"), spec("instrumented"))
-                e2e, timed_run = e2e[1:], timed_run[1:]
-                spec_tok_s = 1000.0 * sum(len(r.emitted) for r in e2e) / sum(r.ms for r in e2e)
-                full = [r for r in timed_run if len(r.drafted) == k]
-                acc = stats.acceptance_from_rounds([r.accepted for r in full], k)
-                d = stats.divide(1000.0 / plain_tok_s, statistics.fmean(r.verify_ms for r in full),
-                                 statistics.fmean(r.draft_ms for r in full), acc["tokens_per_round"])
-                measured = spec_tok_s / plain_tok_s
-                per_rep.append((d.predicted_speedup, measured, stats.relative_error(d.predicted_speedup, measured), acc))
-            acc = per_rep[0][3]
-            rows.append({"k": k, "oracle_p": p, "measured_p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
-                         "predicted": statistics.median(x[0] for x in per_rep),
-                         "measured": statistics.median(x[1] for x in per_rep),
-                         "error": statistics.median(x[2] for x in per_rep),
-                         "errors": [x[2] for x in per_rep]})
-    return rows
-
-
-def bench_predict(a) -> dict:
-    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3 (hybrid demo): the largest |relative error| of
-    the prediction against the end-to-end measured speed. Each point is the median of ``min(--pairs, 5)``
-    repeats; within a repeat the instrumented and end-to-end generators alternate round by round. On a
-    busy machine single rounds stall (another process takes the core for tens of ms) and one stalled
-    round moves a 16-round mean by several percent, hence the repeats."""
-    lm = _load(a)
-    prompt = lm.encode(PROMPT)
-    oracle_sweep(lm, prompt, [0.5], [1], 8)  # warm-up
-    reps = max(1, min(a.pairs, 5))
-    rows = oracle_sweep(lm, prompt, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps=reps)
-    errs = [abs(r["error"]) for r in rows]
-    return _result("predict", [], {"sweep": rows, "repeats": reps}, unit="max |relative error|", value=max(errs)) | {
-        "ratio_min": min(errs), "ratio_max": max(errs)}
-
-
 # -- memory: peak memory of a specscope run vs mlx-lm generating the same tokens -----------------
 def _peak_in_subprocess(code: str) -> int:
     import subprocess
@@ -311,42 +221,6 @@ def _peak_in_subprocess(code: str) -> int:
     if r.returncode != 0:
         raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def bench_memory(a) -> dict:
-    model_arg = repr(a.model) if a.model else "None"
-    common = (
-        "import json, resource, mlx.core as mx\n"
-        "from specscope.engine_adapter.demo_model import demo_model_path\n"
-        "from specscope.engine_adapter.loader import load_model\n"
-        f"lm = load_model({model_arg} or demo_model_path('hybrid'))\n"
-        f"prompt = lm.encode({PROMPT!r})\n"
-        "mx.reset_peak_memory()\n"
-    )
-    ours = common + (
-        "from specscope.engine_adapter.decoding import plain_generate, speculative_generate\n"
-        "from specscope.engine_adapter.mtp import load_mtp_drafter\n"
-        "from specscope.engine_adapter.drafters import NgramDrafter\n"
-        f"list(plain_generate(lm.model, prompt, {a.max_tokens}))\n"
-        "try:\n    d = load_mtp_drafter(lm)\nexcept Exception:\n    d = NgramDrafter()\n"
-        f"list(speculative_generate(lm.model, prompt, d, {a.num_draft_tokens}, {a.max_tokens}))\n"
-        "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
-    )
-    theirs = common + (
-        "from mlx_lm.generate import stream_generate\n"
-        f"for _ in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={a.max_tokens}): pass\n"
-        "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n"
-    )
-    pairs = []
-    for _ in range(max(1, min(a.pairs, 3))):
-        pairs.append((_peak_in_subprocess(ours), _peak_in_subprocess(theirs)))
-    fixed = 16 * 2**20  # "a small fixed amount": MTP head, per-position states, bookkeeping
-    ratios = [(x["mlx_peak"]) / (y["mlx_peak"] + fixed) for x, y in pairs]
-    return _result("memory", ratios, {"specscope_peak_bytes": [p[0]["mlx_peak"] for p in pairs],
-                                      "mlx_lm_peak_bytes": [p[1]["mlx_peak"] for p in pairs],
-                                      "specscope_rss_kb": [p[0]["rss_kb"] for p in pairs],
-                                      "mlx_lm_rss_kb": [p[1]["rss_kb"] for p in pairs],
-                                      "fixed_allowance_bytes": fixed})
 
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
@@ -374,14 +248,18 @@ def bench_gui(a) -> dict:
         return s["plain_tok_s"], s["spec_tok_s"], (c1 - c0 if c0 is not None and c1 is not None else None)
 
     pairs = []
-    for _ in range(max(1, min(a.pairs, 3))):
-        pairs.append((with_gui(), headless()))
+    for i in range(max(1, min(a.pairs, 3))):  # ABBA: the app first, then headless first, …
+        if i % 2 == 0:
+            pairs.append((with_gui(), headless()))
+        else:
+            h = headless()
+            pairs.append((with_gui(), h))
     ratios = [g[0] / h[0] for g, h in pairs]
     return _result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
                                    "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
                                    "spec_ratios": [g[1] / h[1] for g, h in pairs],
                                    # CPU seconds the app's process spent on each run (all its threads; the worker not counted)
-                                   "gui_process_cpu_s": [g[2] for g, _ in pairs]})
+                                   "gui_process_cpu_s": [g[2] for g, _ in pairs], "order": "ABBA"})
 
 
 def _process_cpu_s() -> float | None:
@@ -430,12 +308,12 @@ def bench_capture(a) -> dict:
 
     try:
         verify_ms(True), verify_ms(False)  # warm-up
-        pairs = interleaved_pairs(a, lambda: (verify_ms(True), verify_ms(False)))
+        pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False))  # A B, B A, …
     finally:
         install_capture(model)
-    return _result("capture", [x / y for x, y in pairs], {"capture_verify_ms": [p[0] for p in pairs],
-                                                          "no_hooks_verify_ms": [p[1] for p in pairs],
-                                                          "positions": k + 1, "forwards_per_side": reps})
+    return _result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],
+                                                              "no_hooks_verify_ms": [p[1] for p in pairs],
+                                                              "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
 def bench_tune(a) -> dict:
@@ -444,6 +322,8 @@ def bench_tune(a) -> dict:
 
     return run(a)
 
+
+from .bench_equal import abba_pairs, bench_memory, bench_overhead, bench_predict  # noqa: E402 (they use the helpers above)
 
 BENCHES = {
     "overhead": bench_overhead,
@@ -457,11 +337,11 @@ BENCHES = {
 }
 
 
-def _print(res: dict) -> None:
+def _line(res: dict) -> str:
     mark = "met" if res["met"] else "MISSED"
     ci = res.get("median_ci95")
     ci_text = f", median 95% CI {ci[0]:.4f}–{ci[1]:.4f}" if ci else ""
-    print(f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}"
+    return (f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}"
           f"{ci_text}; {res['pairs']} pairs; target {res['target']}: {mark})")
 
 
@@ -470,11 +350,22 @@ def run_bench(a) -> int:
         raise SpecscopeError("--pairs must be >= 1 and --max-tokens >= 4")
     names = list(BENCHES) if a.what == "all" else [a.what]
     results = []
-    for name in names:
-        res = BENCHES[name](a)
-        results.append(res)
-        if not a.json:
-            _print(res)
+    from .progress import Bar, progress_wanted
+
+    global _ON_PAIR
+    bar = Bar("bench", len(names) * a.pairs, "pairs", enabled=progress_wanted(a))
+    try:
+        for i, name in enumerate(names):
+            base = i * a.pairs
+            bar.update_to(base, name)
+            _ON_PAIR = lambda n, base=base, name=name: bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}")  # noqa: E731
+            res = BENCHES[name](a)
+            results.append(res)
+            if not a.json:
+                bar.write_out(_line(res))
+    finally:
+        _ON_PAIR = lambda n: None  # noqa: E731
+        bar.close()
     if a.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=1))
     return 0

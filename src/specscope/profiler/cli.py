@@ -471,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
     b.add_argument("--json", action="store_true")
+    add_progress_args(b)
     b.set_defaults(func=cmd_bench)
 
     cap = sub.add_parser("capture", help="Metal GPU traces (.gputrace) of one decode step and one verify forward")

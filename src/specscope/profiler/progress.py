@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import threading
 import time
 
 
@@ -62,6 +63,16 @@ class Bar:
                              dynamic_ncols=width is None, ncols=width, nrows=None if width is None else 24,
                              leave=True, mininterval=0.2,
                              bar_format=_FORMAT if total else "{desc}{n_fmt} {unit} [{elapsed}]{postfix}")
+            # Redraw once a second so the elapsed time moves during a long phase with no update.
+            self._stop = threading.Event()
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            bar = self._bar
+            if bar is not None:
+                bar.refresh()
 
     def update_to(self, n: float, status: str | None = None) -> None:
         if self._bar is None:
@@ -81,13 +92,17 @@ class Bar:
             self._bar.bar_format = _FORMAT
             self._bar.refresh()
 
-    def write(self, line: str) -> None:
-        """A line above the bar (the bar is redrawn under it)."""
+    def write_out(self, line: str) -> None:
+        """A result line on stdout; on a terminal the bar is cleared first and redrawn under it."""
         if self._bar is not None:
-            self._bar.write(line, file=sys.stderr)
+            self._bar.write(line, file=sys.stdout)
+        else:
+            print(line, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
+            self._stop.set()
+            self._ticker.join()
             self._bar.close()
             self._bar = None
 

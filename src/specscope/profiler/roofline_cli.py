@@ -15,6 +15,7 @@ import sys
 from specscope.errors import SpecscopeError
 
 from .cli import _fail, add_download_arg, resolve_model_args
+from .progress import add_progress_args
 from .session import finite_json
 
 DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
@@ -22,19 +23,30 @@ DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over 
 TUNE_TARGET = ("<=", 0.05)
 
 
-def _progress(enabled: bool):
-    def say(message: str) -> None:
-        if enabled:
-            print(f"specscope: {message}", file=sys.stderr, flush=True)
-    return say
-
-
 def _jsonl_status(message: str) -> None:
     print(json.dumps({"status": message}), flush=True)
 
 
 def _say(a):
-    return _jsonl_status if a.jsonl else _progress(a.progress or sys.stderr.isatty())
+    """Status for a program (--jsonl), else a progress bar on a terminal (nothing when piped unless --progress).
+
+    The bar counts the command's phases; the time left is estimated from the phases done so far."""
+    if a.jsonl:
+        return _jsonl_status
+    from .progress import PhaseProgress, progress_wanted
+
+    name = "roofline" if a.func is cmd_roofline else "tune"
+    if name == "roofline":
+        expected = 2 + 3 + max(a.reps, a.category_reps) + 2 + (0 if a.no_division else 1)
+    else:
+        n_drafters = len([d for d in a.drafters.split(",") if d.strip()]) if a.drafters else 3
+        expected = 2 + 2 + 3 * n_drafters + a.reps
+    return PhaseProgress(name, expected, enabled=progress_wanted(a))
+
+
+def _done(say) -> None:
+    if hasattr(say, "close"):
+        say.close()
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +62,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", help=f"the prompt (default: the first case(s) of the suite; roofline: {DEFAULT_PROMPT[:30]}…)")
     p.add_argument("--allow-oversize", action="store_true")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    add_progress_args(p)
     p.add_argument("--jsonl", action="store_true",
                    help="JSON lines on stdout for a program (the app): {\"status\": …} as it goes, then the result")
     add_download_arg(p)
@@ -168,7 +180,11 @@ def cmd_roofline(a) -> int:
     from .roofline import format_roofline
 
     partial = (lambda roof: print(json.dumps({"roofline": finite_json(roof)}), flush=True)) if a.jsonl else None
-    out = roofline_data(a, _say(a), partial)
+    say = _say(a)
+    try:
+        out = roofline_data(a, say, partial)
+    finally:
+        _done(say)
     if a.jsonl:
         print(json.dumps({"roofline": finite_json(out)}), flush=True)
     else:
@@ -246,7 +262,11 @@ def format_tune(res: dict) -> str:
 
 def cmd_tune(a) -> int:
     partial = (lambda res: print(json.dumps({"tune": finite_json(res)}), flush=True)) if a.jsonl else None
-    out = tune_data(a, _say(a), partial)
+    say = _say(a)
+    try:
+        out = tune_data(a, say, partial)
+    finally:
+        _done(say)
     if a.jsonl:
         print(json.dumps({"tune": finite_json(out)}), flush=True)
     else:
