@@ -22,6 +22,9 @@ from .sampling import Sampling
 
 PREFILL_STEP = 2048
 ROUND_KINDS = ("instrumented", "end_to_end", "alternate")
+# "paired" (the run's default) is a protocol mode: each speculative phase runs one "end_to_end" and one "instrumented"
+# pass over the same case (profiler.protocol); a single generator only ever runs one of the kinds above.
+RUN_ROUND_KINDS = ("paired",) + ROUND_KINDS
 
 
 def _now_ms() -> float:
@@ -127,7 +130,13 @@ def speculative_generate(
         t_verified = _now_ms()
         rollback.record(cap, k + 1, inputs)
         touched = rollback.rollback(accepted)
-        if touched and not e2e:  # an end-to-end round leaves it lazy: the next forward depends on it anyway
+        out_len = accepted + 1
+        # An instrumented round times its rollback apart. An end-to-end round leaves it lazy, as a production engine
+        # does, only when the next round is end-to-end too (its one sync pays for it). Before an instrumented round,
+        # and after the last round, it is evaluated here, so the measured speed pays for every rollback and no
+        # instrumented round's verify holds another round's work.
+        next_e2e = round_kinds == "end_to_end" and emitted + out_len < max_tokens
+        if touched and not next_e2e:
             mx.eval(touched)
         t_rolled = _now_ms()
         out = draft.tokens[:accepted] + [bonus]

@@ -538,8 +538,8 @@ class DistributedEngine(Engine):
     def plain(self, prompt: list[int], max_tokens: int):
         return self._checked("plain decoding", super().plain(prompt, max_tokens))
 
-    def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int):
-        return self._checked("speculative decoding", super().speculative(prompt, plain_tokens, max_tokens))
+    def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int, round_kinds: str | None = None):
+        return self._checked("speculative decoding", super().speculative(prompt, plain_tokens, max_tokens, round_kinds))
 
     def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
         return measure_breakdown_distributed(self.target.model, prompt, continuation, self.params.num_draft_tokens,

@@ -34,7 +34,7 @@ class EngineParams:
     temp: float = 0.0
     top_p: float = 1.0
     seed: int = 0
-    round_kinds: str = "instrumented"
+    round_kinds: str = "paired"
     allow_oversize: bool = False
 
 
@@ -176,17 +176,28 @@ class Engine:
 
         return plain_generate(self.target.model, prompt, max_tokens, self.sampling)
 
-    def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int):
+    def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int, round_kinds: str | None = None):
+        """Speculative decoding; ``round_kinds`` overrides the run's (a paired run asks for each pass's kind)."""
         from .decoding import speculative_generate
 
         p = self.params
+        kinds = round_kinds or p.round_kinds
+        if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.protocol); alone: the measured one
+            kinds = "end_to_end"
         return speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens), p.num_draft_tokens,
-                                    max_tokens, self.sampling, round_kinds=p.round_kinds)
+                                    max_tokens, self.sampling, round_kinds=kinds)
 
     def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
         from .breakdown import measure_breakdown
 
         return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
+
+    def components(self, prompt: list[int], continuation: list[int], reps: int = 3) -> dict:
+        """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
+        from .components import measure_components
+
+        return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
+                                  continuation, self.params.num_draft_tokens, reps=reps)
 
     def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict:
         from .divergence import divergence_event

@@ -67,9 +67,12 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
     ap.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost to charge per round")
     ap.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
-    ap.add_argument("--round-kinds", choices=["alternate", "instrumented", "end_to_end"], default="alternate",
-                    help="alternate (default): instrumented rounds time draft/verify/rollback apart, end-to-end rounds "
-                         "run as a production engine (one sync per round) and give the measured speed")
+    ap.add_argument("--round-kinds", choices=["paired", "alternate", "instrumented", "end_to_end"], default="paired",
+                    help="paired (default): each case's speculative phase runs an end-to-end pass (one sync per round, as "
+                         "a production engine: the measured speed) and an instrumented pass (draft/verify/rollback timed "
+                         "apart: the ledger) on the same drafts; alternate: the two kinds round by round in one pass")
+    ap.add_argument("--component-reps", type=int, default=3,
+                    help="verify forwards and drafts timed apart per case for the prediction (default 3)")
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
@@ -134,7 +137,7 @@ def config_from_args(a) -> "RunConfig":
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
-        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds,
+        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3),
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, **distributed_from_args(a),
     )

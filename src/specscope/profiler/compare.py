@@ -18,12 +18,17 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-from .intervals import BELOW_NOISE, below_noise
+from .intervals import noise_label
 from .session import atomic_write, finite_json
 from .stats import LOW_SAMPLE_DRAFTED
 from .summary import CATEGORY_LABELS
 
-TIE = 0.005  # relative differences below 0.5% are called a tie
+# A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
+INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
+             "t_verify_ms": "t_verify_ms_ci95", "t_draft_ms": "t_draft_ms_ci95", "p": "p_ci95",
+             "tokens_per_round": "tokens_per_round_ci95", "measured_speedup": "measured_speedup_ci95",
+             "prediction_error": "prediction_error_ci"}
+NO_DIFFERENCE = "no measurable difference"
 
 # key, label, unit, which is better ("higher", "lower", "abs-lower", None), depends on acceptance
 FIGURES = [
@@ -54,14 +59,14 @@ BREAKDOWN_FIGURES = [
 def _vouched(side: dict, key: str):
     """A breakdown figure, or "below noise" for an estimated time whose spread reaches zero (never a negative time)."""
     v = side.get(key)
-    if key == "inter_block_ms" and below_noise(v, (side.get("spread") or {}).get(key)):
-        return BELOW_NOISE
-    return v
+    label = noise_label(v, (side.get("spread") or {}).get(key)) if key == "inter_block_ms" else None
+    return label or v
 
 
-def _judge(a, b, better, names) -> dict:
-    """Delta b − a, relative change, and the winner with how much it wins by."""
-    out = {"a": a, "b": b, "delta": None, "relative": None, "winner": None, "by": None}
+def _judge(a, b, better, names, iva=None, ivb=None) -> dict:
+    """Delta b − a, relative change, and the winner with how much it wins by. A winner only when both figures have
+    an interval and the intervals do not overlap ("tie": no measurable difference, or no interval to judge by)."""
+    out = {"a": a, "b": b, "delta": None, "relative": None, "winner": None, "by": None, "a_ci95": iva, "b_ci95": ivb}
     if a is None or b is None:
         return out
     out["delta"] = b - a
@@ -72,9 +77,19 @@ def _judge(a, b, better, names) -> dict:
         va, vb, lower = abs(a), abs(b), True
     else:
         va, vb, lower = a, b, better == "lower"
-    if va == vb or (max(va, vb) > 0 and abs(va - vb) / max(va, vb) < TIE):
-        out["winner"] = "tie"
+    if not (iva and ivb):
+        out["winner"], out["judged"] = "tie", "no interval"
         return out
+    if better == "abs-lower":  # an error: which one's interval lies nearer zero, wholly
+        da = 0.0 if iva[0] <= 0 <= iva[1] else min(abs(iva[0]), abs(iva[1]))
+        db = 0.0 if ivb[0] <= 0 <= ivb[1] else min(abs(ivb[0]), abs(ivb[1]))
+        separate = max(abs(ivb[0]), abs(ivb[1])) < da or max(abs(iva[0]), abs(iva[1])) < db
+    else:
+        separate = iva[1] < ivb[0] or ivb[1] < iva[0]
+    if va == vb or not separate:
+        out["winner"], out["judged"] = "tie", "intervals overlap"
+        return out
+    out["judged"] = "intervals separate"
     b_wins = (vb < va) if lower else (vb > va)
     w, l = (vb, va) if b_wins else (va, vb)
     out["winner"] = names[1] if b_wins else names[0]
@@ -129,7 +144,9 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
             continue
         if key == "match_rate" and not (sa["regime"] == "greedy" and sb["regime"] == "greedy"):
             continue
-        row = {"key": key, "label": label, "unit": unit, "better": better, **_judge(sa.get(key), sb.get(key), better, names)}
+        ci = INTERVALS.get(key)
+        row = {"key": key, "label": label, "unit": unit, "better": better,
+               **_judge(sa.get(key), sb.get(key), better, names, sa.get(ci) if ci else None, sb.get(ci) if ci else None)}
         figures.append(row)
 
     ratios = []
@@ -146,10 +163,12 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
             for c in cats:
                 label = (bda.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
                 breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
-                                  **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names)})
+                                  **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names,
+                                           _spread(bda[side], c), _spread(bdb[side], c))})
             for key, label, unit, better in BREAKDOWN_FIGURES:
                 va, vb = _vouched(bda[side], key), _vouched(bdb[side], key)
-                row = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names)
+                row = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names,
+                             (bda[side].get("spread") or {}).get(key), (bdb[side].get("spread") or {}).get(key))
                 row.update(a=va, b=vb)  # "below noise" is shown as such, and neither judged nor subtracted
                 breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better, **row})
 
@@ -157,9 +176,9 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     if accept_ok:
         cats = sorted(set(sa["acceptance_by_category"]) | set(sb["acceptance_by_category"]))
         for c in cats:
-            pa = (sa["acceptance_by_category"].get(c) or {}).get("p")
-            pb = (sb["acceptance_by_category"].get(c) or {}).get("p")
-            by_category.append({"key": c, "label": c, "unit": "%", "better": "higher", **_judge(pa, pb, "higher", names)})
+            ca, cb = sa["acceptance_by_category"].get(c) or {}, sb["acceptance_by_category"].get(c) or {}
+            by_category.append({"key": c, "label": c, "unit": "%", "better": "higher",
+                                **_judge(ca.get("p"), cb.get("p"), "higher", names, ca.get("p_ci95"), cb.get("p_ci95"))})
 
     da, db = _describe(a), _describe(b)
     notes = []
@@ -202,11 +221,16 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     }
 
 
+def _spread(side: dict, category: str):
+    """A breakdown block's spread over reps (its interval for a comparison), or None."""
+    return ((side.get("spread") or {}).get("blocks") or {}).get(category)
+
+
 def headline(row, names) -> str:
     if not row or row["winner"] is None:
         return "Not enough measurements to name a winner."
     if row["winner"] == "tie":
-        return f"{row['label']}: a tie ({row['a']:.3f} vs {row['b']:.3f})."
+        return f"{row['label']}: {NO_DIFFERENCE} ({row['a']:.3f} vs {row['b']:.3f}; {row.get('judged', 'intervals overlap')})."
     what = "end-to-end speculative speedup" if row["key"] == "measured_speedup" else "verify time"
     return (f"{row['winner']} wins on {what}: {row['a']:.3f} ({names[0]}) vs {row['b']:.3f} ({names[1]}), "
             f"{row['by']}.")

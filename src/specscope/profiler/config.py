@@ -12,6 +12,7 @@ from specscope.errors import SpecscopeError
 
 DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
 MAX_K = 16
+ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
 
 
 @dataclass
@@ -36,9 +37,13 @@ class RunConfig:
     mtp_weights: str | None = None
     mtp_hidden: str = "post-norm"
     allow_oversize: bool = False
-    # "alternate": instrumented rounds (draft, verify, rollback timed apart) interleaved with end-to-end
-    # rounds (one sync, as a production engine runs); "instrumented": every round timed apart.
-    round_kinds: str = "alternate"
+    # "paired": each speculative phase runs the case twice, one end-to-end pass (one sync per round, as a production
+    # engine runs: the measured speed) and one instrumented pass (draft, verify, rollback timed apart: the ledger),
+    # in alternating order, on the same drafts; "alternate": the two kinds round by round in one pass (older
+    # sessions); "instrumented" or "end_to_end": one pass of that kind.
+    round_kinds: str = "paired"
+    # the prediction's inputs timed apart per case (engine_adapter.components): verify forwards and drafts, reps each
+    component_reps: int = 3
     # the protocol against drift (see profiler.protocol): the first N cases are measured but left out of
     # the summary; --cooldown waits before each case until the clock probe is back within 2% of its best
     discard_first: int = 0
@@ -84,8 +89,10 @@ class RunConfig:
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
         if self.drafter == "draft" and not self.draft_model and not self.demo:
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
-        if self.round_kinds not in ("alternate", "instrumented", "end_to_end"):
-            raise SpecscopeError("--round-kinds must be alternate, instrumented or end_to_end")
+        if self.round_kinds not in ROUND_KINDS:
+            raise SpecscopeError(f"--round-kinds must be one of {', '.join(ROUND_KINDS)}")
+        if self.component_reps < 1:
+            raise SpecscopeError("--component-reps must be >= 1")
         if self.discard_first < 0:
             raise SpecscopeError("--discard-first must be >= 0")
         if self.cooldown_timeout_s <= 0:

@@ -51,7 +51,7 @@ def drift_warning(d: dict | None) -> str | None:
     if not d or not d.get("drift"):
         return None
     return (f"drift warning: the clock probe slowed by {d['slowdown'] * 100:+.1f}% from the start of the run to its end "
-            f"(its own noise ±{(d['noise'] or 0) * 100:.1f}%): the device ran slower late in the run (heat, or another load); "
+            f"(more than its own noise: its reps spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest): the device ran slower late in the run (heat, or another load); "
             "ABBA order spreads the slow-down over both modes, but rerun with --cooldown, or on a quiet machine")
 
 
@@ -64,5 +64,5 @@ def drift_phrase(d: dict | None) -> str:
         return w
     if d.get("drift") is None:
         return f"clock probe: {d['readings']} readings, too few to judge drift"
-    return (f"clock probe: no drift ({d['slowdown'] * 100:+.1f}% from start to end, within its own noise "
-            f"±{(d['noise'] or 0) * 100:.1f}%; {d['readings']} readings)")
+    return (f"clock probe: no drift ({d['slowdown'] * 100:+.1f}% from start to end, within its own noise: its reps "
+            f"spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest; {d['readings']} readings)")

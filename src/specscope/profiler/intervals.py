@@ -10,9 +10,10 @@ Pure Python, no MLX, no Qt. Everything here is interval arithmetic on plain numb
   E · (1000 / spec tok/s) / (T_verify + T_draft) — T_decode cancels — so its interval comes from E's,
   the round time's and the speculative rate's, each at the end that moves the ratio outward.
 
-``below_noise`` is the rule every view, report and CSV applies to an estimated time (a barrier-free
-estimate, the inter-block overhead): when its interval reaches zero it is "below noise", never a
-negative time.
+``noise_state`` is the rule every view, report and CSV applies to an estimated time (a barrier-free
+estimate, the inter-block overhead): an interval that straddles zero is "below noise"; one that lies wholly
+below zero is a measured effect of the ruler, not noise, and is named as one ("ruler bias": the barrier ruler's
+per-block syncs cost more than the gap between blocks), with its value and interval; never a negative time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Mapping
 from .stats import Z95, wilson_interval
 
 BELOW_NOISE = "below noise"
+RULER_BIAS = "ruler bias"
+NOISE, BIAS, MEASURED = "noise", "bias", "measured"
 
 
 def span(xs) -> list[float] | None:
@@ -90,23 +93,60 @@ def within(x: float, iv) -> bool:
     return bool(iv) and iv[0] <= x <= iv[1]
 
 
-def below_noise(value, interval=None) -> bool:
-    """An estimated time that is noise: its interval reaches zero (or below); with no interval, a value at or
-    below zero. None (not measured) is not noise."""
+def noise_state(value, interval=None) -> str | None:
+    """What an estimated time is: "measured" (its interval lies above zero), "noise" (the interval straddles zero,
+    or, with no interval, the value is at or below zero), "bias" (the interval lies wholly below zero: a measured
+    effect of the ruler, e.g. barriers that cost more than the gap they time). None when not measured."""
     if value is None:
-        return False
+        return None
     if interval:
-        return interval[0] <= 0.0
-    return value <= 0.0
+        if interval[1] < 0.0:
+            return BIAS
+        return NOISE if interval[0] <= 0.0 else MEASURED
+    return NOISE if value <= 0.0 else MEASURED
+
+
+def below_noise(value, interval=None) -> bool:
+    """An estimated time that is noise: its interval straddles zero (with no interval, a value at or below zero).
+    An interval wholly below zero is a ruler bias (``noise_state``), not noise. None (not measured) is not noise."""
+    return noise_state(value, interval) == NOISE
+
+
+def not_a_time(value, interval=None) -> bool:
+    """Noise or a ruler bias: either way not a time to print as one."""
+    return noise_state(value, interval) in (NOISE, BIAS)
+
+
+def bias_text(value, interval, spec: str = ".2f", unit: str = "") -> str:
+    """"ruler bias −3.20 ms (−5.10…−1.40)": a measured effect of the ruler, with its value and interval."""
+    return f"{RULER_BIAS} {value:{spec}}{unit} ({interval[0]:{spec}}…{interval[1]:{spec}})"
+
+
+def noise_label(value, interval=None, spec: str = ".2f") -> str | None:
+    """The label that replaces an estimated time that is not one ("below noise" / "ruler bias …"), else None."""
+    state = noise_state(value, interval)
+    if state == NOISE:
+        return BELOW_NOISE
+    if state == BIAS:
+        return bias_text(value, interval, spec)
+    return None
 
 
 def time_text(value, interval=None, spec: str = ".2f", unit: str = "", none: str = "—") -> str:
-    """An estimated time as text: "below noise" when its interval reaches zero, else the value (never negative)."""
+    """An estimated time as text: "below noise" when its interval straddles zero, "ruler bias …" when it lies wholly
+    below zero, else the value (never a negative time)."""
     if value is None:
         return none
-    if below_noise(value, interval):
+    state = noise_state(value, interval)
+    if state == NOISE:
         return BELOW_NOISE
+    if state == BIAS:
+        return bias_text(value, interval, spec, unit)
     return f"{value:{spec}}{unit}"
+
+
+RULER_BIAS_NOTE = ("ruler bias: the barrier ruler's per-block syncs cost more than the gap between blocks, so the "
+                   "whole graph ran faster than the sum of its barrier-timed blocks")
 
 
 def spread_text(interval, spec: str = ".2f") -> str:

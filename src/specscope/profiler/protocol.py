@@ -28,6 +28,7 @@ from .stats import tok_s
 
 COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its best reading
 COOLDOWN_POLL_S = 2.0      # between two probe readings while cooling down
+MEASURED, LEDGER = "measured", "ledger"  # the two passes of a paired speculative phase
 
 
 def abba(repeat: int) -> tuple[str, str]:
@@ -35,7 +36,7 @@ def abba(repeat: int) -> tuple[str, str]:
     return ("plain", "spec") if repeat % 2 == 0 else ("spec", "plain")
 
 ENGINE_FIELDS = ("model", "demo", "drafter", "draft_model", "mtp_weights", "mtp_hidden", "oracle_p", "oracle_draft_ms",
-                 "num_draft_tokens", "temp", "top_p", "seed", "round_kinds", "allow_oversize")
+                 "num_draft_tokens", "temp", "top_p", "seed", "round_kinds", "allow_oversize")  # the engine's share of RunConfig
 
 
 def open_engine(cfg: RunConfig, emit):
@@ -139,29 +140,46 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                 return toks, None
         return toks, tok_s(len(ms), sum(ms))
 
-    def spec_run(c, plain_tokens, record: bool):
-        """Tokens and tok/s: from end-to-end rounds when the run has them (the speed a user gets), with the
-        instrumented rounds' tok/s beside it (the cost of timing draft, verify and rollback apart)."""
+    def spec_pass(c, plain_tokens, record: bool, kinds: str | None, pass_name: str | None):
+        """One speculative pass: tokens and tok/s per round kind ({"instrumented": …, "end_to_end": …})."""
         toks = []
         n = {"instrumented": 0, "end_to_end": 0}
         total = {"instrumented": 0.0, "end_to_end": 0.0}
-        for rec in engine.speculative(c["prompt_tokens"], plain_tokens, cfg.max_tokens):
+        for rec in engine.speculative(c["prompt_tokens"], plain_tokens, cfg.max_tokens, **({"round_kinds": kinds} if kinds else {})):
             if rec.type == "prefill":
                 toks.append(rec.token)
-                if record:
+                if record and pass_name != LEDGER:  # the session's output is the measured pass's
                     emit({"event": "prefill", "case": c["id"], "mode": "spec", "token": rec.token, "ms": rec.ms, "n_prompt": rec.n_prompt})
             else:
                 toks.extend(rec.emitted)
                 n[rec.kind] += len(rec.emitted)
                 total[rec.kind] += rec.ms
                 if record:
-                    emit({"event": "round", "case": c["id"], "index": rec.index, "drafted": rec.drafted, "accepted": rec.accepted,
+                    ev = {"event": "round", "case": c["id"], "index": rec.index, "drafted": rec.drafted, "accepted": rec.accepted,
                           "emitted": rec.emitted, "draft_ms": rec.draft_ms, "verify_ms": rec.verify_ms,
-                          "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra, "kind": rec.kind})
+                          "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra, "kind": rec.kind}
+                    if pass_name:
+                        ev["pass"] = pass_name
+                    emit(ev)
             if should_stop():
                 return toks, None
-        rates = {kind: tok_s(n[kind], total[kind]) for kind in n}
-        return toks, (rates["end_to_end"] or rates["instrumented"], rates["instrumented"])
+        return toks, {kind: tok_s(n[kind], total[kind]) for kind in n}
+
+    def spec_run(c, plain_tokens, record: bool, repeat: int = 0):
+        """Tokens and (measured tok/s, instrumented tok/s). The measured speed comes from end-to-end rounds when the
+        run has them (the speed a user gets), the instrumented rate beside it (what timing the parts apart costs).
+        A paired run makes both passes over the same case, end-to-end first in even repeats and last in odd ones."""
+        if cfg.round_kinds != "paired":
+            toks, rates = spec_pass(c, plain_tokens, record, None, None)
+            return toks, None if rates is None else (rates["end_to_end"] or rates["instrumented"], rates["instrumented"])
+        order = ((MEASURED, "end_to_end"), (LEDGER, "instrumented"))
+        out = {}
+        for pass_name, kinds in (order if repeat % 2 == 0 else order[::-1]):
+            toks, rates = spec_pass(c, plain_tokens, record, kinds, pass_name)
+            if rates is None:
+                return toks, None
+            out[pass_name] = (toks, rates[kinds])
+        return out[MEASURED][0], (out[MEASURED][1], out[LEDGER][1])
 
     # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
     for w in range(cfg.warmup):
@@ -197,7 +215,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     made = len(plain_tokens)
                 else:
                     # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
-                    spec_tokens, rates = spec_run(c, plain_tokens, record=True)
+                    spec_tokens, rates = spec_run(c, plain_tokens, record=True, repeat=r)
                     if rates is None:
                         return "incomplete"
                     emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
@@ -210,6 +228,10 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                 if phase == "plain" and r == 0 and cfg.breakdown:
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
+                if phase == "plain" and r == 0 and hasattr(engine, "components"):
+                    # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.components)
+                    comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
+                    emit({"event": "components", "case": c["id"], "components": comp})
                 if should_stop():
                     return "incomplete"
             probe(c["id"], r, "after")

@@ -75,7 +75,7 @@ class Session:
     # -- folding events ----------------------------------------------------
     def apply(self, ev: dict) -> None:
         kind = ev.get("event")
-        if kind in ("prefill", "step", "round", "repeat_done", "breakdown") and ev.get("case") not in self._index:
+        if kind in ("prefill", "step", "round", "repeat_done", "breakdown", "components") and ev.get("case") not in self._index:
             # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
             self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             return
@@ -114,11 +114,14 @@ class Session:
             rnd = {k: ev[k] for k in ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")}
             if "kind" in ev:  # absent in sessions from before end-to-end rounds: those are all instrumented
                 rnd["kind"] = ev["kind"]
+            if ev.get("pass"):  # a paired run: "measured" (end-to-end) or "ledger" (instrumented) pass
+                rnd["pass"] = ev["pass"]
             r = self._repeat.get((ev["case"], "spec"), 0)
             if r:  # repeat 0 is written as no key (as every round of an older session reads)
                 rnd["repeat"] = r
             side["rounds"].append(rnd)
-            side["tokens"].extend(ev["emitted"])
+            if ev.get("pass") != "ledger":  # the output is the measured pass's; the ledger pass repeats it
+                side["tokens"].extend(ev["emitted"])
         elif kind == "repeat_done":
             c = self._index[ev["case"]]
             c[ev["mode"]]["repeats_tok_s"].append(ev["tok_s"])
@@ -126,6 +129,8 @@ class Session:
                 c[ev["mode"]].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
+        elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.components)
+            self._index[ev["case"]]["components"] = ev["components"]
         elif kind == "divergence":
             # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
             # is an engine fault, and an engine fault fails the session, loudly.

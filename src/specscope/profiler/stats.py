@@ -53,7 +53,15 @@ def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> dict:
     drafted = rounds * k
     accepted = sum(n * c for n, c in hist.items())
     a = [sum(c for n, c in hist.items() if n >= i) / rounds if rounds else 0.0 for i in range(1, k + 1)]
-    lo, hi = wilson_interval(accepted, drafted)
+    # The round is the unit (a round's drafts are not independent trials: uncertainty.proportion_interval); with
+    # fewer than two rounds there is no spread to read, and the interval is the per-token Wilson one, labelled so.
+    from .uncertainty import rounds_interval
+
+    iv = rounds_interval(hist, k)
+    unit = "rounds"
+    if iv is None:
+        iv, unit = list(wilson_interval(accepted, drafted)), "tokens (too few rounds)"
+    lo, hi = iv
     return {
         "k": k,
         "rounds": rounds,
@@ -61,8 +69,10 @@ def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> dict:
         "accepted": accepted,
         "p": accepted / drafted if drafted else None,
         "p_ci95": [lo, hi],
+        "p_ci95_unit": unit,
         "per_position": a,
         "tokens_per_round": 1 + sum(a) if rounds else None,
+        "tokens_per_round_ci95": [1 + k * lo, 1 + k * hi] if rounds else None,
         "low_sample": drafted < LOW_SAMPLE_DRAFTED,
     }
 
@@ -129,6 +139,23 @@ def match_stats(plain: list[int], spec: list[int]) -> dict:
         "match_rate": same / max(len(plain), len(spec), 1),
         "first_divergence": first,
     }
+
+
+def alpha_for_tokens_per_round(tokens_per_round: float | None, k: int) -> float | None:
+    """The per-position acceptance α whose geometric model gives this E: 1 + α + … + α^k = E (bisection). The
+    Division chart's curve is over α; a run is placed on it at the α whose E equals its measured E, so the measured
+    point and the predicted marker lie where the figures say they are (DESIGN §6: p and α differ for k > 1)."""
+    if tokens_per_round is None or k < 1:
+        return None
+    e = min(max(tokens_per_round, 1.0), k + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if tokens_per_round_from_p(mid, k) < e:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int) -> float | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from . import intervals, stats
+from . import intervals, prediction, stats
 from .drift import probe_drift
 from .intervals import span
 from .stats import tok_s
@@ -66,9 +66,15 @@ def instrumented(r: dict) -> bool:
 
 
 def first_repeat(r: dict) -> bool:
-    """A round of a case's first repeat: the rounds acceptance counts. Repeats of a seeded run draft the
-    same tokens again; counting the copies would narrow acceptance's interval with no new evidence."""
+    """A round of a case's first repeat. Repeats of a seeded run draft the same tokens again; counting the copies
+    would narrow acceptance's interval with no new evidence."""
     return not r.get("repeat")
+
+
+def counts_for_acceptance(r: dict) -> bool:
+    """A round acceptance counts: of the first repeat, and not of a paired run's ledger pass (which repeats the
+    measured pass's drafts on the same case)."""
+    return not r.get("repeat") and r.get("pass") != "ledger"
 
 
 def _rate(rounds: list[dict]) -> float | None:
@@ -85,7 +91,7 @@ def case_stats(case: dict, k: int) -> dict:
     instr_tok_s = (stats.median(spec.get("repeats_instrumented_tok_s") or []) or _rate(timed)) if e2e else None
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
-    acc = stats.acceptance_from_rounds([r["accepted"] for r in full if first_repeat(r)], k)
+    acc = stats.acceptance_from_rounds([r["accepted"] for r in full if counts_for_acceptance(r)], k)
     return _case_result(case, plain_tok_s, spec_tok_s, acc,
                         stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
                         instr_tok_s)
@@ -93,9 +99,14 @@ def case_stats(case: dict, k: int) -> dict:
 
 def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> dict:
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
-    pred = None
+    ledger = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
-        pred = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
+        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
+    comp = case.get("components") or {}
+    c_verify, c_draft = stats.mean(comp.get("verify_ms") or []), stats.mean(comp.get("draft_ms") or [])
+    pred = None  # the case's own prediction from its components timed apart (None in sessions without them)
+    if t_decode and c_verify is not None and c_draft is not None and acc["rounds"]:
+        pred = stats.divide(t_decode, c_verify, c_draft, acc["tokens_per_round"]).predicted_speedup
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
     plain_tokens, spec_tokens = case["plain"]["tokens"], case["spec"]["tokens"]
     plain_reps, spec_reps = case["plain"].get("repeats_tok_s") or [], case["spec"].get("repeats_tok_s") or []
@@ -112,6 +123,9 @@ def _case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_dra
         "t_draft_ms": t_draft,
         "acceptance": acc,
         "predicted_speedup": pred,
+        "ledger_speedup": ledger,
+        "components_t_verify_ms": c_verify,
+        "components_t_draft_ms": c_draft,
         "measured_speedup": measured,
         "prediction_error": stats.relative_error(pred, measured),
         "match": stats.match_stats(plain_tokens, spec_tokens) if spec_tokens else None,
@@ -149,10 +163,10 @@ def summarize(session) -> dict:
     spec_emitted = [sum(len(r["emitted"]) for r in c["spec"]["rounds"]) for c in cases]
     full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
-    counted = [r["accepted"] for r in full if first_repeat(r)]
+    counted = [r["accepted"] for r in full if counts_for_acceptance(r)]
     by_category = {}
     for cat in sorted({c["category"] for c in cases}):
-        rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and first_repeat(r)]
+        rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
         by_category[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
     measured_rounds = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     for c in cases:
@@ -171,6 +185,55 @@ def summarize(session) -> dict:
         noise={"hist": Counter(counted), "round_ms": [_round_time(r) for r in full_timed],
                "rate_tokens": sum(len(r["emitted"]) for r in measured_rounds), "rate_ms": [r["ms"] for r in measured_rounds]},
     )
+
+
+def _acceptance_by_unit(per_case, acc: dict, by_category: dict, k: int) -> tuple[dict, dict]:
+    """Acceptance's interval with the case as the unit when there are enough cases (rounds of one prompt are
+    correlated: bursty content); otherwise it keeps the round as the unit (``stats.acceptance_from_histogram``)."""
+    from .uncertainty import CASES_AS_UNIT, proportion_interval
+
+    def by_cases(rows) -> dict | None:
+        rows = [s["acceptance"] for _, s in rows if s["acceptance"]["drafted"]]
+        if len(rows) < CASES_AS_UNIT:
+            return None
+        iv = proportion_interval([a["accepted"] for a in rows], [a["drafted"] for a in rows])
+        return {"p_ci95": iv, "p_ci95_unit": "cases",
+                "tokens_per_round_ci95": [1 + k * iv[0], 1 + k * iv[1]]} if iv else None
+
+    whole = by_cases(per_case)
+    acc = {**acc, **whole} if whole else acc
+    out = {}
+    for cat, a in by_category.items():
+        sub = by_cases([(c, s) for c, s in per_case if c["category"] == cat])
+        out[cat] = {**a, **sub} if sub else a
+    return acc, out
+
+
+def _figure_intervals(per_case, reps, noise, pred, division) -> dict:
+    """95% intervals of the headline figures (what a comparison needs to say whether two sessions differ): the rates
+    from their step and round times (joined with the spread over repeats), T_decode and the measured speedup from
+    them, T_verify and T_draft from the samples they are means of."""
+    steps = [x for c, _ in per_case for x in c["plain"]["step_ms"]]
+    plain = intervals.union(intervals.rate_interval(len(steps), steps), intervals.span(reps["plain"]) if reps else None)
+    spec = intervals.union(intervals.rate_interval(noise["rate_tokens"], noise["rate_ms"]),
+                           intervals.span(reps["spec"]) if reps else None)
+    out = {"plain_tok_s_ci95": plain, "spec_tok_s_ci95": spec,
+           "t_decode_ms_ci95": [1000.0 / plain[1], 1000.0 / plain[0]] if plain and plain[0] > 0 else None,
+           "measured_speedup_ci95": None, "t_verify_ms_ci95": None, "t_draft_ms_ci95": None}
+    if plain and spec and plain[0] > 0:
+        p_mid, s_mid = (plain[0] + plain[1]) / 2, (spec[0] + spec[1]) / 2
+        rel = math.hypot((plain[1] - plain[0]) / 2 / p_mid, (spec[1] - spec[0]) / 2 / s_mid)  # independent runs
+        m = s_mid / p_mid
+        out["measured_speedup_ci95"] = [m * (1 - rel), m * (1 + rel)]
+    if pred.get("source") == "components":
+        comps = [c.get("components") or {} for c, _ in per_case]
+        out["t_verify_ms_ci95"] = intervals.mean_ci([x for d in comps for x in d.get("verify_ms") or []])
+        out["t_draft_ms_ci95"] = intervals.mean_ci([x for d in comps for x in d.get("draft_ms") or []])
+    elif division is not None:
+        rounds = [r for c, _ in per_case for r in c["spec"]["rounds"] if instrumented(r) and r.get("verify_ms") is not None]
+        out["t_verify_ms_ci95"] = intervals.mean_ci([r["verify_ms"] for r in rounds])
+        out["t_draft_ms_ci95"] = intervals.mean_ci([r["draft_ms"] for r in rounds])
+    return out
 
 
 def _repeat_rates(per_case, spec_emitted) -> dict:
@@ -204,10 +267,19 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
     instr_tok_s = _pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
                                  if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
-    division = None
-    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
-        division = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
+    acc, by_category = _acceptance_by_unit(per_case, acc, by_category, k)
+    # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
+    # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
+    ledger = None
+    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
+        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
+    measured_round_ms = stats.mean(noise["rate_ms"])
+    measured_round_tokens = noise["rate_tokens"] / len(noise["rate_ms"]) if noise["rate_ms"] else None
+    # The prediction: components timed apart from the rounds (profiler.prediction.genuine_prediction).
+    pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
+                                         measured)
+    division = pred["division"] if pred.get("available") else ledger
     matches = [s["match"] for _, s in per_case if s["match"] is not None]
     match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
     greedy = session.regime == "greedy"
@@ -217,15 +289,10 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
                  if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
     block_pred = None
     if division and bd and bd["decode"]["block_sum_ms"]:
-        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (t_verify + t_draft)
-    # the prediction error's interval: acceptance's (through E), the round time's, the measured speed's
-    spec_iv = intervals.union(intervals.rate_interval(noise["rate_tokens"], noise["rate_ms"]),
-                              intervals.span(reps["spec"]) if several else None)
-    error = stats.relative_error(division.predicted_speedup if division else None, measured)
-    error_iv = None
-    if error is not None:
-        error_iv = intervals.union(intervals.prediction_error_interval(
-            intervals.tokens_per_round_interval(noise["hist"], k), intervals.mean_ci(noise["round_ms"]), spec_iv), [error, error])
+        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms)
+    verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
+    ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
+    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division)
     return {
         "k": k,
         "regime": session.regime,
@@ -245,23 +312,46 @@ def _assemble(session, per_case, spec_emitted, acc, t_verify, t_draft, t_rollbac
         "spec_instrumented_tok_s": instr_tok_s,
         "instrumentation_cost": (spec_tok_s / instr_tok_s - 1.0) if spec_tok_s and instr_tok_s else None,
         "t_decode_ms": t_decode,
-        "t_verify_ms": t_verify,
-        "t_draft_ms": t_draft,
-        "t_rollback_ms": t_rollback,
+        # the division's inputs: the prediction's (timed apart) where the session has them, else the ledger's
+        "division_inputs": "components" if pred.get("available") else ("rounds" if ledger else None),
+        "t_verify_ms": division.t_verify_ms if division else t_verify,
+        "t_draft_ms": division.t_draft_ms if division else t_draft,
+        "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
         "p": acc["p"],
         "p_ci95": acc["p_ci95"],
+        "p_ci95_unit": acc.get("p_ci95_unit"),
+        "tokens_per_round_ci95": acc.get("tokens_per_round_ci95"),
         "drafted": acc["drafted"],
         "accepted": acc["accepted"],
         "per_position": acc["per_position"],
         "tokens_per_round": acc["tokens_per_round"],
         "low_sample": acc["low_sample"],
         "acceptance_by_category": by_category,
-        "predicted_speedup": division.predicted_speedup if division else None,
-        "predicted_tok_s": division.predicted_tok_s if division else None,
+        "predicted_speedup": pred.get("speedup"),
+        "predicted_tok_s": pred["division"].predicted_tok_s if pred.get("available") else None,
+        "prediction_source": pred.get("source") if pred.get("available") else None,
+        "prediction_unavailable": None if pred.get("available") else pred.get("why"),
+        "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),
+        "prediction_error_with_rollback": pred.get("error_with_rollback"),
+        "rollback_share": pred.get("rollback_share"),
+        "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "samples",
+                                                               "cases_timed")} if pred.get("available") else None,
         "measured_speedup": measured,
-        "prediction_error": error,
-        "prediction_error_ci": error_iv,
-        "prediction_within_noise": intervals.within(0.0, error_iv) if error_iv else None,
+        **cis,
+        "prediction_error": pred.get("error"),
+        "prediction_error_ci": pred.get("error_ci"),
+        "prediction_unit": pred.get("unit"),
+        "prediction_verdict": verdict,
+        "prediction_within_noise": {"within_noise": True, "off": False}.get(verdict.get("state")),
+        # the same-round accounting (a consistency check, not a forecast)
+        "ledger_speedup": ledger.predicted_speedup if ledger else None,
+        "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, measured),
+        "ledger_t_verify_ms": t_verify,
+        "ledger_t_draft_ms": t_draft,
+        "ledger_t_rollback_ms": t_rollback,
+        # measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest
+        "ledger_residual": (1.0 - ledger_parts * (measured_round_tokens / acc["tokens_per_round"]) / measured_round_ms)
+        if ledger_parts and measured_round_ms and measured_round_tokens and acc["tokens_per_round"] else None,
         "break_even_verify_ms": division.break_even_verify_ms if division else None,
         "break_even_multiple": division.break_even_multiple if division else None,
         "verify_multiple": division.verify_multiple if division else None,
@@ -327,7 +417,7 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
         c: (ver["blocks"][c] / dec["blocks"][c]) if dec["blocks"].get(c) else None for c in dec["blocks"]
     }
     # A ratio of overheads only means something when both are real: positive and above their noise.
-    both = all(d["inter_block_ms"] > 0 and not intervals.below_noise(d["inter_block_ms"], d["spread"]["inter_block_ms"])
+    both = all(d["inter_block_ms"] > 0 and not intervals.not_a_time(d["inter_block_ms"], d["spread"]["inter_block_ms"])
                for d in (dec, ver))
     out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
     out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None

@@ -13,7 +13,7 @@ from collections import Counter
 
 from . import stats
 from .stats import tok_s
-from .summary import (_assemble, _case_result, _round_time, aggregate_breakdown, first_repeat, instrumented,
+from .summary import (_assemble, _case_result, _round_time, aggregate_breakdown, counts_for_acceptance, instrumented,
                       summary_cases)
 
 
@@ -127,7 +127,7 @@ class _CaseFold:
                 self.kind_rounds[kind] += 1
                 self.kind_ms_list[kind].append(r["ms"])
                 if len(r["drafted"]) == k:
-                    if first_repeat(r):
+                    if counts_for_acceptance(r):
                         self.hist[r["accepted"]] += 1
                     if kind == "instrumented":
                         self.verify.add(r["verify_ms"])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from .drift import drift_phrase, drift_warning
 from .formatting import fmt
-from .intervals import spread_text, time_text
+from .intervals import not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
 from .summary import CATEGORY_LABELS
-from .verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line, instrumentation_cost_text,
+from .verdict import (SAMPLED_NOTE, acceptance_phrase, ledger_text, prediction_short, rollback_term_text, divergence_note, engine_fault_line, instrumentation_cost_text,
                       prediction_error_text, verdict)
 
 
@@ -20,7 +20,7 @@ def _cell(value, iv, estimate: bool = False, width: int = 22) -> str:
     """A breakdown time with its spread over reps; an estimate whose spread reaches zero is "below noise"."""
     if estimate:
         text = time_text(value, iv)
-        if text not in ("—", "below noise") and iv:
+        if text != "—" and iv and not not_a_time(value, iv):
             text += f" [{spread_text(iv)}]"
     else:
         text = fmt(value) + (f" [{spread_text(iv)}]" if iv else "")
@@ -101,13 +101,16 @@ def format_summary(session: Session) -> str:
         f"  {acceptance_phrase(s)}",
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
-        f"  speedup           ledger {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
+        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
-        + ("" if s.get("prediction_within_noise") is None else
-           ("  → within noise" if s["prediction_within_noise"] else "  → off (interval excludes zero)")),
+        f"   → {prediction_short(s)}",
+        f"  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
+                                   f"({s['prediction_source']}), only E from the run" if s.get("predicted_speedup") is not None
+                                   else f"not available: {s.get('prediction_unavailable')}"),
+        *([f"  rollback term     {rollback_term_text(s)}"] if rollback_term_text(s) else []),
         f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
-        "  ledger            the division with T_verify and T_draft from this run's own rounds: it checks the accounting",
-        f"  {prediction_text(for_session(session, s))}",
+        *([f"  ledger            {ledger_text(s)}"] if ledger_text(s) else []),
+        *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
     ]
     if s["regime"] == "greedy":
         lines.append(f"  greedy match      {fmt(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
@@ -147,7 +150,7 @@ def format_summary(session: Session) -> str:
                              f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
         lines += rank_lines(bd)
         if s.get("block_sum_predicted_speedup") is not None:
-            lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {s['predicted_speedup']:.3f}× from whole-graph times")
+            lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {fmt(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times")
     return "\n".join(lines)
 
 

@@ -142,17 +142,58 @@ def prediction_error_text(s: dict) -> str | None:
 
 
 def prediction_phrase(s: dict) -> str | None:
-    """Whether the division's prediction is within noise of the measured speedup (its interval holds zero),
-    or off (and by how much)."""
-    err = s.get("prediction_error")
-    if err is None:
+    """The verdict on the prediction (components timed apart) against the measurement: within noise, off, or too
+    little data to judge (with what would fix it). None before anything is measured."""
+    v = s.get("prediction_verdict") or {}
+    if s.get("predicted_speedup") is None:
+        why = s.get("prediction_unavailable")
+        return f"no prediction ({why})" if why and s.get("measured_speedup") is not None else None
+    if v.get("state") is None:
         return None
-    iv = s.get("prediction_error_ci")
-    if not iv or s.get("prediction_within_noise") is None:
-        return f"the prediction is off by {_signed_pct(err)} (no interval: too few rounds)"
-    hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
-    how = "within noise" if s["prediction_within_noise"] else "off"
-    return f"the prediction is {how} (error {_signed_pct(err)}, interval {_signed_pct(iv[0])}…{hi})"
+    if v["state"] == "too_little_data":
+        head = "too little data to judge"
+        return head + " the prediction" + v["text"][len(head):] if v["text"].startswith(head) else v["text"]
+    return "the prediction is " + v["text"]
+
+
+def prediction_short(s: dict) -> str:
+    """A tile-sized verdict: "within noise (±2.1%)", "off by +8.0%", "too little data (±12%)", or "—"."""
+    v = s.get("prediction_verdict") or {}
+    state, half = v.get("state"), v.get("half_width")
+    err = s.get("prediction_error")
+    if state == "within_noise":
+        return f"within noise (±{half * 100:.1f}%)"
+    if state == "off" and err is not None:
+        return f"off by {err * 100:+.1f}% (±{half * 100:.1f}%)"
+    if state == "too_little_data":
+        return f"too little data to judge (±{half * 100:.0f}%)" if half is not None else "too little data to judge"
+    return "—"
+
+
+def ledger_text(s: dict) -> str | None:
+    """The same-round accounting, said as what it is: a consistency check, not a forecast."""
+    if s.get("ledger_speedup") is None:
+        return None
+    res = s.get("ledger_residual")
+    res_txt = f", residual {res * 100:+.1f}%" if res is not None else ""
+    return (f"ledger {s['ledger_speedup']:.3f}×: rounds = draft + verify + rollback + bookkeeping{res_txt} "
+            "(the run's own instrumented rounds: a consistency check, not a forecast)")
+
+
+def rollback_term_text(s: dict) -> str | None:
+    """Rollback, timed apart, as its own term beside the division (never folded in silently)."""
+    rb, share = s.get("t_rollback_ms"), s.get("rollback_share")
+    if rb is None or share is None or s.get("division_inputs") != "components":
+        return None
+    txt = f"rollback {rb:.2f} ms per round ({share * 100:.1f}% of T_verify + T_draft), timed apart"
+    with_rb = s.get("predicted_speedup_with_rollback")
+    if with_rb is not None and share >= ROLLBACK_MATERIAL:
+        err = s.get("prediction_error_with_rollback")
+        txt += f"; with it the prediction reads {with_rb:.3f}×" + (f" (error {err * 100:+.1f}%)" if err is not None else "")
+    return txt
+
+
+ROLLBACK_MATERIAL = 0.01  # a rollback term of 1% of the round or more gets its own prediction figure beside the division
 
 
 def audit_answers(s: dict) -> list[tuple[str, str]]:
@@ -168,8 +209,10 @@ def audit_answers(s: dict) -> list[tuple[str, str]]:
     q2 = f"{acceptance_phrase(s)}; content categories: {cats or 'none'}."
     q3 = (
         f"End to end: {s['spec_tok_s']:.1f} vs {s['plain_tok_s']:.1f} tok/s on the same prompts and token budget "
-        f"(measured {s['measured_speedup']:.3f}×; the division predicted {s['predicted_speedup']:.3f}×)."
-        if s.get("measured_speedup") is not None and s.get("predicted_speedup") is not None
+        + (f"(measured {s['measured_speedup']:.3f}×; the division, from components timed apart, predicted "
+           f"{s['predicted_speedup']:.3f}×)." if s.get("predicted_speedup") is not None
+           else f"(measured {s['measured_speedup']:.3f}×; no prediction: {s.get('prediction_unavailable') or 'not available'}).")
+        if s.get("measured_speedup") is not None
         else "Not measured yet."
     )
     return [

@@ -173,7 +173,8 @@ def breakdown_data(summary: dict) -> dict | None:
 
 def division_data(session, summary: dict, t_verify_ms: float | None = None, p: float | None = None,
                   case_stats=None) -> dict | None:
-    """Predicted speedup over p from measured times; optional what-if overrides of T_verify and p.
+    """Predicted speedup over the per-position acceptance α (geometric model) from measured times; optional what-if
+    overrides of T_verify and α.
 
     ``case_stats`` (a case -> statistics function) defaults to ``session.case_stats``."""
     s = summary
@@ -190,18 +191,27 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
     bd = s.get("breakdown")
     if bd and bd["decode"].get("block_sum_ms"):
         block_curve = stats.speedup_curve(bd["decode"]["block_sum_ms"], s["t_verify_ms"], s["t_draft_ms"], k, ps)
+    # The curve is over the per-position acceptance α of the geometric model (E = 1 + α + … + α^k); every marker is
+    # placed at the α whose E equals the measured E, with its interval from E's, so all lie on the curve's axis.
+    def at(E, e_ci):
+        a = stats.alpha_for_tokens_per_round(E, k)
+        lo, hi = (stats.alpha_for_tokens_per_round(x, k) for x in e_ci) if e_ci else (a, a)
+        return a, lo, hi
+
     points = []
-    if s.get("p") is not None and s.get("measured_speedup") is not None:
-        points.append({"label": "all cases", "p": s["p"], "p_lo": s["p_ci95"][0], "p_hi": s["p_ci95"][1],
+    alpha_run = None
+    if s.get("tokens_per_round") is not None and s.get("measured_speedup") is not None:
+        alpha_run, lo, hi = at(s["tokens_per_round"], s.get("tokens_per_round_ci95"))
+        points.append({"label": "all cases", "p": alpha_run, "p_lo": lo, "p_hi": hi,
                        "speedup": s["measured_speedup"], "main": True})
     for c in session.cases:
         if c.get("discarded"):
             continue
         cs = (case_stats or session.case_stats)(c)
         acc = cs["acceptance"]
-        if acc["p"] is not None and cs["measured_speedup"] is not None:
-            points.append({"label": c["id"], "p": acc["p"], "p_lo": acc["p_ci95"][0], "p_hi": acc["p_ci95"][1],
-                           "speedup": cs["measured_speedup"], "main": False})
+        if acc.get("tokens_per_round") is not None and cs["measured_speedup"] is not None:
+            a, lo, hi = at(acc["tokens_per_round"], acc.get("tokens_per_round_ci95"))
+            points.append({"label": c["id"], "p": a, "p_lo": lo, "p_hi": hi, "speedup": cs["measured_speedup"], "main": False})
     what_if = None
     if p is not None:
         what_if = {"p": p, "speedup": stats.speedup_curve(s["t_decode_ms"], tv, s["t_draft_ms"], k, [p])[0]}
@@ -216,7 +226,11 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
         "t_decode_ms": s["t_decode_ms"],
         "t_verify_ms": tv,
         "t_draft_ms": s["t_draft_ms"],
-        "predicted": {"p": s["p"], "speedup": s["predicted_speedup"]} if s.get("predicted_speedup") is not None else None,
+        "alpha": alpha_run,
+        # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
+        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k,
+                                                                      [alpha_run])[0]}
+                      if alpha_run is not None and s.get("predicted_speedup") is not None else None),
     }
 
 

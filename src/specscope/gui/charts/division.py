@@ -13,7 +13,7 @@ _E = np.zeros(0)
 
 class DivisionChart(BaseChart):
     title = "Predicted speedup vs acceptance"
-    x_label = ("per-token acceptance p", "%")
+    x_label = ("per-position acceptance α (geometric: E = 1 + α + … + α^k)", "%")
     y_label = ("speedup over plain decoding", "×")
     legend_cols = 2
     legend_offset = (-10, -10)
@@ -30,13 +30,13 @@ class DivisionChart(BaseChart):
         self.plot_item.addItem(self.err)
         self.cases = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["muted"]), symbolPen=None,
-                                         name="measured per case (95% CI on p)")
+                                         name="measured per case (at the α of its E; 95% CI)")
         self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
                                         symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
-                                        name="measured, all cases (95% CI on p)")
+                                        name="measured, all cases (at the α of its E; 95% CI)")
         self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
                                         symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
-                                        name="predicted at measured p")
+                                        name="predicted (the division at the run's E)")
         self.whatif = self.plot_item.plot([], [], pen=None, symbol="d", symbolSize=13,
                                           symbolBrush=pg.mkBrush(self.theme["breakeven"]), symbolPen=pg.mkPen(self.theme["fg"]),
                                           name="what-if")

@@ -17,6 +17,8 @@ from specscope.profiler.verdict import (
     ENGINE_FAULT,
     SAMPLED_NOTE,
     acceptance_phrase,
+    ledger_text,
+    rollback_term_text,
     audit_answers,
     divergence_message,
     divergence_note,
@@ -226,9 +228,13 @@ def _summary(s) -> str:
         ["Plain decoding", f(s["plain_tok_s"], ".1f", " tok/s"), "steady state, end to end, median over repeats"],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
-         f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode"],
-        [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"],
-        ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"), "mean per round; not in the division (it shows up in the prediction error)"],
+         f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
+         + ("timed apart from the rounds, on a restored cache at the middle of each case"
+            if s.get("division_inputs") == "components" else "mean of this run's instrumented rounds (no components timed apart)")],
+        [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
+         + ("; timed apart" if s.get("division_inputs") == "components" else "")],
+        ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
+         esc(rollback_term_text(s) or "mean per round; not in the division")],
         ["Instrumentation cost", esc(instrumentation_cost_text(s)),
          "end-to-end rounds (one sync per round, as a production engine) vs instrumented rounds (draft, verify and "
          f"rollback timed apart): {f(s.get('spec_tok_s'), '.1f', ' tok/s')} vs {f(s.get('spec_instrumented_tok_s'), '.1f', ' tok/s')}; "
@@ -239,14 +245,17 @@ def _summary(s) -> str:
          "share of rounds whose first i drafts were all accepted (measured, not i.i.d.)"],
         ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
         ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
-         f"E · T_decode / (T_verify + T_draft) → {f(s['predicted_tok_s'], '.1f', ' tok/s')}"],
+         (f"E · T_decode / (T_verify + T_draft), T_verify and T_draft timed apart, only E from the run → "
+          f"{f(s['predicted_tok_s'], '.1f', ' tok/s')}") if s.get("predicted_speedup") is not None
+         else esc(f"not available: {s.get('prediction_unavailable')}")],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
          f"speculative {f(s['spec_tok_s'], '.1f', ' tok/s')} ÷ plain {f(s['plain_tok_s'], '.1f', ' tok/s')}, same prompts and token budget"],
         ["Prediction error", esc(prediction_error_text(s) or "—"),
-         "(predicted − measured) / measured, with its interval (acceptance's Wilson interval through E, the round "
-         "time's and the measured speed's): "
-         + {True: "<b>within noise</b> (the interval holds zero)", False: "<b>off</b> (the interval excludes zero)",
-            None: "no interval (too few rounds)"}[s.get("prediction_within_noise")]],
+         "(predicted − measured) / measured, with its 95% interval (E, the measured speed and the component timings "
+         f"resampled together by {esc(s.get('prediction_unit') or 'unit')}): "
+         f"<b>{esc((s.get('prediction_verdict') or {}).get('text') or '—')}</b>"],
+        ["Ledger", f(s.get("ledger_speedup"), ".3f", "×"), esc(ledger_text(s) or "no instrumented rounds")]
+        if s.get("ledger_speedup") is not None else None,
         ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
          f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft); measured {f(s['verify_multiple'], '.2f')} ×"],
     ]
@@ -260,7 +269,7 @@ def _summary(s) -> str:
                      + (f" — {esc(note)}" if note else "")])
     if s.get("block_sum_predicted_speedup") is not None:
         rows.append(["Wrong-ruler prediction", f(s["block_sum_predicted_speedup"], ".3f", "×"),
-                     f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'], '.3f', '×')} from whole-graph times)"])
+                     f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times)"])
     formula = ""
     if s.get("predicted_speedup") is not None:
         formula = (

@@ -3,7 +3,7 @@ spread over reps; an estimate (barrier-free, inter-block) whose spread reaches z
 
 from __future__ import annotations
 
-from specscope.profiler.intervals import below_noise, spread_text, time_text
+from specscope.profiler.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
 from specscope.profiler.renderers.html_common import esc, f, pct, table
 from specscope.profiler.summary import CATEGORY_LABELS
 
@@ -13,7 +13,7 @@ def _inter_ratio(dec, ver):
     a, b = dec.get("inter_block_ms"), ver.get("inter_block_ms")
     if a is None or b is None or a <= 0.02 * (dec.get("whole_ms") or 0) or b <= 0:
         return None
-    if any(below_noise(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) for d in (dec, ver)):
+    if any(not_a_time(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) for d in (dec, ver)):
         return None
     return b / a
 
@@ -21,7 +21,7 @@ def _inter_ratio(dec, ver):
 def _cell(value, iv, estimate: bool = False) -> str:
     """A time with its spread over reps (small, beneath); an estimate whose spread reaches zero is below noise."""
     text = time_text(value, iv) if estimate else f(value)
-    if iv and text not in ("—", "below noise"):
+    if iv and text != "—" and noise_state(value, iv) not in ("noise", "bias"):
         text += f' <small class="muted">[{esc(spread_text(iv))}]</small>'
     return text
 
@@ -71,13 +71,16 @@ def breakdown_section(s: dict, figure_html: str) -> str:
     notes = []
     if any(below_noise(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) for d in (dec, ver)):
         notes.append("Below noise: the whole graph and the sum of barrier-timed blocks differ by less than their spread "
-                     "over reps (or the barriers cost more than the scheduling they expose). Trust the whole-graph ruler.")
+                     "over reps. Trust the whole-graph ruler.")
+    if any(noise_state(d["inter_block_ms"], (d.get("spread") or {}).get("inter_block_ms")) == "bias" for d in (dec, ver)):
+        notes.append(RULER_BIAS_NOTE[0].upper() + RULER_BIAS_NOTE[1:] + " (a measured effect, not noise). "
+                     "Trust the whole-graph ruler.")
     if has_est:
         notes.append("* Without-barrier estimates: whole-graph time with the category left out, differenced, rep by rep. "
                      "An estimate whose spread reaches zero is shown as below noise, never as a negative time.")
-    if s.get("block_sum_predicted_speedup") is not None and s.get("predicted_speedup") is not None:
+    if s.get("block_sum_predicted_speedup") is not None and (s.get("predicted_speedup") or s.get("ledger_speedup")) is not None:
         notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "
-                     f"{s['predicted_speedup']:.3f}× — which is why specscope predicts from whole-graph times only.")
+                     f"{(s['predicted_speedup'] or s['ledger_speedup'] or 0):.3f}× — which is why specscope predicts from whole-graph times only.")
     parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
     parts.append(figure_html)
     parts.append(per_rank_section(bd))

@@ -7,13 +7,19 @@ from specscope.profiler.prediction import for_session, prediction_text
 from specscope.profiler.renderers.html_common import esc, f, pct
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.summary import CATEGORY_LABELS
+from specscope.profiler.verdict import ledger_text
 
 
 def prediction_paragraph(session, s: dict) -> str:
-    pred = for_session(session, s)
-    return ("<p><b>Ledger and prediction.</b> The predicted speedup above is the <i>ledger</i>: the division with T_verify "
-            "and T_draft taken from this run's own rounds, so it mostly checks the accounting. The <i>prediction</i> uses "
-            "only times measured apart from the run, and the run's acceptance: " + esc(prediction_text(pred)) + ".</p>")
+    parts = ["<p><b>Prediction and ledger.</b> The predicted speedup is the division with T_verify(k+1) and T_draft(k) "
+             "timed apart from the speculative rounds (separate forwards on a restored cache at each case's middle, "
+             "drafts from a fresh drafter), T_decode from plain decoding, and only E from the run. "
+             f"Verdict: {esc((s.get('prediction_verdict') or {}).get('text') or '—')}."]
+    if ledger_text(s):
+        parts.append(" The " + esc(ledger_text(s)) + ".")
+    if session.data.get("roofline"):
+        parts.append(" From the verify curve: " + esc(prediction_text(for_session(session, s))) + ".")
+    return "".join(parts) + "</p>"
 
 
 def verify_cost_section(session, figure: str = "") -> str:

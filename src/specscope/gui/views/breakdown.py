@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.intervals import spread_text, time_text
+from specscope.profiler.intervals import not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
 from ..charts.breakdown import RankChart, rank_data
@@ -24,7 +24,7 @@ def _time_cell(cell) -> str:
         return ""
     value, iv, estimate = cell
     text = time_text(value, iv) if estimate else fmt(value, ".2f")
-    if iv and text not in ("—", "below noise"):
+    if iv and text != "—" and not (estimate and not_a_time(value, iv)):
         text += f" ({spread_text(iv, '.1f')})"
     return text
 
@@ -177,7 +177,8 @@ class BreakdownView(QtWidgets.QWidget):
             f"→ inter-block overhead {time_text(dec['inter_block_ms'], sd.get('inter_block_ms'), unit=' ms')}",
             f"  verify ({k1} positions): sum of blocks {ver['block_sum_ms']:.2f} ms vs whole graph {ver['whole_ms']:.2f} ms "
             f"→ inter-block overhead {time_text(ver['inter_block_ms'], sv.get('inter_block_ms'), unit=' ms')}",
-            "  Brackets: spread over reps. A figure whose spread reaches zero is below noise.",
+            "  Brackets: spread over reps. An estimate whose spread straddles zero is below noise; one wholly below zero",
+            "  is a ruler bias (the barriers cost more than the gap between blocks), a measured effect, not noise.",
             "  Predictions use the whole-graph ruler only.",
             "",
             "Barrier distortion (timing each block with a barrier vs none)",

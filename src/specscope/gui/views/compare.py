@@ -77,8 +77,8 @@ def fmt_winner(row: dict) -> str:
     w = row.get("winner")
     if w is None:
         return "—"
-    if w == "tie":
-        return "tie (< 0.5%)"
+    if w == "tie":  # intervals overlap (or there is none to judge by): no winner is named
+        return "no measurable difference" if row.get("judged") != "no interval" else "— (no interval)"
     if row.get("by") and (row.get("better") == "abs-lower" or _relative_meaningful(row)):
         return f"{w} · {row['by']}"
     return str(w)

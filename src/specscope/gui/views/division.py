@@ -6,9 +6,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler import stats
-from specscope.profiler.formatting import scaled
-from specscope.profiler.prediction import for_session
-from specscope.profiler.verdict import audit_answers, prediction_error_text
+from specscope.profiler.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data
@@ -26,12 +24,10 @@ class DivisionView(QtWidgets.QWidget):
         lay.addWidget(self.chart, 3)
 
         side = QtWidgets.QVBoxLayout()
-        self.t_pred = Tile("Predicted speedup (ledger)")
+        self.t_pred = Tile("Predicted speedup (components timed apart)")
         self.t_meas = Tile("Measured speedup")
         self.t_be = Tile("Break-even verify")
-        self.t_comp = Tile("Prediction (components measured apart)")
-        self.t_comp.setToolTip("Predicted speedup is the ledger (this run's own rounds); this one takes T_decode and "
-                               "T_verify from the verify curve and T_draft timed on its own, and only E from the run")
+        self.t_comp = Tile("Ledger (a consistency check)")
         for t in (self.t_pred, self.t_meas, self.t_comp, self.t_be):
             side.addWidget(t)
 
@@ -53,7 +49,7 @@ class DivisionView(QtWidgets.QWidget):
         self.p_slider.valueChanged.connect(lambda v: self.p.setValue(v / 10.0))
         self.p.valueChanged.connect(lambda v: self.p_slider.setValue(round(v * 10)))
         form.addRow("T_verify", self.tv)
-        form.addRow("Acceptance p", self.p)
+        form.addRow("Acceptance α (per position)", self.p)
         form.addRow("", self.p_slider)
         self.result = plain_label("")
         form.addRow(self.result)
@@ -112,10 +108,11 @@ class DivisionView(QtWidgets.QWidget):
             w.blockSignals(True)
         if s.get("t_verify_ms") is not None:
             self.tv.setValue(s["t_verify_ms"])
-        if s.get("p") is not None:
-            self.p.setValue(100 * s["p"])
+        alpha = stats.alpha_for_tokens_per_round(s.get("tokens_per_round"), s.get("k") or 1)
+        if alpha is not None:  # the calculator works on the chart's axis: α, placed at the run's E
+            self.p.setValue(100 * alpha)
             self.p_slider.blockSignals(True)
-            self.p_slider.setValue(round(1000 * s["p"]))
+            self.p_slider.setValue(round(1000 * alpha))
             self.p_slider.blockSignals(False)
         for w in (self.tv, self.p):
             w.blockSignals(False)
@@ -150,24 +147,27 @@ class DivisionView(QtWidgets.QWidget):
             E = stats.tokens_per_round_from_p(wi["p"], s["k"])
             dv = stats.divide(s["t_decode_ms"], self.tv.value(), s["t_draft_ms"], E)
             self.result.setText(
-                f"At p = {wi['p'] * 100:.1f}% and T_verify = {self.tv.value():.2f} ms:\n"
+                f"At α = {wi['p'] * 100:.1f}% (E = {E:.2f}) and T_verify = {self.tv.value():.2f} ms:\n"
                 f"predicted speedup {dv.predicted_speedup:.3f}× ({dv.predicted_tok_s:.1f} tok/s)\n"
                 f"verify costs {dv.verify_multiple:.2f} plain steps; break-even ≤ {dv.break_even_verify_ms:.2f} ms "
-                f"({dv.break_even_multiple:.2f}× T_decode)\n(i.i.d. acceptance assumed for the what-if)"
+                f"({dv.break_even_multiple:.2f}× T_decode)\n(geometric acceptance α assumed for the what-if)"
             )
         elif d:
-            self.result.setText("Edit T_verify or p to move the curve.")
+            self.result.setText("Edit T_verify or α to move the curve.")
 
     def update_snapshot(self, snap: dict) -> None:
         self._snap = snap
         s = snap["summary"]
-        pred = for_session(self.model.session, s)
-        if pred["available"]:
-            self.t_comp.set(fmt(pred["speedup"], ".3f", "×"),
-                            f"error {fmt(scaled(pred['error'], 100), '+.1f', '%')} vs measured · T_verify {pred['t_verify_ms']:.2f} ms "
-                            f"(curve) · T_draft {pred['t_draft_ms']:.2f} ms (apart)")
+        if s.get("ledger_speedup") is not None:
+            err = s.get("ledger_error")
+            res = s.get("ledger_residual")
+            self.t_comp.set(fmt(s["ledger_speedup"], ".3f", "×"),
+                            f"rounds = draft + verify + rollback + bookkeeping"
+                            + (f", residual {res * 100:+.1f}%" if res is not None else "")
+                            + (f" · vs measured {err * 100:+.1f}%" if err is not None else ""))
+            self.t_comp.setToolTip(ledger_text(s) or "")
         else:
-            self.t_comp.set("—", f"not available: {pred['why']}")
+            self.t_comp.set("—", "no instrumented rounds: no ledger")
         has = snap["division"] is not None
         self.calc.setEnabled(has)
         self.comm.setEnabled(has)
@@ -176,12 +176,18 @@ class DivisionView(QtWidgets.QWidget):
         else:
             self._redraw()
             self._comm_changed()
-        self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"),
-                        f"E = {fmt(s.get('tokens_per_round'), '.2f')} tokens/round · k = {s.get('k')}")
-        self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"),
-                        f"prediction error {prediction_error_text(s) or '—'}"
-                        + {True: " (within noise)", False: " (off)", None: ""}[s.get("prediction_within_noise")]
-                        + f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
+        if s.get("predicted_speedup") is not None:
+            note = (f"E = {fmt(s.get('tokens_per_round'), '.2f')} from the run · T_verify {fmt(s.get('t_verify_ms'), '.2f')} ms, "
+                    f"T_draft {fmt(s.get('t_draft_ms'), '.2f')} ms timed apart"
+                    + (f" · {rollback_term_text(s)}" if rollback_term_text(s) else ""))
+        else:
+            note = f"not available: {s.get('prediction_unavailable') or 'measuring'}"
+        self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"), note)
+        self.t_pred.setToolTip(note)
+        meas_note = (f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
+                     f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
+        self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"), meas_note)
+        self.t_meas.setToolTip(((s.get("prediction_verdict") or {}).get("text") or "") + "\n" + meas_note)
         self.t_be.set(f"≤ {fmt(s.get('break_even_verify_ms'), '.2f', ' ms')}",
                       f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode; measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode")
         if s.get("measured_speedup") is not None:

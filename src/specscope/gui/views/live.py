@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.verdict import acceptance_phrase, instrumentation_cost_text, prediction_error_text
+from specscope.profiler.verdict import (acceptance_phrase, instrumentation_cost_text, ledger_text, prediction_error_text,
+                                       prediction_short)
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
@@ -71,17 +72,20 @@ class LiveView(QtWidgets.QWidget):
         self.t_spec.caption.setText("Speculative" + _repeats(s.get("spec_tok_s_spread")))
         self.t_plain.set(fmt(s.get("plain_tok_s"), ".1f", " tok/s"),
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
-        self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"),
-                        f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
-                        + (f" · timing apart costs {instrumentation_cost_text(s)}"
-                           if s.get("instrumentation_cost") is not None else ""))
-        self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"),
-                        f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}")
+        spec_note = f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
+        if s.get("instrumentation_cost") is not None:
+            spec_note += f" · timing apart costs {instrumentation_cost_text(s)}"
+        self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"), spec_note)
+        self.t_spec.setToolTip(spec_note)
+        pred_note = (f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')} (timed apart)"
+                     if s.get("predicted_speedup") is not None
+                     else f"no prediction yet ({s.get('prediction_unavailable') or 'measuring'})")
+        self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"), pred_note)
+        self.t_pred.setToolTip(pred_note + (f"\n{ledger_text(s)}" if ledger_text(s) else ""))
         m = s.get("measured_speedup")
-        within = s.get("prediction_within_noise")
-        self.t_speed.set(fmt(m, ".3f", "×"),
-                         f"prediction error {prediction_error_text(s) or '—'}"
-                         + ("" if within is None else (" · within noise" if within else " · off")))
+        speed_note = f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
+        self.t_speed.set(fmt(m, ".3f", "×"), speed_note)
+        self.t_speed.setToolTip(((s.get("prediction_verdict") or {}).get("text") or speed_note))
         p = s.get("p")
         phrase = acceptance_phrase(s)
         self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",

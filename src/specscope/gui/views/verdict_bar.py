@@ -47,8 +47,10 @@ class VerdictBar(QtWidgets.QFrame):
         bits = [acceptance_phrase(s)]
         if s.get("predicted_speedup") is not None and s.get("measured_speedup") is not None:
             err = prediction_error_text(s)
-            bits.append(f"predicted {s['predicted_speedup']:.3f}× vs measured {s['measured_speedup']:.3f}×"
-                        + (f" (error {err})" if err is not None else ""))
+            bits.append(f"predicted {s['predicted_speedup']:.3f}× (components timed apart) vs measured "
+                        f"{s['measured_speedup']:.3f}×" + (f" (error {err})" if err is not None else ""))
+        if s.get("ledger_speedup") is not None:
+            bits.append(f"ledger {s['ledger_speedup']:.3f}× (a consistency check)")
         if s.get("regime", "greedy") != "greedy":
             bits.append(SAMPLED_NOTE)  # never a "greedy match" for outputs that differ by design
         elif divergence_note(s) and not engine_fault_line(s):

@@ -56,7 +56,7 @@ def _rows_table(rows, names, title_col="Figure", unit_default=None):
         if w is None:
             wcell, cls = "—", ""
         elif w == "tie":
-            wcell, cls = "tie (&lt; 0.5%)", "tie"
+            wcell, cls = ("no measurable difference" if r.get("judged") != "no interval" else "— (no interval)"), "tie"
         else:
             wcell, cls = f"{esc(w)} · {esc(r.get('by') or '')}", "win"
         body.append(
@@ -102,7 +102,7 @@ def render_comparison(result: dict) -> str:
     if result["acceptance_by_category"]:
         parts.append("<h2>Acceptance per content category</h2>" + _rows_table(result["acceptance_by_category"], names, "Content", unit_default=""))
     parts.append('<footer><p class="muted">Δ is the second session minus the first. Winner: the better value by the '
-                 '"Better" rule; ties within 0.5%.</p></footer>')
+                 '"Better" rule; a winner only where the two 95% intervals separate.</p></footer>')
     title = f"specscope comparison — {names[0]} vs {names[1]}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

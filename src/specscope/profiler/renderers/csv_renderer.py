@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..intervals import BELOW_NOISE, below_noise
+from ..intervals import noise_label
 from ..stats import median
 from . import redact
 
@@ -39,7 +39,7 @@ def _time(x, interval, nd=3):
     """An estimated time: "below noise" when its spread reaches zero, else the number."""
     if x is None:
         return ""
-    return BELOW_NOISE if below_noise(x, interval) else _num(x, nd)
+    return noise_label(x, interval, f".{nd}f") or _num(x, nd)
 
 
 def _lo_hi(iv, nd=3):
@@ -54,7 +54,8 @@ def columns(k: int) -> list[str]:
          "t_decode_ms", "t_verify_ms", "t_draft_ms", "t_rollback_ms",
          "rounds", "drafted", "accepted", "p", "p_ci95_low", "p_ci95_high"]
         + [f"a_{i}" for i in range(1, k + 1)]
-        + ["tokens_per_round", "predicted_speedup", "measured_speedup", "prediction_error",
+        + ["tokens_per_round", "predicted_speedup", "ledger_speedup", "components_t_verify_ms", "components_t_draft_ms",
+           "measured_speedup", "prediction_error",
            "match_rate", "outputs_equal", "first_divergence",
            "decode_whole_ms", "verify_whole_ms", "verify_over_decode",
            "decode_block_sum_ms", "verify_block_sum_ms", "decode_inter_block_ms", "verify_inter_block_ms",
@@ -107,6 +108,9 @@ def rows(session) -> list[dict]:
             "p_ci95_high": _num(hi),
             "tokens_per_round": _num(acc["tokens_per_round"]),
             "predicted_speedup": _num(st["predicted_speedup"]),
+            "ledger_speedup": _num(st.get("ledger_speedup")),
+            "components_t_verify_ms": _num(st.get("components_t_verify_ms"), 3),
+            "components_t_draft_ms": _num(st.get("components_t_draft_ms"), 3),
             "measured_speedup": _num(st["measured_speedup"]),
             "prediction_error": _num(st["prediction_error"]),
             "match_rate": _num(m.get("match_rate")),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from ..intervals import BELOW_NOISE, below_noise
+from ..intervals import noise_label
 from ..summary import CATEGORY_LABELS
 from . import redact
 
@@ -53,15 +53,16 @@ def _pass(events, bd, side, title, t, pid) -> float:
     d = bd.get(side) or {}
     blocks = d.get("blocks") or {}
     inter = d.get("inter_block_ms")
-    if below_noise(inter, ((d.get("spread") or {}).get("inter_block_ms"))):
-        inter = None  # an overhead within noise (or negative) is no span to draw, and no figure to print
+    label = noise_label(inter, (d.get("spread") or {}).get("inter_block_ms"))
+    if label:
+        inter = None  # an overhead within noise, or a ruler bias, is no span to draw, and no time to print
     total = sum(_us(v) for v in blocks.values()) + (_us(inter) if inter and inter > 0 else 0.0)
     args = {
         "positions": d.get("positions"),
         "whole_graph_ms": d.get("whole_ms"),
         "sum_of_blocks_ms": d.get("block_sum_ms"),
         "instrumented_ms": d.get("instrumented_ms"),
-        "inter_block_ms": inter if inter is not None else (BELOW_NOISE if d.get("inter_block_ms") is not None else None),
+        "inter_block_ms": inter if inter is not None else label,
         "barrier_distortion": d.get("barrier_distortion"),
     }
     events.append(_x(title, "breakdown", t, total, pid, BREAKDOWN, args))
