@@ -82,6 +82,8 @@ class Inspector(QtCore.QObject):
 def describe_line(d: dict) -> str:
     """One line for the setup panel from an inspect description."""
     parts = []
+    if d.get("name"):
+        parts.append(d["name"] + (f" @ {d['revision'][:7]}" if d.get("revision") else ""))
     if d.get("model_type"):
         parts.append(d["model_type"])
     if d.get("layers"):
@@ -103,7 +105,11 @@ def describe_line(d: dict) -> str:
     limit = d.get("memory_limit_fraction") or 0.9
     if mem and sysmem and mem > limit * sysmem:
         parts.append(f"⚠ more than {limit:.0%} of {sysmem / 2**30:.0f} GiB memory")
-    if d.get("demo"):
+    demo = d.get("demo")
+    if isinstance(demo, dict) and demo.get("kind") == "shape":
+        parts.append(f"random weights at {demo.get('shape')}'s released dimensions ({d.get('layers', '?')} layers): "
+                     "real timings, meaningless text and acceptance")
+    elif demo:
         parts.append("synthetic demo: real timings, meaningless text and acceptance")
     comp = d.get("compatibility") or {}
     if comp.get("class") == "refused":

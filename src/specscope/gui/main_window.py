@@ -20,7 +20,7 @@ from .theme import apply_palette, restyle_charts
 from .views.breakdown import BreakdownView
 from .views.cases import CasesView
 from .views.compare import CompareView
-from .views.common import PlainLabel, clip, home_relative
+from .views.common import ElidingLabel, PlainLabel, clip, home_relative
 from .views.division import DivisionView
 from .views.history import HistoryView
 from .views.live import LiveView
@@ -35,10 +35,54 @@ PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division",
 
 
 def sessions_dir() -> Path:
-    base = QtCore.QStandardPaths.writableLocation(QtCore.QStandardPaths.StandardLocation.AppDataLocation)
-    d = Path(base or Path.home() / ".specscope") / "sessions"
+    """Where the app autosaves sessions: the user data folder's ``specscope/sessions``
+    (``~/.local/share/specscope/sessions`` on Linux, ``~/Library/Application Support/specscope/sessions`` on macOS).
+
+    Qt's AppDataLocation adds the organisation and the application name, both "specscope", so earlier
+    versions wrote to ``…/specscope/specscope/sessions``; that folder is moved here once, when this one does
+    not exist yet (and kept where it is if the move fails)."""
+    from platformdirs import user_data_dir
+
+    d = Path(user_data_dir("specscope", appauthor=False)) / "sessions"
+    legacy = Path(user_data_dir("specscope", appauthor=False)) / "specscope" / "sessions"
+    if not d.exists() and legacy.is_dir():
+        try:
+            d.parent.mkdir(parents=True, exist_ok=True)
+            legacy.rename(d)
+        except OSError:
+            return legacy
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+class StatusBar(QtWidgets.QStatusBar):
+    """A status bar whose messages never cover the session information on its right.
+
+    QStatusBar paints a message itself, cut off where the permanent widgets begin. Here a message is the
+    text of an eliding label that takes the space left of them (the whole message in its tooltip)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.message = ElidingLabel("", 1)
+        self.message.setObjectName("statusMessage")
+        self.message.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self.message.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        self.addWidget(self.message, 1)
+        self._clear = QtCore.QTimer(self)
+        self._clear.setSingleShot(True)
+        self._clear.timeout.connect(self.clearMessage)
+
+    def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 (Qt naming)
+        self.message.setText(text)
+        self._clear.stop()
+        if timeout > 0:
+            self._clear.start(timeout)
+
+    def clearMessage(self) -> None:  # noqa: N802 (Qt naming)
+        self.message.setText("")
+
+    def currentMessage(self) -> str:  # noqa: N802 (Qt naming)
+        return self.message.full_text()
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -182,8 +226,10 @@ class MainWindow(QtWidgets.QMainWindow):
         for i, key in enumerate(PAGES):
             v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
 
-        # status bar
-        sb = self.statusBar()
+        # status bar: messages in a label of their own that elides (full text in its tooltip), beside the
+        # session information, never drawn over it
+        sb = StatusBar()
+        self.setStatusBar(sb)
         self.sb_device = PlainLabel()
         self.sb_device.setText("device: —")
         self.sb_mlx = PlainLabel()
@@ -196,7 +242,7 @@ class MainWindow(QtWidgets.QMainWindow):
             w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
             sb.addPermanentWidget(w)
         self.font_hint = missing_cjk_font_message()
-        if self.font_hint:  # said once, in the status bar's message area
+        if self.font_hint:  # said once, in the status bar's message label
             sb.showMessage(self.font_hint)
 
         self.eta_timer = QtCore.QTimer(self)
@@ -379,6 +425,7 @@ class MainWindow(QtWidgets.QMainWindow):
         s = Session.load(path)
         self.session_path = path
         self.model.reset(s, autosave_path=None)
+        self.setup.show_session(s.data)  # the panel describes the model this session measured
         self._status_msg = f"opened {home_relative(path)}"
         self.run_status.setText(self._status_msg)
         self.progress.setValue(1000 if s.status == "complete" else 0)

@@ -243,6 +243,39 @@ class SetupPanel(QtWidgets.QWidget):
         self.model_changed.emit(path)
         self.changed.emit()
 
+    def show_session(self, data: dict) -> None:
+        """Describe the model a shown session measured (opened from a file, ``gui --session`` or the History
+        page), from the session's own record of it: the model box picks it (or names it, when its folder is
+        not on this machine) and the line under it says what the session says, never a stale inspection of
+        the model picked before. The drafter and k follow the session too, so Run repeats it."""
+        cfg = data.get("config") or {}
+        model = data.get("model") or {}
+        demo = bool(cfg.get("demo"))
+        path = DEMO if demo else (cfg.get("model_path") or model.get("path") or cfg.get("model"))
+        if not path:
+            return
+        self.inspector.current = None  # an inspection still running for the previous pick is dropped
+        self.model_combo.blockSignals(True)
+        i = self.model_combo.findData(path)
+        if i < 0:
+            missing = not Path(path).exists()
+            label = (model.get("name") or label_for(path)) + ("  (not on this machine)" if missing else "")
+            self.model_combo.addItem(label if missing else label_for(path), path)
+            i = self.model_combo.count() - 1
+            self.model_combo.setItemData(i, path, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.model_combo.setCurrentIndex(i)
+        self.model_combo.blockSignals(False)
+        line = describe_line(model) if model else (model.get("name") or str(path))
+        self.compat.setText(f"This session's model: {line}")
+        self.compat.setProperty("state", "session")
+        drafter = (cfg.get("drafter") or {}).get("name") if isinstance(cfg.get("drafter"), dict) else cfg.get("drafter")
+        if drafter:
+            self.set_drafter(drafter)
+        if cfg.get("num_draft_tokens"):
+            self.k.setValue(int(cfg["num_draft_tokens"]))
+        self.model_changed.emit(path)
+        self.changed.emit()
+
     def _inspected(self, path: str, d: dict) -> None:
         if path == self.model_path():
             self.compat.setText(describe_line(d))

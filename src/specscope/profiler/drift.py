@@ -55,6 +55,14 @@ def drift_warning(d: dict | None) -> str | None:
             "ABBA order spreads the slow-down over both modes, but rerun with --cooldown, or on a quiet machine")
 
 
+def _first_last(d: dict) -> str:
+    """What the readings show when there are too few to judge: the first and the last, and the change."""
+    a, b = d.get("first_ms"), d.get("last_ms")
+    if not a or not b or d.get("readings", 0) < 2:
+        return ""
+    return f" (first {a:.2f} ms, last {b:.2f} ms: {(b / a - 1) * 100:+.1f}%)"
+
+
 def drift_phrase(d: dict | None) -> str:
     """One line on the probe for summaries: the warning, or what was checked."""
     if not d:
@@ -63,6 +71,6 @@ def drift_phrase(d: dict | None) -> str:
     if w:
         return w
     if d.get("drift") is None:
-        return f"clock probe: {d['readings']} readings, too few to judge drift"
+        return f"clock probe: {d['readings']} readings, too few to judge drift" + _first_last(d)
     return (f"clock probe: no drift ({d['slowdown'] * 100:+.1f}% from start to end, within its own noise: its reps "
             f"spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest; {d['readings']} readings)")

@@ -18,6 +18,19 @@ def _rate(x, iv, spec=".1f", unit=" tok/s") -> str:
     return esc(f(x, spec, unit) + (f" (repeats {spread_text(iv, spec)})" if iv else ""))
 
 
+def _start_end(d: dict) -> str:
+    """Early → late medians (thirds of the readings) when drift is judged; else the first → last reading,
+    said as such: a short run's readings are shown, not hidden behind "too few to judge"."""
+    tail = f"best {f(d.get('best_ms'))} ms; own noise ±{(d.get('noise') or 0) * 100:.1f}%"
+    if d.get("early_ms") is not None and d.get("late_ms") is not None:
+        return (f"{f(d['early_ms'])} ms → {f(d['late_ms'])} ms (medians of the first and last third of the readings; "
+                f"{tail})")
+    if d.get("first_ms") is not None and d.get("last_ms") is not None:
+        return (f"{f(d['first_ms'])} ms → {f(d['last_ms'])} ms (first and last of {d.get('readings', '?')} readings, "
+                f"too few to judge drift; {tail})")
+    return f"no readings ({tail})"
+
+
 def _probe_rows(session, s) -> list:
     d = s.get("probe")
     kernel = (session.config.get("clock_probe") or {})
@@ -29,8 +42,7 @@ def _probe_rows(session, s) -> list:
         ("Clock probe", esc(f"{kernel.get('kernel', 'a fixed compute kernel')} on {kernel.get('device', 'the model device')}, "
                             f"median of {kernel.get('reps', '?')} reps, before and after every repeat")),
         ("Probe verdict", esc(drift_phrase(d))),
-        ("Probe start → end", esc(f"{f(d.get('early_ms'))} ms → {f(d.get('late_ms'))} ms (best {f(d.get('best_ms'))} ms; "
-                                  f"own noise ±{(d.get('noise') or 0) * 100:.1f}%)")),
+        ("Probe start → end", esc(_start_end(d))),
         ("Probe readings (ms)", f"<small>{esc(readings)}</small>"),
     ]
 

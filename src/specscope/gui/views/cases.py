@@ -20,6 +20,17 @@ CAT_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
+def is_textless(piece: str) -> bool:
+    """A piece that shows nothing: empty (an added or special token) or only U+FFFD (a byte fragment of a
+    character split across tokens, decoded alone)."""
+    return not piece or not piece.replace("\ufffd", "")
+
+
+def marker(token: int) -> str:
+    """What an output pane shows for a token with no text of its own."""
+    return f"⟨#{token}⟩"
+
+
 def token_origins(case: dict) -> list[str]:
     """For each speculative token: 'prefill', 'draft' (accepted draft) or 'verify' (the target's own token)."""
     out = ["prefill"] if case["spec"]["tokens"] else []
@@ -177,7 +188,10 @@ class CasesView(QtWidgets.QWidget):
             div = st.get("divergence")
             why = "" if not div else (", engine fault: clear margin" if div["verdict"] == "engine_fault" else ", near-tie: kernel rounding")
             mline = f"first divergence at token {fd} (marked red{why})"
-        self.legend.setText(f"Green: accepted draft tokens · plain: the target's own tokens · {mline}")
+        textless = any(is_textless(p) for key in ("plain_pieces", "spec_pieces") for p in (case.get(key) or []))
+        self.legend.setText(f"Green: accepted draft tokens · plain: the target's own tokens · {mline}"
+                            + (" · ⟨#id⟩: a token with no text of its own (an added token or a byte fragment)"
+                               if textless else ""))
         origins = token_origins(case)
         self._fill(self.plain_text, case.get("plain_text", ""), case["plain"]["tokens"], case.get("plain_pieces"), None, fd)
         self._fill(self.spec_text, case.get("spec_text", ""), case["spec"]["tokens"], case.get("spec_pieces"), origins, fd)
@@ -201,9 +215,16 @@ class CasesView(QtWidgets.QWidget):
                     f = div_fmt
                 elif origins and i < len(origins) and origins[i] == "draft":
                     f = acc_fmt
-                cur.insertText(breakable(piece, 200), f)
+                if is_textless(piece):  # an added token, a byte fragment: its id, marked, instead of nothing
+                    m = QtGui.QTextCharFormat(f)
+                    m.setForeground(QtGui.QColor(self.theme.get("muted", "#6e7781")))
+                    m.setFontItalic(True)
+                    cur.insertText(marker(tokens[i]), m)
+                else:
+                    cur.insertText(breakable(piece, 200), f)
         else:
-            cur.insertText(breakable(text, 200) or "(no text yet)", plain_fmt)
+            empty = "(no text yet)" if not tokens else "(these tokens decode to no text; their ids are below)"
+            cur.insertText(breakable(text, 200) or empty, plain_fmt)
             if tokens:
                 cur.insertText("\n\nTokens (ids; green = accepted draft, red = first divergence):\n", muted)
                 for i, t in enumerate(tokens):

@@ -66,8 +66,97 @@ def plain_label(text: str = "", wrap: bool = True, selectable: bool = True) -> Q
     return lab
 
 
+class ElidingLabel(QtWidgets.QLabel):
+    """Plain text wrapped to at most ``max_lines`` lines at the width it gets; what does not fit ends in "…"
+    and the whole text becomes the tooltip. Its height is always ``max_lines`` lines, so a box of them keeps
+    its size whatever the text (a resize repaints every chart beside it). The layout test recognises it by
+    its ``elides`` property."""
+
+    def __init__(self, text: str = "", max_lines: int = 1, parent=None):
+        super().__init__(parent)
+        self.max_lines = max_lines
+        self._full = ""
+        self._tip = ""
+        self.elided = False
+        self.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+        self.setWordWrap(False)
+        self.setProperty("elides", True)
+        self.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignTop)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.setText(text)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt naming)
+        text = clip(str(text))
+        if text == self._full and self.text():
+            return
+        self._full = text
+        self._relayout()
+
+    def setToolTip(self, tip: str) -> None:  # noqa: N802 (Qt naming): the tooltip shown when nothing is elided
+        self._tip = tip
+        super().setToolTip(self._full if self.elided and not tip else tip)
+
+    def _lines(self, width: int) -> tuple[list[str], bool]:
+        text = self._full.replace("\n", "\u2028")
+        layout = QtGui.QTextLayout(text, self.font())
+        opt = QtGui.QTextOption()
+        opt.setWrapMode(QtGui.QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        layout.setTextOption(opt)
+        spans = []
+        layout.beginLayout()
+        while True:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(max(1, width))
+            spans.append((line.textStart(), line.textLength()))
+        layout.endLayout()
+        pieces = [text[a:a + n].replace("\u2028", "").rstrip() for a, n in spans]
+        if len(pieces) <= self.max_lines:
+            return pieces, False
+        keep = pieces[: self.max_lines - 1]
+        rest = text[spans[self.max_lines - 1][0]:].replace("\u2028", " ")
+        last = self.fontMetrics().elidedText(" ".join(rest.split()) + " …", QtCore.Qt.TextElideMode.ElideRight, max(1, width))
+        if not last.endswith("…"):
+            last = last.rstrip(" …") + "…"
+        return keep + [last], True
+
+    def _relayout(self) -> None:
+        self.ensurePolished()
+        width = self.contentsRect().width()
+        lines, self.elided = self._lines(width) if width > 0 and self._full else ([self._full], False)
+        super().setText("\n".join(lines))
+        super().setToolTip(self._tip or (self._full if self.elided else ""))
+
+    def resizeEvent(self, e: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt naming)
+        super().resizeEvent(e)
+        self._relayout()
+
+    def changeEvent(self, e: QtCore.QEvent) -> None:  # noqa: N802 (Qt naming): a style sheet changed the font
+        super().changeEvent(e)
+        if e.type() in (QtCore.QEvent.Type.FontChange, QtCore.QEvent.Type.StyleChange):
+            self._relayout()
+
+    def sizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt naming)
+        self.ensurePolished()
+        fm = self.fontMetrics()
+        m = self.contentsMargins()
+        first = self._full.split("\n", 1)[0]
+        return QtCore.QSize(min(fm.horizontalAdvance(first), 40 * fm.averageCharWidth()) + m.left() + m.right(),
+                            self.max_lines * fm.lineSpacing() + m.top() + m.bottom())
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt naming)
+        hint = self.sizeHint()
+        return QtCore.QSize(self.fontMetrics().horizontalAdvance("…") * 4, hint.height())
+
+
 class Tile(QtWidgets.QFrame):
-    """A metric: small caption, big value, small note."""
+    """A metric: small caption, big value, small note (up to NOTE_LINES lines, then elided with a tooltip)."""
+
+    NOTE_LINES = 3
 
     def __init__(self, caption: str, parent=None):
         super().__init__(parent)
@@ -76,12 +165,13 @@ class Tile(QtWidgets.QFrame):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(10, 6, 10, 6)
         lay.setSpacing(0)
-        self.caption = plain_label(caption, wrap=False, selectable=False)
+        self.caption = ElidingLabel(caption, 1)
         self.caption.setObjectName("tileCaption")
         self.value = plain_label("—", wrap=False)
         self.value.setObjectName("tileValue")
-        self.note = plain_label("", wrap=True)
+        self.note = ElidingLabel("", self.NOTE_LINES)
         self.note.setObjectName("tileNote")
+        self.note.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.caption)
         lay.addWidget(self.value)
         lay.addWidget(self.note)

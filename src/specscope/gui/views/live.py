@@ -25,8 +25,8 @@ class LiveView(QtWidgets.QWidget):
         lay.setContentsMargins(8, 8, 8, 8)
         tile_row = QtWidgets.QWidget()
         # A fixed height: tiles whose text changes must not resize the charts below on every
-        # update (each resize repaints every chart, which costs the engine CPU).
-        tile_row.setFixedHeight(108)
+        # update (each resize repaints every chart, which costs the engine CPU). Each tile's note
+        # keeps room for Tile.NOTE_LINES lines and elides past them (the whole note in its tooltip).
         tiles = QtWidgets.QHBoxLayout(tile_row)
         tiles.setContentsMargins(0, 0, 0, 0)
         self.t_plain = Tile("Plain decoding")
@@ -36,6 +36,7 @@ class LiveView(QtWidgets.QWidget):
         self.t_acc = Tile("Acceptance")
         for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc):
             tiles.addWidget(t)
+        tile_row.setFixedHeight(max(t.sizeHint().height() for t in (self.t_plain, self.t_spec)))
         lay.addWidget(tile_row)
         self.throughput = ThroughputChart(theme)
         self.acceptance = AcceptanceChart(theme)
