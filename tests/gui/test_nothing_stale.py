@@ -1,0 +1,153 @@
+"""What a person reads is true and whole: the setup panel describes the shown session's model, output panes show
+every token, the status bar keeps its message apart from the session information, the session folder is named
+once, the report's probe row says what the readings show."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6 import QtWidgets
+
+from specscope.profiler.session import Session
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tests" / "fixtures" / "session_demo.json"
+REAL = ROOT / "tests" / "fixtures" / "session_real_shape.json"
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _window(qtbot, settings, folder):
+    from specscope.gui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, autosave_dir=str(folder))
+    qtbot.addWidget(w)
+    w.resize(1440, 900)
+    w.show()
+    return w
+
+
+def test_setup_panel_describes_the_opened_sessions_model_not_the_demo(qtbot, settings, tmp_path):
+    real = json.loads(REAL.read_text())
+    model = real["model"]
+    assert model["name"] and not real["config"].get("demo")
+    w = _window(qtbot, settings, tmp_path)
+    try:
+        # the panel starts on the demo (the default pick); open a session of another model
+        w.open_session(str(REAL))
+        combo, line = w.setup.model_combo.currentText(), w.setup.compat.text()
+        assert "Built-in demo" not in combo
+        assert model["name"] in line and "This session's model" in line
+        assert f"{model['layers']} layers" in line
+        assert f"{model['experts']} experts, {model['experts_per_token']} per token" in line
+        assert f"{model['quantization']['bits']}-bit" in line
+        assert "released dimensions" in line  # what kind of model it is: random weights at real shapes
+        assert "synthetic demo" not in line
+        assert w.setup.config().model == real["config"]["model_path"] and not w.setup.config().demo
+        # back to a demo session (as the History page opens it): the panel follows
+        copy = tmp_path / "demo.json"
+        shutil.copy(DEMO, copy)
+        w._open_from_history(str(copy))
+        assert w.setup.model_combo.currentText().startswith("Built-in demo")
+        assert "synthetic demo" in w.setup.compat.text() and model["name"] not in w.setup.compat.text()
+        assert w.setup.config().demo
+    finally:
+        w.setup.inspector.shutdown()
+
+
+def test_a_session_whose_model_folder_is_elsewhere_is_named_not_replaced(qtbot, settings, tmp_path):
+    data = json.loads(DEMO.read_text())
+    data["config"].update(demo=False, model="/nowhere/Qwen3.5-35B-A3B-4bit", model_path="/nowhere/Qwen3.5-35B-A3B-4bit")
+    data["model"].update(name="mlx-community/Qwen3.5-35B-A3B-4bit", path="/nowhere/Qwen3.5-35B-A3B-4bit", demo=None,
+                         layers=40, experts=256, experts_per_token=8)
+    p = tmp_path / "other.json"
+    p.write_text(json.dumps(data))
+    w = _window(qtbot, settings, tmp_path)
+    try:
+        w.open_session(str(p))
+        assert "not on this machine" in w.setup.model_combo.currentText()
+        assert "mlx-community/Qwen3.5-35B-A3B-4bit" in w.setup.compat.text()
+        assert "256 experts, 8 per token" in w.setup.compat.text()
+    finally:
+        w.setup.inspector.shutdown()
+
+
+def test_output_panes_mark_tokens_that_decode_to_nothing(qtbot):
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.session_model import SessionModel
+    from specscope.gui.views.cases import CasesView
+
+    s = Session.load(DEMO)
+    case = s.cases[0]
+    n_plain, n_spec = len(case["plain"]["tokens"]), len(case["spec"]["tokens"])
+    case["plain_pieces"] = ["" if i % 3 == 0 else "a" for i in range(n_plain)]
+    case["spec_pieces"] = ["\ufffd" if i == 1 else "" for i in range(n_spec)]
+    view = CasesView(LIGHT)
+    qtbot.addWidget(view)
+    model = SessionModel()
+    model.cases_changed.connect(view.update_cases)
+    model.reset(s, autosave_path=None)
+    model.flush()
+    view.select_case(case["id"])
+    plain, spec = view.plain_text.toPlainText(), view.spec_text.toPlainText()
+    assert plain.count("⟨#") == len(range(0, n_plain, 3))
+    assert f"⟨#{case['plain']['tokens'][0]}⟩" in plain
+    assert spec.count("⟨#") == n_spec and f"⟨#{case['spec']['tokens'][1]}⟩" in spec
+    assert "no text of its own" in view.legend.text()
+
+
+def test_status_bar_message_never_covers_the_session_information(qtbot, settings, tmp_path):
+    from specscope.gui.fonts import CJK_HINT
+
+    w = _window(qtbot, settings, tmp_path)
+    try:
+        w.open_session(str(DEMO))
+        for size in ((1280, 800), (1440, 900)):
+            w.resize(*size)
+            w.statusBar().showMessage(CJK_HINT)
+            for _ in range(3):
+                QtWidgets.QApplication.processEvents()
+            msg = w.statusBar().message
+            assert w.statusBar().currentMessage() == CJK_HINT
+            right = [w.sb_status, w.sb_device, w.sb_mlx, w.sb_mem]
+            for lab in right:
+                assert lab.isVisible() and lab.width() >= lab.sizeHint().width(), lab.text()
+                assert not msg.geometry().intersects(lab.geometry()), (msg.geometry(), lab.text(), lab.geometry())
+            assert msg.elided and msg.toolTip() == CJK_HINT
+            assert msg.text().endswith("…") and msg.text() != CJK_HINT
+    finally:
+        w.setup.inspector.shutdown()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_DATA_HOME is the Linux convention")
+def test_session_folder_names_the_app_once_and_moves_the_doubled_one(tmp_path, monkeypatch):
+    from specscope.gui.main_window import sessions_dir
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    legacy = tmp_path / "specscope" / "specscope" / "sessions"
+    legacy.mkdir(parents=True)
+    (legacy / "session-1.json").write_text("{}")
+    d = sessions_dir()
+    assert d == tmp_path / "specscope" / "sessions"
+    assert (d / "session-1.json").exists() and not legacy.exists()
+    assert sessions_dir() == d
+
+
+def test_report_probe_row_shows_the_readings_when_too_few_to_judge():
+    from specscope.gui.reports import html
+
+    s = Session.load(DEMO)
+    ms = [15.55, 16.39, 16.74, 30.84]
+    s.data["probe"] = [{"case": s.cases[i // 2]["id"], "repeat": 0, "when": ("before", "after")[i % 2], "ms": x,
+                        "reps_ms": [x * 0.99, x, x * 1.01], "t": 5.0 * i} for i, x in enumerate(ms)]
+    page = html.build(s, charts={}, target="screen")
+    row = re.search(r"Probe start → end</t[hd]>\s*<td[^>]*>(.*?)</td>", page, re.S)
+    assert row, "no probe row"
+    assert "—" not in row.group(1)
+    assert "15.55 ms → 30.84 ms" in row.group(1) and "too few to judge" in row.group(1)
+    assert "first 15.55 ms, last 30.84 ms: +98.3%" in page
