@@ -189,7 +189,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.dock.setObjectName("setupDock")
         self.dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.dock.setWidget(dock_w)
-        self.dock.setMinimumWidth(330)
+        # wide enough for the panel beside its vertical scroll bar: no horizontal scroll bar at any window size
+        bar = self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.dock.setMinimumWidth(max(330, self.setup.minimumSizeHint().width() + bar + 2 * scroll.frameWidth() + 2))
         self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
 
         # actions & menus

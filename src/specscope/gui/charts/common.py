@@ -162,10 +162,21 @@ class BaseChart(pg.PlotWidget):
         self._empty.setColor(theme["muted"])
 
     def show_empty(self, message: str | None) -> None:
-        """Show a centred message while there is nothing to draw (hidden when message is None)."""
+        """Show a centred message while there is nothing to draw (hidden when message is None). The legend
+        (of nothing) hides meanwhile, so it never covers the message, and the message stays centred when
+        the view range changes after it was placed."""
         self._empty.setText(message or "")
         self._empty.setVisible(bool(message))
+        if self.legend is not None:
+            self.legend.setVisible(not message)
         if message:
+            self._center_empty()
+            if not getattr(self, "_centering", False):
+                self.plot_item.vb.sigRangeChanged.connect(self._center_empty)
+                self._centering = True
+
+    def _center_empty(self, *_) -> None:
+        if self._empty.isVisible():
             vr = self.plot_item.vb.viewRange()
             self._empty.setPos((vr[0][0] + vr[0][1]) / 2, (vr[1][0] + vr[1][1]) / 2)
 

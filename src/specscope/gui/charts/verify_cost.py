@@ -128,7 +128,7 @@ class ExpertUnionChart(BaseChart):
         self.union = self.plot_item.plot([], [], pen=self.pen("pred", 2.5), symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=None,
                                          name="distinct experts routed (measured)")
-        self.show_empty("no MoE layers in this model")
+        self.show_empty("no verify cost measured yet")  # whether the model routes experts is known only then
 
     def _draw(self, d: dict | None) -> None:
         if not d or not d.get("n"):
