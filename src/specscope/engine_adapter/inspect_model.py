@@ -293,7 +293,11 @@ def format_description(d: dict) -> str:
     if comp:
         lines.append(f"  compatibility     {comp['class']}" + (f" ({comp['reasons'][0]})" if comp["reasons"] else "")
                      + "; run `specscope check` for the full check")
-    if d.get("demo"):
+    demo = d.get("demo")
+    if isinstance(demo, dict) and demo.get("kind") == "shape":
+        lines.append(f"  note              random weights at {demo.get('shape')}'s released dimensions ({demo.get('layers')} "
+                     "layers): timings are real, text and acceptance are not meaningful")
+    elif demo:
         lines.append("  note              synthetic demo model: timings are real, text and acceptance are not meaningful")
     return "\n".join(lines)
 
