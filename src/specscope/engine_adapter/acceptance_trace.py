@@ -157,3 +157,15 @@ def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws:
             "regime": sampling.regime, "estimate": True, "cost_ms": {"total_ms": total},
             "method": (f"an estimate: {draws} seeded accept/reject draws per position against the target's "
                        "distributions along one sampled continuation")}
+
+
+def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int | None = None) -> dict | None:
+    """The trace of a ``run``'s own drafter along a case's plain output, for a ``trace`` event (``session``
+    keeps it as ``case["trace"]``). ``k_max`` defaults to max(4, k). None for the oracle, which stays analytic
+    (its draws are i.i.d.: E(k) = 1 + Σ p^i needs no trace)."""
+    drafter = engine.make_drafter(plain_tokens)
+    if drafter.what_if:
+        return None
+    k_max = k_max or max(4, engine.params.num_draft_tokens)
+    return record_trace(engine.target.model, prompt, plain_tokens, drafter, k_max, sampling=engine.sampling,
+                        name=engine.drafter_name)

@@ -26,6 +26,10 @@ SCHEMA_VERSION = 2
 #   1  the first wave's session (cases, rounds, breakdowns, probe, sensors, roofline, tune).
 #   2  the third wave: the prediction's inputs timed apart per case (``components``), paired speculative runs
 #      (``round_kinds`` "paired": each round carries its ``pass``), the acceptance trace, long-context settings.
+#      Acceptance trace: ``case["trace"]`` (a ``trace`` event: ``A`` per position, ``k_max``, ``drafter``, ``tokens``,
+#      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.trace_walk``), and in
+#      ``session["tune"]``: ``traces`` per drafter, ``acceptance_source``, each drafter's ``trace`` facts and each
+#      row's ``tokens_per_round_k_max_rounds`` (absent from version-1 files: their tune read E(k) off K_max rounds).
 SCHEMA_HISTORY = {1: "first and second wave", 2: "third wave: components timed apart, paired runs, traces, context"}
 
 
@@ -129,6 +133,12 @@ class Session:
                 c[ev["mode"]].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
+        elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.acceptance_trace), kept whole
+            c = self._index.get(ev.get("case"))
+            if c is None:
+                self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
+            else:
+                c["trace"] = ev.get("trace")
         elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.components)
             self._index[ev["case"]]["components"] = ev["components"]
         elif kind == "divergence":
@@ -325,6 +335,13 @@ def validate(d) -> None:
             toks = c[side].get("tokens", [])
             if not isinstance(toks, list) or not all(isinstance(t, int) and t >= 0 for t in toks):
                 raise SessionError(f"case {c['id']!r}: {side}.tokens must be a list of token ids")
+        if c.get("trace") is not None:
+            from .trace_walk import TraceError, check
+
+            try:
+                check(c["trace"])
+            except TraceError as exc:
+                raise SessionError(f"case {c['id']!r}: {exc}") from None
         div = c.get("divergence")
         if div is not None and (not isinstance(div, dict) or not isinstance(div.get("position"), int) or div["position"] < 0):
             raise SessionError(f"case {c['id']!r}: malformed divergence record")
