@@ -139,8 +139,10 @@ def _eval_in_parts(module) -> None:
 
 
 def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4, seed: int = 0,
-                           progress=lambda done, total, what: None) -> Path:
-    """Write the model folder at ``path`` (atomically) and return it. ``progress(done, total, what)`` per part."""
+                           progress=lambda done, total, what: None, overrides: dict | None = None) -> Path:
+    """Write the model folder at ``path`` (atomically) and return it. ``progress(done, total, what)`` per part.
+
+    ``overrides`` replaces text-config entries (the tests build the same layout at toy sizes)."""
     import mlx.core as mx
     import mlx.nn as nn
     from mlx.utils import tree_flatten
@@ -150,6 +152,7 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
     from .demo_tokenizer import build_tokenizer
 
     config = _config(shape, layers)
+    config["text_config"].update(overrides or {})
     path = Path(path).expanduser()
     if path.exists() and any(path.iterdir()):
         raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
