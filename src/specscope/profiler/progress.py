@@ -158,7 +158,8 @@ class PhaseProgress:
 
 
 class Progress:
-    """``specscope run``: tokens decoded out of the run's total (plain + speculative, every case and repeat)."""
+    """``specscope run``: tokens decoded out of the run's total (plain + speculative passes, every case and
+    repeat). Warm-up, breakdown and component timing are not counted, but show as the status."""
 
     def __init__(self, enabled: bool = True, stream=None):
         self.enabled = enabled
@@ -174,7 +175,9 @@ class Progress:
         kind = ev.get("event")
         if kind == "run_started":
             cfg = ev["config"]
-            self.total_tokens = 2 * cfg["n_cases"] * cfg.get("repeats", 1) * cfg["max_tokens"]
+            # plain, then one speculative pass, or two when paired (end-to-end and instrumented, same drafts)
+            passes = 1 + (2 if cfg.get("round_kinds") == "paired" else 1)
+            self.total_tokens = passes * cfg["n_cases"] * (cfg.get("repeats") or 1) * cfg["max_tokens"]
             self._bar.set_total(self.total_tokens)
         elif kind in ("prefill", "step"):
             self.done_tokens += 1
