@@ -11,8 +11,8 @@ without downloading a checkpoint; its text and acceptance mean nothing.
 Memory stays bounded: the model object is built lazily (MLX arrays are graphs until
 evaluated), and each part — the embedding, one decoder layer, the final norm and the
 output head — is drawn, quantized, evaluated and written to its own safetensors shard,
-then released, before the next one. The peak is about one float32 expert projection
-(256 × 512 × 2,048 × 4 bytes = 1 GiB) beside the quantized layer.
+then released, before the next one. Draws are made in bfloat16 (one expert projection, 256 × 512 × 2,048,
+is 0.5 GiB), one array evaluated at a time, so the peak does not grow with N.
 """
 
 from __future__ import annotations
@@ -99,17 +99,19 @@ def _draw(module, prefix: str, n_tokens: int, seed: int) -> None:
         elif ("norm" in full and value.ndim == 1) or full.endswith("dt_bias"):
             w = mx.ones(shape)
         elif full.endswith("conv1d.weight"):
-            w = mx.random.normal(shape, key=key) * 0.3
+            w = mx.random.normal(shape, dtype=dt, key=key) * 0.3
         elif full.endswith("embed_tokens.weight"):
-            w = mx.random.normal(shape, key=key)
+            w = mx.random.normal(shape, dtype=dt, key=key)
+        elif full.endswith("lm_head.weight"):
+            # Rows past the tokenizer's ids score zero, as untrained rows do (and are not drawn at all).
+            rows = min(n_tokens, shape[0])
+            w = mx.concatenate([mx.random.normal((rows, shape[1]), dtype=dt, key=key) * shape[-1] ** -0.5,
+                                mx.zeros((shape[0] - rows, shape[1]), dtype=dt)])
         else:
-            w = mx.random.normal(shape, key=key) * shape[-1] ** -0.5
+            # drawn in bfloat16 directly: a float32 draw of one expert projection would be 1 GiB
+            w = mx.random.normal(shape, dtype=dt, key=key) * shape[-1] ** -0.5
             if full.endswith(("o_proj.weight", "out_proj.weight", "down_proj.weight")):
                 w = w * BRANCH_GAIN
-            if full.endswith("lm_head.weight"):
-                # Rows past the tokenizer's ids score zero, as untrained rows do.
-                rows = mx.arange(shape[0])[:, None] < n_tokens
-                w = mx.where(rows, w, mx.zeros_like(w))
         new.append((name, w.astype(dt)))
     module.update(tree_unflatten(new))
 
