@@ -31,6 +31,7 @@ from . import charts as _charts
 from .html_breakdown import breakdown_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
+from .html_trace import trace_images, trace_section
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 from specscope.profiler.renderers.html_common import kv_table as _kv
 from specscope.profiler.renderers.html_common import table as _table
@@ -50,7 +51,8 @@ CHART_CAPTIONS = {
 
 def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
     have = {"verify_cost": session.data.get("roofline"), "tune": session.data.get("tune"), "probe": session.data.get("probe")}
-    return {n: _charts.image(n, session, width=width, height=height) for n in names if have.get(n, True)}
+    out = {n: _charts.image(n, session, width=width, height=height) for n in names if have.get(n, True)}
+    return {**out, **trace_images(session, width=width, height=int(height * 0.6))}  # acceptance traces, when held
 
 
 # -- small builders ------------------------------------------------------------------
@@ -406,6 +408,7 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
         verify_cost_section(session, _figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
         tune_section(session, _figure("tune", charts, target) if session.data.get("tune") else ""),
         _acceptance(s, charts, target),
+        trace_section(session, charts, target),
         _audit(s),
         _cases(session),
         _outputs(session, target),

@@ -55,9 +55,13 @@ def tune_section(session, figure: str = "") -> str:
     rows = []
     for r in tune["rows"]:
         ci = r.get("predicted_ci95") or [None, None]
-        rows.append([esc(r.get("drafter", "")), str(r.get("k")), f(r.get("predicted_speedup"), ".3f"),
+        trace = r.get("acceptance_source") == "trace"
+        rows.append([esc(r.get("drafter", "")), str(r.get("k")), f(r.get("tokens_per_round") if trace else None, ".2f"),
+                     f(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
+                     f(r.get("measured_tokens_per_round"), ".2f"), f(r.get("predicted_speedup"), ".3f"),
                      f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
                      pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—"])
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
-            + figure + _table(["drafter", "k", "predicted", "95% interval", "measured", "error"], rows))
+            + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
+                               "95% interval", "measured", "error"], rows))

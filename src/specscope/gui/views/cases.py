@@ -12,6 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
 
+from .trace_panel import TracePanel
 from .common import breakable, fmt, plain_label, sortable_table
 
 COLUMNS = ["Case", "Category", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
@@ -81,6 +82,8 @@ class CasesView(QtWidgets.QWidget):
             col.addWidget(w, 1)
             texts.addLayout(col, 1)
         bl.addLayout(texts, 1)
+        self.trace = TracePanel(theme)  # A(s) along the selected case, E(k) by content (sessions with traces)
+        bl.addWidget(self.trace, 1)
         split.addWidget(bottom)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
@@ -96,6 +99,7 @@ class CasesView(QtWidgets.QWidget):
 
     def apply_theme(self, theme: dict) -> None:
         self.theme = theme
+        self.trace.apply_theme(theme)
         self._show_selected()
 
     # -- table ---------------------------------------------------------------------
@@ -170,6 +174,7 @@ class CasesView(QtWidgets.QWidget):
     # -- texts ---------------------------------------------------------------------
     def _show_selected(self) -> None:
         row = next(((c, s) for c, s in self._rows if c["id"] == self._selected_id), None)
+        self.trace.set_cases([c for c, _ in self._rows], row[0] if row else None)
         if row is None:
             self.plain_text.clear()
             self.spec_text.clear()

@@ -1,5 +1,7 @@
-"""Tune page: which k, with which drafter — predicted speedup for every k from one run at K_max and the
-verify curve, confirmed by interleaved runs; from the session, or run now with ``specscope tune``."""
+"""Tune page: which k, with which drafter — predicted speedup for every k from the acceptance trace (E(k)
+walked at every k), the verify curve and draft steps timed apart, confirmed by interleaved runs; from the
+session, or run now with ``specscope tune``. The table shows E(k) from the trace beside what the K_max rounds
+would have read and what the confirmation runs measured."""
 
 from __future__ import annotations
 
@@ -14,11 +16,25 @@ from .common import fmt, plain_label
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
-COLUMNS = ["drafter", "k", "predicted", "95% interval", "measured", "error"]
+COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "95% interval",
+           "measured", "error"]
 
 
 def _pct(x) -> str:
     return fmt(None if x is None else 100 * x, "+.1f", "%")
+
+
+def _trace_note(tune: dict) -> str:
+    """Each drafter's trace in a line: positions, what it cost, E(k) walked on it."""
+    parts = []
+    for name, d in (tune.get("drafters") or {}).items():
+        t = d.get("trace")
+        if t:
+            es = " ".join(fmt(e, ".2f") for e in t.get("tokens_per_round") or [])
+            cost = f", {t['cost_ms'] / 1000:.1f} s" if t.get("cost_ms") else ""
+            parts.append(f"{d.get('label', name)}: {t['positions']} positions{cost}, E(k) = {es}"
+                         + (" (an estimate)" if t.get("estimate") else ""))
+    return ("\nAcceptance traces — " + "; ".join(parts)) if parts else ""
 
 
 class TuneView(MeasurementPage):
@@ -85,12 +101,16 @@ class TuneView(MeasurementPage):
             self.recommendation.setText("tuning… predictions are in; the confirmation runs fill the measured column")
         else:
             self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
-        self.assumption.setText(tune.get("assumption", ""))
+        self.assumption.setText(tune.get("assumption", "") + _trace_note(tune))
         rows = tune.get("rows") or []
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):
             ci = r.get("predicted_ci95") or [None, None]
-            cells = [r.get("drafter", ""), str(r.get("k", "")), fmt(r.get("predicted_speedup"), ".3f", "×"),
+            trace = r.get("acceptance_source") == "trace"
+            cells = [r.get("drafter", ""), str(r.get("k", "")),
+                     fmt(r.get("tokens_per_round") if trace else None, ".2f"),
+                     fmt(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
+                     fmt(r.get("measured_tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".3f", "×"),
                      f"{fmt(ci[0], '.3f')} – {fmt(ci[1], '.3f')}" if ci[0] is not None else DASH,
                      fmt(r.get("measured_speedup"), ".3f", "×"), _pct(r.get("prediction_error"))]
             for j, text in enumerate(cells):
