@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specscope.gui.charts.cost_data import category_floor_data, expert_union_data, tune_data, verify_curve_data
+from specscope.gui.views.tune import COLUMNS
 
 
 def _roof():
@@ -66,7 +67,7 @@ def test_pages_show_the_sessions_results_and_keep_a_measurement(window, qtbot, t
     assert vc.t_ideal.value.text() == "0.25 plain steps"
     assert [vc.cat_n.itemText(i) for i in range(vc.cat_n.count())] == ["1", "2", "3", "4"]
     assert tv.recommendation.text() == "no k wins here"
-    assert tv.table.rowCount() == 1 and tv.table.item(0, 5).text() == "+6.0%"
+    assert tv.table.rowCount() == 1 and tv.table.item(0, COLUMNS.index("error")).text() == "+6.0%"
     png = tmp_path / "verify_cost.png"
     window.show_page("verify_cost")
     assert window.grab_png(str(png)) and png.stat().st_size > 10_000
