@@ -205,7 +205,13 @@ def test_tune_command_json_shape(capsys):
     rec = res["recommendation"]
     assert rec["drafter"] == "ngram"  # a real drafter is preferred to the what-if
     assert any(r["drafter"] == rec["drafter"] and r["k"] == rec["k"] for r in res["rows"])
-    assert "greedy" in res["assumption"]
+    assert "greedy" in res["assumption"] and res["acceptance_source"] == "trace"
+    # greedy: E(k) walked on the traces is what the confirmation runs at k measured, exactly (oracle and n-gram alike)
+    confirmed = [r for r in res["rows"] if r["measured_speedup"] is not None]
+    assert confirmed
+    for r in confirmed:
+        assert r["tokens_per_round"] == pytest.approx(r["measured_tokens_per_round"], rel=1e-12), r
+    assert all(len(t["A"]) == 7 for ts in res["traces"].values() for t in ts)  # 8 tokens: 7 positions
 
 
 @pytest.mark.parametrize("args, message", [
