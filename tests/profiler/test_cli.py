@@ -169,7 +169,9 @@ def test_repeats_keep_every_repeat(tmp_path, capsys):
     assert all(x > 0 for x in c["plain"]["repeats_tok_s"] + c["spec"]["repeats_tok_s"])
     # both repeats' steps and rounds (the second repeat ran speculative first: ABBA); one repeat's output
     assert len(c["plain"]["tokens"]) == 8 and len(c["plain"]["step_ms"]) == 2 * 7
-    assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 2 * 7
+    # each speculative phase is a paired run: a measured (end-to-end) and a ledger (instrumented) pass
+    assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 2 * 2 * 7
+    assert sum(len(r["emitted"]) for r in c["spec"]["rounds"] if r["pass"] == "measured") == 2 * 7
     assert {r.get("repeat", 0) for r in c["spec"]["rounds"]} == {0, 1}
     st = s.case_stats(c)
     assert st["plain_tok_s"] == pytest.approx(statistics.median(c["plain"]["repeats_tok_s"]))

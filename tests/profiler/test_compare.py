@@ -25,8 +25,11 @@ def _variant(s: Session, verify_scale=0.7, spec_rate=1.25, **config) -> Session:
     d = copy.deepcopy(s.data)
     for c in d["cases"]:
         for r in c["spec"]["rounds"]:
-            r["verify_ms"] *= verify_scale
+            if r.get("verify_ms") is not None:
+                r["verify_ms"] *= verify_scale
             r["ms"] *= verify_scale
+        comp = c.get("components") or {}
+        comp["verify_ms"] = [x * verify_scale for x in comp.get("verify_ms") or []]
         c["spec"]["repeats_tok_s"] = [x * spec_rate for x in c["spec"]["repeats_tok_s"]]
     d["config"].update(config)
     return Session.from_dict(d)
@@ -37,14 +40,15 @@ def _row(result, key, table="figures"):
 
 
 def test_compare_names_deltas_and_winners(base):
-    faster = _variant(base)
+    faster = _variant(base, verify_scale=0.3, spec_rate=2.5)
     r = compare(base, faster, names=("base", "faster"))
     assert r["acceptance_compared"] and r["same_regime"]
     v = _row(r, "t_verify_ms")
     assert v["delta"] == pytest.approx(v["b"] - v["a"]) and v["delta"] < 0
-    assert v["winner"] == "faster" and v["by"].endswith("lower")
+    assert v["a_ci95"][0] > v["b_ci95"][1]  # the intervals separate: a winner
+    assert v["winner"] == "faster" and v["by"].endswith("lower") and v["judged"] == "intervals separate"
     m = _row(r, "measured_speedup")
-    assert m["winner"] == "faster" and m["relative"] == pytest.approx(0.25, rel=1e-6)
+    assert m["winner"] == "faster" and m["relative"] == pytest.approx(1.5, rel=1e-6)
     assert _row(r, "plain_tok_s")["winner"] == "tie"
     assert _row(r, "p")["winner"] == "tie"
     keys = {row["key"] for row in r["figures"]}
@@ -54,6 +58,20 @@ def test_compare_names_deltas_and_winners(base):
     cats = {row["key"] for row in r["ratios"]}
     assert {"linear_attention", "full_attention", "moe", "output_head", "other", "whole"} <= cats
     assert "faster wins" in r["headline"]
+
+
+def test_compare_names_no_winner_when_the_intervals_overlap(base):
+    """A 5% faster verify on two short sessions: the values differ, their intervals overlap, so no winner is named."""
+    close = _variant(base, verify_scale=0.95, spec_rate=1.05)
+    r = compare(base, close, names=("base", "close"))
+    for key in ("t_verify_ms", "measured_speedup"):
+        row = _row(r, key)
+        assert row["a"] != row["b"] and row["a_ci95"] and row["b_ci95"]
+        assert max(row["a_ci95"][0], row["b_ci95"][0]) <= min(row["a_ci95"][1], row["b_ci95"][1])  # they overlap
+        assert row["winner"] == "tie" and row["judged"] == "intervals overlap" and row["by"] is None
+    assert "no measurable difference" in r["headline"]
+    # a figure with no interval on either side is never judged either
+    assert _row(r, "break_even_verify_ms")["judged"] == "no interval"
 
 
 def test_compare_html_shows_deltas(base, tmp_path):

@@ -13,7 +13,7 @@ from specscope.profiler.renderers.csv_renderer import render as render_csv
 from specscope.profiler.session import Session
 from specscope.profiler.summary_text import format_summary
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json"  # negative inter-block overheads
 NEGATIVE_NUMBER = re.compile(r"(?<![\w.])[-−]\d")
 
 

@@ -13,7 +13,8 @@ from specscope.profiler import stats
 from specscope.profiler.session import Session
 from specscope.profiler.summary import ExactSum, LiveSummary, case_stats, summarize
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json"  # a schema-1 session: no passes
+PAIRED = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"  # schema 2: paired passes, components
 
 
 def replay_events(d: dict):
@@ -41,6 +42,11 @@ def replay_events(d: dict):
                 yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": x}
             if r == 0 and c.get("breakdown"):
                 yield {"event": "breakdown", "case": c["id"], "breakdown": c["breakdown"]}
+            if r == 0 and i < 2:  # components timed apart for two of the three cases (the third predicts from theirs)
+                timed = [x for x in spec["rounds"] if x.get("verify_ms") is not None]
+                yield {"event": "components", "case": c["id"], "components": {
+                    "k": d["config"]["num_draft_tokens"], "reps": 1, "verify_ms": [x["verify_ms"] * 0.9 for x in timed],
+                    "draft_ms": [x["draft_ms"] for x in timed[:3]], "rollback_ms": {"0": [1.0], "1": [0.5], "2": [0.0]}}}
             yield {"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "spec"}
             yield {"event": "prefill", "case": c["id"], "mode": "spec", "token": spec["tokens"][0], "ms": spec["prefill_ms"]}
             for j, rnd in enumerate(spec["rounds"][:n_rounds]):
@@ -68,6 +74,47 @@ def fixture_dict() -> dict:
     return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
+def paired_events(d: dict):
+    """The events of a schema-2 session as its run emitted them: paired passes, components, probe readings."""
+    yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
+    for i, c in enumerate(d["cases"]):
+        info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        plain, spec = c["plain"], c["spec"]
+        yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "plain"}
+        yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
+        for j, (tok, ms) in enumerate(zip(plain["tokens"][1:], plain["step_ms"])):
+            yield {"event": "step", "case": c["id"], "i": j + 1, "token": tok, "ms": ms}
+        yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": 0, "tok_s": plain["repeats_tok_s"][0]}
+        yield {"event": "breakdown", "case": c["id"], "breakdown": c["breakdown"]}
+        yield {"event": "components", "case": c["id"], "components": c["components"]}
+        yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "spec"}
+        yield {"event": "prefill", "case": c["id"], "mode": "spec", "token": spec["tokens"][0], "ms": spec["prefill_ms"]}
+        for j, rnd in enumerate(spec["rounds"]):
+            yield {"event": "round", "case": c["id"], "index": j, **rnd}
+        yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": 0, "tok_s": spec["repeats_tok_s"][0],
+               "instrumented_tok_s": spec["repeats_instrumented_tok_s"][0]}
+        yield {"event": "case_done", "case": c["id"], "plain_text": c.get("plain_text", ""), "spec_text": c.get("spec_text", "")}
+    yield {"event": "run_done", "status": d["status"], "time": 2.0}
+
+
+def test_live_summary_equals_reference_on_a_paired_session_and_both_equal_the_stored_one():
+    d = json.loads(PAIRED.read_text(encoding="utf-8"))
+    s = Session()
+    live = LiveSummary(s)
+    for ev in paired_events(d):
+        s.apply(ev)
+        assert live.summary() == summarize(s), ev["event"]
+    stored = Session.load(PAIRED)
+    assert [c["spec"]["tokens"] for c in s.cases] == [c["spec"]["tokens"] for c in stored.cases]
+    mine, ref = summarize(s), stored.summary()
+    for key in ("predicted_speedup", "ledger_speedup", "measured_speedup", "prediction_error", "prediction_error_ci",
+                "p", "p_ci95", "tokens_per_round", "t_verify_ms", "t_draft_ms"):
+        assert mine[key] == ref[key], key
+    # acceptance counts the measured pass only: the ledger pass repeats its drafts
+    measured = [r for c in stored.cases for r in c["spec"]["rounds"] if r["pass"] == "measured" and len(r["drafted"]) == stored.k]
+    assert ref["drafted"] == stored.k * len(measured)
+
+
 def test_live_summary_equals_full_recomputation_at_every_event():
     s = Session()
     live = LiveSummary(s)
@@ -81,6 +128,7 @@ def test_live_summary_equals_full_recomputation_at_every_event():
     assert n > 100
     final = live.summary()
     assert final["cases_measured"] == 3 and final["p"] is not None and final["breakdown"] is not None
+    assert final["prediction_source"] == "components" and final["prediction_error_ci"] is not None
     assert final["divergences"] and final["divergences"][0]["verdict"] == "rounding"
     assert final["spec_instrumented_tok_s"] is not None  # the third case's end-to-end rounds
     assert final["probe"]["readings"] == 6 and final["energy"]["spec"]["joules_per_token"] == pytest.approx(33.0 / 24)

@@ -4,11 +4,8 @@ Pure Python, no MLX, no Qt. Everything here is interval arithmetic on plain numb
 
 - a mean over many samples (steps, rounds) gets its 95% confidence interval (normal approximation);
 - a figure measured once per repeat, or per rep, gets its spread (lowest, highest);
-- E = 1 + Σ a_i gets the Wilson interval of each a_i (a_i is a share of rounds), summed: the a_i are
-  nested (a round that accepted i drafts accepted i−1), so their errors move together;
-- the prediction error. With T_decode = 1000 / plain tok/s, predicted ÷ measured speedup is
-  E · (1000 / spec tok/s) / (T_verify + T_draft) — T_decode cancels — so its interval comes from E's,
-  the round time's and the speculative rate's, each at the end that moves the ratio outward.
+- acceptance, E and the prediction error get theirs in ``uncertainty`` (resampled or pooled by independent
+  unit: the round or the case), never by combining the worst ends of intervals of correlated figures;
 
 ``noise_state`` is the rule every view, report and CSV applies to an estimated time (a barrier-free
 estimate, the inter-block overhead): an interval that straddles zero is "below noise"; one that lies wholly
@@ -52,18 +49,6 @@ def union(*intervals) -> list[float] | None:
     return [min(iv[0] for iv in ivs), max(iv[1] for iv in ivs)] if ivs else None
 
 
-def tokens_per_round_interval(hist: Mapping[int, int], k: int) -> list[float] | None:
-    """E = 1 + Σ a_i with each a_i at its Wilson bounds (a_i: rounds with at least i drafts accepted / rounds)."""
-    rounds = sum(hist.values())
-    if not rounds:
-        return None
-    lo = hi = 1.0
-    for i in range(1, k + 1):
-        a, b = wilson_interval(sum(c for n, c in hist.items() if n >= i), rounds)
-        lo, hi = lo + a, hi + b
-    return [lo, hi]
-
-
 def rate_interval(n_tokens: int, round_ms: list[float]) -> list[float] | None:
     """tok/s of ``n_tokens`` made over these rounds, with the round time's mean at its 95% bounds."""
     iv = mean_ci(round_ms)
@@ -72,21 +57,6 @@ def rate_interval(n_tokens: int, round_ms: list[float]) -> list[float] | None:
     n = len([x for x in round_ms if x is not None])
     lo_ms, hi_ms = iv
     return [1000.0 * n_tokens / (n * hi_ms), 1000.0 * n_tokens / (n * lo_ms) if lo_ms > 0 else math.inf]
-
-
-def prediction_error_interval(e_iv, round_ms_iv, spec_tok_s_iv) -> list[float] | None:
-    """(predicted − measured) / measured at the ends of its inputs' intervals.
-
-    predicted / measured = E · (1000 / spec tok/s) / (T_verify + T_draft): lowest with E low, the round
-    slow and the measured speed high; highest the other way round."""
-    if not (e_iv and round_ms_iv and spec_tok_s_iv):
-        return None
-    (e_lo, e_hi), (t_lo, t_hi), (r_lo, r_hi) = e_iv, round_ms_iv, spec_tok_s_iv
-    if t_hi <= 0 or r_hi <= 0:
-        return None
-    lo = e_lo * 1000.0 / (t_hi * r_hi) - 1.0
-    hi = e_hi * 1000.0 / (t_lo * r_lo) - 1.0 if t_lo > 0 and r_lo > 0 else math.inf
-    return [lo, hi]
 
 
 def within(x: float, iv) -> bool:

@@ -126,9 +126,8 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     else:
         curve = component_prediction(session.data.get("roofline"), {"k": k, "tokens_per_round": E}, _drafter(session))
         if not curve.get("available"):
-            why = ("this session timed no components apart (it was recorded before specscope did, or with a distributed "
-                   "engine); it holds only the ledger" if session.data.get("schema_version", 1) < 2 or not cases
-                   else "no case has its components timed yet")
+            why = ("this session timed no components apart (recorded by an older specscope, or none measured yet): "
+                   "it holds only the ledger")
             return {**out, "why": why if not session.data.get("roofline") else f"{why}; {curve['why']}"}
         out.update(source="verify curve", t_verify_ms=curve["t_verify_ms"], t_draft_ms=curve["t_draft_ms"])
     if not t_decode or E is None:

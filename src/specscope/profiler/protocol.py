@@ -228,7 +228,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                 if phase == "plain" and r == 0 and cfg.breakdown:
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
-                if phase == "plain" and r == 0 and hasattr(engine, "components"):
+                if phase == "plain" and r == 0 and callable(getattr(engine, "components", None)):
                     # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.components)
                     comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
                     emit({"event": "components", "case": c["id"], "components": comp})

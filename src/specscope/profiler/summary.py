@@ -220,7 +220,7 @@ def _figure_intervals(per_case, reps, noise, pred, division) -> dict:
     out = {"plain_tok_s_ci95": plain, "spec_tok_s_ci95": spec,
            "t_decode_ms_ci95": [1000.0 / plain[1], 1000.0 / plain[0]] if plain and plain[0] > 0 else None,
            "measured_speedup_ci95": None, "t_verify_ms_ci95": None, "t_draft_ms_ci95": None}
-    if plain and spec and plain[0] > 0:
+    if plain and spec and plain[0] > 0 and all(math.isfinite(x) for x in plain + spec):
         p_mid, s_mid = (plain[0] + plain[1]) / 2, (spec[0] + spec[1]) / 2
         rel = math.hypot((plain[1] - plain[0]) / 2 / p_mid, (spec[1] - spec[0]) / 2 / s_mid)  # independent runs
         m = s_mid / p_mid

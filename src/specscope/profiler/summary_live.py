@@ -149,7 +149,7 @@ class _CaseFold:
         c = self.case
         plain, spec = c["plain"], c["spec"]
         objs = (plain.get("repeats_tok_s"), spec.get("repeats_tok_s"), plain["tokens"], spec["tokens"], c.get("divergence"),
-                spec.get("repeats_instrumented_tok_s"))
+                spec.get("repeats_instrumented_tok_s"), c.get("components"))
         key = (self.version, bool(c.get("discarded"))) + tuple(len(o) if isinstance(o, list) else -1 for o in objs)  # lists grow in place
         if self._stats is not None and key == self._stats_key and all(a is b for a, b in zip(objs, self._stats_objs)):
             return self._stats
