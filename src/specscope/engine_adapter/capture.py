@@ -244,10 +244,10 @@ def run(spec: dict, metal=None, log=None) -> dict:
         raise SpecscopeError(f"output folder {out} does not exist")
     k = int(spec["k"])
     if spec.get("demo"):
-        from .demo_model import demo_model_path
+        from .demo_model import default_demo_path
 
         log("building/loading the demo model")
-        path, name = str(demo_model_path("hybrid")), "the demo model"
+        path, name = str(default_demo_path("hybrid")), "the demo model"
     else:
         path, name = spec["model_path"], spec.get("model_name") or Path(spec["model_path"]).name
     log(f"loading {name}")

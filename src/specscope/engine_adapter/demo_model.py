@@ -11,6 +11,11 @@ their greedy predictions partly agree, which gives drafting something to do):
 - ``draft``: a small ``qwen3`` model to use as ``--draft-model`` for either.
 
 Weights are random but seeded: the same seed gives the same files.
+
+``--demo`` loads the *trained* demo shipped in the package (``default_demo_path``): the same
+``qwen3_5_moe`` layout, much smaller, trained offline on code, English and Chinese (see
+``training/``), with a trained MTP head and 2-layer draft model. The random ones stay for fast
+tests (``demo-model --random``, ``SPECSCOPE_DEMO=random``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from specscope.demo_labels import SYNTHETIC_NOTE, TRAINED_NOTE, demo_note  # noqa: F401 (re-exported)
 from specscope.errors import SpecscopeError
 
 DEMO_KINDS = ("hybrid", "dense", "draft")
@@ -290,3 +296,51 @@ def _lock(path: Path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# -- the tiny trained demo (shipped) -------------------------------------------------------------------
+
+TRAINED_KINDS = {"hybrid": "target", "draft": "draft"}
+
+
+def trained_demo_path(kind: str = "hybrid") -> Path | None:
+    """The shipped trained demo (``specscope/assets/demo_trained``), or None where this install lacks it.
+
+    Trained offline by ``training/train_demo.py`` (see training/README.md); nothing is built at run time.
+    There is no trained dense model: ``dense`` is always the random one.
+    """
+    from specscope.assets import path as asset_path
+
+    sub = TRAINED_KINDS.get(kind)
+    if sub is None:
+        return None
+    p = asset_path("demo_trained") / sub
+    return p if (p / "config.json").exists() else None
+
+
+def use_random_demo() -> bool:
+    """SPECSCOPE_DEMO=random makes ``--demo`` use the random (synthetic) demo everywhere."""
+    return os.environ.get("SPECSCOPE_DEMO", "").strip().lower() in ("random", "synthetic")
+
+
+def default_demo_path(kind: str = "hybrid") -> Path:
+    """What ``--demo`` loads: the shipped trained demo, else (SPECSCOPE_DEMO=random, a dense model, or an
+    install without it) the random one, built once into the cache."""
+    trained = None if use_random_demo() else trained_demo_path(kind)
+    return trained if trained is not None else demo_model_path(kind)
+
+
+def copy_trained_demo(path: str | os.PathLike, kind: str = "hybrid") -> Path:
+    """Copy the shipped trained demo (target with its MTP head, or the draft model) to ``path``."""
+    src = trained_demo_path(kind)
+    if src is None:
+        raise SpecscopeError(f"this install has no trained {kind} demo; use --random" if kind in TRAINED_KINDS
+                             else f"there is no trained {kind} demo; use --random")
+    path = Path(path).expanduser()
+    if path.exists() and any(path.iterdir()):
+        raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
+    with model_folder(path, prefix=".demo-") as tmp:
+        for f in sorted(src.iterdir()):
+            if f.is_file():
+                shutil.copy(f, tmp / f.name)
+    return path

@@ -458,7 +458,7 @@ class DistributedEngine(Engine):
         from specscope.model_ref import resolve_model
 
         from .compat import REFUSED
-        from .demo_model import demo_model_path
+        from .demo_model import default_demo_path
         from .inspect_model import mtp_status
         from .loader import check_same_vocabulary, load_model
 
@@ -467,7 +467,7 @@ class DistributedEngine(Engine):
         status(f"joined the distributed group: rank {group.rank()} of {n} ({backend})")
         if params.demo:
             status("building/loading the demo model")
-            path, label = str(demo_model_path("hybrid")), "the demo model"
+            path, label = str(default_demo_path("hybrid")), "the demo model"
         else:
             ref = resolve_model(params.model)
             path, label = ref.path, ref.label
@@ -485,7 +485,7 @@ class DistributedEngine(Engine):
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
         draft = None
         if name == "draft":  # replicated: every rank runs the whole draft model
-            draft = load_model(params.draft_model or str(demo_model_path("draft")), allow_oversize=params.allow_oversize)
+            draft = load_model(params.draft_model or str(default_demo_path("draft")), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)
         hosts = _gather_strings(socket.gethostname(), group)
         return cls(params, target, draft, name, compat, group, backend, description, hosts)

@@ -95,13 +95,13 @@ class Engine:
         from specscope.model_ref import resolve_model
 
         from .compat import REFUSED, cheap_report
-        from .demo_model import demo_model_path
+        from .demo_model import default_demo_path
         from .inspect_model import mtp_status
         from .loader import check_same_vocabulary, load_model
 
         if params.demo:
             status("building/loading the demo model")
-            path, label = str(demo_model_path("hybrid")), "the demo model"
+            path, label = str(default_demo_path("hybrid")), "the demo model"
         else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
             ref = resolve_model(params.model)
             path, label = ref.path, ref.label
@@ -114,7 +114,7 @@ class Engine:
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
         draft = None
         if name == "draft":
-            draft = load_model(params.draft_model or str(demo_model_path("draft")), allow_oversize=params.allow_oversize)
+            draft = load_model(params.draft_model or str(default_demo_path("draft")), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:

@@ -298,7 +298,9 @@ def format_description(d: dict) -> str:
         lines.append(f"  note              random weights at {demo.get('shape')}'s released dimensions ({demo.get('layers')} "
                      "layers): timings are real, text and acceptance are not meaningful")
     elif demo:
-        lines.append("  note              synthetic demo model: timings are real, text and acceptance are not meaningful")
+        from specscope.demo_labels import demo_note
+
+        lines.append(f"  note              {demo_note(demo)}")
     return "\n".join(lines)
 
 

@@ -110,7 +110,9 @@ def describe_line(d: dict) -> str:
         parts.append(f"random weights at {demo.get('shape')}'s released dimensions ({d.get('layers', '?')} layers): "
                      "real timings, meaningless text and acceptance")
     elif demo:
-        parts.append("synthetic demo: real timings, meaningless text and acceptance")
+        from specscope.demo_labels import TRAINED_NOTE, demo_kind
+
+        parts.append(TRAINED_NOTE if demo_kind(demo) == "trained" else "synthetic demo: real timings, meaningless text and acceptance")
     comp = d.get("compatibility") or {}
     if comp.get("class") == "refused":
         parts.insert(0, f"⛔ refused: {comp['reasons'][0]}")

@@ -209,7 +209,7 @@ class SetupPanel(QtWidgets.QWidget):
         cur = select or self.model_path()
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
-        self.model_combo.addItem("Built-in demo (synthetic)", DEMO)
+        self.model_combo.addItem("Built-in demo (tiny trained)", DEMO)
         for label, path in find_models(self.recent()):
             self.model_combo.addItem(label, path)
             self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)

@@ -41,7 +41,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--model", help="mlx-lm model: a local folder, or a repo id (org/name[@revision]) from the local "
                      "Hugging Face cache")
-    src.add_argument("--demo", action="store_true", help="use the synthetic demo model (built once into the cache)")
+    src.add_argument("--demo", action="store_true", help="use the built-in demo model (the shipped tiny trained one; "
+                     "SPECSCOPE_DEMO=random: the synthetic one, built once into the cache)")
     ap.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
                     help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
     ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target)")
@@ -216,7 +217,12 @@ def cmd_demo_model(a) -> int:
     if a.shape or a.layers is not None:
         return _cmd_real_shape(a)
     kind = "dense" if a.dense else ("draft" if a.draft else "hybrid")
-    path = build_demo_model(a.path, kind=kind, seed=a.seed)
+    if a.random or kind == "dense":  # no trained dense model: --dense is always random
+        path = build_demo_model(a.path, kind=kind, seed=a.seed)
+    else:
+        from specscope.engine_adapter.demo_model import copy_trained_demo
+
+        path = copy_trained_demo(a.path, kind)
     print(f"wrote {kind} demo model to {path}")
     return 0
 
@@ -247,9 +253,9 @@ def cmd_inspect(a) -> int:
     if not a.path and not a.demo:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)  # before the engine is imported: it switches the hub libraries offline
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.demo_model import default_demo_path
     from specscope.engine_adapter.inspect_model import describe_path, format_description
-    d = describe_path(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+    d = describe_path(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
     print(json.dumps(d, indent=1) if a.json else format_description(d))
     return 0
 
@@ -259,7 +265,7 @@ def cmd_check(a) -> int:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)
     from specscope.engine_adapter.compat import REFUSED, format_report, full_report
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.demo_model import default_demo_path
     from specscope.engine_adapter.loader import load_model
 
     from .progress import progress_bar, progress_wanted
@@ -267,7 +273,7 @@ def cmd_check(a) -> int:
     ks = tuple(range(1, a.max_k + 1))
     with progress_bar("check", total=sum(k + 1 for k in ks), unit="checks", enabled=progress_wanted(a)) as bar:
         bar.status("loading the model")
-        lm = load_model(a.path or demo_model_path("hybrid"), allow_oversize=a.allow_oversize)
+        lm = load_model(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
 
         def step(done, total, what):
             if done is None:
@@ -402,8 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "and keep it in the session: the summary then holds a prediction beside the ledger")
     r.set_defaults(func=cmd_run)
 
-    d = sub.add_parser("demo-model", help="write a synthetic demo model folder")
+    d = sub.add_parser("demo-model", help="write a demo model folder (the shipped trained one; --random: synthetic)")
     d.add_argument("path")
+    d.add_argument("--random", action="store_true", help="random (synthetic) weights, the larger layout the fast tests use")
     kind = d.add_mutually_exclusive_group()
     kind.add_argument("--dense", action="store_true", help="a plain qwen3 model instead of the hybrid MoE")
     kind.add_argument("--draft", action="store_true", help="a small qwen3 draft model")

@@ -111,6 +111,7 @@ def _describe(session) -> dict:
     return {
         "model": model.get("name"),
         "demo": bool(model.get("demo")),
+        "demo_trained": isinstance(model.get("demo"), dict) and model["demo"].get("kind") == "trained",
         "device": f"{env.get('device_name', '?')} ({env.get('chip', '')})",
         "mlx": env.get("mlx"),
         "drafter": d.get("name"),
@@ -195,7 +196,12 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     if da["what_if"] or db["what_if"]:
         notes.append("At least one session uses the oracle (what-if) drafter: its acceptance was chosen, not measured from a real drafter.")
     if da["demo"] or db["demo"]:
-        notes.append("Synthetic demo model involved: timings real, text/acceptance not meaningful.")
+        from specscope.demo_labels import TRAINED_NOTE
+
+        if all(d.get("demo_trained") for d in (da, db) if d["demo"]):
+            notes.append(f"Demo model involved ({TRAINED_NOTE}).")
+        else:
+            notes.append("Synthetic demo model involved: timings real, text/acceptance not meaningful.")
     if (sa.get("low_sample") or sb.get("low_sample")) and accept_ok:
         notes.append(f"At least one session drafted fewer than {LOW_SAMPLE_DRAFTED} tokens: acceptance deltas are mostly noise.")
 

@@ -79,7 +79,10 @@ def format_summary(session: Session) -> str:
         f"{' (+' + str(s['cases_discarded']) + ' discarded)' if s.get('cases_discarded') else ''} × {cfg.get('max_tokens')} tokens, status {session.status}",
     ]
     if (model.get("demo")):
-        lines.append("synthetic demo model: timings are real; text and acceptance are not meaningful")
+        from specscope.demo_labels import TRAINED_NOTE, demo_kind
+
+        lines.append(TRAINED_NOTE if demo_kind(model["demo"]) == "trained"
+                     else "synthetic demo model: timings are real; text and acceptance are not meaningful")
     comp = cfg.get("compatibility") or {}
     if comp.get("class") and comp["class"] != "supported":
         lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))

@@ -128,7 +128,17 @@ def _header(session, s) -> str:
         f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}"
     )
     out = [f"<h1>{esc(title)}</h1>", f'<p class="sub">{esc(sub)}</p>']
-    if model.get("demo") or cfg.get("demo"):
+    from specscope.demo_labels import demo_kind
+
+    if demo_kind(model.get("demo")) == "trained":
+        out.append(
+            '<p class="note"><b>Tiny trained demo:</b> acceptance is real for this model, not for yours. '
+            "A few-million-parameter model of the target's layout (Gated DeltaNet + full attention, routed and shared "
+            "experts, 4-bit) trained on a small corpus of code, English and Chinese, with a trained MTP head and draft "
+            "model: its acceptance per content class is a real measurement, its timings are real for this tiny model "
+            "(mostly per-step overhead at this size), and neither says what your model will do.</p>"
+        )
+    elif model.get("demo") or cfg.get("demo"):
         out.append(
             '<p class="note"><b>Synthetic demo model:</b> timings real, text/acceptance not meaningful. '
             "Its weights are random; it has the target's shape and loads through the same code path, "

@@ -56,7 +56,9 @@ class VerdictBar(QtWidgets.QFrame):
         elif divergence_note(s) and not engine_fault_line(s):
             bits.append(divergence_note(s))  # a near-tie (kernel rounding), or a divergence never measured
         if snap.get("model", {}).get("demo"):
-            bits.append("synthetic demo model: timings are real, text and acceptance are not meaningful")
+            from specscope.demo_labels import demo_note
+
+            bits.append(demo_note(snap["model"]["demo"]))
         self.detail.setText("  ·  ".join(bits))
         warn = drift_warning(s.get("probe"))
         self.drift.setText(f"⚠ {warn[0].upper() + warn[1:]}" if warn else "")
