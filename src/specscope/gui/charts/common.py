@@ -126,6 +126,8 @@ class BaseChart(pg.PlotWidget):
         self._drawn = _NOTHING  # a draw that fails half-way must not be taken for done
         self._draw(data)
         self._drawn = data
+        if self.legend is not None:  # a legend of nothing (no named items, or an empty chart) is an empty box
+            self.legend.setVisible(bool(self.legend.items) and not self._empty.isVisible())
 
     def set_range(self, x: tuple[float, float] | None = None, y: tuple[float, float] | None = None) -> None:
         """Show exactly these ranges (no padding); a no-op when they are shown already (a range change

@@ -13,6 +13,7 @@ from .common import fmt, plain_label
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
+NOTES_MIN = 320  # narrow: the notes go beside the table only with this much room, else under it
 COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
 RANK_COLUMNS = ["Rank", "Decode\ncompute", "Decode\ncomm.", "Verify\ncompute", "Verify\ncomm.", "Compute\nverify ÷ decode",
                 "Comm.\nverify ÷ decode"]
@@ -86,12 +87,19 @@ class BreakdownView(QtWidgets.QWidget):
         self.rulers = plain_label("No breakdown yet: it is measured after each case's plain run (Breakdown option).")
         self.rulers.setObjectName("rulers")
         self.rulers.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
-        side.addWidget(self.rulers, 1)
+        # the notes scroll rather than being cut off when the page is short or they sit in a narrow column
+        self.notes = QtWidgets.QScrollArea()
+        self.notes.setWidgetResizable(True)
+        self.notes.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.notes.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.notes.setWidget(self.rulers)
+        self.notes.setMinimumHeight(6 * self.rulers.fontMetrics().lineSpacing())
+        side.addWidget(self.notes, 1)
         w = QtWidgets.QWidget()
         w.setLayout(side)
         side.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(w, 1)
-        self._narrow: bool | None = None
+        self._narrow: tuple | None = None  # (narrow, notes beside the table)
 
     def _too_narrow(self) -> bool:
         """Side by side only while the chart keeps CHART_MIN pixels beside the table (spreads widen the table)."""
@@ -102,15 +110,18 @@ class BreakdownView(QtWidgets.QWidget):
         self._arrange(self._too_narrow())
 
     def _arrange(self, narrow: bool) -> None:
-        """Wide: chart | table over notes. Narrow: chart over (table | notes), so the bars' labels keep their room."""
-        if narrow == self._narrow:
+        """Wide: chart | table over notes. Narrow: chart over (table | notes), so the bars' labels keep their room;
+        when the table (wide with its spreads) leaves the notes less than NOTES_MIN beside it, chart over table
+        over notes."""
+        beside = narrow and self.width() - self.table.width() >= NOTES_MIN
+        if (narrow, beside) == self._narrow:
             return
-        self._narrow = narrow
+        self._narrow = (narrow, beside)
         D = QtWidgets.QBoxLayout.Direction
         self._outer.setDirection(D.TopToBottom if narrow else D.LeftToRight)
         self._outer.setStretch(0, 1 if narrow else 2)  # wide: the chart gets two thirds, the table what it needs
         self._outer.setStretch(1, 0 if narrow else 1)
-        self._side.setDirection(D.LeftToRight if narrow else D.TopToBottom)
+        self._side.setDirection(D.LeftToRight if beside else D.TopToBottom)
         # the per-rank chart: beside the breakdown chart when they share the top of a narrow page, else under it
         self._charts.setDirection(D.LeftToRight if narrow else D.TopToBottom)
         self._side.setSpacing(16 if narrow else 6)

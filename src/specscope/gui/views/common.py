@@ -88,9 +88,16 @@ class ElidingLabel(QtWidgets.QLabel):
     def full_text(self) -> str:
         return self._full
 
+    def text(self) -> str:  # noqa: D102: the whole text, as set (what a reader of the widget's content wants)
+        return self._full
+
+    def shown_text(self) -> str:
+        """The lines on screen, ending in "…" when elided."""
+        return super().text()
+
     def setText(self, text: str) -> None:  # noqa: N802 (Qt naming)
         text = clip(str(text))
-        if text == self._full and self.text():
+        if text == self._full and self.shown_text():
             return
         self._full = text
         self._relayout()
