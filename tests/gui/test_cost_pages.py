@@ -113,12 +113,14 @@ def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
 
 
 def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
+    """A schema-1 session timed no components apart: with a verify curve kept in it, the prediction comes from the
+    curve (T_verify(k+1) and T_decode from it, T_draft timed apart, E from the run); the ledger sits beside it."""
     import json
     from pathlib import Path
 
     from specscope.profiler.session import Session
 
-    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json").read_text(encoding="utf-8"))
     k = d["config"]["num_draft_tokens"]
     d["roofline"] = {"curve": [{"positions": n, "whole_ms": 30.0 * n} for n in range(1, k + 2)],
                      "division": {"drafter": d["config"]["drafter"]["name"], "k": k, "t_draft_ms": 10.0}}
@@ -127,10 +129,13 @@ def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
     Session.from_dict(d).save(path)
     window.open_session(str(path))
     window.show_page("division")
-    tile = window.division.t_comp
-    E = window.model.session.summary()["tokens_per_round"]
-    assert tile.value.text() == f"{E * 30.0 / (30.0 * (k + 1) + 10.0):.3f}×"
-    assert "vs measured" in tile.note.text()
+    s = window.model.session.summary()
+    E = s["tokens_per_round"]
+    assert s["prediction_source"] == "verify curve"
+    # T_decode is the plain run's, T_verify(k+1) and T_draft the curve's: E · T_decode / (T_verify + T_draft)
+    assert window.division.t_pred.value.text() == f"{E * s['t_decode_ms'] / (30.0 * (k + 1) + 10.0):.3f}×"
+    ledger = window.division.t_comp
+    assert ledger.value.text() == f"{s['ledger_speedup']:.3f}×" and "vs measured" in ledger.note.text()
 
 
 def test_reports_draw_the_verify_cost_and_tune_charts(qtbot, tmp_path):

@@ -15,7 +15,7 @@ from specscope.profiler.session import Session
 from specscope.profiler.verdict import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
+FIXTURE = ROOT / "tests" / "fixtures" / "session_v1_demo.json"  # a schema-1 session: History lists old sessions too
 DAY = 86400.0
 
 pytestmark = pytest.mark.timeout(120)
@@ -28,6 +28,7 @@ def _variant(path: Path, *, later: float = DAY, plain_scale: float = 1.0, regime
     d["finished_at"] += later
     for c in d["cases"]:
         c["plain"]["repeats_tok_s"] = [x * plain_scale for x in c["plain"]["repeats_tok_s"]]
+        c["plain"]["step_ms"] = [x / plain_scale for x in c["plain"]["step_ms"]]  # the steps it was measured from
         c["plain"]["step_ms"] = [x / plain_scale for x in c["plain"]["step_ms"]]
     if regime:
         d["config"]["sampling"] = {"temp": 0.7, "top_p": 1.0, "seed": 0, "regime": regime}
@@ -165,9 +166,9 @@ def test_compare_two_rows_from_history_shows_deltas(window, qtbot, autosaved):
     assert row[1] == f"{plain['a']:.1f} tok/s" and row[2] == f"{plain['b']:.1f} tok/s"
     assert row[3].startswith("+") and "tok/s (+25.0%)" in row[3]
     assert row[5].startswith("B · 25.0% higher")
-    assert rows["Acceptance p"][3] == "+0.0 pts" and rows["Acceptance p"][5].startswith("tie")
+    assert rows["Acceptance p"][3] == "+0.0 pts" and rows["Acceptance p"][5] == "no measurable difference"
     assert "Verify ÷ decode per category (lower is cheaper verify)" in rows  # section rows
-    assert c.headline.text().startswith(("A wins", "B wins", "Measured speedup: a tie"))
+    assert c.headline.text().startswith(("A wins", "B wins", "Measured speedup: no measurable difference"))
     # two selected rows including an unreadable one: no Compare
     h.select_paths([autosaved["old"], autosaved["broken"]])
     assert not h.compare_btn.isEnabled()
