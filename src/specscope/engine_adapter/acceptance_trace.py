@@ -14,8 +14,10 @@ How, greedy (exact):
   own next token, which leaves the drafter holding exactly the true prefix up to c_{s+1} (the draft model
   restores its per-token checkpoint, the MTP head drops its provisional entries). So the trace cannot drift
   from what the rounds do: the proposals are the same calls on the same prefix.
-  Cost: the target's prefill plus one forward over N − 1 positions, and N − 1 drafts of K_max (n-gram:
-  lookups; draft model and MTP head: K_max small forwards each). ``cost_ms`` records each part.
+  Cost: N − 1 drafts of K_max (n-gram: lookups; draft model and MTP head: K_max small forwards each), plus,
+  for the MTP head (which reads hidden states) or when asked, the target's prefill and one forward over N − 1
+  positions. ``cost_ms`` records each part. The continuation handed in is the plain run's output, i.e. the
+  target's own; the forward, when it runs, checks that (``target_agrees``).
 
 Under sampling (temperature > 0) acceptance is random: at every s the engine's verify forward over
 [c_s, d_1..d_K] runs on the real cache (rolled back to c_s after it, as a round accepting nothing is), and the
@@ -168,4 +170,4 @@ def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int 
         return None
     k_max = k_max or max(4, engine.params.num_draft_tokens)
     return record_trace(engine.target.model, prompt, plain_tokens, drafter, k_max, sampling=engine.sampling,
-                        name=engine.drafter_name)
+                        name=engine.drafter_name, target_forward=drafter.needs_hidden)

@@ -124,12 +124,14 @@ class TuneEngine:
         return {"rounds": rounds, "tokens": tokens}
 
     def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> dict:
-        """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). The
-        oracle's comes from its own per-position draws (no target forward: it drafts from the continuation)."""
+        """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). Only
+        the MTP head needs the target's forward over the continuation (for its hidden states); the others draft
+        from the plain run's tokens, which are the target's own output (the oracle from its per-position draws)."""
         from .acceptance_trace import record_trace
 
-        return record_trace(self.model, prompt, plain_tokens, self.drafter(name, plain_tokens, seed), k_max,
-                            sampling=self.engine.sampling, name=name, target_forward=name != "oracle")
+        drafter = self.drafter(name, plain_tokens, seed)
+        return record_trace(self.model, prompt, plain_tokens, drafter, k_max, sampling=self.engine.sampling, name=name,
+                            target_forward=drafter.needs_hidden)
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
                        ns: list[int] | None = None) -> dict[int, list[float]]:
