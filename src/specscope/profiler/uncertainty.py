@@ -82,6 +82,20 @@ def proportion_interval(accepted: Sequence[float], drafted: Sequence[float]) -> 
     return _wilson(p, n_eff, z)
 
 
+def rounds_interval_from_sums(rounds: int, accepted: int, squares: int, k: int) -> list[float] | None:
+    """``rounds_interval`` from running sums (rounds, Σ accepted, Σ accepted²), for a series that grows."""
+    if rounds < 2:
+        return None
+    total = rounds * k
+    p = accepted / total
+    # Σ (a − p·k)² = Σ a² − 2 p k Σ a + n (p k)²
+    ss = squares - 2 * p * k * accepted + rounds * (p * k) ** 2
+    var = rounds / (rounds - 1) * max(ss, 0.0) / total**2
+    z = t95(rounds - 1)
+    n_eff = float(rounds) if var <= 0 or not 0 < p < 1 else min(p * (1 - p) / var, float(total))
+    return _wilson(p, n_eff, z)
+
+
 def rounds_interval(hist, k: int) -> list[float] | None:
     """The per-token acceptance interval with the round as the unit, from a histogram accepted count -> rounds."""
     acc, dr = [], []

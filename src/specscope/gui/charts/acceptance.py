@@ -1,4 +1,4 @@
-"""Acceptance over drafted tokens (cumulative) with its 95% Wilson band."""
+"""Acceptance over drafted tokens (cumulative) with its 95% band, the round as the unit (not per-token Wilson)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class AcceptanceChart(BaseChart):
         self.plot_item.addItem(self.band)
         self.line = self.plot_item.plot([], [], pen=self.pen("accept"), name="cumulative acceptance")
         # legend entry for the band
-        self.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=band_brush, pen=pg.mkPen(None)), "95% Wilson interval")
+        self.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=band_brush, pen=pg.mkPen(None)), "95% interval (rounds as unit)")
         self.limit = pg.InfiniteLine(angle=90, pen=pg.mkPen(self.theme["muted"], style=QtCore.Qt.PenStyle.DotLine),
                                      label=f"{LOW_SAMPLE_DRAFTED}: below is noise", labelOpts={"position": 0.92, "color": self.theme["muted"]})
         self.plot_item.addItem(self.limit)

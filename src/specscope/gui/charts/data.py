@@ -17,6 +17,7 @@ from itertools import chain
 from specscope.profiler import stats
 from specscope.profiler.drift import drift_warning, judged
 from specscope.profiler.summary import CATEGORY_LABELS, LiveSummary
+from specscope.profiler.uncertainty import rounds_interval_from_sums
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
 _NONE: list = []  # the rounds a discarded case contributes to acceptance (shared, never written to)
@@ -41,36 +42,52 @@ def _plain_points(ms: list, start: int, t: float, px: list, py: list, window: in
     return t
 
 
+def _ledger(r: dict) -> bool:
+    """A round of a paired run's ledger pass: it repeats the measured pass's drafts, timed apart; no chart of the
+    measured speed or of acceptance counts it."""
+    return r.get("pass") == "ledger"
+
+
 def _spec_points(rs: list, start: int, t: float, sx: list, sy: list, window: int = ROLLING_STEPS) -> float:
     for i in range(start, len(rs)):
+        if _ledger(rs[i]):
+            continue
         t += rs[i]["ms"] / 1000.0
-        lo = max(0, i - window + 1)
-        tot = sum(x["ms"] for x in rs[lo:i + 1])
-        n = sum(len(x["emitted"]) for x in rs[lo:i + 1])
+        recent = []  # the last ``window`` measured rounds up to i
+        j = i
+        while j >= 0 and len(recent) < window:
+            if not _ledger(rs[j]):
+                recent.append(rs[j])
+            j -= 1
+        tot = sum(x["ms"] for x in recent)
+        n = sum(len(x["emitted"]) for x in recent)
         if tot > 0:
             sx.append(t)
             sy.append(1000.0 * n / tot)
     return t
 
 
-def _acceptance_points(rs: list, start: int, state: tuple[int, int], k: int, x: list, y: list, lo: list, hi: list):
-    drafted, accepted = state
+def _acceptance_points(rs: list, start: int, state: tuple, k: int, x: list, y: list, lo: list, hi: list):
+    drafted, accepted, squares = state
     for r in rs[start:]:
-        if len(r["drafted"]) != k or r.get("repeat"):  # acceptance counts a case's first repeat (summary.first_repeat)
+        # acceptance counts a case's first repeat, measured pass only (summary.counts_for_acceptance)
+        if len(r["drafted"]) != k or r.get("repeat") or _ledger(r):
             continue
         drafted += k
         accepted += r["accepted"]
-        a, b = stats.wilson_interval(accepted, drafted)
+        squares += r["accepted"] ** 2
+        # the round is the unit (its drafts are not independent trials): uncertainty.proportion_interval
+        a, b = rounds_interval_from_sums(drafted // k, accepted, squares, k) or stats.wilson_interval(accepted, drafted)
         x.append(drafted)
         y.append(100.0 * accepted / drafted)
         lo.append(100.0 * a)
         hi.append(100.0 * b)
-    return drafted, accepted
+    return drafted, accepted, squares
 
 
 def _count_emitted(rs: list, start: int, k: int, counts: list) -> None:
     for r in rs[start:]:
-        if r.get("repeat"):
+        if r.get("repeat") or _ledger(r):
             continue
         n = len(r["emitted"])
         if 1 <= n <= k + 1:
@@ -90,10 +107,10 @@ def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
 
 
 def acceptance_series(session) -> dict:
-    """Cumulative acceptance over drafted tokens (full-k rounds) with its 95% Wilson band."""
+    """Cumulative acceptance over drafted tokens (full-k rounds) with its 95% band (rounds as the unit)."""
     k = session.k
     x, y, lo, hi = [], [], [], []
-    state = (0, 0)
+    state = (0, 0, 0)
     for c in session.cases:
         state = _acceptance_points(_counted_rounds(c), 0, state, k, x, y, lo, hi)
     return {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED}
@@ -320,7 +337,7 @@ class LiveChartData:
     def _reset_k(self, k: int) -> None:
         self._k = k
         self._acc_fold = _SeriesFold(_counted_rounds,
-                                     lambda rs, i, st, *cols: _acceptance_points(rs, i, st, k, *cols), 4, (0, 0))
+                                     lambda rs, i, st, *cols: _acceptance_points(rs, i, st, k, *cols), 4, (0, 0, 0))
         self._tpr_counts: dict[int, tuple] = {}  # id(case) -> (case, rounds, n counted, counts)
 
     def _tokens_per_round(self, cases: list[dict], k: int) -> list[int]:

@@ -41,7 +41,7 @@ CHART_CAPTIONS = {
     "(curve assumes i.i.d. acceptance); the marker is the measured run.",
     "breakdown": "Where time goes: per-category block time of one decode step and one verify pass (barrier-timed).",
     "throughput": "Throughput over generation time: plain vs speculative decoding (rolling window).",
-    "acceptance": "Cumulative acceptance with its 95% Wilson interval; the line marks the low-sample limit.",
+    "acceptance": "Cumulative acceptance with its 95% interval (the round as the unit); the line marks the low-sample limit.",
     "tokens_per_round": "Tokens emitted per speculative round.",
     "verify_cost": "Verify cost over n positions in plain decode steps: measured (median, min–max), every position re-reading (n × decode), each weight read once at the decode step's efficiency, and the roofline floor.",
     "tune": "Predicted speedup over k per drafter with its 95% band, the confirmation runs' measured points, and the recommended k.",

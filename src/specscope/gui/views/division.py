@@ -215,7 +215,7 @@ def communication_text(s: dict, comm_ms: float) -> str:
     now = stats.break_even_p(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k)
 
     def p_text(p):
-        return "none: speculation cannot win at this k" if p is None else ("any (it wins at p = 0)" if p == 0 else f"p ≥ {p * 100:.1f}%")
+        return "none: speculation cannot win at this k" if p is None else ("any (it wins at α = 0)" if p == 0 else f"α ≥ {p * 100:.1f}%")
 
     return (f"With {comm_ms:.2f} ms of communication per forward, the break-even acceptance is "
             f"{p_text(w['break_even_p'])} (verify = {fmt(w['verify_multiple'], '.2f')}× decode).\n"
@@ -231,4 +231,4 @@ def communication_details(s: dict, comm_ms: float) -> str:
     return (f"k = {s['k']}. Compute (measured time less its barrier-free communication share): decode "
             f"{w['compute_decode_ms']:.2f} ms, verify {w['compute_verify_ms']:.2f} ms; each plus {comm_ms:.2f} ms gives "
             f"T_decode {w['t_decode_ms']:.2f} ms and T_verify {w['t_verify_ms']:.2f} ms; T_draft {s['t_draft_ms']:.2f} ms "
-            f"as measured. Measured communication: {measured:.2f} ms per decode step. i.i.d. acceptance assumed.")
+            f"as measured. Measured communication: {measured:.2f} ms per decode step. Geometric acceptance α assumed.")
