@@ -82,7 +82,7 @@ def test_division_page_communication_what_if(window, qtbot):
     w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], s["k"], sd, sv, 2 * measured)
     text = v.comm_result.text()
     assert text.startswith(f"With {2 * measured:.2f} ms of communication per forward, the break-even acceptance is")
-    assert (f"α ≥ {w["break_even_p"] * 100:.1f}%" in text) if w["break_even_p"] else ("α = 0" in text or "none" in text)
+    assert (f"α ≥ {w['break_even_p'] * 100:.1f}%" in text) if w["break_even_p"] else ("α = 0" in text or "none" in text)
     window.open_session(str(SINGLE))  # one machine: prefilled with 0, and the what-if still answers
     qtbot.waitUntil(lambda: v.comm_ms.value() == 0.0, timeout=5000)
     assert "break-even acceptance is" in v.comm_result.text()
