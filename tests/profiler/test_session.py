@@ -218,3 +218,21 @@ def test_malformed_divergence_record_refused(tmp_path):
     p.write_text(json.dumps(d))
     with pytest.raises(SessionError, match="malformed divergence"):
         Session.load(p)
+
+
+def test_a_schema_1_session_loads_and_says_which_figure_it_holds():
+    from pathlib import Path
+
+    v1 = Session.load(Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json")
+    assert v1.data["schema_version"] == 1
+    sm = v1.summary()
+    assert sm["predicted_speedup"] is None and sm["ledger_speedup"] is not None
+    assert "holds only the ledger" in sm["prediction_unavailable"]
+    assert sm["prediction_verdict"]["state"] is None
+
+
+def test_a_malformed_components_record_is_refused_with_a_message():
+    d = folded().to_dict()
+    d["cases"][0]["components"] = {"verify_ms": [1.0, -2.0], "draft_ms": [], "rollback_ms": {}}
+    with pytest.raises(SessionError, match="malformed components"):
+        Session.from_dict(d)

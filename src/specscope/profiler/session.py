@@ -306,6 +306,10 @@ def _umask() -> int:
     return mask
 
 
+def _time_ok(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
 def validate(d) -> None:
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
         raise SessionError("not a specscope session (missing schema marker)")
@@ -348,6 +352,15 @@ def validate(d) -> None:
         for ms in c["plain"].get("step_ms", []):
             if not isinstance(ms, (int, float)) or ms < 0 or not math.isfinite(ms):
                 raise SessionError(f"case {c['id']!r}: step times must be non-negative numbers")
+        comp = c.get("components")
+        if comp is not None:
+            ok = isinstance(comp, dict) and all(
+                isinstance(comp.get(key, []), list) and all(_time_ok(x) for x in comp.get(key, []))
+                for key in ("verify_ms", "draft_ms"))
+            rb = comp.get("rollback_ms", {}) if isinstance(comp, dict) else None
+            if not ok or not isinstance(rb, dict) or not all(isinstance(v, list) and all(_time_ok(x) for x in v)
+                                                              for v in rb.values()):
+                raise SessionError(f"case {c['id']!r}: malformed components record (times must be non-negative numbers)")
         for r in c["spec"].get("rounds", []):
             if not isinstance(r, dict):
                 raise SessionError(f"case {c['id']!r}: malformed round")
