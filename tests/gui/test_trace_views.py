@@ -90,3 +90,18 @@ def test_report_has_the_trace_section_only_with_traces():
     assert "Acceptance along the text" in page
     assert page.count('alt="trace_case-') == 3 and 'alt="trace_classes"' in page
     assert "Acceptance along the text" not in html.render(Session.load(DEMO))
+
+
+def test_csv_report_writes_the_traces_beside_it(tmp_path):
+    import csv
+
+    from specscope.profiler.renderers import side_tables
+
+    s = with_traces()
+    tables = side_tables(s, tmp_path / "r.csv")
+    text = tables[tmp_path / "r.trace.csv"]
+    rows = list(csv.DictReader(text.splitlines()))
+    assert len(rows) == sum(len(c["trace"]["A"]) for c in s.cases)
+    first = s.cases[0]
+    assert [int(r["agree"]) for r in rows if r["case"] == first["id"]] == first["trace"]["A"]
+    assert (tmp_path / "r.trace.csv") not in side_tables(Session.load(DEMO), tmp_path / "r.csv")

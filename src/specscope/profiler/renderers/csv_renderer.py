@@ -156,7 +156,11 @@ VERIFY_COST_COLUMNS = ["positions", "whole_ms", "whole_ms_min", "whole_ms_max", 
                        "category", "category_ms", "weight_bytes", "other_bytes", "flops", "floor_ms", "bound", "efficiency",
                        "distinct_experts"]
 TUNE_COLUMNS = ["drafter", "k", "predicted_speedup", "predicted_ci95_low", "predicted_ci95_high", "measured_speedup",
-                "prediction_error", "recommended"]
+                "prediction_error", "recommended", "acceptance_source", "tokens_per_round", "tokens_per_round_k_max_rounds",
+                "measured_tokens_per_round"]
+
+
+TRACE_COLUMNS = ["case", "category", "drafter", "position", "agree", "k_max", "estimate"]
 
 
 def _table(fields: list[str], rows: list[dict]) -> str:
@@ -169,7 +173,8 @@ def _table(fields: list[str], rows: list[dict]) -> str:
 
 
 def extra_tables(session) -> dict[str, str]:
-    """The verify cost curve (one row per n and category) and the tuning rows, when the session has them."""
+    """The verify cost curve (one row per n and category), the tuning rows and the acceptance traces (one row per
+    case and position), when the session has them."""
     out = {}
     roof = session.data.get("roofline") or {}
     rows = []
@@ -190,7 +195,17 @@ def extra_tables(session) -> dict[str, str]:
         rows.append({"drafter": r.get("drafter"), "k": r.get("k"), "predicted_speedup": _num(r.get("predicted_speedup")),
                      "predicted_ci95_low": _num(ci[0]), "predicted_ci95_high": _num(ci[1]),
                      "measured_speedup": _num(r.get("measured_speedup")), "prediction_error": _num(r.get("prediction_error")),
-                     "recommended": "true" if (r.get("drafter"), r.get("k")) == (rec.get("drafter"), rec.get("k")) else "false"})
+                     "recommended": "true" if (r.get("drafter"), r.get("k")) == (rec.get("drafter"), rec.get("k")) else "false",
+                     # E(k): from the acceptance trace (or the K_max rounds, in older sessions), and what was measured
+                     "acceptance_source": r.get("acceptance_source") or "k_max_rounds",
+                     "tokens_per_round": _num(r.get("tokens_per_round")),
+                     "tokens_per_round_k_max_rounds": _num(r.get("tokens_per_round_k_max_rounds")),
+                     "measured_tokens_per_round": _num(r.get("measured_tokens_per_round"))})
     if rows:
         out["tune"] = _table(TUNE_COLUMNS, rows)
+    rows = [{"case": c.get("id"), "category": c.get("category"), "drafter": c["trace"].get("drafter"), "position": s,
+             "agree": a, "k_max": c["trace"].get("k_max"), "estimate": "true" if c["trace"].get("estimate") else "false"}
+            for c in session.cases if isinstance(c.get("trace"), dict) for s, a in enumerate(c["trace"].get("A") or [])]
+    if rows:  # the acceptance trace A(s), one row per case and position (r.trace.csv)
+        out["trace"] = _table(TRACE_COLUMNS, rows)
     return out
