@@ -50,6 +50,13 @@ def test_run_demo_writes_complete_session(demo_session):
     assert env["mlx"] and env["mlx_lm"] and env["device"] and env["os"]
     assert summary["t_decode_ms"] > 0 and summary["t_verify_ms"] > 0 and summary["predicted_speedup"] > 0
     assert summary["match_rate"] == 1.0  # greedy, CPU: speculative output equals plain
+    # the prediction (components timed apart) and its verdict: 2 cases × 16 tokens are too little to judge
+    assert summary["prediction_source"] == "components" and summary["ledger_speedup"] > 0
+    assert summary["prediction_verdict"]["state"] == "too_little_data"
+    from specscope.profiler.summary_text import format_summary
+
+    text = format_summary(s)
+    assert "Too little data to judge the prediction" in text and "within noise" not in text.split("\n\n")[1]
 
 
 def test_breakdown_reports_both_rulers(demo_session):
@@ -119,7 +126,7 @@ def test_predict_calculator_json(capsys):
 def test_inspect_json_on_demo(capsys):
     assert main(["inspect", "--demo", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["model_type"] == "qwen3_5_moe" and d["linear_attention_layers"] == 6
+    assert d["model_type"] == "qwen3_5_moe" and d["linear_attention_layers"] == 3 * d["full_attention_layers"] > 0
 
 
 # -- demo-model ------------------------------------------------------------------------------------------------

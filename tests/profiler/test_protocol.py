@@ -152,7 +152,7 @@ def test_paired_passes_measure_speed_and_ledger_on_the_same_case(monkeypatch):
 def test_the_prediction_is_not_the_ledger_when_the_rounds_carry_a_cost_the_components_do_not(monkeypatch):
     """Rounds whose verify holds 15 ms the separate forwards do not: the ledger (the rounds' own times) agrees with
     the measurement by construction; the prediction (components timed apart) misses it, and its verdict says so."""
-    s, _ = run(monkeypatch, cfg(cases=6, max_tokens=41), StubEngine(round_extra_ms=15.0))
+    s, _ = run(monkeypatch, cfg(cases=8, max_tokens=41), StubEngine(round_extra_ms=15.0))
     sm = s.summary()
     assert sm["ledger_speedup"] == pytest.approx(sm["measured_speedup"], rel=0.05)
     assert sm["predicted_speedup"] == pytest.approx(sm["ledger_speedup"] * (5 + 45) / (5 + 30), rel=0.02)
@@ -161,7 +161,7 @@ def test_the_prediction_is_not_the_ledger_when_the_rounds_carry_a_cost_the_compo
     assert "the prediction is off by" in format_summary(s).lower()
     # without the hidden cost only the stub's 1 ms of bookkeeping per 35 ms round is left: noiseless, so even that is
     # a measured miss ("off"), not noise
-    s2, _ = run(monkeypatch, cfg(cases=6, max_tokens=41), StubEngine())
+    s2, _ = run(monkeypatch, cfg(cases=8, max_tokens=41), StubEngine())
     sm2 = s2.summary()
     assert sm2["prediction_error"] == pytest.approx(1 / 35, rel=0.02) and sm2["prediction_verdict"]["state"] == "off"
 

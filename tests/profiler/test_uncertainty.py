@@ -139,6 +139,10 @@ def test_the_verdict_can_fail_and_says_what_would_fix_too_little_data():
     # the half-width shrinks as 1/sqrt(units): (17/5)^2 = 11.56 times the data
     assert wide["more_cases"] == math.ceil(2 * 11.56 - 2) and wide["max_tokens"] == math.ceil(16 * 11.56)
     assert u.judge(None, None, "", 0, 0, 16)["state"] is None
+    # narrow but from too few units: still too little data (a bootstrap over 4 units has few distinct draws)
+    few = u.judge(0.01, [-0.02, 0.04], "round blocks", 4, 2, 16)
+    assert few["state"] == u.TOO_LITTLE and "from only 4 round blocks, needs 8" in few["text"]
+    assert few["more_cases"] == 2 and few["max_tokens"] == 32
 
 
 def test_t_quantile():

@@ -16,8 +16,8 @@ interval (widened for few units by Student's t, tested by simulation to cover �
 independent intervals.
 
 **The verdict.** "Within noise" only when the interval is narrow enough to matter (half-width ≤ ``JUDGEABLE``) and
-holds zero; "off" when it is narrow and excludes zero; otherwise "too little data to judge (±X%)", with how many
-more cases (or tokens per case) would bring the half-width down to ``JUDGEABLE``.
+holds zero; "off" when it is narrow and excludes zero; otherwise — wider, or from fewer than ``MIN_UNITS`` independent
+units — "too little data to judge (±X%)", with how many more cases (or tokens per case) would do.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 JUDGEABLE = 0.05            # a verdict needs the error's 95% interval no wider than ±5%
+MIN_UNITS = 8               # ... and at least this many independent units (fewer: a bootstrap has too few distinct draws)
 CASES_AS_UNIT = 6           # from this many cases on, the case is the unit (rounds of one prompt correlate)
 ROUND_BLOCK = 4             # fewer cases: blocks of this many consecutive measured rounds are the unit
 BOOTSTRAP = 2000            # resamples
@@ -177,13 +178,15 @@ def judge(error: float | None, interval: list[float] | None, unit: str, n_units:
     lo, hi = interval
     half = (hi - lo) / 2.0
     out = {"half_width": half, "interval": [lo, hi], "unit": unit, "units": n_units}
-    if half > JUDGEABLE:
-        grow = (half / JUDGEABLE) ** 2  # a half-width shrinks as 1/sqrt(units)
+    if half > JUDGEABLE or n_units < MIN_UNITS:
+        # a half-width shrinks as 1/sqrt(units); and a verdict needs MIN_UNITS units at least
+        grow = max((half / JUDGEABLE) ** 2, MIN_UNITS / max(n_units, 1))
         more_cases = max(1, math.ceil(n_cases * grow - n_cases))
         tokens = math.ceil(max_tokens * grow) if max_tokens else None
         fix = f"run about {more_cases} more cases" + (f", or --max-tokens {tokens} per case" if tokens else "")
-        out.update(state=TOO_LITTLE, more_cases=more_cases, max_tokens=tokens,
-                   text=f"too little data to judge (±{half * 100:.1f}%, needs ±{JUDGEABLE * 100:.0f}%): {fix}")
+        why = (f"±{half * 100:.1f}%, needs ±{JUDGEABLE * 100:.0f}%" if half > JUDGEABLE
+               else f"±{half * 100:.1f}% from only {n_units} {unit or 'units'}, needs {MIN_UNITS}")
+        out.update(state=TOO_LITTLE, more_cases=more_cases, max_tokens=tokens, text=f"too little data to judge ({why}): {fix}")
     elif lo <= 0.0 <= hi:
         out.update(state=WITHIN_NOISE, text=f"within noise (error {error * 100:+.1f}%, ±{half * 100:.1f}%)")
     else:
