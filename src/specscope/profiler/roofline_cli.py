@@ -97,6 +97,10 @@ def add_parsers(sub) -> None:
     t.add_argument("--top-p", type=float, default=1.0)
     t.set_defaults(func=cmd_tune)
 
+    from .trace_cli import add_parser as add_trace_parser
+
+    add_trace_parser(sub)  # ``specscope trace``: acceptance traces for a saved session's cases
+
 
 # -- shared ------------------------------------------------------------------------------------------------------------
 
