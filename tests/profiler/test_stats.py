@@ -48,3 +48,15 @@ def test_match_stats():
     assert stats.match_stats([1, 2, 3], [1, 2, 3]) == {"equal": True, "match_rate": 1.0, "first_divergence": None}
     m = stats.match_stats([1, 2, 3, 4], [1, 2, 9, 4])
     assert m["first_divergence"] == 2 and m["match_rate"] == pytest.approx(0.75) and not m["equal"]
+
+
+def test_alpha_for_tokens_per_round_inverts_the_geometric_e():
+    from specscope.profiler.stats import alpha_for_tokens_per_round, tokens_per_round_from_p
+
+    for k in (1, 2, 4, 7):
+        for alpha in (0.0, 0.3, 0.55, 0.9):
+            e = tokens_per_round_from_p(alpha, k)
+            assert alpha_for_tokens_per_round(e, k) == pytest.approx(alpha, abs=1e-9)
+    assert alpha_for_tokens_per_round(1.0, 3) == pytest.approx(0.0, abs=1e-9)
+    assert alpha_for_tokens_per_round(9.0, 3) == pytest.approx(1.0, abs=1e-9)  # clamped to k + 1
+    assert alpha_for_tokens_per_round(None, 3) is None

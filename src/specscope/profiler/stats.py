@@ -142,12 +142,16 @@ def match_stats(plain: list[int], spec: list[int]) -> dict:
 
 
 def alpha_for_tokens_per_round(tokens_per_round: float | None, k: int) -> float | None:
-    """The per-position acceptance α whose geometric model gives this E: 1 + α + … + α^k = E (bisection). The
-    Division chart's curve is over α; a run is placed on it at the α whose E equals its measured E, so the measured
-    point and the predicted marker lie where the figures say they are (DESIGN §6: p and α differ for k > 1)."""
+    """The per-position acceptance α whose geometric model gives this E: 1 + α + … + α^k = E. The Division chart's
+    curve is over α; a run is placed on it at the α whose E equals its measured E, so the measured point and the
+    predicted marker lie where the figures say they are (DESIGN §6: p and α differ for k > 1)."""
     if tokens_per_round is None or k < 1:
         return None
-    e = min(max(tokens_per_round, 1.0), k + 1.0)
+    return _alpha_at(min(max(tokens_per_round, 1.0), k + 1.0), k)
+
+
+def _alpha_at(e: float, k: int) -> float:
+    """α with 1 + α + … + α^k = e, for 1 ≤ e ≤ k + 1 (E is increasing in α: bisection to ~1e-18)."""
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
@@ -159,8 +163,8 @@ def alpha_for_tokens_per_round(tokens_per_round: float | None, k: int) -> float 
 
 
 def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int) -> float | None:
-    """The i.i.d. acceptance p at which speculation breaks even: E(p) · T_decode = T_verify + T_draft, with
-    E(p) = 1 + p + … + p^k. 0 when speculation wins even if nothing is accepted; None when it cannot win
+    """The geometric per-position acceptance α at which speculation breaks even: E(α) · T_decode = T_verify + T_draft,
+    with E(α) = 1 + α + … + α^k. 0 when speculation wins even if nothing is accepted; None when it cannot win
     even if everything is (E would have to exceed k + 1)."""
     if t_decode_ms <= 0 or k < 1:
         return None
@@ -169,14 +173,7 @@ def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: i
         return 0.0
     if need > k + 1:
         return None
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # E is increasing in p: bisection to ~1e-18
-        mid = 0.5 * (lo + hi)
-        if tokens_per_round_from_p(mid, k) < need:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return _alpha_at(need, k)
 
 
 def communication_what_if(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, share_decode: float,

@@ -1,0 +1,37 @@
+"""The Division chart: one acceptance model for the curve and every marker (DESIGN §6: p and α differ for k > 1).
+
+The curve is over the geometric per-position acceptance α; the run sits at the α whose E equals its measured E,
+so the predicted marker lies on the curve and equals the summary's prediction. No Qt needed: the chart's data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specscope.gui.charts.data import division_data
+from specscope.profiler import stats
+from specscope.profiler.session import Session
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+
+
+def test_the_predicted_marker_lies_on_the_curve_at_the_runs_alpha():
+    s = Session.load(FIXTURE)
+    sm = s.summary()
+    d = division_data(s, sm)
+    k = sm["k"]
+    alpha = stats.alpha_for_tokens_per_round(sm["tokens_per_round"], k)
+    assert d["alpha"] == pytest.approx(alpha)
+    assert stats.tokens_per_round_from_p(alpha, k) == pytest.approx(sm["tokens_per_round"])
+    # on the curve, and the summary's prediction
+    on_curve = stats.speedup_curve(d["t_decode_ms"], d["t_verify_ms"], d["t_draft_ms"], k, [alpha])[0]
+    assert d["predicted"]["p"] == pytest.approx(alpha) and d["predicted"]["speedup"] == pytest.approx(on_curve)
+    assert d["predicted"]["speedup"] == pytest.approx(sm["predicted_speedup"])
+    # the measured point sits at the same α, at the measured speedup; its bar spans E's interval mapped to α
+    main = next(q for q in d["points"] if q["main"])
+    assert main["p"] == pytest.approx(alpha) and main["speedup"] == pytest.approx(sm["measured_speedup"])
+    lo, hi = (stats.alpha_for_tokens_per_round(x, k) for x in sm["tokens_per_round_ci95"])
+    assert main["p_lo"] == pytest.approx(lo) and main["p_hi"] == pytest.approx(hi) and lo <= alpha <= hi
+    # per-token p is not α for k > 1: the old axis put the marker off its own curve
+    assert k > 1 and abs(sm["p"] - alpha) > 0.01
