@@ -41,6 +41,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     """
     if k < 1:
         raise ValueError("k must be >= 1")
+    t_start = time.perf_counter()
     cont = list(continuation)
     m = max(1, len(cont) // 2)
     if len(cont) < m + k + 1:  # a short continuation: verify its own last tokens, repeated where it runs out
@@ -112,4 +113,5 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "draft_ms": draft_ms,
         "rollback_ms": {str(a): xs for a, xs in rollback_ms.items()},
         "rollback_mode": rollback.mode,
+        "wall_ms": _ms(t_start),  # what timing the components apart cost this case, prefill included
     }

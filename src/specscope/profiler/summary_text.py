@@ -12,6 +12,12 @@ from .verdict import (SAMPLED_NOTE, acceptance_phrase, ledger_text, prediction_s
                       prediction_error_text, verdict)
 
 
+def _components_cost(session) -> str:
+    """What timing the prediction's components apart cost the run (engine_adapter.components)."""
+    ms = [c["components"]["wall_ms"] for c in session.cases if (c.get("components") or {}).get("wall_ms") is not None]
+    return f"; cost {sum(ms) / 1000:.1f} s over {len(ms)} cases" if ms else ""
+
+
 def _spread(iv, spec: str = ".1f") -> str:
     return f" (repeats {spread_text(iv, spec)})" if iv else ""
 
@@ -108,7 +114,8 @@ def format_summary(session: Session) -> str:
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
         f"  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
-                                   f"({s['prediction_source']}), only E from the run" if s.get("predicted_speedup") is not None
+                                   f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
+                                   if s.get("predicted_speedup") is not None
                                    else f"not available: {s.get('prediction_unavailable')}"),
         *([f"  rollback term     {rollback_term_text(s)}"] if rollback_term_text(s) else []),
         f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
