@@ -126,12 +126,64 @@ def train_tokenizer(corpus: Path, out: Path, vocab: int):
     return tok
 
 
-def token_streams(corpus: Path, tok) -> dict[str, np.ndarray]:
+def suite_grams(tok, n: int = 8) -> tuple[set, set]:
+    """Every n-token sequence of the default suite's prompts, and the suite's token ids."""
+    from specscope.assets import read_text
+
+    grams, ids_seen = set(), set()
+    for c in json.loads(read_text("default_suite.json"))["cases"]:
+        ids = tok.encode(c["prompt"]).ids
+        ids_seen |= set(ids)
+        grams |= {tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)}
+    return grams, ids_seen
+
+
+def _matches(ids, offsets, grams, n=8):
+    return [(offsets[i][0], offsets[i + n - 1][1]) for i in range(len(ids) - n + 1) if tuple(ids[i : i + n]) in grams]
+
+
+def clean_docs(docs: list[str], tok, grams) -> tuple[list[str], int]:
+    """Drop the lines of a document that hold one of the suite's 8-token sequences (until none is left)."""
+    out, dropped = [], 0
+    for d in docs:
+        while True:
+            enc = tok.encode(d)
+            spans = _matches(enc.ids, enc.offsets, grams)
+            if not spans:
+                break
+            lo = d.rfind("\n", 0, spans[0][0]) + 1
+            hi = d.find("\n", spans[0][1])
+            d = d[:lo] + (d[hi + 1 :] if hi >= 0 else "")
+            dropped += 1
+        if d.strip():
+            out.append(d)
+    return out, dropped
+
+
+def corpus_grams(docs_by_class: dict, tok, keep_ids: set, n: int = 8) -> list[str]:
+    """The corpus's n-grams made only of suite tokens (only those could equal a suite n-gram), hashed."""
+    import hashlib
+
+    keep = np.zeros(tok.get_vocab_size(), dtype=bool)
+    keep[sorted(keep_ids)] = True
+    out = set()
+    for docs in docs_by_class.values():
+        for enc in tok.encode_batch(docs):
+            ids = np.array(enc.ids, dtype=np.int64)
+            if len(ids) < n:
+                continue
+            run = np.convolve(keep[ids].astype(np.int32), np.ones(n, dtype=np.int32), "valid") == n
+            for i in np.nonzero(run)[0]:
+                out.add(hashlib.sha256(" ".join(map(str, ids[i : i + n].tolist())).encode()).hexdigest()[:16])
+    return sorted(out)
+
+
+def token_streams(corpus: Path, tok, docs_by_class=None) -> dict[str, np.ndarray]:
     eos = tok.token_to_id(EOS)
     out = {}
     for c in CLASSES:
         ids = []
-        for enc in tok.encode_batch(read_docs(corpus, c)):
+        for enc in tok.encode_batch(docs_by_class[c] if docs_by_class else read_docs(corpus, c)):
             ids.extend(enc.ids)
             ids.append(eos)
         out[c] = np.array(ids, dtype=np.int32)
@@ -307,7 +359,17 @@ def main():
     tok_dir = a.out / "tokenizer"
     t0 = time.time()
     tok = train_tokenizer(a.corpus, tok_dir, VOCAB)
-    streams = token_streams(a.corpus, tok)
+    grams, suite_ids = suite_grams(tok)
+    docs_by_class, dropped = {}, {}
+    for c in CLASSES:
+        docs_by_class[c], dropped[c] = clean_docs(read_docs(a.corpus, c), tok, grams)
+    print("lines dropped for holding a suite 8-gram", dropped, flush=True)
+    (a.out / "corpus_8grams.json").write_text(json.dumps({
+        "n": 8, "hash": "sha256 of the ids joined by spaces, first 16 hex digits",
+        "filter_token_ids": sorted(suite_ids), "lines_dropped": dropped,
+        "grams": corpus_grams(docs_by_class, tok, suite_ids),
+    }))
+    streams = token_streams(a.corpus, tok, docs_by_class)
     train, val = split_streams(streams)
     print("tokens per class", {c: int(len(s)) for c, s in streams.items()}, f"{time.time() - t0:.0f}s", flush=True)
 
@@ -346,14 +408,19 @@ def main():
     loss_and_grad = nn.value_and_grad(bundle, loss_fn)
     state = [bundle.state, opt.state, mx.random.state]
 
+    skipped = []
+
     def step(x):
         (loss, parts), grads = loss_and_grad(bundle, x)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        grads, norm = optim.clip_grad_norm(grads, 1.0)
+        mx.eval(loss, norm)
+        if not (math.isfinite(float(loss)) and math.isfinite(float(norm))):
+            skipped.append(it)  # a non-finite loss or gradient: no update from this batch
+            print(f"step {it}: non-finite loss/gradient, skipped", flush=True)
+            return loss, parts
         opt.update(bundle, grads)
         return loss, parts
 
-    if not a.no_compile:
-        step = mx.compile(step, inputs=state, outputs=state)
 
     def evaluate():
         vr = np.random.default_rng(7)
@@ -400,7 +467,7 @@ def main():
     if a.measure:
         return
     meta = {
-        "size": a.size, "seed": SEED, "steps": steps, "batch": a.batch, "seq": a.seq, "lr": a.lr, "warmup": a.warmup, "minutes": a.minutes,
+        "size": a.size, "seed": SEED, "steps": steps, "batch": a.batch, "seq": a.seq, "lr": a.lr, "warmup": a.warmup, "minutes": a.minutes, "skipped_steps": skipped,
         "vocab": VOCAB, "train_seconds": round(el), "params": n,
     }
     (a.out / "training_log.json").write_text(json.dumps({**meta, "curve": curve}, indent=1))

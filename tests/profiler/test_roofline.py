@@ -107,7 +107,10 @@ def test_roofline_command_json_shape(capsys):
         for c in row["categories"].values():
             assert CAT <= set(c) and c["floor_ms"] > 0 and c["weight_bytes"] > 0
         assert isinstance(row["categories"]["moe"]["distinct_experts"], float)
-    assert r["curve"][0]["categories"]["moe"]["distinct_experts"] == 4.0  # one token: top-4
+    from specscope.engine_adapter.demo_model import default_demo_path
+
+    top_k = json.loads((default_demo_path() / "config.json").read_text())["text_config"]["num_experts_per_tok"]
+    assert r["curve"][0]["categories"]["moe"]["distinct_experts"] == float(top_k)  # one token: its top-k
     assert r["curve"][0]["multiple_of_decode"] == 1.0
     assert r["division"]["k"] == 1 and r["division"]["drafter"] == "mtp" and r["speedup_at_floor"] > 0
     assert r["headline"].startswith("An ideal 2-position verify")
