@@ -344,7 +344,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--measure", type=int, default=0, help="time this many steps and stop")
     ap.add_argument("--eval-every", type=int, default=250)
-    ap.add_argument("--group-size", type=int, default=64)
+    ap.add_argument("--group-size", type=int, default=32)  # 192-wide rows split over 2 ranks stay whole groups
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--export-only", action="store_true", help="export OUT/bundle.safetensors again")
     ap.add_argument("--minutes", type=float, default=0, help="train for this long (cosine over time), not --steps")
