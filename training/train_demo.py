@@ -357,6 +357,15 @@ def main():
     rng = np.random.default_rng(SEED)
     a.out.mkdir(parents=True, exist_ok=True)
     tok_dir = a.out / "tokenizer"
+    if a.export_only:  # the tokenizer and weights of an earlier run in OUT
+        bundle = Bundle(SIZES[a.size], VOCAB)
+        bundle.load_weights(str(a.out / "bundle.safetensors"))
+        log = json.loads((a.out / "training_log.json").read_text()) if (a.out / "training_log.json").exists() else {}
+        meta = {k: v for k, v in log.items() if k != "curve"}
+        bundle.eval()
+        export(bundle, a.out / "export", tok_dir, meta, group_size=a.group_size)
+        print("exported", a.out / "export", flush=True)
+        return
     t0 = time.time()
     tok = train_tokenizer(a.corpus, tok_dir, VOCAB)
     grams, suite_ids = suite_grams(tok)
@@ -375,14 +384,6 @@ def main():
 
     bundle = Bundle(SIZES[a.size], VOCAB)
     init_weights(bundle, SEED)
-    if a.export_only:
-        bundle.load_weights(str(a.out / "bundle.safetensors"))
-        log = json.loads((a.out / "training_log.json").read_text()) if (a.out / "training_log.json").exists() else {}
-        meta = {k: v for k, v in log.items() if k != "curve"}
-        bundle.eval()
-        export(bundle, a.out / "export", tok_dir, meta, group_size=a.group_size)
-        print("exported", a.out / "export", flush=True)
-        return
     bundle.trunk.train()
     n = {"trunk": count(bundle.trunk), "mtp": count(bundle.mtp), "draft": count(bundle.draft)}
     print("params", n, flush=True)
