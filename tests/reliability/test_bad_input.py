@@ -137,7 +137,9 @@ def test_older_schema_is_refused_clearly(tmp_path, capsys):
         (lambda d: d["cases"][0]["plain"].update(step_ms=["fast"]), "step times"),
         (lambda d: d["cases"][0]["plain"].update(tokens=[1, "two"]), "token ids"),
         (lambda d: d["cases"][0]["spec"]["rounds"][0].update(accepted=99), "a round accepts 99"),
-        (lambda d: d["cases"][0]["spec"]["rounds"][0].update(verify_ms=None), "verify_ms"),
+        (lambda d: next(r for r in d["cases"][0]["spec"]["rounds"]  # an instrumented round (the ledger pass) times its verify
+                        if r.get("kind", "instrumented") == "instrumented").update(verify_ms=None), "verify_ms"),
+        (lambda d: d["cases"][0]["components"].update(verify_ms=[1.0, "x"]), "components"),
         (lambda d: d["cases"][0].pop("plain"), "malformed case"),
         (lambda d: d["cases"].append("not a case"), "malformed case"),
     ],
