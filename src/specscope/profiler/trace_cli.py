@@ -18,6 +18,7 @@ from . import trace_walk
 
 def add_parser(sub) -> None:
     from .cli import add_download_arg
+    from .progress import add_progress_args
 
     p = sub.add_parser("trace", help="add the acceptance trace A(s) to every case of a saved session (E(k) for every k)")
     p.add_argument("session", help="a session file saved by specscope")
@@ -26,6 +27,7 @@ def add_parser(sub) -> None:
     p.add_argument("--draws", type=int, default=8, help="under sampling: seeded accept/reject draws per position")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_progress_args(p)
     add_download_arg(p)
     p.set_defaults(func=cmd_trace)
 
@@ -102,7 +104,13 @@ def cmd_trace(a) -> int:
         s = Session.load(a.session)
     except (SessionError, OSError) as exc:
         raise SpecscopeError(str(exc)) from None
-    res = trace_session(s, a.k_max, a.draws)
+    from .progress import PhaseProgress, progress_wanted
+
+    say = PhaseProgress("trace", 2 + sum(1 for c in s.cases if c.get("complete")), enabled=progress_wanted(a))
+    try:
+        res = trace_session(s, a.k_max, a.draws, say=say)
+    finally:
+        say.close()
     s.save(out)
     print(json.dumps(res, indent=1) if a.json else format_trace(res) + f"\n\nwrote {out}")
     return 0
