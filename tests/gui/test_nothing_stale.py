@@ -151,3 +151,25 @@ def test_report_probe_row_shows_the_readings_when_too_few_to_judge():
     assert "—" not in row.group(1)
     assert "15.55 ms → 30.84 ms" in row.group(1) and "too few to judge" in row.group(1)
     assert "first 15.55 ms, last 30.84 ms: +98.3%" in page
+
+
+def test_slow_rates_are_not_printed_as_zero(qtbot):
+    """A real-shape model on a loaded CPU decodes at 0.03 tok/s: one decimal would say 0.0 tok/s."""
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.views.live import LiveView
+    from specscope.profiler.formatting import rate
+    from specscope.profiler.summary_text import format_summary
+
+    assert (rate(0.03162, " tok/s"), rate(21.83), rate(0.0), rate(None)) == ("0.0316 tok/s", "21.8", "0.0", "—")
+    s = Session.load(REAL)
+    spec = s.summary()["spec_tok_s"]
+    assert 0 < spec < 0.05
+    view = LiveView(LIGHT)
+    qtbot.addWidget(view)
+    from specscope.gui.charts.data import all_chart_data
+
+    snap = all_chart_data(s)
+    snap.update(status=s.status, errors=[], model=s.data.get("model", {}), config=s.config)
+    view.update_snapshot(snap)
+    assert view.t_spec.value.text() == f"{spec:.3g} tok/s" and view.t_spec.value.text() != "0.0 tok/s"
+    assert f"speculative       {spec:.3g} tok/s" in format_summary(s)

@@ -18,6 +18,17 @@ def fmt(x, spec: str = ".2f", suffix: str = "", none: str = DASH) -> str:
         return str(x)
 
 
+def rate(x, suffix: str = "", none: str = DASH) -> str:
+    """A rate (tok/s) with one decimal, or three significant digits below 1: a large model on a slow machine
+    decodes at 0.032 tok/s, which one decimal would print as 0.0, a rate that reads as "nothing"."""
+    if x is None:
+        return none
+    try:
+        return f"{x:.1f}{suffix}" if x == 0 or abs(x) >= 1 else f"{x:.3g}{suffix}"
+    except (TypeError, ValueError):
+        return str(x)
+
+
 def scaled(x, factor: float):
     """``x * factor``, keeping None as None (0 stays 0: ``x and x * f`` would turn it into a dash)."""
     return None if x is None else x * factor

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .drift import drift_phrase, drift_warning
-from .formatting import fmt
+from .formatting import fmt, rate
 from .intervals import not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
@@ -101,10 +101,10 @@ def format_summary(session: Session) -> str:
         *bar,
         *(["", "!! " + drift] if drift else []),
         "",
-        f"  plain             {fmt(s['plain_tok_s'], '.1f')} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
-        f"  speculative       {fmt(s['spec_tok_s'], '.1f')} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
-        *([f"  instrumentation   end-to-end rounds {fmt(s['spec_tok_s'], '.1f')} tok/s vs instrumented rounds "
-           f"{fmt(s['spec_instrumented_tok_s'], '.1f')} tok/s: timing draft, verify and rollback apart costs "
+        f"  plain             {rate(s['plain_tok_s'])} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
+        f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        *([f"  instrumentation   end-to-end rounds {rate(s['spec_tok_s'])} tok/s vs instrumented rounds "
+           f"{rate(s['spec_instrumented_tok_s'])} tok/s: timing draft, verify and rollback apart costs "
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]
           if s.get("instrumentation_cost") is not None else []),
         f"  {acceptance_phrase(s)}",

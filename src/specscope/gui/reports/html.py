@@ -32,6 +32,7 @@ from .html_breakdown import breakdown_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
 from .html_trace import trace_images, trace_section
+from specscope.profiler.formatting import rate
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 from specscope.profiler.renderers.html_common import kv_table as _kv
 from specscope.profiler.renderers.html_common import table as _table
@@ -237,7 +238,7 @@ def _environment(session, target) -> str:
 def _summary(s) -> str:
     k = s["k"]
     rows = [
-        ["Plain decoding", f(s["plain_tok_s"], ".1f", " tok/s"), "steady state, end to end, median over repeats"],
+        ["Plain decoding", rate(s["plain_tok_s"], " tok/s"), "steady state, end to end, median over repeats"],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
@@ -249,7 +250,7 @@ def _summary(s) -> str:
          esc(rollback_term_text(s) or "mean per round; not in the division")],
         ["Instrumentation cost", esc(instrumentation_cost_text(s)),
          "end-to-end rounds (one sync per round, as a production engine) vs instrumented rounds (draft, verify and "
-         f"rollback timed apart): {f(s.get('spec_tok_s'), '.1f', ' tok/s')} vs {f(s.get('spec_instrumented_tok_s'), '.1f', ' tok/s')}; "
+         f"rollback timed apart): {rate(s.get('spec_tok_s'), ' tok/s')} vs {rate(s.get('spec_instrumented_tok_s'), ' tok/s')}; "
          "the measured speed is end to end"] if s.get("instrumentation_cost") is not None else None,
         ["Acceptance p", f"{pct(s['p'])}" if s.get("p") is not None else "—",
          esc(acceptance_phrase(s))],
@@ -258,10 +259,10 @@ def _summary(s) -> str:
         ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
         ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
          (f"E · T_decode / (T_verify + T_draft), T_verify and T_draft timed apart, only E from the run → "
-          f"{f(s['predicted_tok_s'], '.1f', ' tok/s')}") if s.get("predicted_speedup") is not None
+          f"{rate(s['predicted_tok_s'], ' tok/s')}") if s.get("predicted_speedup") is not None
          else esc(f"not available: {s.get('prediction_unavailable')}")],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
-         f"speculative {f(s['spec_tok_s'], '.1f', ' tok/s')} ÷ plain {f(s['plain_tok_s'], '.1f', ' tok/s')}, same prompts and token budget"],
+         f"speculative {rate(s['spec_tok_s'], ' tok/s')} ÷ plain {rate(s['plain_tok_s'], ' tok/s')}, same prompts and token budget"],
         ["Prediction error", esc(prediction_error_text(s) or "—"),
          "(predicted − measured) / measured, with its 95% interval (E, the measured speed and the component timings "
          f"resampled together by {esc(s.get('prediction_unit') or 'unit')}): "

@@ -4,6 +4,7 @@ discarded cases, cooldown, the clock probe and its verdict, the machine's sensor
 from __future__ import annotations
 
 from specscope.profiler.drift import drift_phrase, drift_warning
+from specscope.profiler.formatting import rate
 from specscope.profiler.intervals import spread_text
 from specscope.profiler.renderers.html_common import esc, f, kv_table
 
@@ -15,7 +16,8 @@ def drift_note(s: dict) -> str:
 
 
 def _rate(x, iv, spec=".1f", unit=" tok/s") -> str:
-    return esc(f(x, spec, unit) + (f" (repeats {spread_text(iv, spec)})" if iv else ""))
+    text = rate(x, unit) if unit == " tok/s" else f(x, spec, unit)
+    return esc(text + (f" (repeats {spread_text(iv, spec)})" if iv else ""))
 
 
 def _start_end(d: dict) -> str:

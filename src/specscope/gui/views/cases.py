@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.profiler.formatting import rate
 from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
 
 from .trace_panel import TracePanel
@@ -129,8 +130,8 @@ class CasesView(QtWidgets.QWidget):
                 (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
                  acc["p"] if acc["p"] is not None else -1.0),
                 (str(acc["drafted"]), acc["drafted"]),
-                (fmt(st["plain_tok_s"], ".1f"), st["plain_tok_s"] or -1.0),
-                (fmt(st["spec_tok_s"], ".1f"), st["spec_tok_s"] or -1.0),
+                (rate(st["plain_tok_s"]), st["plain_tok_s"] or -1.0),
+                (rate(st["spec_tok_s"]), st["spec_tok_s"] or -1.0),
                 (fmt(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
                 (fmt(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
                 (mtext, msort),

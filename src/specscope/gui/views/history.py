@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.profiler.formatting import rate
 from specscope.profiler.session import Session, SessionError
 from specscope.profiler.verdict import acceptance_phrase
 
@@ -285,9 +286,6 @@ class HistoryView(QtWidgets.QWidget):
                      + [("", -1)] * (len(COLUMNS) - C_STATUS - 1))
             tip = f"{home_relative(e['path'])}\n{e['error']}"
         else:
-            def num(x, spec):
-                return ("—", -1.0) if x is None else (format(x, spec), float(x))
-
             model = e["model"] + (" (demo)" if e.get("demo") else "")
             status = f"{e['status']} · {e['cases_done']}/{e['cases_total']}"
             cells = [
@@ -297,8 +295,8 @@ class HistoryView(QtWidgets.QWidget):
                 (str(e["k"]), e["k"]),
                 (e["regime"], e["regime"]),
                 (status, e["status"]),
-                num(e["plain_tok_s"], ".1f"),
-                num(e["spec_tok_s"], ".1f"),
+                ("—", -1.0) if e["plain_tok_s"] is None else (rate(e["plain_tok_s"]), float(e["plain_tok_s"])),
+                ("—", -1.0) if e["spec_tok_s"] is None else (rate(e["spec_tok_s"]), float(e["spec_tok_s"])),
                 ("—", -1.0) if e["measured_speedup"] is None else (f"{e['measured_speedup']:.3f}×", e["measured_speedup"]),
                 ("—", -1.0) if e["p"] is None else (f"{e['p'] * 100:.1f}%", e["p"]),
             ]

@@ -10,6 +10,8 @@ from specscope.profiler.verdict import (acceptance_phrase, instrumentation_cost_
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
+from specscope.profiler.formatting import rate
+
 from .common import Tile, fmt
 
 
@@ -71,17 +73,17 @@ class LiveView(QtWidgets.QWidget):
         self.tpr.set_data(snap["tokens_per_round"])
         self.t_plain.caption.setText("Plain decoding" + _repeats(s.get("plain_tok_s_spread")))
         self.t_spec.caption.setText("Speculative" + _repeats(s.get("spec_tok_s_spread")))
-        self.t_plain.set(fmt(s.get("plain_tok_s"), ".1f", " tok/s"),
+        self.t_plain.set(rate(s.get("plain_tok_s"), " tok/s"),
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
         spec_note = f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
         if s.get("instrumentation_cost") is not None:
             spec_note += f" · timing apart costs {instrumentation_cost_text(s)}"
-        self.t_spec.set(fmt(s.get("spec_tok_s"), ".1f", " tok/s"), spec_note)
+        self.t_spec.set(rate(s.get("spec_tok_s"), " tok/s"), spec_note)
         self.t_spec.setToolTip(spec_note)
         pred_note = (f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')} (timed apart)"
                      if s.get("predicted_speedup") is not None
                      else f"no prediction yet ({s.get('prediction_unavailable') or 'measuring'})")
-        self.t_pred.set(fmt(s.get("predicted_tok_s"), ".1f", " tok/s"), pred_note)
+        self.t_pred.set(rate(s.get("predicted_tok_s"), " tok/s"), pred_note)
         self.t_pred.setToolTip(pred_note + (f"\n{ledger_text(s)}" if ledger_text(s) else ""))
         m = s.get("measured_speedup")
         speed_note = f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
