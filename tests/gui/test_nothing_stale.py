@@ -86,7 +86,7 @@ def test_output_panes_mark_tokens_that_decode_to_nothing(qtbot):
     case = s.cases[0]
     n_plain, n_spec = len(case["plain"]["tokens"]), len(case["spec"]["tokens"])
     case["plain_pieces"] = ["" if i % 3 == 0 else "a" for i in range(n_plain)]
-    case["spec_pieces"] = ["\ufffd" if i == 1 else "" for i in range(n_spec)]
+    case["spec_pieces"] = ["\ufffd" if i == 1 else "\x07" if i == 2 else "" for i in range(n_spec)]
     view = CasesView(LIGHT)
     qtbot.addWidget(view)
     model = SessionModel()

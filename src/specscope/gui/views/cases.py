@@ -8,6 +8,8 @@ them; otherwise tokens are shown by id under the decoded text.
 
 from __future__ import annotations
 
+import unicodedata
+
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.formatting import rate
@@ -23,9 +25,11 @@ SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
 def is_textless(piece: str) -> bool:
-    """A piece that shows nothing: empty (an added or special token) or only U+FFFD (a byte fragment of a
-    character split across tokens, decoded alone)."""
-    return not piece or not piece.replace("\ufffd", "")
+    """A piece that shows nothing: empty (an added or special token), only U+FFFD (a byte fragment of a
+    character split across tokens, decoded alone), or only invisible control and format characters (a BEL,
+    a zero-width joiner). Spaces, tabs and newlines are text."""
+    return not any(ch in "\n\t\r " or (ch != "\ufffd" and unicodedata.category(ch) not in ("Cc", "Cf"))
+                   for ch in piece)
 
 
 def marker(token: int) -> str:
