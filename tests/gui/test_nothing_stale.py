@@ -173,3 +173,18 @@ def test_slow_rates_are_not_printed_as_zero(qtbot):
     view.update_snapshot(snap)
     assert view.t_spec.value.text() == f"{spec:.3g} tok/s" and view.t_spec.value.text() != "0.0 tok/s"
     assert f"speculative       {spec:.3g} tok/s" in format_summary(s)
+
+
+def test_breakdown_page_says_a_session_without_one_will_not_get_one(qtbot):
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.charts.data import all_chart_data
+    from specscope.gui.views.breakdown import BreakdownView
+
+    s = Session.load(REAL)
+    assert s.config.get("breakdown") is False
+    view = BreakdownView(LIGHT)
+    qtbot.addWidget(view)
+    snap = all_chart_data(s)
+    snap.update(status=s.status, errors=[], model=s.data.get("model", {}), config=s.config)
+    view.update_snapshot(snap)
+    assert "recorded without the breakdown" in view.rulers.text() and "yet" not in view.rulers.text()

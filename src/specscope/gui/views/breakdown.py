@@ -13,6 +13,7 @@ from .common import fmt, plain_label
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
+NO_BREAKDOWN_YET = "No breakdown yet: it is measured after each case's plain run (Breakdown option)."
 NOTES_MIN = 320  # narrow: the notes go beside the table only with this much room, else under it
 COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
 RANK_COLUMNS = ["Rank", "Decode\ncompute", "Decode\ncomm.", "Verify\ncompute", "Verify\ncomm.", "Compute\nverify ÷ decode",
@@ -84,7 +85,7 @@ class BreakdownView(QtWidgets.QWidget):
             tablebox.addWidget(w, 0)
         tablebox.addStretch(1)
         side.addLayout(tablebox, 0)
-        self.rulers = plain_label("No breakdown yet: it is measured after each case's plain run (Breakdown option).")
+        self.rulers = plain_label(NO_BREAKDOWN_YET)
         self.rulers.setObjectName("rulers")
         self.rulers.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
         # the notes scroll rather than being cut off when the page is short or they sit in a narrow column
@@ -146,6 +147,12 @@ class BreakdownView(QtWidgets.QWidget):
         self._fill_ranks(ranks)
         if not d:
             self.table.setRowCount(0)
+            if (snap.get("config") or {}).get("breakdown") is False:  # it never will be: say so, not "yet"
+                self.rulers.setText("This session was recorded without the breakdown (--no-breakdown, or the "
+                                    "Per-category breakdown option off): run again with it to see where verify time goes.")
+                self.chart.show_empty("recorded without the breakdown")
+            else:
+                self.rulers.setText(NO_BREAKDOWN_YET)
             return
         dec, ver = d["decode"], d["verify"]
         sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
