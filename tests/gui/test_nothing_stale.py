@@ -188,3 +188,17 @@ def test_breakdown_page_says_a_session_without_one_will_not_get_one(qtbot):
     snap.update(status=s.status, errors=[], model=s.data.get("model", {}), config=s.config)
     view.update_snapshot(snap)
     assert "recorded without the breakdown" in view.rulers.text() and "yet" not in view.rulers.text()
+
+
+def test_history_names_a_real_shape_session_as_random_weights_not_the_demo(qtbot, tmp_path):
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.views.history import HistoryView
+
+    for src in (DEMO, REAL):
+        shutil.copy(src, tmp_path / src.name)
+    view = HistoryView(LIGHT, lambda: tmp_path)
+    qtbot.addWidget(view)
+    view.refresh()
+    qtbot.waitUntil(lambda: not view.busy() and view.row_count() == 2, timeout=20000)
+    models = sorted(r[1] for r in view.row_texts())
+    assert models[0].endswith("(demo)") and "random weights, qwen3.5-35b-a3b shape" in models[1]

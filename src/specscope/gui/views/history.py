@@ -71,6 +71,7 @@ def read_entry(path: str | os.PathLike) -> dict:
         started=started if isinstance(started, (int, float)) else None,
         model=model.get("name") or cfg.get("model") or "—",
         demo=bool(model.get("demo") or cfg.get("demo")),
+        shape=(model.get("demo") or {}).get("shape") if isinstance(model.get("demo"), dict) else None,
         drafter=(drafter.get("name") or "—") + (" (what-if)" if s.what_if else ""),
         k=s.k,
         regime=s.regime,
@@ -286,7 +287,8 @@ class HistoryView(QtWidgets.QWidget):
                      + [("", -1)] * (len(COLUMNS) - C_STATUS - 1))
             tip = f"{home_relative(e['path'])}\n{e['error']}"
         else:
-            model = e["model"] + (" (demo)" if e.get("demo") else "")
+            model = e["model"] + (f" (random weights, {e['shape']} shape)" if e.get("shape")
+                                  else " (demo)" if e.get("demo") else "")
             status = f"{e['status']} · {e['cases_done']}/{e['cases_total']}"
             cells = [
                 (_date_text(ts), ts or 0),
