@@ -202,3 +202,12 @@ def test_history_names_a_real_shape_session_as_random_weights_not_the_demo(qtbot
     qtbot.waitUntil(lambda: not view.busy() and view.row_count() == 2, timeout=20000)
     models = sorted(r[1] for r in view.row_texts())
     assert models[0].endswith("(demo)") and "random weights, qwen3.5-35b-a3b shape" in models[1]
+
+
+def test_report_names_a_real_shape_model_for_what_it_is():
+    from specscope.gui.reports import html
+
+    page = html.build(Session.load(REAL), charts={}, target="screen")
+    assert "random weights at qwen3.5-35b-a3b&#x27;s released dimensions (4 layers)" in page or \
+        "random weights at qwen3.5-35b-a3b's released dimensions (4 layers)" in page
+    assert "Synthetic demo model:" not in page and "1 case × 8 new tokens" in page

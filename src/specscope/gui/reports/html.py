@@ -125,7 +125,8 @@ def _header(session, s) -> str:
     if env.get("chip"):
         title += f" ({env['chip']})"
     sub = (
-        f"drafter {_drafter_text(cfg)} · k = {s['k']} · {s['regime']} · {s['cases_measured']} cases × "
+        f"drafter {_drafter_text(cfg)} · k = {s['k']} · {s['regime']} · {s['cases_measured']} "
+        f"case{'' if s['cases_measured'] == 1 else 's'} × "
         f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}"
     )
     out = [f"<h1>{esc(title)}</h1>", f'<p class="sub">{esc(sub)}</p>']
@@ -139,6 +140,12 @@ def _header(session, s) -> str:
             "model: its acceptance per content class is a real measurement, its timings are real for this tiny model "
             "(mostly per-step overhead at this size), and neither says what your model will do.</p>"
         )
+    elif demo_kind(model.get("demo")) == "shape":
+        from specscope.demo_labels import demo_note
+
+        out.append(f'<p class="note"><b>Random weights at a released model\'s dimensions:</b> {esc(demo_note(model["demo"]))}. '
+                   "Its layers, experts, vocabulary and quantization are the released model's, so every timing is a real "
+                   "measurement of that shape on this machine; its text and acceptance say nothing.</p>")
     elif model.get("demo") or cfg.get("demo"):
         out.append(
             '<p class="note"><b>Synthetic demo model:</b> timings real, text/acceptance not meaningful. '
@@ -372,7 +379,15 @@ def _audit(s) -> str:
 
 def _outputs(session, target) -> str:
     parts = ['<h2 class="pagebreak">Outputs: plain vs speculative</h2>']
-    if (session.data.get("model") or {}).get("demo"):
+    demo = (session.data.get("model") or {}).get("demo")
+    from specscope.demo_labels import demo_kind
+
+    if demo_kind(demo) == "trained":
+        pass  # a trained demo writes real (if small-model) text
+    elif demo_kind(demo) == "shape":
+        parts.append('<p class="muted">Random weights at a released model\'s dimensions: the text is random tokens; '
+                     "compare it only for equality.</p>")
+    elif demo:
         parts.append('<p class="muted">Synthetic demo model: the text is random tokens; compare it only for equality.</p>')
     parts.append('<p class="muted">Where the two differ, the speculative text from the first differing character on is highlighted.</p>')
     for c in session.cases:
