@@ -347,6 +347,7 @@ def main():
     ap.add_argument("--group-size", type=int, default=32)  # 192-wide rows split over 2 ranks stay whole groups
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--export-only", action="store_true", help="export OUT/bundle.safetensors again")
+    ap.add_argument("--init", type=Path, help="start from these weights (a bundle.safetensors) instead of the seeded init")
     ap.add_argument("--minutes", type=float, default=0, help="train for this long (cosine over time), not --steps")
     a = ap.parse_args()
 
@@ -384,6 +385,8 @@ def main():
 
     bundle = Bundle(SIZES[a.size], VOCAB)
     init_weights(bundle, SEED)
+    if a.init:  # continue from an earlier run's weights (a fresh optimizer and schedule)
+        bundle.load_weights(str(a.init))
     bundle.trunk.train()
     n = {"trunk": count(bundle.trunk), "mtp": count(bundle.mtp), "draft": count(bundle.draft)}
     print("params", n, flush=True)
@@ -469,6 +472,7 @@ def main():
         return
     meta = {
         "size": a.size, "seed": SEED, "steps": steps, "batch": a.batch, "seq": a.seq, "lr": a.lr, "warmup": a.warmup, "minutes": a.minutes, "skipped_steps": skipped,
+        "init": str(a.init) if a.init else None,
         "vocab": VOCAB, "train_seconds": round(el), "params": n,
     }
     (a.out / "training_log.json").write_text(json.dumps({**meta, "curve": curve}, indent=1))
