@@ -7,7 +7,7 @@ import pytest
 
 from specscope.profiler.session import Session, SessionError, validate
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json"  # a schema-1 file
 
 
 def _session():
