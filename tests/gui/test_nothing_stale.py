@@ -211,3 +211,11 @@ def test_report_names_a_real_shape_model_for_what_it_is():
     assert "random weights at qwen3.5-35b-a3b&#x27;s released dimensions (4 layers)" in page or \
         "random weights at qwen3.5-35b-a3b's released dimensions (4 layers)" in page
     assert "Synthetic demo model:" not in page and "1 case × 8 new tokens" in page
+
+
+def test_roofline_headline_does_not_call_an_unsplit_gap_no_gap():
+    from specscope.profiler.roofline import headline
+
+    text = headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 4.0, "gap_shares": {}})
+    assert "no gap" not in text and "a gap of 1.0 plain steps, not split by category" in text
+    assert headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 2.9, "gap_shares": {}}).endswith("no gap to close.")

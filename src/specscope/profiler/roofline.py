@@ -169,8 +169,10 @@ def headline(roof: dict) -> str:
         return f"A {n}-position verify costs {now:.1f} plain steps here."
     s = f"An ideal {n}-position verify would cost {ideal:.1f} plain steps here; it costs {now:.1f}"
     shares = {c: v for c, v in (roof.get("gap_shares") or {}).items() if v > 0}
-    if now <= ideal or not shares:
+    if now <= ideal:
         return s + ": no gap to close."
+    if not shares:  # e.g. --category-reps 0: the whole graph was timed, no category was
+        return s + f": a gap of {now - ideal:.1f} plain steps, not split by category (no per-category rulers measured)."
     top = max(shares, key=shares.get)
     return s + f"; {NAMES.get(top, top)} holds {shares[top]:.0%} of the gap."
 
