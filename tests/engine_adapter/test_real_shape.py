@@ -25,8 +25,10 @@ def test_released_dimensions():
     assert (t["linear_num_key_heads"], t["linear_num_value_heads"], t["linear_key_head_dim"], t["linear_value_head_dim"]) == (16, 32, 128, 128)
     assert (t["num_experts"], t["num_experts_per_tok"], t["moe_intermediate_size"], t["shared_expert_intermediate_size"]) == (256, 8, 512, 512)
     assert t["rope_parameters"]["partial_rotary_factor"] == 0.25
-    with pytest.raises(SpecscopeError, match="1..40"):
+    with pytest.raises(SpecscopeError, match="4..40"):
         text_config("qwen3.5-35b-a3b", 41)
+    with pytest.raises(SpecscopeError, match="at least one"):
+        text_config("qwen3.5-35b-a3b", 3)  # no full-attention layer: mlx-lm could not run it
     with pytest.raises(SpecscopeError, match="unknown --shape"):
         text_config("llama-7b", 2)
 
@@ -61,6 +63,6 @@ def test_cli_refuses_bad_shape_arguments(tmp_path, capsys):
     assert main(["demo-model", str(tmp_path / "b"), "--shape", "nope"]) == 2
     assert "unknown --shape 'nope'" in capsys.readouterr().err
     assert main(["demo-model", str(tmp_path / "c"), "--shape", "qwen3.5-35b-a3b", "--layers", "0"]) == 2
-    assert "--layers must be 1..40" in capsys.readouterr().err
+    assert "--layers must be 4..40" in capsys.readouterr().err
     assert main(["demo-model", str(tmp_path / "d"), "--shape", "qwen3.5-35b-a3b", "--dense"]) == 2
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()

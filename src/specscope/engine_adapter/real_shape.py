@@ -27,6 +27,7 @@ from specscope.errors import SpecscopeError
 SHAPES = ("qwen3.5-35b-a3b",)
 REAL_SHAPE_FORMAT_VERSION = 1
 FULL_LAYERS = {"qwen3.5-35b-a3b": 40}
+MIN_LAYERS = 4
 
 
 def text_config(shape: str, layers: int) -> dict:
@@ -34,8 +35,11 @@ def text_config(shape: str, layers: int) -> dict:
     if shape not in SHAPES:
         raise SpecscopeError(f"unknown --shape {shape!r}; known: {', '.join(SHAPES)}")
     full = FULL_LAYERS[shape]
-    if not 1 <= layers <= full:
-        raise SpecscopeError(f"--layers must be 1..{full} for {shape} (got {layers})")
+    if not MIN_LAYERS <= layers <= full:
+        # mlx-lm's qwen3_5 model builds its attention mask from its first full-attention layer (every fourth):
+        # with fewer than four layers there is none, and the model cannot run a forward
+        raise SpecscopeError(f"--layers must be {MIN_LAYERS}..{full} for {shape} (got {layers}): one layer in four is "
+                             "full attention, and mlx-lm needs at least one")
     return {
         "model_type": "qwen3_5_moe_text",
         "hidden_size": 2048,

@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shape", metavar="NAME", help="random weights at a released model's dimensions instead "
                    "(qwen3.5-35b-a3b), written a layer at a time")
-    d.add_argument("--layers", type=int, metavar="N", help="with --shape: the first N decoder layers (default 4; "
+    d.add_argument("--layers", type=int, metavar="N", help="with --shape: the first N decoder layers, 4 to 40 (default 4; "
                    "one in four is full attention; about 0.47 GiB per layer plus 0.55 GiB for embedding and head)")
     add_progress_args(d)
     d.set_defaults(func=cmd_demo_model)
