@@ -91,7 +91,7 @@ def describe(path: str | None, session) -> str:
     started = session.data.get("started_at")
     when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") if isinstance(started, (int, float)) else ""
     bits = [Path(path).name if path else "open session", model, f"{drafter}, k = {session.k}", session.regime,
-            f"{len(session.cases)} cases", session.status]
+            f"{len(session.cases)} case{'' if len(session.cases) == 1 else 's'}", session.status]
     if when:
         bits.insert(1, when)
     return " · ".join(bits)
