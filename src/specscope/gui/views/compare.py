@@ -15,6 +15,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.compare import compare
+from specscope.profiler.formatting import rate
 
 from .common import home_relative, plain_label
 
@@ -45,7 +46,7 @@ def fmt_value(x, unit: str, percent: bool) -> str:
         return x
     if percent:
         return f"{x * 100:.1f}%"
-    text = f"{x:.{_decimals(unit)}f}"
+    text = rate(x) if unit == "tok/s" else f"{x:.{_decimals(unit)}f}"  # 0.0316 tok/s, never "0.0"
     if unit == "×":
         return text + "×"
     return f"{text} {unit}" if unit else text
