@@ -24,7 +24,7 @@ from specscope.profiler.plugins import RENDERERS, import_error_message, load
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "specscope"
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
-SOURCE_FILES = ("*.py", "*.json", "*.txt", "*.svg", "*.png", "*.css")
+SOURCE_FILES = ("*.py", "*.json", "*.txt", "*.svg", "*.png", "*.css", "*.safetensors")
 
 
 def source_files() -> set[str]:
@@ -58,6 +58,18 @@ def test_wheel_contains_every_module_and_data_file(wheel):
     assert tops == {"specscope"}
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "specscope = specscope.profiler.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_wheel_ships_the_trained_demo_small(wheel):
+    """`--demo` needs no build: the trained demo (target with its MTP head, draft, tokenizers) is in the wheel, small."""
+    z = zipfile.ZipFile(wheel)
+    demo = [i for i in z.infolist() if i.filename.startswith("specscope/assets/demo_trained/")]
+    names = {i.filename.split("demo_trained/")[1] for i in demo}
+    for part in ("target", "draft"):
+        assert {f"{part}/config.json", f"{part}/tokenizer.json", f"{part}/model.safetensors"} <= names, names
+    assert "target/model-mtp.safetensors" in names
+    assert sum(i.file_size for i in demo) <= 12.5 * 2**20
+    assert sum(i.compress_size for i in demo) <= 12 * 2**20
 
 
 def test_tests_import_the_installed_package():
