@@ -226,10 +226,12 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
                           "t": time.monotonic() - t_start, **w})
                 if phase == "plain" and r == 0 and cfg.breakdown:
+                    emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
                 if phase == "plain" and r == 0 and callable(getattr(engine, "components", None)):
                     # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.components)
+                    emit({"event": "status", "message": f"{c['id']}: verify forwards and drafts timed apart (the prediction's inputs)"})
                     comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
                     emit({"event": "components", "case": c["id"], "components": comp})
                 if should_stop():

@@ -8,7 +8,7 @@ from .intervals import not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
 from .summary import CATEGORY_LABELS
-from .verdict import (SAMPLED_NOTE, acceptance_phrase, ledger_text, prediction_short, rollback_term_text, divergence_note, engine_fault_line, instrumentation_cost_text,
+from .verdict import (SAMPLED_NOTE, acceptance_phrase, break_even_text, ledger_text, prediction_short, rollback_term_text, divergence_note, engine_fault_line, instrumentation_cost_text,
                       prediction_error_text, verdict)
 
 
@@ -118,7 +118,7 @@ def format_summary(session: Session) -> str:
                                    if s.get("predicted_speedup") is not None
                                    else f"not available: {s.get('prediction_unavailable')}"),
         *([f"  rollback term     {rollback_term_text(s)}"] if rollback_term_text(s) else []),
-        f"  break-even        T_verify ≤ {fmt(s['break_even_verify_ms'])} ms (≤ {fmt(s['break_even_multiple'])} × T_decode)",
+        f"  break-even        {break_even_text(s)}",
         *([f"  ledger            {ledger_text(s)}"] if ledger_text(s) else []),
         *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
     ]

@@ -96,11 +96,21 @@ def verdict(s: dict) -> str:
 
 
 def break_even_phrase(multiple: float) -> str:
-    """The break-even verify time in units of T_decode; below zero no verify can break even."""
-    text = f"break-even needs ≤ {multiple:.2f}× T_decode"
+    """The break-even verify time in units of T_decode; at or below zero no verify can break even, and no negative
+    time is printed."""
     if multiple <= 0:
-        text += " (out of reach: T_draft > E·T_decode)"
-    return text
+        return "break-even is out of reach: T_draft alone exceeds E·T_decode, so no verify, however fast, can pay"
+    return f"break-even needs ≤ {multiple:.2f}× T_decode"
+
+
+def break_even_text(s: dict) -> str:
+    """"T_verify ≤ 82.15 ms (≤ 1.29 × T_decode)", or that no verify can break even (never a negative time)."""
+    ms, mult = s.get("break_even_verify_ms"), s.get("break_even_multiple")
+    if ms is None or mult is None:
+        return "—"
+    if ms <= 0:
+        return "out of reach: T_draft alone exceeds E·T_decode"
+    return f"T_verify ≤ {ms:.2f} ms (≤ {mult:.2f} × T_decode)"
 
 
 def _speed_verdict(s: dict) -> str:

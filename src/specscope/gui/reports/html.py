@@ -276,8 +276,11 @@ def _summary(s) -> str:
          f"<b>{esc((s.get('prediction_verdict') or {}).get('text') or '—')}</b>"],
         ["Ledger", f(s.get("ledger_speedup"), ".3f", "×"), esc(ledger_text(s) or "no instrumented rounds")]
         if s.get("ledger_speedup") is not None else None,
-        ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
-         f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft); measured {f(s['verify_multiple'], '.2f')} ×"],
+        ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}"
+         if (s.get("break_even_verify_ms") or 0) > 0 else "out of reach",
+         (f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft)" if (s.get("break_even_verify_ms") or 0) > 0
+          else "T_draft alone exceeds E·T_decode: no verify, however fast, can pay")
+         + f"; measured {f(s['verify_multiple'], '.2f')} ×"],
     ]
     rows = [r for r in rows if r is not None]
     if s["regime"] != "greedy":  # outputs differ by design: no match rate, say what is checked instead

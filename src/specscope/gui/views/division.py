@@ -188,8 +188,13 @@ class DivisionView(QtWidgets.QWidget):
                      f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"), meas_note)
         self.t_meas.setToolTip(((s.get("prediction_verdict") or {}).get("text") or "") + "\n" + meas_note)
-        self.t_be.set(f"≤ {fmt(s.get('break_even_verify_ms'), '.2f', ' ms')}",
-                      f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode; measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode")
+        be = s.get("break_even_verify_ms")
+        if be is not None and be <= 0:  # no negative time: T_draft alone exceeds E·T_decode
+            self.t_be.set("out of reach", f"T_draft alone exceeds E·T_decode; verify measured "
+                                          f"{fmt(s.get('verify_multiple'), '.2f')}× T_decode")
+        else:
+            self.t_be.set(f"≤ {fmt(be, '.2f', ' ms')}",
+                          f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode; measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode")
         if s.get("measured_speedup") is not None:
             self.audit.setText("\n\n".join(f"{q}\n{a}" for q, a in audit_answers(s)))
         else:
