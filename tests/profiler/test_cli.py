@@ -232,3 +232,19 @@ def test_internal_error_says_so_and_shows_the_traceback(tmp_path, monkeypatch, c
     s = Session.load(out)  # what was measured before the bug is kept
     assert s.status == "failed" and "ZeroDivisionError" in s.data["errors"][-1]
     assert len(s.cases[0]["plain"]["tokens"]) == 4
+
+
+def test_run_trace_records_the_acceptance_trace_through_the_worker(tmp_path):
+    """`run --trace`: each case gains its drafter's trace A(s) along the plain output (one entry per position but
+    the last), and walking it at the run's k gives the E the measured rounds had (greedy)."""
+    from specscope.profiler.trace_walk import walk
+
+    out = tmp_path / "t.json"
+    assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "12",
+                 "--warmup", "0", "--no-breakdown", "--trace", "-o", str(out)]) == 0
+    s = Session.load(out)
+    (c,) = s.cases
+    tr = c["trace"]
+    assert len(tr["A"]) == len(c["plain"]["tokens"]) - 1
+    measured = [r["accepted"] for r in c["spec"]["rounds"] if r["pass"] == "measured"]
+    assert [acc for _, _, acc in walk(tr["A"], s.k)] == measured

@@ -199,6 +199,12 @@ class Engine:
         return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
                                   continuation, self.params.num_draft_tokens, reps=reps)
 
+    def trace(self, prompt: list[int], continuation: list[int]) -> dict | None:
+        """The run's drafter's acceptance trace along ``continuation`` (``acceptance_trace.engine_trace``)."""
+        from .acceptance_trace import engine_trace
+
+        return engine_trace(self, prompt, continuation)
+
     def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict:
         from .divergence import divergence_event
 

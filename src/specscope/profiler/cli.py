@@ -74,6 +74,9 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                          "apart: the ledger) on the same drafts; alternate: the two kinds round by round in one pass")
     ap.add_argument("--component-reps", type=int, default=3,
                     help="verify forwards and drafts timed apart per case for the prediction (default 3)")
+    ap.add_argument("--trace", action="store_true",
+                    help="record the drafter's acceptance trace A(s) along each case's plain output (E(k) for every k; "
+                         "costs about one speculative run per case with an MTP head)")
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
@@ -138,7 +141,7 @@ def config_from_args(a) -> "RunConfig":
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
-        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3),
+        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, **distributed_from_args(a),
     )

@@ -44,6 +44,9 @@ class RunConfig:
     round_kinds: str = "paired"
     # the prediction's inputs timed apart per case (engine_adapter.components): verify forwards and drafts, reps each
     component_reps: int = 3
+    # the acceptance trace A(s) of the run's drafter along each case's plain output (engine_adapter.acceptance_trace):
+    # E(k) for every k from one run; off by default (it costs about one speculative run per case with MTP)
+    trace: bool = False
     # the protocol against drift (see profiler.protocol): the first N cases are measured but left out of
     # the summary; --cooldown waits before each case until the clock probe is back within 2% of its best
     discard_first: int = 0

@@ -82,6 +82,13 @@ class Components:
 
 
 @dataclass
+class Trace:
+    """A case's acceptance trace A(s) along its plain output (engine_adapter.acceptance_trace), with ``run --trace``."""
+    case: str
+    trace: dict
+
+
+@dataclass
 class Divergence:
     case: str
 
@@ -142,13 +149,13 @@ class Error:
 SCHEMA: dict[str, type] = {
     "status": Status, "run_started": RunStarted, "case_started": CaseStarted, "prefill": Prefill, "step": Step,
     "round": Round, "repeat_done": RepeatDone, "breakdown": Breakdown, "components": Components,
-    "divergence": Divergence,
+    "trace": Trace, "divergence": Divergence,
     "case_done": CaseDone, "memory": Memory, "run_done": RunDone, "error": Error,
     "probe": Probe, "cooldown": Cooldown, "sensors": Sensors, "thermal": Thermal,
 }
 
 # Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).
-AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "divergence", "error"})
+AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error"})
 AUTOSAVE_SECONDS = 2.0
 # How long a worker asked to stop (SIGINT) may take to end its run before it is killed.
 STOP_GRACE_SECONDS = 10.0

@@ -234,6 +234,11 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     emit({"event": "status", "message": f"{c['id']}: verify forwards and drafts timed apart (the prediction's inputs)"})
                     comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
                     emit({"event": "components", "case": c["id"], "components": comp})
+                if phase == "plain" and r == 0 and cfg.trace and callable(getattr(engine, "trace", None)):
+                    emit({"event": "status", "message": f"{c['id']}: the drafter's acceptance trace along the plain output"})
+                    tr = engine.trace(c["prompt_tokens"], plain_tokens)
+                    if tr is not None:  # None for the oracle: its acceptance is analytic
+                        emit({"event": "trace", "case": c["id"], "trace": tr})
                 if should_stop():
                     return "incomplete"
             probe(c["id"], r, "after")
