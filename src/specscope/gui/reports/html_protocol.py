@@ -23,7 +23,7 @@ def _rate(x, iv, spec=".1f", unit=" tok/s") -> str:
 def _start_end(d: dict) -> str:
     """Early → late medians (thirds of the readings) when drift is judged; else the first → last reading,
     said as such: a short run's readings are shown, not hidden behind "too few to judge"."""
-    tail = f"best {f(d.get('best_ms'))} ms; own noise ±{(d.get('noise') or 0) * 100:.1f}%"
+    tail = f"best {f(d.get('best_ms'))} ms; own noise: reps spread over {(d.get('noise') or 0) * 100:.1f}%, highest − lowest"
     if d.get("early_ms") is not None and d.get("late_ms") is not None:
         return (f"{f(d['early_ms'])} ms → {f(d['late_ms'])} ms (medians of the first and last third of the readings; "
                 f"{tail})")
