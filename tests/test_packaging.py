@@ -65,9 +65,9 @@ def test_wheel_ships_the_trained_demo_small(wheel):
     z = zipfile.ZipFile(wheel)
     demo = [i for i in z.infolist() if i.filename.startswith("specscope/assets/demo_trained/")]
     names = {i.filename.split("demo_trained/")[1] for i in demo}
-    for part in ("target", "draft"):
+    for part in ("tiny-trained-demo", "tiny-trained-demo-draft"):
         assert {f"{part}/config.json", f"{part}/tokenizer.json", f"{part}/model.safetensors"} <= names, names
-    assert "target/model-mtp.safetensors" in names
+    assert "tiny-trained-demo/model-mtp.safetensors" in names
     assert sum(i.file_size for i in demo) <= 12.5 * 2**20
     assert sum(i.compress_size for i in demo) <= 12 * 2**20
 

@@ -300,7 +300,7 @@ def _lock(path: Path):
 
 # -- the tiny trained demo (shipped) -------------------------------------------------------------------
 
-TRAINED_KINDS = {"hybrid": "target", "draft": "draft"}
+TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft"}  # folder names: the model names shown
 
 
 def trained_demo_path(kind: str = "hybrid") -> Path | None:
