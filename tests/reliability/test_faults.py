@@ -89,8 +89,11 @@ def _start_cli(tmp_path, *extra, new_session=True):
     out = tmp_path / "s.json"
     cmd = [sys.executable, "-m", "specscope.profiler.cli", "run", "--demo", "--suite", str(suite), "--cases", "2",
            "--max-tokens", "16", "--warmup", "0", "--no-breakdown", "-o", str(out), *extra]
+    # the random demo (slower per step than the shipped trained one), so that a signal sent after the first case
+    # lands while the second is still running rather than racing the end of the run
+    env = {**os.environ, "SPECSCOPE_DEMO": "random"}
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=new_session)
+                         start_new_session=new_session, env=env)
     return p, out, suite
 
 
