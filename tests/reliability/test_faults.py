@@ -92,8 +92,11 @@ def _start_cli(tmp_path, *extra, new_session=True):
     # the random demo (slower per step than the shipped trained one), so that a signal sent after the first case
     # lands while the second is still running rather than racing the end of the run
     env = {**os.environ, "SPECSCOPE_DEMO": "random"}
+    # SIGINT at its default, as in a terminal: a shell without job control (a background CI job) starts its children
+    # with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=new_session, env=env)
+                         start_new_session=new_session, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return p, out, suite
 
 
