@@ -14,6 +14,7 @@ from typing import Iterator
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from . import context as _context
 from .drafters import Drafter
 from .hidden import install_tap, tapping
 from .records import PlainStep, Prefill, SpecRound
@@ -32,16 +33,14 @@ def _now_ms() -> float:
 
 
 def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.array:
-    """Process all prompt tokens; return the (lazy) logits of the last one, as mlx-lm does."""
+    """Process all prompt tokens; return the (lazy) logits of the last one, as mlx-lm does.
+
+    A fresh cache whose tokens start with a long context stored for this model (``context.prefill_context``)
+    starts from a copy of that context's cache, and only the rest is prefilled here."""
     if not prompt:
         raise ValueError("empty prompt")
-    y = mx.array(prompt, dtype=mx.uint32)
-    while y.size > 1:
-        n = min(step, y.size - 1)
-        model(y[:n][None], cache=cache)
-        mx.eval([c.state for c in cache])
-        y = y[n:]
-    return model(y[None], cache=cache)[0, -1]
+    done = _context.restore_prefix(model, cache, list(prompt))
+    return _context.run_prefill(model, cache, list(prompt)[done:], step)
 
 
 def plain_generate(

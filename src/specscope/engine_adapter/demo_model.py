@@ -33,7 +33,8 @@ from specscope.errors import SpecscopeError
 
 DEMO_KINDS = ("hybrid", "dense", "draft")
 DEMO_SEED = 0
-DEMO_FORMAT_VERSION = 2  # bump when the generated files change
+DEMO_FORMAT_VERSION = 3  # bump when the generated files change (3: the window of Qwen3.5-35B-A3B)
+DEMO_WINDOW = 262_144  # max_position_embeddings: the window of the model the demo imitates (Qwen3.5-35B-A3B)
 HIDDEN = 512
 VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the rest is padding
 # Residual branches are scaled down so the token's own embedding stays visible
@@ -46,7 +47,7 @@ def _text_config(kind: str, vocab: int) -> dict:
         "hidden_size": HIDDEN,
         "vocab_size": vocab,
         "rms_norm_eps": 1e-6,
-        "max_position_embeddings": 4096,
+        "max_position_embeddings": DEMO_WINDOW,
         "tie_word_embeddings": False,
         "eos_token_id": 0,
     }

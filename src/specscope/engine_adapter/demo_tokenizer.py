@@ -43,7 +43,7 @@ def build_tokenizer(out_dir: Path, vocab_size: int) -> int:
         "pad_token": EOS,
         "bos_token": None,
         "unk_token": None,
-        "model_max_length": 4096,
+        "model_max_length": 262144,
         "clean_up_tokenization_spaces": False,
         "added_tokens_decoder": {
             str(tok.token_to_id(s)): {

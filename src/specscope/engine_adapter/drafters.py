@@ -134,9 +134,12 @@ class DraftModelDrafter(Drafter):
         self.checkpoints: list[CacheSnapshot] = []
 
     def begin(self, prompt, first_token, hidden=None):
+        from . import context
+
         self.cache = make_prompt_cache(self.model)
-        if len(prompt) > 0:
-            self.model(mx.array(prompt)[None], cache=self.cache)
+        if len(prompt) > 0:  # from a copy of a stored long context, when the prompt starts with one (``context``)
+            done = context.restore_prefix(self.model, self.cache, list(prompt))
+            context.run_prefill(self.model, self.cache, list(prompt)[done:])
             mx.eval([c.state for c in self.cache])
         self.pending = [first_token]
 

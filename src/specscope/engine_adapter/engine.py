@@ -170,6 +170,37 @@ class Engine:
     def decode(self, tokens: list[int]) -> str:
         return self.target.decode(tokens)
 
+    # -- long context (engine_adapter.context) ------------------------------------------------------
+    def prepare_context(self, tokens: list[int]) -> dict:
+        """Prefill a long context once for the target and the drafter's own model or head, and store it: every
+        later prefill that starts with these tokens starts from a copy (``context``). A context already stored is
+        reused (``reused``: True, with the times of its first prefill). Times in ms, to the sync, on their own."""
+        from . import context
+
+        if not tokens:
+            return {"tokens": 0, "prefill_ms": 0.0, "draft_prefill_ms": None, "kv_bytes": 0, "reused": False}
+        entry = context.lookup(self.target.model, list(tokens))
+        if entry is not None and entry.extra.get("facts"):
+            return {**entry.extra["facts"], "reused": True}
+        mtp = self.drafter_name == "mtp"
+        res = context.prefill_context(self.target.model, list(tokens), with_hidden=mtp)
+        facts = {"tokens": len(tokens), "prefill_ms": res["ms"], "prefill_tok_s": len(tokens) / max(res["ms"], 1e-9) * 1000.0,
+                 "kv_bytes": res["bytes"], "draft_prefill_ms": None, "draft_kv_bytes": None}
+        if mtp:
+            d = self.make_drafter()
+            r = d.prefill_context(list(tokens), res["hidden"])
+            facts.update(draft_prefill_ms=r["ms"], draft_kv_bytes=r["bytes"])
+        elif self.drafter_name == "draft":
+            r = context.prefill_context(self.draft.model, list(tokens))
+            facts.update(draft_prefill_ms=r["ms"], draft_kv_bytes=r["bytes"])
+        context.lookup(self.target.model, list(tokens)).extra["facts"] = facts
+        return {**facts, "reused": False}
+
+    def forget_contexts(self) -> None:
+        from . import context
+
+        context.clear()
+
     # -- the measured phases -----------------------------------------------------------------------
     def plain(self, prompt: list[int], max_tokens: int):
         from .decoding import plain_generate

@@ -34,6 +34,8 @@ in one catch-up forward at the start of the next draft (and timed as draft).
 
 from __future__ import annotations
 
+import time
+
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
@@ -386,10 +388,43 @@ class MTPDrafter(Drafter):
     def _logits(self, x_normed):
         return self.lm_head(x_normed)
 
+    @property
+    def context_key(self) -> tuple:
+        """Where this head's own context caches are stored (``context``): the same trunk, mode and weights."""
+        return ("mtp", id(self.model), self.hidden_mode, self.source)
+
+    def prefill_context(self, tokens: list[int], hidden: dict, step: int = 512) -> dict:
+        """The head's own prefill of a long context, once (``context.prefill_context`` gave the trunk's hidden
+        states of every context position): pairs (h_j, t_{j+1}) for j < C-1 go into its KV cache, which is stored
+        with h_{C-1} (its pair's t_C is the case's first prompt token). Timed to the sync."""
+        from . import context
+
+        t0 = time.perf_counter()
+        self.cache = KVCache()
+        h = hidden[self.hidden_mode]
+        for i in range(0, len(tokens) - 1, step):
+            j = min(i + step, len(tokens) - 1)
+            self._step(mx.array(tokens[i + 1:j + 1], dtype=mx.uint32), h[i:j])
+            mx.eval(self.cache.state)
+        ms = (time.perf_counter() - t0) * 1000.0
+        entry = context.store(self.context_key, tokens, [self.cache])
+        self.cache = None
+        return {"ms": ms, "bytes": context.nbytes(entry.saved)}
+
     def begin(self, prompt, first_token, hidden=None):
         if hidden is None:
             raise RuntimeError("the MTP drafter needs the trunk's hidden states")
         self.cache = KVCache()
+        from . import context
+
+        entry = context.find(self.context_key, list(prompt))  # a long context this head has prefilled once
+        if entry is not None:
+            done = len(entry.tokens)
+            if hidden.shape[0] < len(prompt):
+                raise RuntimeError(f"the trunk's hidden states cover {hidden.shape[0]} of {len(prompt)} positions")
+            context.thaw([self.cache], entry.saved)
+            hidden = hidden[done - 1:]  # position C-1 onward: its pair is (h_{C-1}, t_C)
+            prompt = list(prompt[done - 1:])
         tokens = list(prompt[1:]) + [first_token]  # t_{j+1} for each prompt position j
         # The head's own prefill: all prompt pairs but the last go into its cache now, so the
         # first round's draft time holds one catch-up position like every later round.

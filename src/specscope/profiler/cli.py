@@ -80,6 +80,12 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
+    ap.add_argument("--context", default="0", metavar="N",
+                    help="N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
+                         "on its own; `sweep`: a list, e.g. 0,1k,4k,16k (see README: Long context)")
+    ap.add_argument("--context-kind", choices=["mixed", "code", "english", "chinese"], default="mixed",
+                    help="which shipped document is the context (mixed: a third each of English, code and Chinese)")
+    ap.add_argument("--context-file", metavar="FILE", help="your own text as the context (UTF-8), instead of a shipped one")
     add_download_arg(ap)
     add_distributed_args(ap)
 
@@ -143,10 +149,22 @@ def config_from_args(a) -> "RunConfig":
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
-        cooldown_timeout_s=a.cooldown_timeout, **distributed_from_args(a),
+        cooldown_timeout_s=a.cooldown_timeout, **distributed_from_args(a), **_context_from_args(a),
     )
     cfg.validate()
     return cfg
+
+
+def _context_from_args(a) -> dict:
+    from .context import parse_contexts, parse_size
+
+    text = getattr(a, "context", "0") or "0"
+    out = {"context_kind": getattr(a, "context_kind", "mixed"), "context_file": getattr(a, "context_file", None)}
+    if getattr(a, "cmd", None) == "sweep":
+        return {**out, "sweep": parse_contexts(text), "sweep_passes": a.passes}
+    if "," in str(text):
+        raise SpecscopeError(f"--context {text}: `run` takes one size; `specscope sweep --context {text}` runs several")
+    return {**out, "context": parse_size(text)}
 
 
 def cmd_run(a) -> int:
@@ -191,6 +209,56 @@ def cmd_run(a) -> int:
         # 130 for a run the user stopped; a run that a fault ended (a rank, a killed worker) is a failure: 1
         return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
     return 0
+
+
+def cmd_sweep(a) -> int:
+    """``specscope sweep --context 0,1k,4k,16k``: the protocol at each context (``profiler.sweep``)."""
+    from .progress import Progress, progress_wanted
+    from .runner import SessionSaveError, run_worker
+    from .sweep import format_sweep, point_figures, sweep_figures
+
+    cfg = config_from_args(a)
+    out = check_output_path(a.output, a.force) if a.output else None
+    progress = Progress(enabled=progress_wanted(a))
+
+    def on_event(ev, session):
+        progress.update(ev, session)
+        if a.jsonl and ev.get("event") == "sweep_visit_done" and ev.get("last"):
+            p = session._point(ev["context"])
+            row = point_figures(session.point_session(ev["context"]), ev["context"], p.get("prefill"), session.data.get("model"))
+            print(json.dumps(finite_rows({"event": "sweep_point", **row}), ensure_ascii=False), flush=True)
+
+    try:
+        res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
+    except SessionSaveError as exc:
+        progress.close()
+        print(format_sweep(sweep_figures(exc.result.session)))
+        return _fail(str(exc), 2)
+    progress.close()
+    s = res.session
+    if s.data["errors"] and s.status == "failed":
+        if out:
+            print(f"specscope: partial session saved to {out}", file=sys.stderr)
+        return _fail(s.data["errors"][-1], 2 if res.returncode == 2 else 1)
+    rows = sweep_figures(s)
+    if a.json:
+        print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
+                                      "order": (s.data.get("sweep") or {}).get("order"), "points": rows}),
+                         indent=1, ensure_ascii=False))
+    elif not a.jsonl:
+        print(format_sweep(rows, s))
+    if out:
+        print(f"\nsession saved to {out}", file=sys.stderr)
+    if s.status != "complete":
+        print(f"specscope: sweep {s.status}: {'; '.join(s.data['errors'][-1:])}", file=sys.stderr)
+        return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
+    return 0
+
+
+def finite_rows(x):
+    from .session import finite_json
+
+    return finite_json(x)
 
 
 def _add_roofline(a, cfg, session, out) -> None:
@@ -410,6 +478,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the run, measure the verify cost curve and draft steps apart (as `specscope roofline`) "
                         "and keep it in the session: the summary then holds a prediction beside the ledger")
     r.set_defaults(func=cmd_run)
+
+    sw = sub.add_parser("sweep", help="the protocol at several contexts: how verify cost, acceptance and the speedup "
+                                      "change as the conversation grows")
+    add_run_args(sw)
+    sw.add_argument("--passes", type=int, default=2,
+                    help="visits of every context, each pass in the reverse order of the one before (default 2: "
+                         "0,1k,4k,16k then 16k,4k,1k,0), so drift cannot pass for a context effect")
+    sw.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
+    sw.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    sw.add_argument("--json", action="store_true", help="print the per-context figures as JSON at the end")
+    sw.add_argument("--jsonl", action="store_true", help="print one JSON line per context as each completes")
+    add_progress_args(sw)
+    sw.set_defaults(func=cmd_sweep)
 
     d = sub.add_parser("demo-model", help="write a demo model folder (the shipped trained one; --random: synthetic)")
     d.add_argument("path")

@@ -58,6 +58,14 @@ class RunConfig:
     hosts: list[str] | None = None
     backend: str = "ring"
     hostfile: str | None = None
+    # long context (profiler.context): N tokens of a long document before every case's prompt, prefilled once and
+    # copied per case and mode; ``context_kind`` one of the shipped documents, or ``context_file`` the user's own text.
+    # ``sweep``: the protocol at each of these contexts (profiler.sweep), visited ``sweep_passes`` times in mirrored order
+    context: int = 0
+    context_kind: str = "mixed"
+    context_file: str | None = None
+    sweep: list[int] | None = None
+    sweep_passes: int = 2
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -102,6 +110,19 @@ class RunConfig:
             raise SpecscopeError("--cooldown-timeout must be > 0 seconds")
         if self.mtp_hidden not in ("post-norm", "pre-norm"):
             raise SpecscopeError("--mtp-hidden must be post-norm or pre-norm")
+        from .context import KINDS
+
+        if self.context < 0:
+            raise SpecscopeError(f"--context must be >= 0 tokens (got {self.context})")
+        if self.context_kind not in KINDS:
+            raise SpecscopeError(f"--context-kind must be one of {', '.join(KINDS)} (got {self.context_kind!r})")
+        if self.sweep is not None:
+            if not self.sweep or any(not isinstance(n, int) or n < 0 for n in self.sweep) or len(set(self.sweep)) != len(self.sweep):
+                raise SpecscopeError("a sweep needs distinct context sizes >= 0, e.g. --context 0,1k,4k,16k")
+            if self.sweep_passes < 1:
+                raise SpecscopeError("--passes must be >= 1")
+        if (self.context or self.sweep) and (self.ranks is not None or self.hosts or self.hostfile):
+            raise SpecscopeError("--context is not supported with several ranks yet")
         if self.ranks is not None or self.hosts or self.hostfile:
             from .launch import DistSpec
 

@@ -146,7 +146,37 @@ class Error:
     kind: str = "input"  # "input": the user can fix it; "internal": a specscope bug (traceback on stderr)
 
 
+@dataclass
+class Context:
+    """A long context prefilled once (or its stored cache reused), timed on its own (profiler.protocol.with_context)."""
+    context: int
+    tokens: int
+    prefill_ms: float
+
+
+@dataclass
+class SweepStarted:
+    """A context sweep (profiler.sweep): the contexts and the order they are visited in."""
+    contexts: list
+    order: list
+
+
+@dataclass
+class SweepVisit:
+    """Before one visit of a context: the case events up to ``sweep_visit_done`` belong to that context."""
+    context: int
+    visit: int
+
+
+@dataclass
+class SweepVisitDone:
+    context: int
+    visit: int
+    status: str
+
+
 SCHEMA: dict[str, type] = {
+    "context": Context, "sweep_started": SweepStarted, "sweep_visit": SweepVisit, "sweep_visit_done": SweepVisitDone,
     "status": Status, "run_started": RunStarted, "case_started": CaseStarted, "prefill": Prefill, "step": Step,
     "round": Round, "repeat_done": RepeatDone, "breakdown": Breakdown, "components": Components,
     "trace": Trace, "divergence": Divergence,
@@ -155,7 +185,8 @@ SCHEMA: dict[str, type] = {
 }
 
 # Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).
-AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error"})
+AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error",
+                             "context", "sweep_visit_done"})
 AUTOSAVE_SECONDS = 2.0
 # How long a worker asked to stop (SIGINT) may take to end its run before it is killed.
 STOP_GRACE_SECONDS = 10.0

@@ -178,6 +178,8 @@ class Progress:
             # plain, then one speculative pass, or two when paired (end-to-end and instrumented, same drafts)
             passes = 1 + (2 if cfg.get("round_kinds") == "paired" else 1)
             self.total_tokens = passes * cfg["n_cases"] * (cfg.get("repeats") or 1) * cfg["max_tokens"]
+            if cfg.get("sweep"):  # every context, every pass
+                self.total_tokens *= len(cfg["sweep"]) * (cfg.get("sweep_passes") or 1)
             self._bar.set_total(self.total_tokens)
         elif kind in ("prefill", "step"):
             self.done_tokens += 1

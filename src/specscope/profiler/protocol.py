@@ -53,7 +53,24 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
     """Run the whole protocol, emitting events; return the final status.
 
     ``open_engine(cfg, emit)`` builds the engine: by default this module's ``open_engine`` (looked up at
-    call time); a rank of a distributed run passes its own (``dist_worker``: the target sharded)."""
+    call time); a rank of a distributed run passes its own (``dist_worker``: the target sharded).
+    ``cfg.sweep`` set: the protocol at each context of the sweep (``profiler.sweep``)."""
+    if cfg.sweep:
+        from .sweep import run_sweep
+
+        return run_sweep(cfg, emit, should_stop, open_engine)
+    engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, [cfg.context] if cfg.context else [])
+    try:
+        if cfg.context:
+            encoded = with_context(engine, cfg, encoded, contexts[cfg.context], emit)
+        return _measure(cfg, engine, encoded, engine.sampling.greedy, sensors, emit, should_stop)
+    finally:
+        sensors.close()
+
+
+def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
+    """Check, open the engine, encode the cases (and the contexts of ``sizes``), emit ``run_started``.
+    Returns (engine, encoded cases, sensors, {size: context tokens})."""
     cfg.validate()
     from specscope.engine_adapter.engine import environment
 
@@ -61,33 +78,60 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
 
     suite = load_suite(cfg.suite)
     cases = take_cases(suite["cases"], cfg.cases)
+    precheck = {}
+    if any(sizes):
+        from .context import precheck as _precheck
+
+        precheck = _precheck(cfg, [n for n in sizes if n])  # before the weights load
     engine = (open_engine or globals()["open_engine"])(cfg, emit)
     ctx = engine.context_window
+    contexts = {}
+    if any(sizes):
+        from .context import context_tokens
+
+        big = context_tokens(engine.encode, max(sizes), cfg.context_kind, cfg.context_file)
+        contexts = {n: big[:n] for n in sizes}  # smaller contexts are prefixes of the largest
+    extra = max(sizes or [0])
     encoded = []
     for c in cases:
         toks = engine.encode(c["prompt"])
         if not toks:
             raise SpecscopeError(f"case {c['id']}: the prompt encodes to no tokens")
-        if ctx and len(toks) + cfg.max_tokens + cfg.num_draft_tokens + 1 > ctx:
+        if ctx and extra + len(toks) + cfg.max_tokens + cfg.num_draft_tokens + 1 > ctx:
             raise SpecscopeError(
-                f"case {c['id']}: prompt ({len(toks)} tokens) + --max-tokens {cfg.max_tokens} exceeds the context window ({ctx})"
+                f"case {c['id']}: " + (f"context ({extra:,} tokens) + " if extra else "") +
+                f"prompt ({len(toks)} tokens) + --max-tokens {cfg.max_tokens} exceeds the context window ({ctx:,})"
             )
         encoded.append({**c, "prompt_tokens": toks})
     if cfg.discard_first >= len(encoded):
         raise SpecscopeError(f"--discard-first {cfg.discard_first} leaves no case to summarize (this run has {len(encoded)})")
     config = {**cfg.to_dict(), **engine.run_facts(cfg.max_tokens), "suite_name": suite["name"], "n_cases": len(encoded)}
-    greedy = engine.sampling.greedy
+    if precheck:
+        config["context_check"] = precheck
     sensors = _sensors.open_sensors()
     emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
           "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "category", "prompt")} for c in encoded]})
-    try:
-        return _measure(cfg, engine, encoded, greedy, sensors, emit, should_stop)
-    finally:
-        sensors.close()
+    return engine, encoded, sensors, contexts
 
 
-def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors, emit, should_stop) -> str:
+def with_context(engine, cfg: RunConfig, encoded: list[dict], tokens: list[int], emit) -> list[dict]:
+    """Prefill the context once (or reuse its stored cache), emit a ``context`` event with its own timing, and
+    return the cases with the context before each prompt (``own_tokens``: the prompt alone, for the session)."""
+    n = len(tokens)
+    if n:
+        emit({"event": "status", "message": f"prefilling the context: {n:,} tokens ({cfg.context_kind if not cfg.context_file else cfg.context_file})"})
+    facts = engine.prepare_context(tokens)
+    emit({"event": "context", "context": n, "kind": "file" if cfg.context_file else cfg.context_kind,
+          "file": cfg.context_file, **facts})
+    return [{**c, "own_tokens": c.get("own_tokens", c["prompt_tokens"]),
+             "prompt_tokens": list(tokens) + list(c.get("own_tokens", c["prompt_tokens"])), "context": n} for c in encoded]
+
+
+def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors, emit, should_stop,
+             repeat_offset: int = 0, warmup: bool = True, plain_memo: dict | None = None) -> str:
+    """The cases, each repeat in ABBA order. A sweep's later visits of a context pass ``repeat_offset`` (their
+    repeats continue the count, so the order alternates across visits too) and ``warmup`` False."""
     t_start = time.monotonic()
     best = {"ms": None}
 
@@ -182,7 +226,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
         return out[MEASURED][0], (out[MEASURED][1], out[LEDGER][1])
 
     # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
-    for w in range(cfg.warmup):
+    for w in range(cfg.warmup if warmup else 0):
         emit({"event": "status", "message": f"warm-up {w + 1}/{cfg.warmup}"})
         c = encoded[w % len(encoded)]
         pt, _ = plain_run(c, record=False)
@@ -192,15 +236,18 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
 
     faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
     for i, c in enumerate(encoded):
-        info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        info = {k: c[k] for k in ("id", "category", "prompt")}
+        info["prompt_tokens"] = c.get("own_tokens", c["prompt_tokens"])  # a long context is recorded once, not per case
+        if c.get("context"):
+            info["context"] = c["context"]
         discarded = i < cfg.discard_first
         if cfg.cooldown and not cooldown(c["id"]):
             return "incomplete"
         therm = sensors.thermal()
         if therm:
             emit({"event": "thermal", "case": c["id"], "when": "before", **therm})
-        plain_tokens = spec_tokens = None
-        for r in range(cfg.repeats):
+        plain_tokens, spec_tokens = (plain_memo or {}).get(c["id"]), None  # a BA visit's oracle: the last visit's plain output
+        for r in range(repeat_offset, repeat_offset + cfg.repeats):
             order = abba(r)
             probe(c["id"], r, "before")
             for phase in order:
@@ -213,6 +260,8 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                         return "incomplete"
                     emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
                     made = len(plain_tokens)
+                    if plain_memo is not None:
+                        plain_memo[c["id"]] = plain_tokens
                 else:
                     # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
                     spec_tokens, rates = spec_run(c, plain_tokens, record=True, repeat=r)
@@ -225,16 +274,16 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                 if w:
                     emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
                           "t": time.monotonic() - t_start, **w})
-                if phase == "plain" and r == 0 and cfg.breakdown:
+                if phase == "plain" and r == repeat_offset == 0 and cfg.breakdown:
                     emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
-                if phase == "plain" and r == 0 and callable(getattr(engine, "components", None)):
+                if phase == "plain" and r == repeat_offset == 0 and callable(getattr(engine, "components", None)):
                     # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.components)
                     emit({"event": "status", "message": f"{c['id']}: verify forwards and drafts timed apart (the prediction's inputs)"})
                     comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
                     emit({"event": "components", "case": c["id"], "components": comp})
-                if phase == "plain" and r == 0 and cfg.trace and callable(getattr(engine, "trace", None)):
+                if phase == "plain" and r == repeat_offset == 0 and cfg.trace and callable(getattr(engine, "trace", None)):
                     emit({"event": "status", "message": f"{c['id']}: the drafter's acceptance trace along the plain output"})
                     tr = engine.trace(c["prompt_tokens"], plain_tokens)
                     if tr is not None:  # None for the oracle: its acceptance is analytic

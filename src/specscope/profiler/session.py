@@ -30,7 +30,17 @@ SCHEMA_VERSION = 2
 #      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.trace_walk``), and in
 #      ``session["tune"]``: ``traces`` per drafter, ``acceptance_source``, each drafter's ``trace`` facts and each
 #      row's ``tokens_per_round_k_max_rounds`` (absent from version-1 files: their tune read E(k) off K_max rounds).
+#      Long context (optional keys, absent from older files): ``config["context"]``/``context_kind``/``context_file``
+#      and ``session["context"]`` (the context's own prefill: tokens, prefill_ms, draft_prefill_ms, kv_bytes) for a
+#      run with ``--context``; ``session["sweep"]`` for ``specscope sweep``: contexts, order, passes and per point
+#      ``{"context", "prefill", "visits", "reuses", "complete", "session"}`` where ``session`` is that point's own
+#      session (cases, rounds, breakdowns, components: the same shape as a run's), so its figures are recomputed.
 SCHEMA_HISTORY = {1: "first and second wave", 2: "third wave: components timed apart, paired runs, traces, context"}
+# the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
+SWEEP_ROUTED = ("case_started", "prefill", "step", "round", "repeat_done", "breakdown", "components", "trace",
+                "divergence", "case_done", "probe", "memory")
+CONTEXT_FACTS = ("context", "kind", "file", "tokens", "prefill_ms", "prefill_tok_s", "draft_prefill_ms", "kv_bytes",
+                 "draft_kv_bytes")
 
 
 class SessionError(ValueError):
@@ -75,10 +85,74 @@ class Session:
         }
         self._index = {c["id"]: c for c in self.data["cases"]}
         self._repeat: dict[tuple[str, str], int] = {}  # (case, side) -> the repeat being measured
+        self._subs: dict[int, "Session"] = {}  # a sweep's point sessions, by context
+        self._visit: "Session | None" = None   # the point being visited (its events are folded there)
+
+    # -- a sweep's points ----------------------------------------------------
+    def _point(self, n: int) -> dict:
+        sw = self.data["sweep"]
+        for p in sw["points"]:
+            if p["context"] == n:
+                return p
+        p = {"context": n, "prefill": None, "visits": 0, "reuses": 0, "complete": False,
+             "session": {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "status": "running",
+                         "config": {**self.data.get("config", {}), "context": n}, "environment": self.data.get("environment", {}),
+                         "model": self.data.get("model", {}), "cases": [], "errors": []}}
+        sw["points"].append(p)
+        return p
+
+    def point_session(self, n: int) -> "Session":
+        if n not in self._subs:
+            self._subs[n] = Session(self._point(n)["session"])
+        return self._subs[n]
+
+    def _apply_sweep(self, kind: str, ev: dict) -> bool:
+        """A sweep's own events, and the events of a visit routed to its point; True when handled."""
+        if kind == "sweep_started":
+            self.data["sweep"] = {k: ev.get(k) for k in ("contexts", "order", "passes", "kind", "file")}
+            self.data["sweep"]["points"] = []
+            for n in ev.get("contexts") or []:
+                self._point(n)
+            return True
+        if kind == "context":
+            facts = {k: ev.get(k) for k in CONTEXT_FACTS}
+            if "sweep" in self.data:
+                p = self._point(ev.get("context", 0))
+                if ev.get("reused"):
+                    p["reuses"] += 1
+                else:
+                    p["prefill"] = facts
+            else:
+                self.data["context"] = facts
+            return True
+        if kind == "sweep_visit" and "sweep" in self.data:
+            self._visit = self.point_session(ev.get("context", 0))
+            return True
+        if kind == "sweep_visit_done" and "sweep" in self.data:
+            p = self._point(ev.get("context", 0))
+            p["visits"] += 1
+            if ev.get("last") and ev.get("status") == "complete":
+                p["complete"] = True
+                p["session"]["status"] = "complete"
+            self._visit = None
+            return True
+        if self._visit is not None and kind in SWEEP_ROUTED:
+            n_err = len(self._visit.data["errors"])
+            self._visit.apply(ev)
+            if len(self._visit.data["errors"]) > n_err:  # an engine fault at one context fails the sweep
+                self.data["errors"] += self._visit.data["errors"][n_err:]
+                self.data["status"] = "failed"
+            if kind == "probe":  # drift is judged over the whole sweep too
+                return False
+            return True
+        return False
 
     # -- folding events ----------------------------------------------------
     def apply(self, ev: dict) -> None:
         kind = ev.get("event")
+        if kind in ("sweep_started", "context", "sweep_visit", "sweep_visit_done") or self._visit is not None:
+            if self._apply_sweep(kind, ev):
+                return
         if kind in ("prefill", "step", "round", "repeat_done", "breakdown", "components") and ev.get("case") not in self._index:
             # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
             self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
@@ -223,7 +297,12 @@ class Session:
         """The derived numbers written with the session; ``live`` (a ``summary.LiveSummary`` of this
         session) gives them without a recomputation (it equals one)."""
         src = self if live is None else live
-        return {"summary": src.summary(), "case_stats": {c["id"]: src.case_stats(c) for c in self.cases}}
+        out = {"summary": src.summary(), "case_stats": {c["id"]: src.case_stats(c) for c in self.cases}}
+        if self.data.get("sweep"):
+            from .sweep import sweep_figures
+
+            out["sweep_figures"] = sweep_figures(self)
+        return out
 
     def to_dict(self) -> dict:
         out = copy.deepcopy(self.data)
@@ -244,7 +323,7 @@ class Session:
     @classmethod
     def from_dict(cls, d: dict) -> "Session":
         validate(d)
-        d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats")}
+        d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
         return cls(d)
 
     def save(self, path: str | os.PathLike, live=None, compact: bool = False) -> None:
@@ -324,6 +403,17 @@ def validate(d) -> None:
         raise SessionError(f"session schema {v} is too old to read")
     if not isinstance(d.get("cases"), list) or not isinstance(d.get("config"), dict):
         raise SessionError("session is missing its cases or config")
+    sw = d.get("sweep")
+    if sw is not None:
+        if not isinstance(sw, dict) or not isinstance(sw.get("points"), list):
+            raise SessionError("session has a malformed sweep record")
+        for p in sw["points"]:
+            if not isinstance(p, dict) or not isinstance(p.get("context"), int) or p["context"] < 0:
+                raise SessionError("session has a sweep point without a context size")
+            try:
+                validate(p.get("session"))
+            except SessionError as exc:
+                raise SessionError(f"sweep point at context {p['context']}: {exc}") from None
     probe = d.get("probe", [])
     if not isinstance(probe, list) or not all(
             isinstance(p, dict) and isinstance(p.get("ms"), (int, float)) and math.isfinite(p["ms"]) and p["ms"] > 0

@@ -1,0 +1,187 @@
+"""The context sweep: the protocol at each context, same cases, same k, same drafter, one engine.
+
+Order: the contexts are visited ``passes`` times, each pass the reverse of the one before (0, 1k, 4k, 16k, then
+16k, 4k, 1k, 0), so a slow drift of the machine hits the small and the large contexts alike instead of
+masquerading as a context effect; each visit's repeats continue the count, so a case's modes also alternate AB,
+BA across visits. Each context is prefilled once, at its first visit (timed on its own: a ``context`` event), and
+its caches stored; every case, both modes, the breakdown and the components start from a copy, and a revisit
+reuses the stored caches (``engine_adapter.context``).
+
+Events: ``sweep_visit`` (context, visit, pass) before a visit's cases, ``sweep_visit_done`` after; between them the
+usual case events, which ``Session`` folds into the point's own session (``session["sweep"]["points"]``). Per point
+the figures (``point_figures``) are read off that session's summary, so every number is recomputed from the raw
+measurements, as for a run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .config import RunConfig
+
+
+def sweep_order(contexts: list[int], passes: int) -> list[int]:
+    """0,1k,4k,16k with 2 passes: 0,1k,4k,16k,16k,4k,1k,0 (mirrored, so drift cancels to first order)."""
+    base = sorted(contexts)
+    out = []
+    for p in range(passes):
+        out += base if p % 2 == 0 else base[::-1]
+    return out
+
+
+def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
+    from .protocol import _measure, start_run, with_context
+
+    sizes = list(cfg.sweep)
+    engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, sizes)
+    order = sweep_order(sizes, cfg.sweep_passes)
+    emit({"event": "sweep_started", "contexts": sorted(sizes), "order": order, "passes": cfg.sweep_passes,
+          "kind": "file" if cfg.context_file else cfg.context_kind, "file": cfg.context_file})
+    memo: dict[int, dict] = {}
+    visits: dict[int, int] = {}
+    try:
+        for visit, n in enumerate(order):
+            k = visits.get(n, 0)
+            visits[n] = k + 1
+            cases = with_context(engine, cfg, encoded, contexts[n], emit)
+            emit({"event": "sweep_visit", "context": n, "visit": visit, "pass": k, "of": len(order)})
+            status = _measure(cfg, engine, cases, engine.sampling.greedy, sensors, emit, should_stop,
+                              repeat_offset=k * cfg.repeats, warmup=visit == 0, plain_memo=memo.setdefault(n, {}))
+            emit({"event": "sweep_visit_done", "context": n, "visit": visit, "pass": k, "status": status,
+                  "last": visits[n] == cfg.sweep_passes})
+            if status != "complete":
+                return status
+        return "complete"
+    finally:
+        sensors.close()
+        engine.forget_contexts()
+
+
+# -- figures per point --------------------------------------------------------------------------------------------
+def _share(part: dict, cat: str) -> float | None:
+    blocks = (part or {}).get("blocks") or {}
+    total = sum(v for v in blocks.values() if isinstance(v, (int, float)))
+    v = blocks.get(cat)
+    return v / total if isinstance(v, (int, float)) and total > 0 else None
+
+
+def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
+    """Bytes the full-attention layers read per decode step for the context's positions: the model's KV bytes per
+    token (``inspect_model.describe``: 2 x kv_heads x head_dim x dtype bytes per full-attention layer; a Gated
+    DeltaNet state does not grow) x the context."""
+    per = (model or {}).get("kv_cache_bytes_per_token")
+    return None if not per else float(per) * context
+
+
+def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> dict:
+    """One sweep point's figures from its own session (``sub``: a ``Session``) and its context facts."""
+    sm = sub.summary()
+    bd = sm.get("breakdown") or {}
+    t_decode = sm.get("t_decode_ms")
+    t_verify = sm.get("t_verify_ms")
+    ratio = t_verify / t_decode if t_verify and t_decode else None
+    facts = facts or {}
+    return {
+        "context": context,
+        "cases": sm.get("cases_measured"),
+        "plain_tok_s": sm.get("plain_tok_s"),
+        "plain_tok_s_ci95": sm.get("plain_tok_s_ci95"),
+        "spec_tok_s": sm.get("spec_tok_s"),
+        "spec_tok_s_ci95": sm.get("spec_tok_s_ci95"),
+        "t_decode_ms": t_decode,
+        "t_verify_ms": t_verify,
+        "t_draft_ms": sm.get("t_draft_ms"),
+        "verify_multiple": ratio,
+        "full_attention_share_decode": _share(bd.get("decode"), "full_attention"),
+        "full_attention_share_verify": _share(bd.get("verify"), "full_attention"),
+        "blocks_decode": (bd.get("decode") or {}).get("blocks"),
+        "blocks_verify": (bd.get("verify") or {}).get("blocks"),
+        "kv_bytes_per_step": kv_bytes_per_step(model, context),
+        "cache_bytes": facts.get("kv_bytes") if context else 0,  # the stored context's caches, Gated DeltaNet state included
+        "p": sm.get("p"),
+        "p_ci95": sm.get("p_ci95"),
+        "tokens_per_round": sm.get("tokens_per_round"),
+        "tokens_per_round_ci95": sm.get("tokens_per_round_ci95"),
+        "predicted_speedup": sm.get("predicted_speedup"),
+        "measured_speedup": sm.get("measured_speedup"),
+        "measured_speedup_ci95": sm.get("measured_speedup_ci95"),
+        "break_even_verify_ms": sm.get("break_even_verify_ms"),
+        "break_even_multiple": sm.get("break_even_multiple"),
+        "prefill_ms": facts.get("prefill_ms"),
+        "prefill_tok_s": facts.get("prefill_tok_s"),
+        "draft_prefill_ms": facts.get("draft_prefill_ms"),
+        "low_sample": sm.get("low_sample"),
+    }
+
+
+def sweep_figures(session) -> list[dict]:
+    """Every complete point of a session's sweep, smallest context first."""
+    from .session import Session
+
+    sw = session.data.get("sweep") or {}
+    out = []
+    for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):
+        sub = Session(pt["session"])
+        if not any(c.get("complete") for c in sub.cases):
+            continue
+        out.append({**point_figures(sub, pt["context"], pt.get("prefill"), session.data.get("model")),
+                    "visits": pt.get("visits", 0), "complete": pt.get("complete", False)})
+    return out
+
+
+def _f(x, fmt: str, none: str = "—") -> str:
+    return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
+
+
+def format_sweep(rows: list[dict], session=None) -> str:
+    """The sweep as a table (tok/s, T_verify/T_decode, full attention's share, acceptance, E, predicted vs
+    measured, break-even, the context's own prefill), and what changed from the smallest to the largest context."""
+    head = ("context", "plain tok/s", "spec tok/s", "T_dec ms", "T_ver/T_dec", "T_draft ms", "full-attn dec/ver",
+            "p [95%]", "E", "pred ×", "meas × [95%]", "break-even", "prefill")
+    lines = []
+    for r in rows:
+        ci = r.get("p_ci95") or [None, None]
+        mci = r.get("measured_speedup_ci95") or [None, None]
+        fa = f"{_f(r['full_attention_share_decode'] and 100 * r['full_attention_share_decode'], '.0f')}%/" \
+             f"{_f(r['full_attention_share_verify'] and 100 * r['full_attention_share_verify'], '.0f')}%"
+        pre = "—" if not r["context"] else f"{_f(r.get('prefill_ms') and r['prefill_ms'] / 1000, '.1f')} s"
+        lines.append((_size(r["context"]), _f(r["plain_tok_s"], ".2f"), _f(r["spec_tok_s"], ".2f"), _f(r["t_decode_ms"], ".1f"),
+                      _f(r["verify_multiple"], ".2f"), _f(r["t_draft_ms"], ".1f"), fa,
+                      f"{_f(r['p'], '.2f')} [{_f(ci[0], '.2f')}–{_f(ci[1], '.2f')}]", _f(r["tokens_per_round"], ".2f"),
+                      _f(r["predicted_speedup"], ".2f"), f"{_f(r['measured_speedup'], '.2f')} [{_f(mci[0], '.2f')}–{_f(mci[1], '.2f')}]",
+                      f"{_f(r['break_even_multiple'], '.2f')}×T_dec", pre))
+    widths = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    out += ["  ".join(x.rjust(w) for x, w in zip(line, widths)) for line in lines]
+    verdict = dominant_effect(rows)
+    if verdict:
+        out += ["", verdict]
+    return "\n".join(out)
+
+
+def dominant_effect(rows: list[dict]) -> str:
+    """Which effect moves the speedup most from the smallest to the largest context: the verify cost (T_verify /
+    T_decode), the acceptance (E), or the draft cost (T_draft / T_decode). From the division:
+    speedup = E / (T_verify/T_decode + T_draft/T_decode), so each term's change is read as a log-ratio."""
+    ok = [r for r in rows if r.get("t_decode_ms") and r.get("verify_multiple") and r.get("tokens_per_round")]
+    if len(ok) < 2:
+        return ""
+    a, b = ok[0], ok[-1]
+
+    def cost(r):
+        return r["verify_multiple"] + (r.get("t_draft_ms") or 0.0) / r["t_decode_ms"]
+
+    terms = {
+        "acceptance (E)": math.log(b["tokens_per_round"] / a["tokens_per_round"]),
+        "verify cost (T_verify/T_decode)": -math.log((b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"]) / cost(a)),
+        "draft cost (T_draft/T_decode)": -math.log(cost(b) / (b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"])),
+    }
+    top = max(terms, key=lambda t: abs(terms[t]))
+    parts = ", ".join(f"{t} {math.exp(v) - 1:+.0%}" for t, v in terms.items())
+    td = b["t_decode_ms"] / a["t_decode_ms"] - 1
+    return (f"from {_size(a['context'])} to {_size(b['context'])} of context: plain decode {td:+.0%} slower per token; "
+            f"effect on the predicted speedup — {parts}; dominant: {top}.")
