@@ -10,6 +10,7 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler import context as ctx
+from specscope.profiler import context_check
 from specscope.profiler.cli import main
 from specscope.profiler.config import RunConfig
 from specscope.profiler.session import Session
@@ -65,14 +66,14 @@ def test_refused_beyond_the_window_before_loading(tmp_path):
                                                                     "num_key_value_heads": 2, "head_dim": 64}}))
     cfg = RunConfig(model=str(model), max_tokens=32)
     with pytest.raises(SpecscopeError, match=r"window is 1,000 tokens"):
-        ctx.precheck(cfg, [4096])
+        context_check.precheck(cfg, [4096])
     with pytest.raises(SpecscopeError, match=r"this machine has 1\.0 GiB"):
         RunConfig(model=str(model), max_tokens=8)
         (model / "config.json").write_text(json.dumps({"text_config": {"max_position_embeddings": 10**7, "num_hidden_layers": 40,
                                                                         "full_attention_interval": 4, "num_attention_heads": 16,
                                                                         "num_key_value_heads": 2, "head_dim": 256}}))
-        ctx.precheck(cfg, [262_144], memory=2**30)
-    assert ctx.kv_bytes_per_token({"text_config": {"num_hidden_layers": 40, "full_attention_interval": 4,
+        context_check.precheck(cfg, [262_144], memory=2**30)
+    assert context_check.kv_bytes_per_token({"text_config": {"num_hidden_layers": 40, "full_attention_interval": 4,
                                                    "num_attention_heads": 16, "num_key_value_heads": 2,
                                                    "head_dim": 256}}) == 2 * 10 * 2 * 256 * 2
 

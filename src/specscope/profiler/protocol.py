@@ -56,8 +56,6 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
     call time); a rank of a distributed run passes its own (``dist_worker``: the target sharded).
     ``cfg.sweep`` set: the protocol at each context of the sweep (``profiler.sweep``)."""
     if cfg.sweep:
-        from .sweep import run_sweep
-
         return run_sweep(cfg, emit, should_stop, open_engine)
     engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, [cfg.context] if cfg.context else [])
     try:
@@ -80,7 +78,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     cases = take_cases(suite["cases"], cfg.cases)
     precheck = {}
     if any(sizes):
-        from .context import precheck as _precheck
+        from .context_check import precheck as _precheck
 
         precheck = _precheck(cfg, [n for n in sizes if n])  # before the weights load
     engine = (open_engine or globals()["open_engine"])(cfg, emit)
@@ -304,3 +302,32 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
               "plain_pieces": [engine.decode([t]) for t in plain_tokens], "spec_pieces": [engine.decode([t]) for t in spec_tokens]})
         emit({"event": "memory", "peak_bytes": engine.peak_memory()})
     return "failed" if faults else "complete"
+
+
+def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
+    """The protocol at each context of ``cfg.sweep`` (order, reuse and events: ``profiler.sweep``)."""
+    from .sweep import sweep_order
+
+    sizes = list(cfg.sweep)
+    engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, sizes)
+    order = sweep_order(sizes, cfg.sweep_passes)
+    emit({"event": "sweep_started", "contexts": sorted(sizes), "order": order, "passes": cfg.sweep_passes,
+          "kind": "file" if cfg.context_file else cfg.context_kind, "file": cfg.context_file})
+    memo: dict[int, dict] = {}
+    visits: dict[int, int] = {}
+    try:
+        for visit, n in enumerate(order):
+            k = visits.get(n, 0)
+            visits[n] = k + 1
+            cases = with_context(engine, cfg, encoded, contexts[n], emit)
+            emit({"event": "sweep_visit", "context": n, "visit": visit, "pass": k, "of": len(order)})
+            status = _measure(cfg, engine, cases, engine.sampling.greedy, sensors, emit, should_stop,
+                              repeat_offset=k * cfg.repeats, warmup=visit == 0, plain_memo=memo.setdefault(n, {}))
+            emit({"event": "sweep_visit_done", "context": n, "visit": visit, "pass": k, "status": status,
+                  "last": visits[n] == cfg.sweep_passes})
+            if status != "complete":
+                return status
+        return "complete"
+    finally:
+        sensors.close()
+        engine.forget_contexts()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-from .config import RunConfig
 
 
 def sweep_order(contexts: list[int], passes: int) -> list[int]:
@@ -27,34 +26,6 @@ def sweep_order(contexts: list[int], passes: int) -> list[int]:
     for p in range(passes):
         out += base if p % 2 == 0 else base[::-1]
     return out
-
-
-def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
-    from .protocol import _measure, start_run, with_context
-
-    sizes = list(cfg.sweep)
-    engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, sizes)
-    order = sweep_order(sizes, cfg.sweep_passes)
-    emit({"event": "sweep_started", "contexts": sorted(sizes), "order": order, "passes": cfg.sweep_passes,
-          "kind": "file" if cfg.context_file else cfg.context_kind, "file": cfg.context_file})
-    memo: dict[int, dict] = {}
-    visits: dict[int, int] = {}
-    try:
-        for visit, n in enumerate(order):
-            k = visits.get(n, 0)
-            visits[n] = k + 1
-            cases = with_context(engine, cfg, encoded, contexts[n], emit)
-            emit({"event": "sweep_visit", "context": n, "visit": visit, "pass": k, "of": len(order)})
-            status = _measure(cfg, engine, cases, engine.sampling.greedy, sensors, emit, should_stop,
-                              repeat_offset=k * cfg.repeats, warmup=visit == 0, plain_memo=memo.setdefault(n, {}))
-            emit({"event": "sweep_visit_done", "context": n, "visit": visit, "pass": k, "status": status,
-                  "last": visits[n] == cfg.sweep_passes})
-            if status != "complete":
-                return status
-        return "complete"
-    finally:
-        sensors.close()
-        engine.forget_contexts()
 
 
 # -- figures per point --------------------------------------------------------------------------------------------
