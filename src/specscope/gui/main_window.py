@@ -24,13 +24,14 @@ from .views.common import ElidingLabel, PlainLabel, clip, home_relative
 from .views.division import DivisionView
 from .views.history import HistoryView
 from .views.live import LiveView
+from .views.context import ContextView
 from .views.tune import TuneView
 from .views.verify_cost import VerifyCostView
 from .views.verdict_bar import VerdictBar
 from .worker import WorkerProcess
 
-PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "cases", "history", "compare"]
-PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune",
+PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
+PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
                "cases": "Cases", "history": "History", "compare": "Compare"}
 
 
@@ -135,13 +136,15 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tune = TuneView(self.theme, config=lambda: self.setup.config(), session=session_data)
         self.verify_cost.result_ready.connect(lambda r: self._keep_result("roofline", r))
         self.tune.result_ready.connect(lambda r: self._keep_result("tune", r))
+        self.context = ContextView(self.theme, config=lambda: self.setup.config(), session=session_data)
+        self.context.result_ready.connect(lambda r: self._keep_result("context_sweep", r))
         self.cases = CasesView(self.theme)
         self.history = HistoryView(self.theme, lambda: self.autosave_dir or sessions_dir())
         self.compare = CompareView(self.theme)
         self.history.open_requested.connect(self._open_from_history)
         self.history.compare_requested.connect(self.compare_paths)
         self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division,
-                      "verify_cost": self.verify_cost, "tune": self.tune, "cases": self.cases,
+                      "verify_cost": self.verify_cost, "tune": self.tune, "context": self.context, "cases": self.cases,
                       "history": self.history, "compare": self.compare}
         for key in PAGES:
             self.tabs.addTab(self.views[key], PAGE_TITLES[key])

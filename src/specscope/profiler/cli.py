@@ -215,7 +215,7 @@ def cmd_sweep(a) -> int:
     """``specscope sweep --context 0,1k,4k,16k``: the protocol at each context (``profiler.sweep``)."""
     from .progress import Progress, progress_wanted
     from .runner import SessionSaveError, run_worker
-    from .sweep import format_sweep, point_figures, sweep_figures
+    from .sweep import format_sweep, sweep_figures
 
     cfg = config_from_args(a)
     out = check_output_path(a.output, a.force) if a.output else None
@@ -223,10 +223,17 @@ def cmd_sweep(a) -> int:
 
     def on_event(ev, session):
         progress.update(ev, session)
-        if a.jsonl and ev.get("event") == "sweep_visit_done" and ev.get("last"):
-            p = session._point(ev["context"])
-            row = point_figures(session.point_session(ev["context"]), ev["context"], p.get("prefill"), session.data.get("model"))
-            print(json.dumps(finite_rows({"event": "sweep_point", **row}), ensure_ascii=False), flush=True)
+        if not a.jsonl:
+            return
+        # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}
+        if ev.get("event") == "status":
+            print(json.dumps({"status": ev.get("message", "")}, ensure_ascii=False), flush=True)
+        elif ev.get("event") == "sweep_visit":
+            print(json.dumps({"status": f"context {ev['context']:,}: visit {ev['visit'] + 1} of {ev.get('of', '?')}"}), flush=True)
+        elif ev.get("event") == "sweep_visit_done" and ev.get("last"):
+            sw = session.data.get("sweep") or {}
+            print(json.dumps(finite_rows({"context_sweep": {"contexts": sw.get("contexts"), "order": sw.get("order"),
+                                                            "points": sweep_figures(session)}}), ensure_ascii=False), flush=True)
 
     try:
         res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)

@@ -92,6 +92,8 @@ def sweep_figures(session) -> list[dict]:
     sw = session.data.get("sweep") or {}
     out = []
     for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):
+        if not pt.get("complete"):  # a point is shown once all its visits are in
+            continue
         sub = Session(pt["session"])
         if not any(c.get("complete") for c in sub.cases):
             continue

@@ -1,0 +1,155 @@
+"""Context page: how the speedup, the verify cost, the block split and the acceptance change as the context grows.
+
+From the session's sweep (``session["sweep"]``, figures from ``profiler.sweep.sweep_figures``), or run now with
+``specscope sweep --context … --jsonl``: each context's figures arrive as soon as all its visits are done, and the
+page fills in live. The table gives the same figures with the context's own prefill time."""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from specscope.profiler.sweep import dominant_effect
+
+from ..charts.context import ContextChart
+from ..command_process import model_args
+from .common import fmt, plain_label
+from .measurement_page import MeasurementPage
+
+IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
+COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
+           "full attention\ndecode / verify", "acceptance p\n(95%)", "E", "predicted", "measured\n(95%)", "break-even",
+           "context\nprefill"]
+CATS = (("linear_attention", "linear attention"), ("full_attention", "full attention"), ("moe", "MoE"),
+        ("output_head", "output head"), ("other", "other"))
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
+
+
+def _ci(r: dict, key: str, i: int):
+    v = r.get(key)
+    return v[i] if isinstance(v, list) and len(v) == 2 else None
+
+
+def chart_data(rows: list[dict]) -> dict:
+    xs = [r["context"] for r in rows]
+    ratio = lambda r, k: (r.get(k) / r["t_decode_ms"]) if r.get(k) and r.get("t_decode_ms") else None  # noqa: E731
+    split = []
+    for cat, name in CATS:
+        ys = []
+        for r in rows:
+            b = r.get("blocks_decode") or {}
+            tot = sum(v for v in b.values() if isinstance(v, (int, float)))
+            ys.append(100 * b[cat] / tot if tot and isinstance(b.get(cat), (int, float)) else None)
+        split.append({"name": name, "y": ys})
+    return {
+        "speedup": {"contexts": xs, "ref": 1.0, "ref_name": "break-even (1×)", "series": [
+            {"name": "predicted", "y": [r.get("predicted_speedup") for r in rows]},
+            {"name": "measured (95%)", "y": [r.get("measured_speedup") for r in rows], "symbol": "s",
+             "lo": [_ci(r, "measured_speedup_ci95", 0) for r in rows], "hi": [_ci(r, "measured_speedup_ci95", 1) for r in rows]}]},
+        "verify": {"contexts": xs, "series": [
+            {"name": "T_verify(k+1) / T_decode", "y": [r.get("verify_multiple") for r in rows]},
+            {"name": "T_draft / T_decode", "y": [ratio(r, "t_draft_ms") for r in rows]},
+            {"name": "break-even T_verify / T_decode", "y": [r.get("break_even_multiple") for r in rows], "symbol": "t"}]},
+        "split": {"contexts": xs, "stacked": True, "series": [s for s in split if any(v for v in s["y"])]},
+        "acceptance": {"contexts": xs, "series": [
+            {"name": "per-token acceptance p (95%, rounds)", "y": [r.get("p") for r in rows],
+             "lo": [_ci(r, "p_ci95", 0) for r in rows], "hi": [_ci(r, "p_ci95", 1) for r in rows]}]},
+    }
+
+
+class ContextView(MeasurementPage):
+    key = "context_sweep"
+
+    def __init__(self, theme: dict, config=None, session=None, parent=None):
+        super().__init__(config, session, parent)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        bar = QtWidgets.QHBoxLayout()
+        self.run_btn = QtWidgets.QPushButton("Sweep context")
+        self.run_btn.setToolTip("specscope sweep: the protocol at each context, each prefilled once, visited in mirrored order")
+        self.run_btn.clicked.connect(self.start)
+        self.start_btn = self.run_btn
+        self.contexts = QtWidgets.QLineEdit("0,1k,4k,16k")
+        self.contexts.setToolTip("context sizes in tokens (4k = 4,096)")
+        self.contexts.setMaximumWidth(160)
+        self.stop_btn = QtWidgets.QPushButton("Stop")
+        self.stop_btn.setEnabled(False)
+        self.stop_btn.clicked.connect(self.stop)
+        self.status = plain_label("", wrap=False)
+        for w in (self.run_btn, QtWidgets.QLabel("contexts:"), self.contexts, self.stop_btn):
+            bar.addWidget(w)
+        bar.addWidget(self.status, 1)
+        lay.addLayout(bar)
+        self.headline = plain_label(IDLE_TEXT)
+        lay.addWidget(self.headline)
+        grid = QtWidgets.QGridLayout()
+        self.charts = {
+            "speedup": ContextChart(theme, "Speedup vs context", ("speedup over plain decoding", "×")),
+            "verify": ContextChart(theme, "Verify and draft cost vs context", ("multiple of T_decode", "×")),
+            "split": ContextChart(theme, "Decode step by block vs context", ("share of the block sum", "%")),
+            "acceptance": ContextChart(theme, "Acceptance vs context", ("per-token acceptance p", "")),
+        }
+        for i, key in enumerate(("speedup", "verify", "split", "acceptance")):
+            grid.addWidget(self.charts[key], i // 2, i % 2)
+        lay.addLayout(grid, 3)
+        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        lay.addWidget(self.table, 1)
+
+    def apply_theme(self, theme: dict) -> None:
+        for c in self.charts.values():
+            c.apply_theme(theme)
+
+    def command(self, cfg) -> tuple[str, list[str]]:
+        args = [*model_args(cfg), "--context", self.contexts.text().replace(" ", ""), "--max-tokens", str(cfg.max_tokens)]
+        if cfg.cases:
+            args += ["--cases", str(cfg.cases)]
+        if cfg.draft_model:
+            args += ["--draft-model", str(cfg.draft_model)]
+        if cfg.drafter and cfg.drafter != "auto":
+            args += ["--drafter", cfg.drafter]
+        return "sweep", [*args, "-k", str(cfg.num_draft_tokens), "--context-kind", cfg.context_kind]
+
+    def update_snapshot(self, _snap: dict) -> None:
+        """A session with a sweep shows it (its figures recomputed from its points), unless a sweep is running."""
+        if self.proc.is_running() or not self._session:
+            return
+        data = self._session() or {}
+        stored = data.get(self.key)
+        if stored is None and data.get("sweep"):
+            from specscope.profiler.session import Session
+            from specscope.profiler.sweep import sweep_figures
+
+            stored = {"points": sweep_figures(Session(data))}
+        if stored is not self._result and stored != self._result:
+            self._show(stored)
+
+    def draw(self, result: dict | None) -> None:
+        rows = (result or {}).get("points") or []
+        data = chart_data(rows)
+        for key, chart in self.charts.items():
+            chart.set_data(data[key])
+        self.headline.setText(dominant_effect(rows) or (f"{len(rows)} context(s) in; the next fills in when its visits "
+                                                        "are done" if rows else IDLE_TEXT))
+        self.table.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
+            cells = [_size(r["context"]), fmt(r.get("plain_tok_s"), ".2f"), fmt(r.get("spec_tok_s"), ".2f"),
+                     fmt(r.get("t_decode_ms"), ".1f"), fmt(r.get("verify_multiple"), ".2f", "×"), fmt(r.get("t_draft_ms"), ".1f"),
+                     f"{fmt(fa[0] and 100 * fa[0], '.0f', '%')} / {fmt(fa[1] and 100 * fa[1], '.0f', '%')}",
+                     f"{fmt(r.get('p'), '.2f')} ({fmt(_ci(r, 'p_ci95', 0), '.2f')}–{fmt(_ci(r, 'p_ci95', 1), '.2f')})",
+                     fmt(r.get("tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".2f", "×"),
+                     f"{fmt(r.get('measured_speedup'), '.2f', '×')} ({fmt(_ci(r, 'measured_speedup_ci95', 0), '.2f')}–"
+                     f"{fmt(_ci(r, 'measured_speedup_ci95', 1), '.2f')})",
+                     fmt(r.get("break_even_multiple"), ".2f", "× T_dec"),
+                     fmt(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s") if r["context"] else "—"]
+            for j, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                if j:
+                    item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(i, j, item)
