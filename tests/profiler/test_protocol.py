@@ -325,7 +325,10 @@ def test_demo_run_with_repeats_cooldown_and_probe():
     # the prediction's inputs, timed apart on the real model: k+1-position verifies, drafts, rollback per accepted count
     comp = c["components"]
     k = s.k
-    assert len(comp["verify_ms"]) == comp["reps"] * (k + 1) and len(comp["draft_ms"]) == comp["reps"]
+    n = comp["reps"] * (k + 1)
+    assert len(comp["verify_ms"]) == n and len(comp["draft_ms"]) == n and len(comp["draft_alone_ms"]) == comp["reps"]
+    # the draft's cost in a round is the fused round less the verify timed just before it
+    assert comp["draft_ms"] == pytest.approx([r - v for r, v in zip(comp["round_ms"], comp["verify_ms"])])
     assert sorted(comp["rollback_ms"]) == [str(a) for a in range(k + 1)] and all(x > 0 for x in comp["verify_ms"])
     assert s.summary()["prediction_source"] == "components"
 

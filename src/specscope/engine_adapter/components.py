@@ -8,7 +8,13 @@ continuation (the mean cache length the rounds see) and then, ``reps`` times, on
   capture, the hidden-state tap when the drafter needs it, the same accept/reject read-back), timed to the sync;
 - **rollback**: right after it, the rollback to ``a`` accepted drafts, evaluated and timed (``a`` cycles over
   0..k, so the run's acceptance histogram can weight it);
-- **draft**: a fresh drafter started at the same point (untimed) and asked for ``k`` drafts, timed to the sync.
+- **draft**: what drafting adds to a round. A fresh drafter is brought to this point through one simulated earlier
+  round that accepted ``a`` drafts (untimed: started ``a+1`` positions back, asked for ``k`` drafts, told which were
+  accepted, so its next draft catches up ``a+1`` positions as a real one does); then one round is timed as an
+  end-to-end round runs it — ``k`` drafts left lazy where the drafter allows, the verify forward built on them,
+  one sync for all of it — and the verify forward timed alone just before is subtracted. On a small model a draft
+  timed alone behind barriers costs up to twice what it adds inside a round (the lazy chain's graph building
+  overlaps its own compute); the round is what the run pays. ``draft_alone_ms`` keeps the draft timed alone.
 
 None of these are the rounds' own forwards: the speculative runs never see this cache.
 """
@@ -32,12 +38,17 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000.0
 
 
+def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | None:
+    return sum(r == alone for r in rounds) / len(rounds) if rounds and alone is not None else None
+
+
 def measure_components(model, make_drafter, sampling, prompt: list[int], continuation: list[int], k: int,
                        reps: int = DEFAULT_REPS) -> dict:
     """T_verify(k+1), T_draft(k) and rollback per accepted count, timed apart at the middle of the case.
 
     ``continuation``: the target's own (plain) output for ``prompt``; ``make_drafter()`` a fresh drafter of the run's
-    kind. Returns plain numbers: ``{"context", "k", "verify_ms": [...], "draft_ms": [...], "rollback_ms": {a: [...]}}``.
+    kind. Returns plain numbers: ``{"context", "k", "verify_ms": [...], "draft_ms": [...], "rollback_ms": {a: [...]}}``
+    (``draft_ms``: what drafting adds to a round, paired with the verify before it; ``round_ms``, ``draft_alone_ms``).
     """
     if k < 1:
         raise ValueError("k must be >= 1")
@@ -77,22 +88,61 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         rollback.record(cap, k + 1, inputs)
         return t_verify, cap
 
+    drafts_seen: dict[str, list] = {"alone": [], "round": []}
+
     def draft_once() -> float:
-        d = make_drafter()
+        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
         d.begin(list(context), last, hidden=hidden)
         t0 = time.perf_counter()
         out = d.draft(last, k)
         if out.tokens is None:  # a lazy draft: evaluate it, as an instrumented round does
             mx.eval(out.array)
             out.materialize()
-        return _ms(t0)
+        t = _ms(t0)
+        drafts_seen["alone"].append(list(out.tokens))
+        return t
+
+    seq = context + [last]  # seq[p] for p < len(context) has its hidden state in hidden[p]
+
+    def drafter_after_round(a_prev: int):
+        """A fresh drafter as a real round leaves it: an earlier round from ``a_prev + 1`` positions back drafted
+        ``k`` and had ``a_prev`` accepted (untimed)."""
+        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
+        start = max(1, len(context) - a_prev - 1)
+        d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
+        pre = d.draft(seq[start], k)
+        if pre.tokens is None:
+            mx.eval(pre.array)
+            pre.materialize()
+        emitted = seq[start + 1:]
+        d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
+        return d
+
+    def round_once(a_prev: int) -> float:
+        """One round as an end-to-end round runs it: lazy drafts, the verify built on them, one sync."""
+        snapshot.restore()
+        d = drafter_after_round(a_prev)
+        t0 = time.perf_counter()
+        out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
+        inputs_r = mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)])
+        rollback.before_verify()
+        with capturing() as cap, tapping(d.needs_hidden):
+            logits = model(inputs_r[None], cache=cache)[0]
+        sampling.verify(logits, out, len(context))
+        t_round = _ms(t0)
+        rollback.record(cap, k + 1, inputs_r)
+        out.materialize()
+        drafts_seen["round"].append(list(out.tokens))
+        return t_round
 
     # warm-up: every shape once (not recorded)
     verify_once()
     rollback.rollback(0)
     snapshot.restore()
     draft_once()
-    verify_ms, draft_ms, rollback_ms = [], [], {a: [] for a in range(k + 1)}
+    round_once(0)
+    verify_ms, draft_ms, draft_alone_ms, round_ms = [], [], [], []
+    rollback_ms = {a: [] for a in range(k + 1)}
     for r in range(max(reps, 1) * (k + 1)):
         a = r % (k + 1)
         t_verify, _ = verify_once()
@@ -102,8 +152,11 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
             mx.eval(touched)
         rollback_ms[a].append(_ms(t0))
         verify_ms.append(t_verify)
+        t_round = round_once(a)  # the earlier round accepted a: the draft catches up a+1 positions
+        round_ms.append(t_round)
+        draft_ms.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
         if r % (k + 1) == 0:
-            draft_ms.append(draft_once())
+            draft_alone_ms.append(draft_once())
     snapshot.restore()
     return {
         "context": len(context),
@@ -111,6 +164,13 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "reps": max(reps, 1),
         "verify_ms": verify_ms,
         "draft_ms": draft_ms,
+        "draft_method": "in_round",
+        "round_ms": round_ms,
+        "draft_alone_ms": draft_alone_ms,
+        # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
+        # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
+        # its own drafts where they were wrong, which costs the same but may propose otherwise)
+        "round_drafts_agree": _share_equal(drafts_seen["round"], drafts_seen["alone"][0] if drafts_seen["alone"] else None),
         "rollback_ms": {str(a): xs for a, xs in rollback_ms.items()},
         "rollback_mode": rollback.mode,
         "wall_ms": _ms(t_start),  # what timing the components apart cost this case, prefill included
