@@ -133,6 +133,14 @@ class TuneEngine:
         return record_trace(self.model, prompt, plain_tokens, drafter, k_max, sampling=self.engine.sampling, name=name,
                             target_forward=drafter.needs_hidden)
 
+    def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3) -> dict:
+        """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
+        what drafting adds to a round run end to end, rollback by accepted count."""
+        from .components import measure_components
+
+        drafter = self.drafter(name, plain_tokens)
+        return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
+
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
                        ns: list[int] | None = None) -> dict[int, list[float]]:
         """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,

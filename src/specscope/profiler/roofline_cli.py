@@ -40,7 +40,7 @@ def _say(a):
         expected = 2 + 3 + max(a.reps, a.category_reps) + 2 + (0 if a.no_division else 1)
     else:
         n_drafters = len([d for d in a.drafters.split(",") if d.strip()]) if a.drafters else 3
-        expected = 2 + 2 + 3 * n_drafters + a.reps
+        expected = 2 + 2 + 4 * n_drafters + (a.reps or 9)  # unset reps: 6-15 confirmation repeats, about 9
     return PhaseProgress(name, expected, enabled=progress_wanted(a))
 
 
@@ -88,7 +88,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--k-max", type=int, default=4, help="the speculative run that measures acceptance drafts K_max (1-16)")
     t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
     t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
-    t.add_argument("--reps", type=int, default=3, help="confirmation repeats (plain and speculative interleaved)")
+    t.add_argument("--reps", type=int, default=None,
+                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 15, until each measured "
+                        "speedup's median is known to ±5%%)")
     t.add_argument("--confirm", choices=["best", "all"], default="best",
                    help="confirm each drafter's best predicted k and its neighbours (default), or every k")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
@@ -213,7 +215,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
         raise SpecscopeError("--k-max must be between 1 and 16")
     if a.max_tokens < 4:
         raise SpecscopeError("--max-tokens must be at least 4")
-    if a.reps < 1:
+    if a.reps is not None and a.reps < 1:
         raise SpecscopeError("--reps must be at least 1")
     if a.cases is not None and a.cases < 1:
         raise SpecscopeError("--cases must be at least 1")
@@ -233,19 +235,25 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
     return out
 
 
+AGREEMENT_MARK = {"agrees": "ok", "off": "OFF", "too_noisy": "(noisy)"}
+
+
 def format_tune(res: dict) -> str:
     lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
              f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
              f"T_decode {res['t_decode_ms']:.1f} ms ({res['plain_tok_s'] or 0:.1f} tok/s plain); verify at n = "
              + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
              "",
-             " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (range)        error"]
+             " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (95% CI)       error"]
     for r in res["rows"]:
         lo, hi = r["predicted_ci95"]
         m = r["measured_speedup"]
         mr = r.get("measured_range")
+        mr = r.get("measured_ci95") or mr
         meas = (f"{m:.3f}× ({mr[0]:.2f}–{mr[1]:.2f})" if mr else f"{m:.3f}×") if m is not None else "—"
-        err = f"{r['prediction_error']:+.1%}" if r["prediction_error"] is not None else ""
+        ag = r.get("agreement") or {}
+        err = (f"{r['prediction_error']:+.1%} {AGREEMENT_MARK.get(ag.get('state'), '')}".rstrip()
+               if r["prediction_error"] is not None else "")
         lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
                      f" {r['t_draft_ms']:8.1f}   "
                      f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
@@ -260,6 +268,11 @@ def format_tune(res: dict) -> str:
             lines.append(f"  trace{' (an estimate)' if t.get('estimate') else ''}: {t['positions']} positions{cost}; "
                          f"E(k) walked: {e(t['tokens_per_round'])}; from the K_max rounds it would read: "
                          f"{e(t['tokens_per_round_k_max_rounds'])}")
+    confirmed = [r for r in res["rows"] if r.get("agreement")]
+    if confirmed:
+        lines += ["", f"confirmation: {res['confirm_reps']} repeats ({res.get('confirm_reps_rule', 'fixed')}); "
+                  "the measured speedup is the median of per-repeat ratios, its 95% interval distribution-free"]
+        lines += [f"  {r['drafter']} k={r['k']}: {r['agreement']['text']}" for r in confirmed]
     lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
     return "\n".join(lines)
 

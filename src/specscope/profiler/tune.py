@@ -31,6 +31,7 @@ k_max, seed=0)``; tests may pass any object that does.
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
@@ -78,13 +79,16 @@ def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[
 
 
 def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
-            plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0) -> list[dict]:
+            plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
+            draft_by_k: dict[int, list[float]] | None = None) -> list[dict]:
     """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
     ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
     ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
-    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts.
+    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
+    adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
+    timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max.
 
         predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
 
@@ -127,7 +131,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             at_k = np.minimum(acc, k)
         v = np.asarray(verify[k + 1], dtype=float)
         t_v = float(np.median(v))
-        t_d = draft_ms_at(k, t1, tk, k_max)
+        in_round = np.asarray((draft_by_k or {}).get(k) or [], dtype=float)
+        t_d = float(in_round.mean()) if in_round.size else draft_ms_at(k, t1, tk, k_max)
         rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
@@ -135,7 +140,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
-        b_s = b_E * b_steps / (boot(v, np.median) + b_d1 + (b_dk - b_d1) * frac + rb_k[j].mean(axis=1) + b_book)
+        b_d = boot(in_round, np.mean) if in_round.size else b_d1 + (b_dk - b_d1) * frac
+        b_s = b_E * b_steps / (boot(v, np.median) + b_d + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
             "predicted_speedup": d.predicted_speedup,
@@ -147,6 +153,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_decode_ms": t_dec,
             "t_verify_ms": t_v,
             "t_draft_ms": t_d,
+            "t_draft_source": "in_round" if in_round.size else "line",
             "t_rollback_ms": t_rb,
             "t_bookkeeping_ms": t_book,
             "verify_multiple": t_v / t_dec,
@@ -176,11 +183,20 @@ def recommendation(rows: list[dict]) -> dict:
     best = max(real, key=lambda r: r["measured_speedup"])
     who = LABELS.get(best["drafter"], best["drafter"])
     m, p = best["measured_speedup"], best["predicted_speedup"]
+    mci = best.get("measured_ci95")
+    # a win is a win only when the measured interval clears 1× (with no interval: too few repeats to say)
+    shown = m > 1.0 and mci is not None and mci[0] > 1.0
     rec = {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
-           "predicted_ci95": best["predicted_ci95"], "wins": m > 1.0, "what_if": best["what_if"],
+           "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
            "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"]}
-    if m > 1.0:
-        rec["text"] = f"use k={best['k']} with {who}: {m:.2f}× measured (predicted {p:.2f}×)"
+    if shown:
+        rec["text"] = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
+                       f"predicted {p:.2f}×)")
+    elif m > 1.0:
+        why = (f"its 95% interval {mci[0]:.2f}–{mci[1]:.2f} holds 1×" if mci else
+               f"{len(best.get('measured_range') or [])} repeats cannot give an interval")
+        rec["text"] = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
+                       f"{p:.2f}×), but {why}: plain decoding may be as fast")
     else:
         need = best["break_even_verify_ms"]
         rec["text"] = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
@@ -198,8 +214,8 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
-             reps: int = 3, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None) -> dict:
+             reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
+             on_update=None, component_reps: int = 3) -> dict:
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
@@ -208,7 +224,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         raise SpecscopeError("--k-max must be between 1 and 16")
     if max_tokens < 4:
         raise SpecscopeError("--max-tokens must be at least 4")
-    if reps < 1:
+    if reps is not None and reps < 1:
         raise SpecscopeError("--reps must be at least 1")
     if not prompts:
         raise SpecscopeError("no prompts to tune on")
@@ -251,8 +267,15 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for t in tr:
                 trace_walk.check(t)
             traces[name] = tr
-        inputs[name] = (full, draft_1, tr)
-        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr)
+        in_round = {}
+        if hasattr(seam, "components") and name not in WHAT_IF:
+            # what drafting adds to a round at each k, timed apart as the run's own prediction times it
+            progress(f"{name}: rounds timed apart at k = 1..{k_max}")
+            for k in range(1, k_max + 1):
+                in_round[k] = [x for p, pl in zip(prompts, plain)
+                               for x in seam.components(name, p, pl["tokens"], k, component_reps)["draft_ms"]]
+        inputs[name] = (full, draft_1, tr, in_round)
+        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round)
         lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
         per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
                              "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
@@ -278,8 +301,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
         rows = []
         for name in names:
-            full, draft_1, tr = inputs[name]
-            for p in predict(full, k_max, verify_final, draft_1, steps, traces=tr):
+            full, draft_1, tr, in_round = inputs[name]
+            for p in predict(full, k_max, verify_final, draft_1, steps, traces=tr, draft_by_k=in_round):
                 rows.append(_row(name, p, measured.get((name, p["k"])), ratios.get((name, p["k"])), plain_rate))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
@@ -293,7 +316,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             "k_max": k_max,
             "max_tokens": max_tokens,
             "prompts": len(prompts),
-            "confirm_reps": reps,
+            "confirm_reps": max((len(v) for v in ratios.values()), default=0),
+            "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
+                                  f"until each measured median is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
             "t_decode_ms": statistics.fmean(steps),
             "plain_tok_s": plain_rate,
             "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
@@ -308,8 +333,14 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     if on_update is not None:
         on_update(result(partial=True))
-    for rep in range(reps):
-        progress(f"confirmation {rep + 1}/{reps}: {len(plan)} speculative settings, each beside its own plain run")
+    # ``reps`` None: repeat until every confirmed setting's measured median is known to ±AGREE (or MAX_REPS)
+    fixed = reps is not None
+    n_reps = reps if fixed else MAX_REPS
+    for rep in range(n_reps):
+        if not fixed and rep >= MIN_REPS and all(_precise(ratios[c]) for c in plan):
+            break
+        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
+                 f"{len(plan)} speculative settings, each beside its own plain run")
         order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
         for name, k in order:
             # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and
@@ -328,7 +359,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             measured[(name, k)].append((tok, ms, len(rr)))
             if p_rate and _rate(tok, ms):
                 ratios[(name, k)].append(_rate(tok, ms) / p_rate)
-        if on_update is not None and rep + 1 < reps:
+        if on_update is not None and rep + 1 < n_reps:
             on_update(result(partial=True))
     return result(partial=False)
 
@@ -360,7 +391,7 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
            **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
-                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms")}}
+                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source")}}
     spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
     if spec_rate and plain_rate:
         n_rounds = sum(x[2] for x in m)
@@ -373,5 +404,54 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
         row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
         row["measured_speedup_pooled"] = spec_rate / plain_rate
         row["measured_range"] = [min(r), max(r)] if r else None
+        row["measured_ci95"] = median_interval(r) if r else None
         row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
+        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], row["measured_ci95"], len(r or []))
     return row
+
+
+# -- confirmation: how well the measured side is known, and what the error then says ---------------------------------
+
+AGREE = 0.05  # the agreement a prediction is held to
+MIN_REPS, MAX_REPS = 6, 15
+
+
+def median_interval(xs: list[float], level: float = 0.95) -> list[float] | None:
+    """A distribution-free interval for the median of the repeats: order statistics (x_(j), x_(n-j+1)) with j the
+    largest index whose binomial tail P(Bin(n, 1/2) < j) stays within (1-level)/2. Needs 6 repeats for 95%
+    (with fewer, no interval: the extremes cover less)."""
+    x = sorted(xs)
+    n = len(x)
+    tail, j, cum = (1.0 - level) / 2.0, 0, 0.0
+    for i in range(n + 1):  # cum = P(Bin(n, 1/2) <= i)
+        cum += math.comb(n, i) / 2.0 ** n
+        if cum > tail:
+            break
+        j = i + 1
+    return [x[j - 1], x[n - j]] if j >= 1 else None
+
+
+def _precise(ratios: list[float]) -> bool:
+    iv = median_interval(ratios)
+    m = statistics.median(ratios) if ratios else None
+    return bool(iv and m and (iv[1] - iv[0]) / 2.0 <= AGREE * m)
+
+
+def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int) -> dict | None:
+    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE), ``off`` (beyond AGREE, and the
+    measured interval leaves no doubt: the prediction lies outside it), or ``too_noisy`` (beyond AGREE, inside the
+    measured interval, or no interval)."""
+    if error is None:
+        return None
+    half = None
+    if measured_ci:
+        lo, hi = predicted / measured_ci[1] - 1.0, predicted / measured_ci[0] - 1.0  # the error over the interval
+        half = (hi - lo) / 2.0
+    if abs(error) <= AGREE:
+        state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
+    elif measured_ci and not (measured_ci[0] <= predicted <= measured_ci[1]):
+        state, text = "off", f"off by {error:+.1%} (the prediction lies outside the measured 95% interval)"
+    else:
+        why = f"±{half:.1%}" if half is not None else f"only {n} repeat(s)"
+        state, text = "too_noisy", f"{error:+.1%}, but the measurement is too noisy to tell ({why})"
+    return {"state": state, "text": text, "half_width": half}

@@ -106,16 +106,20 @@ def tune_data(tune: dict | None) -> dict | None:
     for r in sorted(rows, key=lambda r: (r.get("drafter", ""), r.get("k", 0))):
         if r.get("k") is None or r.get("predicted_speedup") is None:
             continue
-        d = drafters.setdefault(r["drafter"], {"name": r["drafter"], "k": [], "predicted": [], "lo": [], "hi": [], "measured": []})
+        d = drafters.setdefault(r["drafter"], {"name": r["drafter"], "k": [], "predicted": [], "lo": [], "hi": [], "measured": [],
+                                               "measured_ci": []})
         ci = r.get("predicted_ci95") or [None, None]
         d["k"].append(int(r["k"]))
         d["predicted"].append(float(r["predicted_speedup"]))
         d["lo"].append(ci[0])
         d["hi"].append(ci[1])
         d["measured"].append(r.get("measured_speedup"))
+        d["measured_ci"].append(r.get("measured_ci95"))
     rec = (tune or {}).get("recommendation") or {}
     out = {"drafters": list(drafters.values()), "recommended": None}
     if rec.get("k") is not None:
         sp = rec.get("measured_speedup", rec.get("predicted_speedup"))
-        out["recommended"] = {"k": rec["k"], "speedup": sp, "label": f"k = {rec['k']} ({rec.get('drafter', '')})"}
+        # the best measured setting; "best, not shown to win" when its interval holds 1×
+        label = f"k = {rec['k']} ({rec.get('drafter', '')})" + ("" if rec.get("wins", True) else ": best, not a shown win")
+        out["recommended"] = {"k": rec["k"], "speedup": sp, "label": label}
     return out

@@ -1,8 +1,9 @@
 """Which k: predicted speedup over k per drafter with its 95% band, the confirmation runs' measured
-points, break-even at 1×, and the recommended k."""
+points with their 95% intervals, break-even at 1×, and the recommended k."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
@@ -64,8 +65,16 @@ class TuneChart(BaseChart):
             if mk:
                 self._add(pg.PlotDataItem([k for k, _ in mk], [m for _, m in mk], pen=None, symbol="s", symbolSize=11,
                                           symbolBrush=pg.mkBrush(self.theme["bg"]), symbolPen=pg.mkPen(c, width=2.5)),
-                          f"{dr['name']}: measured")
+                          f"{dr['name']}: measured (95% interval)")
                 ymax = max([ymax] + [m for _, m in mk])
+                ci = [(k, m, iv) for k, m, iv in zip(ks, dr["measured"], dr.get("measured_ci") or [None] * len(ks))
+                      if m is not None and iv]
+                if ci:  # the confirmation's 95% interval for its median, as whiskers on the measured square
+                    self._add(pg.ErrorBarItem(x=np.array([k for k, _, _ in ci], float), y=np.array([m for _, m, _ in ci], float),
+                                              top=np.array([iv[1] - m for _, m, iv in ci], float),
+                                              bottom=np.array([m - iv[0] for _, m, iv in ci], float), beam=0.08,
+                                              pen=pg.mkPen(c, width=1.5)))
+                    ymax = max([ymax] + [iv[1] for _, _, iv in ci])
             ymax = max([ymax] + [p for p in dr["predicted"] if p is not None])
         rec = d.get("recommended")
         if rec and rec.get("k") is not None and rec.get("speedup") is not None:

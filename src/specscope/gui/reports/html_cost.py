@@ -60,8 +60,13 @@ def tune_section(session, figure: str = "") -> str:
                      f(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
                      f(r.get("measured_tokens_per_round"), ".2f"), f(r.get("predicted_speedup"), ".3f"),
                      f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
-                     pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—"])
+                     f"{f(mci[0], '.3f')}–{f(mci[1], '.3f')}" if (mci := r.get("measured_ci95")) else "—",
+                     pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—",
+                     esc((r.get("agreement") or {}).get("text", "—"))])
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
-                               "95% interval", "measured", "error"], rows))
+                               "95% interval", "measured", "measured 95% interval", "error", "at ±5%"], rows)
+            + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
+               f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); measured = the median of per-repeat ratios, its "
+               "interval distribution-free.</p>" if tune.get("confirm_reps") else ""))

@@ -17,11 +17,18 @@ from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "95% interval",
-           "measured", "error"]
+           "measured\n(95% interval)", "error", "at ±5%"]
+AGREEMENT = {"agrees": "agrees", "off": "off", "too_noisy": "noisy"}  # the table's word; the tooltip says it all
 
 
 def _pct(x) -> str:
     return fmt(None if x is None else 100 * x, "+.1f", "%")
+
+
+def _measured(m, iv) -> str:
+    if m is None:
+        return DASH
+    return fmt(m, ".3f", "×") + (f" ({fmt(iv[0], '.2f')}–{fmt(iv[1], '.2f')})" if iv else "")
 
 
 def _trace_note(tune: dict) -> str:
@@ -70,16 +77,20 @@ class TuneView(MeasurementPage):
         self.assumption = plain_label("")
         self.assumption.setObjectName("tileNote")
         lay.addWidget(self.assumption)
-        split = QtWidgets.QHBoxLayout()
+        # chart above the table: the table's eleven columns need the page's width (a user can drag the split)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         self.chart = TuneChart(theme)
-        split.addWidget(self.chart, 3)
+        split.addWidget(self.chart)
         self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        split.addWidget(self.table, 2)
-        lay.addLayout(split, 1)
+        split.addWidget(self.table)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([540, 420])  # rows for every k of three drafters at K_max 4 without scrolling, at 900 px high
+        lay.addWidget(split, 1)
 
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)
@@ -111,8 +122,9 @@ class TuneView(MeasurementPage):
                      fmt(r.get("tokens_per_round") if trace else None, ".2f"),
                      fmt(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
                      fmt(r.get("measured_tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".3f", "×"),
-                     f"{fmt(ci[0], '.3f')} – {fmt(ci[1], '.3f')}" if ci[0] is not None else DASH,
-                     fmt(r.get("measured_speedup"), ".3f", "×"), _pct(r.get("prediction_error"))]
+                     f"{fmt(ci[0], '.2f')}–{fmt(ci[1], '.2f')}" if ci[0] is not None else DASH,
+                     _measured(r.get("measured_speedup"), r.get("measured_ci95")),
+                     _pct(r.get("prediction_error")), AGREEMENT.get((r.get("agreement") or {}).get("state"), DASH)]
             for j, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if j:
@@ -121,4 +133,6 @@ class TuneView(MeasurementPage):
                     f = item.font()
                     f.setBold(True)
                     item.setFont(f)
+                if j == len(cells) - 1 and r.get("agreement"):
+                    item.setToolTip(r["agreement"]["text"])
                 self.table.setItem(i, j, item)
