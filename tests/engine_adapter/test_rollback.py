@@ -90,6 +90,49 @@ def test_batched_rollback_equals_mlx_lm_per_layer_bit_for_bit(hybrid, prompt):
                 assert mx.array_equal(x, y).item()
 
 
+def test_the_kernel_branch_of_the_stacked_rollback_runs_here_and_matches_the_cpu_branch(hybrid, prompt, monkeypatch):
+    """The branch a Mac takes (all layers stacked into one call of mlx-lm's ``gated_delta_update``, which there is
+    one Metal kernel) forced on the CPU, where mlx-lm's call runs its ops path: the stacking, the per-row parameters
+    and the split back into layers give bit for bit what the CPU branch gives. This exercises the stacking, not the
+    Metal kernel itself (that runs only on a Mac)."""
+    from specscope.engine_adapter import rollback
+    from specscope.engine_adapter.rollback import _states_after
+
+    k = 3
+    cap, mods = _captured_verify(hybrid, prompt, k)
+    assert len(cap.recurrences) >= 2  # a stack needs two layers of one shape
+    calls = {"ops": 0, "mlx_lm": 0}
+    real_ops = rollback._ops_state_only
+
+    def counting_ops(*a, **kw):
+        calls["ops"] += 1
+        return real_ops(*a, **kw)
+
+    monkeypatch.setattr(rollback, "_ops_state_only", counting_ops)
+    cpu = [_states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
+    assert calls["ops"] == k + 1
+    per_layer = [[rollback._state_after(rec, n, mod) for rec, mod in zip(cap.recurrences, mods)] for n in range(1, k + 2)]
+    monkeypatch.setattr(rollback, "_takes_ops_path", lambda *a, **kw: False)
+    originals = {id(sys.modules[type(m).__module__].gated_delta_update.specscope_original) for m in mods}
+    assert len(originals) == 1
+    for fn in {id(f): f for f in (sys.modules[type(m).__module__].gated_delta_update for m in mods)}.values():
+        orig = fn.specscope_original  # count calls of mlx-lm's own function through the captured original
+
+        def counting(*a, _orig=orig, **kw):
+            calls["mlx_lm"] += 1
+            return _orig(*a, **kw)
+
+        monkeypatch.setattr(fn, "specscope_original", counting)
+    kernel = [_states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
+    assert calls["ops"] == k + 1 and calls["mlx_lm"] == k + 1  # one stacked call per n, none per layer
+    for per_n_cpu, per_n_kernel, per_n_layer in zip(cpu, kernel, per_layer):
+        mx.eval(per_n_cpu, per_n_kernel, per_n_layer)
+        assert len(per_n_cpu) == len(per_n_kernel) == len(per_n_layer) == len(mods)
+        for x, y, z in zip(per_n_cpu, per_n_kernel, per_n_layer):
+            assert x.shape == y.shape == z.shape and x.dtype == y.dtype == z.dtype
+            assert mx.array_equal(x, y).item() and mx.array_equal(y, z).item()  # and each layer's own mlx-lm call
+
+
 def test_state_only_ops_path_matches_mlx_lm_options(hybrid, prompt):
     """The state-only ops recurrence is mlx-lm's ops path, keywords included (pinned against mlx-lm's own call)."""
     from mlx_lm.models import gated_delta
