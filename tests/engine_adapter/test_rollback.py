@@ -56,10 +56,18 @@ def test_capture_changes_nothing_in_the_verify_forward(hybrid, prompt):
         captured = model(inputs[None], cache=cache_b)
     mx.eval(plain, captured)
     assert mx.array_equal(plain, captured).item()
+    from mlx.utils import tree_flatten
+
+    compared = 0
     for ca, cb in zip(cache_a, cache_b):
-        for x, y in zip(ca.state, cb.state):
+        xs, ys = tree_flatten(ca.state), tree_flatten(cb.state)  # a Gated DeltaNet cache nests its arrays in a list
+        assert [n for n, _ in xs] == [n for n, _ in ys]
+        for (_, x), (_, y) in zip(xs, ys):
             if isinstance(x, mx.array):
                 assert mx.array_equal(x, y).item()
+                compared += 1
+    # every layer's cache compared (a KV cache holds keys and values, a Gated DeltaNet cache conv and recurrent state)
+    assert compared >= 2 * len(hybrid.model.layers)
 
 
 def _captured_verify(hybrid, prompt, k):

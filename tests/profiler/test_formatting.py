@@ -8,12 +8,3 @@ def test_zero_is_a_number_not_a_dash():
     assert fmt(scaled(None, 100), "+.1f", "%") == DASH
     assert fmt(0, ".2f", " ms") == "0.00 ms"
     assert fmt(1.23456, ".2f") == "1.23"
-
-
-
-def test_a_negative_instrumentation_cost_is_said_to_be_noise():
-    from specscope.profiler.verdict import instrumentation_cost_text
-
-    assert instrumentation_cost_text({"instrumentation_cost": 0.12}) == "+12.0%"
-    assert "within noise" in instrumentation_cost_text({"instrumentation_cost": -0.03})
-    assert instrumentation_cost_text({"instrumentation_cost": None}) is None
