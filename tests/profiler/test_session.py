@@ -236,3 +236,17 @@ def test_a_malformed_components_record_is_refused_with_a_message():
     d["cases"][0]["components"] = {"verify_ms": [1.0, -2.0], "draft_ms": [], "rollback_ms": {}}
     with pytest.raises(SessionError, match="malformed components"):
         Session.from_dict(d)
+
+
+def test_an_in_round_draft_time_may_be_negative_noise_but_nothing_else_may():
+    """The in-round draft time is a difference (a round less the verify timed before it): a negative one is noise and
+    loads; a negative verify, round or alone-draft time, or a negative draft time of the old kind, is refused."""
+    d = folded().to_dict()
+    comp = {"verify_ms": [5.0, 5.2], "draft_ms": [-0.3, 0.4], "round_ms": [4.7, 5.6], "draft_alone_ms": [1.0],
+            "draft_method": "in_round", "rollback_ms": {}}
+    d["cases"][0]["components"] = comp
+    Session.from_dict(d)
+    for bad in ({"round_ms": [-1.0, 5.6]}, {"draft_alone_ms": [-1.0]}, {"draft_method": None}, {"draft_ms": [float("nan"), 0.4]}):
+        d["cases"][0]["components"] = {**comp, **bad}
+        with pytest.raises(SessionError, match="malformed components"):
+            Session.from_dict(d)

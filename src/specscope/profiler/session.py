@@ -385,8 +385,12 @@ def _umask() -> int:
     return mask
 
 
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _time_ok(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+    return _finite(x) and x >= 0
 
 
 def validate(d) -> None:
@@ -444,9 +448,12 @@ def validate(d) -> None:
                 raise SessionError(f"case {c['id']!r}: step times must be non-negative numbers")
         comp = c.get("components")
         if comp is not None:
+            # an in-round draft time is a difference (round less the verify before it): noise can make one negative
+            diff = isinstance(comp, dict) and comp.get("draft_method") == "in_round"
             ok = isinstance(comp, dict) and all(
-                isinstance(comp.get(key, []), list) and all(_time_ok(x) for x in comp.get(key, []))
-                for key in ("verify_ms", "draft_ms"))
+                isinstance(comp.get(key, []), list)
+                and all(_time_ok(x) or (diff and key == "draft_ms" and _finite(x)) for x in comp.get(key, []))
+                for key in ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms"))
             rb = comp.get("rollback_ms", {}) if isinstance(comp, dict) else None
             if not ok or not isinstance(rb, dict) or not all(isinstance(v, list) and all(_time_ok(x) for x in v)
                                                               for v in rb.values()):
