@@ -39,12 +39,6 @@ class BreakdownChart(BaseChart):
         legend_px = 10 + 21 * rows + 30  # the legend, and the bars' top labels above them
         return max(1.5, 1.0 / max(1.0 - legend_px / plot_h, 0.35))
 
-    def _clear(self):
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
-
     def _text(self, s, x, y, anchor=(0.5, 0.5), color=None, pt=9, bold=False):
         t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)
         t.setFont(font(pt, bold))
@@ -152,12 +146,6 @@ class RankChart(BaseChart):
         self.items = []
         self.plot_item.getAxis("bottom").setHeight(36)
         self.show_empty("not a distributed run")
-
-    def _clear(self):
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
 
     def _text(self, s, x, y, anchor=(0.5, 0.5), color=None, pt=9, bold=False):
         t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)

@@ -109,6 +109,20 @@ class BaseChart(pg.PlotWidget):
         self.apply_theme(self.theme)
         self.build()
 
+    # what a redraw replaces: items added with ``_add`` and removed all at once by ``_clear``
+    def _clear(self) -> None:
+        for it in getattr(self, "items", []):
+            self.plot_item.removeItem(it)
+        self.items = []
+        self.legend.clear()
+
+    def _add(self, item, name: str | None = None):
+        self.plot_item.addItem(item)
+        self.items.append(item)
+        if name:
+            self.legend.addItem(item, name)
+        return item
+
     # subclasses fill these
     def build(self) -> None:
         pass

@@ -56,18 +56,6 @@ class TraceChart(BaseChart):
         self.items = []
         self.show_empty("no acceptance trace for this case")
 
-    def _clear(self):
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
-
-    def _add(self, item, name: str | None = None):
-        self.plot_item.addItem(item)
-        self.items.append(item)
-        if name:
-            self.legend.addItem(item, name)
-
     def _draw(self, d: dict | None) -> None:
         self._clear()
         if not d:

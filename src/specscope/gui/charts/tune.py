@@ -21,19 +21,6 @@ class TuneChart(BaseChart):
         self.items = []
         self.show_empty("no tuning run yet")
 
-    def _clear(self):
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
-
-    def _add(self, item, name: str | None = None):
-        self.plot_item.addItem(item)
-        self.items.append(item)
-        if name:
-            self.legend.addItem(item, name)
-        return item
-
     def _draw(self, d: dict | None) -> None:
         self._clear()
         if not d or not d.get("drafters"):

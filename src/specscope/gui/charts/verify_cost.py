@@ -74,12 +74,6 @@ class CategoryFloorChart(BaseChart):
         self.plot_item.getAxis("bottom").setHeight(40)
         self.show_empty("no verify cost measured yet")
 
-    def _clear(self):
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
-
     def _draw(self, d: dict | None) -> None:
         self._clear()
         ax = self.plot_item.getAxis("bottom")
