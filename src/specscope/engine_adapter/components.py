@@ -77,16 +77,19 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     inputs = mx.array([last] + tokens, dtype=mx.uint32)
     draft = Draft(list(tokens))
 
-    def verify_once() -> tuple[float, float]:
-        snapshot.restore()
-        t0 = time.perf_counter()
+    def verify(verify_inputs, verify_draft, t0: float) -> float:
+        """The verify forward as a round runs it (capture, tap, accept read-back), timed from ``t0`` to the sync."""
         rollback.before_verify()
         with capturing() as cap, tapping(drafter.needs_hidden):
-            logits = model(inputs[None], cache=cache)[0]
-        sampling.verify(logits, draft, len(context))
-        t_verify = _ms(t0)
-        rollback.record(cap, k + 1, inputs)
-        return t_verify, cap
+            logits = model(verify_inputs[None], cache=cache)[0]
+        sampling.verify(logits, verify_draft, len(context))
+        t = _ms(t0)
+        rollback.record(cap, k + 1, verify_inputs)
+        return t
+
+    def verify_once() -> float:
+        snapshot.restore()
+        return verify(inputs, draft, time.perf_counter())
 
     drafts_seen: dict[str, list] = {"alone": [], "round": []}
 
@@ -124,13 +127,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         d = drafter_after_round(a_prev)
         t0 = time.perf_counter()
         out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
-        inputs_r = mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)])
-        rollback.before_verify()
-        with capturing() as cap, tapping(d.needs_hidden):
-            logits = model(inputs_r[None], cache=cache)[0]
-        sampling.verify(logits, out, len(context))
-        t_round = _ms(t0)
-        rollback.record(cap, k + 1, inputs_r)
+        t_round = verify(mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)]), out, t0)
         out.materialize()
         drafts_seen["round"].append(list(out.tokens))
         return t_round
@@ -145,7 +142,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     rollback_ms = {a: [] for a in range(k + 1)}
     for r in range(max(reps, 1) * (k + 1)):
         a = r % (k + 1)
-        t_verify, _ = verify_once()
+        t_verify = verify_once()
         t0 = time.perf_counter()
         touched = rollback.rollback(a)
         if touched:
