@@ -333,3 +333,85 @@ def test_csv_writes_the_verify_cost_and_tune_tables_beside_the_report(session, t
     assert [(r["positions"], r["category"], r["floor_ms"]) for r in cost] == [("1", "moe", "1.0000"), ("2", "moe", "1.0000")]
     tune = list(csv.DictReader(io.StringIO((tmp_path / "r.tune.csv").read_text())))
     assert [r["recommended"] for r in tune] == ["false", "true"] and tune[0]["predicted_ci95_low"] == "0.4000"
+
+
+# -- a context sweep (issue 26): the Long context section, its charts and its side table ---------------------------
+
+def _sweep(contexts=(0, 1024)) -> Session:
+    """A sweep session folded from its events, each point holding the fixture's cases (no model run)."""
+    base = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    top = Session()
+    top.apply({"event": "run_started", "config": {**base["config"], "sweep": list(contexts)},
+               "environment": base["environment"], "model": base["model"], "cases": []})
+    top.apply({"event": "sweep_started", "contexts": list(contexts), "order": [*contexts, *reversed(contexts)],
+               "passes": 2, "kind": "mixed"})
+    for n in contexts:
+        if n:
+            top.apply({"event": "context", "context": n, "tokens": n, "prefill_ms": 40.0 * n, "prefill_tok_s": 25.0,
+                       "kv_bytes": 1000 * n})
+    for p in top.data["sweep"]["points"]:
+        p["session"]["cases"] = copy.deepcopy(base["cases"])
+        p["complete"], p["visits"] = True, 2
+    top.data["status"] = "complete"
+    return Session.from_dict(top.to_dict())
+
+
+@pytest.fixture(scope="module")
+def sweep_session():
+    return _sweep()
+
+
+@pytest.mark.parametrize("ext", EXTS)
+def test_a_sweep_session_renders_in_every_format_with_its_context_section(sweep_session, tmp_path, ext):
+    path = tmp_path / f"r{ext}"
+    render_to_file(sweep_session, path)
+    data = path.read_bytes()
+    assert len(data) > 200 and not list(tmp_path.glob(".*.tmp"))
+    if ext == ".html":
+        text = data.decode("utf-8")
+        assert "<h2" in text and "Long context</h2>" in text and "Speed and cost per context" in text
+        for key in ("speedup", "verify", "split", "acceptance"):  # the Context page's four charts, drawn
+            assert f'alt="context_{key}" src="data:image/png;base64,' in text, key
+        assert "the verdict is per context" in text and "No verdict yet" not in text
+        assert "context sweep: 2 contexts × " in text and "1k" in text
+        assert "Per case</h2>" not in text  # a sweep's top level has no cases of its own: no empty run sections
+    elif ext == ".pdf":
+        from specscope.gui.reports import html
+
+        assert data.startswith(b"%PDF-")
+        doc = html.build(sweep_session, {}, target="print")  # the text the PDF lays out
+        assert "Long context</h2>" in doc and "Acceptance and speedup per context" in doc
+    elif ext == ".csv":
+        side = list(csv.DictReader(io.StringIO((tmp_path / "r.context.csv").read_text(encoding="utf-8"))))
+        assert [r["context"] for r in side] == ["0", "1024"]
+        assert side[1]["prefill_ms"] == "40960.0000" and side[0]["prefill_ms"] == ""
+        for col in ("plain_tok_s", "spec_tok_s", "t_decode_ms", "verify_over_decode", "t_draft_ms",
+                    "full_attention_share_decode", "full_attention_share_verify", "kv_bytes_per_step", "p",
+                    "p_ci95_low", "tokens_per_round", "predicted_speedup", "measured_speedup",
+                    "measured_speedup_ci95_high", "break_even_multiple"):
+            assert side[1][col] != "", col
+    elif ext == ".json":
+        assert Session.load(path) == sweep_session
+    else:  # the trace: one process per context and case
+        names = [e["args"]["name"] for e in json.loads(data)["traceEvents"] if e["name"] == "process_name"]
+        assert len(names) == 2 * len(sweep_session.data["sweep"]["points"][0]["session"]["cases"])
+        assert names[-1].startswith("context 1k · case ")
+
+
+def test_a_session_without_a_sweep_has_no_context_section(session, html_text, tmp_path):
+    from specscope.profiler.renderers import csv_renderer
+
+    assert "Long context" not in html_text and "context_speedup" not in html_text
+    assert "context" not in csv_renderer.extra_tables(session)
+
+
+def test_the_context_table_marks_a_negative_draft_time_as_noise(sweep_session, monkeypatch):
+    """T_draft in a round is a round less the verify before it: below zero it is shown as measured, marked noise."""
+    from specscope.gui.reports import html_context
+    from specscope.profiler.sweep import sweep_figures
+
+    rows = sweep_figures(sweep_session)
+    rows[1] = {**rows[1], "t_draft_ms": -76.1, "t_draft_ms_ci95": [-140.3, -11.8]}
+    monkeypatch.setattr(html_context, "sweep_figures", lambda s: rows)
+    out = html_context.context_section(sweep_session, {}, "screen")
+    assert "-76.1*" in out and "measurement noise" in out and "−140.3 to −11.8" in out

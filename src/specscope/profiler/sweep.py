@@ -62,6 +62,7 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "t_decode_ms": t_decode,
         "t_verify_ms": t_verify,
         "t_draft_ms": sm.get("t_draft_ms"),
+        "t_draft_ms_ci95": sm.get("t_draft_ms_ci95"),
         "verify_multiple": ratio,
         "full_attention_share_decode": _share(bd.get("decode"), "full_attention"),
         "full_attention_share_verify": _share(bd.get("verify"), "full_attention"),
@@ -158,3 +159,42 @@ def dominant_effect(rows: list[dict]) -> str:
     td = b["t_decode_ms"] / a["t_decode_ms"] - 1
     return (f"from {_size(a['context'])} to {_size(b['context'])} of context: plain decode {td:+.0%} slower per token; "
             f"effect on the predicted speedup — {parts}; dominant: {top}.")
+
+
+def draft_is_noise(r: dict) -> bool:
+    """T_draft below zero: an in-round draft time is a round less the verify timed before it, so noise (or a verify
+    timed apart that ran slower than inside the round) can make it negative. Shown as it is, marked as noise."""
+    v = r.get("t_draft_ms")
+    return isinstance(v, (int, float)) and v < 0
+
+
+def sweep_status(session) -> str:
+    """"context sweep: 4 contexts × 3 cases" (a sweep's top level has no cases of its own; its points do)."""
+    sw = session.data.get("sweep") or {}
+    pts = sw.get("points") or []
+    contexts = sw.get("contexts") or [p["context"] for p in pts]
+    done = sum(1 for p in pts if p.get("complete"))
+    cases = (session.config or {}).get("n_cases") or (session.config or {}).get("cases") or "?"
+    text = f"context sweep: {len(contexts)} context{'' if len(contexts) == 1 else 's'} × {cases} cases"
+    return text if done >= len(contexts) else f"{text} ({done}/{len(contexts)} contexts in)"
+
+
+def sweep_verdict(rows: list[dict], where: str = "on the Context page") -> str:
+    """The headline of a sweep: there is no single verdict, there is one per context. Says where speculation wins or
+    loses (measured), from the smallest to the largest context."""
+    if not rows:
+        return f"Context sweep: no context complete yet; the verdict is per context, {where}."
+    meas = [(r["context"], r.get("measured_speedup")) for r in rows if r.get("measured_speedup") is not None]
+    head = f"Context sweep ({', '.join(_size(r['context']) for r in rows)}): the verdict is per context, {where}."
+    if not meas:
+        return head
+    wins = [c for c, m in meas if m >= 1]
+    if not wins:
+        how = "speculation loses at every context"
+    elif len(wins) == len(meas):
+        how = "speculation wins at every context"
+    else:
+        how = "speculation wins at " + ", ".join(_size(c) for c in wins) + " and loses elsewhere"
+    (c0, m0), (c1, m1) = meas[0], meas[-1]
+    tail = f"measured {m0:.2f}× at {_size(c0)}" + (f", {m1:.2f}× at {_size(c1)}" if c1 != c0 else "")
+    return f"{head} {how[0].upper() + how[1:]}: {tail}."

@@ -29,6 +29,7 @@ from specscope.profiler.verdict import (
 
 from . import charts as _charts
 from .html_breakdown import breakdown_section
+from .html_context import context_images, context_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
 from .html_trace import trace_images, trace_section
@@ -50,10 +51,18 @@ CHART_CAPTIONS = {
 }
 
 
+def sweep_only(session) -> bool:
+    """A sweep's session: its cases are in its points (``session["sweep"]``), its top level has none of its own."""
+    return bool(session.data.get("sweep")) and not session.cases
+
+
 def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
     have = {"verify_cost": session.data.get("roofline"), "tune": session.data.get("tune"), "probe": session.data.get("probe")}
+    if sweep_only(session):  # no run of its own to draw: the clock probe over the whole sweep, and the sweep's charts
+        names = [n for n in names if n == "probe"]
     out = {n: _charts.image(n, session, width=width, height=height) for n in names if have.get(n, True)}
-    return {**out, **trace_images(session, width=width, height=int(height * 0.6))}  # acceptance traces, when held
+    return {**out, **trace_images(session, width=width, height=int(height * 0.6)),  # acceptance traces, when held
+            **context_images(session, width=width, height=int(height * 0.9))}  # a context sweep, when held
 
 
 # -- small builders ------------------------------------------------------------------
@@ -129,6 +138,11 @@ def _header(session, s) -> str:
         f"case{'' if s['cases_measured'] == 1 else 's'} × "
         f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}"
     )
+    if sweep_only(session):
+        from specscope.profiler.sweep import sweep_status
+
+        sub = (f"drafter {_drafter_text(cfg)} · k = {s['k']} · {s['regime']} · {sweep_status(session)} × "
+               f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}")
     out = [f"<h1>{esc(title)}</h1>", f'<p class="sub">{esc(sub)}</p>']
     from specscope.demo_labels import demo_kind
 
@@ -180,12 +194,18 @@ def _header(session, s) -> str:
     return "".join(out)
 
 
-def _verdict(s, target) -> str:
+def _verdict(s, target, session=None) -> str:
     m = s.get("measured_speedup")
     cls = "" if m is None else ("win" if m >= 1 else "lose")
+    text = verdict(s)
+    if session is not None and sweep_only(session):  # no single verdict: one per context
+        from specscope.profiler.sweep import sweep_figures, sweep_verdict
+
+        text = sweep_verdict(sweep_figures(session), where="in the Long context section below")
+        cls = ""
     if target == "print":
-        return f'<table width="100%" cellpadding="8" cellspacing="0"><tr><td class="verdict">{esc(verdict(s))}</td></tr></table>'
-    return f'<p class="verdict {cls}">{esc(verdict(s))}</p>'
+        return f'<table width="100%" cellpadding="8" cellspacing="0"><tr><td class="verdict">{esc(text)}</td></tr></table>'
+    return f'<p class="verdict {cls}">{esc(text)}</p>'
 
 
 def _environment(session, target) -> str:
@@ -426,22 +446,29 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
     model = session.data.get("model") or {}
     title = f"specscope report — {model.get('name') or 'session'}"
     css = SCREEN_CSS if target == "screen" else PRINT_CSS
-    body = "".join([
-        _header(session, s),
-        _verdict(s, target),
-        _environment(session, target),
-        _summary(s),
-        protocol_section(session, s) + (_figure("probe", charts, target) if session.data.get("probe") else ""),
-        _division(s, charts, target) + prediction_paragraph(session, s),
-        breakdown_section(s, _figure("breakdown", charts, target)),
-        verify_cost_section(session, _figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
-        tune_section(session, _figure("tune", charts, target) if session.data.get("tune") else ""),
-        _acceptance(s, charts, target),
-        trace_section(session, charts, target),
-        _audit(s),
-        _cases(session),
-        _outputs(session, target),
-    ])
+    probe = _figure("probe", charts, target) if session.data.get("probe") else ""
+    if sweep_only(session):  # a sweep: its figures are per context; the run sections would all be empty
+        parts = [_header(session, s), _verdict(s, target, session), _environment(session, target),
+                 context_section(session, charts, target), protocol_section(session, s) + probe]
+    else:
+        parts = [
+            _header(session, s),
+            _verdict(s, target),
+            _environment(session, target),
+            _summary(s),
+            protocol_section(session, s) + probe,
+            _division(s, charts, target) + prediction_paragraph(session, s),
+            breakdown_section(s, _figure("breakdown", charts, target)),
+            verify_cost_section(session, _figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
+            tune_section(session, _figure("tune", charts, target) if session.data.get("tune") else ""),
+            _acceptance(s, charts, target),
+            trace_section(session, charts, target),
+            context_section(session, charts, target),  # a run that also holds a sweep
+            _audit(s),
+            _cases(session),
+            _outputs(session, target),
+        ]
+    body = "".join(parts)
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     foot = (f'<footer><p class="muted">Generated by specscope on {esc(stamp)} from a saved session; '
             "charts drawn by the app's own chart code. Predictions use whole-graph times only.</p></footer>")

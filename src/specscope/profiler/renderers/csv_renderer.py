@@ -161,6 +161,42 @@ TUNE_COLUMNS = ["drafter", "k", "predicted_speedup", "predicted_ci95_low", "pred
 
 
 TRACE_COLUMNS = ["case", "category", "drafter", "position", "agree", "k_max", "estimate"]
+CONTEXT_COLUMNS = ["context", "visits", "cases", "plain_tok_s", "plain_tok_s_ci95_low", "plain_tok_s_ci95_high",
+                   "spec_tok_s", "spec_tok_s_ci95_low", "spec_tok_s_ci95_high", "t_decode_ms", "t_verify_ms",
+                   "verify_over_decode", "t_draft_ms", "t_draft_ms_ci95_low", "t_draft_ms_ci95_high", "t_draft_note",
+                   "full_attention_share_decode", "full_attention_share_verify", "kv_bytes_per_step", "context_cache_bytes",
+                   "p", "p_ci95_low", "p_ci95_high", "tokens_per_round", "tokens_per_round_ci95_low",
+                   "tokens_per_round_ci95_high", "predicted_speedup", "measured_speedup", "measured_speedup_ci95_low",
+                   "measured_speedup_ci95_high", "break_even_verify_ms", "break_even_multiple", "prefill_ms", "prefill_tok_s",
+                   "draft_prefill_ms", "low_sample"]
+
+
+def _context_rows(session) -> list[dict]:
+    """One row per context of a sweep (``sweep_figures``: recomputed from each point's own session)."""
+    if not (session.data.get("sweep") or {}).get("points"):
+        return []
+    from ..sweep import draft_is_noise, sweep_figures
+
+    out = []
+    for r in sweep_figures(session):
+        row = {k: _num(r.get(k)) for k in ("plain_tok_s", "spec_tok_s", "t_decode_ms", "t_verify_ms", "t_draft_ms",
+                                            "full_attention_share_decode", "full_attention_share_verify", "p",
+                                            "tokens_per_round", "predicted_speedup", "measured_speedup",
+                                            "break_even_verify_ms", "break_even_multiple", "prefill_ms", "prefill_tok_s",
+                                            "draft_prefill_ms")}
+        for key in ("plain_tok_s", "spec_tok_s", "t_draft_ms", "p", "tokens_per_round", "measured_speedup"):
+            lo, hi = r.get(f"{key}_ci95") or (None, None)
+            row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = _num(lo), _num(hi)
+        row.update({"context": r["context"], "visits": r.get("visits"), "cases": r.get("cases"),
+                    "verify_over_decode": _num(r.get("verify_multiple")),
+                    # an in-round draft time is a round less the verify before it: below zero it is noise, kept as measured
+                    "t_draft_note": "below zero: noise" if draft_is_noise(r) else "",
+                    "kv_bytes_per_step": _num(r.get("kv_bytes_per_step"), 0), "context_cache_bytes": r.get("cache_bytes"),
+                    "low_sample": _num(bool(r.get("low_sample")))})
+        if row["context"] == 0:
+            row["prefill_ms"] = row["prefill_tok_s"] = ""  # no context, nothing prefilled
+        out.append(row)
+    return out
 
 
 def _table(fields: list[str], rows: list[dict]) -> str:
@@ -173,8 +209,8 @@ def _table(fields: list[str], rows: list[dict]) -> str:
 
 
 def extra_tables(session) -> dict[str, str]:
-    """The verify cost curve (one row per n and category), the tuning rows and the acceptance traces (one row per
-    case and position), when the session has them."""
+    """The verify cost curve (one row per n and category), the tuning rows, the acceptance traces (one row per
+    case and position) and a context sweep (one row per context), when the session has them."""
     out = {}
     roof = session.data.get("roofline") or {}
     rows = []
@@ -208,4 +244,7 @@ def extra_tables(session) -> dict[str, str]:
             for c in session.cases if isinstance(c.get("trace"), dict) for s, a in enumerate(c["trace"].get("A") or [])]
     if rows:  # the acceptance trace A(s), one row per case and position (r.trace.csv)
         out["trace"] = _table(TRACE_COLUMNS, rows)
+    rows = _context_rows(session)
+    if rows:  # a context sweep, one row per context (r.context.csv)
+        out["context"] = _table(CONTEXT_COLUMNS, rows)
     return out

@@ -1,7 +1,8 @@
 """Chrome trace-event JSON (``.trace.json``) for Perfetto's UI or chrome://tracing.
 
 Layout: one process per case, laid out one after another on a single time
-axis (plain run, then the speculative run, then the breakdown passes). Threads:
+axis (plain run, then the speculative run, then the breakdown passes); a context sweep's
+cases follow, one process per context and case ("context 4k · case …"). Threads:
 
   1 plain        prefill, then one slice per decode step
   2 speculative  prefill, then one slice per round, with draft / verify /
@@ -81,12 +82,22 @@ def _pass(events, bd, side, title, t, pid) -> float:
     return t + total
 
 
+def _all_cases(session) -> list[tuple[str, dict]]:
+    """The run's cases, then a context sweep's, point by point (smallest context first), each named by its context."""
+    out = [("", c) for c in session.cases]
+    for pt in sorted((session.data.get("sweep") or {}).get("points") or [], key=lambda p: p.get("context", 0)):
+        n = pt.get("context", 0)
+        size = f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
+        out += [(f"context {size} · ", c) for c in (pt.get("session") or {}).get("cases") or []]
+    return out
+
+
 def events(session) -> list[dict]:
     evs: list[dict] = []
     t = 0.0
-    for idx, c in enumerate(session.cases):
+    for idx, (where, c) in enumerate(_all_cases(session)):
         pid = idx + 1
-        evs.append(_meta("process_name", pid, 0, {"name": f"case {c['id']} ({c.get('category', '')})"}))
+        evs.append(_meta("process_name", pid, 0, {"name": f"{where}case {c['id']} ({c.get('category', '')})"}))
         evs.append(_meta("process_sort_index", pid, 0, {"sort_index": pid}))
         for tid, name in THREADS.items():
             evs.append(_meta("thread_name", pid, tid, {"name": name}))

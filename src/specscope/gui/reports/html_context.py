@@ -1,0 +1,149 @@
+"""The report's Long context section: a sweep's charts (the Context page's, drawn by its own chart widget from its own
+data function) and its table per context. Nothing for a session without a sweep.
+
+``context_images(session)`` draws the four charts offscreen (keys ``context_speedup``, ``context_verify``,
+``context_split``, ``context_acceptance``, so the PDF writer finds them as it finds every chart);
+``context_section(session, charts, target)`` writes the section. Figures per context come from
+``profiler.sweep.sweep_figures``: every number recomputed from the points' own sessions.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from specscope.profiler.renderers.html_common import esc, f, mib, pct
+from specscope.profiler.renderers.html_common import table as _table
+from specscope.profiler.sweep import draft_is_noise, dominant_effect, sweep_figures
+
+CHARTS = (
+    ("speedup", "Speedup vs context", ("speedup over plain decoding", "×"),
+     "Speedup over plain decoding per context: predicted (the division, components timed apart) and measured with its "
+     "95% interval; the line is break-even (1×)."),
+    ("verify", "Verify and draft cost vs context", ("multiple of T_decode", "×"),
+     "T_verify(k+1) and T_draft in units of the context's own T_decode, and the break-even T_verify "
+     "(E·T_decode − T_draft). A T_draft below 0 is noise (a round less the verify timed before it), drawn as measured."),
+    ("split", "Decode step by block vs context", ("share of the block sum", "%"),
+     "One decode step by block (barrier-timed), as shares of the block sum: full attention reads a KV cache that grows "
+     "with the context; the Gated DeltaNet state does not."),
+    ("acceptance", "Acceptance vs context", ("per-token acceptance p", ""),
+     "Per-token acceptance p per context with its 95% interval (the round as the unit)."),
+)
+
+
+def _rows(session) -> list[dict]:
+    return sweep_figures(session) if (session.data.get("sweep") or {}).get("points") else []
+
+
+def context_images(session, width: int = 900, height: int = 380) -> dict:
+    rows = _rows(session)
+    if not rows:
+        return {}
+    from . import charts as _charts
+
+    _charts.ensure_app()
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.charts.context import ContextChart
+    from specscope.gui.views.context import chart_data  # what the Context page draws
+
+    from .html_trace import _png
+
+    data = chart_data(rows)
+    out = {}
+    try:
+        for key, title, ylabel, _cap in CHARTS:
+            w = ContextChart(LIGHT, title, ylabel)
+            w.set_data(data[key])
+            out[f"context_{key}"] = _png(w, width, height)
+    except Exception as exc:  # a missing chart must never cost the whole report
+        _charts.last_error["context"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _img(key: str, charts: dict, target: str, caption: str) -> str:
+    data = charts.get(key)
+    if not data:
+        return f'<p class="unavailable muted">chart unavailable ({esc(key)})</p>'
+    if target == "print":
+        return (f'<p align="center"><img src="chart-{key}.png" width="640"></p>'
+                f'<p class="muted" align="center"><small>{esc(caption)}</small></p>')
+    b64 = base64.b64encode(data).decode("ascii")
+    return f'<figure><img alt="{esc(key)}" src="data:image/png;base64,{b64}"><figcaption>{esc(caption)}</figcaption></figure>'
+
+
+def size(n: int) -> str:
+    return f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
+
+
+def _iv(iv, spec: str) -> str:
+    if not (isinstance(iv, (list, tuple)) and len(iv) == 2):
+        return "—"
+    sep = " to " if any(isinstance(x, (int, float)) and x < 0 for x in iv) else "–"  # never "-140–-12"
+    return f"{f(iv[0], spec)}{sep}{f(iv[1], spec)}".replace("-", "−")
+
+
+def _draft(r: dict) -> str:
+    text = f(r.get("t_draft_ms"), ".1f")
+    if draft_is_noise(r):
+        return f'<span class="warn">{text}*</span>'
+    return text
+
+
+def _speed(x) -> str:
+    if x is None:
+        return "—"
+    return f'<span class="{"good" if x >= 1 else "bad"}">{f(x, ".2f", "×")}</span>'
+
+
+def context_section(session, charts: dict, target: str = "screen") -> str:
+    rows = _rows(session)
+    if not rows:
+        return ""
+    sw = session.data.get("sweep") or {}
+    kind = sw.get("file") and f"the file {sw['file']}" or f"the shipped documents ({sw.get('kind') or 'mixed'})"
+    order = ", ".join(size(c) for c in (sw.get("order") or []))
+    parts = ['<h2 class="pagebreak">Long context</h2>',
+             f"<p>The protocol at each context (same cases, k and drafter): the context, from {esc(kind)}, is put before "
+             "every case's prompt, prefilled once per context and timed on its own (column “context prefill”), and every case and "
+             "both modes start from a copy of its caches, so no decode, verify or draft figure holds it. "
+             + (f"Order of visits: {esc(order)} (mirrored, so a drift of the machine cannot pass for a context effect)."
+                if order else "") + "</p>"]
+    effect = dominant_effect(rows)
+    if effect:
+        parts.append(f"<p><b>{esc(effect[0].upper() + effect[1:])}</b></p>")
+    for key, _title, _y, cap in CHARTS:
+        parts.append(_img(f"context_{key}", charts, target, cap))
+    speed = []
+    split = []
+    for r in rows:
+        fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
+        pre = "—" if not r["context"] else f(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s")
+        if r["context"] and r.get("prefill_tok_s"):
+            pre += f", {f(r['prefill_tok_s'], '.0f')} tok/s"
+        speed.append([size(r["context"]), f(r.get("plain_tok_s"), ".2f"), f(r.get("spec_tok_s"), ".2f"),
+                      f(r.get("t_decode_ms"), ".1f"), f(r.get("verify_multiple"), ".2f", "×"), _draft(r),
+                      pct(fa[0], 0), pct(fa[1], 0), mib(r.get("kv_bytes_per_step")) if r.get("kv_bytes_per_step") else "0"])
+        split.append([size(r["context"]), f"{pct(r.get('p'))} ({_iv([x and 100 * x for x in r.get('p_ci95') or []], '.0f')}%)"
+                      if r.get("p_ci95") else pct(r.get("p")),
+                      f(r.get("tokens_per_round"), ".2f"), _speed(r.get("predicted_speedup")),
+                      f"{_speed(r.get('measured_speedup'))} ({_iv(r.get('measured_speedup_ci95'), '.2f')})",
+                      (f"≤ {f(r['break_even_multiple'], '.2f')}× T_dec." if (r.get("break_even_multiple") or 0) > 0
+                       else "out of reach") if r.get("break_even_multiple") is not None else "—",
+                      esc(pre),
+                      str(r.get("cases") or "—") + (' <span class="warn">(low&nbsp;sample)</span>' if r.get("low_sample") else "")])
+    parts.append("<h3>Speed and cost per context</h3>")
+    parts.append(_table(["context<br>(tokens)", "plain<br>tok/s", "spec<br>tok/s", "T_decode<br>(ms)", "T_verify /<br>T_decode",
+                         "T_draft<br>(ms)", "full attn.<br>decode", "full attn.<br>verify", "KV read<br>per step"], speed))
+    noisy = [r for r in rows if draft_is_noise(r)]
+    if noisy:
+        parts.append('<p class="muted">* Below zero: T_draft is a round less the verify timed just before it, so a '
+                     "negative value is measurement noise (or a verify that ran slower timed apart than in the round), "
+                     "not a time; shown as measured"
+                     + "".join(f"; at {size(r['context'])} its 95% interval is {_iv(r.get('t_draft_ms_ci95'), '.1f')} ms"
+                               for r in noisy if r.get("t_draft_ms_ci95")) + ".</p>")
+    parts.append("<h3>Acceptance and speedup per context</h3>")
+    parts.append(_table(["context<br>(tokens)", "acceptance p<br>(95%)", "E<br>(tokens/round)", "predicted<br>speedup",
+                         "measured<br>speedup (95%)", "break-even<br>T_verify", "context<br>prefill", "cases"], split))
+    parts.append('<p class="muted">Full attention\'s share is of the barrier-timed block sum of one decode step and one '
+                 "verify pass; KV read per step is the full-attention K/V the context adds to every step (the model's "
+                 "bytes per token × the context). Predicted = E · T_decode / (T_verify + T_draft) at each context.</p>")
+    return "".join(parts)
