@@ -29,3 +29,92 @@ def test_chart_data_block_split_is_in_percent():
     assert [s["name"] for s in d["split"]["series"]][:2] == ["linear attention", "full attention"]
     assert d["split"]["series"][1]["y"] == [10.0]
     assert d["speedup"]["series"][1]["lo"] == [1.0]
+
+
+# -- the setup panel's context field (a single run: run --context N --context-kind K / --context-file FILE) ----------
+
+def _panel(qtbot, settings):
+    from specscope.gui.setup_panel import SetupPanel
+
+    panel = SetupPanel(settings)
+    qtbot.addWidget(panel)
+    return panel
+
+
+def _worker_config(panel) -> dict:
+    """What the app hands the worker: its command line carries the RunConfig as JSON (profiler.runner)."""
+    import json
+
+    from specscope.profiler.runner import worker_command
+
+    cfg = panel.config()
+    cfg.validate()
+    return json.loads(worker_command(cfg)[-1])
+
+
+def test_the_setup_panels_context_field_reaches_the_workers_command_line(qtbot, settings, tmp_path):
+    import pytest
+
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.config import RunConfig
+
+    panel = _panel(qtbot, settings)
+    try:
+        assert _worker_config(panel)["context"] == 0 and not panel.context_size.isEnabled()  # none by default
+        panel.context_mode.setCurrentIndex(panel.context_mode.findData("shipped"))
+        panel.context_size.setText("16k")
+        panel.context_kind.setCurrentText("code")
+        w = _worker_config(panel)
+        assert (w["context"], w["context_kind"], w["context_file"]) == (16384, "code", None)
+        assert RunConfig.from_dict(w).context == 16384  # the worker reads it back as `run --context 16k --context-kind code`
+        doc = tmp_path / "notes.txt"
+        doc.write_text("some text", encoding="utf-8")
+        panel.context_mode.setCurrentIndex(panel.context_mode.findData("file"))
+        assert panel.context_file.isEnabled() and not panel.context_kind.isEnabled()
+        with pytest.raises(SpecscopeError, match="choose the context file"):
+            panel.config()
+        panel.context_file.setText(str(doc))
+        panel.context_size.setText("300")
+        w = _worker_config(panel)
+        assert (w["context"], w["context_file"]) == (300, str(doc))
+        for bad in ("lots", "0"):  # refused with the reason, before anything starts
+            panel.context_size.setText(bad)
+            with pytest.raises(SpecscopeError, match="context size|above 0"):
+                panel.config()
+        panel.context_size.setText("2k")
+        panel.save_settings()
+        again = _panel(qtbot, settings)  # the choice persists like every other field
+        assert again.config().context == 2048 and again.config().context_file == str(doc)
+        again.inspector.shutdown()
+    finally:
+        panel.inspector.shutdown()
+
+
+def test_the_setup_panels_context_field_follows_a_loaded_session(qtbot, settings):
+    import json
+    from pathlib import Path
+
+    demo = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text())
+    panel = _panel(qtbot, settings)
+    try:
+        panel.show_session({**demo, "config": {**demo["config"], "context": 4096, "context_kind": "chinese"}})
+        cfg = panel.config()
+        assert (cfg.context, cfg.context_kind, cfg.context_file) == (4096, "chinese", None)
+        assert panel.context_mode.currentData() == "shipped" and panel.context_size.text() == "4k"
+        panel.show_session({**demo, "config": {**demo["config"], "context": 1000, "context_file": "/data/doc.txt"}})
+        assert panel.config().context_file == "/data/doc.txt" and panel.context_size.text() == "1000"
+        panel.show_session(demo)  # a session without a context: back to none
+        assert panel.config().context == 0 and panel.context_mode.currentData() == "none"
+    finally:
+        panel.inspector.shutdown()
+
+
+def test_the_context_page_sweeps_the_setup_panels_context_file(qtbot, settings):
+    from specscope.profiler.config import RunConfig
+
+    v = ContextView(LIGHT)
+    qtbot.addWidget(v)
+    sub, args = v.command(RunConfig(demo=True, context_file="/data/doc.txt"))
+    assert sub == "sweep" and args[args.index("--context-file") + 1] == "/data/doc.txt" and "--context-kind" not in args
+    sub, args = v.command(RunConfig(demo=True, context_kind="code"))
+    assert args[args.index("--context-kind") + 1] == "code"

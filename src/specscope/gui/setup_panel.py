@@ -7,6 +7,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.config import MAX_K, RunConfig
+from specscope.profiler.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, Inspector, describe_line
@@ -15,6 +16,7 @@ from .views.common import PlainLabel
 
 DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
 MAX_RECENT = 8
+CONTEXT_MODES = [("none", "none"), ("shipped", "shipped text"), ("file", "my file")]
 WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 
@@ -169,6 +171,7 @@ class SetupPanel(QtWidgets.QWidget):
         form.addRow("Cases", self.cases)
         self.max_tokens = self._spin(2, 8192, 128)
         form.addRow("Max new tokens", self.max_tokens)
+        self._context_rows(form)
         self.warmup = self._spin(0, 20, 1)
         form.addRow("Warm-up runs", self.warmup)
         self.repeats = self._spin(1, 50, 1)
@@ -191,6 +194,91 @@ class SetupPanel(QtWidgets.QWidget):
         self.breakdown.setChecked(True)
         form.addRow(self.breakdown)
         self._layout.addStretch(1)
+
+    # -- long context -------------------------------------------------------------
+    def _context_rows(self, form: QtWidgets.QFormLayout) -> None:
+        """Context for a single run (``run --context N --context-kind K`` or ``--context-file FILE``): none, N tokens
+        of a shipped document, or N tokens of the user's own text. The Context page sweeps several sizes."""
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        self.context_mode = QtWidgets.QComboBox()
+        for key, label in CONTEXT_MODES:
+            self.context_mode.addItem(label, key)
+        self.context_mode.setToolTip("tokens of a long document put before every case's prompt, prefilled once, timed on "
+                                     "its own and copied per case and mode (README: Long context)")
+        self.context_size = QtWidgets.QLineEdit("4k")
+        self.context_size.setToolTip("context size in tokens: 4096 or 4k")
+        self.context_size.setMaximumWidth(64)
+        self.context_kind = QtWidgets.QComboBox()
+        self.context_kind.addItems(list(CONTEXT_KINDS))
+        self.context_kind.setToolTip("which shipped document: mixed is a third each of English, code and Chinese")
+        for w in (self.context_mode, self.context_size, self.context_kind):
+            row.addWidget(w)
+        cw = QtWidgets.QWidget()
+        cw.setLayout(row)
+        form.addRow("Context", cw)
+        frow = QtWidgets.QHBoxLayout()
+        frow.setContentsMargins(0, 0, 0, 0)
+        self.context_file = QtWidgets.QLineEdit()
+        self.context_file.setPlaceholderText("your own UTF-8 text")
+        self.context_file_btn = QtWidgets.QPushButton("…")
+        self.context_file_btn.setFixedWidth(32)
+        self.context_file_btn.clicked.connect(self._browse_context_file)
+        frow.addWidget(self.context_file, 1)
+        frow.addWidget(self.context_file_btn)
+        fw = QtWidgets.QWidget()
+        fw.setLayout(frow)
+        form.addRow("Context file", fw)
+        self.context_mode.currentIndexChanged.connect(self._context_changed)
+        self.context_size.textChanged.connect(lambda *_: self.changed.emit())
+        self.context_kind.currentIndexChanged.connect(lambda *_: self.changed.emit())
+        self.context_file.textChanged.connect(lambda *_: self.changed.emit())
+        self._context_changed()
+
+    def _context_changed(self, *_):
+        mode = self.context_mode.currentData()
+        self.context_size.setEnabled(mode != "none")
+        self.context_kind.setEnabled(mode == "shipped")
+        self.context_file.setEnabled(mode == "file")
+        self.context_file_btn.setEnabled(mode == "file")
+        self.changed.emit()
+
+    def _browse_context_file(self):
+        f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Choose a context file (UTF-8 text)", str(Path.home()),
+                                                     "Text (*.txt *.md *.py *.json *.*)")
+        if f:
+            self.context_file.setText(f)
+
+    def set_context(self, n: int = 0, kind: str = "mixed", file: str | None = None) -> None:
+        """Show a context choice (a loaded session's, or the saved settings')."""
+        self.context_mode.setCurrentIndex(self.context_mode.findData("none" if not n else "file" if file else "shipped"))
+        if n:
+            self.context_size.setText(f"{n // 1024}k" if n % 1024 == 0 else str(n))
+        if kind in CONTEXT_KINDS:
+            self.context_kind.setCurrentText(kind)
+        if file:
+            self.context_file.setText(str(file))
+
+    def context_fields(self) -> dict:
+        """The RunConfig fields of the context choice. A size that is not one, or a file mode without a file, is
+        refused with the reason (the app shows it; nothing starts)."""
+        from specscope.errors import SpecscopeError
+        from specscope.profiler.context import parse_size
+
+        mode = self.context_mode.currentData()
+        kind = self.context_kind.currentText()
+        if mode == "none":
+            return {"context": 0, "context_kind": kind, "context_file": None}
+        n = parse_size(self.context_size.text())
+        if n <= 0:
+            raise SpecscopeError(f"Context: {self.context_size.text()!r} tokens; give a size above 0 (e.g. 4k), or "
+                                 "choose no context")
+        if mode == "file":
+            f = self.context_file.text().strip()
+            if not f:
+                raise SpecscopeError("Context: choose the context file (or another kind of context)")
+            return {"context": n, "context_kind": kind, "context_file": f}
+        return {"context": n, "context_kind": kind, "context_file": None}
 
     # -- models -------------------------------------------------------------------
     def recent(self) -> list[str]:
@@ -273,6 +361,8 @@ class SetupPanel(QtWidgets.QWidget):
             self.set_drafter(drafter)
         if cfg.get("num_draft_tokens"):
             self.k.setValue(int(cfg["num_draft_tokens"]))
+        if not cfg.get("sweep"):  # a single run's context (a sweep's sizes are the Context page's)
+            self.set_context(int(cfg.get("context") or 0), cfg.get("context_kind") or "mixed", cfg.get("context_file"))
         self.model_changed.emit(path)
         self.changed.emit()
 
@@ -400,6 +490,7 @@ class SetupPanel(QtWidgets.QWidget):
             oracle_p=self.oracle_p.value(),
             oracle_draft_ms=self.oracle_ms.value(),
             mtp_hidden=self.mtp_hidden.currentText(),
+            **self.context_fields(),
             **self.distributed(),
         )
 
@@ -422,6 +513,10 @@ class SetupPanel(QtWidgets.QWidget):
         s.setValue("where", self.where.currentData())
         s.setValue("hosts", self.hosts.text())
         s.setValue("backend", self.backend.currentText())
+        s.setValue("context_mode", self.context_mode.currentData())
+        s.setValue("context_size", self.context_size.text())
+        s.setValue("context_kind", self.context_kind.currentText())
+        s.setValue("context_file", self.context_file.text())
         s.sync()
 
     def load_settings(self) -> None:
@@ -448,6 +543,12 @@ class SetupPanel(QtWidgets.QWidget):
         backend = val("backend", "ring", str)
         self.backend.setCurrentText(backend if backend in BACKENDS else "ring")
         self.set_where(val("where", "local", str))
+        self.context_size.setText(val("context_size", "4k", str))
+        kind = val("context_kind", "mixed", str)
+        self.context_kind.setCurrentText(kind if kind in CONTEXT_KINDS else "mixed")
+        self.context_file.setText(val("context_file", "", str))
+        i = self.context_mode.findData(val("context_mode", "none", str))
+        self.context_mode.setCurrentIndex(max(i, 0))
         model = val("model", DEMO, str)
         if model != DEMO and not Path(model).exists():
             model = DEMO

@@ -113,7 +113,8 @@ class ContextView(MeasurementPage):
             args += ["--draft-model", str(cfg.draft_model)]
         if cfg.drafter and cfg.drafter != "auto":
             args += ["--drafter", cfg.drafter]
-        return "sweep", [*args, "-k", str(cfg.num_draft_tokens), "--context-kind", cfg.context_kind]
+        args += ["--context-file", cfg.context_file] if cfg.context_file else ["--context-kind", cfg.context_kind]
+        return "sweep", [*args, "-k", str(cfg.num_draft_tokens)]
 
     def update_snapshot(self, _snap: dict) -> None:
         """A session with a sweep shows it (its figures recomputed from its points), unless a sweep is running."""
