@@ -118,3 +118,72 @@ def test_the_context_page_sweeps_the_setup_panels_context_file(qtbot, settings):
     assert sub == "sweep" and args[args.index("--context-file") + 1] == "/data/doc.txt" and "--context-kind" not in args
     sub, args = v.command(RunConfig(demo=True, context_kind="code"))
     assert args[args.index("--context-kind") + 1] == "code"
+
+
+# -- what a sweep session shows: its own verdict and status, charts that keep every value in sight ------------------
+
+def _sweep_file(tmp_path):
+    """A sweep session (contexts 0 and 1k) whose points hold the demo fixture's cases; no model runs."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.session import Session
+
+    base = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text())
+    top = Session()
+    top.apply({"event": "run_started", "config": {**base["config"], "sweep": [0, 1024]}, "environment": base["environment"],
+               "model": base["model"], "cases": []})
+    top.apply({"event": "sweep_started", "contexts": [0, 1024], "order": [0, 1024, 1024, 0], "passes": 2, "kind": "mixed"})
+    top.apply({"event": "context", "context": 1024, "tokens": 1024, "prefill_ms": 40_000.0, "kv_bytes": 1000})
+    for p in top.data["sweep"]["points"]:
+        p["session"]["cases"] = copy.deepcopy(base["cases"])
+        p["complete"], p["visits"] = True, 2
+    top.data["status"] = "complete"
+    path = tmp_path / "sweep.json"
+    top.save(path)
+    return path
+
+
+def test_a_sweep_session_speaks_of_the_sweep_not_of_cases_it_does_not_have(window, tmp_path):
+    window.open_session(str(_sweep_file(tmp_path)))
+    window.model.flush()
+    head, status = window.verdict.headline.text(), window.sb_status.text()
+    assert "No verdict yet" not in head and "the verdict is per context" in head and "0, 1k" in head
+    assert "context sweep: 2 contexts × " in status and "0/" not in status
+    assert "context sweep: 2 contexts" in window.verdict.detail.text()
+    assert window.tabs.currentWidget() is window.context and window.context.table.rowCount() == 2
+
+
+def test_a_negative_value_stays_on_the_chart_marked_as_noise(qtbot):
+    import pyqtgraph as pg
+
+    from specscope.gui.charts.context import ContextChart
+
+    rows = [ROW, {**ROW, "context": 1024, "t_draft_ms": -200.0}]
+    c = ContextChart(LIGHT, "Verify and draft cost vs context", ("multiple of T_decode", "×"))
+    qtbot.addWidget(c)
+    c.set_data(chart_data(rows)["verify"])
+    y0, y1 = c.plot_item.vb.viewRange()[1]
+    assert y0 < -2.0 < 1.9 < y1  # T_draft / T_decode = -2 is inside the axis, the break-even 1.9 too
+    notes = [it for it in c.items if isinstance(it, pg.TextItem)]
+    assert len(notes) == 1 and "noise" in notes[0].toPlainText()
+    assert not [it for it in c.items if isinstance(it, pg.TextItem) and it is not notes[0]]
+
+
+def test_the_block_split_keeps_its_legend_above_the_areas(qtbot):
+    from specscope.gui.charts.context import ContextChart
+
+    c = ContextChart(LIGHT, "Decode step by block vs context", ("share of the block sum", "%"))
+    qtbot.addWidget(c)
+    c.set_data(chart_data([ROW, {**ROW, "context": 16384}])["split"])
+    assert c.legend.columnCount == 3  # five names in two rows, not five rows down the largest context's area
+    assert c.plot_item.vb.viewRange()[1][1] >= 150  # headroom above the 100% the areas reach
+
+
+def test_the_clock_probe_runs_on_one_clock_across_a_sweeps_visits():
+    from specscope.gui.charts.data import _run_times
+
+    series = [{"t": 1.0}, {"t": 5.0}, {"t": 0.5}, {"t": 3.0}, {"t": 0.2}]  # each visit restarts its clock
+    times = _run_times(series)
+    assert [times[id(p)] for p in series] == [1.0, 5.0, 5.5, 8.0, 8.2]

@@ -423,7 +423,10 @@ class MainWindow(QtWidgets.QMainWindow):
             pk = env.get("peak_memory_bytes")
             self.sb_mem.setText(f"peak memory: {pk / 2**20:.0f} MiB" if pk else "peak memory: —")
         n, total = snap.get("n_cases_done", 0), snap.get("n_cases", 0)
-        self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
+        if snap.get("sweep"):  # a sweep's top level has no cases of its own: its points do
+            self.sb_status.setText(f"session: {snap.get('status')} · {snap['sweep']['status']}")
+        else:
+            self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
 
     # -- files ----------------------------------------------------------------------
     def open_session(self, path: str) -> None:
@@ -436,6 +439,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.progress.setValue(1000 if s.status == "complete" else 0)
         self.progress.setFormat(f"opened ({s.status})")
         self.setWindowTitle(f"specscope — {Path(path).name}")
+        if s.data.get("sweep") and not s.cases:  # a sweep's figures are per context: its page, not an empty Live page
+            self.show_page("context")
 
     def open_session_dialog(self) -> None:
         f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open session", str(self.autosave_dir or sessions_dir()),

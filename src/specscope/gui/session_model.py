@@ -109,11 +109,29 @@ class SessionModel(QtCore.QObject):
         snap["config"] = dict(s.config)
         snap["n_cases_done"] = sum(1 for c in s.cases if c.get("complete"))
         snap["n_cases"] = s.config.get("n_cases") or len(s.cases)
+        sweep = self._sweep_snapshot(s)
+        if sweep:
+            snap["sweep"] = sweep
         self.last_snapshot = snap
         self.snapshot.emit(snap)
         if self._cases_dirty:
             self._cases_dirty = False
             self.cases_changed.emit([(c, live.live.case_stats(c)) for c in s.cases])
+
+    def _sweep_snapshot(self, s) -> dict | None:
+        """A sweep's session (its cases are in its points; its top level has none): what the verdict bar and the
+        status bar say instead of "No verdict yet" and "0/3 cases". Figures recomputed only when a point changes."""
+        sw = s.data.get("sweep")
+        if not sw or s.cases:
+            return None
+        from specscope.profiler.sweep import dominant_effect, sweep_figures, sweep_status, sweep_verdict
+
+        key = (id(sw), tuple((p.get("context"), p.get("complete"), p.get("visits")) for p in sw.get("points") or []))
+        if getattr(self, "_sweep_key", None) != key:
+            self._sweep_key, self._sweep_rows = key, sweep_figures(s)
+        rows = self._sweep_rows
+        return {"status": sweep_status(s), "verdict": sweep_verdict(rows), "effect": dominant_effect(rows),
+                "contexts": len(rows)}
 
     def _live_data(self) -> chart_data.LiveChartData:
         """The incremental summary and chart series of the current session (new ones for a new session)."""

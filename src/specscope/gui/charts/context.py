@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui
+from PySide6 import QtCore, QtGui
 
 from .common import BaseChart
 
@@ -32,18 +32,10 @@ class ContextChart(BaseChart):
         self.items = []
         self.show_empty("no sweep yet: press “Sweep context”")
 
-    def _add(self, item, name: str | None = None):
-        self.plot_item.addItem(item)
-        self.items.append(item)
-        if name:
-            self.legend.addItem(item, name)
-        return item
-
     def _draw(self, d: dict | None) -> None:
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
+        self._clear()
+        left = self.plot_item.getAxis("left")
+        left.setTicks(None)
         xs = (d or {}).get("contexts") or []
         series = [s for s in (d or {}).get("series", []) if any(v is not None for v in s["y"])]
         if not xs or not series:
@@ -52,7 +44,12 @@ class ContextChart(BaseChart):
         self.show_empty(None)
         colors = self.theme["cats"]
         idx = list(range(len(xs)))
-        ymax = 0.0
+        stacked = bool(d.get("stacked"))
+        # the legend in rows of two or three names: one name a row stood as tall as the chart's top third and covered
+        # the largest context's area and the verify curve
+        names = len(series) + (d.get("ref") is not None)
+        self.legend.setColumnCount(3 if stacked or names == 3 and not any(len(s["name"]) > 16 for s in series) else 2)
+        ymax, ymin = 0.0, 0.0
         if d.get("ref") is not None:
             self._add(pg.PlotDataItem([-0.5, len(xs) - 0.5], [d["ref"], d["ref"]], pen=self.pen("breakeven", 1.5)),
                       d.get("ref_name", "break-even"))
@@ -74,6 +71,13 @@ class ContextChart(BaseChart):
                 ymax = max([ymax] + top)
                 continue
             pts = [(x, v) for x, v in zip(idx, s["y"]) if v is not None]
+            ymin = min([ymin] + [p[1] for p in pts])
+            note = s.get("negative_note")
+            for x, v in pts:  # a value below zero is drawn where it is (the axis takes it in), and said what it is
+                if v < 0 and note:
+                    label = pg.TextItem(note, color=c, anchor=(0.0, 0.5))
+                    label.setPos(x + 0.08, v)
+                    self._add(label)
             if s.get("lo") and s.get("hi"):  # the 95% interval of each point, as error bars
                 bars = [(x, v, lo, hi) for x, v, lo, hi in zip(idx, s["y"], s["lo"], s["hi"])
                         if v is not None and lo is not None and hi is not None]
@@ -83,8 +87,19 @@ class ContextChart(BaseChart):
                                               bottom=np.array([b[1] - b[2] for b in bars], float), beam=0.12,
                                               pen=pg.mkPen(c, width=1.5)))
                     ymax = max([ymax] + [b[3] for b in bars])
+                    ymin = min([ymin] + [b[2] for b in bars])
             self._add(pg.PlotDataItem([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(c, width=2.5),
                                       symbol=s.get("symbol", "o"), symbolSize=8, symbolBrush=pg.mkBrush(c), symbolPen=None), s["name"])
             ymax = max([ymax] + [p[1] for p in pts])
         self.plot_item.getAxis("bottom").setTicks([_ticks(xs)])
-        self.set_range((-0.5, len(xs) - 0.5), (0.0, (ymax or 1.0) * (1.75 if d.get("stacked") else 1.6)))  # room for the legend
+        if stacked:  # shares: ticks to 100%, headroom above for the legend's row (no "150%" tick)
+            left.setTicks([[(float(v), str(v)) for v in range(0, 101, 25)]])
+            self.set_range((-0.5, len(xs) - 0.5), (0.0, max(ymax, 100.0) * 1.85))
+            return
+        top = (ymax or 1.0) * 1.75  # room for the legend
+        if ymin < 0:  # a negative value (noise in a difference of times) stays on the chart, under a zero line
+            self._add(pg.PlotDataItem([-0.5, len(xs) - 0.5], [0.0, 0.0],
+                                      pen=pg.mkPen(self.theme["muted"], width=1, style=QtCore.Qt.PenStyle.DashLine)))
+            top = ymax + 1.0 * (ymax - ymin)
+            ymin -= 0.08 * (ymax - ymin)
+        self.set_range((-0.5, len(xs) - 0.5), (ymin, top))

@@ -124,6 +124,22 @@ def tokens_per_round_hist(session) -> dict:
     return {"bins": list(range(1, k + 2)), "counts": counts}
 
 
+def _run_times(series: list[dict]) -> dict[int, float]:
+    """Each reading's time on one clock for the whole session: a context sweep's visits each start their clock at
+    zero, so a reading earlier than the one before starts a new visit, laid after the last (drawn as they were taken,
+    not as lines folding back across the chart)."""
+    out, offset, last = {}, 0.0, None
+    for p in series:
+        t = p.get("t")
+        if t is None:
+            continue
+        if last is not None and t < last:
+            offset += last
+        out[id(p)] = offset + t
+        last = t
+    return out
+
+
 def probe_series(session, summary: dict) -> dict:
     """The clock probe over the run's wall clock: each reading's speed as a share of the fastest (100% =
     the best clock seen), the band of its own noise, and the runs' GPU clock where sensors recorded it."""
@@ -131,13 +147,14 @@ def probe_series(session, summary: dict) -> dict:
     best = min((p["ms"] for p in series), default=None)
     rs = judged(series)
     cool = [p for p in series if p not in rs]
+    run_t = _run_times(series)
     d = summary.get("probe") or {}
     windows = [w for w in session.data.get("sensors") or [] if w.get("gpu_freq_mhz") and w.get("t") is not None]
     top = max((w["gpu_freq_mhz"] for w in windows), default=None)
     return {
-        "x": [p.get("t", float(i)) for i, p in enumerate(rs)],
+        "x": [run_t.get(id(p), float(i)) for i, p in enumerate(rs)],
         "y": [100.0 * best / p["ms"] for p in rs],
-        "cool_x": [p.get("t", 0.0) for p in cool],
+        "cool_x": [run_t.get(id(p), 0.0) for p in cool],
         "cool_y": [100.0 * best / p["ms"] for p in cool],
         "noise": d.get("noise"),
         "slowdown": d.get("slowdown"),

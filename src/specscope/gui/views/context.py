@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.sweep import dominant_effect
+from specscope.profiler.sweep import dominant_effect, draft_is_noise
 
 from ..charts.context import ContextChart
 from ..command_process import model_args
@@ -50,7 +50,8 @@ def chart_data(rows: list[dict]) -> dict:
              "lo": [_ci(r, "measured_speedup_ci95", 0) for r in rows], "hi": [_ci(r, "measured_speedup_ci95", 1) for r in rows]}]},
         "verify": {"contexts": xs, "series": [
             {"name": "T_verify(k+1) / T_decode", "y": [r.get("verify_multiple") for r in rows]},
-            {"name": "T_draft / T_decode", "y": [ratio(r, "t_draft_ms") for r in rows]},
+            {"name": "T_draft / T_decode", "y": [ratio(r, "t_draft_ms") for r in rows],
+             "negative_note": "< 0: noise"},  # a round less the verify before it: noise can make it negative
             {"name": "break-even T_verify / T_decode", "y": [r.get("break_even_multiple") for r in rows], "symbol": "t"}]},
         "split": {"contexts": xs, "stacked": True, "series": [s for s in split if any(v for v in s["y"])]},
         "acceptance": {"contexts": xs, "series": [
@@ -141,7 +142,8 @@ class ContextView(MeasurementPage):
         for i, r in enumerate(rows):
             fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
             cells = [_size(r["context"]), fmt(r.get("plain_tok_s"), ".2f"), fmt(r.get("spec_tok_s"), ".2f"),
-                     fmt(r.get("t_decode_ms"), ".1f"), fmt(r.get("verify_multiple"), ".2f", "×"), fmt(r.get("t_draft_ms"), ".1f"),
+                     fmt(r.get("t_decode_ms"), ".1f"), fmt(r.get("verify_multiple"), ".2f", "×"),
+                     fmt(r.get("t_draft_ms"), ".1f") + (" (noise)" if draft_is_noise(r) else ""),
                      f"{fmt(fa[0] and 100 * fa[0], '.0f', '%')} / {fmt(fa[1] and 100 * fa[1], '.0f', '%')}",
                      f"{fmt(r.get('p'), '.2f')} ({fmt(_ci(r, 'p_ci95', 0), '.2f')}–{fmt(_ci(r, 'p_ci95', 1), '.2f')})",
                      fmt(r.get("tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".2f", "×"),

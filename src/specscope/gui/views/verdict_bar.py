@@ -55,6 +55,10 @@ class VerdictBar(QtWidgets.QFrame):
             bits.append(SAMPLED_NOTE)  # never a "greedy match" for outputs that differ by design
         elif divergence_note(s) and not engine_fault_line(s):
             bits.append(divergence_note(s))  # a near-tie (kernel rounding), or a divergence never measured
+        sweep = snap.get("sweep")
+        if sweep:  # a context sweep: no single verdict, one per context (the Context page)
+            self.headline.setText(sweep["verdict"])
+            bits = [sweep["status"]] + ([sweep["effect"]] if sweep.get("effect") else [])
         if snap.get("model", {}).get("demo"):
             from specscope.demo_labels import demo_note
 
