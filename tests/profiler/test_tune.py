@@ -323,6 +323,10 @@ def test_agreement_states():
     assert agreement(0.03, 1.03, [0.9, 1.1], 9)["state"] == "agrees"
     assert agreement(0.2, 1.2, [0.95, 1.05], 9)["state"] == "off"  # outside the measured interval
     assert agreement(0.2, 1.2, [0.8, 1.3], 9)["state"] == "too_noisy"  # inside it
+    # the prediction's own interval counts: apart from the measured one is off, overlapping it is not
+    assert agreement(0.2, 1.2, [0.95, 1.05], 9, [1.1, 1.3])["state"] == "off"
+    off = agreement(0.2, 1.2, [0.95, 1.05], 9, [1.0, 1.4])
+    assert off["state"] == "too_noisy" and off["interval"][0] < 0 < off["interval"][1]
     assert agreement(0.2, 1.2, None, 3)["state"] == "too_noisy"
     assert agreement(None, 1.0, None, 0) is None
 

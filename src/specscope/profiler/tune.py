@@ -8,8 +8,9 @@
 3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.trace_walk``: how many of the
    drafter's next K_max proposals from each position of the target's own output agree with it), one
    speculative run at K_max (instrumented rounds: T_draft(K), rollback by accepted count, bookkeeping)
-   and a short run at k = 1 (T_draft(1)); T_draft(k) is the line through the two (a chained drafter
-   costs about one step per draft, the oracle a fixed charge).
+   and, for a real drafter, rounds timed apart at every k (``components``: what drafting adds to a round run end
+   to end, less the verify timed just before it); the oracle (a fixed charge) and a seam without ``components``
+   take T_draft(k) on the line through a short run at k = 1 and the K_max run.
 4. For every k ≤ K: E(k) = the trace walked at k (the rounds a greedy run at k makes, exactly: no
    assumption that acceptance at depth i is the same whatever k), predicted speedup = E(k) · T_decode /
    (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping) (see ``predict``; ``division_speedup``
@@ -132,7 +133,9 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         v = np.asarray(verify[k + 1], dtype=float)
         t_v = float(np.median(v))
         in_round = np.asarray((draft_by_k or {}).get(k) or [], dtype=float)
-        t_d = float(in_round.mean()) if in_round.size else draft_ms_at(k, t1, tk, k_max)
+        # the median of paired differences (round less the verify before it): a stall in either half of one pair
+        # moves a mean of a few dozen pairs by more than the draft itself costs at k = 1
+        t_d = float(np.median(in_round)) if in_round.size else draft_ms_at(k, t1, tk, k_max)
         rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
@@ -140,7 +143,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
-        b_d = boot(in_round, np.mean) if in_round.size else b_d1 + (b_dk - b_d1) * frac
+        b_d = boot(in_round, np.median) if in_round.size else b_d1 + (b_dk - b_d1) * frac
         b_s = b_E * b_steps / (boot(v, np.median) + b_d + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
@@ -215,7 +218,7 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 3) -> dict:
+             on_update=None, component_reps: int = 8) -> dict:
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
@@ -379,7 +382,9 @@ def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
 
 METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: whole-graph verify forwards "
           "at mid-run context, apart from any speculative run (for a confirmed k, those timed right beside its "
-          "confirmation runs); T_draft: instrumented draft steps at k = 1 and K_max (a line between); T_rollback "
+          "confirmation runs); T_draft: at every k, what drafting adds to a round timed apart (a round run end to end less the "
+          "verify timed just before it, the median of the pairs; else instrumented draft steps at 1 and K_max, a line "
+          "between); T_rollback "
           "(by accepted count) and T_bookkeeping: the K_max run; "
           "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
           "full rounds only (a run's last, shorter round is left out on both sides)")
@@ -406,7 +411,8 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
         row["measured_range"] = [min(r), max(r)] if r else None
         row["measured_ci95"] = median_interval(r) if r else None
         row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
-        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], row["measured_ci95"], len(r or []))
+        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], row["measured_ci95"], len(r or []),
+                                     row.get("predicted_ci95"))
     return row
 
 
@@ -437,21 +443,23 @@ def _precise(ratios: list[float]) -> bool:
     return bool(iv and m and (iv[1] - iv[0]) / 2.0 <= AGREE * m)
 
 
-def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int) -> dict | None:
-    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE), ``off`` (beyond AGREE, and the
-    measured interval leaves no doubt: the prediction lies outside it), or ``too_noisy`` (beyond AGREE, inside the
-    measured interval, or no interval)."""
+def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
+              predicted_ci: list[float] | None = None) -> dict | None:
+    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE); ``off`` (beyond AGREE, and the
+    error's interval — the prediction's interval over the measured one — excludes zero: the two cannot be the same
+    speed); or ``too_noisy`` (beyond AGREE, but the intervals leave room for no error, or there is no interval)."""
     if error is None:
         return None
-    half = None
+    half, lo, hi = None, None, None
     if measured_ci:
-        lo, hi = predicted / measured_ci[1] - 1.0, predicted / measured_ci[0] - 1.0  # the error over the interval
+        p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
+        lo, hi = p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0
         half = (hi - lo) / 2.0
     if abs(error) <= AGREE:
         state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
-    elif measured_ci and not (measured_ci[0] <= predicted <= measured_ci[1]):
-        state, text = "off", f"off by {error:+.1%} (the prediction lies outside the measured 95% interval)"
+    elif lo is not None and (lo > 0.0 or hi < 0.0):
+        state, text = "off", f"off by {error:+.1%} (error interval {lo:+.1%}…{hi:+.1%}, predicted and measured intervals apart)"
     else:
-        why = f"±{half:.1%}" if half is not None else f"only {n} repeat(s)"
+        why = f"error interval {lo:+.1%}…{hi:+.1%}" if lo is not None else f"only {n} repeat(s)"
         state, text = "too_noisy", f"{error:+.1%}, but the measurement is too noisy to tell ({why})"
-    return {"state": state, "text": text, "half_width": half}
+    return {"state": state, "text": text, "half_width": half, "interval": [lo, hi] if lo is not None else None}
