@@ -336,3 +336,37 @@ def test_unset_reps_repeat_until_the_median_is_known_to_five_percent():
     res = run_tune(eng, [[1, 2, 3]], k_max=2, max_tokens=16, confirm="best")
     assert res["confirm_reps"] == 6 and "until" in res["confirm_reps_rule"]
     assert all(r["agreement"]["state"] == "agrees" for r in res["rows"] if r.get("agreement"))
+
+
+class CatchUpEngine(FakeEngine):
+    """A drafter whose in-round cost grows with what the round before accepted (it catches up over those tokens):
+    0.4 + 0.6·a ms. Runs accept PATTERN (mostly high counts), ``components`` times every prior count alike."""
+
+    def cost(self, a):
+        return 0.4 + 0.6 * a
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        out = super().speculative(name, prompt, plain_tokens, k, n, kinds, seed)
+        if kinds == "end_to_end":
+            prev = out["rounds"][-1]["accepted"]  # the pattern cycles: the first round follows the last one's count
+            for r in out["rounds"]:
+                r["ms"] += self.cost(prev) - (1.0 + 0.5 * k + (0.0 if name == "ngram" else 1.0))
+                prev = r["accepted"]
+        return out
+
+    def components(self, name, prompt, plain_tokens, k, reps=3):
+        return {"draft_ms": [self.cost(i % (k + 1)) for i in range(reps * (k + 1))]}
+
+
+def test_the_in_round_draft_is_weighted_by_how_often_each_catch_up_happens():
+    """Timed apart, every earlier accepted count is sampled alike; a run accepts some counts far more often. Weighted
+    by the run's counts the prediction is exact; an unweighted median of all pairs would miss."""
+    res = run_tune(CatchUpEngine(), [[1, 2, 3]], k_max=4, max_tokens=16, reps=2, confirm="all")
+    for r in res["rows"]:
+        assert r["prediction_error"] == pytest.approx(0.0, abs=1e-9), r["k"]
+    import statistics
+
+    k = 4
+    unweighted = statistics.median(CatchUpEngine().cost(i % (k + 1)) for i in range(8 * (k + 1)))
+    row = next(r for r in res["rows"] if r["k"] == k)
+    assert abs(unweighted - row["t_draft_ms"]) > 0.1

@@ -132,10 +132,14 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             at_k = np.minimum(acc, k)
         v = np.asarray(verify[k + 1], dtype=float)
         t_v = float(np.median(v))
-        in_round = np.asarray((draft_by_k or {}).get(k) or [], dtype=float)
-        # the median of paired differences (round less the verify before it): a stall in either half of one pair
-        # moves a mean of a few dozen pairs by more than the draft itself costs at k = 1
-        t_d = float(np.median(in_round)) if in_round.size else draft_ms_at(k, t1, tk, k_max)
+        by_prev = _by_prior_accepted((draft_by_k or {}).get(k), k)
+        in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
+        # per accepted count of the round before (the drafter's catch-up), the median of paired differences (round
+        # less the verify before it: a stall in either half of one pair moves a mean of a few dozen pairs by more
+        # than the draft costs at k = 1), weighted by how often a run at k accepts that many, as rollback is
+        w_prev = _weights(at_k, by_prev)
+        t_d = (sum(w * float(np.median(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+               else draft_ms_at(k, t1, tk, k_max))
         rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
@@ -143,7 +147,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
-        b_d = boot(in_round, np.median) if in_round.size else b_d1 + (b_dk - b_d1) * frac
+        b_d = (sum(w * boot(by_prev[a], np.median) for a, w in w_prev.items()) if in_round.size
+               else b_d1 + (b_dk - b_d1) * frac)
         b_s = b_E * b_steps / (boot(v, np.median) + b_d + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
@@ -163,6 +168,28 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "break_even_verify_ms": E * t_dec - t_d - t_rb - t_book,
         })
     return rows
+
+
+def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:
+    """A drafter's in-round draft times at k (``components``: pair i follows an earlier round that accepted i mod
+    (k+1)) by that accepted count; a plain list, or a dict already keyed by it."""
+    if not samples:
+        return {}
+    if isinstance(samples, dict):
+        return {int(a): np.asarray(xs, dtype=float) for a, xs in samples.items() if len(xs)}
+    out: dict[int, list[float]] = {}
+    for i, x in enumerate(samples):
+        out.setdefault(i % (k + 1), []).append(x)
+    return {a: np.asarray(xs, dtype=float) for a, xs in out.items()}
+
+
+def _weights(accepted: np.ndarray, by_prev: dict[int, np.ndarray]) -> dict[int, float]:
+    """How often a run accepts each count (the walked rounds), over the counts that were timed."""
+    if not by_prev:
+        return {}
+    counts = {a: float(np.sum(accepted == a)) for a in by_prev}
+    total = sum(counts.values())
+    return {a: c / total for a, c in counts.items()} if total else {a: 1.0 / len(by_prev) for a in by_prev}
 
 
 def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:
