@@ -123,6 +123,8 @@ def test_roofline_command_json_shape(capsys):
     (["roofline"], "--demo"),
     (["roofline", "--model", "/nonexistent/model"], "/nonexistent/model"),
     (["roofline", "--demo", "--oracle-p", "2"], "--oracle-p"),
+    (["roofline", "--demo", "--context", "300k"], "window is 262,144"),
+    (["roofline", "--demo", "--context", "lots"], "not a context size"),
 ])
 def test_bad_input_is_a_clear_message(args, message, capsys):
     assert main(args) == 2
@@ -139,3 +141,22 @@ def test_the_roofline_text_never_prints_a_negative_barrier_free_time():
     moe = next(r for r in rows if r.lstrip().startswith("moe"))
     assert "below noise" in moe and "-1.5" not in moe
     assert "2.0" in next(r for r in rows if r.lstrip().startswith("full_attention"))
+
+
+def test_roofline_at_a_context_measures_there_and_says_where_attention_stops_being_negligible(capsys):
+    """The curve is taken after the context (prefilled once, timed apart), the byte counts are at that context, and
+    full attention's share of a decode step's bytes grows with it as the model's KV bytes per token say."""
+    args = ["roofline", "--demo", "--positions", "2", "-k", "1", "--reps", "1", "--category-reps", "0", "--bandwidth-mib", "8",
+            "--matmul-n", "64", "--no-division", "--prompt", "Hello there", "--json"]
+    assert main(args) == 0
+    base = json.loads(capsys.readouterr().out)
+    assert main(args + ["--context", "96", "--context-kind", "code"]) == 0
+    at = json.loads(capsys.readouterr().out)
+    assert at["context"] == base["context"] + 96 and at["context_prefill"]["tokens"] == 96 and at["context_prefill"]["ms"] > 0
+    a0, a1 = base["attention_at_context"], at["attention_at_context"]
+    assert a1["bytes_per_context_token"] == a0["bytes_per_context_token"] > 0
+    assert a1["kv_share_of_step"] > a0["kv_share_of_step"]
+    fa0 = base["curve"][0]["categories"]["full_attention"]["other_bytes"]
+    fa1 = at["curve"][0]["categories"]["full_attention"]["other_bytes"]
+    assert fa1 - fa0 == pytest.approx(96 * a1["bytes_per_context_token"], rel=0.01)
+    assert a1["context_at_10pct"] < a1["context_at_50pct"]

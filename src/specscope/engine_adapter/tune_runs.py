@@ -169,7 +169,20 @@ class TuneEngine:
         point = VerifyPoint(self.model, prompt)  # a live cache at the same context: state sizes, KV dtype
         cost = model_cost(self.model, point.cache)
         costs = {p["positions"]: cost.forward(p["positions"], curve["context"], p.get("routes")) for p in curve["points"]}
+        # what each token of context adds to a decode step's bytes (full attention's KV reads; a recurrent state does
+        # not grow), and a decode step's bytes with no context: where attention stops being negligible follows
+        step0, step1k = cost.forward(1, 0), cost.forward(1, 1000)
+        total = lambda c: sum(v["weight_bytes"] + v["other_bytes"] for v in c.values())  # noqa: E731
+        kv = {"bytes_per_context_token": (total(step1k) - total(step0)) / 1000.0, "step_bytes_no_context": total(step0)}
         progress("probing the machine (bandwidth, compute)")
         machine = probe_machine(dtype=cost.act_dtype, bandwidth_mib=bandwidth_mib, matmul_n=matmul_n)
         return {"curve": curve, "costs": costs, "machine": machine, "cost_notes": cost.notes,
-                "weight_bytes_total": cost.total_weight_bytes()}
+                "weight_bytes_total": cost.total_weight_bytes(), "kv": kv}
+
+    def store_context(self, tokens: list[int]) -> dict:
+        """Prefill a long context once and store it (``context.prefill_context``): every later prefill that starts
+        with it begins from a copy. Its time (ms, to the sync) and the stored bytes."""
+        from .context import prefill_context
+
+        info = prefill_context(self.model, tokens)
+        return {"ms": info["ms"], "tokens": info["tokens"], "bytes": info["bytes"]}

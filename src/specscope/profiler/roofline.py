@@ -236,6 +236,15 @@ def format_roofline(roof: dict) -> str:
         lines.append(f" {cat:<17} {ms:>6} {free:>11} {_gb(e['weight_bytes']):>12} {_gb(e['other_bytes']):>10} "
                      f"{e['flops'] / 1e9:9.3f} {e['floor_ms']:10.2f}  {e['bound']:<10} {eff:>10}  {ex}")
     lines += ["", roof["headline"]]
+    att = roof.get("attention_at_context")
+    if att:
+        cp = roof.get("context_prefill")
+        lines.append(
+            f"attention at this context: full attention's KV reads are {att['kv_share_of_step']:.1%} of a decode step's "
+            f"bytes ({att['bytes_per_context_token'] / 1024:.1f} KiB per token of context; a step reads "
+            f"{att['step_bytes_no_context'] / 2**20:.1f} MiB with none); they pass 10% at about "
+            f"{att['context_at_10pct']:,.0f} tokens and half at {att['context_at_50pct']:,.0f} (model bytes, not timed)"
+            + (f"; the context's prefill, once: {cp['ms'] / 1000:.1f} s" if cp else ""))
     d = roof.get("division")
     if d:
         lines.append(f"division at k = {roof['k']} ({d.get('drafter', '?')}, E = {d['tokens_per_round']:.2f} tokens/round, "

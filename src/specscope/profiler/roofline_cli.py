@@ -81,6 +81,12 @@ def add_parsers(sub) -> None:
     r.add_argument("--category-reps", type=int, default=2, help="per-category ruler repeats per n (0: none)")
     r.add_argument("--bandwidth-mib", type=float, default=512, help="size of the bandwidth probe's array")
     r.add_argument("--matmul-n", type=int, help="size of the compute probe's square matmul (default 1024 CPU, 4096 GPU)")
+    r.add_argument("--context", default="0", metavar="N",
+                   help="measure at N tokens of a long document before the prompt (4096 or 4k), prefilled once and "
+                        "timed on its own (README: Long context)")
+    r.add_argument("--context-kind", choices=["mixed", "code", "english", "chinese"], default="mixed",
+                   help="which shipped document is the context")
+    r.add_argument("--context-file", metavar="FILE", help="your own text as the context (UTF-8)")
     r.set_defaults(func=cmd_roofline, temp=0.0, top_p=1.0)
 
     t = sub.add_parser("tune", help="predict the speedup of every k with every drafter, confirm the best, recommend one")
@@ -149,10 +155,26 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
     if a.bandwidth_mib <= 0 or (a.matmul_n is not None and a.matmul_n < 16):
         raise SpecscopeError("--bandwidth-mib must be positive and --matmul-n at least 16")
     _check_oracle(a)
+    from .context import context_tokens, parse_size
+
+    n_context = parse_size(a.context)
+    if n_context:  # refused before the weights load: beyond the model's window or this machine's memory
+        from types import SimpleNamespace
+
+        from .context_check import precheck
+
+        precheck(SimpleNamespace(demo=bool(a.demo), model=a.model, max_tokens=a.max_tokens,
+                                 num_draft_tokens=max(a.positions, a.num_draft_tokens)), [n_context])
     eng = _open(a, say)
     prompt = eng.encode(a.prompt or DEFAULT_PROMPT)
     if not prompt:
         raise SpecscopeError("the prompt encodes to no tokens")
+    context_info = None
+    if n_context:
+        ctx = context_tokens(eng.encode, n_context, a.context_kind, a.context_file)
+        say(f"prefilling {len(ctx):,} tokens of context once")
+        context_info = {**eng.store_context(ctx), "kind": "file" if a.context_file else a.context_kind}
+        prompt = ctx + prompt  # every forward below starts from a copy of the stored context
     sweep = (lambda pts: partial({"curve": pts, "partial": True})) if partial else None
     ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.category_reps, a.bandwidth_mib, a.matmul_n, progress=say,
                               on_sweep=sweep)
@@ -179,6 +201,16 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
     out.update(model=eng.describe()["model"], prompt_tokens=len(prompt), weight_bytes_total=ins["weight_bytes_total"],
                machine=ins["machine"], labels=ins["curve"]["labels"], verify_tokens=ins["curve"]["tokens"])
     out["notes"] += ins["cost_notes"]
+    out["context_prefill"] = context_info
+    kv = ins.get("kv") or {}
+    if kv.get("bytes_per_context_token"):
+        per, base = kv["bytes_per_context_token"], kv["step_bytes_no_context"]
+        ctx = out.get("context") or len(prompt)
+        out["attention_at_context"] = {
+            "bytes_per_context_token": per, "step_bytes_no_context": base,
+            "kv_share_of_step": per * ctx / (base + per * ctx),  # of a decode step's bytes at this context
+            # the context at which full attention's KV reads are 10% (and 50%) of a decode step's bytes
+            "context_at_10pct": 0.1 * base / (0.9 * per), "context_at_50pct": base / per}
     return out
 
 
