@@ -50,8 +50,8 @@ def main():
     heads, rows = table([("MTP head", mtp), ("draft model", draft)])
     md = ["# The tiny trained demo: what it shows", "",
           "Measured with `specscope run --demo` (MTP head) and `specscope run --demo --drafter draft` on the default",
-          "suite (18 cases × 128 tokens, greedy, k = 2), on the 2-core CPU while other jobs shared it. Intervals are",
-          "the profiler's own (95%, the round as the unit).", "",
+          "suite (18 cases × 128 tokens, greedy, k = 2), on the 2-core CPU with nothing else running. Intervals are",
+          "the profiler's own (95%; a class's 6 cases are the unit).", "",
           "| drafter | k | plain | speculative | measured speedup |", "|---|---|---|---|---|", *heads, "",
           "| drafter | class | acceptance (95% CI) | tokens per round (95% CI) | rounds |", "|---|---|---|---|---|", *rows, ""]
     if logs:

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(TARGET is None or DRAFT is None, reason="this in
 
 # Recorded from the shipped weights (training/README.md): greedy, raw prompt, CPU.
 PROMPT = "def fibonacci(n):\n"
-RECORDED_IDS = [201, 736, 489, 655, 65, 268, 4033, 10, 428, 14, 489, 611, 65, 418, 14, 489]  # "\ndef _read_recv(self, _get_name, _"
+RECORDED_IDS = [201, 5, 861, 268, 326, 272, 928, 347, 1527, 347, 280, 411, 2380, 85, 16, 201]  # "\n# There is a list of bytes of the file descriptors.\n"
 CODE_PROMPT = "import os\n\n\nclass Config:\n    def __init__(self, path):\n        self.path = path\n"
-MTP_FLOOR = 0.15  # acceptance (k = 3, 48 tokens) measured on the shipped weights: 0.202 (17 of 84), less a margin
+MTP_FLOOR = 0.22  # acceptance (k = 3, 48 tokens) measured on the shipped weights: 0.306 (22 of 72), less a margin
 
 
 @pytest.fixture(scope="module")
