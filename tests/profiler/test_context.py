@@ -155,3 +155,21 @@ def test_dominant_effect_names_the_largest_term():
     assert "dominant: verify cost" in dominant_effect([a, b])
     c = {**b, "verify_multiple": 1.5, "tokens_per_round": 1.2}
     assert "dominant: acceptance" in dominant_effect([a, c])
+
+
+def test_a_small_sweep_runs_end_to_end_and_streams_a_line_per_context(tmp_path, capsys):
+    """The command the app runs: one ``context_sweep`` line as each context completes, the context prefilled once and
+    timed on its own (never in the case's figures), the session holding every point's own cases."""
+    out = tmp_path / "sweep.json"
+    assert main(["sweep", "--demo", "--context", "0,64", "--cases", "1", "--max-tokens", "8", "--passes", "1",
+                 "--jsonl", "-o", str(out)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    sweeps = [x["context_sweep"] for x in lines if "context_sweep" in x]
+    assert [len([p for p in s["points"] if p.get("cases")]) for s in sweeps] == [1, 2]  # it fills in as it goes
+    assert any("prefilling the context: 64 tokens" in x.get("status", "") for x in lines)
+    s = Session.load(out)
+    points = {p["context"]: p for p in sweep_figures(s)}
+    assert set(points) == {0, 64}
+    assert points[64]["prefill_ms"] > 0 and not points[0].get("prefill_ms")
+    for p in points.values():
+        assert p["plain_tok_s"] > 0 and p["measured_speedup"] > 0 and p["tokens_per_round"] >= 1
