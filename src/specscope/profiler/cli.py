@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from specscope.errors import SpecscopeError
 
+from .context import add_context_args
 from .progress import add_progress_args
 
 if TYPE_CHECKING:
@@ -80,12 +81,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
-    ap.add_argument("--context", default="0", metavar="N",
-                    help="N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
+    add_context_args(ap, "N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
                          "on its own; `sweep`: a list, e.g. 0,1k,4k,16k (see README: Long context)")
-    ap.add_argument("--context-kind", choices=["mixed", "code", "english", "chinese"], default="mixed",
-                    help="which shipped document is the context (mixed: a third each of English, code and Chinese)")
-    ap.add_argument("--context-file", metavar="FILE", help="your own text as the context (UTF-8), instead of a shipped one")
     add_download_arg(ap)
     add_distributed_args(ap)
 

@@ -91,3 +91,11 @@ def context_tokens(encode, n: int, kind: str = "mixed", file: str | None = None)
         raise SpecscopeError(f"the shipped {kind} context has {len(toks):,} tokens with this model's tokenizer; "
                              f"--context asks for {n:,} (pass a longer --context-file)")
     return toks[:n]
+
+
+def add_context_args(ap: "argparse.ArgumentParser", context_help: str) -> None:
+    """--context, --context-kind, --context-file: the same choice for run, sweep and roofline."""
+    ap.add_argument("--context", default="0", metavar="N", help=context_help)
+    ap.add_argument("--context-kind", choices=["mixed", "code", "english", "chinese"], default="mixed",
+                    help="which shipped document is the context (mixed: a third each of English, code and Chinese)")
+    ap.add_argument("--context-file", metavar="FILE", help="your own text as the context (UTF-8), instead of a shipped one")
