@@ -115,6 +115,16 @@ def time_text(value, interval=None, spec: str = ".2f", unit: str = "", none: str
     return f"{value:{spec}}{unit}"
 
 
+def draft_time_text(value, interval=None, spec: str = ".2f", unit: str = "", none: str = "—") -> str:
+    """T_draft as text. Timed as what drafting adds to a round (a round less the verify before it), it is a
+    difference: at or below zero, or with an interval that reaches zero, it is "below noise", never a negative time."""
+    if value is None:
+        return none
+    if value <= 0.0 or (interval and interval[0] <= 0.0):
+        return BELOW_NOISE
+    return f"{value:{spec}}{unit}"
+
+
 RULER_BIAS_NOTE = ("ruler bias: the barrier ruler's per-block syncs cost more than the gap between blocks, so the "
                    "whole graph ran faster than the sum of its barrier-timed blocks")
 

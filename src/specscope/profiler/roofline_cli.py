@@ -15,6 +15,8 @@ import sys
 from specscope.errors import SpecscopeError
 
 from .cli import _fail, add_download_arg, resolve_model_args
+from .context import add_context_args
+from .intervals import draft_time_text
 from .progress import add_progress_args
 from .session import finite_json
 
@@ -81,12 +83,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--category-reps", type=int, default=2, help="per-category ruler repeats per n (0: none)")
     r.add_argument("--bandwidth-mib", type=float, default=512, help="size of the bandwidth probe's array")
     r.add_argument("--matmul-n", type=int, help="size of the compute probe's square matmul (default 1024 CPU, 4096 GPU)")
-    r.add_argument("--context", default="0", metavar="N",
-                   help="measure at N tokens of a long document before the prompt (4096 or 4k), prefilled once and "
+    add_context_args(r, "measure at N tokens of a long document before the prompt (4096 or 4k), prefilled once and "
                         "timed on its own (README: Long context)")
-    r.add_argument("--context-kind", choices=["mixed", "code", "english", "chinese"], default="mixed",
-                   help="which shipped document is the context")
-    r.add_argument("--context-file", metavar="FILE", help="your own text as the context (UTF-8)")
     r.set_defaults(func=cmd_roofline, temp=0.0, top_p=1.0)
 
     t = sub.add_parser("tune", help="predict the speedup of every k with every drafter, confirm the best, recommend one")
@@ -287,7 +285,7 @@ def format_tune(res: dict) -> str:
         err = (f"{r['prediction_error']:+.1%} {AGREEMENT_MARK.get(ag.get('state'), '')}".rstrip()
                if r["prediction_error"] is not None else "")
         lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
-                     f" {r['t_draft_ms']:8.1f}   "
+                     f" {draft_time_text(r['t_draft_ms'], spec='.1f'):>8}   "
                      f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
     lines.append("")
     for name, d in res["drafters"].items():

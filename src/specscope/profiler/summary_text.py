@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .drift import drift_phrase, drift_warning
 from .formatting import fmt, rate
-from .intervals import not_a_time, spread_text, time_text
+from .intervals import draft_time_text, not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
 from .summary import CATEGORY_LABELS
@@ -102,7 +102,7 @@ def format_summary(session: Session) -> str:
         *(["", "!! " + drift] if drift else []),
         "",
         f"  plain             {rate(s['plain_tok_s'])} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
-        f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {fmt(s['t_draft_ms'])} ms   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {draft_time_text(s['t_draft_ms'], s.get('t_draft_ms_ci95'), unit=' ms')}   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
         *([f"  instrumentation   end-to-end rounds {rate(s['spec_tok_s'])} tok/s vs instrumented rounds "
            f"{rate(s['spec_instrumented_tok_s'])} tok/s: timing draft, verify and rollback apart costs "
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]

@@ -34,6 +34,7 @@ from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
 from .html_trace import trace_images, trace_section
 from specscope.profiler.formatting import rate
+from specscope.profiler.intervals import draft_time_text
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 from specscope.profiler.renderers.html_common import kv_table as _kv
 from specscope.profiler.renderers.html_common import table as _table
@@ -271,7 +272,7 @@ def _summary(s) -> str:
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
          + ("timed apart from the rounds, on a restored cache at the middle of each case"
             if s.get("division_inputs") == "components" else "mean of this run's instrumented rounds (no components timed apart)")],
-        [f"T_draft(k={k})", f(s["t_draft_ms"], ".2f", " ms"), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
+        [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
          + ("; timed apart" if s.get("division_inputs") == "components" else "")],
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
          esc(rollback_term_text(s) or "mean per round; not in the division")],

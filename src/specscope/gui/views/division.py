@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler import stats
+from specscope.profiler.intervals import draft_time_text
 from specscope.profiler.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
 
 from ..charts import DivisionChart
@@ -178,7 +179,7 @@ class DivisionView(QtWidgets.QWidget):
             self._comm_changed()
         if s.get("predicted_speedup") is not None:
             note = (f"E = {fmt(s.get('tokens_per_round'), '.2f')} from the run · T_verify {fmt(s.get('t_verify_ms'), '.2f')} ms, "
-                    f"T_draft {fmt(s.get('t_draft_ms'), '.2f')} ms timed apart"
+                    f"T_draft {draft_time_text(s.get('t_draft_ms'), s.get('t_draft_ms_ci95'), unit=' ms')} timed apart"
                     + (f" · {rollback_term_text(s)}" if rollback_term_text(s) else ""))
         else:
             note = f"not available: {s.get('prediction_unavailable') or 'measuring'}"

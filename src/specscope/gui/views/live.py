@@ -11,6 +11,7 @@ from specscope.profiler.verdict import (acceptance_phrase, instrumentation_cost_
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
 from specscope.profiler.formatting import rate
+from specscope.profiler.intervals import draft_time_text
 
 from .common import Tile, fmt
 
@@ -75,7 +76,7 @@ class LiveView(QtWidgets.QWidget):
         self.t_spec.caption.setText("Speculative" + _repeats(s.get("spec_tok_s_spread")))
         self.t_plain.set(rate(s.get("plain_tok_s"), " tok/s"),
                          f"T_decode {fmt(s.get('t_decode_ms'), '.2f', ' ms')}")
-        spec_note = f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {fmt(s.get('t_draft_ms'), '.2f', ' ms')}"
+        spec_note = f"T_verify {fmt(s.get('t_verify_ms'), '.2f', ' ms')} · T_draft {draft_time_text(s.get('t_draft_ms'), s.get('t_draft_ms_ci95'), unit=' ms')}"
         if s.get("instrumentation_cost") is not None:
             spec_note += f" · timing apart costs {instrumentation_cost_text(s)}"
         self.t_spec.set(rate(s.get("spec_tok_s"), " tok/s"), spec_note)
