@@ -85,6 +85,19 @@ def test_without_category_times_the_whole_floor_scales_the_decode():
     assert r["headline"].startswith("An ideal 2-position verify would cost 1.7 plain steps here; it costs 1.9")
 
 
+def test_a_category_timed_cheaper_at_n_than_at_one_never_makes_the_ideal_negative():
+    """One-rep category rulers are noisy: moe at 3 positions timed far below its decode time must not pull the
+    ideal verify below the decode (it did: -4.3 ms, and the division at the floor raised)."""
+    curve = {"context": 40, "points": [
+        {"positions": 1, "whole_ms": 7.0, "blocks": {"moe": 30.0, "full_attention": 6.0}, "inter_block_ms": 1.0},
+        {"positions": 3, "whole_ms": 9.0, "blocks": {"moe": 5.0, "full_attention": 6.5}, "inter_block_ms": 1.0},
+    ]}
+    r = build_roofline(curve, COSTS, MACHINE, k=2, division={"drafter": "mtp", "tokens_per_round": 2.0, "t_draft_ms": 1.0})
+    three = r["curve"][1]
+    assert 7.0 <= three["ideal_ms"] <= 9.0
+    assert r["speedup_at_floor"] is not None and r["speedup_at_floor"] >= r["speedup_now"]
+
+
 def test_the_core_modules_import_no_mlx():
     code = ("import sys, specscope.profiler.roofline, specscope.profiler.tune, specscope.profiler.roofline_cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_lm') or 'engine_adapter' in m]; "

@@ -109,7 +109,9 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
     floor1 = rows[0]["floor_ms"]
     for r in rows:
         if measured_cats:
-            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(e["ideal_ms"] - base[c][0] for c, e in r["categories"].items()
+            # a category timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
+            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - base[c][0])
+                                                          for c, e in r["categories"].items()
                                                           if e["ideal_ms"] is not None and base.get(c, (None,))[0] is not None))
         else:  # no per-category times: the whole decode grown as the whole floor grows
             r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
