@@ -91,7 +91,6 @@ def test_division_page_communication_what_if(window, qtbot):
 def test_worker_names_the_rank_that_failed(qtbot, monkeypatch, tmp_path):
     """The app's worker: a launch whose stderr says rank 1 was killed marks the session incomplete with the rank
     named, before ``finished``, and reports a failure even though mlx.launch exits 0."""
-    from PySide6 import QtCore
 
     from specscope.gui import worker as wmod
     from specscope.profiler.config import RunConfig

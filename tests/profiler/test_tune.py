@@ -12,7 +12,6 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.roofline_cli import bench_tune, main
-from specscope.profiler import trace_walk
 from specscope.profiler.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
                                      run_tune)
 

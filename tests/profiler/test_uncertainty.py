@@ -69,7 +69,7 @@ def test_case_unit_interval_covers_bursty_acceptance_where_per_token_wilson_does
     k, length, n_cases = 4, 128, 30
     big = [bursty_case(rng, k, length) for _ in range(20000)]
     truth = sum(a for a, _ in big) / sum(d for _, d in big)
-    ours = wilson = rounds_unit = 0
+    ours = wilson = 0
     trials = 600
     for _ in range(trials):
         cases = [bursty_case(rng, k, length) for _ in range(n_cases)]

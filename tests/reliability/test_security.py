@@ -21,7 +21,7 @@ from importlib.resources import files
 from specscope.profiler.renderers import redact, render_to_file
 from specscope.profiler.session import Session
 
-from .helpers import FIXTURE, ROOT, specscope
+from .helpers import FIXTURE, specscope
 
 PKG = Path(str(files("specscope")))  # the installed package: what users run
 

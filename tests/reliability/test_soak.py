@@ -72,7 +72,7 @@ def test_three_rounds_in_one_app_session(window, qtbot, small_demo_run):
         gc.collect()
         assert wait_until(lambda: child_workers() == [], timeout=10), f"round {i + 1}: worker left running"
         samples.append((rss_bytes(), fd_count(), len(window.worker.findChildren(QtCore.QProcess))))
-    (rss1, fd1, procs1), (rss3, fd3, procs3) = samples[0], samples[-1]
+    (rss1, fd1, _), (rss3, fd3, procs3) = samples[0], samples[-1]
     growth = (rss3 - rss1) / rss1
     print("soak samples (rss, fds, QProcess objects):", samples)
     assert growth < 0.05, f"resident memory grew {growth * 100:.1f}% after the first round: {samples}"

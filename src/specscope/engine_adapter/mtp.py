@@ -323,7 +323,8 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
     expected = dict(tree_flatten(head.parameters()))
     quantized_on_disk = any(k.endswith(".scales") for k in named)
     if quantized_on_disk:
-        _quantize(head, target, only_if=lambda p: f"{p}.scales" in named)
+        scaled = {k[: -len(".scales")] for k in named if k.endswith(".scales")}  # not `named`: deleted below
+        _quantize(head, target, only_if=lambda p: p in scaled)
         expected = dict(tree_flatten(head.parameters()))
     missing = sorted(set(expected) - set(named))
     if missing:

@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.display import offscreen_if_headless
 

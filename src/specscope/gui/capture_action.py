@@ -131,7 +131,7 @@ class GpuCapture(QtCore.QObject):
     def _finished(self, p: QtCore.QProcess, code: int, status) -> None:
         if p is not self.proc:
             return
-        out = bytes(p.readAllStandardOutput()).decode("utf-8", "replace")
+        p.readAllStandardOutput()  # drained: the outcome is the exit code and stderr
         err = bytes(p.readAllStandardError()).decode("utf-8", "replace")
         self.proc = None
         p.deleteLater()

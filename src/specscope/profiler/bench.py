@@ -10,7 +10,6 @@ well-formed JSON.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time

@@ -10,6 +10,10 @@ No MLX here.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 from importlib import resources
 from pathlib import Path
 

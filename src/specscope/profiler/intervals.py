@@ -16,9 +16,8 @@ per-block syncs cost more than the gap between blocks), with its value and inter
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
-from .stats import Z95, wilson_interval
+from .stats import Z95
 
 BELOW_NOISE = "below noise"
 RULER_BIAS = "ruler bias"

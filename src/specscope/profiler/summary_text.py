@@ -113,7 +113,7 @@ def format_summary(session: Session) -> str:
         f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
-        f"  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
+        "  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
                                    f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
                                    if s.get("predicted_speedup") is not None
                                    else f"not available: {s.get('prediction_unavailable')}"),
@@ -138,7 +138,7 @@ def format_summary(session: Session) -> str:
     if bd:
         dec, ver = bd["decode"], bd["verify"]
         sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
-        lines += ["", f"  where time goes (median over cases; ms, [spread over reps])",
+        lines += ["", "  where time goes (median over cases; ms, [spread over reps])",
                   f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
         for c in bd["categories"]:
             label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)

@@ -4,7 +4,6 @@ each beside the whole-graph time (the two rulers), with verify/decode ratios pri
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6 import QtCore
 
 from specscope.profiler.intervals import time_text
 

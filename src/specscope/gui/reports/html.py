@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 
-from specscope.profiler.summary import CATEGORY_LABELS
 from specscope.profiler.verdict import (
     ENGINE_FAULT,
     SAMPLED_NOTE,

@@ -163,7 +163,7 @@ class DivisionView(QtWidgets.QWidget):
             err = s.get("ledger_error")
             res = s.get("ledger_residual")
             self.t_comp.set(fmt(s["ledger_speedup"], ".3f", "×"),
-                            f"rounds = draft + verify + rollback + bookkeeping"
+                            "rounds = draft + verify + rollback + bookkeeping"
                             + (f", residual {res * 100:+.1f}%" if res is not None else "")
                             + (f" · vs measured {err * 100:+.1f}%" if err is not None else ""))
             self.t_comp.setToolTip(ledger_text(s) or "")
