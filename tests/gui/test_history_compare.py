@@ -223,7 +223,7 @@ def test_verdict_break_even_has_its_unit(window):
 
 
 def test_status_bar_path_is_home_relative(window, tmp_path, monkeypatch):
-    from specscope.gui.views.common import home_relative
+    from specscope.gui.text import home_relative
 
     home = tmp_path / "home"
     (home / "runs").mkdir(parents=True)

@@ -19,10 +19,10 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.config import RunConfig
 from specscope.profiler.runner import worker_env
 
-from .views.common import clip, home_relative
+from .command_process import error_text
+from .text import clip, home_relative
 from .worker import qt_env
 
-ERROR_PREFIX = "specscope: error: "
 UNAVAILABLE_TITLE = "GPU trace capture unavailable"
 
 
@@ -51,16 +51,6 @@ def output_dir_in(base: str) -> Path:
     while out.exists():
         out, n = p / f"{stem}-{n}", n + 1
     return out
-
-
-def error_text(stderr: str, code: int, what: str) -> str:
-    """The command's own "specscope: error: …" line, else the tail of what it printed."""
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if ln.startswith(ERROR_PREFIX):
-            return ln[len(ERROR_PREFIX):]
-    tail = "\n".join(lines[-8:])
-    return f"{what} failed (exit code {code})" + (f":\n{tail}" if tail else "")
 
 
 class GpuCapture(QtCore.QObject):

@@ -12,8 +12,19 @@ from PySide6 import QtCore
 from specscope.profiler.config import RunConfig
 from specscope.profiler.runner import worker_env
 
-from .capture_action import error_text
 from .worker import qt_env
+
+ERROR_PREFIX = "specscope: error: "
+
+
+def error_text(stderr: str, code: int, what: str) -> str:
+    """The command's own "specscope: error: …" line, else the tail of what it printed."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith(ERROR_PREFIX):
+            return ln[len(ERROR_PREFIX):]
+    tail = "\n".join(lines[-8:])
+    return f"{what} failed (exit code {code})" + (f":\n{tail}" if tail else "")
 
 
 def model_args(cfg: RunConfig) -> list[str]:

@@ -20,7 +20,8 @@ from .theme import apply_palette, restyle_charts
 from .views.breakdown import BreakdownView
 from .views.cases import CasesView
 from .views.compare import CompareView
-from .views.common import ElidingLabel, PlainLabel, clip, home_relative
+from .text import clip, home_relative
+from .views.common import ElidingLabel, PlainLabel
 from .views.division import DivisionView
 from .views.history import HistoryView
 from .views.live import LiveView

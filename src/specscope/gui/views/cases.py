@@ -15,8 +15,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.profiler.formatting import rate
 from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
 
+from ..text import breakable
+from .common import fmt, plain_label, sortable_table
 from .trace_panel import TracePanel
-from .common import breakable, fmt, plain_label, sortable_table
 
 COLUMNS = ["Case", "Category", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
            "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px

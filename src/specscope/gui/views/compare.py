@@ -17,7 +17,8 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.compare import compare
 from specscope.profiler.formatting import rate
 
-from .common import home_relative, plain_label
+from ..text import home_relative
+from .common import plain_label
 
 HEADERS = ["Figure", "A", "B", "Δ (B − A)", "Better", "Winner"]
 PERCENT_KEYS = {"p", "prediction_error", "match_rate", "barrier_distortion"}

@@ -20,7 +20,8 @@ from specscope.profiler.formatting import rate
 from specscope.profiler.session import Session, SessionError
 from specscope.profiler.verdict import acceptance_phrase
 
-from .common import home_relative, plain_label, sortable_table
+from ..text import home_relative
+from .common import plain_label, sortable_table
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
            "Accept-\nance"]
