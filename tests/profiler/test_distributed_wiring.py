@@ -13,7 +13,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler import stats
 from specscope.profiler.cli import build_parser, config_from_args
 from specscope.profiler.config import RunConfig
-from specscope.profiler.launch import DistSpec
+from specscope.profiler.config import DistSpec
 from specscope.profiler.session import Session
 from specscope.profiler.summary import LiveSummary, aggregate_breakdown, summarize
 from specscope.profiler.summary_text import format_summary

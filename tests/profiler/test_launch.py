@@ -17,9 +17,8 @@ import time
 import pytest
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.config import RunConfig
+from specscope.profiler.config import DistSpec, RunConfig
 from specscope.profiler.launch import (
-    DistSpec,
     RankMonitor,
     fault_message,
     plan_launch,

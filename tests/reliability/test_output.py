@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import specscope.profiler.session as session_mod
-from specscope.profiler import runner
+from specscope.profiler import pump, runner
 from specscope.profiler.cli import main
 from specscope.profiler.config import RunConfig
 from specscope.profiler.renderers import render_to_file
@@ -194,7 +194,7 @@ def test_run_disk_full_mid_run_keeps_last_good_file_and_rescues(tmp_path, monkey
     out = tmp_path / "s.json"
     _disk_full(monkeypatch, after=1)  # the first save (before the worker starts) succeeds, then the disk is full
     rescued = []
-    monkeypatch.setattr(runner, "_rescue_copy", lambda s: rescued.append(s) or str(tmp_path / "rescued.json"))
+    monkeypatch.setattr(pump, "rescue_copy", lambda s: rescued.append(s) or str(tmp_path / "rescued.json"))
     with pytest.raises(runner.SessionSaveError) as exc:
         runner.run_worker(RunConfig(demo=True), autosave=str(out))
     assert isinstance(exc.value, SpecscopeError)
@@ -208,15 +208,15 @@ def test_run_disk_full_mid_run_keeps_last_good_file_and_rescues(tmp_path, monkey
 
 
 def test_rescue_copy_really_writes(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner.tempfile, "tempdir", str(tmp_path))
-    p = runner._rescue_copy(Session.load(FIXTURE))
+    monkeypatch.setattr(pump.tempfile, "tempdir", str(tmp_path))
+    p = pump.rescue_copy(Session.load(FIXTURE))
     assert p and Path(p).parent == tmp_path and Session.load(p) == Session.load(FIXTURE)
 
 
 def test_cli_run_disk_full_message(tmp_path, monkeypatch, capsys, fake_worker):
     out = tmp_path / "s.json"
     _disk_full(monkeypatch, after=1)
-    monkeypatch.setattr(runner.tempfile, "tempdir", str(tmp_path / "also-full"))  # no rescue possible either
+    monkeypatch.setattr(pump.tempfile, "tempdir", str(tmp_path / "also-full"))  # no rescue possible either
     rc = main(["run", "--demo", "--cases", "1", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "could not save the session to" in err and "No space left on device" in err

@@ -21,7 +21,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from .config import MAX_K
-from .runner import describe_exit, worker_env
+from .pump import describe_exit, worker_env
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 WORKER_MODULE = "specscope.engine_adapter.capture"

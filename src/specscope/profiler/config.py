@@ -6,13 +6,17 @@ receives it as JSON.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
 DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
 MAX_K = 16
 ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
+BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.launch)
+MAX_LOCAL_RANKS = 16
 
 
 @dataclass
@@ -124,6 +128,71 @@ class RunConfig:
         if (self.context or self.sweep) and (self.ranks is not None or self.hosts or self.hostfile):
             raise SpecscopeError("--context is not supported with several ranks yet")
         if self.ranks is not None or self.hosts or self.hostfile:
-            from .launch import DistSpec
-
             (DistSpec.from_config(self) or DistSpec(ranks=self.ranks, backend=self.backend)).validate()
+
+
+@dataclass
+class DistSpec:
+    """Where the ranks run: ``ranks`` local processes, or one per host in ``hosts`` (or a ``hostfile``)."""
+
+    ranks: int | None = None
+    hosts: list[str] | None = None
+    backend: str = "ring"
+    hostfile: str | None = None
+    python: str | None = None  # the interpreter on every host (default: this one, at the same path)
+    port: int | None = None  # ring: first port (default: free ports for local ranks, 32323 across hosts)
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, **overrides) -> "DistSpec | None":
+        """The spec a RunConfig asks for (its ``ranks`` / ``hosts`` / ``backend`` / ``hostfile`` fields), or None."""
+        d = {k: getattr(cfg, k, None) for k in ("ranks", "hosts", "backend", "hostfile")}
+        d = {k: v for k, v in d.items() if v not in (None, "", [])}
+        d.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(d.get("hosts"), str):
+            d["hosts"] = parse_hosts(d["hosts"])
+        if not (d.get("ranks") or d.get("hosts") or d.get("hostfile")):
+            return None
+        return cls(**d)
+
+    def validate(self) -> None:
+        if self.backend not in BACKENDS:
+            raise SpecscopeError(f"--backend must be one of {', '.join(BACKENDS)} (got {self.backend!r})")
+        given = [x for x in (self.ranks, self.hosts, self.hostfile) if x not in (None, "", [])]
+        if len(given) != 1:
+            raise SpecscopeError("a distributed run takes one of --ranks N, --hosts H1,H2 or --hostfile FILE")
+        if self.ranks is not None and not 1 <= self.ranks <= MAX_LOCAL_RANKS:
+            raise SpecscopeError(f"--ranks must be between 1 and {MAX_LOCAL_RANKS} (got {self.ranks})")
+        if self.hosts is not None and (len(self.hosts) < 1 or any(not str(h).strip() for h in self.hosts)):
+            raise SpecscopeError("--hosts needs at least one host, comma-separated, with no empty names "
+                                 f"(got {','.join(map(str, self.hosts))!r})")
+        if self.backend == "jaccl" and not self.hostfile:
+            raise SpecscopeError(
+                "JACCL needs each host's RDMA devices: write a hostfile with `mlx.distributed_config --backend jaccl "
+                "--over thunderbolt --hosts H1,H2 --output-hostfile hosts.json` and pass --hostfile hosts.json"
+            )
+        if self.hostfile and not Path(self.hostfile).expanduser().is_file():
+            raise SpecscopeError(f"hostfile {self.hostfile} does not exist")
+
+    def rank_hosts(self) -> list[str]:
+        """The host each rank runs on, rank order (for messages)."""
+        if self.ranks:
+            return ["this machine"] * self.ranks
+        if self.hosts:
+            return list(self.hosts)
+        try:
+            data = json.loads(Path(self.hostfile).expanduser().read_text(encoding="utf-8"))
+            hosts = data["hosts"] if isinstance(data, dict) else data
+            return [h.get("ssh", "?") for h in hosts]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise SpecscopeError(f"hostfile {self.hostfile} is not a hostfile mlx.launch can read (JSON with hosts)") from None
+
+    @property
+    def size(self) -> int:
+        return len(self.rank_hosts())
+
+
+def parse_hosts(text: str) -> list[str]:
+    hosts = [h.strip() for h in text.split(",")]
+    if not hosts or any(not h for h in hosts):
+        raise SpecscopeError(f"--hosts takes a comma-separated list of hosts (got {text!r})")
+    return hosts

@@ -37,19 +37,20 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
+from .config import BACKENDS as BACKENDS
+from .config import MAX_LOCAL_RANKS as MAX_LOCAL_RANKS
+from .config import DistSpec as DistSpec
 from .config import RunConfig
-from .events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS, STOP_GRACE_SECONDS, finish_run, parse
-from .runner import RunResult, SessionSaveError, _rescue_copy, describe_exit, os_error_text, worker_env
-from .session import Session
+from .config import parse_hosts as parse_hosts
+from .events import finish_run
+from .pump import EventPump, RunResult, describe_exit, worker_env
 
-BACKENDS = ("ring", "jaccl", "any")
 # What the rank workers (``profiler.dist_worker``) say on stderr, and how a rank whose peer went away exits.
 # Defined here, not there: the app imports this module, and the worker module reaches the engine (MLX).
 EXIT_PEER_LOST = 4
 RANK_MARK = "specscope-rank"
 RANK_ERROR_MARK = "specscope-rank-error"
 LOOPBACK = "127.0.0.1"  # mlx.launch runs a rank without ssh only for this host name
-MAX_LOCAL_RANKS = 16
 # After a rank has failed, or rank 0's stream has ended, how long the rest may take to exit on their own.
 RANK_GRACE_SECONDS = 5.0
 SSH_CHECK_SECONDS = 8
@@ -59,73 +60,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NODE = re.compile(r"Node with rank (\d+) (?:exited with code (-?\d+)|(was killed))")
 _HELLO = re.compile(rf"{RANK_MARK} (\d+) pid=(\d+) host=(\S+)")
 _RANK_ERROR = re.compile(rf"{RANK_ERROR_MARK} (\d+): (.*)")
-
-
-@dataclass
-class DistSpec:
-    """Where the ranks run: ``ranks`` local processes, or one per host in ``hosts`` (or a ``hostfile``)."""
-
-    ranks: int | None = None
-    hosts: list[str] | None = None
-    backend: str = "ring"
-    hostfile: str | None = None
-    python: str | None = None  # the interpreter on every host (default: this one, at the same path)
-    port: int | None = None  # ring: first port (default: free ports for local ranks, 32323 across hosts)
-
-    @classmethod
-    def from_config(cls, cfg: RunConfig, **overrides) -> "DistSpec | None":
-        """The spec a RunConfig asks for (its ``ranks`` / ``hosts`` / ``backend`` / ``hostfile`` fields), or None."""
-        d = {k: getattr(cfg, k, None) for k in ("ranks", "hosts", "backend", "hostfile")}
-        d = {k: v for k, v in d.items() if v not in (None, "", [])}
-        d.update({k: v for k, v in overrides.items() if v is not None})
-        if isinstance(d.get("hosts"), str):
-            d["hosts"] = parse_hosts(d["hosts"])
-        if not (d.get("ranks") or d.get("hosts") or d.get("hostfile")):
-            return None
-        return cls(**d)
-
-    def validate(self) -> None:
-        if self.backend not in BACKENDS:
-            raise SpecscopeError(f"--backend must be one of {', '.join(BACKENDS)} (got {self.backend!r})")
-        given = [x for x in (self.ranks, self.hosts, self.hostfile) if x not in (None, "", [])]
-        if len(given) != 1:
-            raise SpecscopeError("a distributed run takes one of --ranks N, --hosts H1,H2 or --hostfile FILE")
-        if self.ranks is not None and not 1 <= self.ranks <= MAX_LOCAL_RANKS:
-            raise SpecscopeError(f"--ranks must be between 1 and {MAX_LOCAL_RANKS} (got {self.ranks})")
-        if self.hosts is not None and (len(self.hosts) < 1 or any(not str(h).strip() for h in self.hosts)):
-            raise SpecscopeError("--hosts needs at least one host, comma-separated, with no empty names "
-                                 f"(got {','.join(map(str, self.hosts))!r})")
-        if self.backend == "jaccl" and not self.hostfile:
-            raise SpecscopeError(
-                "JACCL needs each host's RDMA devices: write a hostfile with `mlx.distributed_config --backend jaccl "
-                "--over thunderbolt --hosts H1,H2 --output-hostfile hosts.json` and pass --hostfile hosts.json"
-            )
-        if self.hostfile and not Path(self.hostfile).expanduser().is_file():
-            raise SpecscopeError(f"hostfile {self.hostfile} does not exist")
-
-    def rank_hosts(self) -> list[str]:
-        """The host each rank runs on, rank order (for messages)."""
-        if self.ranks:
-            return ["this machine"] * self.ranks
-        if self.hosts:
-            return list(self.hosts)
-        try:
-            data = json.loads(Path(self.hostfile).expanduser().read_text(encoding="utf-8"))
-            hosts = data["hosts"] if isinstance(data, dict) else data
-            return [h.get("ssh", "?") for h in hosts]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            raise SpecscopeError(f"hostfile {self.hostfile} is not a hostfile mlx.launch can read (JSON with hosts)") from None
-
-    @property
-    def size(self) -> int:
-        return len(self.rank_hosts())
-
-
-def parse_hosts(text: str) -> list[str]:
-    hosts = [h.strip() for h in text.split(",")]
-    if not hosts or any(not h for h in hosts):
-        raise SpecscopeError(f"--hosts takes a comma-separated list of hosts (got {text!r})")
-    return hosts
 
 
 # -- building the command -----------------------------------------------------------------------------------
@@ -397,111 +331,27 @@ def request_stop(proc: subprocess.Popen) -> None:
 
 def run_distributed(cfg: RunConfig, spec: DistSpec, on_event=None, autosave: str | None = None, on_start=None,
                     check: bool = True) -> RunResult:
-    """``runner.run_worker`` for a distributed run: same session, autosave, Ctrl+C and fault guarantees,
-    plus a message naming the rank (and host) that ended a run."""
+    """``runner.run_worker`` for a distributed run: same session, autosave, Ctrl+C and fault guarantees
+    (``profiler.pump``), plus a message naming the rank (and host) that ended a run."""
     spec.validate()
-    session = Session()
-    save_state = {"error": None}
-
-    def save() -> None:
-        if not autosave:
-            return
-        try:
-            session.save(autosave)
-            save_state["error"] = None
-        except OSError as exc:
-            save_state["error"] = os_error_text(exc)
-
-    if autosave:
-        save()
-        if save_state["error"]:
-            raise SpecscopeError(f"cannot write the session to {autosave}: {save_state['error']}")
+    pump = EventPump(autosave, on_event)
+    session = pump.session
     if check and spec.hosts:
         check_hosts(spec.hosts, spec.python)
 
     plan = plan_launch(cfg, spec)
     proc = start(plan)
     pgid = proc.pid
-    timers: list[threading.Timer] = []
-
-    def kill_later(seconds: float) -> None:
-        t = threading.Timer(seconds, _killpg, args=(pgid,))
-        t.daemon = True
-        t.start()
-        timers.append(t)
-
-    monitor = RankMonitor(plan.hosts, on_fault=lambda rank: kill_later(RANK_GRACE_SECONDS))
+    monitor = RankMonitor(plan.hosts, on_fault=lambda rank: pump.kill_later(RANK_GRACE_SECONDS))
     proc.rank_monitor = monitor  # for on_start: which rank runs where (pids from each rank's hello line)
-    err_lines: list[str] = []
-
-    def read_err() -> None:
-        for line in proc.stderr:
-            err_lines.append(line)
-            monitor.feed(line)
-
-    t = threading.Thread(target=read_err, daemon=True)
-    t.start()
-    last_save = time.monotonic()
-    interrupted = False
-
-    def handle(line: str, callback: bool = True) -> None:
-        nonlocal last_save
-        ev = parse(line)
-        if ev is None:
-            return
-        session.apply(ev)
-        if callback and on_event:
-            on_event(ev, session)
-        if autosave and (ev["event"] in AUTOSAVE_EVENTS or time.monotonic() - last_save > AUTOSAVE_SECONDS):
-            save()
-            last_save = time.monotonic()
-
-    rc = None
     try:
-        if on_start:
-            on_start(proc)
-        try:
-            for line in proc.stdout:
-                handle(line)
-        except KeyboardInterrupt:
-            interrupted = True
-            request_stop(proc)
-            kill_later(STOP_GRACE_SECONDS)
-            try:
-                for line in proc.stdout:
-                    handle(line, callback=False)
-            except KeyboardInterrupt:
-                _killpg(pgid)
-        # rank 0's stream has ended: the other ranks follow within the grace period, or are ended
-        kill_later(RANK_GRACE_SECONDS)
-        while True:
-            try:
-                rc = proc.wait()
-                break
-            except KeyboardInterrupt:
-                interrupted = True
-                _killpg(pgid)
-    except BaseException as exc:
-        _killpg(pgid)
-        proc.wait()
-        if session.status in ("running", "empty"):
-            session.mark_incomplete(f"the run was aborted: {type(exc).__name__}: {exc}")
-        save()
-        raise
+        # once rank 0's stream has ended, the other ranks follow within the grace period, or are ended; at the
+        # end, whatever is left of the group is killed: no orphan, here or (through ssh) on another host
+        rc, interrupted, stderr = pump.drain(proc, stop=lambda: request_stop(proc), kill=lambda: _killpg(pgid),
+                                             on_start=on_start, on_stderr_line=monitor.feed,
+                                             after_stream=lambda: pump.kill_later(RANK_GRACE_SECONDS), kill_at_end=True)
     finally:
-        for tm in timers:
-            tm.cancel()
-        _killpg(pgid)  # whatever is left of the group: no orphan, here or (through ssh) on another host
-        if proc.poll() is None:
-            proc.wait()
-        t.join(timeout=5)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except Exception:
-                pass
         plan.cleanup()
-    stderr = "".join(err_lines)
     fault = None if interrupted else monitor.message()
     if fault:
         session.mark_incomplete(fault)
@@ -515,16 +365,7 @@ def run_distributed(cfg: RunConfig, spec: DistSpec, on_event=None, autosave: str
     finish_run(session, None if rc == 0 else describe_exit(rc), stopped_by_user=interrupted, stderr_tail=stderr[-4000:])
     if fault and not rc:
         rc = EXIT_RANK_FAULT  # mlx.launch itself exits 0 when a rank fails
-    res = RunResult(session, rc, stderr)
-    if autosave:
-        save()
-        res.save_error = save_state["error"]
-        if res.save_error:
-            res.saved_to = _rescue_copy(session)
-            where = f"; a copy was saved to {res.saved_to}" if res.saved_to else "; no copy could be saved either"
-            raise SessionSaveError(f"could not save the session to {autosave}: {res.save_error}{where}", res)
-        res.saved_to = autosave
-    return res
+    return pump.result(rc, stderr)
 
 
 # -- the guard ----------------------------------------------------------------------------------------------
