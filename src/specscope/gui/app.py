@@ -124,7 +124,7 @@ def main(args=None) -> int:
             if automated:
                 win.close()
                 return 2
-            win._error_dialog("Cannot open the session", str(exc))
+            win.show_error("Cannot open the session", str(exc))
     if _arg(args, "compare"):
         if not _arg(args, "session"):
             print("specscope: error: --compare B needs --session A", file=sys.stderr)

@@ -147,6 +147,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division,
                       "verify_cost": self.verify_cost, "tune": self.tune, "context": self.context, "cases": self.cases,
                       "history": self.history, "compare": self.compare}
+        self._stale_pages: set[QtWidgets.QWidget] = set()  # pages a snapshot skipped while hidden in a run
         for key in PAGES:
             self.tabs.addTab(self.views[key], PAGE_TITLES[key])
         outer.addWidget(self.tabs, 1)
@@ -271,9 +272,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _page_shown(self, _index: int) -> None:
         v = self.tabs.currentWidget()
-        if getattr(v, "_specscope_stale", False) and self.model.last_snapshot:
+        if v in self._stale_pages and self.model.last_snapshot:
             v.update_snapshot(self.model.last_snapshot)
-            v._specscope_stale = False
+            self._stale_pages.discard(v)
 
     def _scheme_changed(self, *_):
         old, self.theme = self.theme, apply_palette(QtWidgets.QApplication.instance())
@@ -293,7 +294,7 @@ class MainWindow(QtWidgets.QMainWindow):
             cfg = self.setup.config()
             cfg.validate()
         except SpecscopeError as exc:
-            self._error_dialog("Cannot start the run", str(exc))
+            self.show_error("Cannot start the run", str(exc))
             return False
         self.setup.save_settings()
         if cfg.model:
@@ -358,7 +359,7 @@ class MainWindow(QtWidgets.QMainWindow):
                      else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
                      if self.model.autosave_error else ".")
             title = "The run failed" if st == "failed" else "The run ended early"
-            self._error_dialog(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
+            self.show_error(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
         self.run_finished.emit(st)
 
     def _update_buttons(self) -> None:
@@ -412,9 +413,9 @@ class MainWindow(QtWidgets.QMainWindow):
             if hasattr(v, "update_snapshot"):
                 if v is current or not self.is_running():
                     v.update_snapshot(snap)
-                    v._specscope_stale = False
+                    self._stale_pages.discard(v)
                 else:
-                    v._specscope_stale = True
+                    self._stale_pages.add(v)
         self.verdict.update_snapshot(snap)
         env = snap.get("environment") or {}
         if env:
@@ -450,7 +451,7 @@ class MainWindow(QtWidgets.QMainWindow):
             try:
                 self.open_session(f)
             except SessionError as exc:
-                self._error_dialog("Cannot open the session", str(exc))
+                self.show_error("Cannot open the session", str(exc))
 
     def _open_from_history(self, path: str) -> None:
         if self.is_running():
@@ -460,7 +461,7 @@ class MainWindow(QtWidgets.QMainWindow):
         try:
             self.open_session(path)
         except SessionError as exc:
-            self._error_dialog("Cannot open the session", str(exc))
+            self.show_error("Cannot open the session", str(exc))
             return
         self.show_page("live")
 
@@ -469,7 +470,7 @@ class MainWindow(QtWidgets.QMainWindow):
         try:
             sa, sb = Session.load(a), Session.load(b)
         except SessionError as exc:
-            self._error_dialog("Cannot compare the sessions", str(exc))
+            self.show_error("Cannot compare the sessions", str(exc))
             return False
         self.compare.set_sessions(sa, sb, (a, b))
         self.show_page("compare")
@@ -484,7 +485,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if len(files) == 2:
             self.compare_paths(*files)
         elif files:
-            self._error_dialog("Pick two sessions", f"Compare needs exactly two session files; {len(files)} were picked.")
+            self.show_error("Pick two sessions", f"Compare needs exactly two session files; {len(files)} were picked.")
 
     def save_session_dialog(self) -> None:
         f, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save session", "session.json", "specscope session (*.json)")
@@ -494,7 +495,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 self._status_msg = f"saved {home_relative(f)}"
                 self.run_status.setText(self._status_msg)
             except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched
-                self._error_dialog("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
+                self.show_error("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
 
     def export_report(self, path: str) -> None:
         from specscope.profiler.renderers import render_to_file
@@ -512,9 +513,10 @@ class MainWindow(QtWidgets.QMainWindow):
             self._status_msg = f"exported {home_relative(f)}"
             self.run_status.setText(self._status_msg)
         except Exception as exc:  # a renderer that is missing or fails: say so, keep the app alive
-            self._error_dialog("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")
+            self.show_error("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")
 
-    def _error_dialog(self, title: str, text: str) -> None:
+    def show_error(self, title: str, text: str) -> None:
+        """A critical message box over the window (not modal: the app goes on), its text plain and clipped."""
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, title, clip(text), parent=self)
         box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         box.open()
