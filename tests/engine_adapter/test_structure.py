@@ -15,9 +15,11 @@ import pytest
 from mlx.utils import tree_flatten
 
 from families import FAMILIES, family_dir
-from specscope.engine_adapter.breakdown import CATEGORIES, classify, measure_breakdown
+from specscope.engine_adapter.breakdown import measure_breakdown
+from specscope.engine_adapter.categories import CATEGORIES
 from specscope.engine_adapter.inspect_model import describe, format_description
 from specscope.engine_adapter.loader import load_model
+from specscope.engine_adapter.structure import classify
 
 PROMPT = "Why can verifying several tokens cost as much as one?"
 CTX = 4096  # describe's memory_estimate_context

@@ -12,564 +12,49 @@ timing the whole graph with one category skipped (its output replaced by
 zeros), by difference. Norms and embeddings ("other") are not skipped: the
 trunk's numbers blow up without them, which changes what is measured.
 
-Blocks and their categories come from each module's own structure
-(``classify``), never from the name a model gives a layer's child:
-
-- ``linear_attention``: recurrent mixers. An SSM / delta-rule state (an ``A_log``
-  parameter: Mamba, Mamba2, Gated DeltaNet, Kimi delta attention), an RG-LRU (a
-  ``recurrent_param``), a depthwise convolution with no attention projections
-  (ShortConv), or attention-shaped projections whose layer keeps no KV cache
-  (decay-based linear attention, e.g. Bailing's lightning attention);
-- ``full_attention``: query/key/value projections (separate, fused, or MLA's
-  low-rank ``kv_lora_rank`` compression) whose layer keeps a KV cache; the sub-kind
-  records MLA and sliding windows (the window from the layer's rotating cache);
-- ``moe``: a module with an expert bank among its children (switch layers with a
-  leading expert axis, or a list of identical expert MLPs), timed whole: router,
-  routed experts and shared experts. A dense MLP beside an MoE in the same layer
-  (Granite's ``shared_mlp``) is that layer's shared expert and joins ``moe``;
-- ``dense_mlp``: a module made only of linear projections (and norms), in a layer
-  with no MoE. Dense first layers of DeepSeek / GLM / Kimi are therefore not
-  called MoE. It is its own category (not a relabelled ``moe``) because dense and
-  routed FFNs scale differently from decode to verify: in a mixed model one row
-  would average the two;
-- ``output_head``: a linear map outside the layers onto the vocabulary, or the
-  embedding's ``as_linear`` when the head is tied;
-- ``other``: embeddings and every norm;
-- ``unclassified``: anything with parameters that none of the above fits, timed
-  as its own row rather than dropped into the inter-block overhead. A container
-  with its own parameters (a layer with a learned scalar) is timed as well, by
-  exclusive time (its wall minus the blocks inside it), so no parameter is
-  ever outside a timed block.
+The model's blocks and their categories come from ``structure.classify``; the barrier ruler and the skipped
+blocks from ``instrument.Instrumenter``. This module is the measurement loop: the rulers interleaved over
+the reps, and their medians and spreads. The distributed engine runs the same loop, with its own structure,
+instrumenter and ``RunHooks`` (communication as one more category).
 """
 
 from __future__ import annotations
 
-import inspect
 import time
-from dataclasses import dataclass, field
+from typing import Any
 
 import mlx.core as mx
-import mlx.nn as nn
-from mlx.utils import tree_flatten
 from mlx_lm.models.cache import make_prompt_cache
 
-from .categories import CATEGORIES
 from .decoding import prefill
+from .instrument import Instrumenter
 from .rollback import CacheSnapshot, capturing, install_capture, is_hybrid
+from .structure import classify
 
 SKIPPABLE = ("linear_attention", "full_attention", "moe", "dense_mlp", "output_head")
+PHASE_MODES: dict[str, str | None] = {"warm": None, "whole": None, "time": "time", "skip": "skip"}
 
-_state = {"mode": None, "skip": None, "acc": None, "stack": [], "called": set()}
-_timed_classes: dict[type, type] = {}
 
-# ---------------------------------------------------------------------------------------------
-# Structure: what each module is, from its parameters, children and attributes.
-# ---------------------------------------------------------------------------------------------
+class RunHooks:
+    """What a caller adds around each forward of ``measure_forward``; this default adds nothing.
 
-_TOPK_ATTRS = ("top_k", "num_experts_per_tok", "num_experts_per_token", "n_activated_experts", "moe_topk")
-_Q = {"q_proj", "wq", "query", "q_a_proj", "q_b_proj"}
-_K = {"k_proj", "wk", "key"}
-_V = {"v_proj", "wv", "value"}
-_FUSED_QKV = ("qkv", "query_key_value", "c_attn")
-_KV_HEADS = ("n_kv_heads", "num_key_value_heads", "num_kv_heads", "k_num_heads")
-_HEAD_DIM = ("head_dim", "qk_dim", "hidden_size_per_head")
+    The distributed engine's ``Communication`` is the other kind: a barrier across ranks before every forward,
+    and its collectives counted, timed or stood in for, as one more category."""
 
+    def before(self, phase: str, skip: str | None) -> None:
+        """After the cache is restored, before the forward. ``phase``: "warm" (the first forward of this shape),
+        "whole", "time" (the barrier ruler) or "skip" (``skip``: the category skipped)."""
 
-@dataclass
-class Block:
-    """One timed module: its path, category, and what it is (``kind``)."""
+    def after(self, phase: str) -> None:
+        """After the forward (also when it raised)."""
 
-    path: str
-    module: nn.Module = field(repr=False)
-    category: str
-    kind: str
-    layer: int | None = None
-    roles: tuple = ()  # extra categories the module is timed in (a tied head: "output_head")
-    experts: int = 0  # MoE: routed experts
-    top_k: int | None = None  # MoE: experts per token, when the module says
-    shared: bool = False  # MoE: has a shared (always active) expert
-    expert_banks: tuple = ()  # MoE: paths of the routed-expert weights (for active parameters)
-    kv_per_token: int = 0  # attention: cached elements per token (K+V, or MLA's latent + rope key)
-    window: int | None = None  # attention: sliding window
+    def figures(self) -> dict[str, Any]:
+        """Entries to add to the forward's figures."""
+        return {}
 
 
-@dataclass
-class Structure:
-    blocks: list[Block]
-    layers: int
-    tied_head: bool = False
-
-    def in_layer(self, i: int) -> list[Block]:
-        return [b for b in self.blocks if b.layer == i]
-
-    def categories(self) -> list[str]:
-        cats = {b.category for b in self.blocks} | {r for b in self.blocks for r in b.roles}
-        return [c for c in CATEGORIES if c in cats]
-
-    def kinds(self, category: str) -> dict[str, int]:
-        """Sub-kind -> number of layers with it (blocks outside layers count once each)."""
-        seen: dict[str, set] = {}
-        for b in self.blocks:
-            if b.category == category:
-                seen.setdefault(b.kind, set()).add(b.layer if b.layer is not None else b.path)
-        return {k: len(v) for k, v in seen.items()}
-
-    def layer_mix(self) -> dict:
-        """Counts per layer kind: a layer with both a recurrent mixer and attention (Falcon-H1) counts in both."""
-        mix = {"linear_attention": 0, "full_attention": 0, "sliding_window": 0, "mla": 0, "moe": 0, "dense_mlp": 0,
-               "unclassified": 0}
-        for i in range(self.layers):
-            bl = self.in_layer(i)
-            cats = {b.category for b in bl}
-            for c in ("linear_attention", "full_attention", "moe", "dense_mlp", "unclassified"):
-                mix[c] += c in cats
-            attn = [b for b in bl if b.category == "full_attention"]
-            mix["sliding_window"] += any(b.window for b in attn)
-            mix["mla"] += any(b.kind.startswith("MLA") for b in attn)
-        return mix
-
-    def moe_blocks(self) -> list[Block]:
-        return [b for b in self.blocks if b.category == "moe" and b.experts]
-
-    def labels(self) -> dict[str, str]:
-        out = {}
-        for cat, name in (("linear_attention", "Linear attention"), ("full_attention", "Full attention")):
-            kinds = self.kinds(cat)
-            if kinds and list(kinds) != ["full"]:  # plain attention needs no detail
-                out[cat] = f"{name} ({', '.join(k if len(kinds) == 1 else f'{n}× {k}' for k, n in kinds.items())})"
-        moe = self.moe_blocks()
-        if moe:
-            ks = {b.top_k for b in moe if b.top_k}
-            out["moe"] = (f"MoE ({max(b.experts for b in moe)} experts"
-                          + (f", top-{max(ks)}" if ks else "")
-                          + (" + shared" if any(b.shared for b in moe) else "") + ")")
-        if "dense_mlp" in self.categories():
-            out["dense_mlp"] = "Dense MLP"
-        if self.tied_head:
-            out["output_head"] = "Output head (tied embedding)"
-        if "unclassified" in self.categories():
-            out["unclassified"] = "Unclassified (" + ", ".join(sorted(self.kinds("unclassified"))) + ")"
-        return out
-
-
-def _own_params(mod: nn.Module) -> dict[str, mx.array]:
-    """Parameters held by ``mod`` itself, not by a child module."""
-    out = {}
-
-    def visit(prefix, v):
-        if isinstance(v, mx.array):
-            out[prefix] = v
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                visit(f"{prefix}.{i}", x)
-        elif isinstance(v, dict) and not isinstance(v, nn.Module):
-            for k, x in v.items():
-                visit(f"{prefix}.{k}", x)
-
-    for k, v in mod.items():
-        if not k.startswith("_") and not isinstance(v, nn.Module):
-            visit(k, v)
-    return out
-
-
-def _kids(mod: nn.Module) -> list[tuple[str, nn.Module]]:
-    """Direct child modules, list elements as ``name.i``."""
-    return [(p, m) for p, m in tree_flatten(mod.children(), is_leaf=nn.Module.is_module) if isinstance(m, nn.Module)]
-
-
-def _has_params(mod: nn.Module) -> bool:
-    return bool(tree_flatten(mod.parameters()))
-
-
-def _is_conv(m) -> bool:
-    return isinstance(m, (nn.Conv1d, nn.Conv2d)) or "conv" in type(m).__name__.lower()
-
-
-def _is_linear(m) -> bool:
-    """A linear projection (plain or quantized): a leaf with a 2-D weight."""
-    w = m.get("weight") if isinstance(m, nn.Module) else None
-    return (isinstance(w, mx.array) and w.ndim == 2 and not _kids(m) and not _is_conv(m)
-            and not isinstance(m, (nn.Embedding, nn.QuantizedEmbedding)))
-
-
-def _out_features(m) -> int:
-    return int(m["weight"].shape[0])
-
-
-def _is_norm(m) -> bool:
-    if _kids(m):
-        return False
-    own = _own_params(m)
-    if not own or any(v.ndim > 1 for v in own.values()):
-        return False
-    return isinstance(m, (nn.RMSNorm, nn.LayerNorm, nn.GroupNorm)) or "norm" in type(m).__name__.lower()
-
-
-def _takes_indices(cls) -> bool:
-    try:
-        return "indices" in inspect.signature(cls.__call__).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _is_switch_leaf(m) -> bool:
-    """Routed expert weights: a leaf with a leading expert axis, called with the chosen experts' indices
-    (SwitchLinear and its quantized form; not MLA's per-head MultiLinear, also 3-D)."""
-    w = m.get("weight") if isinstance(m, nn.Module) else None
-    return (isinstance(w, mx.array) and w.ndim == 3 and not _kids(m) and not _is_conv(m)
-            and _takes_indices(type(m)))
-
-
-def _is_mlp(m) -> bool:
-    """Only linear projections (and norms) as children, at least two, no attention projections."""
-    if _own_params(m):
-        return False
-    kids = [(n, k) for n, k in _kids(m) if _has_params(k)]
-    lin = [n for n, k in kids if _is_linear(k)]
-    if len(lin) < 2 or any(not (_is_linear(k) or _is_norm(k)) for _, k in kids):
-        return False
-    return not _attention_shaped(m)
-
-
-def _expert_bank(m) -> tuple[int, list[str]] | None:
-    """(experts, relative paths of the expert weights) if ``m`` is (or directly holds) routed experts."""
-    if _is_switch_leaf(m):
-        return int(m["weight"].shape[0]), [""]
-    kids = _kids(m)
-    leaves = [(n, k) for n, k in kids if _is_switch_leaf(k)]
-    if leaves:
-        return int(leaves[0][1]["weight"].shape[0]), [""]
-    return None
-
-
-def _moe_parts(mod) -> tuple[int, list[str], bool] | None:
-    """(experts, expert-bank paths relative to ``mod``, has shared expert) if ``mod`` is an MoE block."""
-    experts, banks, others = 0, [], []
-    lists: dict[str, list] = {}
-    for name, kid in _kids(mod):
-        if not _has_params(kid):
-            continue
-        bank = _expert_bank(kid)
-        if bank:
-            experts = max(experts, bank[0])
-            banks.append(name)
-            continue
-        head, _, idx = name.rpartition(".")
-        if head and idx.isdigit():
-            lists.setdefault(head, []).append((name, kid))
-        else:
-            others.append((name, kid))
-    # Experts as a list of identical MLPs, picked by a router with one output per expert.
-    for head, items in lists.items():
-        if len(items) >= 2 and len({type(k) for _, k in items}) == 1 and _is_mlp(items[0][1]):
-            n = len(items)
-            routed = any((_is_linear(k) and _out_features(k) == n) or any(_is_linear(g) and _out_features(g) == n for _, g in _kids(k))
-                         for _, k in others)
-            if routed:
-                experts = max(experts, n)
-                banks += [name for name, _ in items]
-                continue
-        others += items
-    if not banks:
-        return None
-    shared = any(_is_mlp(k) for _, k in others)
-    return experts, banks, shared
-
-
-def _top_k(mod) -> int | None:
-    for _, m in [("", mod)] + list(mod.named_modules()):
-        for src in (m, getattr(m, "args", None), getattr(m, "config", None)):
-            if src is None:
-                continue
-            for a in _TOPK_ATTRS:
-                v = src.get(a) if isinstance(src, dict) and not isinstance(src, nn.Module) else getattr(src, a, None)
-                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                    return v
-    return None
-
-
-def _attention_shaped(m) -> bool:
-    """Query/key/value projections (separate or fused) or MLA's compressed KV, as direct children."""
-    names = {n.lower() for n, k in _kids(m) if _is_linear(k) or _kids(k)}
-    if isinstance(getattr(m, "kv_lora_rank", None), int) or "kv_a_proj_with_mqa" in names:
-        return True
-    if names & _Q and names & _K and names & _V:
-        return True
-    return any(f in n for n in names for f in _FUSED_QKV)
-
-
-def _recurrent_kind(m) -> str | None:
-    own = _own_params(m)
-    deep = set(own) | {p for _, k in _kids(m) for p in _own_params(k)}
-    if "recurrent_param" in deep:
-        return "RG-LRU"
-    if "A_log" in own or "A_log" in deep:
-        if "D" in own or "D" in deep:
-            return "Mamba2 SSM" if "dt_bias" in deep else "Mamba SSM"
-        return "delta rule"
-    return None
-
-
-def _kv_per_token(m) -> int:
-    """Elements the KV cache keeps per token for this attention module."""
-    rank = getattr(m, "kv_lora_rank", None)
-    if isinstance(rank, int):
-        rope = getattr(m, "qk_rope_head_dim", None) or 0
-        return rank + int(rope)  # MLA caches the compressed latent and the shared rope key
-    kids = dict(_kids(m))
-    k, v = kids.get("k_proj") or kids.get("wk"), kids.get("v_proj") or kids.get("wv")
-    if k is not None and v is not None and _is_linear(k) and _is_linear(v):
-        return _out_features(k) + _out_features(v)
-    n_kv = next((getattr(m, a) for a in _KV_HEADS if isinstance(getattr(m, a, None), int)), None)
-    hd = next((getattr(m, a) for a in _HEAD_DIM if isinstance(getattr(m, a, None), int)), None)
-    if n_kv and hd:
-        v_heads = getattr(m, "v_num_heads", None) or n_kv
-        v_dim = getattr(m, "v_dim", None) or getattr(m, "v_head_dim", None) or hd
-        return n_kv * hd + v_heads * v_dim
-    return 0
-
-
-def _shape(mod, layer: int | None, vocab: set[int]) -> tuple[str, str] | None:
-    """(category, kind) from the module's own structure, or None for a container / unknown."""
-    if isinstance(mod, (nn.Embedding, nn.QuantizedEmbedding)):
-        return "other", "embedding"
-    if _is_norm(mod):
-        return "other", "norm"
-    rec = _recurrent_kind(mod)
-    if rec:
-        return "linear_attention", rec
-    if _attention_shaped(mod):
-        if any(a in mod or a in vars(mod) for a in ("slope", "_slope")):  # per-head decay: lightning attention
-            return "linear_attention", "decay"
-        return "full_attention", "MLA" if isinstance(getattr(mod, "kv_lora_rank", None), int) else "full"
-    if _moe_parts(mod) or _expert_bank(mod):
-        return "moe", "routed experts"
-    if any(_is_conv(k) for _, k in _kids(mod)) and _kids(mod):
-        return "linear_attention", "short conv"
-    if _is_mlp(mod):
-        return "dense_mlp", "dense MLP"
-    if layer is None and _is_linear(mod) and _out_features(mod) in vocab:
-        return "output_head", "output head"
-    return None
-
-
-def _flat_caches(c) -> list:
-    inner = getattr(c, "caches", None)
-    if isinstance(inner, (list, tuple)):
-        return [x for y in inner for x in _flat_caches(y)]
-    return [c]
-
-
-def _layer_caches(model, n_layers: int, mixer_layers: list[int]) -> list[list] | None:
-    """The caches each layer keeps (from the model's own ``make_cache``), or None if they cannot be matched."""
-    make = getattr(model, "make_cache", None)
-    if make is None:
-        return None
-    try:
-        caches = list(make())
-    except Exception:
-        return None
-    if len(caches) == n_layers:
-        return [_flat_caches(c) for c in caches]
-    if len(caches) == len(mixer_layers):  # only mixing layers get a cache (Nemotron-H)
-        out: list[list] = [[] for _ in range(n_layers)]
-        for i, c in zip(mixer_layers, caches):
-            out[i] = _flat_caches(c)
-        return out
-    return None
-
-
-def classify(model) -> Structure:
-    """Every block to time, with its category and sub-kind, from each module's structure."""
-    from mlx_lm.models.cache import ArraysCache
-
-    layers = list(model.layers)
-    layer_of = {id(m): i for i, m in enumerate(layers)}
-    vocab = {int(m["weight"].shape[0]) for _, m in model.named_modules() if isinstance(m, (nn.Embedding, nn.QuantizedEmbedding))}
-    vocab |= {v for v in [getattr(getattr(model, "args", None), "vocab_size", None)] if isinstance(v, int)}
-    blocks: list[Block] = []
-    seen: set[int] = set()
-
-    def walk(mod, path, layer):
-        if id(mod) in seen:
-            return
-        seen.add(id(mod))
-        if id(mod) in layer_of:
-            layer = layer_of[id(mod)]
-        else:
-            shape = _shape(mod, layer, vocab)
-            if shape:
-                blocks.append(Block(path, mod, shape[0], shape[1], layer))
-                return
-        own = _own_params(mod)
-        kids = [(n, k) for n, k in _kids(mod) if _has_params(k)]
-        if own:  # parameters of its own: timed as unclassified (exclusive of the blocks inside it)
-            what = "layer's own parameters" if id(mod) in layer_of else type(mod).__name__
-            blocks.append(Block(path, mod, "unclassified", what, layer))
-        for name, kid in kids:
-            walk(kid, f"{path}.{name}" if path else name, layer)
-
-    walk(model, "", None)
-
-    # Attention-shaped modules in a layer that keeps no KV cache are linear attention; windows from rotating caches.
-    mixer_layers = sorted({b.layer for b in blocks if b.layer is not None and b.category in ("linear_attention", "full_attention")})
-    per_layer = _layer_caches(model, len(layers), mixer_layers)
-    for b in blocks:
-        if b.category != "full_attention":
-            continue
-        b.kv_per_token = _kv_per_token(b.module)
-        if per_layer is not None and b.layer is not None:
-            kv = [c for c in per_layer[b.layer] if not isinstance(c, ArraysCache)]
-            if per_layer[b.layer] and not kv:
-                b.category, b.kind, b.kv_per_token = "linear_attention", "decay", 0
-                continue
-            windows = [int(c.max_size) for c in kv if isinstance(getattr(c, "max_size", None), int)]
-            b.window = min(windows) if windows else None
-        elif getattr(b.module, "is_sliding", True) and isinstance(getattr(b.module, "window_size", None), int):
-            b.window = int(b.module.window_size)
-        if b.window:
-            b.kind = f"sliding window {b.window}" if b.kind == "full" else f"{b.kind}, sliding window {b.window}"
-
-    # MoE details; a dense MLP beside an MoE in the same layer is that layer's shared expert.
-    for b in blocks:
-        if b.category != "moe":
-            continue
-        parts = _moe_parts(b.module)
-        if parts:
-            b.experts, banks, b.shared = parts
-            b.expert_banks = tuple(f"{b.path}.{p}" if p else b.path for p in banks)
-        else:
-            b.experts, b.expert_banks = _expert_bank(b.module)[0], (b.path,)
-        b.top_k = _top_k(b.module)
-    for i in range(len(layers)):
-        bl = [b for b in blocks if b.layer == i]
-        moe = [b for b in bl if b.category == "moe" and b.experts]
-        for b in bl:
-            if moe and b.category == "dense_mlp":
-                b.category, b.kind = "moe", "shared expert"
-                for m in moe:
-                    m.shared = True
-    for b in blocks:
-        if b.category == "moe" and b.experts:
-            b.kind = "routed experts" + (" + shared expert" if b.shared else "")
-
-    # A tied head: no linear output head, the embedding's as_linear does it.
-    tied = False
-    if not any(b.category == "output_head" for b in blocks):
-        embs = [b for b in blocks if b.kind == "embedding" and hasattr(b.module, "as_linear")]
-        if embs:
-            emb = max(embs, key=lambda b: b.module["weight"].shape[0])
-            emb.roles, emb.kind, tied = ("output_head",), "embedding (tied output head)", True
-    return Structure(blocks, len(layers), tied)
-
-
-def categorize(model) -> list[tuple[str, nn.Module, str]]:
-    """(path, module, category) for every block we time (see ``classify``)."""
-    return [(b.path, b.module, b.category) for b in classify(model).blocks]
-
-
-# ---------------------------------------------------------------------------------------------
-# Timing
-# ---------------------------------------------------------------------------------------------
-
-
-def _arrays(obj, out):
-    if isinstance(obj, mx.array):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            _arrays(o, out)
-    return out
-
-
-def _skip_output(module, cat, args):
-    """What a skipped block returns: zeros that still depend on its input.
-
-    The dependence matters: MLX evaluates lazily, so an output that ignored
-    its input would also skip everything upstream of it. The input is the first
-    array passed, positionally or by keyword (Falcon-H1, PLaMo 2 name it).
-    """
-    x = _arrays(args, [])[0]
-    if cat == "output_head":
-        rows = module.weight.shape[0]
-        return mx.broadcast_to(x[..., :1] * 0, (*x.shape[:-1], rows))
-    return x * 0
-
-
-def _time(self, cat, fn, args):
-    """Run ``fn`` between barriers; add its exclusive time (minus timed blocks inside it) to ``cat``."""
-    mx.eval(_arrays(args, []))
-    stack = _state["stack"]
-    stack.append(0.0)
-    t0 = time.perf_counter()
-    out = fn()
-    mx.eval(_arrays(out, []))
-    ms = (time.perf_counter() - t0) * 1000.0
-    inner = stack.pop()
-    _state["acc"][cat] += ms - inner
-    if stack:
-        stack[-1] += ms
-    _state["called"].add((id(self), cat))
-    return out
-
-
-def _timed(cls):
-    if cls in _timed_classes:
-        return _timed_classes[cls]
-
-    def __call__(self, *args, **kwargs):
-        cat = getattr(self, "_specscope_cat_", None)
-        mode = _state["mode"]
-        if mode == "skip" and _state["skip"] == cat:
-            return _skip_output(self, cat, (*args, *kwargs.values()))
-        if mode != "time":
-            return cls.__call__(self, *args, **kwargs)
-        # inputs passed by keyword are evaluated before the clock starts too
-        return _time(self, cat, lambda: cls.__call__(self, *args, **kwargs), (*args, *kwargs.values()))
-
-    def as_linear(self, x):  # tied output head
-        mode = _state["mode"]
-        if mode == "skip" and _state["skip"] == "output_head":
-            return mx.broadcast_to(x[..., :1] * 0, (*x.shape[:-1], self.weight.shape[0]))
-        if mode != "time":
-            return cls.as_linear(self, x)
-        return _time(self, "output_head", lambda: cls.as_linear(self, x), (x,))
-
-    attrs = {"__call__": __call__}
-    if hasattr(cls, "as_linear"):
-        attrs["as_linear"] = as_linear
-    sub = type(f"Timed{cls.__name__}", (cls,), attrs)
-    _timed_classes[cls] = sub
-    return sub
-
-
-class _Instrumented:
-    def __init__(self, model):
-        self.structure = classify(model)
-        self.blocks = [(b.path, b.module, b.category) for b in self.structure.blocks]
-
-    def __enter__(self):
-        self.saved = []
-        for _, mod, cat in self.blocks:
-            self.saved.append((mod, mod.__class__))
-            mod._specscope_cat_ = cat
-            mod.__class__ = _timed(mod.__class__)
-        return self
-
-    def __exit__(self, *exc):
-        for mod, cls in self.saved:
-            mod.__class__ = cls
-        _state.update(mode=None, skip=None, acc=None, stack=[], called=set())
-
-    def uncalled(self) -> list[str]:
-        """Blocks (and tied-head roles) that a timed forward never entered."""
-        called = _state["called"]
-        out = [f"{b.path} ({b.category})" for b in self.structure.blocks if (id(b.module), b.category) not in called]
-        out += [f"{b.path} ({r})" for b in self.structure.blocks for r in b.roles if (id(b.module), r) not in called]
-        return out
-
-
-def _forward_ms(model, cache, tokens: mx.array, capture: bool) -> float:
+def forward_ms(model, cache, tokens: mx.array, capture: bool) -> float:
+    """Wall time (ms) of one forward over ``tokens``, evaluated."""
     t0 = time.perf_counter()
     if capture:
         with capturing():
@@ -581,33 +66,50 @@ def _forward_ms(model, cache, tokens: mx.array, capture: bool) -> float:
     return (time.perf_counter() - t0) * 1000.0
 
 
-def _median(xs):
+def median(xs: list[float]) -> float:
     xs = sorted(xs)
     n = len(xs)
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
-def measure_forward(model, cache, snapshot, tokens: list[int], reps: int, skip: bool = True) -> dict:
-    """The two rulers (and skip estimates) for one forward over ``len(tokens)`` positions."""
+def value_range(xs: list[float], *also: float) -> list[float] | None:
+    """[lowest, highest] of the per-rep values (and of ``also``, the estimate itself); None for no reps."""
+    xs = list(xs) + list(also)
+    return [min(xs), max(xs)] if xs else None
+
+
+def measure_forward(model, cache, snapshot: CacheSnapshot, tokens: list[int], reps: int, skip: bool = True,
+                    instrumenter: Instrumenter | None = None, hooks: RunHooks | None = None) -> dict[str, Any]:
+    """The two rulers (and skip estimates) for one forward over ``len(tokens)`` positions.
+
+    ``instrumenter`` defaults to one over ``classify(model)``; its extra categories are timed and skipped
+    beside the model's own. ``hooks`` run around every forward and add their figures to the result."""
     x = mx.array(tokens, dtype=mx.uint32)
     capture = len(tokens) > 1 and is_hybrid(model)
+    inst = instrumenter if instrumenter is not None else Instrumenter(classify(model))
+    around = hooks if hooks is not None else RunHooks()
 
-    def run(mode=None, skip_cat=None):
+    def run(phase: str, skip_cat: str | None = None) -> tuple[float, dict[str, float]]:
         snapshot.restore()
-        _state.update(mode=mode, skip=skip_cat, acc={c: 0.0 for c in CATEGORIES}, stack=[])
-        ms = _forward_ms(model, cache, x, capture)
-        acc = dict(_state["acc"])
-        return ms, acc
+        around.before(phase, skip_cat)
+        inst.arm(PHASE_MODES[phase], skip_cat)
+        try:
+            ms = forward_ms(model, cache, x, capture)
+        finally:
+            around.after(phase)
+        return ms, dict(inst.acc)
 
-    with _Instrumented(model) as inst:
-        present = inst.structure.categories()
-        run()  # warm this shape
-        whole, instrumented, blocks = [], [], {c: [] for c in present}
-        skipped = {c: [] for c in present if c in SKIPPABLE}
-        _state["called"] = set()
+    with inst:
+        present = inst.structure.categories() + list(inst.extra_categories)
+        run("warm")  # warm this shape
+        whole: list[float] = []
+        instrumented: list[float] = []
+        blocks: dict[str, list[float]] = {c: [] for c in present}
+        skipped: dict[str, list[float]] = {c: [] for c in present if c in SKIPPABLE or c in inst.extra_categories}
+        inst.called = set()
         for _ in range(reps):
             # Interleave rulers so drift on a shared machine hits them alike.
-            whole.append(run()[0])
+            whole.append(run("whole")[0])
             ms, acc = run("time")
             instrumented.append(ms)
             for c in present:
@@ -617,58 +119,63 @@ def measure_forward(model, cache, snapshot, tokens: list[int], reps: int, skip: 
                     skipped[c].append(run("skip", c)[0])
         uncalled = inst.uncalled()
     snapshot.restore()
-    whole_ms = _median(whole)
-    blocks_ms = {c: _median(v) for c, v in blocks.items()}
+    whole_ms = median(whole)
+    blocks_ms = {c: median(v) for c, v in blocks.items()}
     block_sum = sum(blocks_ms.values())
-    skip_est = {c: whole_ms - _median(v) for c, v in skipped.items() if v}
+    skip_est = {c: whole_ms - median(v) for c, v in skipped.items() if v}
     # Every figure carries its spread over the reps. Differences are paired rep by rep (the rulers are
     # interleaved, so a rep's whole graph and its skipped or barrier-timed graph ran side by side).
     rep_sums = [sum(blocks[c][i] for c in present) for i in range(reps)]
     spread = {
-        "whole_ms": _range(whole),
-        "instrumented_ms": _range(instrumented),
-        "blocks": {c: _range(v) for c, v in blocks.items()},
-        "block_sum_ms": _range(rep_sums),
-        "inter_block_ms": _range([w - b for w, b in zip(whole, rep_sums)], whole_ms - block_sum),
-        "skip_estimates": {c: _range([w - x for w, x in zip(whole, v)], skip_est[c]) for c, v in skipped.items() if v},
+        "whole_ms": value_range(whole),
+        "instrumented_ms": value_range(instrumented),
+        "blocks": {c: value_range(v) for c, v in blocks.items()},
+        "block_sum_ms": value_range(rep_sums),
+        "inter_block_ms": value_range([w - b for w, b in zip(whole, rep_sums)], whole_ms - block_sum),
+        "skip_estimates": {c: value_range([w - x for w, x in zip(whole, v)], skip_est[c]) for c, v in skipped.items() if v},
     }
     return {
         "positions": len(tokens),
         "reps": reps,
         "whole_ms": whole_ms,
-        "instrumented_ms": _median(instrumented),
+        "instrumented_ms": median(instrumented),
         "blocks": blocks_ms,
         "block_sum_ms": block_sum,
         "inter_block_ms": whole_ms - block_sum,
-        "barrier_distortion": _median(instrumented) / whole_ms - 1.0,
+        "barrier_distortion": median(instrumented) / whole_ms - 1.0,
         "skip_estimates": skip_est,
         "spread": spread,
         "samples": {"whole_ms": whole, "instrumented_ms": instrumented, "blocks": blocks,
                     "skipped_ms": {c: v for c, v in skipped.items() if v}},
         "uncalled_blocks": uncalled,
+        **around.figures(),
     }
 
 
-def _range(xs: list[float], *also: float) -> list[float] | None:
-    """[lowest, highest] of the per-rep values (and of ``also``, the estimate itself); None for no reps."""
-    xs = list(xs) + list(also)
-    return [min(xs), max(xs)] if xs else None
-
-
-def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int, reps: int = 3, skip: bool = True) -> dict:
-    """Decode (1 position) and verify (k+1 positions) breakdowns at the end of ``prompt``."""
+def at_prompt_end(model, prompt: list[int], continuation: list[int], k: int) -> tuple[Any, CacheSnapshot, list[int]]:
+    """(cache prefilled with ``prompt``, its snapshot, the k+1 tokens of a verify forward after it)."""
     if is_hybrid(model):
         install_capture(model)
     cache = make_prompt_cache(model)
     mx.eval(prefill(model, cache, prompt))
     cp = CacheSnapshot(cache)
     toks = (list(continuation) + [prompt[-1]] * (k + 1))[: k + 1]
+    return cache, cp, toks
+
+
+def verify_to_decode(decode: dict[str, Any], verify: dict[str, Any]) -> dict[str, float | None]:
+    """Per category, verify time ÷ decode time (None where decode took no time)."""
+    return {c: (verify["blocks"][c] / decode["blocks"][c]) if decode["blocks"].get(c) else None for c in decode["blocks"]}
+
+
+def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int, reps: int = 3, skip: bool = True) -> dict:
+    """Decode (1 position) and verify (k+1 positions) breakdowns at the end of ``prompt``."""
+    cache, cp, toks = at_prompt_end(model, prompt, continuation, k)
     decode = measure_forward(model, cache, cp, toks[:1], reps, skip)
     verify = measure_forward(model, cache, cp, toks, reps, skip)
-    ratios = {c: (verify["blocks"][c] / decode["blocks"][c]) if decode["blocks"].get(c) else None for c in decode["blocks"]}
     return {
         "decode": decode,
         "verify": verify,
-        "ratios": ratios,
+        "ratios": verify_to_decode(decode, verify),
         "labels": classify(model).labels(),
     }

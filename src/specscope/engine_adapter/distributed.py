@@ -33,15 +33,16 @@ from __future__ import annotations
 import socket
 import time
 import zlib
-from contextlib import contextmanager
+from typing import Any
 
 import mlx.core as mx
-from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.errors import SpecscopeError
 
-from . import breakdown as bd
+from .breakdown import RunHooks, at_prompt_end, measure_forward, median, verify_to_decode
 from .engine import Engine, EngineParams
+from .instrument import Instrumenter
+from .structure import Structure, classify, is_linear, out_features, vocab_sizes
 
 COMMUNICATION = "communication"
 BACKENDS = ("ring", "jaccl", "mpi", "nccl", "any")
@@ -138,7 +139,7 @@ def load_sharded(path, group, allow_oversize: bool = False):
     from .checkpoint import open_checkpoint
     from .compat import cheap_report
     from .inspect_model import describe
-    from .loader import MEMORY_LIMIT_FRACTION, LoadedModel, _without_mtp_layers, system_memory_bytes
+    from .loader import MEMORY_LIMIT_FRACTION, LoadedModel, model_classes_without_mtp, system_memory_bytes
 
     n = group.size()
     ck = open_checkpoint(path)
@@ -149,7 +150,7 @@ def load_sharded(path, group, allow_oversize: bool = False):
             f"but this machine has {total / 2**30:.1f} GiB; pass --allow-oversize to try anyway"
         )
     try:
-        model, config = mlx_load_model(ck.path, lazy=True, trust_remote_code=False, get_model_classes=_without_mtp_layers)
+        model, config = mlx_load_model(ck.path, lazy=True, trust_remote_code=False, get_model_classes=model_classes_without_mtp)
     except Exception as exc:
         raise SpecscopeError(f"could not load weights from {ck.path}: {type(exc).__name__}: {exc}") from None
     try:
@@ -180,68 +181,102 @@ def load_sharded(path, group, allow_oversize: bool = False):
 
 # -- communication as a category ----------------------------------------------------------------------------
 
-_ORIGINAL = {"all_sum": mx.distributed.all_sum, "all_gather": mx.distributed.all_gather}
-_comm = {"mode": "pass", "count": {}, "bytes": 0, "n": 1, "group": None, "wait_ms": 0.0, "transfer_ms": 0.0}
+class Communication(RunHooks):
+    """Communication as a category of the breakdown, for one measured forward (``breakdown.measure_forward``'s
+    hooks): inside ``with``, ``mx.distributed.all_sum`` / ``all_gather`` go through wrappers that count the
+    collectives (the warm-up forward), time them (the barrier ruler) or stand in for them (the communication
+    skipped), and pass them through otherwise. Every forward starts with a barrier across ranks.
+
+    Its ``instrumenter`` times the sharded model's blocks with ``communication`` as an extra category; a
+    skipped block that holds a collective still issues it (on its zeros), so the compute categories' skip
+    estimates stay compute only."""
+
+    def __init__(self, model, group):
+        self.group, self.n = group, group.size()
+        self.mode = "pass"
+        self.count: dict[str, int] = {}
+        self.bytes = 0
+        self.wait_ms = self.transfer_ms = 0.0
+        self.counted: dict[str, Any] = {}
+        self.split: dict[str, list[float]] = {"wait_ms": [], "transfer_ms": []}
+        self._original = {"all_sum": mx.distributed.all_sum, "all_gather": mx.distributed.all_gather}
+        structure = sharded_structure(model, self.n)
+        self._communicating = {id(b.module) for b in structure.blocks if _communicates(b.module)}
+        self.instrumenter = Instrumenter(structure, extra_categories=(COMMUNICATION,), on_skip=self._keep_collective)
+
+    def __enter__(self) -> Communication:
+        mx.distributed.all_sum, mx.distributed.all_gather = self._collective("all_sum"), self._collective("all_gather")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        mx.distributed.all_sum, mx.distributed.all_gather = self._original["all_sum"], self._original["all_gather"]
+        self.mode = "pass"
+
+    # -- around each forward (RunHooks) ---------------------------------------------------------------------
+    def before(self, phase: str, skip: str | None) -> None:
+        sync(self.group)  # every rank starts the forward together: skew from the previous run stays out of this one
+        mode = {"warm": "count", "time": "time"}.get(phase, "pass")
+        if phase == "skip" and skip == COMMUNICATION:
+            mode = "skip"
+        self.mode, self.wait_ms, self.transfer_ms = mode, 0.0, 0.0
+
+    def after(self, phase: str) -> None:
+        self.mode = "pass"
+        if phase == "warm":  # the collectives of one forward
+            self.counted = {"calls": dict(self.count), "bytes": self.bytes}
+        elif phase == "time":
+            self.split["wait_ms"].append(self.wait_ms)
+            self.split["transfer_ms"].append(self.transfer_ms)
+
+    def figures(self) -> dict[str, Any]:
+        # the barrier ruler's communication, split: waiting for the slowest rank vs the collective itself
+        return {"collectives": self.counted, "communication_split": {k: median(v) for k, v in self.split.items()}}
+
+    # -- the collectives -----------------------------------------------------------------------------------
+    def _keep_collective(self, module, cat: str, out: mx.array) -> mx.array:
+        if id(module) in self._communicating and cat != "output_head":
+            out = mx.distributed.all_sum(out, group=self.group)
+        return out
+
+    def _collective(self, name: str):
+        fn = self._original[name]
+        all_sum = self._original["all_sum"]
+
+        def wrapper(x, *args, **kwargs):
+            mode = self.mode
+            if mode == "count":
+                self.count[name] = self.count.get(name, 0) + 1
+                self.bytes += _nbytes(x) * (self.n - 1 if name == "all_gather" else 1)
+                return fn(x, *args, **kwargs)
+            if mode == "skip":  # a local stand-in of the same shape: no communication, same downstream work
+                if name == "all_sum":
+                    return x
+                return mx.concatenate([x] * self.n, axis=0) if self.n > 1 else x
+            if mode == "time":
+                inst = self.instrumenter
+                mx.eval(x)  # barrier: the local compute that feeds the collective is done before the clock starts
+                inst.open_span()
+                t0 = time.perf_counter()
+                # a one-element all-sum first: the time spent waiting for the slowest rank to get here (plus one
+                # small-message latency), then the collective itself (the transfer)
+                mx.eval(all_sum(mx.zeros((1,)), group=self.group))
+                t1 = time.perf_counter()
+                out = fn(x, *args, **kwargs)
+                mx.eval(out)
+                t2 = time.perf_counter()
+                # exclusive time: the enclosing block (attention, MoE, …) loses what the collective took
+                inst.close_span(COMMUNICATION, (t2 - t0) * 1000.0)
+                self.wait_ms += (t1 - t0) * 1000.0
+                self.transfer_ms += (t2 - t1) * 1000.0
+                return out
+            return fn(x, *args, **kwargs)
+
+        wrapper.__name__ = name
+        return wrapper
 
 
 def _nbytes(x) -> int:
     return int(x.size) * x.dtype.size
-
-
-def _collective(name: str):
-    fn = _ORIGINAL[name]
-
-    def wrapper(x, *args, **kwargs):
-        mode = _comm["mode"]
-        if mode == "count":
-            _comm["count"][name] = _comm["count"].get(name, 0) + 1
-            _comm["bytes"] += _nbytes(x) * (_comm["n"] - 1 if name == "all_gather" else 1)
-            return fn(x, *args, **kwargs)
-        if mode == "skip":  # a local stand-in of the same shape: no communication, same downstream work
-            if name == "all_sum":
-                return x
-            n = _comm["n"]
-            return mx.concatenate([x] * n, axis=0) if n > 1 else x
-        if mode == "time" and bd._state["mode"] == "time":
-            mx.eval(x)  # barrier: the local compute that feeds the collective is done before the clock starts
-            stack = bd._state["stack"]
-            stack.append(0.0)
-            t0 = time.perf_counter()
-            # a one-element all-sum first: the time spent waiting for the slowest rank to get here (plus one
-            # small-message latency), then the collective itself (the transfer)
-            mx.eval(_ORIGINAL["all_sum"](mx.zeros((1,)), group=_comm["group"]))
-            t1 = time.perf_counter()
-            out = fn(x, *args, **kwargs)
-            mx.eval(out)
-            t2 = time.perf_counter()
-            ms = (t2 - t0) * 1000.0
-            stack.pop()
-            acc = bd._state["acc"]
-            acc[COMMUNICATION] = acc.get(COMMUNICATION, 0.0) + ms
-            _comm["wait_ms"] += (t1 - t0) * 1000.0
-            _comm["transfer_ms"] += (t2 - t1) * 1000.0
-            if stack:  # exclusive time: the enclosing block (attention, MoE, …) loses what the collective took
-                stack[-1] += ms
-            return out
-        return fn(x, *args, **kwargs)
-
-    wrapper.__name__ = name
-    wrapper._specscope_original_ = fn
-    return wrapper
-
-
-@contextmanager
-def collectives(mode: str, group):
-    """Route ``mx.distributed.all_sum`` / ``all_gather`` through the instrumented wrappers while inside."""
-    saved = (mx.distributed.all_sum, mx.distributed.all_gather, dict(_comm))
-    mx.distributed.all_sum, mx.distributed.all_gather = _collective("all_sum"), _collective("all_gather")
-    _comm.update(mode=mode, n=group.size(), group=group)
-    try:
-        yield _comm
-    finally:
-        mx.distributed.all_sum, mx.distributed.all_gather = saved[0], saved[1]
-        _comm.clear()
-        _comm.update(saved[2])
 
 
 def _communicates(module) -> bool:
@@ -255,36 +290,15 @@ def _communicates(module) -> bool:
     return False
 
 
-@contextmanager
-def _skips_keep_collectives(communicating: set[int]):
-    """A skipped block that holds a collective still issues it (on its zeros): its skip estimate is compute only."""
-    original = bd._skip_output
-
-    def skip_output(module, cat, args):
-        out = original(module, cat, args)
-        if id(module) in communicating and cat != "output_head":
-            out = mx.distributed.all_sum(out, group=_comm["group"])
-        return out
-
-    bd._skip_output = skip_output
-    try:
-        yield
-    finally:
-        bd._skip_output = original
-
-
-def sharded_structure(model, n: int):
-    """``breakdown.classify`` for a sharded model: a head sharded over the vocabulary (``vocab / n`` outputs per
+def sharded_structure(model, n: int) -> Structure:
+    """``structure.classify`` for a sharded model: a head sharded over the vocabulary (``vocab / n`` outputs per
     rank) is still the output head, not an unclassified linear and not a tied embedding."""
-    import mlx.nn as nn
-
-    st = bd.classify(model)
-    vocab = {int(m["weight"].shape[0]) for _, m in model.named_modules() if isinstance(m, (nn.Embedding, nn.QuantizedEmbedding))}
-    vocab |= {v for v in [getattr(getattr(model, "args", None), "vocab_size", None)] if isinstance(v, int)}
+    st = classify(model)
+    vocab = vocab_sizes(model)
     fixed = False
     for b in st.blocks:
-        if (b.category == "unclassified" and b.layer is None and bd._is_linear(b.module)
-                and bd._out_features(b.module) * n in vocab):
+        if (b.category == "unclassified" and b.layer is None and is_linear(b.module)
+                and out_features(b.module) * n in vocab):
             b.category, b.kind, fixed = "output_head", f"output head (vocabulary sharded over {n} ranks)", True
     if fixed and st.tied_head:
         st.tied_head = False
@@ -294,93 +308,10 @@ def sharded_structure(model, n: int):
     return st
 
 
-class _ShardedInstrumented(bd._Instrumented):
-    def __init__(self, model, n: int):
-        self.structure = sharded_structure(model, n)
-        self.blocks = [(b.path, b.module, b.category) for b in self.structure.blocks]
-
-
 def measure_forward_distributed(model, cache, snapshot, tokens: list[int], reps: int, group, skip: bool = True) -> dict:
     """``breakdown.measure_forward`` for a sharded model, with a ``communication`` category; this rank's figures."""
-    from .rollback import is_hybrid
-
-    x = mx.array(tokens, dtype=mx.uint32)
-    capture = len(tokens) > 1 and is_hybrid(model)
-
-    def run(mode=None, skip_cat=None, comm="pass"):
-        snapshot.restore()
-        sync(group)  # every rank starts the forward together: skew from the previous run stays out of this one
-        bd._state.update(mode=mode, skip=skip_cat, acc={c: 0.0 for c in bd.CATEGORIES + [COMMUNICATION]}, stack=[])
-        _comm.update(mode=comm, wait_ms=0.0, transfer_ms=0.0)
-        try:
-            ms = bd._forward_ms(model, cache, x, capture)
-        finally:
-            _comm["mode"] = "pass"
-        return ms, {**bd._state["acc"], "_wait": _comm["wait_ms"], "_transfer": _comm["transfer_ms"]}
-
-    with _ShardedInstrumented(model, group.size()) as inst, collectives("pass", group) as comm:
-        communicating = {id(b.module) for b in inst.structure.blocks if _communicates(b.module)}
-        present = inst.structure.categories() + [COMMUNICATION]
-        comm.update(count={}, bytes=0)
-        run(comm="count")  # warm this shape; count the collectives of one forward
-        counted = {"calls": dict(comm["count"]), "bytes": comm["bytes"]}
-        whole, instrumented, blocks, split = [], [], {c: [] for c in present}, {"wait_ms": [], "transfer_ms": []}
-        skipped = {c: [] for c in present if c in bd.SKIPPABLE or c == COMMUNICATION}
-        bd._state["called"] = set()
-        with _skips_keep_collectives(communicating):
-            for _ in range(reps):
-                whole.append(run()[0])
-                ms, acc = run("time", comm="time")
-                instrumented.append(ms)
-                for c in present:
-                    blocks[c].append(acc.get(c, 0.0))
-                split["wait_ms"].append(acc["_wait"])
-                split["transfer_ms"].append(acc["_transfer"])
-                if skip:
-                    for c in skipped:
-                        if c == COMMUNICATION:
-                            skipped[c].append(run(comm="skip")[0])
-                        else:
-                            skipped[c].append(run("skip", c)[0])
-        uncalled = inst.uncalled()
-    snapshot.restore()
-    med = bd._median
-    whole_ms = med(whole)
-    blocks_ms = {c: med(v) for c, v in blocks.items()}
-    block_sum = sum(blocks_ms.values())
-    skip_est = {c: whole_ms - med(v) for c, v in skipped.items() if v}
-
-    def rng(xs, *also):
-        xs = list(xs) + list(also)
-        return [min(xs), max(xs)] if xs else None
-
-    rep_sums = [sum(blocks[c][i] for c in present) for i in range(reps)]
-    spread = {  # as breakdown.measure_forward: every figure's range over the reps, differences paired rep by rep
-        "whole_ms": rng(whole),
-        "instrumented_ms": rng(instrumented),
-        "blocks": {c: rng(v) for c, v in blocks.items()},
-        "block_sum_ms": rng(rep_sums),
-        "inter_block_ms": rng([w - b for w, b in zip(whole, rep_sums)], whole_ms - block_sum),
-        "skip_estimates": {c: rng([w - x for w, x in zip(whole, v)], skip_est[c]) for c, v in skipped.items() if v},
-    }
-    return {
-        "positions": len(tokens),
-        "reps": reps,
-        "whole_ms": whole_ms,
-        "instrumented_ms": med(instrumented),
-        "blocks": blocks_ms,
-        "block_sum_ms": block_sum,
-        "inter_block_ms": whole_ms - block_sum,
-        "barrier_distortion": med(instrumented) / whole_ms - 1.0,
-        "skip_estimates": skip_est,
-        "spread": spread,
-        "samples": {"whole_ms": whole, "instrumented_ms": instrumented, "blocks": blocks,
-                    "skipped_ms": {c: v for c, v in skipped.items() if v}},
-        "uncalled_blocks": uncalled,
-        "collectives": counted,
-        # the barrier ruler's communication, split: waiting for the slowest rank vs the collective itself
-        "communication_split": {k: med(v) for k, v in split.items()},
-    }
+    with Communication(model, group) as comm:
+        return measure_forward(model, cache, snapshot, tokens, reps, skip, instrumenter=comm.instrumenter, hooks=comm)
 
 
 _PER_RANK_SCALARS = ("whole_ms", "instrumented_ms", "block_sum_ms", "inter_block_ms", "barrier_distortion")
@@ -407,18 +338,10 @@ def measure_breakdown_distributed(model, prompt: list[int], continuation: list[i
                                   skip: bool = True, backend: str = "ring", hosts: list[str] | None = None) -> dict:
     """Decode (1 position) and verify (k+1 positions) breakdowns of the sharded model, communication included,
     in ``breakdown.measure_breakdown``'s shape plus ``per_rank`` lists and a ``distributed`` record."""
-    from .decoding import prefill
-    from .rollback import CacheSnapshot, install_capture, is_hybrid
-
-    if is_hybrid(model):
-        install_capture(model)
-    cache = make_prompt_cache(model)
-    mx.eval(prefill(model, cache, prompt))
-    cp = CacheSnapshot(cache)
-    toks = (list(continuation) + [prompt[-1]] * (k + 1))[: k + 1]
+    cache, cp, toks = at_prompt_end(model, prompt, continuation, k)
     decode = _with_per_rank(measure_forward_distributed(model, cache, cp, toks[:1], reps, group, skip), group)
     verify = _with_per_rank(measure_forward_distributed(model, cache, cp, toks, reps, group, skip), group)
-    ratios = {c: (verify["blocks"][c] / decode["blocks"][c]) if decode["blocks"].get(c) else None for c in decode["blocks"]}
+    ratios = verify_to_decode(decode, verify)
     labels = sharded_structure(model, group.size()).labels()
     calls = decode["collectives"]["calls"]
     what = " + ".join(f"{v} {k.replace('_', '-')}{'s' if v != 1 else ''}" for k, v in sorted(calls.items()))

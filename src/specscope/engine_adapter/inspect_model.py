@@ -11,11 +11,11 @@ MTP_REQUIRED = ("mtp.fc.weight", "mtp.norm.weight")
 
 
 def _layer_kinds(model, structure=None) -> dict:
-    """Layer mix from each layer's own structure (``breakdown.classify``): the same rules the breakdown times by.
+    """Layer mix from each layer's own structure (``structure.classify``): the same rules the breakdown times by.
 
     A layer with a recurrent mixer and attention side by side (Falcon-H1) counts in both; ``parallel`` says how many.
     """
-    from .breakdown import classify
+    from .structure import classify
 
     s = structure or classify(model)
     mix = s.layer_mix()
@@ -45,7 +45,7 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
     """
     from mlx.utils import tree_flatten
 
-    from .breakdown import classify
+    from .structure import classify
 
     s = structure or classify(model)
     top_k = _top_k_for(model, s, text_config)
@@ -73,7 +73,7 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
 
 def _top_k_for(model, structure=None, text_config: dict | None = None) -> int | None:
     """Experts per token: what the MoE modules say, else the config's field."""
-    from .breakdown import classify
+    from .structure import classify
 
     s = structure or classify(model)
     ks = [b.top_k for b in s.moe_blocks() if b.top_k]
@@ -167,7 +167,7 @@ def _naming(path) -> dict:
 def describe(lm: LoadedModel) -> dict:
     ck, model = lm.checkpoint, lm.model
     tc = ck.text_config
-    from .breakdown import classify
+    from .structure import classify
 
     structure = classify(model)
     kinds = _layer_kinds(model, structure)

@@ -66,7 +66,7 @@ def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedM
     from mlx_lm.utils import load_tokenizer
 
     try:
-        model, config = mlx_load_model(ck.path, lazy=False, trust_remote_code=False, get_model_classes=_without_mtp_layers)
+        model, config = mlx_load_model(ck.path, lazy=False, trust_remote_code=False, get_model_classes=model_classes_without_mtp)
     except SpecscopeError:
         raise
     except Exception as exc:  # mlx-lm raises ValueError/KeyError/RuntimeError on bad weights
@@ -78,7 +78,7 @@ def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedM
     return LoadedModel(checkpoint=ck, model=model, tokenizer=tokenizer, config=config)
 
 
-def _without_mtp_layers(config: dict):
+def model_classes_without_mtp(config: dict):
     """mlx-lm's classes, with a sanitize that also drops MTP layers stored as ``model.layers.{N}`` (N >= the
     trunk's layer count). mlx-lm drops only ``model.layers.61`` (DeepSeek-V3's own count); other depths
     would fail its strict load. The MTP drafter reads those tensors from the files itself."""

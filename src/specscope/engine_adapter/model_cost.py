@@ -1,6 +1,6 @@
 """Bytes and FLOPs per category for one forward over ``n`` positions, from the loaded model itself.
 
-What an ideal forward must move and compute, per category of ``breakdown.classify`` (the same blocks
+What an ideal forward must move and compute, per category of ``structure.classify`` (the same blocks
 the breakdown times), so a roofline can put a floor under each measured time:
 
 - **weight bytes**: every parameter array a block reads, at its stored size — for a quantized layer
@@ -32,7 +32,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from .breakdown import _own_params, classify
+from .structure import classify, own_params
 
 RECURRENT_FLOPS_PER_STATE = 6  # decay, k·S, outer-product update, readout: ~6 FLOPs per state element per position
 _HEADS = ("n_heads", "num_heads", "num_attention_heads", "n_head")
@@ -53,7 +53,7 @@ def _arrays(mod: nn.Module, own_only: bool = False) -> list[tuple[str, mx.array]
     """Every parameter array under ``mod``, or (``own_only``) those it holds itself, not through a child module."""
     if not own_only:
         return [(p, v) for p, v in tree_flatten(mod.parameters()) if isinstance(v, mx.array)]
-    return list(_own_params(mod).items())
+    return list(own_params(mod).items())
 
 
 def _nbytes(arrays) -> int:

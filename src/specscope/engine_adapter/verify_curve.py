@@ -24,10 +24,11 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import make_prompt_cache
 
-from .breakdown import _takes_indices, classify, measure_forward
+from .breakdown import measure_forward
 from .decoding import plain_generate, prefill
 from .records import tokens_of
 from .rollback import CacheSnapshot, capturing, install_capture, is_hybrid
+from .structure import classify, takes_indices
 
 DEFAULT_POSITIONS = 9
 MAX_POSITIONS = 17
@@ -105,7 +106,7 @@ def recording_routes(model):
     for b in classify(model).moe_blocks():
         for p in b.expert_banks:
             m = mods.get(p)
-            if m is not None and _takes_indices(type(m)):
+            if m is not None and takes_indices(type(m)):
                 banks.append((b.path, m))
                 break
     saved = [(m, m.__class__) for _, m in banks]
