@@ -12,30 +12,13 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 
-
-@dataclass
-class EngineParams:
-    model: str | None = None
-    demo: bool = False
-    drafter: str = "auto"
-    draft_model: str | None = None
-    mtp_weights: str | None = None
-    mtp_hidden: str = "post-norm"
-    oracle_p: float = 0.75
-    oracle_draft_ms: float = 0.0
-    num_draft_tokens: int = 2
-    temp: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    round_kinds: str = "paired"
-    allow_oversize: bool = False
+from .params import EngineParams
 
 
 def environment() -> dict:

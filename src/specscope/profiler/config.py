@@ -7,9 +7,10 @@ receives it as JSON.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
 DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
@@ -20,32 +21,17 @@ MAX_LOCAL_RANKS = 16
 
 
 @dataclass
-class RunConfig:
-    model: str | None = None
-    demo: bool = False
-    drafter: str = "auto"
-    draft_model: str | None = None
-    num_draft_tokens: int = 2
+class RunConfig(EngineParams):
+    """A run: what the engine loads and how it decodes (``EngineParams``: model, drafter, k, sampling, round kinds,
+    … with their defaults, defined once there), and what the protocol does with it (the fields below)."""
+
     max_tokens: int = 128
-    temp: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
     suite: str | None = None
     cases: int | None = None
     warmup: int = 1
     repeats: int = 1
     breakdown: bool = True
     breakdown_reps: int = 3
-    oracle_p: float = 0.75
-    oracle_draft_ms: float = 0.0
-    mtp_weights: str | None = None
-    mtp_hidden: str = "post-norm"
-    allow_oversize: bool = False
-    # "paired": each speculative phase runs the case twice, one end-to-end pass (one sync per round, as a production
-    # engine runs: the measured speed) and one instrumented pass (draft, verify, rollback timed apart: the ledger),
-    # in alternating order, on the same drafts; "alternate": the two kinds round by round in one pass (older
-    # sessions); "instrumented" or "end_to_end": one pass of that kind.
-    round_kinds: str = "paired"
     # the prediction's inputs timed apart per case (engine_adapter.components): verify forwards and drafts, reps each
     component_reps: int = 3
     # the acceptance trace A(s) of the run's drafter along each case's plain output (engine_adapter.acceptance_trace):
@@ -74,6 +60,10 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def engine_params(self) -> EngineParams:
+        """The engine's share of this run, as the engine takes it."""
+        return EngineParams(**{f.name: getattr(self, f.name) for f in fields(EngineParams)})
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":

@@ -80,11 +80,8 @@ def split_config(d: dict, dist: dict | None = None) -> tuple[RunConfig, dict]:
 def open_distributed_engine(cfg: RunConfig, emit, backend: str = "ring"):
     """``protocol.open_engine`` for a rank: the same settings, the target sharded over the group."""
     from specscope.engine_adapter.distributed import DistributedEngine
-    from specscope.engine_adapter.engine import EngineParams
 
-    from .protocol import ENGINE_FIELDS
-
-    engine = DistributedEngine.open(EngineParams(**{f: getattr(cfg, f) for f in ENGINE_FIELDS}),
+    engine = DistributedEngine.open(cfg.engine_params(),
                                     status=lambda message: emit({"event": "status", "message": message}),
                                     backend=backend)
     cfg.drafter, cfg.mtp_weights = engine.drafter_name, engine.params.mtp_weights

@@ -35,15 +35,12 @@ def abba(repeat: int) -> tuple[str, str]:
     """The order of the two modes in a case's repeat: AB, BA, AB, … (A = plain, B = speculative)."""
     return ("plain", "spec") if repeat % 2 == 0 else ("spec", "plain")
 
-ENGINE_FIELDS = ("model", "demo", "drafter", "draft_model", "mtp_weights", "mtp_hidden", "oracle_p", "oracle_draft_ms",
-                 "num_draft_tokens", "temp", "top_p", "seed", "round_kinds", "allow_oversize")  # the engine's share of RunConfig
-
 
 def open_engine(cfg: RunConfig, emit):
     """The engine, built once from the run's plain settings (the only call down for loading)."""
-    from specscope.engine_adapter.engine import Engine, EngineParams
+    from specscope.engine_adapter.engine import Engine
 
-    engine = Engine.open(EngineParams(**{f: getattr(cfg, f) for f in ENGINE_FIELDS}),
+    engine = Engine.open(cfg.engine_params(),
                          status=lambda message: emit({"event": "status", "message": message}))
     cfg.drafter, cfg.mtp_weights = engine.drafter_name, engine.params.mtp_weights  # "auto" resolved, paths resolved
     return engine

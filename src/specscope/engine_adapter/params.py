@@ -1,0 +1,31 @@
+"""What the engine is asked to load and how it decodes: plain settings, no MLX.
+
+The one definition of these fields and their defaults: ``engine.Engine.open`` takes them, and the run
+configuration (``profiler.config.RunConfig``, which the app imports, hence no MLX here) is built on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class EngineParams:
+    model: str | None = None
+    demo: bool = False
+    drafter: str = "auto"
+    draft_model: str | None = None
+    mtp_weights: str | None = None
+    mtp_hidden: str = "post-norm"
+    oracle_p: float = 0.75
+    oracle_draft_ms: float = 0.0
+    num_draft_tokens: int = 2
+    temp: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    # "paired": each speculative phase runs the case twice, one end-to-end pass (one sync per round, as a production
+    # engine runs: the measured speed) and one instrumented pass (draft, verify, rollback timed apart: the ledger),
+    # in alternating order, on the same drafts; "alternate": the two kinds round by round in one pass (older
+    # sessions); "instrumented" or "end_to_end": one pass of that kind.
+    round_kinds: str = "paired"
+    allow_oversize: bool = False
