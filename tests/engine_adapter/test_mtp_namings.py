@@ -19,7 +19,7 @@ import mlx.core as mx
 import pytest
 from mlx.utils import tree_flatten, tree_unflatten
 
-from specscope.engine_adapter.checkpoint import _is_mtp_key, mtp_naming, open_checkpoint
+from specscope.engine_adapter.checkpoint import is_mtp_key, mtp_naming, open_checkpoint
 from specscope.engine_adapter.decoding import plain_generate, speculative_generate
 from specscope.engine_adapter.demo_tokenizer import build_tokenizer
 from specscope.errors import SpecscopeError
@@ -241,11 +241,11 @@ def plain(loaded):
 
 
 def test_mtp_key_helpers():
-    assert _is_mtp_key("mtp.fc.weight") and _is_mtp_key("model.mtp.layers.0.mlp.gate.weight")
-    assert _is_mtp_key("model.layers.61.eh_proj.weight", 61) and _is_mtp_key("model.layers.62.enorm.weight", 61)
-    assert not _is_mtp_key("model.layers.61.eh_proj.weight")  # without the trunk's layer count: unknowable
-    assert not _is_mtp_key("model.layers.60.mlp.gate.weight", 61) and not _is_mtp_key("lm_head.weight", 61)
-    assert not _is_mtp_key("model.layers.61", 61)
+    assert is_mtp_key("mtp.fc.weight") and is_mtp_key("model.mtp.layers.0.mlp.gate.weight")
+    assert is_mtp_key("model.layers.61.eh_proj.weight", 61) and is_mtp_key("model.layers.62.enorm.weight", 61)
+    assert not is_mtp_key("model.layers.61.eh_proj.weight")  # without the trunk's layer count: unknowable
+    assert not is_mtp_key("model.layers.60.mlp.gate.weight", 61) and not is_mtp_key("lm_head.weight", 61)
+    assert not is_mtp_key("model.layers.61", 61)
     assert mtp_naming(["mtp.fc.weight"], "qwen3_5_moe") == "qwen3_5"
     assert mtp_naming(["mtp.fc.weight"], "qwen3_next") == "qwen3_next"
     assert mtp_naming(["model.layers.3.eh_proj.weight"], "glm4_moe") == "deepseek_v3"

@@ -37,10 +37,10 @@ class Checkpoint:
         return {**self.config, **self.config.get("text_config", {})}
 
     def mtp_keys(self) -> list[str]:
-        """Names of the tensors of the checkpoint's own MTP head, in either naming (see ``_is_mtp_key``)."""
+        """Names of the tensors of the checkpoint's own MTP head, in either naming (see ``is_mtp_key``)."""
         n = self.text_config.get("num_hidden_layers")
         first = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
-        return [k for k in self.tensor_shapes if _is_mtp_key(k, first)]
+        return [k for k in self.tensor_shapes if is_mtp_key(k, first)]
 
 
 # Where a trunk's decoder layers live in a checkpoint's (original or mlx-lm) naming.
@@ -60,7 +60,7 @@ def mtp_layer_index(name: str, first_mtp_layer: int | None) -> int | None:
     return None
 
 
-def _is_mtp_key(name: str, first_mtp_layer: int | None = None) -> bool:
+def is_mtp_key(name: str, first_mtp_layer: int | None = None) -> bool:
     """A tensor of the checkpoint's MTP head. Two namings exist:
 
     - Qwen3.5 / Qwen3-Next: ``mtp.*`` (``mtp.fc``, ``mtp.layers.0.*``, ``mtp.norm``...);

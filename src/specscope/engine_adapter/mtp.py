@@ -46,7 +46,7 @@ from mlx.utils import tree_flatten
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache
 
-from .checkpoint import _is_mtp_key, mtp_layer_index, mtp_naming, open_checkpoint, read_safetensors_header
+from .checkpoint import is_mtp_key, mtp_layer_index, mtp_naming, open_checkpoint, read_safetensors_header
 from .drafters import Draft, Drafter
 from specscope.errors import SpecscopeError
 from .hidden import trunk_parts
@@ -209,7 +209,7 @@ def _read_mtp_tensors(path: Path, first_mtp_layer: int | None, model_type: str) 
     per_file: list[tuple[Path, list[str], bool]] = []
     for f in files:
         header = read_safetensors_header(f)
-        names = [k for k in header if k != "__metadata__" and _is_mtp_key(k, first_mtp_layer)]
+        names = [k for k in header if k != "__metadata__" and is_mtp_key(k, first_mtp_layer)]
         if names:
             per_file.append((f, names, (header.get("__metadata__") or {}).get("format") == "mlx"))
     style = mtp_naming([k for _, names, _ in per_file for k in names], model_type)
