@@ -56,6 +56,26 @@ def build_chart(name: str, session, theme: dict | None = None, summary: dict | N
     return w
 
 
+def paint_png(w, width: int, height: int, text_antialiasing: bool = True) -> bytes | None:
+    """PNG bytes of chart widget ``w`` (laid out at ``width``×``height``) painted on its theme's background;
+    ``None`` where the PNG could not be encoded."""
+    from PySide6 import QtCore, QtGui
+
+    img = QtGui.QImage(int(width), int(height), QtGui.QImage.Format.Format_ARGB32)
+    img.fill(QtGui.QColor(w.theme["bg"]))
+    painter = QtGui.QPainter(img)
+    try:
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        if text_antialiasing:
+            painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing)
+        w.render(painter)
+    finally:
+        painter.end()
+    buf = QtCore.QBuffer()
+    buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+    return bytes(buf.data()) if img.save(buf, "PNG") else None
+
+
 def chart_image(name: str, session, width: int = 900, height: int = 420, fmt: str = "png") -> bytes:
     """PNG (or SVG) bytes of chart ``name`` drawn from ``session``."""
     fmt = fmt.lower()
@@ -93,20 +113,10 @@ def chart_image(name: str, session, width: int = 900, height: int = 420, fmt: st
             finally:
                 painter.end()
             return bytes(buf.data())
-        img = QtGui.QImage(int(width), int(height), QtGui.QImage.Format.Format_ARGB32)
-        img.fill(QtGui.QColor(w.theme["bg"]))
-        painter = QtGui.QPainter(img)
-        try:
-            painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
-            painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing)
-            w.render(painter)
-        finally:
-            painter.end()
-        buf = QtCore.QBuffer()
-        buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
-        if not img.save(buf, "PNG"):
+        png = paint_png(w, width, height)
+        if png is None:
             raise RuntimeError("could not encode the chart as PNG")
-        return bytes(buf.data())
+        return png
     finally:
         w.close()
         w.deleteLater()

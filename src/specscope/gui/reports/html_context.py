@@ -9,11 +9,11 @@ data function) and its table per context. Nothing for a session without a sweep.
 
 from __future__ import annotations
 
-import base64
-
 from specscope.profiler.renderers.html_common import esc, f, mib, pct
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.sweep import draft_is_noise, dominant_effect, sweep_figures
+
+from . import charts as _charts
 
 CHARTS = (
     ("speedup", "Speedup vs context", ("speedup over plain decoding", "×"),
@@ -38,14 +38,10 @@ def context_images(session, width: int = 900, height: int = 380) -> dict:
     rows = _rows(session)
     if not rows:
         return {}
-    from . import charts as _charts
-
     _charts.ensure_app()
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.charts.context import ContextChart
     from specscope.gui.views.context import chart_data  # what the Context page draws
-
-    from .html_trace import _png
 
     data = chart_data(rows)
     out = {}
@@ -53,21 +49,10 @@ def context_images(session, width: int = 900, height: int = 380) -> dict:
         for key, title, ylabel, _cap in CHARTS:
             w = ContextChart(LIGHT, title, ylabel)
             w.set_data(data[key])
-            out[f"context_{key}"] = _png(w, width, height)
+            out[f"context_{key}"] = _charts.widget_png(w, width, height)
     except Exception as exc:  # a missing chart must never cost the whole report
         _charts.last_error["context"] = f"{type(exc).__name__}: {exc}"
     return out
-
-
-def _img(key: str, charts: dict, target: str, caption: str) -> str:
-    data = charts.get(key)
-    if not data:
-        return f'<p class="unavailable muted">chart unavailable ({esc(key)})</p>'
-    if target == "print":
-        return (f'<p align="center"><img src="chart-{key}.png" width="640"></p>'
-                f'<p class="muted" align="center"><small>{esc(caption)}</small></p>')
-    b64 = base64.b64encode(data).decode("ascii")
-    return f'<figure><img alt="{esc(key)}" src="data:image/png;base64,{b64}"><figcaption>{esc(caption)}</figcaption></figure>'
 
 
 def size(n: int) -> str:
@@ -111,7 +96,7 @@ def context_section(session, charts: dict, target: str = "screen") -> str:
     if effect:
         parts.append(f"<p><b>{esc(effect[0].upper() + effect[1:])}</b></p>")
     for key, _title, _y, cap in CHARTS:
-        parts.append(_img(f"context_{key}", charts, target, cap))
+        parts.append(_charts.section_figure(f"context_{key}", charts, target, cap))
     speed = []
     split = []
     for r in rows:

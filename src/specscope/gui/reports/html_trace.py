@@ -7,11 +7,11 @@ keys are ``trace_classes`` and ``trace_case-<n>``, so the PDF writer finds them 
 
 from __future__ import annotations
 
-import base64
-
 from specscope.profiler import trace_walk
 from specscope.profiler.renderers.html_common import esc, f
 from specscope.profiler.renderers.html_common import table as _table
+
+from . import charts as _charts
 
 CAPTION_CLASSES = ("Tokens per round E(k) from the acceptance traces, per content class (cases pooled): the rounds a "
                    "greedy run at k makes, walked exactly on A(s).")
@@ -23,36 +23,10 @@ def _cases(session) -> list[dict]:
     return [c for c in session.cases if isinstance(c.get("trace"), dict) and c["trace"].get("A") and not c.get("discarded")]
 
 
-def _png(widget, width: int, height: int) -> bytes | None:
-    from PySide6 import QtCore, QtGui, QtWidgets
-
-    app = QtWidgets.QApplication.instance()
-    widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-    widget.resize(int(width), int(height))
-    widget.show()
-    app.processEvents()
-    img = QtGui.QImage(int(width), int(height), QtGui.QImage.Format.Format_ARGB32)
-    img.fill(QtGui.QColor(widget.theme["bg"]))
-    painter = QtGui.QPainter(img)
-    try:
-        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
-        widget.render(painter)
-    finally:
-        painter.end()
-    buf = QtCore.QBuffer()
-    buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
-    ok = img.save(buf, "PNG")
-    widget.close()
-    widget.deleteLater()
-    return bytes(buf.data()) if ok else None
-
-
 def trace_images(session, width: int = 900, height: int = 300) -> dict:
     cases = _cases(session)
     if not cases:
         return {}
-    from . import charts as _charts
-
     _charts.ensure_app()
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.charts.trace import TraceChart, TraceClassChart, trace_case_data, trace_class_data
@@ -61,25 +35,14 @@ def trace_images(session, width: int = 900, height: int = 300) -> dict:
     try:
         w = TraceClassChart(LIGHT)
         w.set_data(trace_class_data(session.cases))
-        out["trace_classes"] = _png(w, width, int(height * 1.2))
+        out["trace_classes"] = _charts.widget_png(w, width, int(height * 1.2))
         for i, c in enumerate(cases):
             w = TraceChart(LIGHT)
             w.set_data(trace_case_data(c))
-            out[f"trace_case-{i}"] = _png(w, width, height)
+            out[f"trace_case-{i}"] = _charts.widget_png(w, width, height)
     except Exception as exc:  # a missing chart must never cost the whole report
         _charts.last_error["trace"] = f"{type(exc).__name__}: {exc}"
     return out
-
-
-def _img(key: str, charts: dict, target: str, caption: str) -> str:
-    data = charts.get(key)
-    if not data:
-        return f'<p class="unavailable muted">chart unavailable ({esc(key)})</p>'
-    if target == "print":
-        return (f'<p align="center"><img src="chart-{key}.png" width="640"></p>'
-                f'<p class="muted" align="center"><small>{esc(caption)}</small></p>')
-    b64 = base64.b64encode(data).decode("ascii")
-    return f'<figure><img alt="{esc(key)}" src="data:image/png;base64,{b64}"><figcaption>{esc(caption)}</figcaption></figure>'
 
 
 def trace_section(session, charts: dict, target: str = "screen") -> str:
@@ -100,11 +63,11 @@ def trace_section(session, charts: dict, target: str = "screen") -> str:
              "min(k, A(s)), emit one more, move on) gives the rounds a greedy run at every k makes, exactly; "
              "acceptance depends on the content, and a figure measured on one class says little about another."
              + (" Under sampling the traces are estimates from seeded draws." if estimate else "") + cost_text + "</p>",
-             _img("trace_classes", charts, target, CAPTION_CLASSES),
+             _charts.section_figure("trace_classes", charts, target, CAPTION_CLASSES),
              _table(["class", "cases"] + [f"E({k})" for k in range(1, k_max + 1)], rows)]
     for i, c in enumerate(cases):
         t = c["trace"]
         cap = CAPTION_CASE.format(case=c.get("id", ""), cat=c.get("category", ""), k=t["k_max"],
                                   est="; an estimate from seeded draws" if t.get("estimate") else "")
-        parts.append(_img(f"trace_case-{i}", charts, target, cap))
+        parts.append(_charts.section_figure(f"trace_case-{i}", charts, target, cap))
     return "".join(parts)
