@@ -1,6 +1,6 @@
 """Can specscope profile this model correctly? The doctor behind ``specscope check``.
 
-Cheap part (no forward pass): the rollback plan per layer, sliding windows, MTP weights.
+Cheap part (no forward pass): the rollback plan per layer, sliding windows (``compat_class``), MTP weights.
 Full part: rollback exactness at the logit level — for k = 1..4 and every acceptance
 count n, a verify over k+1 positions followed by a rollback to n must leave the caches
 in a state whose next logits equal those of a fresh cache fed the same accepted tokens.
@@ -11,52 +11,15 @@ from __future__ import annotations
 import time
 
 import mlx.core as mx
-from mlx_lm.models.cache import RotatingKVCache, make_prompt_cache
+from mlx_lm.models.cache import make_prompt_cache
 
-from .rollback import VerifyRollback, capturing, describe_plan, install_capture, is_hybrid, plan_rollback
-
-SUPPORTED, CAVEATS, REFUSED = "supported", "supported with caveats", "refused"
+from .compat_class import CAVEATS, REFUSED, SUPPORTED, cheap_report, sliding_windows
+from .inspect_model import describe, mtp_status
+from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
 EXACT_TOLERANCE = 1e-3
 MAX_WINDOW_EXERCISED = 1024
-
-
-def sliding_windows(cache: list) -> list[int]:
-    out = set()
-    for c in cache:
-        subs = getattr(c, "caches", None) or [c]
-        for s in subs:
-            if isinstance(s, RotatingKVCache):
-                out.add(int(s.max_size))
-    return sorted(out)
-
-
-def cheap_report(model) -> dict:
-    """The compatibility class from structure alone (what the app shows when a model is picked)."""
-    cache = make_prompt_cache(model)
-    plan = plan_rollback(model, cache)
-    windows = sliding_windows(cache)
-    reasons = []
-    if plan["refused"]:
-        cls = REFUSED
-        reasons.append(describe_plan(plan))
-    else:
-        cls = SUPPORTED
-        if plan["mode"] == "replay":
-            cls = CAVEATS
-            reasons.append(describe_plan(plan))
-        if windows:
-            cls = CAVEATS
-            reasons.append(f"sliding-window attention (window {', '.join(map(str, windows))}): rolled back by "
-                           "restoring the window and re-appending the accepted positions")
-    return {
-        "class": cls,
-        "reasons": reasons,
-        "rollback": {"mode": plan["mode"], "methods": plan["methods"], "text": describe_plan(plan),
-                     "layers": plan["layers"]},
-        "sliding_windows": windows,
-    }
 
 
 def _logits_after(model, cache, token: int) -> mx.array:
@@ -134,8 +97,6 @@ def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str 
 
 def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None) -> dict:
     """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``."""
-    from .inspect_model import describe, mtp_status
-
     rep = cheap_report(lm.model)
     desc = describe(lm)
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
@@ -196,3 +157,7 @@ def format_report(rep: dict) -> str:
         lines.append(f"  memory estimate   {m['memory_estimate_bytes'] / gib:.2f} GiB"
                      + (f" of {sysmem / gib:.0f} GiB" if sysmem else ""))
     return "\n".join(lines)
+
+
+__all__ = ["CAVEATS", "REFUSED", "SUPPORTED", "check_prompt", "cheap_report", "format_report", "full_report",
+           "rollback_exactness", "sliding_windows"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import platform
 
-from .checkpoint import Checkpoint, open_checkpoint
+from .checkpoint import Checkpoint, mtp_layer_index, mtp_naming, open_checkpoint
+from .compat_class import cheap_report
 from .loader import MEMORY_LIMIT_FRACTION, LoadedModel, system_memory_bytes
+from .structure import classify
 
 MTP_REQUIRED = ("mtp.fc.weight", "mtp.norm.weight")
 
@@ -15,8 +17,6 @@ def _layer_kinds(model, structure=None) -> dict:
 
     A layer with a recurrent mixer and attention side by side (Falcon-H1) counts in both; ``parallel`` says how many.
     """
-    from .structure import classify
-
     s = structure or classify(model)
     mix = s.layer_mix()
     parallel = sum(
@@ -45,8 +45,6 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
     """
     from mlx.utils import tree_flatten
 
-    from .structure import classify
-
     s = structure or classify(model)
     top_k = _top_k_for(model, s, text_config)
     banks = [(p, b.experts, b.top_k or top_k) for b in s.moe_blocks() for p in b.expert_banks]
@@ -73,8 +71,6 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
 
 def _top_k_for(model, structure=None, text_config: dict | None = None) -> int | None:
     """Experts per token: what the MoE modules say, else the config's field."""
-    from .structure import classify
-
     s = structure or classify(model)
     ks = [b.top_k for b in s.moe_blocks() if b.top_k]
     if ks:
@@ -130,8 +126,6 @@ def mtp_status(ck: Checkpoint) -> dict:
     what the config says (``num_nextn_predict_layers`` / ``mtp_num_hidden_layers``); ``missing``: the
     names a head needs that are not there (then ``available`` is false).
     """
-    from .checkpoint import mtp_layer_index, mtp_naming
-
     keys = ck.mtp_keys()
     tc = ck.text_config
     style = mtp_naming(keys, ck.model_type)
@@ -167,8 +161,6 @@ def _naming(path) -> dict:
 def describe(lm: LoadedModel) -> dict:
     ck, model = lm.checkpoint, lm.model
     tc = ck.text_config
-    from .structure import classify
-
     structure = classify(model)
     kinds = _layer_kinds(model, structure)
     linear, full, moe = kinds["linear"], kinds["full"], kinds["moe"]
@@ -222,8 +214,6 @@ def describe(lm: LoadedModel) -> dict:
 
 def _compatibility(model) -> dict:
     """The cheap part of `specscope check`: the class from the model's caches alone (no forward pass)."""
-    from .compat import cheap_report
-
     rep = cheap_report(model)
     return {"class": rep["class"], "reasons": rep["reasons"], "rollback": rep["rollback"]["mode"],
             "sliding_windows": rep["sliding_windows"]}
