@@ -70,7 +70,7 @@ def test_spec_bench_checks_identical_tokens(results):
 def test_interleaved_pairs_stop_when_the_median_is_stable():
     from types import SimpleNamespace
 
-    from specscope.profiler.bench import interleaved_pairs, median_ci95, stable
+    from specscope.profiler.bench_common import interleaved_pairs, median_ci95, stable
 
     noisy = iter([1.3, 0.7] * 50)
     a = SimpleNamespace(pairs=3, until_stable=True, max_pairs=12)

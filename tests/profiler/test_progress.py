@@ -74,23 +74,25 @@ def test_check_is_silent_when_piped_and_shows_progress_when_asked(capsys):
 
 
 def test_roofline_and_tune_draw_a_bar_with_the_time_left_on_a_terminal(monkeypatch):
-    from specscope.profiler import roofline_cli
+    from specscope.profiler import engine_cli, roofline_cli, tune_cli
 
     tty = Tty()
     monkeypatch.setattr("sys.stderr", tty)
     ap = argparse.ArgumentParser()
-    roofline_cli.add_parsers(ap.add_subparsers(dest="cmd"))
-    for argv in (["roofline", "--demo"], ["tune", "--demo", "--drafters", "ngram"]):
+    sub = ap.add_subparsers(dest="cmd")
+    roofline_cli.add_parser(sub)
+    tune_cli.add_parser(sub)
+    for argv, command in ((["roofline", "--demo"], roofline_cli), (["tune", "--demo", "--drafters", "ngram"], tune_cli)):
         a = ap.parse_args(argv)
-        say = roofline_cli._say(a)
+        say = command.status(a)
         say("loading the demo model")
         say("a long phase")
-        roofline_cli._done(say)
+        engine_cli.close_status(say)
     text = tty.getvalue()
     assert "roofline:" in text and "tune:" in text and "a long phase" in text and ETA.search(text)
     tty.truncate(0)
     a = ap.parse_args(["tune", "--demo", "--quiet"])
-    say = roofline_cli._say(a)
+    say = tune_cli.status(a)
     say("quiet")
-    roofline_cli._done(say)
+    engine_cli.close_status(say)
     assert "quiet" not in tty.getvalue()

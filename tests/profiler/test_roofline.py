@@ -10,7 +10,7 @@ import pytest
 
 from specscope.profiler import stats
 from specscope.profiler.roofline import build_roofline, floor_ms, format_roofline
-from specscope.profiler.roofline_cli import main
+from specscope.profiler.cli import main
 
 MACHINE = {"bandwidth_gbs": 10.0, "peak_tflops": 1.0, "chip": "unknown", "nominal_bandwidth_gbs": None,
            "nominal_tflops": None, "device": "cpu"}
@@ -99,7 +99,7 @@ def test_a_category_timed_cheaper_at_n_than_at_one_never_makes_the_ideal_negativ
 
 
 def test_the_core_modules_import_no_mlx():
-    code = ("import sys, specscope.profiler.roofline, specscope.profiler.tune, specscope.profiler.roofline_cli; "
+    code = ("import sys, specscope.profiler.roofline, specscope.profiler.tune, specscope.profiler.roofline_cli, specscope.profiler.tune_cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_lm') or 'engine_adapter' in m]; "
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.roofline_cli import main
+from specscope.profiler.cli import main
 from specscope.profiler.session import Session
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"

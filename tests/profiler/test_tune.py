@@ -11,7 +11,8 @@ import json
 import pytest
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.roofline_cli import bench_tune, main
+from specscope.profiler.cli import main
+from specscope.profiler.tune_cli import bench_tune
 from specscope.profiler.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
                                      run_tune)
 

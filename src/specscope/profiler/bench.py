@@ -11,87 +11,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 
 from specscope.errors import SpecscopeError
 
-PROMPT = "Explain in two short paragraphs why a verification pass over several tokens can cost as much as decoding them."
-TARGETS = {
-    "overhead": (">=", 0.98),
-    "spec-vs-mlx-lm": (">=", 1.02),
-    "rollback": ("<=", 0.02),
-    "predict": ("<=", 0.03),
-    "memory": ("<=", 1.05),
-    "gui": (">=", 0.98),
-    "capture": ("<=", 1.01),
-    "tune": ("<=", 0.05),
-}
-STABLE_HALF_WIDTH = 0.01  # --until-stable: stop once the median's 95% interval is within ±1%
-
-
-def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float] | None:
-    """Bootstrap 95% interval of the median of ``xs`` (seeded: the same pairs give the same interval)."""
-    import numpy as np
-
-    if len(xs) < 3:
-        return None
-    a = np.asarray(xs, dtype=float)
-    rng = np.random.default_rng(seed)
-    meds = np.median(a[rng.integers(0, len(a), size=(resamples, len(a)))], axis=1)
-    return float(np.percentile(meds, 2.5)), float(np.percentile(meds, 97.5))
-
-
-def stable(ratios: list[float], half_width: float = STABLE_HALF_WIDTH) -> bool:
-    ci = median_ci95(ratios)
-    med = statistics.median(ratios) if ratios else 0
-    return bool(ci and med and (ci[1] - ci[0]) / 2 <= half_width * abs(med))
-
-
-def interleaved_pairs(a, one_pair) -> list[tuple]:
-    """``one_pair()`` (A then B) ``--pairs`` times; with ``--until-stable``, more (up to ``--max-pairs``)
-    until the median ratio A/B is stable to ±1%. Returns the pairs."""
-    pairs = []
-    for _ in range(a.pairs):
-        pairs.append(one_pair())
-        _ON_PAIR(len(pairs))
-    if getattr(a, "until_stable", False):
-        while len(pairs) < max(a.max_pairs, a.pairs) and not stable([x / y for x, y, *_ in pairs]):
-            pairs.append(one_pair())
-            _ON_PAIR(len(pairs))
-    return pairs
-
-
-_ON_PAIR = lambda n: None  # noqa: E731  run_bench points it at the progress bar
-
-
-def _result(name: str, ratios: list[float], raw: dict, unit: str = "ratio", value=None) -> dict:
-    op, target = TARGETS[name]
-    ratio = statistics.median(ratios) if value is None else value
-    met = ratio >= target if op == ">=" else ratio <= target
-    ci = median_ci95(ratios) if value is None else None
-    return {
-        "benchmark": name,
-        "ratio": ratio,
-        "ratio_min": min(ratios) if ratios else ratio,
-        "ratio_max": max(ratios) if ratios else ratio,
-        "median_ci95": list(ci) if ci else None,
-        "stable_to_1pct": bool(ci and (ci[1] - ci[0]) / 2 <= STABLE_HALF_WIDTH * abs(ratio)),
-        "pairs": len(ratios),
-        "target": f"{op} {target}",
-        "met": bool(met),
-        "unit": unit,
-        "raw": raw,
-    }
-
-
-def _load(a, kind="hybrid"):
-    from specscope.engine_adapter.demo_model import demo_model_path
-    from specscope.engine_adapter.loader import load_model
-
-    path = a.model if (getattr(a, "model", None) and kind == "hybrid") else str(demo_model_path(kind))
-    return load_model(path)
-
+from .bench_common import PROMPT, abba_pairs, bench_result, load_bench_model, median_ci95, set_pair_hook
+from .bench_equal import bench_memory, bench_overhead, bench_predict
 
 # -- overhead, memory, predict: equal work on both sides (profiler.bench_equal) -------------------------------------
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
@@ -115,8 +40,8 @@ def bench_spec_vs_mlx_lm(a) -> dict:
 
     from specscope.engine_adapter.loader import load_model
 
-    target = load_model(a.model) if a.model else _load(a, "dense")
-    draft = load_model(a.draft_model) if a.draft_model else _load(a, "draft")
+    target = load_model(a.model) if a.model else load_bench_model(a, "dense")
+    draft = load_model(a.draft_model) if a.draft_model else load_bench_model(a, "draft")
     prompt = target.encode(PROMPT)
     k, n = a.num_draft_tokens, a.max_tokens
 
@@ -141,7 +66,7 @@ def bench_spec_vs_mlx_lm(a) -> dict:
     pairs = [(x, y) for x, y, _, _ in raw_pairs]
     if not identical:
         raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
-    res = _result("spec-vs-mlx-lm", [x / y for x, y in pairs],
+    res = bench_result("spec-vs-mlx-lm", [x / y for x, y in pairs],
                   {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
                    "identical_tokens": identical, "timed_span": "generator start to last token, prefill included",
                    "order": "ABBA"})
@@ -153,7 +78,7 @@ def bench_rollback(a) -> dict:
     from specscope.engine_adapter.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.oracle import OracleDrafter
 
-    lm = _load(a)
+    lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
     plain = [r.token for r in plain_generate(lm.model, prompt, a.max_tokens)]
     calls = {"n": 0}
@@ -186,7 +111,7 @@ def bench_rollback(a) -> dict:
     if not shares:
         raise SpecscopeError("rollback: no partially accepted rounds to measure")
     ci = median_ci95(shares)
-    return _result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
+    return bench_result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
                                     "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
                    unit="share of round", value=statistics.median(shares)) | {
         "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None}
@@ -208,18 +133,6 @@ def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
                 pending.remove((g, out))
         r += 1
     return out_a, out_b
-
-
-# -- memory: peak memory of a specscope run vs mlx-lm generating the same tokens -----------------
-def _peak_in_subprocess(code: str) -> int:
-    import subprocess
-
-    from .runner import worker_env
-
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
-    if r.returncode != 0:
-        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
@@ -254,7 +167,7 @@ def bench_gui(a) -> dict:
             h = headless()
             pairs.append((with_gui(), h))
     ratios = [g[0] / h[0] for g, h in pairs]
-    return _result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
+    return bench_result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
                                    "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
                                    "spec_ratios": [g[1] / h[1] for g, h in pairs],
                                    # CPU seconds the app's process spent on each run (all its threads; the worker not counted)
@@ -280,7 +193,7 @@ def bench_capture(a) -> dict:
     from specscope.engine_adapter.decoding import plain_generate, prefill
     from specscope.engine_adapter.rollback import VerifyRollback, capturing, install_capture, uninstall_capture
 
-    lm = _load(a)
+    lm = load_bench_model(a)
     model = lm.model
     prompt = lm.encode(PROMPT)
     k = a.num_draft_tokens
@@ -310,19 +223,18 @@ def bench_capture(a) -> dict:
         pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False))  # A B, B A, …
     finally:
         install_capture(model)
-    return _result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],
+    return bench_result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],
                                                               "no_hooks_verify_ms": [p[1] for p in pairs],
                                                               "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
 def bench_tune(a) -> dict:
     """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
-    from .roofline_cli import bench_tune as run
+    from .tune_cli import bench_tune as run
 
     return run(a)
 
 
-from .bench_equal import abba_pairs, bench_memory, bench_overhead, bench_predict  # noqa: E402 (they use the helpers above)
 
 BENCHES = {
     "overhead": bench_overhead,
@@ -351,19 +263,18 @@ def run_bench(a) -> int:
     results = []
     from .progress import Bar, progress_wanted
 
-    global _ON_PAIR
     bar = Bar("bench", len(names) * a.pairs, "pairs", enabled=progress_wanted(a))
     try:
         for i, name in enumerate(names):
             base = i * a.pairs
             bar.update_to(base, name)
-            _ON_PAIR = lambda n, base=base, name=name: bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}")  # noqa: E731
+            set_pair_hook(lambda n, base=base, name=name: bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}"))
             res = BENCHES[name](a)
             results.append(res)
             if not a.json:
                 bar.write_out(_line(res))
     finally:
-        _ON_PAIR = lambda n: None  # noqa: E731
+        set_pair_hook(None)
         bar.close()
     if a.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=1))

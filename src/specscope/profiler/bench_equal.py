@@ -1,6 +1,6 @@
 """Benchmarks that compare equal work, in ABBA order (``specscope bench overhead|memory|predict``).
 
-- ``abba_pairs``: every A/B benchmark alternates its order pair by pair (A B, B A, A B, …), so a drift on a
+- ``abba_pairs`` (in ``bench_common``): every A/B benchmark alternates its order pair by pair (A B, B A, A B, …), so a drift on a
   shared machine (heat, a neighbour's load) hits both sides alike instead of always the one that runs second.
 - ``overhead``: specscope's plain decoding (as ``run`` does it: one JSON event written per token) against
   ``mlx_lm.stream_generate``, the same span on both sides — from the first token in hand to the last, so N − 1
@@ -20,37 +20,15 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 from specscope.errors import SpecscopeError
 
+from .bench_common import PROMPT, abba_pairs, bench_result, load_bench_model
+
 ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
-
-
-def abba_pairs(a, run_a, run_b) -> list[tuple]:
-    """(A, B, extra_a, extra_b) per pair, the order alternating: A B, B A, A B, … (``--pairs``, ``--until-stable``).
-
-    ``run_a``/``run_b`` return a value or (value, extra)."""
-    from . import bench
-
-    n = [0]
-
-    def split(r):
-        return r if isinstance(r, tuple) else (r, None)
-
-    def one():
-        flip = n[0] % 2 == 1
-        n[0] += 1
-        if flip:
-            y, ey = split(run_b())
-            x, ex = split(run_a())
-        else:
-            x, ex = split(run_a())
-            y, ey = split(run_b())
-        return x, y, ex, ey
-
-    return bench.interleaved_pairs(a, one)
 
 
 # -- overhead ------------------------------------------------------------------------------------------------------
@@ -59,9 +37,7 @@ def bench_overhead(a) -> dict:
 
     from specscope.engine_adapter.decoding import plain_generate
 
-    from .bench import PROMPT, _load, _result
-
-    lm = _load(a)
+    lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
     n = a.max_tokens
     sink = open(os.devnull, "w")
@@ -94,7 +70,7 @@ def bench_overhead(a) -> dict:
     pairs = abba_pairs(a, ours, theirs)
     if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
         raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
-    return _result("overhead", [x / y for x, y, *_ in pairs],
+    return bench_result("overhead", [x / y for x, y, *_ in pairs],
                    {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs],
                     "tokens": n, "identical_tokens": True, "order": "ABBA",
                     "timed_span": f"first token in hand to the last ({n - 1} decode steps on each side), EOS off on both"})
@@ -102,14 +78,11 @@ def bench_overhead(a) -> dict:
 
 # -- memory --------------------------------------------------------------------------------------------------------
 def _peak(code: str) -> dict:
-    from .bench import _peak_in_subprocess
 
     return _peak_in_subprocess(code)
 
 
 def _memory_programs(a) -> dict[str, tuple[str, str]]:
-    from .bench import PROMPT
-
     n, k = a.max_tokens, a.num_draft_tokens
     model_arg = repr(a.model) if a.model else "None"
     head = ("import json, mlx.core as mx\n"
@@ -136,8 +109,6 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
 
 
 def bench_memory(a) -> dict:
-    from .bench import _result
-
     programs = _memory_programs(a)
     rows = {}
     for what, (ours, theirs) in programs.items():
@@ -152,7 +123,7 @@ def bench_memory(a) -> dict:
                       "extra_bytes": statistics.median(x - y for x, y in zip(ours_b, theirs_b))}
     worst = max(rows, key=lambda w: rows[w]["raw_ratio"])
     ratios = [rows[w]["raw_ratio"] for w in rows]
-    return _result("memory", ratios, {**rows, "worst": worst, "allowance_bytes": ALLOWANCE_BYTES, "order": "ABBA",
+    return bench_result("memory", ratios, {**rows, "worst": worst, "allowance_bytes": ALLOWANCE_BYTES, "order": "ABBA",
                                       "note": "the figure is the larger raw ratio; the allowance is shown apart"},
                    value=rows[worst]["raw_ratio"])
 
@@ -160,7 +131,6 @@ def bench_memory(a) -> dict:
 # -- predict -------------------------------------------------------------------------------------------------------
 def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[dict]:
     """One ``run`` per (k, P): the summary's genuine prediction and its ledger vs the end-to-end measurement."""
-    from .bench import PROMPT
     from .config import RunConfig
     from .runner import run_worker
 
@@ -190,11 +160,20 @@ def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[di
 
 def bench_predict(a) -> dict:
     """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the genuine prediction."""
-    from .bench import _result
-
     reps = max(1, min(a.pairs, 3))
     rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps)
     errs = [abs(r["error"]) for r in rows]
-    return _result("predict", [], {"sweep": rows, "repeats": reps,
+    return bench_result("predict", [], {"sweep": rows, "repeats": reps,
                                    "what": "run's genuine prediction (components timed apart) vs end-to-end"},
                    unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}
+
+
+def _peak_in_subprocess(code: str) -> int:
+    import subprocess
+
+    from .pump import worker_env
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
+    if r.returncode != 0:
+        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specscope.errors import SpecscopeError
 
+from .cli_common import add_download_arg, check_output_path, fail, resolve_model_args
 from .context import add_context_args
 from .progress import add_progress_args
 
 if TYPE_CHECKING:
     from .config import RunConfig
-
-
-def _fail(msg: str, code: int = 2) -> int:
-    print(f"specscope: error: {msg}", file=sys.stderr)
-    return code
-
-
-def check_output_path(path: str, force: bool) -> Path:
-    """Refuse to clobber or to write where we cannot, before any work is done."""
-    p = Path(path).expanduser()
-    if p.exists() and p.is_dir():
-        raise SpecscopeError(f"{p} is a directory; give a file name")
-    if p.exists() and not force:
-        raise SpecscopeError(f"{p} already exists; pass --force to overwrite it")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.exists():
-        raise SpecscopeError(f"cannot write {p}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise SpecscopeError(f"cannot write {p}: folder {parent} is not writable")
-    return p
 
 
 def add_run_args(ap: argparse.ArgumentParser) -> None:
@@ -103,28 +83,6 @@ def add_distributed_args(ap: argparse.ArgumentParser) -> None:
                         "--ranks always uses ring over loopback)")
 
 
-def add_download_arg(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--download", action="store_true",
-                    help="fetch a repo id missing from the local Hugging Face cache (safetensors, config and tokenizer "
-                         "files only; nothing touches the network without this)")
-
-
-MODEL_ARGS = {"model": "model", "draft_model": "draft model", "mtp_weights": "MTP weights", "path": "model"}
-
-
-def resolve_model_args(a) -> None:
-    """Turn every model reference on the command line into a local folder, fetching only with --download."""
-    from specscope.model_ref import resolve_model
-
-    for attr, what in MODEL_ARGS.items():
-        spec = getattr(a, attr, None)
-        if not spec:
-            continue
-        if attr == "mtp_weights" and Path(spec).expanduser().is_dir():
-            continue  # a folder of tensors need not be a whole model folder
-        setattr(a, attr, resolve_model(spec, download=getattr(a, "download", False), what=what).path)
-
-
 def distributed_from_args(a) -> dict:
     """The RunConfig fields of ``--ranks`` / ``--hosts`` / ``--hostfile`` / ``--backend`` (absent flags: none)."""
     hosts = getattr(a, "hosts", None)
@@ -181,7 +139,7 @@ def cmd_run(a) -> int:
     except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
         progress.close()
         print(format_summary(exc.result.session))
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     progress.close()
     s = res.session
     if s.data["errors"] and s.status == "failed":
@@ -192,7 +150,7 @@ def cmd_run(a) -> int:
             if res.stderr.strip():
                 print(res.stderr.rstrip(), file=sys.stderr)
             msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
-        return _fail(msg, 2 if res.returncode == 2 else 1)
+        return fail(msg, 2 if res.returncode == 2 else 1)
     if getattr(a, "roofline", False) and s.status == "complete" and not (cfg.ranks or cfg.hosts or cfg.hostfile):
         _add_roofline(a, cfg, s, out)
     if a.json:
@@ -237,13 +195,13 @@ def cmd_sweep(a) -> int:
     except SessionSaveError as exc:
         progress.close()
         print(format_sweep(sweep_figures(exc.result.session)))
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     progress.close()
     s = res.session
     if s.data["errors"] and s.status == "failed":
         if out:
             print(f"specscope: partial session saved to {out}", file=sys.stderr)
-        return _fail(s.data["errors"][-1], 2 if res.returncode == 2 else 1)
+        return fail(s.data["errors"][-1], 2 if res.returncode == 2 else 1)
     rows = sweep_figures(s)
     if a.json:
         print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
@@ -607,9 +565,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
     g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
     g.set_defaults(func=cmd_gui)
-    from .roofline_cli import add_parsers as add_roofline_parsers
+    from . import roofline_cli, trace_cli, tune_cli
 
-    add_roofline_parsers(sub)  # roofline, tune
+    roofline_cli.add_parser(sub)
+    tune_cli.add_parser(sub)
+    trace_cli.add_parser(sub)  # ``specscope trace``: acceptance traces for a saved session's cases
     return ap
 
 
@@ -622,13 +582,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return a.func(a)
     except SpecscopeError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except ImportError as exc:  # an installation problem, said as one (never a traceback)
         from .plugins import import_error_message
 
-        return _fail(import_error_message(exc, f"`specscope {a.cmd}`"))
+        return fail(import_error_message(exc, f"`specscope {a.cmd}`"))
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return fail("interrupted", 130)
 
 
 if __name__ == "__main__":

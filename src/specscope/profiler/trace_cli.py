@@ -17,7 +17,7 @@ from . import trace_walk
 
 
 def add_parser(sub) -> None:
-    from .cli import add_download_arg
+    from .cli_common import add_download_arg
     from .progress import add_progress_args
 
     p = sub.add_parser("trace", help="add the acceptance trace A(s) to every case of a saved session (E(k) for every k)")
@@ -96,7 +96,7 @@ def format_trace(res: dict) -> str:
 
 
 def cmd_trace(a) -> int:
-    from .cli import check_output_path, resolve_model_args  # noqa: F401 (same refusal of bad paths as report)
+    from .cli_common import check_output_path  # the same refusal of bad paths as report
     from .session import Session, SessionError
 
     out = check_output_path(a.output, a.force)
