@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from . import stats
+from .rounds import counts_for_acceptance, instrumented
 
 
 def for_session(session, summary: dict | None = None) -> dict:
@@ -73,8 +74,6 @@ def prediction_text(pred: dict) -> str:
 def measured_round_tuples(case: dict, k: int) -> list[tuple]:
     """The rounds a case's measured speed comes from, in order, as (tokens, ms, accepted, counted): end-to-end
     rounds where the case has them, else all; ``counted``: a full round (k drafts) that acceptance counts."""
-    from .summary import counts_for_acceptance, instrumented
-
     rounds = case["spec"]["rounds"]
     e2e = [r for r in rounds if not instrumented(r)]
     return [(len(r["emitted"]), r["ms"], r["accepted"], len(r["drafted"]) == k and counts_for_acceptance(r))

@@ -2,8 +2,8 @@
 
 The app's snapshots fold only the steps and rounds that arrived since the last look into running
 aggregates (exact sums, integer counts, lists of the samples an interval needs) and recompute a
-case's figures only when it changed; everything after the folding goes through ``summary``'s own code,
-so the numbers are *equal* to the reference's (tested event by event on the fixture session).
+case's figures only when it changed; everything after the folding goes through the reference's own code
+(``summary_core``), so the numbers are *equal* to the reference's (tested event by event on the fixture session).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections import Counter
 
 from . import stats
 from .stats import tok_s
-from .summary import (_assemble, _case_result, _round_time, aggregate_breakdown, counts_for_acceptance, instrumented,
-                      summary_cases)
+from .rounds import counts_for_acceptance, instrumented
+from .summary_core import aggregate_breakdown, assemble, case_result, round_time, summary_cases
 
 
 class ExactSum:
@@ -133,7 +133,7 @@ class _CaseFold:
                         self.verify.add(r["verify_ms"])
                         self.draft.add(r["draft_ms"])
                         self.rollback.add(r.get("rollback_ms") or 0.0)
-                        self.round_ms.append(_round_time(r))
+                        self.round_ms.append(round_time(r))
             self.n_rounds = len(rounds)
             self.version += 1
 
@@ -162,7 +162,7 @@ class _CaseFold:
             fallback, instr = tok_s(self.emitted, self.spec_ms.value()), None
         spec_tok_s = stats.median(objs[1] or []) or fallback
         acc = stats.acceptance_from_histogram(self.hist, self.k)
-        self._stats = _case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
+        self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
         self._stats_objs, self._stats_key = objs, key
         return self._stats
 
@@ -214,8 +214,8 @@ class LiveSummary:
         hist = Counter()
         for f in folds:
             hist.update(f.hist)
-        return _assemble(
-            session, per_case, [f.emitted for f in folds],
+        return assemble(
+            session, per_case=per_case, spec_emitted=[f.emitted for f in folds],
             acc=stats.acceptance_from_histogram(hist, k),
             t_verify=ExactSum.mean_of([f.verify for f in folds]),
             t_draft=ExactSum.mean_of([f.draft for f in folds]),

@@ -87,15 +87,14 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
 
 
 def sweep_figures(session) -> list[dict]:
-    """Every complete point of a session's sweep, smallest context first."""
-    from .session import Session
-
+    """Every complete point of a session's sweep, smallest context first (each point's own session is read as the
+    sweep's, of the same class: this module never imports ``session``, which writes these figures with it)."""
     sw = session.data.get("sweep") or {}
     out = []
     for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):
         if not pt.get("complete"):  # a point is shown once all its visits are in
             continue
-        sub = Session(pt["session"])
+        sub = type(session)(pt["session"])
         if not any(c.get("complete") for c in sub.cases):
             continue
         out.append({**point_figures(sub, pt["context"], pt.get("prefill"), session.data.get("model")),
