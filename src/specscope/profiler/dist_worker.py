@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .worker import _die_with_parent
+    from .worker import exit_with_parent
 
-    _die_with_parent()  # a rank never outlives mlx.launch (nor, remotely, its ssh session)
+    exit_with_parent()  # a rank never outlives mlx.launch (nor, remotely, its ssh session)
     code = main()
     sys.stdout.flush() if sys.stdout else None
     os._exit(code)  # do not wait in interpreter shutdown for a backend thread still talking to a lost peer

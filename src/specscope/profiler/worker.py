@@ -37,7 +37,7 @@ def _request_stop(signum, frame):
 PARENT_POLL_SECONDS = 0.25
 
 
-def _die_with_parent() -> None:
+def exit_with_parent() -> None:
     """Exit when the parent process dies, so a killed CLI or app never leaves a worker behind."""
     ppid = os.getppid()
     if sys.platform.startswith("linux"):
@@ -92,5 +92,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _die_with_parent()  # only as a process of its own, never when main() is called in-process
+    exit_with_parent()  # only as a process of its own, never when main() is called in-process
     sys.exit(main())
