@@ -16,6 +16,7 @@ class AcceptanceChart(BaseChart):
     x_label = ("drafted tokens", "count")
     y_label = ("acceptance", "%")
     legend_cols = 2
+    empty_text = "no speculative rounds yet"
 
     def build(self):
         band_brush = pg.mkBrush(*self.theme["band"])
@@ -34,7 +35,6 @@ class AcceptanceChart(BaseChart):
         self.limit.setVisible(False)
         self.plot_item.setYRange(0, 116, padding=0)
         self.plot_item.getAxis("left").setTicks([[(v, str(v)) for v in range(0, 101, 20)]])
-        self.show_empty("no speculative rounds yet")
 
     def _draw(self, d: dict) -> None:
         x = np.asarray(d["x"], float)
@@ -53,4 +53,4 @@ class AcceptanceChart(BaseChart):
                                     color=self.theme["fg"], size="11pt")
         else:
             self.limit.setVisible(False)
-            self.show_empty("no speculative rounds yet")
+            self.show_empty(self.empty_text)

@@ -7,7 +7,7 @@ import pyqtgraph as pg
 
 from specscope.profiler.intervals import time_text
 
-from .common import BaseChart, font
+from .common import BaseChart
 
 
 class BreakdownChart(BaseChart):
@@ -15,12 +15,11 @@ class BreakdownChart(BaseChart):
     x_label = ("", "")
     y_label = ("time per forward pass", "ms")
     legend_cols = 2
+    empty_text = "no breakdown measured yet"
 
     def build(self):
-        self.items = []
         self._drawn_height = 0
         self.plot_item.getAxis("bottom").setHeight(36)
-        self.show_empty("no breakdown measured yet")
 
     def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
         """Ratio labels are kept apart in pixels: redraw when the plot's height has changed by much."""
@@ -38,20 +37,10 @@ class BreakdownChart(BaseChart):
         legend_px = 10 + 21 * rows + 30  # the legend, and the bars' top labels above them
         return max(1.5, 1.0 / max(1.0 - legend_px / plot_h, 0.35))
 
-    def _text(self, s, x, y, anchor=(0.5, 0.5), color=None, pt=9, bold=False):
-        t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)
-        t.setFont(font(pt, bold))
-        t.setPos(x, y)
-        self.plot_item.addItem(t)
-        self.items.append(t)
-
     def _draw(self, d: dict | None) -> None:
-        self._clear()
-        if not d:
+        if not self._redraw(d):
             self.plot_item.getAxis("bottom").setTicks([[]])
-            self.show_empty("no breakdown measured yet")
             return
-        self.show_empty(None)
         cats, colors = d["categories"], self.theme["cats"]
         groups = [("decode", 0.0), ("verify", 2.8)]
         ticks = []
@@ -69,10 +58,7 @@ class BreakdownChart(BaseChart):
                 v = max(v or 0.0, 0.0)
                 bar = pg.BarGraphItem(x=[x0], y0=[y0], height=[v], width=0.8, brush=colors[i % len(colors)],
                                       pen=pg.mkPen(self.theme["bg"], width=1))
-                self.plot_item.addItem(bar)
-                self.items.append(bar)
-                if gi == 0:
-                    self.legend.addItem(bar, d["labels"][i])
+                self._add(bar, d["labels"][i] if gi == 0 else None)
                 if side == "verify" and d["ratios"][i] is not None:
                     label_y = max(y0 + v / 2, label_y + 15 * per_px)  # thin segments: labels stack, never overlap
                     self._text(f"×{d['ratios'][i]:.2f}", x0 - 0.42, label_y, anchor=(1, 0.5), pt=9, bold=True)
@@ -80,10 +66,7 @@ class BreakdownChart(BaseChart):
             whole = sd["whole_ms"] or 0.0
             wb = pg.BarGraphItem(x=[x0 + 1.0], y0=[0], height=[whole], width=0.8, brush=self.theme["whole"],
                                  pen=pg.mkPen(self.theme["bg"], width=1))
-            self.plot_item.addItem(wb)
-            self.items.append(wb)
-            if gi == 0:
-                self.legend.addItem(wb, "whole graph (no barriers)")
+            self._add(wb, "whole graph (no barriers)" if gi == 0 else None)
             gap = sd["inter_block_ms"]
             self._text(f"{sd['block_sum_ms']:.1f} ms", x0, y0, anchor=(0.5, 1))
             self._text(f"{whole:.1f} ms", x0 + 1.0, whole, anchor=(0.5, 1))
@@ -140,26 +123,15 @@ class RankChart(BaseChart):
     x_label = ("", "")
     y_label = ("time per forward pass", "ms")
     legend_cols = 1
+    empty_text = "not a distributed run"
 
     def build(self):
-        self.items = []
         self.plot_item.getAxis("bottom").setHeight(36)
-        self.show_empty("not a distributed run")
-
-    def _text(self, s, x, y, anchor=(0.5, 0.5), color=None, pt=9, bold=False):
-        t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)
-        t.setFont(font(pt, bold))
-        t.setPos(x, y)
-        self.plot_item.addItem(t)
-        self.items.append(t)
 
     def _draw(self, d: dict | None) -> None:
-        self._clear()
-        if not d:
+        if not self._redraw(d):
             self.plot_item.getAxis("bottom").setTicks([[]])
-            self.show_empty("not a distributed run")
             return
-        self.show_empty(None)
         n = d["ranks"]
         colors = {"compute": self.theme["bar"], "communication": self.theme["breakeven"]}
         ticks, top, x = [], 0.0, 0.0
@@ -170,12 +142,9 @@ class RankChart(BaseChart):
                 for name, y0, h in (("compute", 0.0, comp), ("communication", comp, comm)):
                     bar = pg.BarGraphItem(x=[x], y0=[y0], height=[h], width=0.8, brush=colors[name],
                                           pen=pg.mkPen(self.theme["bg"], width=1))
-                    self.plot_item.addItem(bar)
-                    self.items.append(bar)
-                    if gi == 0 and r == 0:
-                        self.legend.addItem(bar, "compute (forward without collectives)" if name == "compute"
-                                            else "communication (whole − compute)" if d.get("ruler") == "barrier_free"
-                                            else "communication (barrier-timed)")
+                    self._add(bar, None if gi or r else "compute (forward without collectives)" if name == "compute"
+                              else "communication (whole − compute)" if d.get("ruler") == "barrier_free"
+                              else "communication (barrier-timed)")
                 whole = comp + comm
                 share = comm / whole if whole else None
                 self._text(f"{whole:.0f} ms", x, whole, anchor=(0.5, 1))

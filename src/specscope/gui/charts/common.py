@@ -86,13 +86,15 @@ def font(pt: float = 10, bold: bool = False) -> QtGui.QFont:
 
 
 class BaseChart(pg.PlotWidget):
-    """A PlotWidget with a title, labelled axes (with units), a legend and an empty-state text."""
+    """A PlotWidget with a title, labelled axes (with units), a legend and an empty-state text (``empty_text``,
+    shown until the first data arrives and whenever there is nothing to draw)."""
 
     title = ""
     x_label = ("", "")
     y_label = ("", "")
     legend_cols = 1
     legend_offset = (10, 5)
+    empty_text = ""
 
     def __init__(self, theme: dict | None = None, parent=None):
         super().__init__(parent=parent, axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")})
@@ -106,12 +108,15 @@ class BaseChart(pg.PlotWidget):
         self._empty.setFont(font(11))
         self.plot_item.vb.addItem(self._empty, ignoreBounds=True)
         self.legend = self.plot_item.addLegend(offset=self.legend_offset, labelTextSize="9pt", colCount=self.legend_cols)
+        self.items: list = []  # what the last draw added (``_add``), removed at once by ``_clear``
         self.apply_theme(self.theme)
         self.build()
+        if self.empty_text:
+            self.show_empty(self.empty_text)
 
-    # what a redraw replaces: items added with ``_add`` and removed all at once by ``_clear``
+    # what a redraw replaces: items added with ``_add`` (or ``_text``) and removed all at once by ``_clear``
     def _clear(self) -> None:
-        for it in getattr(self, "items", []):
+        for it in self.items:
             self.plot_item.removeItem(it)
         self.items = []
         self.legend.clear()
@@ -122,6 +127,20 @@ class BaseChart(pg.PlotWidget):
         if name:
             self.legend.addItem(item, name)
         return item
+
+    def _text(self, s: str, x: float, y: float, anchor=(0.5, 0.5), color=None, pt: float = 9, bold: bool = False):
+        """A label at (x, y) in data units, removed by the next ``_clear``."""
+        t = pg.TextItem(s, color=color or self.theme["fg"], anchor=anchor)
+        t.setFont(font(pt, bold))
+        t.setPos(x, y)
+        return self._add(t)
+
+    def _redraw(self, has_data) -> bool:
+        """Begin a draw that replaces all the last one added: clear it, and show ``empty_text`` unless there is
+        data. True when there is data to draw."""
+        self._clear()
+        self.show_empty(None if has_data else self.empty_text)
+        return bool(has_data)
 
     # subclasses fill these
     def build(self) -> None:

@@ -23,25 +23,19 @@ class ContextChart(BaseChart):
     y_label = ("", "")
     legend_cols = 1
     legend_offset = (-10, 5)
+    empty_text = "no sweep yet: press “Sweep context”"
 
     def __init__(self, theme: dict, title: str, y_label: tuple[str, str], parent=None):
         self.title, self.y_label = title, y_label
         super().__init__(theme, parent)
 
-    def build(self):
-        self.items = []
-        self.show_empty("no sweep yet: press “Sweep context”")
-
     def _draw(self, d: dict | None) -> None:
-        self._clear()
         left = self.plot_item.getAxis("left")
         left.setTicks(None)
         xs = (d or {}).get("contexts") or []
         series = [s for s in (d or {}).get("series", []) if any(v is not None for v in s["y"])]
-        if not xs or not series:
-            self.show_empty("no sweep yet: press “Sweep context”")
+        if not self._redraw(xs and series):
             return
-        self.show_empty(None)
         colors = self.theme["cats"]
         idx = list(range(len(xs)))
         stacked = bool(d.get("stacked"))

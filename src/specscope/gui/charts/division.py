@@ -17,6 +17,7 @@ class DivisionChart(BaseChart):
     y_label = ("speedup over plain decoding", "×")
     legend_cols = 2
     legend_offset = (-10, -10)
+    empty_text = "needs plain and speculative timings"
 
     def build(self):
         dash = QtCore.Qt.PenStyle.DashLine
@@ -44,7 +45,6 @@ class DivisionChart(BaseChart):
         self.note.setFont(font(9))
         self.plot_item.addItem(self.note)
         self.plot_item.setXRange(0, 100, padding=0.02)
-        self.show_empty("needs plain and speculative timings")
 
     def _draw(self, d: dict | None) -> None:
         if not d:
@@ -52,7 +52,7 @@ class DivisionChart(BaseChart):
                 it.setData([], [])
             self.err.setData(x=_E, y=_E, left=_E, right=_E)
             self.note.setText("")
-            self.show_empty("needs plain and speculative timings")
+            self.show_empty(self.empty_text)
             return
         self.show_empty(None)
         xs = [100 * p for p in d["ps"]]

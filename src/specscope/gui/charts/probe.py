@@ -18,6 +18,7 @@ class ProbeChart(BaseChart):
     x_label = ("run time", "s")
     y_label = ("speed", "% of best")
     legend_cols = 3
+    empty_text = WAITING
 
     def build(self):
         self.band = pg.LinearRegionItem(values=(0, 100), orientation="horizontal", movable=False,
@@ -35,7 +36,6 @@ class ProbeChart(BaseChart):
         self._gpu_in_legend = True
         self._legend_gpu(False)  # listed only when the machine's sensors recorded a GPU clock
         self.plot_item.setYRange(0, TOP)
-        self.show_empty(WAITING)
 
     def _legend_gpu(self, show: bool) -> None:
         if show and not self._gpu_in_legend:
@@ -65,4 +65,4 @@ class ProbeChart(BaseChart):
             self.set_range(x=(0.0, nice_ceil(max(xs) * 1.02)), y=(floor, TOP))
             self.show_empty(None)
         else:
-            self.show_empty(WAITING)
+            self.show_empty(self.empty_text)

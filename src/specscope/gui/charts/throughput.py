@@ -13,6 +13,7 @@ class ThroughputChart(BaseChart):
     x_label = ("generation time, each mode on its own clock", "s")
     y_label = ("throughput", "tok/s")
     legend_cols = 3
+    empty_text = "waiting for the first tokens…"
 
     def build(self):
         self.plain = self.plot_item.plot([], [], pen=self.pen("plain"), name="plain decoding (rolling 8 steps)")
@@ -23,7 +24,6 @@ class ThroughputChart(BaseChart):
             curve.setClipToView(True)
             curve.setDownsampling(auto=True, method="peak")
         self.plot_item.setYRange(0, 1)
-        self.show_empty("waiting for the first tokens…")
 
     def _draw(self, d: dict) -> None:
         self.plain.setData(np.asarray(d["plain_x"], float), np.asarray(d["plain_y"], float))
@@ -39,4 +39,4 @@ class ThroughputChart(BaseChart):
             self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(max(ys) * 1.6)))
             self.show_empty(None)
         else:
-            self.show_empty("waiting for the first tokens…")
+            self.show_empty(self.empty_text)

@@ -12,6 +12,7 @@ class TokensPerRoundChart(BaseChart):
     title = "Tokens per round"
     x_label = ("tokens emitted per round", "tokens")
     y_label = ("rounds", "count")
+    empty_text = "no speculative rounds yet"
 
     def build(self):
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=self.theme["bar"], pen=pg.mkPen(None))
@@ -26,7 +27,6 @@ class TokensPerRoundChart(BaseChart):
         self.labels: list[pg.TextItem] = []
         self._bins: list | None = None
         self.plot_item.getAxis("bottom").setTickSpacing(1, 1)
-        self.show_empty("no speculative rounds yet")
 
     def apply_theme(self, theme: dict) -> None:
         super().apply_theme(theme)
@@ -62,4 +62,4 @@ class TokensPerRoundChart(BaseChart):
         else:
             self.mean.setVisible(False)
             self.mean_text.setVisible(False)
-        self.show_empty(None if top else "no speculative rounds yet")
+        self.show_empty(None if top else self.empty_text)

@@ -51,18 +51,12 @@ class TraceChart(BaseChart):
     x_label = ("position in the generated text", "token")
     y_label = ("A(s)", "drafts")
     legend_offset = (-10, 5)
-
-    def build(self):
-        self.items = []
-        self.show_empty("no acceptance trace for this case")
+    empty_text = "no acceptance trace for this case"
 
     def _draw(self, d: dict | None) -> None:
-        self._clear()
-        if not d:
+        if not self._redraw(d):
             self.plot_item.setTitle(self.title, color=self.theme["fg"], size="11pt")
-            self.show_empty("no acceptance trace for this case")
             return
-        self.show_empty(None)
         self.legend.setVisible(False)  # one series, described in the title
         A, k_max = d["A"], d["k_max"]
         est = " (an estimate: mean of seeded draws)" if d["estimate"] else ""
@@ -83,20 +77,11 @@ class TraceClassChart(BaseChart):
     x_label = ("draft tokens per round (k)", "")
     y_label = ("E(k)", "tokens per round")
     legend_offset = (10, 5)
-
-    def build(self):
-        self.items = []
-        self.show_empty("no acceptance traces in this session")
+    empty_text = "no acceptance traces in this session"
 
     def _draw(self, d: dict | None) -> None:
-        for it in self.items:
-            self.plot_item.removeItem(it)
-        self.items = []
-        self.legend.clear()
-        if not d or not d.get("classes"):
-            self.show_empty("no acceptance traces in this session")
+        if not self._redraw(d and d.get("classes")):
             return
-        self.show_empty(None)
         colors = self.theme["cats"]
         kmax, ymax = 1, 2.0
         for i, c in enumerate(d["classes"]):
@@ -106,10 +91,8 @@ class TraceClassChart(BaseChart):
             col = QtGui.QColor(colors[i % len(colors)])
             item = pg.PlotDataItem([k for k, _ in pts], [e for _, e in pts], pen=pg.mkPen(col, width=2.5), symbol="o",
                                    symbolSize=7, symbolBrush=pg.mkBrush(col), symbolPen=None)
-            self.plot_item.addItem(item)
-            self.items.append(item)
-            self.legend.addItem(item, f"{c['name']} ({c['traces']} case{'s' if c['traces'] != 1 else ''})"
-                                + (", estimate" if c["estimate"] else ""))
+            self._add(item, f"{c['name']} ({c['traces']} case{'s' if c['traces'] != 1 else ''})"
+                      + (", estimate" if c["estimate"] else ""))
             kmax = max(kmax, pts[-1][0])
             ymax = max([ymax] + [e for _, e in pts])
         self.plot_item.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, kmax + 1)]])

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-from .common import BaseChart, font
+from .common import BaseChart
 
 
 class TuneChart(BaseChart):
@@ -16,17 +16,11 @@ class TuneChart(BaseChart):
     y_label = ("speedup over plain decoding", "×")
     legend_cols = 2
     legend_offset = (-10, 5)
-
-    def build(self):
-        self.items = []
-        self.show_empty("no tuning run yet")
+    empty_text = "no tuning run yet"
 
     def _draw(self, d: dict | None) -> None:
-        self._clear()
-        if not d or not d.get("drafters"):
-            self.show_empty("no tuning run yet")
+        if not self._redraw(d and d.get("drafters")):
             return
-        self.show_empty(None)
         colors = self.theme["cats"]
         kmax, ymax = 1, 1.0
         self._add(pg.PlotDataItem([0.5, 1e3], [1.0, 1.0], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine)),
@@ -68,9 +62,6 @@ class TuneChart(BaseChart):
             self._add(pg.PlotDataItem([rec["k"]], [rec["speedup"]], pen=None, symbol="star", symbolSize=20,
                                       symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"])),
                       "recommended")
-            t = pg.TextItem(rec.get("label", ""), color=self.theme["fg"], anchor=(0.5, 1.3))
-            t.setFont(font(9, bold=True))
-            t.setPos(rec["k"], rec["speedup"])
-            self._add(t)
+            self._text(rec.get("label", ""), rec["k"], rec["speedup"], anchor=(0.5, 1.3), bold=True)
         self.plot_item.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, kmax + 1)]])
         self.set_range((0.5, kmax + 0.5), (0.0, ymax * 1.45))  # headroom for the legend

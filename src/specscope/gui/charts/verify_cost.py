@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from .common import BaseChart, font
+from .common import BaseChart
 
 _E = np.zeros(0)
 
@@ -21,6 +21,7 @@ class VerifyCurveChart(BaseChart):
     x_label = ("positions verified in one forward (n)", "")
     y_label = ("cost", "plain decode steps")
     legend_offset = (10, 5)
+    empty_text = "no verify cost measured yet"
 
     def build(self):
         dash, dot = QtCore.Qt.PenStyle.DashLine, QtCore.Qt.PenStyle.DotLine
@@ -33,7 +34,6 @@ class VerifyCurveChart(BaseChart):
                                             name="measured (whole graph, median)")
         self.err = pg.ErrorBarItem(x=_E, y=_E, top=_E, bottom=_E, beam=0.15, pen=pg.mkPen(self.theme["fg"], width=1))
         self.plot_item.addItem(self.err)
-        self.show_empty("no verify cost measured yet")
 
     def _draw(self, d: dict | None) -> None:
         if not d or not d.get("n"):
@@ -41,7 +41,7 @@ class VerifyCurveChart(BaseChart):
                 it.setData([], [])
             self.err.setData(x=_E, y=_E, top=_E, bottom=_E)
             self.plot_item.setTitle(self.title, color=self.theme["fg"], size="11pt")
-            self.show_empty("no verify cost measured yet")
+            self.show_empty(self.empty_text)
             return
         self.show_empty(None)
         n = d["n"]
@@ -68,20 +68,16 @@ class CategoryFloorChart(BaseChart):
     title = "Per category: measured vs floor"
     legend_cols = 2
     y_label = ("time per forward", "ms")
+    empty_text = "no verify cost measured yet"
 
     def build(self):
-        self.items = []
         self.plot_item.getAxis("bottom").setHeight(40)
-        self.show_empty("no verify cost measured yet")
 
     def _draw(self, d: dict | None) -> None:
-        self._clear()
         ax = self.plot_item.getAxis("bottom")
-        if not d or not d.get("categories"):
+        if not self._redraw(d and d.get("categories")):
             ax.setTicks([[]])
-            self.show_empty("no verify cost measured yet")
             return
-        self.show_empty(None)
         cats = d["categories"]
         xs = np.arange(len(cats), dtype=float)
         meas = [max(c["ms"] or 0.0, 0.0) for c in cats]
@@ -89,18 +85,12 @@ class CategoryFloorChart(BaseChart):
         mb = pg.BarGraphItem(x=xs - 0.2, height=meas, width=0.38, brush=self.theme["bar"], pen=pg.mkPen(self.theme["bg"]))
         fb = pg.BarGraphItem(x=xs + 0.2, height=floor, width=0.38, brush=self.theme["accept"], pen=pg.mkPen(self.theme["bg"]))
         for it, name in ((mb, "measured (barrier ruler)"), (fb, "roofline floor")):
-            self.plot_item.addItem(it)
-            self.items.append(it)
-            self.legend.addItem(it, name)
+            self._add(it, name)
         top = max(meas + floor + [1e-6]) * 1.9  # headroom: the legend sits above the bars, not on them
         for x, c, m in zip(xs, cats, meas):
             eff = c.get("efficiency")
             text = "—" if eff is None else (f"{100 * eff:.0f}%" if eff >= 0.005 else "<1%")
-            t = pg.TextItem(text, color=self.theme["fg"], anchor=(0.5, 1))
-            t.setFont(font(9, bold=True))
-            t.setPos(x - 0.2, m + top * 0.01 + top * 0.06)
-            self.plot_item.addItem(t)
-            self.items.append(t)
+            self._text(text, x - 0.2, m + top * 0.01 + top * 0.06, anchor=(0.5, 1), bold=True)
         ax.setTicks([[(float(x), c["label"]) for x, c in zip(xs, cats)]])
         self.set_range((-0.6, len(cats) - 0.4), (0.0, top))
         # short: a title wider than the chart widens the plot past the widget's edge
@@ -114,6 +104,7 @@ class ExpertUnionChart(BaseChart):
     legend_offset = (-10, -10)
     x_label = ("positions (n)", "")
     y_label = ("experts per MoE layer", "")
+    empty_text = "no verify cost measured yet"  # whether the model routes experts is known only then
 
     def build(self):
         dash = QtCore.Qt.PenStyle.DashLine
@@ -122,13 +113,12 @@ class ExpertUnionChart(BaseChart):
         self.union = self.plot_item.plot([], [], pen=self.pen("pred", 2.5), symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=None,
                                          name="distinct experts routed (measured)")
-        self.show_empty("no verify cost measured yet")  # whether the model routes experts is known only then
 
     def _draw(self, d: dict | None) -> None:
         if not d or not d.get("n"):
             for it in (self.bound, self.cap, self.union):
                 it.setData([], [])
-            self.show_empty("no MoE layers in this model" if d is not None else "no verify cost measured yet")
+            self.show_empty("no MoE layers in this model" if d is not None else self.empty_text)
             return
         self.show_empty(None)
         n = d["n"]
