@@ -9,7 +9,7 @@ from specscope.profiler.intervals import not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
 from ..charts.breakdown import RankChart, rank_data
-from .common import fmt, plain_label
+from .common import fmt, plain_label, read_only_table
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
@@ -50,14 +50,9 @@ class BreakdownView(QtWidgets.QWidget):
         self._side = side
         tablebox = QtWidgets.QVBoxLayout()
         tablebox.setContentsMargins(0, 0, 0, 0)
-        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table = read_only_table(COLUMNS)
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
-        hh = self.table.horizontalHeader()
-        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        hh.setStretchLastSection(False)  # sized to its content: see _fit_table
+        self.table.horizontalHeader().setStretchLastSection(False)  # sized to its content: see _fit_table
         self.table.setToolTip("median over cases, with the spread over reps in brackets; skip est.: the category's cost "
                               "estimated without barriers (whole graph minus the graph with that category skipped). "
                               "An estimate whose spread reaches zero is below noise, never a negative time.")
@@ -68,12 +63,8 @@ class BreakdownView(QtWidgets.QWidget):
         tablebox.addWidget(self.table, 0)
         # distributed runs: one row per rank (hidden otherwise)
         self.rank_title = plain_label("Per rank: compute + communication (median over cases)")
-        self.rank_table = QtWidgets.QTableWidget(0, len(RANK_COLUMNS))
-        self.rank_table.setHorizontalHeaderLabels(RANK_COLUMNS)
-        self.rank_table.verticalHeader().hide()
-        self.rank_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.rank_table = read_only_table(RANK_COLUMNS)
         self.rank_table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
-        self.rank_table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         self.rank_table.setWordWrap(False)
         self.rank_table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.rank_table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)

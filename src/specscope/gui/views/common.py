@@ -169,3 +169,21 @@ def sortable_table(owner: QtCore.QObject, columns: list[str], sort_role: int):
     view.setSortingEnabled(True)
     view.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
     return model, proxy, view
+
+
+def read_only_table(columns: list[str]) -> QtWidgets.QTableWidget:
+    """A table the user reads, not edits: headed ``columns``, no row numbers, columns sized to their content."""
+    table = QtWidgets.QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+    return table
+
+
+def set_headline_font(label: QtWidgets.QWidget) -> None:
+    """A page's headline: its font a quarter larger, bold."""
+    f = label.font()
+    f.setPointSizeF(f.pointSizeF() * 1.25)
+    f.setBold(True)
+    label.setFont(f)

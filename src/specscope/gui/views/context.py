@@ -12,7 +12,7 @@ from specscope.profiler.sweep import dominant_effect, draft_is_noise
 
 from ..charts.context import ContextChart
 from ..command_process import model_args
-from .common import fmt, plain_label
+from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
@@ -67,22 +67,12 @@ class ContextView(MeasurementPage):
         super().__init__(config, session, parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
-        bar = QtWidgets.QHBoxLayout()
-        self.run_btn = QtWidgets.QPushButton("Sweep context")
-        self.run_btn.setToolTip("specscope sweep: the protocol at each context, each prefilled once, visited in mirrored order")
-        self.run_btn.clicked.connect(self.start)
-        self.start_btn = self.run_btn
         self.contexts = QtWidgets.QLineEdit("0,1k,4k,16k")
         self.contexts.setToolTip("context sizes in tokens (4k = 4,096)")
         self.contexts.setMaximumWidth(160)
-        self.stop_btn = QtWidgets.QPushButton("Stop")
-        self.stop_btn.setEnabled(False)
-        self.stop_btn.clicked.connect(self.stop)
-        self.status = plain_label("", wrap=False)
-        for w in (self.run_btn, QtWidgets.QLabel("contexts:"), self.contexts, self.stop_btn):
-            bar.addWidget(w)
-        bar.addWidget(self.status, 1)
-        lay.addLayout(bar)
+        self.add_button_row(lay, "Sweep context", "specscope sweep: the protocol at each context, each prefilled once, "
+                            "visited in mirrored order", QtWidgets.QLabel("contexts:"), self.contexts)
+        self.run_btn = self.start_btn
         self.headline = plain_label(IDLE_TEXT)
         lay.addWidget(self.headline)
         grid = QtWidgets.QGridLayout()
@@ -95,11 +85,7 @@ class ContextView(MeasurementPage):
         for i, key in enumerate(("speedup", "verify", "split", "acceptance")):
             grid.addWidget(self.charts[key], i // 2, i % 2)
         lay.addLayout(grid, 3)
-        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table = read_only_table(COLUMNS)
         lay.addWidget(self.table, 1)
 
     def apply_theme(self, theme: dict) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from ..command_process import CommandProcess, cli_command
+from .common import plain_label
 
 
 class MeasurementPage(QtWidgets.QWidget):
@@ -22,7 +23,23 @@ class MeasurementPage(QtWidgets.QWidget):
         self.proc.line.connect(self._line)
         self.proc.done.connect(self._done)
 
-    # subclasses: the button row's widgets (``start_btn``, ``stop_btn``, ``status``), ``command(cfg)`` and ``draw``
+    def add_button_row(self, lay: QtWidgets.QBoxLayout, label: str, tip: str, *options: QtWidgets.QWidget) -> None:
+        """The page's top row, added to ``lay``: the start button (``start_btn``: ``label``, tooltip ``tip``), the
+        measurement's ``options``, Stop (``stop_btn``) and the status text (``status``)."""
+        bar = QtWidgets.QHBoxLayout()
+        self.start_btn = QtWidgets.QPushButton(label)
+        self.start_btn.setToolTip(tip)
+        self.start_btn.clicked.connect(self.start)
+        self.stop_btn = QtWidgets.QPushButton("Stop")
+        self.stop_btn.setEnabled(False)
+        self.stop_btn.clicked.connect(self.stop)
+        self.status = plain_label("", wrap=False)
+        for w in (self.start_btn, *options, self.stop_btn):
+            bar.addWidget(w)
+        bar.addWidget(self.status, 1)
+        lay.addLayout(bar)
+
+    # subclasses: the button row (``add_button_row``), ``command(cfg)`` and ``draw``
     def command(self, cfg) -> tuple[str, list[str]]:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -12,7 +12,7 @@ from specscope.profiler.formatting import DASH
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
 from ..command_process import model_args
-from .common import fmt, plain_label
+from .common import fmt, plain_label, read_only_table, set_headline_font
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
@@ -51,28 +51,15 @@ class TuneView(MeasurementPage):
         super().__init__(config, session, parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
-        bar = QtWidgets.QHBoxLayout()
-        self.run_btn = QtWidgets.QPushButton("Tune k")
-        self.run_btn.setToolTip("One speculative run at K_max per drafter, predictions for every k, then confirmation runs")
-        self.run_btn.clicked.connect(self.start)
-        self.start_btn = self.run_btn
         self.k_max = QtWidgets.QSpinBox()
         self.k_max.setRange(1, 8)
         self.k_max.setValue(4)
         self.k_max.setPrefix("K_max = ")
-        self.stop_btn = QtWidgets.QPushButton("Stop")
-        self.stop_btn.setEnabled(False)
-        self.stop_btn.clicked.connect(self.stop)
-        self.status = plain_label("", wrap=False)
-        for w in (self.run_btn, self.k_max, self.stop_btn):
-            bar.addWidget(w)
-        bar.addWidget(self.status, 1)
-        lay.addLayout(bar)
+        self.add_button_row(lay, "Tune k", "One speculative run at K_max per drafter, predictions for every k, then "
+                            "confirmation runs", self.k_max)
+        self.run_btn = self.start_btn
         self.recommendation = plain_label(IDLE_TEXT)
-        f = self.recommendation.font()
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        f.setBold(True)
-        self.recommendation.setFont(f)
+        set_headline_font(self.recommendation)
         lay.addWidget(self.recommendation)
         self.assumption = plain_label("")
         self.assumption.setObjectName("tileNote")
@@ -81,11 +68,7 @@ class TuneView(MeasurementPage):
         split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         self.chart = TuneChart(theme)
         split.addWidget(self.chart)
-        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table = read_only_table(COLUMNS)
         split.addWidget(self.table)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)

@@ -8,7 +8,7 @@ from PySide6 import QtWidgets
 from ..charts.cost_data import category_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import CategoryFloorChart, ExpertUnionChart, VerifyCurveChart
 from ..command_process import model_args
-from .common import Tile, fmt, plain_label
+from .common import Tile, fmt, plain_label, set_headline_font
 from .measurement_page import MeasurementPage
 
 
@@ -35,30 +35,17 @@ class VerifyCostView(MeasurementPage):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
 
-        bar = QtWidgets.QHBoxLayout()
-        self.measure_btn = QtWidgets.QPushButton("Measure verify cost")
-        self.measure_btn.setToolTip("Time whole-graph forwards over 1..N positions, probe the machine, and compute the roofline")
-        self.measure_btn.clicked.connect(self.start)
-        self.start_btn = self.measure_btn
         self.positions = QtWidgets.QSpinBox()
         self.positions.setRange(2, 17)
         self.positions.setValue(9)
         self.positions.setPrefix("up to n = ")
-        self.stop_btn = QtWidgets.QPushButton("Stop")
-        self.stop_btn.clicked.connect(self.stop)
-        self.stop_btn.setEnabled(False)
-        self.status = plain_label("", wrap=False)
-        for w in (self.measure_btn, self.positions, self.stop_btn):
-            bar.addWidget(w)
-        bar.addWidget(self.status, 1)
-        lay.addLayout(bar)
+        self.add_button_row(lay, "Measure verify cost", "Time whole-graph forwards over 1..N positions, probe the machine, "
+                            "and compute the roofline", self.positions)
+        self.measure_btn = self.start_btn
 
         self.headline = plain_label(IDLE_HEADLINE)
         self.headline.setObjectName("headline")
-        f = self.headline.font()
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        f.setBold(True)
-        self.headline.setFont(f)
+        set_headline_font(self.headline)
         lay.addWidget(self.headline)
 
         tiles = QtWidgets.QHBoxLayout()
