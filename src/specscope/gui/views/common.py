@@ -181,9 +181,19 @@ def read_only_table(columns: list[str]) -> QtWidgets.QTableWidget:
     return table
 
 
-def set_headline_font(label: QtWidgets.QWidget) -> None:
-    """A page's headline: its font a quarter larger, bold."""
+def headline_label(text: str) -> QtWidgets.QLabel:
+    """A page's headline: plain text, its font a quarter larger, bold."""
+    label = plain_label(text)
     f = label.font()
     f.setPointSizeF(f.pointSizeF() * 1.25)
     f.setBold(True)
     label.setFont(f)
+    return label
+
+
+def spin_box(low: int, high: int, value: int, prefix: str) -> QtWidgets.QSpinBox:
+    box = QtWidgets.QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setPrefix(prefix)
+    return box

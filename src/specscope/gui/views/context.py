@@ -65,12 +65,11 @@ class ContextView(MeasurementPage):
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
-        lay = QtWidgets.QVBoxLayout(self)
-        lay.setContentsMargins(8, 8, 8, 8)
+        lay = self.page_layout
         self.contexts = QtWidgets.QLineEdit("0,1k,4k,16k")
         self.contexts.setToolTip("context sizes in tokens (4k = 4,096)")
         self.contexts.setMaximumWidth(160)
-        self.add_button_row(lay, "Sweep context", "specscope sweep: the protocol at each context, each prefilled once, "
+        self.add_button_row("Sweep context", "specscope sweep: the protocol at each context, each prefilled once, "
                             "visited in mirrored order", QtWidgets.QLabel("contexts:"), self.contexts)
         self.run_btn = self.start_btn
         self.headline = plain_label(IDLE_TEXT)

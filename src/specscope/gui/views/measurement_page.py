@@ -16,6 +16,8 @@ class MeasurementPage(QtWidgets.QWidget):
 
     def __init__(self, config=None, session=None, parent=None):
         super().__init__(parent)
+        self.page_layout = QtWidgets.QVBoxLayout(self)  # the page's widgets, top to bottom
+        self.page_layout.setContentsMargins(8, 8, 8, 8)
         self._config, self._session = config, session  # the setup panel's RunConfig; the current session's data
         self._result: dict | None = None
         self.extra_args: list[str] = []  # more command flags (tests: fewer repeats)
@@ -23,8 +25,8 @@ class MeasurementPage(QtWidgets.QWidget):
         self.proc.line.connect(self._line)
         self.proc.done.connect(self._done)
 
-    def add_button_row(self, lay: QtWidgets.QBoxLayout, label: str, tip: str, *options: QtWidgets.QWidget) -> None:
-        """The page's top row, added to ``lay``: the start button (``start_btn``: ``label``, tooltip ``tip``), the
+    def add_button_row(self, label: str, tip: str, *options: QtWidgets.QWidget) -> None:
+        """The page's top row: the start button (``start_btn``: ``label``, tooltip ``tip``), the
         measurement's ``options``, Stop (``stop_btn``) and the status text (``status``)."""
         bar = QtWidgets.QHBoxLayout()
         self.start_btn = QtWidgets.QPushButton(label)
@@ -37,7 +39,7 @@ class MeasurementPage(QtWidgets.QWidget):
         for w in (self.start_btn, *options, self.stop_btn):
             bar.addWidget(w)
         bar.addWidget(self.status, 1)
-        lay.addLayout(bar)
+        self.page_layout.addLayout(bar)
 
     # subclasses: the button row (``add_button_row``), ``command(cfg)`` and ``draw``
     def command(self, cfg) -> tuple[str, list[str]]:  # pragma: no cover - interface

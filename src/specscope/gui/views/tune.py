@@ -12,7 +12,7 @@ from specscope.profiler.formatting import DASH
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
 from ..command_process import model_args
-from .common import fmt, plain_label, read_only_table, set_headline_font
+from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
@@ -49,17 +49,12 @@ class TuneView(MeasurementPage):
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
-        lay = QtWidgets.QVBoxLayout(self)
-        lay.setContentsMargins(8, 8, 8, 8)
-        self.k_max = QtWidgets.QSpinBox()
-        self.k_max.setRange(1, 8)
-        self.k_max.setValue(4)
-        self.k_max.setPrefix("K_max = ")
-        self.add_button_row(lay, "Tune k", "One speculative run at K_max per drafter, predictions for every k, then "
+        lay = self.page_layout
+        self.k_max = spin_box(1, 8, 4, "K_max = ")
+        self.add_button_row("Tune k", "One speculative run at K_max per drafter, predictions for every k, then "
                             "confirmation runs", self.k_max)
         self.run_btn = self.start_btn
-        self.recommendation = plain_label(IDLE_TEXT)
-        set_headline_font(self.recommendation)
+        self.recommendation = headline_label(IDLE_TEXT)
         lay.addWidget(self.recommendation)
         self.assumption = plain_label("")
         self.assumption.setObjectName("tileNote")

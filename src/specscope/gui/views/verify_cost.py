@@ -8,7 +8,7 @@ from PySide6 import QtWidgets
 from ..charts.cost_data import category_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import CategoryFloorChart, ExpertUnionChart, VerifyCurveChart
 from ..command_process import model_args
-from .common import Tile, fmt, plain_label, set_headline_font
+from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
 
@@ -32,20 +32,15 @@ class VerifyCostView(MeasurementPage):
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
-        lay = QtWidgets.QVBoxLayout(self)
-        lay.setContentsMargins(8, 8, 8, 8)
+        lay = self.page_layout
 
-        self.positions = QtWidgets.QSpinBox()
-        self.positions.setRange(2, 17)
-        self.positions.setValue(9)
-        self.positions.setPrefix("up to n = ")
-        self.add_button_row(lay, "Measure verify cost", "Time whole-graph forwards over 1..N positions, probe the machine, "
+        self.positions = spin_box(2, 17, 9, "up to n = ")
+        self.add_button_row("Measure verify cost", "Time whole-graph forwards over 1..N positions, probe the machine, "
                             "and compute the roofline", self.positions)
         self.measure_btn = self.start_btn
 
-        self.headline = plain_label(IDLE_HEADLINE)
+        self.headline = headline_label(IDLE_HEADLINE)
         self.headline.setObjectName("headline")
-        set_headline_font(self.headline)
         lay.addWidget(self.headline)
 
         tiles = QtWidgets.QHBoxLayout()
