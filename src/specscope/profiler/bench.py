@@ -67,9 +67,9 @@ def bench_spec_vs_mlx_lm(a) -> dict:
     if not identical:
         raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
     res = bench_result("spec-vs-mlx-lm", [x / y for x, y in pairs],
-                  {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
-                   "identical_tokens": identical, "timed_span": "generator start to last token, prefill included",
-                   "order": "ABBA"})
+                       {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
+                        "identical_tokens": identical, "timed_span": "generator start to last token, prefill included",
+                        "order": "ABBA"})
     return res
 
 
@@ -77,6 +77,7 @@ def bench_spec_vs_mlx_lm(a) -> dict:
 def bench_rollback(a) -> dict:
     from specscope.engine_adapter.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.oracle import OracleDrafter
+    from specscope.engine_adapter.records import SpecRound
 
     lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
@@ -104,6 +105,7 @@ def bench_rollback(a) -> dict:
                     break
                 per_round_calls.append(calls["n"] - before)
                 rounds_seen += 1
+                assert isinstance(r, SpecRound) and r.rollback_ms is not None  # after the prefill: instrumented rounds
                 if r.accepted < len(r.drafted):
                     shares.append(r.rollback_ms / r.ms)
     finally:
@@ -112,8 +114,8 @@ def bench_rollback(a) -> dict:
         raise SpecscopeError("rollback: no partially accepted rounds to measure")
     ci = median_ci95(shares)
     return bench_result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
-                                    "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
-                   unit="share of round", value=statistics.median(shares)) | {
+                                         "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
+                        unit="share of round", value=statistics.median(shares)) | {
         "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None}
 
 
@@ -121,7 +123,8 @@ def bench_rollback(a) -> dict:
 def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
     """Advance two decoding generators one record at a time, alternately (A B, then B A, …), so that the
     machine's drift hits both alike; returns their records."""
-    out_a, out_b = [], []
+    out_a: list = []
+    out_b: list = []
     pending = [(gen_a, out_a), (gen_b, out_b)]
     r = 0
     while pending:
@@ -168,10 +171,10 @@ def bench_gui(a) -> dict:
             pairs.append((with_gui(), h))
     ratios = [g[0] / h[0] for g, h in pairs]
     return bench_result("gui", ratios, {"gui_plain_tok_s": [g[0] for g, _ in pairs], "headless_plain_tok_s": [h[0] for _, h in pairs],
-                                   "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
-                                   "spec_ratios": [g[1] / h[1] for g, h in pairs],
-                                   # CPU seconds the app's process spent on each run (all its threads; the worker not counted)
-                                   "gui_process_cpu_s": [g[2] for g, _ in pairs], "order": "ABBA"})
+                                        "gui_spec_tok_s": [g[1] for g, _ in pairs], "headless_spec_tok_s": [h[1] for _, h in pairs],
+                                        "spec_ratios": [g[1] / h[1] for g, h in pairs],
+                                        # CPU seconds the app's process spent on each run (all its threads; the worker not counted)
+                                        "gui_process_cpu_s": [g[2] for g, _ in pairs], "order": "ABBA"})
 
 
 def _process_cpu_s() -> float | None:
@@ -210,6 +213,7 @@ def bench_capture(a) -> dict:
             mx.eval(prefill(model, cache, prompt), [c.state for c in cache])
             t0 = time.perf_counter()
             if hooked:
+                assert rb is not None
                 rb.before_verify()
                 with capturing():
                     mx.eval(model(inputs[None], cache=cache))
@@ -224,8 +228,8 @@ def bench_capture(a) -> dict:
     finally:
         install_capture(model)
     return bench_result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],
-                                                              "no_hooks_verify_ms": [p[1] for p in pairs],
-                                                              "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
+                                                                   "no_hooks_verify_ms": [p[1] for p in pairs],
+                                                                   "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
 def bench_tune(a) -> dict:
@@ -268,7 +272,11 @@ def run_bench(a) -> int:
         for i, name in enumerate(names):
             base = i * a.pairs
             bar.update_to(base, name)
-            set_pair_hook(lambda n, base=base, name=name: bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}"))
+
+            def on_pair(n: int, base: int = base, name: str = name) -> None:
+                bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}")
+
+            set_pair_hook(on_pair)
             res = BENCHES[name](a)
             results.append(res)
             if not a.json:

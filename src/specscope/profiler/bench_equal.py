@@ -71,15 +71,22 @@ def bench_overhead(a) -> dict:
     if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
         raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
     return bench_result("overhead", [x / y for x, y, *_ in pairs],
-                   {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs],
-                    "tokens": n, "identical_tokens": True, "order": "ABBA",
-                    "timed_span": f"first token in hand to the last ({n - 1} decode steps on each side), EOS off on both"})
+                        {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs],
+                         "tokens": n, "identical_tokens": True, "order": "ABBA",
+                         "timed_span": f"first token in hand to the last ({n - 1} decode steps on each side), EOS off on both"})
 
 
 # -- memory --------------------------------------------------------------------------------------------------------
 def _peak(code: str) -> dict:
+    """Run ``code`` in a fresh process; the JSON its last line prints (peak memory and tokens)."""
+    import subprocess
 
-    return _peak_in_subprocess(code)
+    from .pump import worker_env
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
+    if r.returncode != 0:
+        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def _memory_programs(a) -> dict[str, tuple[str, str]]:
@@ -124,8 +131,8 @@ def bench_memory(a) -> dict:
     worst = max(rows, key=lambda w: rows[w]["raw_ratio"])
     ratios = [rows[w]["raw_ratio"] for w in rows]
     return bench_result("memory", ratios, {**rows, "worst": worst, "allowance_bytes": ALLOWANCE_BYTES, "order": "ABBA",
-                                      "note": "the figure is the larger raw ratio; the allowance is shown apart"},
-                   value=rows[worst]["raw_ratio"])
+                                           "note": "the figure is the larger raw ratio; the allowance is shown apart"},
+                        value=rows[worst]["raw_ratio"])
 
 
 # -- predict -------------------------------------------------------------------------------------------------------
@@ -164,16 +171,5 @@ def bench_predict(a) -> dict:
     rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps)
     errs = [abs(r["error"]) for r in rows]
     return bench_result("predict", [], {"sweep": rows, "repeats": reps,
-                                   "what": "run's genuine prediction (components timed apart) vs end-to-end"},
-                   unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}
-
-
-def _peak_in_subprocess(code: str) -> int:
-    import subprocess
-
-    from .pump import worker_env
-
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
-    if r.returncode != 0:
-        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+                                        "what": "run's genuine prediction (components timed apart) vs end-to-end"},
+                        unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}

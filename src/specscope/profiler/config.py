@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
@@ -135,7 +136,7 @@ class DistSpec:
     @classmethod
     def from_config(cls, cfg: RunConfig, **overrides) -> "DistSpec | None":
         """The spec a RunConfig asks for (its ``ranks`` / ``hosts`` / ``backend`` / ``hostfile`` fields), or None."""
-        d = {k: getattr(cfg, k, None) for k in ("ranks", "hosts", "backend", "hostfile")}
+        d: dict[str, Any] = {k: getattr(cfg, k, None) for k in ("ranks", "hosts", "backend", "hostfile")}
         d = {k: v for k, v in d.items() if v not in (None, "", [])}
         d.update({k: v for k, v in overrides.items() if v is not None})
         if isinstance(d.get("hosts"), str):
@@ -169,6 +170,8 @@ class DistSpec:
             return ["this machine"] * self.ranks
         if self.hosts:
             return list(self.hosts)
+        if self.hostfile is None:
+            raise SpecscopeError(f"hostfile {self.hostfile} is not a hostfile mlx.launch can read (JSON with hosts)")
         try:
             data = json.loads(Path(self.hostfile).expanduser().read_text(encoding="utf-8"))
             hosts = data["hosts"] if isinstance(data, dict) else data

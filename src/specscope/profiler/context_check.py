@@ -20,8 +20,9 @@ def _model_dir(cfg) -> Path | None:
         try:
             from specscope.engine_adapter.demo_model import DEMO_FORMAT_VERSION, specscope_home, trained_demo_path, use_random_demo
 
-            if not use_random_demo() and trained_demo_path("hybrid") is not None:
-                return Path(trained_demo_path("hybrid"))
+            trained = None if use_random_demo() else trained_demo_path("hybrid")
+            if trained is not None:
+                return Path(trained)
             p = specscope_home() / f"demo-hybrid-v{DEMO_FORMAT_VERSION}"
             return p if p.is_dir() else None
         except Exception:  # pragma: no cover - the demo is built later; the engine checks again
@@ -90,6 +91,7 @@ def precheck(cfg, contexts: list[int], memory: int | None = None) -> dict:
     config = read_model_config(path)
     if config is None:
         return {}
+    assert path is not None  # the config was read from it
     t = config.get("text_config") or config
     window = int(t.get("max_position_embeddings") or 0)
     need = max(contexts) + cfg.max_tokens + cfg.num_draft_tokens + 1

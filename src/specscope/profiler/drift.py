@@ -40,6 +40,7 @@ def probe_drift(series: list[dict]) -> dict | None:
         return out
     k = max(2, len(rs) // 3)
     early, late = median(ms[:k]), median(ms[-k:])
+    assert early is not None and late is not None  # at least MIN_READINGS readings: both thirds have some
     out.update(early_ms=early, late_ms=late, slowdown=late / early - 1.0)
     noise = out["noise"] or 0.0
     out["drift"] = out["slowdown"] > noise

@@ -92,7 +92,7 @@ def _is_local(host: str) -> bool:
 
 def _ipv4(host: str) -> str:
     try:
-        return socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
     except (OSError, IndexError):
         raise SpecscopeError(f"host {host} cannot be resolved to an IP address (the ring backend connects by IP); "
                              "pass its IP in --hosts, or a --hostfile") from None
@@ -313,15 +313,22 @@ def _killpg(pgid: int, sig=signal.SIGKILL) -> None:
         pass
 
 
-def start(plan: LaunchPlan) -> subprocess.Popen:
+class RankProcess(subprocess.Popen):
+    """The guard process of a distributed run; ``rank_monitor`` (set once it runs) says which rank runs where."""
+
+    rank_monitor: RankMonitor | None = None
+
+
+def start(plan: LaunchPlan) -> RankProcess:
     """The guard process (its own process group: killing the group ends mlx.launch and every local rank)."""
-    return subprocess.Popen(plan.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=plan.env, text=True, encoding="utf-8", errors="replace", bufsize=1,
-                            start_new_session=True)
+    return RankProcess(plan.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=plan.env, text=True, encoding="utf-8", errors="replace", bufsize=1,
+                       start_new_session=True)
 
 
 def request_stop(proc: subprocess.Popen) -> None:
     """Ask every rank to end the run cleanly (``stop`` reaches each rank's stdin through mlx.launch)."""
+    assert proc.stdin is not None  # started with a pipe (``start``)
     try:
         proc.stdin.write("stop\n")
         proc.stdin.flush()

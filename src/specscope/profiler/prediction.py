@@ -13,6 +13,7 @@ short round cost.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import stats
 from .rounds import counts_for_acceptance, instrumented
@@ -116,7 +117,7 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
 
     k = session.k
     E = acc.get("tokens_per_round")
-    out = {"available": False, "source": None}
+    out: dict[str, Any] = {"available": False, "source": None}
     t_verify, n_v = _pooled(cases, "verify_ms")
     t_draft, n_d = _pooled(cases, "draft_ms")
     if t_verify is not None and t_draft is not None:

@@ -128,7 +128,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
     """The cases, each repeat in ABBA order. A sweep's later visits of a context pass ``repeat_offset`` (their
     repeats continue the count, so the order alternates across visits too) and ``warmup`` False."""
     t_start = time.monotonic()
-    best = {"ms": None}
+    best: dict[str, float | None] = {"ms": None}
 
     def probe(case_id: str, repeat: int, when: str) -> float:
         """A clock-probe reading, emitted; returns its time (ms)."""
@@ -144,7 +144,9 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
         while True:
             ms = probe(case_id, 0, "cooldown")
             waited = time.monotonic() - t0
-            slower = ms / best["ms"] - 1.0
+            best_ms = best["ms"]
+            assert best_ms is not None  # probe() has just read the clock
+            slower = ms / best_ms - 1.0
             if slower <= COOLDOWN_TOLERANCE or waited >= cfg.cooldown_timeout_s:
                 reached = slower <= COOLDOWN_TOLERANCE
                 emit({"event": "cooldown", "case": case_id, "waited_s": waited, "reached": reached, "probe_ms": ms,
@@ -289,6 +291,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
         therm = sensors.thermal()
         if therm:
             emit({"event": "thermal", "case": c["id"], "when": "after", **therm})
+        assert plain_tokens is not None and spec_tokens is not None  # every repeat (at least one) ran both phases
         if greedy and plain_tokens != spec_tokens:
             # Greedy speculative output must equal plain output; a difference is rounding only at a near-tie.
             ev = engine.divergence(c["id"], c["prompt_tokens"], plain_tokens, spec_tokens)
@@ -305,6 +308,7 @@ def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
     """The protocol at each context of ``cfg.sweep`` (order, reuse and events: ``profiler.sweep``)."""
     from .sweep import sweep_order
 
+    assert cfg.sweep is not None  # a sweep's run (worker: only when cfg.sweep is set)
     sizes = list(cfg.sweep)
     engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, sizes)
     order = sweep_order(sizes, cfg.sweep_passes)

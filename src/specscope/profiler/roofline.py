@@ -144,9 +144,9 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
     if division and division.get("tokens_per_round"):
         E, t_draft = float(division["tokens_per_round"]), float(division.get("t_draft_ms") or 0.0)
         now = stats.divide(t_dec, head["whole_ms"], t_draft, E)
-        ideal = stats.divide(t_dec, head["ideal_ms"], t_draft, E) if head["ideal_ms"] else None
+        at_floor = stats.divide(t_dec, head["ideal_ms"], t_draft, E) if head["ideal_ms"] else None
         out["speedup_now"] = now.predicted_speedup
-        out["speedup_at_floor"] = ideal.predicted_speedup if ideal else None
+        out["speedup_at_floor"] = at_floor.predicted_speedup if at_floor else None
         out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
                            "t_verify_ideal_ms": head["ideal_ms"], "break_even_verify_ms": now.break_even_verify_ms,
                            "speedup_now": out["speedup_now"], "speedup_at_floor": out["speedup_at_floor"]}
@@ -175,7 +175,7 @@ def headline(roof: dict) -> str:
         return s + ": no gap to close."
     if not shares:  # e.g. --category-reps 0: the whole graph was timed, no category was
         return s + f": a gap of {now - ideal:.1f} plain steps, not split by category (no per-category rulers measured)."
-    top = max(shares, key=shares.get)
+    top = max(shares, key=lambda c: shares[c])
     return s + f"; {NAMES.get(top, top)} holds {shares[top]:.0%} of the gap."
 
 

@@ -101,10 +101,10 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
     kv = ins.get("kv") or {}
     if kv.get("bytes_per_context_token"):
         per, base = kv["bytes_per_context_token"], kv["step_bytes_no_context"]
-        ctx = out.get("context") or len(prompt)
+        at = out.get("context") or len(prompt)
         out["attention_at_context"] = {
             "bytes_per_context_token": per, "step_bytes_no_context": base,
-            "kv_share_of_step": per * ctx / (base + per * ctx),  # of a decode step's bytes at this context
+            "kv_share_of_step": per * at / (base + per * at),  # of a decode step's bytes at this context
             # the context at which full attention's KV reads are 10% (and 50%) of a decode step's bytes
             "context_at_10pct": 0.1 * base / (0.9 * per), "context_at_50pct": base / per}
     return out

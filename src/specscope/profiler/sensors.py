@@ -92,7 +92,7 @@ class RecordedSource(SensorSource):
     name = "recorded"
     available = True
 
-    def __init__(self, windows: list[dict], thermal: list[dict] | None = None):
+    def __init__(self, windows: list[dict], thermal: list[str] | None = None):
         self._windows, self._thermal = list(windows), list(thermal or [])
         self.started = 0
 

@@ -106,7 +106,7 @@ class Session:
             self._subs[n] = Session(self._point(n)["session"])
         return self._subs[n]
 
-    def _apply_sweep(self, kind: str, ev: dict) -> bool:
+    def _apply_sweep(self, kind: str | None, ev: dict) -> bool:
         """A sweep's own events, and the events of a visit routed to its point; True when handled."""
         if kind == "sweep_started":
             self.data["sweep"] = {k: ev.get(k) for k in ("contexts", "order", "passes", "kind", "file")}
@@ -222,6 +222,7 @@ class Session:
             if c is not None:
                 c["divergence"] = {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev}
                 d = case_divergence(c)
+                assert d is not None  # the case has its divergence record now
                 if d["verdict"] == ENGINE_FAULT:
                     self.data["errors"].append(divergence_message(c["id"], d))
                     self.data["status"] = "failed"

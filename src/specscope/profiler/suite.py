@@ -69,7 +69,7 @@ def take_cases(cases: list[dict], n: int | None) -> list[dict]:
     groups: dict[str, list[dict]] = {}
     for c in cases:
         groups.setdefault(c["category"], []).append(c)
-    picked = []
+    picked: list[dict] = []
     for row in zip_longest(*groups.values()):
         picked.extend(c for c in row if c is not None)
     return picked[:n]

@@ -63,7 +63,7 @@ def summarize(session) -> dict:
     for cat in sorted({c["category"] for c in cases}):
         rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
         by_category[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
-    measured_rounds = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
+    measured_rounds: list[dict] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     for c in cases:
         e2e = [r for r in c["spec"]["rounds"] if not instrumented(r)]
         measured_rounds += e2e or c["spec"]["rounds"]

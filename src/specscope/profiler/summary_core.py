@@ -8,6 +8,7 @@ paths end in this code, so their numbers are equal, not close.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import intervals, prediction, stats
 from .drift import probe_drift
@@ -28,6 +29,7 @@ CATEGORY_LABELS = {
     "inter_block": "Inter-block overhead",
 }
 COMMUNICATION = "communication"
+WITHIN_NOISE: dict[str | None, bool] = {"within_noise": True, "off": False}  # the prediction verdict's state, as a flag
 
 
 # -- divergence verdicts ------------------------------------------------------------------
@@ -113,7 +115,7 @@ def round_time(r: dict):
 def _repeat_rates(per_case, spec_emitted) -> dict:
     """Session rates of each complete repeat (every summarized case measured it in both modes), pooled over
     cases like the medians, and the speedup of each."""
-    out = {"plain": [], "spec": [], "speedup": []}
+    out: dict[str, list] = {"plain": [], "spec": [], "speedup": []}
     n = min((len(c[side].get("repeats_tok_s") or []) for c, _ in per_case for side in ("plain", "spec")), default=0)
     for r in range(n):
         plain = pooled_tok_s([(len(c["plain"]["step_ms"]), _nth(c["plain"].get("repeats_tok_s"), r)) for c, _ in per_case])
@@ -216,7 +218,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "prediction_error_ci": pred.get("error_ci"),
         "prediction_unit": pred.get("unit"),
         "prediction_verdict": verdict,
-        "prediction_within_noise": {"within_noise": True, "off": False}.get(verdict.get("state")),
+        "prediction_within_noise": WITHIN_NOISE.get(verdict.get("state")),
         # the same-round accounting (a consistency check, not a forecast)
         "ledger_speedup": ledger.predicted_speedup if ledger else None,
         "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, measured),
@@ -264,7 +266,7 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
     """Median over cases of each breakdown figure, and of each end of its spread over reps."""
     if not bds:
         return None
-    out = {}
+    out: dict[str, Any] = {}
     for side in ("decode", "verify"):
         rows = [b[side] for b in bds if side in b]
         if not rows:
@@ -323,8 +325,8 @@ def _aggregate_per_rank(rows: list[dict]) -> dict | None:
     stand-ins for the collectives), so ``compute_ms`` is the time of that collective-free forward, a measured
     time on the whole-graph ruler; the barrier-timed figure (``communication_barrier_ms``) includes waiting for the
     slowest rank at every collective, which on a loaded machine can exceed the whole graph."""
-    prs = [r.get("per_rank") for r in rows]
-    if not prs or not all(isinstance(p, dict) and p.get("whole_ms") for p in prs):
+    prs: list[dict] = [p for p in (r.get("per_rank") for r in rows) if isinstance(p, dict) and p.get("whole_ms")]
+    if not prs or len(prs) != len(rows):  # every case has per-rank figures
         return None
     n = len(prs[0]["whole_ms"])
     if any(len(p["whole_ms"]) != n for p in prs):
@@ -333,7 +335,7 @@ def _aggregate_per_rank(rows: list[dict]) -> dict | None:
     def med(get) -> list:
         return [stats.median(_at(get(p), i) for p in prs) for i in range(n)]
 
-    out = {"ranks": n, "whole_ms": med(lambda p: p.get("whole_ms"))}
+    out: dict[str, Any] = {"ranks": n, "whole_ms": med(lambda p: p.get("whole_ms"))}
     out["blocks"] = {c: med(lambda p, c=c: (p.get("blocks") or {}).get(c)) for c in prs[0].get("blocks") or {}}
     out["skip_estimates"] = {c: med(lambda p, c=c: (p.get("skip_estimates") or {}).get(c))
                              for c in prs[0].get("skip_estimates") or {}}

@@ -79,7 +79,8 @@ class _CaseFold:
     def __init__(self, case: dict, k: int):
         self.case, self.k = case, k
         self.version = 0
-        self._steps = self._rounds = None
+        self._steps: list | None = None
+        self._rounds: list | None = None
         self._reset_plain(None)
         self._reset_spec(None)
         self._stats: dict | None = None
@@ -99,12 +100,12 @@ class _CaseFold:
         self.hist: Counter = Counter()  # accepted count -> rounds, over first-repeat rounds that drafted k
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
         self.round_ms: list = []  # T_verify + T_draft of each instrumented full round (its interval)
-        self.kind_ms_list = {"instrumented": [], "end_to_end": []}  # round times by kind (the rate's interval)
+        self.kind_ms_list: dict[str, list] = {"instrumented": [], "end_to_end": []}  # round times by kind (the rate's interval)
 
     def update(self) -> None:
         plain, spec = self.case["plain"], self.case["spec"]
         steps = plain["step_ms"]
-        if steps is not self._steps or len(steps) < self.n_steps:
+        if len(steps) < self.n_steps or steps is not self._steps:  # shorter, or another list: start again
             self._reset_plain(steps)
             self.version += 1
         if len(steps) > self.n_steps:
@@ -113,7 +114,7 @@ class _CaseFold:
             self.n_steps = len(steps)
             self.version += 1
         rounds = spec["rounds"]
-        if rounds is not self._rounds or len(rounds) < self.n_rounds:
+        if len(rounds) < self.n_rounds or rounds is not self._rounds:
             self._reset_spec(rounds)
             self.version += 1
         if len(rounds) > self.n_rounds:
@@ -206,7 +207,7 @@ class LiveSummary:
         per_case = [(c, f.stats()) for c, f in zip(cases, folds)]
         by_category = {}
         for cat in sorted({c["category"] for c in cases}):
-            hist = Counter()
+            hist: Counter = Counter()
             for c, f in zip(cases, folds):
                 if c["category"] == cat:
                     hist.update(f.hist)

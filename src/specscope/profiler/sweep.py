@@ -29,7 +29,7 @@ def sweep_order(contexts: list[int], passes: int) -> list[int]:
 
 
 # -- figures per point --------------------------------------------------------------------------------------------
-def _share(part: dict, cat: str) -> float | None:
+def _share(part: dict | None, cat: str) -> float | None:
     blocks = (part or {}).get("blocks") or {}
     total = sum(v for v in blocks.values() if isinstance(v, (int, float)))
     v = blocks.get(cat)
@@ -183,7 +183,7 @@ def sweep_verdict(rows: list[dict], where: str = "on the Context page") -> str:
     loses (measured), from the smallest to the largest context."""
     if not rows:
         return f"Context sweep: no context complete yet; the verdict is per context, {where}."
-    meas = [(r["context"], r.get("measured_speedup")) for r in rows if r.get("measured_speedup") is not None]
+    meas = [(r["context"], m) for r in rows if (m := r.get("measured_speedup")) is not None]
     head = f"Context sweep ({', '.join(_size(r['context']) for r in rows)}): the verdict is per context, {where}."
     if not meas:
         return head

@@ -220,6 +220,7 @@ def recommendation(rows: list[dict]) -> dict:
            "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
            "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"]}
     if shown:
+        assert mci is not None  # a win is shown only with an interval
         rec["text"] = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
                        f"predicted {p:.2f}×)")
     elif m > 1.0:
@@ -318,7 +319,10 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     plan = confirm_set(pred, k_max, confirm)
     measured: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per rep
-    plain_rates, ratios, verify_beside, confirm_steps = [], {c: [] for c in plan}, {}, []
+    plain_rates: list[tuple[int, float]] = []
+    ratios: dict[tuple[str, int], list[float]] = {c: [] for c in plan}
+    verify_beside: dict[int, list[float]] = {}
+    confirm_steps: list[float] = []
 
     def beside(n: int) -> None:
         verify_beside.setdefault(n, []).extend(seam.verify_samples(context, plain[0]["tokens"][mid:], n, 2, ns=[n])[n])
@@ -365,7 +369,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         on_update(result(partial=True))
     # ``reps`` None: repeat until every confirmed setting's measured median is known to ±AGREE (or MAX_REPS)
     fixed = reps is not None
-    n_reps = reps if fixed else MAX_REPS
+    n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
         if not fixed and rep >= MIN_REPS and all(_precise(ratios[c]) for c in plan):
             break
@@ -387,8 +391,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             rr = [r for r in rr if r["drafted"] == k]  # steady state: the last, shorter round of a run is left out
             tok, ms = sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr)
             measured[(name, k)].append((tok, ms, len(rr)))
-            if p_rate and _rate(tok, ms):
-                ratios[(name, k)].append(_rate(tok, ms) / p_rate)
+            s_rate = _rate(tok, ms)
+            if p_rate and s_rate:
+                ratios[(name, k)].append(s_rate / p_rate)
         if on_update is not None and rep + 1 < n_reps:
             on_update(result(partial=True))
     return result(partial=False)
@@ -425,7 +430,7 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
            **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
                                       "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source")}}
     spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
-    if spec_rate and plain_rate:
+    if m and spec_rate and plain_rate:  # (spec_rate is None without m)
         n_rounds = sum(x[2] for x in m)
         # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
         row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
@@ -484,7 +489,7 @@ def agreement(error: float | None, predicted: float, measured_ci: list[float] | 
         half = (hi - lo) / 2.0
     if abs(error) <= AGREE:
         state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
-    elif lo is not None and (lo > 0.0 or hi < 0.0):
+    elif lo is not None and hi is not None and (lo > 0.0 or hi < 0.0):
         state, text = "off", f"off by {error:+.1%} (error interval {lo:+.1%}…{hi:+.1%}, predicted and measured intervals apart)"
     else:
         why = f"error interval {lo:+.1%}…{hi:+.1%}" if lo is not None else f"only {n} repeat(s)"

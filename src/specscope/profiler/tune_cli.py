@@ -73,7 +73,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
     return out
 
 
-AGREEMENT_MARK = {"agrees": "ok", "off": "OFF", "too_noisy": "(noisy)"}
+AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_noisy": "(noisy)"}
 
 
 def format_tune(res: dict) -> str:

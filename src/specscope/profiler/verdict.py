@@ -172,8 +172,10 @@ def prediction_short(s: dict) -> str:
     state, half = v.get("state"), v.get("half_width")
     err = s.get("prediction_error")
     if state == "within_noise":
+        assert half is not None  # the judge gives a half-width to every state but too_little_data
         return f"within noise (±{half * 100:.1f}%)"
     if state == "off" and err is not None:
+        assert half is not None
         return f"off by {err * 100:+.1f}% (±{half * 100:.1f}%)"
     if state == "too_little_data":
         return f"too little data to judge (±{half * 100:.0f}%)" if half is not None else "too little data to judge"

@@ -80,5 +80,5 @@ def side_tables(session, path: str | Path, mod=None) -> dict[Path, str]:
     from a renderer's optional ``extra_tables(session) -> {name: text}``."""
     mod = mod or renderer_for(path)
     p = Path(path)
-    tables = getattr(mod, "extra_tables", lambda s: {})(session)
+    tables: dict[str, str] = getattr(mod, "extra_tables", lambda s: {})(session)
     return {p.with_name(f"{p.stem}.{name}{p.suffix}"): text for name, text in tables.items()}
