@@ -6,16 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from specscope.errors import SpecscopeError
 
 from .cli_common import add_download_arg, check_output_path, fail, resolve_model_args
+from .config import BACKENDS, DRAFTERS, ROUND_KINDS, DistSpec, RunConfig, parse_hosts
 from .context import add_context_args
 from .progress import add_progress_args
-
-if TYPE_CHECKING:
-    from .config import RunConfig
 
 
 def add_run_args(ap: argparse.ArgumentParser) -> None:
@@ -24,41 +21,45 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                      "Hugging Face cache")
     src.add_argument("--demo", action="store_true", help="use the built-in demo model (the shipped tiny trained one; "
                      "SPECSCOPE_DEMO=random: the synthetic one, built once into the cache)")
-    ap.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
+    # defaults: the run configuration's own (config.RunConfig, its engine share engine_adapter.params.EngineParams)
+    ap.add_argument("--drafter", choices=DRAFTERS, default=RunConfig.drafter,
                     help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
     ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target)")
-    ap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens per round, k (1-16)")
-    ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per case")
-    ap.add_argument("--temp", type=float, default=0.0, help="sampling temperature (0 = greedy)")
-    ap.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--num-draft-tokens", "-k", type=int, default=RunConfig.num_draft_tokens,
+                    help="draft tokens per round, k (1-16)")
+    ap.add_argument("--max-tokens", type=int, default=RunConfig.max_tokens, help="new tokens per case")
+    ap.add_argument("--temp", type=float, default=RunConfig.temp, help="sampling temperature (0 = greedy)")
+    ap.add_argument("--top-p", type=float, default=RunConfig.top_p, help="nucleus sampling mass")
+    ap.add_argument("--seed", type=int, default=RunConfig.seed)
     ap.add_argument("--suite", help="prompt suite JSON (default: the built-in 18 cases)")
     ap.add_argument("--cases", type=int, help="run only the first N cases, spread across categories")
-    ap.add_argument("--warmup", type=int, default=1, help="warm-up runs before measuring")
-    ap.add_argument("--repeats", type=int, default=1,
+    ap.add_argument("--warmup", type=int, default=RunConfig.warmup, help="warm-up runs before measuring")
+    ap.add_argument("--repeats", type=int, default=RunConfig.repeats,
                     help="measured repeats per case, plain and speculative in ABBA order; every repeat is kept, rates "
                          "are medians over repeats with their spread")
-    ap.add_argument("--discard-first", type=int, default=0, metavar="N",
+    ap.add_argument("--discard-first", type=int, default=RunConfig.discard_first, metavar="N",
                     help="measure the first N cases but leave them out of the summary (kept in the session, marked)")
     ap.add_argument("--cooldown", action="store_true",
                     help="before each case, wait until the clock probe is back within 2%% of its best reading")
-    ap.add_argument("--cooldown-timeout", type=float, default=120.0, metavar="S",
+    ap.add_argument("--cooldown-timeout", type=float, default=RunConfig.cooldown_timeout_s, metavar="S",
                     help="give up waiting for --cooldown after S seconds and measure anyway (default 120)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the per-category breakdowns")
-    ap.add_argument("--breakdown-reps", type=int, default=3)
-    ap.add_argument("--oracle-p", type=float, default=0.75, help="oracle what-if: chance each draft token is right")
-    ap.add_argument("--oracle-draft-ms", type=float, default=0.0, help="oracle what-if: draft cost to charge per round")
+    ap.add_argument("--breakdown-reps", type=int, default=RunConfig.breakdown_reps)
+    ap.add_argument("--oracle-p", type=float, default=RunConfig.oracle_p,
+                    help="oracle what-if: chance each draft token is right")
+    ap.add_argument("--oracle-draft-ms", type=float, default=RunConfig.oracle_draft_ms,
+                    help="oracle what-if: draft cost to charge per round")
     ap.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
-    ap.add_argument("--round-kinds", choices=["paired", "alternate", "instrumented", "end_to_end"], default="paired",
+    ap.add_argument("--round-kinds", choices=ROUND_KINDS, default=RunConfig.round_kinds,
                     help="paired (default): each case's speculative phase runs an end-to-end pass (one sync per round, as "
                          "a production engine: the measured speed) and an instrumented pass (draft/verify/rollback timed "
                          "apart: the ledger) on the same drafts; alternate: the two kinds round by round in one pass")
-    ap.add_argument("--component-reps", type=int, default=3,
+    ap.add_argument("--component-reps", type=int, default=RunConfig.component_reps,
                     help="verify forwards and drafts timed apart per case for the prediction (default 3)")
     ap.add_argument("--trace", action="store_true",
                     help="record the drafter's acceptance trace A(s) along each case's plain output (E(k) for every k; "
                          "costs about one speculative run per case with an MTP head)")
-    ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default="post-norm",
+    ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default=RunConfig.mtp_hidden,
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
     add_context_args(ap, "N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
@@ -78,7 +79,7 @@ def add_distributed_args(ap: argparse.ArgumentParser) -> None:
                             "same path on every host)")
     where.add_argument("--hostfile", metavar="FILE",
                        help="an mlx.launch hostfile (e.g. from `mlx.distributed_config`; needed for --backend jaccl)")
-    g.add_argument("--backend", choices=["ring", "jaccl", "any"], default="ring",
+    g.add_argument("--backend", choices=BACKENDS, default=RunConfig.backend,
                    help="MLX distributed backend across hosts (default ring; jaccl needs --hostfile; "
                         "--ranks always uses ring over loopback)")
 
@@ -87,16 +88,12 @@ def distributed_from_args(a) -> dict:
     """The RunConfig fields of ``--ranks`` / ``--hosts`` / ``--hostfile`` / ``--backend`` (absent flags: none)."""
     hosts = getattr(a, "hosts", None)
     if hosts:
-        from .launch import parse_hosts
-
         hosts = parse_hosts(hosts)
     return {"ranks": getattr(a, "ranks", None), "hosts": hosts or None, "hostfile": getattr(a, "hostfile", None),
             "backend": getattr(a, "backend", None) or "ring"}
 
 
-def config_from_args(a) -> "RunConfig":
-    from .config import RunConfig
-
+def config_from_args(a) -> RunConfig:
     resolve_model_args(a)
     cfg = RunConfig(
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
@@ -417,8 +414,6 @@ def cmd_gui(a) -> int:
     if not scripted and headless():
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")
     if getattr(a, "ranks", None) is not None:
-        from .launch import DistSpec
-
         DistSpec(ranks=a.ranks).validate()
     resolve_model_args(a)
     from .plugins import COMMANDS, load
@@ -444,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="the protocol at several contexts: how verify cost, acceptance and the speedup "
                                       "change as the conversation grows")
     add_run_args(sw)
-    sw.add_argument("--passes", type=int, default=2,
+    sw.add_argument("--passes", type=int, default=RunConfig.sweep_passes,
                     help="visits of every context, each pass in the reverse order of the one before (default 2: "
                          "0,1k,4k,16k then 16k,4k,1k,0), so drift cannot pass for a context effect")
     sw.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
