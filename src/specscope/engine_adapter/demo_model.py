@@ -109,10 +109,12 @@ def _config(kind: str, vocab: int) -> dict:
 def _random_params(model, seed: int, shared_seed: int, n_tokens: int):
     """Seeded weights for every parameter, named so shared ones coincide."""
     import mlx.core as mx
-    from mlx.utils import tree_flatten, tree_unflatten
+    from mlx.utils import tree_unflatten
+
+    from .mlx_types import flat
 
     out = []
-    for i, (name, value) in enumerate(sorted(tree_flatten(model.parameters()))):
+    for i, (name, value) in enumerate(sorted(flat(model.parameters()))):
         shared = name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight")
         key = mx.random.key((shared_seed if shared else seed) * 100003 + (hash_name(name.split(".")[-2]) if shared else i))
         shape, dt = value.shape, mx.float32

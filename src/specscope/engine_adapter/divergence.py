@@ -27,11 +27,13 @@ kinds of kernels; the tolerance covers that difference, which is rounding too.
 
 from __future__ import annotations
 
+from typing import Any
+
 import mlx.core as mx
-from mlx.utils import tree_flatten
 from mlx_lm.models.cache import make_prompt_cache
 
 from .decoding import prefill
+from .mlx_types import flat, values
 from .rollback import capturing, install_capture, is_hybrid
 
 # The near-tie tolerance, in logits, by the least precise floating dtype the model computes in:
@@ -62,7 +64,7 @@ def compute_dtype(model, logits: mx.array) -> str:
     """The least precise floating dtype among the logits and the model's parameters (quantized
     weights are integers; their scales carry the compute dtype)."""
     names = {dtype_name(logits.dtype)}
-    names |= {dtype_name(v.dtype) for _, v in tree_flatten(model.parameters()) if mx.issubdtype(v.dtype, mx.floating)}
+    names |= {dtype_name(v.dtype) for _, v in flat(model.parameters()) if mx.issubdtype(v.dtype, mx.floating)}
     known = [n for n in _PRECISION_ORDER if n in names]
     return known[-1] if known else "float32"
 
@@ -85,7 +87,7 @@ def _row_report(row: mx.array, plain_token: int, spec_token: int) -> dict:
     row = row.astype(mx.float32)
     top = mx.argsort(-row)[:2]
     mx.eval(row, top)
-    t1, t2 = (int(x) for x in top.tolist())
+    t1, t2 = (int(x) for x in values(top))
     l1, l2 = row[t1].item(), row[t2].item()
     lp, ls = row[plain_token].item(), row[spec_token].item()
     return {
@@ -169,7 +171,7 @@ def divergence_event(model, case_id: str, prompt: list[int], plain: list[int], s
     i = first_divergence(plain, spec)
     if i is None:
         return None
-    ev = {"event": "divergence", "case": case_id, "position": i,
+    ev: dict[str, Any] = {"event": "divergence", "case": case_id, "position": i,
           "plain_token": plain[i] if i < len(plain) else None, "spec_token": spec[i] if i < len(spec) else None}
     if ev["plain_token"] is None or ev["spec_token"] is None:
         ev.update(verdict="engine_fault", reason=f"the outputs have different lengths ({len(plain)} vs {len(spec)} tokens)")

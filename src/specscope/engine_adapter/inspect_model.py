@@ -43,7 +43,7 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
     biases). Routed-expert weights (the MoE blocks' expert banks, found by structure) count
     ``top_k / experts`` of themselves as active; routers and shared experts are always active.
     """
-    from mlx.utils import tree_flatten
+    from .mlx_types import flat
 
     s = structure or classify(model)
     top_k = _top_k_for(model, s, text_config)
@@ -51,7 +51,7 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
     mods = dict(model.named_modules())
     total = nbytes = 0
     inactive = 0.0
-    for path, v in tree_flatten(model.parameters()):
+    for path, v in flat(model.parameters()):
         owner, _, leaf = path.rpartition(".")
         bits = getattr(mods.get(owner), "bits", None)
         nbytes += v.nbytes
@@ -133,7 +133,8 @@ def mtp_status(ck: Checkpoint) -> dict:
     layers: list[int] = []
     required: list[str] = []
     if style == "deepseek_v3":
-        layers = sorted({mtp_layer_index(k, tc["num_hidden_layers"]) for k in keys})
+        # every key of this naming is in a layer past the trunk's (that is how mtp_keys found it)
+        layers = sorted({li for k in keys if (li := mtp_layer_index(k, tc["num_hidden_layers"])) is not None})
         first = f"layers.{layers[0]}."
         required = [first + n for n in ("eh_proj.weight", "enorm.weight", "hnorm.weight", "shared_head.norm.weight", "input_layernorm.weight")]
     elif style is not None:

@@ -6,9 +6,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from specscope.errors import SpecscopeError
 
 from .checkpoint import Checkpoint, open_checkpoint
-from specscope.errors import SpecscopeError
+
+if TYPE_CHECKING:  # annotations only: mlx is imported where a model is loaded
+    import mlx.nn as nn
+    from mlx_lm.tokenizer_utils import TokenizerWrapper
 
 # Nothing in specscope fetches from a hub unless the user asks; make sure a
 # library default cannot either.
@@ -20,8 +26,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 @dataclass
 class LoadedModel:
     checkpoint: Checkpoint
-    model: object
-    tokenizer: object  # mlx-lm TokenizerWrapper
+    model: nn.Module
+    tokenizer: TokenizerWrapper
     config: dict
 
     @property
@@ -92,10 +98,10 @@ def model_classes_without_mtp(config: dict):
     pattern = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.")
 
     def sanitize(self, weights):
-        from mlx.utils import tree_flatten
+        from .mlx_types import flat
 
         weights = original(self, weights)
-        own = {k for k, _ in tree_flatten(self.parameters())}
+        own = {k for k, _ in flat(self.parameters())}
 
         def mtp_only(k: str) -> bool:  # never drop a tensor the model itself declares
             if k in own:

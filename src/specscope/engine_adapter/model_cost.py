@@ -27,11 +27,12 @@ safetensors tensors (MTP tensors excluded, mlx-lm does not load them) independen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten
 
+from .mlx_types import flat
 from .structure import classify, own_params
 
 RECURRENT_FLOPS_PER_STATE = 6  # decay, k·S, outer-product update, readout: ~6 FLOPs per state element per position
@@ -52,7 +53,7 @@ def _int_attr(m, names) -> int | None:
 def _arrays(mod: nn.Module, own_only: bool = False) -> list[tuple[str, mx.array]]:
     """Every parameter array under ``mod``, or (``own_only``) those it holds itself, not through a child module."""
     if not own_only:
-        return [(p, v) for p, v in tree_flatten(mod.parameters()) if isinstance(v, mx.array)]
+        return [(p, v) for p, v in flat(mod.parameters()) if isinstance(v, mx.array)]
     return list(own_params(mod).items())
 
 
@@ -71,7 +72,7 @@ def _is_conv(m) -> bool:
 
 
 def _is_leaf(m: nn.Module) -> bool:
-    return not any(isinstance(c, nn.Module) for _, c in tree_flatten(m.children(), is_leaf=nn.Module.is_module))
+    return not any(isinstance(c, nn.Module) for _, c in flat(m.children(), is_leaf=nn.Module.is_module))
 
 
 def _matmul_flops(mod: nn.Module, skip: tuple[str, ...] = ()) -> tuple[float, float]:
@@ -274,11 +275,13 @@ def model_cost(model, cache=None) -> ModelCost:
         else:
             seen: set[int] = set()
             for f in rec:
-                if f.layer in seen:
+                layer = f.layer
+                if layer is None or layer in seen:  # (never None: rec keeps blocks in a layer)
                     continue
-                seen.add(f.layer)
-                states = [a for c in per_layer.get(f.layer, []) if isinstance(c, ArraysCache)
-                          for a in c.cache if isinstance(a, mx.array)]
+                seen.add(layer)
+                # mlx-lm's ArraysCache.cache is inferred as list[None] from its constructor; it holds arrays
+                states = [a for c in per_layer.get(layer, []) if isinstance(c, ArraysCache)
+                          for a in cast(list[Any], c.cache) if isinstance(a, mx.array)]
                 f.state_bytes = int(sum(a.nbytes for a in states))
                 f.state_elems = int(sum(a.size for a in states))
     kv_item = 0
@@ -293,7 +296,7 @@ def model_cost(model, cache=None) -> ModelCost:
 
 def weight_bytes_total(model) -> int:
     """Every parameter of the model, once, at its stored size (independent of ``classify``)."""
-    return int(sum(v.nbytes for _, v in tree_flatten(model.parameters())))
+    return int(sum(v.nbytes for _, v in flat(model.parameters())))
 
 
 def checkpoint_weight_bytes(path) -> int:

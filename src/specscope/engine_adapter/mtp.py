@@ -34,22 +34,22 @@ in one catch-up forward at the start of the next draft (and timed as draft).
 
 from __future__ import annotations
 
-import time
-
 import inspect
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache
 
+from specscope.errors import SpecscopeError
+
 from .checkpoint import is_mtp_key, mtp_layer_index, mtp_naming, open_checkpoint, read_safetensors_header
 from .drafters import Draft, Drafter
-from specscope.errors import SpecscopeError
 from .hidden import trunk_parts
+from .mlx_types import flat
 
 QWEN_STYLES = ("qwen3_5", "qwen3_next")
 DEEPSEEK_STYLE = "deepseek_v3"
@@ -119,7 +119,7 @@ def _pick_layer(candidates, names: set[str]):
     have = {n for n in names if not n.endswith((".scales", ".biases"))}
     best, best_key = None, None
     for layer in candidates:
-        want = {k for k, _ in tree_flatten(layer.parameters())}
+        want = {k for k, _ in flat(layer.parameters())}
         key = (len(want - have), len(have - want))
         if best_key is None or key < best_key:
             best, best_key = layer, key
@@ -260,7 +260,9 @@ def _deepseek_names(model, raw: dict, first_mtp_layer: int) -> tuple[dict, int, 
     """``model.layers.{N}.*`` → the head module's names. The tensors go through the trunk model's own
     ``sanitize`` as if they were a trunk layer's (expert stacking, MLA kv_b_proj split, fp8
     dequantisation). Returns (names, N, the shared copies skipped)."""
-    idx = min(mtp_layer_index(k, first_mtp_layer) for k in raw)
+    indices = [i for k in raw if (i := mtp_layer_index(k, first_mtp_layer)) is not None]
+    assert len(indices) == len(raw)  # DeepSeek naming: every MTP tensor is in a layer past the trunk's
+    idx = min(indices)
     rel, skipped, prefix = {}, [], ""
     for k, v in raw.items():
         if mtp_layer_index(k, first_mtp_layer) != idx:
@@ -307,6 +309,7 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
             f"model.layers.{n_layers}.*): this checkpoint has no MTP head (converted models often drop it); "
             "pass --mtp-weights with the original checkpoint's folder, or use another drafter"
         )
+    assert style is not None  # MTP tensors were found, so they have a naming
     args = _text_args(model)
     if style == DEEPSEEK_STYLE:
         named, own_index, skipped = _deepseek_names(model, raw, n_layers)
@@ -320,12 +323,12 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
     head = DeepSeekMTPHead(args, layer) if style == DEEPSEEK_STYLE else QwenMTPHead(args, layer, style)
     head.info = MTPInfo(style=style, layer=own_index, skipped=", ".join(skipped))
 
-    expected = dict(tree_flatten(head.parameters()))
+    expected = dict(flat(head.parameters()))
     quantized_on_disk = any(k.endswith(".scales") for k in named)
     if quantized_on_disk:
         scaled = {k[: -len(".scales")] for k in named if k.endswith(".scales")}  # not `named`: deleted below
         _quantize(head, target, only_if=lambda p: p in scaled)
-        expected = dict(tree_flatten(head.parameters()))
+        expected = dict(flat(head.parameters()))
     missing = sorted(set(expected) - set(named))
     if missing:
         raise SpecscopeError(f"MTP weights in {src} are incomplete: missing {', '.join(missing[:4])}{' …' if len(missing) > 4 else ''}")
@@ -335,7 +338,7 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
                 f"MTP weight {k} in {src} has shape {tuple(named[k].shape)}, but this model needs {tuple(v.shape)}: "
                 "the weights belong to a different model"
             )
-    dtype = next(v.dtype for k, v in tree_flatten(model.parameters()) if k.endswith("scales") or k.endswith("norm.weight"))
+    dtype = next(v.dtype for k, v in flat(model.parameters()) if k.endswith("scales") or k.endswith("norm.weight"))
     keep = getattr(model, "cast_predicate", None) or (lambda k: True)  # e.g. DeepSeek's e_score_correction_bias stays fp32
     floats = (mx.bfloat16, mx.float16, mx.float32)
     head.load_weights([(k, named[k].astype(dtype) if named[k].dtype in floats and keep(k) else named[k]) for k in expected])
@@ -345,7 +348,7 @@ def build_mtp_head(target, weights_path: str | None = None) -> MTPHead:
     head.eval()
     # Materialise one module at a time: the float copies of a module are freed before the next
     # is read, so loading peaks near the size of the largest module, not of the whole head.
-    for _, mod in tree_flatten(head.leaf_modules(), is_leaf=nn.Module.is_module):
+    for _, mod in flat(head.leaf_modules(), is_leaf=nn.Module.is_module):
         mx.eval(mod.parameters())
     return head
 
@@ -380,7 +383,7 @@ class MTPDrafter(Drafter):
         self.hidden_mode = hidden
         self.source = source
         self.embed, self.lm_head = trunk_parts(self.model)["embed"], trunk_parts(self.model)["head"]
-        self.cache = None
+        self.cache: KVCache | None = None
         self.pending_hidden = None
         self.pending_tokens: list[int] = []
         self.after_catchup = 0

@@ -21,6 +21,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from specscope.errors import SpecscopeError
 
@@ -88,12 +89,14 @@ def _config(shape: str, layers: int) -> dict:
 def _draw(module, prefix: str, n_tokens: int, seed: int) -> None:
     """Replace a module's lazily initialised parameters with this builder's seeded draws (bfloat16)."""
     import mlx.core as mx
-    from mlx.utils import tree_flatten, tree_unflatten
+    from mlx.utils import tree_unflatten
+
+    from .mlx_types import flat
 
     from .demo_model import BRANCH_GAIN, hash_name
 
     new = []
-    for name, value in tree_flatten(module.parameters()):
+    for name, value in flat(module.parameters()):
         full = f"{prefix}.{name}" if prefix else name
         key = mx.random.key(seed * 100003 + hash_name(full))
         shape = value.shape
@@ -138,9 +141,9 @@ def _quantize(module, prefix: str, predicate, config_q: dict) -> None:
 def _eval_in_parts(module) -> None:
     """Evaluate one array at a time, so only one large float32 draw exists at once."""
     import mlx.core as mx
-    from mlx.utils import tree_flatten
+    from .mlx_types import flat
 
-    for _, v in tree_flatten(module.parameters()):
+    for _, v in flat(module.parameters()):
         mx.eval(v)
 
 
@@ -151,7 +154,7 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
     ``overrides`` replaces text-config entries (the tests build the same layout at toy sizes)."""
     import mlx.core as mx
     import mlx.nn as nn
-    from mlx.utils import tree_flatten
+    from .mlx_types import flat
     from mlx_lm.utils import _get_classes, save_config
 
     from .demo_model import VOCAB_TARGET, model_folder
@@ -168,7 +171,7 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
         model = model_class(args_class.from_dict(config))  # lazy: nothing is allocated yet
         predicate = getattr(model, "quant_predicate", None)
         lm = model.language_model
-        parts = [("language_model.model.embed_tokens", lm.model, "embed_tokens")]
+        parts: list[tuple[str, Any, str | int]] = [("language_model.model.embed_tokens", lm.model, "embed_tokens")]
         parts += [(f"language_model.model.layers.{i}", lm.model.layers, i) for i in range(layers)]
         parts += [("language_model.model.norm", lm.model, "norm"), ("language_model.lm_head", lm, "lm_head")]
         quant = {"group_size": 64, "bits": 4, "mode": "affine"}
@@ -188,7 +191,7 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
                 with contextlib.redirect_stdout(sys.stderr):
                     _quantize(module, prefix, predicate, quant)
             _eval_in_parts(module)
-            weights = {f"{prefix}.{k}": v for k, v in tree_flatten(module.parameters())}
+            weights = {f"{prefix}.{k}": v for k, v in flat(module.parameters())}
             shard = f"model-{i + 1:05d}-of-{n_shards:05d}.safetensors"
             mx.save_safetensors(str(tmp / shard), weights, metadata={"format": "mlx"})
             for k, v in weights.items():

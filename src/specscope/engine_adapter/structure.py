@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten
 
 from .categories import CATEGORIES
+from .mlx_types import flat
 
 _TOPK_ATTRS = ("top_k", "num_experts_per_tok", "num_experts_per_token", "n_activated_experts", "moe_topk")
 _Q = {"q_proj", "wq", "query", "q_a_proj", "q_b_proj"}
@@ -151,11 +151,11 @@ def own_params(mod: nn.Module) -> dict[str, mx.array]:
 
 def _kids(mod: nn.Module) -> list[tuple[str, nn.Module]]:
     """Direct child modules, list elements as ``name.i``."""
-    return [(p, m) for p, m in tree_flatten(mod.children(), is_leaf=nn.Module.is_module) if isinstance(m, nn.Module)]
+    return [(p, m) for p, m in flat(mod.children(), is_leaf=nn.Module.is_module) if isinstance(m, nn.Module)]
 
 
 def _has_params(mod: nn.Module) -> bool:
-    return bool(tree_flatten(mod.parameters()))
+    return bool(flat(mod.parameters()))
 
 
 def _is_conv(m) -> bool:
@@ -424,7 +424,9 @@ def classify(model) -> Structure:
             b.experts, banks, b.shared = parts
             b.expert_banks = tuple(f"{b.path}.{p}" if p else b.path for p in banks)
         else:
-            b.experts, b.expert_banks = _expert_bank(b.module)[0], (b.path,)
+            bank = _expert_bank(b.module)
+            assert bank is not None  # classified "moe" by _shape: an MoE block or an expert bank itself
+            b.experts, b.expert_banks = bank[0], (b.path,)
         b.top_k = _top_k(b.module)
     for i in range(len(layers)):
         bl = [b for b in blocks if b.layer == i]
