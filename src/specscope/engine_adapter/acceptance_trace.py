@@ -38,6 +38,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from .decoding import prefill
 from .drafters import Drafter
 from .hidden import install_tap, tapping
+from .mlx_types import values
 from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 from .sampling import Sampling
 
@@ -77,7 +78,7 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     mode = getattr(drafter, "hidden_mode", "post-norm")
     if needs_hidden:
         install_tap(model)
-    cost = {}
+    cost: dict[str, float] = {}
     if not target_forward and not needs_hidden:
         return _walk_drafter(prompt, c, drafter, k_max, None, None, sampling, name, cost, None)
     t0 = time.perf_counter()
@@ -92,7 +93,7 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
         mx.eval(target, *([tap.hidden(mode)] if tap else []))
     hidden = tap.hidden(mode) if tap else None
     cost["target_ms"] = _ms(t0)
-    agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(target.tolist(), c[1:]))
+    agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(values(target), c[1:]))
     return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
 
 
@@ -130,7 +131,7 @@ def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws:
     with tapping(needs_hidden) as tap:
         mx.eval(prefill(model, cache, list(prompt)))
     drafter.begin(list(prompt), c[0], hidden=tap.hidden(mode) if tap else None)
-    per_draw = [[] for _ in range(draws)]
+    per_draw: list[list[float]] = [[] for _ in range(draws)]
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
         d = drafter.draft(c[s], k)

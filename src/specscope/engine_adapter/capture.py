@@ -36,6 +36,8 @@ import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 
+from .mlx_types import scalar, values
+
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 DECODE_FILE = "decode.gputrace"
 DESCRIPTION_FILE = "capture.json"
@@ -164,10 +166,10 @@ def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> d
     mx.eval(last)
     settle()
     snap = CacheSnapshot(cache)
-    tokens = [int(mx.argmax(last).item())]
+    tokens = [int(scalar(mx.argmax(last)))]
     for _ in range(k):
         logits = forward(tokens[-1:], verify=False)
-        tokens.append(int(mx.argmax(logits[0, -1]).item()))
+        tokens.append(int(scalar(mx.argmax(logits[0, -1]))))
     snap.restore()
     forward(tokens, verify=True)
     snap.restore()
@@ -185,7 +187,7 @@ def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> d
     snap.restore()
     # a check that the verify ran where the decode did: its greedy picks should be the drafts
     # (on Metal a near-tie may round differently in a batched row; that is reported, not refused)
-    picks = mx.argmax(logits[0, :k], axis=-1).tolist()
+    picks = values(mx.argmax(logits[0, :k], axis=-1))
     accepted = next((i for i, (p, t) in enumerate(zip(picks, tokens[1:])) if p != t), k)
     n = len(prompt)
     return {

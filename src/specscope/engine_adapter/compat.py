@@ -15,6 +15,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from .compat_class import CAVEATS, REFUSED, SUPPORTED, cheap_report, sliding_windows
 from .inspect_model import describe, mtp_status
+from .mlx_types import scalar
 from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
@@ -45,7 +46,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
     if is_hybrid(model):
         install_capture(model)
     vocab = vocab_size or int(_prefill(model, make_prompt_cache(model), prompt[:1]).shape[-1])
-    rows = []
+    rows: list[dict] = []
     t0 = time.perf_counter()
     for k in ks:
         # drafts that differ from each other and from the prompt's end: any tokens exercise the path
@@ -54,7 +55,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
             progress(len(rows), total, f"rollback exactness: k = {k}, {n} accepted")
             cache = make_prompt_cache(model)
             rb = VerifyRollback(model, cache)
-            last = int(mx.argmax(_prefill(model, cache, prompt)).item())
+            last = int(scalar(mx.argmax(_prefill(model, cache, prompt))))
             inputs = mx.array([last] + drafts, dtype=mx.uint32)
             rb.before_verify()
             with capturing() as cap:
@@ -68,8 +69,8 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
             ref_cache = make_prompt_cache(model)
             _prefill(model, ref_cache, prompt + [last] + drafts[:n])
             want = _logits_after(model, ref_cache, probe)
-            scale = max(1.0, float(mx.max(mx.abs(want)).item()))
-            err = float(mx.max(mx.abs(got - want)).item()) / scale
+            scale = max(1.0, float(scalar(mx.max(mx.abs(want)))))
+            err = float(scalar(mx.max(mx.abs(got - want)))) / scale
             rows.append({"k": k, "accepted": n, "relative_error": err, "exact": err <= EXACT_TOLERANCE})
     progress(total, total, "rollback exactness done")
     return {

@@ -139,7 +139,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     draft_once()
     round_once(0)
     verify_ms, draft_ms, draft_alone_ms, round_ms = [], [], [], []
-    rollback_ms = {a: [] for a in range(k + 1)}
+    rollback_ms: dict[int, list[float]] = {a: [] for a in range(k + 1)}
     for r in range(max(reps, 1) * (k + 1)):
         a = r % (k + 1)
         t_verify = verify_once()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
@@ -35,7 +36,7 @@ def _frozen(a):
 
 def freeze(cache: list) -> list:
     """Frozen copies of a cache list's contents (references later in-place writes cannot change)."""
-    out = []
+    out: list[tuple[Any, ...]] = []
     for c in cache:
         if isinstance(c, (RotatingKVCache, ChunkedKVCache)):
             out.append(("rotating", _frozen(c.keys), _frozen(c.values), c.offset, getattr(c, "_idx", None),

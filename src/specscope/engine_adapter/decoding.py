@@ -17,6 +17,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from . import context as _context
 from .drafters import Drafter
 from .hidden import install_tap, tapping
+from .mlx_types import token
 from .records import PlainStep, Prefill, SpecRound
 from .rollback import VerifyRollback, capturing, install_capture, is_hybrid
 from .sampling import Sampling
@@ -57,7 +58,7 @@ def plain_generate(
         if n + 1 < max_tokens:
             nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], n + 1)
             mx.async_eval(nxt)
-        tok = y.item()
+        tok = token(y)
         t = _now_ms()
         if n == 0:
             yield Prefill(n_prompt=len(prompt), token=tok, ms=t - t0)
@@ -107,7 +108,7 @@ def speculative_generate(
     rollback = VerifyRollback(model, cache)
     t0 = _now_ms()
     with tapping(drafter.needs_hidden) as tap:
-        last = sampling.sample(prefill(model, cache, prompt), 0).item()
+        last = token(sampling.sample(prefill(model, cache, prompt), 0))
     drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
     yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
     emitted, r = 1, 0
@@ -138,6 +139,7 @@ def speculative_generate(
         if touched and not next_e2e:
             mx.eval(touched)
         t_rolled = _now_ms()
+        assert draft.tokens is not None  # verify read back lazy drafts
         out = draft.tokens[:accepted] + [bonus]
         drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
         last = out[-1]

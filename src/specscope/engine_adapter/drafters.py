@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from .mlx_types import values
 from .rollback import CacheSnapshot
 
 
@@ -33,7 +34,10 @@ class Draft:
     array: mx.array | None = None  # the same drafts, unevaluated, from a lazy draft
 
     def as_array(self) -> mx.array:
-        return self.array if self.array is not None else mx.array(self.tokens, dtype=mx.uint32)
+        if self.array is not None:
+            return self.array
+        assert self.tokens is not None  # a draft holds its tokens, its array, or both
+        return mx.array(self.tokens, dtype=mx.uint32)
 
     @classmethod
     def of(cls, toks: mx.array, lazy: bool) -> "Draft":
@@ -41,12 +45,12 @@ class Draft:
         if lazy:
             return cls(None, array=toks)
         mx.eval(toks)
-        return cls(toks.tolist())
+        return cls(values(toks))
 
     def materialize(self) -> None:
         """Fill ``tokens`` from ``array`` (after the sync that evaluated it)."""
         if self.tokens is None:
-            self.tokens = self.array.tolist() if self.array is not None else []
+            self.tokens = values(self.array) if self.array is not None else []
 
 
 class Drafter:

@@ -54,7 +54,7 @@ def install_tap(model) -> None:
 
 
 class Tap:
-    def __init__(self):
+    def __init__(self) -> None:
         self.pre: list[mx.array] = []
         self.post: list[mx.array] = []
 

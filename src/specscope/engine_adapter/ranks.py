@@ -6,6 +6,8 @@ import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 
+from .mlx_types import values
+
 BACKENDS = ("ring", "jaccl", "mpi", "nccl", "any")
 
 
@@ -31,7 +33,7 @@ def gather_rows(row: list[float], group) -> list[list[float]]:
         m[r] = mx.array(row, dtype=mx.float32)
     out = mx.distributed.all_sum(m, group=group)
     mx.eval(out)
-    return out.tolist()
+    return values(out)
 
 
 def gather_strings(s: str, group, width: int = 64) -> list[str]:

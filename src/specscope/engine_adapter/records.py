@@ -44,7 +44,7 @@ class SpecRound:
 
 def tokens_of(records) -> list[int]:
     """The token ids a decoding generator emitted, in order (prefill token, then steps or rounds)."""
-    out = []
+    out: list[int] = []
     for r in records:
         out.extend(r.emitted if r.type == "round" else [r.token])
     return out

@@ -55,7 +55,7 @@ _capture = None  # the active _Capture, if any
 
 
 class _Capture:
-    def __init__(self):
+    def __init__(self) -> None:
         self.conv_inputs: dict[int, mx.array] = {}
         # per Gated DeltaNet call, in layer order: (args, kwargs) of the recurrence, state before the verify included
         self.recurrences: list[tuple[tuple, dict]] = []
@@ -204,7 +204,9 @@ def _states_after(recurrences: list[tuple[tuple, dict]], n: int, mods: list[nn.M
             _, state = originals[js[0]](cat(0), *rest, None, **kw)
         for g, j in enumerate(js):
             out[j] = state[g * B : (g + 1) * B]
-    return out
+    filled = [s for s in out if s is not None]
+    assert len(filled) == len(out)  # every recurrence is in one group
+    return filled
 
 
 def linear_attention_modules(model) -> list[tuple[int, nn.Module]]:
@@ -229,18 +231,18 @@ def install_capture(model) -> None:
         module = sys.modules[type(mod).__module__]
         fn = getattr(module, "gated_delta_update", None)
         if fn is not None and not hasattr(fn, "specscope_original"):
-            module.gated_delta_update = _make_capturing_update(fn)
+            setattr(module, "gated_delta_update", _make_capturing_update(fn))
 
 
 def uninstall_capture(model) -> None:
     """Undo ``install_capture``: mlx-lm's own classes and functions, no hooks at all (for ``bench capture``)."""
     for _, mod in linear_attention_modules(model):
         if type(mod.conv1d) is _CapturingConv1d:
-            mod.conv1d.__class__ = nn.Conv1d
+            setattr(mod.conv1d, "__class__", nn.Conv1d)  # as assigning __class__; not narrowed to the subclass's type
         module = sys.modules[type(mod).__module__]
         fn = getattr(module, "gated_delta_update", None)
         if fn is not None and hasattr(fn, "specscope_original"):
-            module.gated_delta_update = fn.specscope_original
+            setattr(module, "gated_delta_update", fn.specscope_original)
 
 
 @contextmanager
@@ -401,11 +403,12 @@ class VerifyRollback:
         cap = self.capture
         if self.linear and (cap is None or len(cap.recurrences) != len(self.linear)):
             raise RuntimeError("verify ran without state capture; cannot roll back linear attention")
-        states = _states_after(cap.recurrences, accepted + 1, self.linear_mods, self.consts) if self.linear else []
+        states = _states_after(cap.recurrences, accepted + 1, self.linear_mods, self.consts) if cap is not None and self.linear else []
+        conv_inputs = cap.conv_inputs if cap is not None else {}
         for j, (i, mod) in enumerate(self.linear):
             c = self.cache[i]
             n_keep = mod.conv_kernel_size - 1
-            conv_in = cap.conv_inputs[id(mod.conv1d)]
+            conv_in = conv_inputs[id(mod.conv1d)]
             c[0] = conv_in[:, accepted + 1 : accepted + 1 + n_keep]
             c[1] = states[j]
             touched += [c[0], c[1]]

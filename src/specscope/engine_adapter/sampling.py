@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import mlx.core as mx
 import numpy as np
 
+from .mlx_types import values
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -79,11 +81,11 @@ class Sampling:
                 draft.materialize()
             d = draft.tokens
             k = len(d)
-            t = t.tolist()
+            picks = values(t)
             n = 0
-            while n < k and t[n] == d[n]:
+            while n < k and picks[n] == d[n]:
                 n += 1
-            return n, int(t[n]), {}
+            return n, int(picks[n]), {}
         if draft.tokens is None:
             mx.eval(draft.array, logits, *([] if draft.probs is None else [draft.probs]))
             draft.materialize()
