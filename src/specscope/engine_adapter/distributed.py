@@ -157,7 +157,7 @@ class DistributedEngine(Engine):
             status("building/loading the demo model")
             path, label = str(default_demo_path("hybrid")), "the demo model"
         else:
-            ref = resolve_model(params.model)
+            ref = resolve_model(str(params.model))  # as resolve_model reads it
             path, label = ref.path, ref.label
         if params.mtp_weights:
             from pathlib import Path
@@ -217,7 +217,7 @@ class DistributedEngine(Engine):
             )
 
     def _checked(self, what: str, records):
-        toks = []
+        toks: list[int] = []
         for rec in records:
             toks.extend(rec.emitted if rec.type == "round" else [rec.token])
             yield rec

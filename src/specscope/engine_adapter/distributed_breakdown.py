@@ -39,7 +39,7 @@ class Communication(RunHooks):
     skipped block that holds a collective still issues it (on its zeros), so the compute categories' skip
     estimates stay compute only."""
 
-    def __init__(self, model, group):
+    def __init__(self, model, group) -> None:
         self.group, self.n = group, group.size()
         self.mode = "pass"
         self.count: dict[str, int] = {}
@@ -172,7 +172,7 @@ def _with_per_rank(fwd: dict, group) -> dict:
     row = [fwd[k] for k in _PER_RANK_SCALARS] + [fwd["communication_split"][k] for k in _SPLIT]
     row += [fwd["blocks"][c] for c in cats] + [fwd["skip_estimates"][c] for c in skips]
     rows = gather_rows(row, group)
-    per = {k: [r[i] for r in rows] for i, k in enumerate(_PER_RANK_SCALARS)}
+    per: dict[str, Any] = {k: [r[i] for r in rows] for i, k in enumerate(_PER_RANK_SCALARS)}
     o = len(_PER_RANK_SCALARS)
     per["communication_split"] = {k: [r[o + i] for r in rows] for i, k in enumerate(_SPLIT)}
     o += len(_SPLIT)

@@ -86,7 +86,7 @@ class Engine:
             status("building/loading the demo model")
             path, label = str(default_demo_path("hybrid")), "the demo model"
         else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
-            ref = resolve_model(params.model)
+            ref = resolve_model(str(params.model))  # as resolve_model reads it
             path, label = ref.path, ref.label
         if params.mtp_weights and not Path(params.mtp_weights).expanduser().is_dir():
             params.mtp_weights = resolve_model(params.mtp_weights, what="MTP weights").path
@@ -176,7 +176,9 @@ class Engine:
         elif self.drafter_name == "draft":
             r = context.prefill_context(self.draft.model, list(tokens))
             facts.update(draft_prefill_ms=r["ms"], draft_kv_bytes=r["bytes"])
-        context.lookup(self.target.model, list(tokens)).extra["facts"] = facts
+        stored = context.lookup(self.target.model, list(tokens))
+        assert stored is not None  # prefill_context stored it
+        stored.extra["facts"] = facts
         return {**facts, "reused": False}
 
     def forget_contexts(self) -> None:
@@ -219,7 +221,8 @@ class Engine:
 
         return engine_trace(self, prompt, continuation)
 
-    def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict:
+    def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict | None:
+        """The divergence event of a greedy case whose outputs differ (None if they are equal)."""
         from .divergence import divergence_event
 
         return divergence_event(self.target.model, case_id, prompt, plain, spec, self.params.num_draft_tokens + 1)
@@ -240,6 +243,5 @@ class Engine:
         """One clock-probe reading on the model's device: ``{"ms": median, "reps_ms": [...]}``."""
         return self._clock_probe().read()
 
-    @staticmethod
-    def peak_memory() -> int:
+    def peak_memory(self) -> int:
         return int(mx.get_peak_memory())

@@ -19,11 +19,17 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .drafters import Draft
 from .engine import Engine, EngineParams
 from .oracle import OracleDrafter
+from .records import Prefill
+
+if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
+    from .verify_curve import VerifyPoint
 
 REAL_DRAFTERS = ("mtp", "draft", "ngram")
 LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
@@ -67,7 +73,7 @@ class TuneEngine:
         self.model = engine.target.model
         self.mtp = mtp
         self._drafters: dict[str, object] = {}
-        self._point = None
+        self._point: tuple[tuple[int, ...], VerifyPoint] | None = None
 
     @classmethod
     def open(cls, params: EngineParams, status=lambda message: None) -> "TuneEngine":
@@ -115,7 +121,7 @@ class TuneEngine:
         drafter = self.drafter(name, plain_tokens, seed)
         rounds, tokens = [], []
         for r in speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds):
-            if r.type == "prefill":
+            if isinstance(r, Prefill):  # the one record of type "prefill"
                 tokens.append(r.token)
                 continue
             tokens += r.emitted
