@@ -21,10 +21,11 @@ from typing import Any
 
 import mlx.core as mx
 
+from .blocks import Structure
 from .breakdown import RunHooks, at_prompt_end, measure_forward, median, verify_to_decode
 from .instrument import Instrumenter
 from .ranks import gather_rows, sync
-from .structure import Structure, classify, is_linear, out_features, vocab_sizes
+from .structure import classify, is_linear, out_features, vocab_sizes
 
 COMMUNICATION = "communication"
 

@@ -17,8 +17,8 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from .blocks import Structure
 from .categories import CATEGORIES
-from .structure import Structure
 
 SkipHook = Callable[[nn.Module, str, mx.array], mx.array]
 
