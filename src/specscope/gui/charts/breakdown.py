@@ -3,6 +3,8 @@ each beside the whole-graph time (the two rulers), with verify/decode ratios pri
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyqtgraph as pg
 
 from specscope.profiler.intervals import time_text
@@ -91,7 +93,7 @@ def rank_data(bd: dict | None) -> dict | None:
     transfer), medians over cases; None unless the breakdown is from a distributed run with per-rank figures."""
     if not bd or not bd.get("distributed"):
         return None
-    out = {"ranks": None, "hosts": list((bd.get("distributed") or {}).get("hosts") or []),
+    out: dict[str, Any] = {"ranks": None, "hosts": list((bd.get("distributed") or {}).get("hosts") or []),
            "backend": (bd.get("distributed") or {}).get("backend"), "ratio": {}}
     for side in ("decode", "verify"):
         pr = (bd.get(side) or {}).get("per_rank")

@@ -11,17 +11,18 @@ at every redraw.
 from __future__ import annotations
 
 import math
+from typing import Any, TypeGuard
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-LIGHT = {
+LIGHT: dict[str, Any] = {
     "name": "light", "bg": "#ffffff", "fg": "#1f2328", "grid": 60, "muted": "#6e7781",
     "plain": "#0969da", "spec": "#d1242f", "pred": "#8250df", "band": (9, 105, 218, 50),
     "accept": "#1a7f37", "bar": "#0969da", "whole": "#57606a", "breakeven": "#9a6700",
     "cats": ["#0969da", "#8250df", "#bf3989", "#1a7f37", "#9a6700", "#6e7781"],
 }
-DARK = {
+DARK: dict[str, Any] = {
     "name": "dark", "bg": "#161b22", "fg": "#e6edf3", "grid": 80, "muted": "#8d96a0",
     "plain": "#58a6ff", "spec": "#ff7b72", "pred": "#d2a8ff", "band": (88, 166, 255, 60),
     "accept": "#3fb950", "bar": "#58a6ff", "whole": "#8d96a0", "breakeven": "#d29922",
@@ -135,12 +136,13 @@ class BaseChart(pg.PlotWidget):
         t.setPos(x, y)
         return self._add(t)
 
-    def _redraw(self, has_data) -> bool:
+    def _redraw(self, d: dict | None, needs: str | None = None) -> TypeGuard[dict]:
         """Begin a draw that replaces all the last one added: clear it, and show ``empty_text`` unless there is
-        data. True when there is data to draw."""
+        data to draw: ``d`` not empty (and, where ``needs`` names a key, ``d[needs]`` not empty either)."""
+        has_data = bool(d and (needs is None or d.get(needs)))
         self._clear()
         self.show_empty(None if has_data else self.empty_text)
-        return bool(has_data)
+        return has_data
 
     # subclasses fill these
     def build(self) -> None:

@@ -32,9 +32,10 @@ class ContextChart(BaseChart):
     def _draw(self, d: dict | None) -> None:
         left = self.plot_item.getAxis("left")
         left.setTicks(None)
-        xs = (d or {}).get("contexts") or []
-        series = [s for s in (d or {}).get("series", []) if any(v is not None for v in s["y"])]
-        if not self._redraw(xs and series):
+        d = d or {}
+        xs = d.get("contexts") or []
+        series = [s for s in d.get("series", []) if any(v is not None for v in s["y"])]
+        if not self._redraw(d if xs and series else None):
             return
         colors = self.theme["cats"]
         idx = list(range(len(xs)))
@@ -54,15 +55,15 @@ class ContextChart(BaseChart):
             c = QtGui.QColor(colors[i % len(colors)])
             y = [v if v is not None else 0.0 for v in s["y"]]
             if d.get("stacked"):
-                top = [b + v for b, v in zip(base, y)]
+                stack_top = [b + v for b, v in zip(base, y)]
                 lo_item = prev or self._add(pg.PlotDataItem(idx, base, pen=pg.mkPen(c, width=0)))
-                hi_item = self._add(pg.PlotDataItem(idx, top, pen=pg.mkPen(c, width=1.5)))
+                hi_item = self._add(pg.PlotDataItem(idx, stack_top, pen=pg.mkPen(c, width=1.5)))
                 fill = QtGui.QColor(c)
                 fill.setAlpha(150)
                 self._add(pg.FillBetweenItem(lo_item, hi_item, brush=pg.mkBrush(fill)))
                 self.legend.addItem(hi_item, s["name"])
-                base, prev = top, hi_item
-                ymax = max([ymax] + top)
+                base, prev = stack_top, hi_item
+                ymax = max([ymax] + stack_top)
                 continue
             pts = [(x, v) for x, v in zip(idx, s["y"]) if v is not None]
             ymin = min([ymin] + [p[1] for p in pts])

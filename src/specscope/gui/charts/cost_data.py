@@ -8,6 +8,7 @@ and is drawn as a gap, never as a number.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from specscope.profiler.summary import CATEGORY_LABELS
 
@@ -78,7 +79,8 @@ def category_floor_data(roof: dict | None, positions: int) -> dict | None:
 
 def expert_union_data(roof: dict | None) -> dict | None:
     """Distinct experts per MoE layer against n × top-k; ``{}`` when the model has no MoE, None before data."""
-    curve = sorted((roof or {}).get("curve") or [], key=lambda p: p.get("positions", 0))
+    roof = roof or {}
+    curve = sorted(roof.get("curve") or [], key=lambda p: p.get("positions", 0))
     if not curve or roof.get("partial"):  # still measuring: not yet known whether the model routes experts
         return None
     moe = dict(roof.get("moe") or {})
@@ -116,7 +118,7 @@ def tune_data(tune: dict | None) -> dict | None:
         d["measured"].append(r.get("measured_speedup"))
         d["measured_ci"].append(r.get("measured_ci95"))
     rec = (tune or {}).get("recommendation") or {}
-    out = {"drafters": list(drafters.values()), "recommended": None}
+    out: dict[str, Any] = {"drafters": list(drafters.values()), "recommended": None}
     if rec.get("k") is not None:
         sp = rec.get("measured_speedup", rec.get("predicted_speedup"))
         # the best measured setting; "best, not shown to win" when its interval holds 1×

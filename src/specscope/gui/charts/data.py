@@ -53,7 +53,7 @@ def _spec_points(rs: list, start: int, t: float, sx: list, sy: list, window: int
         if _ledger(rs[i]):
             continue
         t += rs[i]["ms"] / 1000.0
-        recent = []  # the last ``window`` measured rounds up to i
+        recent: list[dict] = []  # the last ``window`` measured rounds up to i
         j = i
         while j >= 0 and len(recent) < window:
             if not _ledger(rs[j]):
@@ -96,7 +96,10 @@ def _count_emitted(rs: list, start: int, k: int, counts: list) -> None:
 
 def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
     """Plain and speculative tok/s over each mode's own generation clock (seconds)."""
-    px, py, sx, sy = [], [], [], []
+    px: list[float] = []
+    py: list[float] = []
+    sx: list[float] = []
+    sy: list[float] = []
     t = 0.0
     for c in session.cases:
         t = _plain_points(c["plain"]["step_ms"], 0, t, px, py, window)
@@ -109,7 +112,10 @@ def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
 def acceptance_series(session) -> dict:
     """Cumulative acceptance over drafted tokens (full-k rounds) with its 95% band (rounds as the unit)."""
     k = session.k
-    x, y, lo, hi = [], [], [], []
+    x: list[int] = []
+    y: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
     state = (0, 0, 0)
     for c in session.cases:
         state = _acceptance_points(_counted_rounds(c), 0, state, k, x, y, lo, hi)
@@ -144,7 +150,7 @@ def probe_series(session, summary: dict) -> dict:
     """The clock probe over the run's wall clock: each reading's speed as a share of the fastest (100% =
     the best clock seen), the band of its own noise, and the runs' GPU clock where sensors recorded it."""
     series = session.data.get("probe") or []
-    best = min((p["ms"] for p in series), default=None)
+    best = min((p["ms"] for p in series), default=1.0)  # (no readings: nothing divides by it)
     rs = judged(series)
     cool = [p for p in series if p not in rs]
     run_t = _run_times(series)
@@ -345,11 +351,17 @@ class LiveChartData:
         self._k: int | None = None
         self._plain = _SeriesFold(lambda c: c["plain"]["step_ms"], _plain_points, 2, 0.0)
         self._spec = _SeriesFold(lambda c: c["spec"]["rounds"], _spec_points, 2, 0.0)
-        self._bd_src = self._bd = None
-        self._tp_key = self._tp = None
-        self._acc_key = self._acc = None
-        self._tpr_key = self._tpr = None
-        self._probe_key = self._probe = None
+        # each chart's data, and the key it was made from: remade only when the key changes
+        self._bd_src: dict | None = None
+        self._bd: dict | None = None
+        self._tp_key: tuple | None = None
+        self._tp: dict | None = None
+        self._acc_key: tuple | None = None
+        self._acc: dict | None = None
+        self._tpr_key: tuple | None = None
+        self._tpr: dict | None = None
+        self._probe_key: tuple | None = None
+        self._probe: dict | None = None
 
     def _reset_k(self, k: int) -> None:
         self._k = k
@@ -412,6 +424,6 @@ class LiveChartData:
         }
 
 
-def _same(a: tuple, b: tuple) -> bool:
+def _same(a: tuple, b: tuple | None) -> bool:
     """Same series objects (lists compared by identity) and equal numbers."""
-    return len(a) == len(b) and all(x is y if isinstance(x, list) else x == y for x, y in zip(a, b))
+    return b is not None and len(a) == len(b) and all(x is y if isinstance(x, list) else x == y for x, y in zip(a, b))

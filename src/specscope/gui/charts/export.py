@@ -73,7 +73,8 @@ def paint_png(w, width: int, height: int, text_antialiasing: bool = True) -> byt
         painter.end()
     buf = QtCore.QBuffer()
     buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
-    return bytes(buf.data()) if img.save(buf, "PNG") else None
+    saved = img.save(buf, "PNG")  # type: ignore[call-overload]  # PySide6's stub wants bytes; it takes only str
+    return bytes(buf.data().data()) if saved else None
 
 
 def chart_image(name: str, session, width: int = 900, height: int = 420, fmt: str = "png") -> bytes:
@@ -112,7 +113,7 @@ def chart_image(name: str, session, width: int = 900, height: int = 420, fmt: st
                 w.render(painter)
             finally:
                 painter.end()
-            return bytes(buf.data())
+            return bytes(buf.data().data())
         png = paint_png(w, width, height)
         if png is None:
             raise RuntimeError("could not encode the chart as PNG")

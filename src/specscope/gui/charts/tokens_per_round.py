@@ -14,7 +14,7 @@ class TokensPerRoundChart(BaseChart):
     y_label = ("rounds", "count")
     empty_text = "no speculative rounds yet"
 
-    def build(self):
+    def build(self) -> None:
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush=self.theme["bar"], pen=pg.mkPen(None))
         self.plot_item.addItem(self.bars)
         self.legend.setVisible(False)  # one series: the axis labels say it all

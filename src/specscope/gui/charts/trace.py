@@ -20,11 +20,12 @@ CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 
 def trace_case_data(case: dict | None) -> dict | None:
     """A(s) of one case, with its pieces of text (when the session has them) for the hover text."""
-    t = (case or {}).get("trace")
+    case = case or {}
+    t = case.get("trace")
     if not isinstance(t, dict) or not t.get("A"):
         return None
     A = t["A"]
-    pieces = (case or {}).get("plain_pieces") or []
+    pieces = case.get("plain_pieces") or []
     facts = trace_walk.summary(t)
     return {"A": list(A), "k_max": t["k_max"], "drafter": t.get("drafter") or "", "estimate": bool(t.get("estimate")),
             "case": case.get("id", ""), "category": case.get("category", ""),
@@ -80,7 +81,7 @@ class TraceClassChart(BaseChart):
     empty_text = "no acceptance traces in this session"
 
     def _draw(self, d: dict | None) -> None:
-        if not self._redraw(d and d.get("classes")):
+        if not self._redraw(d, "classes"):
             return
         colors = self.theme["cats"]
         kmax, ymax = 1, 2.0

@@ -19,7 +19,7 @@ class TuneChart(BaseChart):
     empty_text = "no tuning run yet"
 
     def _draw(self, d: dict | None) -> None:
-        if not self._redraw(d and d.get("drafters")):
+        if not self._redraw(d, "drafters"):
             return
         colors = self.theme["cats"]
         kmax, ymax = 1, 1.0

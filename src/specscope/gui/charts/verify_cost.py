@@ -75,7 +75,7 @@ class CategoryFloorChart(BaseChart):
 
     def _draw(self, d: dict | None) -> None:
         ax = self.plot_item.getAxis("bottom")
-        if not self._redraw(d and d.get("categories")):
+        if not self._redraw(d, "categories"):
             ax.setTicks([[]])
             return
         cats = d["categories"]

@@ -54,7 +54,7 @@ def render(session) -> bytes:
     img_w = int(page_w * 0.92 * 96 / writer.logicalDpiX())
     for name, data in images.items():
         if data:
-            img = QImage.fromData(data, "PNG")
+            img = QImage.fromData(data, "PNG")  # type: ignore[arg-type]  # PySide6's stub wants bytes; it takes only str
             if not img.isNull():
                 doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(f"chart-{name}.png"), img)
                 img_h = int(img_w * img.height() / max(1, img.width()))
