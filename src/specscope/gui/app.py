@@ -44,6 +44,7 @@ def make_app(argv=None) -> QtWidgets.QApplication:
     app = QtWidgets.QApplication.instance()
     if app is None:
         app = QtWidgets.QApplication(argv or [sys.argv[0] if sys.argv else "specscope"])
+    assert isinstance(app, QtWidgets.QApplication)  # the app's one application is a widgets one
     app.setApplicationName("specscope")
     app.setOrganizationName("specscope")
     app.setApplicationDisplayName("specscope")

@@ -18,7 +18,7 @@ def run_with_app(cfg: RunConfig) -> dict:
     app = make_app()
     tmp = tempfile.mkdtemp(prefix="specscope-bench-")
     win = MainWindow(settings=QtCore.QSettings(os.path.join(tmp, "s.ini"), QtCore.QSettings.Format.IniFormat), autosave_dir=tmp)
-    win.setup.config = lambda: RunConfig(**cfg.to_dict())
+    win.setup.config = lambda: RunConfig(**cfg.to_dict())  # type: ignore[method-assign]  # the bench runs its cfg, not the panel's fields
     win.show()
     loop = QtCore.QEventLoop()
     win.run_finished.connect(lambda _status: loop.quit())

@@ -58,7 +58,7 @@ class GpuCapture(QtCore.QObject):
 
     done = QtCore.Signal(int, str)  # exit code (0: traces written), what the user was told
 
-    def __init__(self, window):
+    def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
         self.proc: QtCore.QProcess | None = None
@@ -100,9 +100,11 @@ class GpuCapture(QtCore.QObject):
             return
         self.window.settings.setValue("captureDir", base)
         self.out_dir = output_dir_in(base)
-        k = self.cfg.num_draft_tokens
+        cfg = self.cfg
+        assert cfg is not None  # start() set it before the check that led here
+        k = cfg.num_draft_tokens
         self._status(f"capturing GPU traces (decode, verify k = {k}) into {home_relative(str(self.out_dir))}…")
-        self._run(capture_command(self.cfg, str(self.out_dir)), "capture")
+        self._run(capture_command(cfg, str(self.out_dir)), "capture")
 
     def _run(self, cmd: list[str], stage: str) -> None:
         p = QtCore.QProcess(self)
@@ -122,7 +124,7 @@ class GpuCapture(QtCore.QObject):
         if p is not self.proc:
             return
         p.readAllStandardOutput()  # drained: the outcome is the exit code and stderr
-        err = bytes(p.readAllStandardError()).decode("utf-8", "replace")
+        err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
         self.proc = None
         p.deleteLater()
         if status == QtCore.QProcess.ExitStatus.CrashExit:
@@ -137,6 +139,7 @@ class GpuCapture(QtCore.QObject):
         if code != 0:
             self._report(code, error_text(err, code, "the capture"), "Capture GPU trace failed")
             return
+        assert self.cfg is not None  # start() set it before the check and the capture
         k = self.cfg.num_draft_tokens
         d = self.out_dir
         text = (f"GPU traces written to {home_relative(str(d))}:\n\n"

@@ -43,7 +43,7 @@ class CommandProcess(QtCore.QObject):
     line = QtCore.Signal(dict)  # one JSON line of the current run
     done = QtCore.Signal(int, str)  # exit code, and the command's error message ("" on success)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.proc: QtCore.QProcess | None = None
         self._buf = b""
@@ -71,10 +71,10 @@ class CommandProcess(QtCore.QObject):
         if p is not None:
             p.deleteLater()
 
-    def _read(self, p) -> None:
+    def _read(self, p: QtCore.QProcess) -> None:
         if p is not self.proc:
             return
-        self._buf += bytes(p.readAllStandardOutput())
+        self._buf += bytes(p.readAllStandardOutput().data())
         *lines, self._buf = self._buf.split(b"\n")
         for raw in lines:
             try:
@@ -84,11 +84,11 @@ class CommandProcess(QtCore.QObject):
             if isinstance(obj, dict):
                 self.line.emit(obj)
 
-    def _read_err(self, p) -> None:
+    def _read_err(self, p: QtCore.QProcess) -> None:
         if p is self.proc:
-            self._err = (self._err + bytes(p.readAllStandardError()))[-20000:]
+            self._err = (self._err + bytes(p.readAllStandardError().data()))[-20000:]
 
-    def _finished(self, p, code: int) -> None:
+    def _finished(self, p: QtCore.QProcess, code: int) -> None:
         if p is not self.proc:
             return
         self._read(p)

@@ -25,7 +25,7 @@ class Inspector(QtCore.QObject):
     result = QtCore.Signal(str, dict)  # path, description
     failed = QtCore.Signal(str, str)   # path, message
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.current: str | None = None
         self.proc: QtCore.QProcess | None = None
@@ -54,8 +54,8 @@ class Inspector(QtCore.QObject):
         p.start(cmd[0], cmd[1:])
 
     def _done(self, p: QtCore.QProcess, path: str, code: int) -> None:
-        out = bytes(p.readAllStandardOutput()).decode("utf-8", "replace")
-        err = bytes(p.readAllStandardError()).decode("utf-8", "replace")
+        out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
+        err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
         if p is self.proc:
             self.proc = None
         p.deleteLater()

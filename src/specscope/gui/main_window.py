@@ -74,10 +74,10 @@ class StatusBar(QtWidgets.QStatusBar):
         self._clear.setSingleShot(True)
         self._clear.timeout.connect(self.clearMessage)
 
-    def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 (Qt naming)
+    def showMessage(self, text: str, timeout: int | None = 0) -> None:  # noqa: N802 (Qt naming)
         self.message.setText(text)
         self._clear.stop()
-        if timeout > 0:
+        if timeout is not None and timeout > 0:
             self._clear.start(timeout)
 
     def clearMessage(self) -> None:  # noqa: N802 (Qt naming)
@@ -89,6 +89,8 @@ class StatusBar(QtWidgets.QStatusBar):
 
 class MainWindow(QtWidgets.QMainWindow):
     run_finished = QtCore.Signal(str)  # final session status
+    setup: SetupPanel  # made in _build, after the pages that read its config
+    cases: CasesView
 
     def __init__(self, settings: QtCore.QSettings | None = None, autosave_dir: str | None = None, parent=None):
         super().__init__(parent)
@@ -96,14 +98,15 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings = settings or QtCore.QSettings("specscope", "specscope")
         self.autosave_dir = Path(autosave_dir) if autosave_dir else None
         app = QtWidgets.QApplication.instance()
+        assert isinstance(app, QtWidgets.QApplication), "the window needs a QApplication (make_app)"
         self.theme = apply_palette(app)
         self.model = SessionModel(self)
         self.worker = WorkerProcess(self)
-        self.worker.event.connect(self._on_event)
+        self.worker.run_event.connect(self._on_event)
         self.worker.finished.connect(self._on_worker_finished)
         self.worker.fault.connect(self.model.mark_incomplete)  # a distributed run's failed rank, named, before finished
         self.session_path: str | None = None
-        self._run_started = None
+        self._run_started: float | None = None
         self._status_msg = ""
         self._build()
         self.model.snapshot.connect(self._on_snapshot)
@@ -121,7 +124,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._update_buttons()
 
     # -- building -----------------------------------------------------------------
-    def _build(self):
+    def _build(self) -> None:
         central = QtWidgets.QWidget()
         outer = QtWidgets.QVBoxLayout(central)
         outer.setContentsMargins(8, 8, 8, 4)
@@ -272,7 +275,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _page_shown(self, _index: int) -> None:
         v = self.tabs.currentWidget()
-        if v in self._stale_pages and self.model.last_snapshot:
+        if v in self._stale_pages and self.model.last_snapshot and hasattr(v, "update_snapshot"):
             v.update_snapshot(self.model.last_snapshot)
             self._stale_pages.discard(v)
 

@@ -34,7 +34,7 @@ class SessionModel(QtCore.QObject):
     status_changed = QtCore.Signal(str)  # session status: empty | running | complete | incomplete | failed
     session_replaced = QtCore.Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.session = Session()
         self.autosave_path: str | None = None

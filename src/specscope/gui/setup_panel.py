@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
@@ -282,7 +283,7 @@ class SetupPanel(QtWidgets.QWidget):
 
     # -- models -------------------------------------------------------------------
     def recent(self) -> list[str]:
-        v = self.settings.value("recent_models", [])
+        v: Any = self.settings.value("recent_models", [])  # a list, or one str where one was stored
         if isinstance(v, str):
             v = [v]
         return [str(x) for x in (v or [])]

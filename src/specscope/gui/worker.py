@@ -40,11 +40,11 @@ def _killpg(pid: int) -> None:
 
 
 class WorkerProcess(QtCore.QObject):
-    event = QtCore.Signal(dict)
+    run_event = QtCore.Signal(dict)  # one event of the run (not ``event``: that is QObject's own event handler)
     finished = QtCore.Signal(int, str, bool)  # exit code, stderr tail, stopped by the user
     fault = QtCore.Signal(str)  # distributed runs: the rank that ended the run and why (before ``finished``)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.proc: QtCore.QProcess | None = None
         self.plan: LaunchPlan | None = None  # the launch of a distributed run, else None
@@ -95,26 +95,25 @@ class WorkerProcess(QtCore.QObject):
 
     def stop(self) -> None:
         """Ask the worker to end the run cleanly (it then emits run_done 'incomplete'); kill it if it does not."""
-        if not self.is_running():
+        proc = self.proc
+        if proc is None or not self.is_running():
             return
         self.stop_requested = True
-        pid = self.proc.processId()
+        pid = proc.processId()
         if self.plan is not None:  # every rank reads "stop" (mlx.launch forwards stdin); rank 0 ends the run cleanly
-            self.proc.write(b"stop\n")
-            proc = self.proc
+            proc.write(b"stop\n")
             QtCore.QTimer.singleShot(STOP_GRACE_MS, proc, lambda: self._kill_if_running(proc))
             return
         if sys.platform == "win32" or not pid:
-            self.proc.kill()
+            proc.kill()
             return
         # SIGINT: the worker ends the run and says run_done "incomplete"; terminate() would send SIGTERM (same effect).
         try:
             os.kill(pid, signal.SIGINT)
         except OSError:
-            self.proc.terminate()
+            proc.terminate()
         # a worker that ignores the request is killed after a grace period; the timer belongs to this run's
         # process, so it can never kill the next run's worker
-        proc = self.proc
         QtCore.QTimer.singleShot(STOP_GRACE_MS, proc, lambda: self._kill_if_running(proc))
 
     def _kill_if_running(self, proc=None) -> None:
@@ -129,24 +128,25 @@ class WorkerProcess(QtCore.QObject):
 
     def stop_and_wait(self, ms: int = STOP_GRACE_MS) -> None:
         """Used when the window closes mid-run: stop the worker and make sure no process is left behind."""
-        if not self.is_running():
+        proc = self.proc
+        if proc is None or not self.is_running():
             return
         self.stop()
-        if not self.proc.waitForFinished(ms):
-            self._kill_if_running(self.proc)
-            self.proc.waitForFinished(3000)
+        if not proc.waitForFinished(ms):
+            self._kill_if_running(proc)
+            proc.waitForFinished(3000)
         self._read_out()
 
     def _read_out(self) -> None:
         if self.proc is None:
             return
-        for ev in self._reader.feed(bytes(self.proc.readAllStandardOutput())):
-            self.event.emit(ev)
+        for ev in self._reader.feed(bytes(self.proc.readAllStandardOutput().data())):
+            self.run_event.emit(ev)
 
     def _read_err(self) -> None:
         if self.proc is None:
             return
-        data = bytes(self.proc.readAllStandardError())
+        data = bytes(self.proc.readAllStandardError().data())
         self._err = (self._err + data)[-20000:]
         if self.monitor is not None:  # fed line by line as it comes: the ranks' hello lines come first
             lines = (self._err_line + data).split(b"\n")
@@ -158,10 +158,11 @@ class WorkerProcess(QtCore.QObject):
         self._read_out()
         self._read_err()
         for ev in self._reader.close():
-            self.event.emit(ev)
+            self.run_event.emit(ev)
         crashed = status == QtCore.QProcess.ExitStatus.CrashExit
         code = -1 if crashed else code
         if self.plan is not None:
+            assert self.monitor is not None  # made with the plan
             if self._err_line:
                 self.monitor.feed(self._err_line.decode("utf-8", "replace"))
                 self._err_line = b""
@@ -174,11 +175,13 @@ class WorkerProcess(QtCore.QObject):
                     code = EXIT_RANK_FAULT  # mlx.launch itself exits 0 when a rank fails
             self.plan.cleanup()
         self.finished.emit(code, self._err.decode("utf-8", "replace")[-4000:], self.stop_requested)
+        assert self.proc is not None  # the process that finished
         self.proc.closeReadChannel(QtCore.QProcess.ProcessChannel.StandardOutput)
         self.proc.closeReadChannel(QtCore.QProcess.ProcessChannel.StandardError)
 
     def _error(self, err) -> None:
         if err == QtCore.QProcess.ProcessError.FailedToStart:
+            assert self.proc is not None  # the process that failed
             if self.plan is not None:
                 self.plan.cleanup()
             self.finished.emit(-2, f"could not start the worker: {self.proc.errorString()}", False)

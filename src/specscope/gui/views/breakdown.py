@@ -87,10 +87,10 @@ class BreakdownView(QtWidgets.QWidget):
         self.notes.setWidget(self.rulers)
         self.notes.setMinimumHeight(6 * self.rulers.fontMetrics().lineSpacing())
         side.addWidget(self.notes, 1)
-        w = QtWidgets.QWidget()
-        w.setLayout(side)
+        side_box = QtWidgets.QWidget()
+        side_box.setLayout(side)
         side.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(w, 1)
+        lay.addWidget(side_box, 1)
         self._narrow: tuple | None = None  # (narrow, notes beside the table)
 
     def _too_narrow(self) -> bool:
@@ -152,7 +152,7 @@ class BreakdownView(QtWidgets.QWidget):
             return xs[i] if xs and i < len(xs) else None
 
         # (label, then per column: (value, spread, estimated?)); the ratio column is a plain number
-        rows = []
+        rows: list[tuple] = []
         for i, label in enumerate(d["labels"]):
             rows.append((label, (dec["blocks"][i], at(sd.get("blocks"), i), False), (ver["blocks"][i], at(sv.get("blocks"), i), False),
                          d["ratios"][i], (dec["skip_estimates"][i], at(sd.get("skip_estimates"), i), True),
@@ -211,7 +211,7 @@ class BreakdownView(QtWidgets.QWidget):
         t.setRowCount(r["ranks"])
         for i in range(r["ranks"]):
             host = hosts[i] if i < len(hosts) else ""
-            cells = [(f"{i}" + (f" ({host})" if host else ""), None)]
+            cells: list[tuple[str, str | None]] = [(f"{i}" + (f" ({host})" if host else ""), None)]
             for side in ("decode", "verify"):
                 sd = r[side]
                 wait, transfer, barrier = sd["wait_ms"][i], sd["transfer_ms"][i], sd["communication_barrier_ms"][i]

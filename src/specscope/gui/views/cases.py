@@ -119,6 +119,7 @@ class CasesView(QtWidgets.QWidget):
             acc = st["acceptance"]
             match = st["match"]
             div = st.get("divergence")
+            msort: float
             if match is None:
                 mtext, msort = "—", -1
             elif st.get("regime", "greedy") != "greedy":

@@ -51,7 +51,7 @@ class ElidingLabel(QtWidgets.QLabel):
     def full_text(self) -> str:
         return self._full
 
-    def text(self) -> str:  # noqa: D102: the whole text, as set (what a reader of the widget's content wants)
+    def text(self) -> str:  # noqa: D102 (the whole text, as set — what a reader of the widget's content wants)
         return self._full
 
     def shown_text(self) -> str:

@@ -270,7 +270,7 @@ class CompareView(QtWidgets.QWidget):
 
     def row_texts(self) -> list[list[str]]:
         t = self.table
-        return [[(t.item(r, c).text() if t.item(r, c) else "") for c in range(t.columnCount())] for r in range(t.rowCount())]
+        return [[(item.text() if (item := t.item(r, c)) else "") for c in range(t.columnCount())] for r in range(t.rowCount())]
 
     def apply_theme(self, theme: dict) -> None:
         self.theme = theme

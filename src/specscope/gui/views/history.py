@@ -13,6 +13,7 @@ import queue
 import threading
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -46,7 +47,7 @@ def read_entry(path: str | os.PathLike) -> dict:
     Never raises: a file that cannot be read or is not a usable session comes back with ``error`` set.
     """
     p = Path(path)
-    entry = {"path": str(p), "file": p.name, "error": None}
+    entry: dict[str, Any] = {"path": str(p), "file": p.name, "error": None}
     try:
         st = p.stat()
         entry["mtime"] = st.st_mtime
@@ -92,7 +93,7 @@ def read_entry(path: str | os.PathLike) -> dict:
 class _Reader:
     """One background thread reading session files in order; results are collected with ``drain``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -215,7 +216,7 @@ class HistoryView(QtWidgets.QWidget):
         except OSError as exc:
             files = []
             self.note.setText(f"cannot list {home_relative(folder)}: {exc.strerror or exc}")
-        stamps = {}
+        stamps: dict[str, tuple[tuple[int | None, int | None], float | None]] = {}
         for p in files:
             try:
                 st = p.stat()
@@ -329,7 +330,8 @@ class HistoryView(QtWidgets.QWidget):
         self.table.clearSpans()
         first, n = ERROR_SPAN
         for r in range(self.proxy.rowCount()):
-            e = self._entries.get(self._path_at(r)) or {}
+            path = self._path_at(r)
+            e = (self._entries.get(path) if path is not None else None) or {}
             if e.get("error"):
                 self.table.setSpan(r, first, 1, n)
 

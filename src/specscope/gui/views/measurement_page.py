@@ -14,7 +14,7 @@ class MeasurementPage(QtWidgets.QWidget):
     result_ready = QtCore.Signal(dict)
     key = ""  # the session key and the result's key in the command's JSON lines
 
-    def __init__(self, config=None, session=None, parent=None):
+    def __init__(self, config=None, session=None, parent=None) -> None:
         super().__init__(parent)
         self.page_layout = QtWidgets.QVBoxLayout(self)  # the page's widgets, top to bottom
         self.page_layout.setContentsMargins(8, 8, 8, 8)

@@ -31,6 +31,11 @@ def _measured(m, iv) -> str:
     return fmt(m, ".3f", "×") + (f" ({fmt(iv[0], '.2f')}–{fmt(iv[1], '.2f')})" if iv else "")
 
 
+def _agreement_word(row: dict) -> str:
+    state = (row.get("agreement") or {}).get("state")
+    return AGREEMENT.get(state, DASH) if state else DASH
+
+
 def _trace_note(tune: dict) -> str:
     """Each drafter's trace in a line: positions, what it cost, E(k) walked on it."""
     parts = []
@@ -102,7 +107,7 @@ class TuneView(MeasurementPage):
                      fmt(r.get("measured_tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".3f", "×"),
                      f"{fmt(ci[0], '.2f')}–{fmt(ci[1], '.2f')}" if ci[0] is not None else DASH,
                      _measured(r.get("measured_speedup"), r.get("measured_ci95")),
-                     _pct(r.get("prediction_error")), AGREEMENT.get((r.get("agreement") or {}).get("state"), DASH)]
+                     _pct(r.get("prediction_error")), _agreement_word(r)]
             for j, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 if j:

@@ -53,8 +53,8 @@ class VerdictBar(QtWidgets.QFrame):
             bits.append(f"ledger {s['ledger_speedup']:.3f}× (a consistency check)")
         if s.get("regime", "greedy") != "greedy":
             bits.append(SAMPLED_NOTE)  # never a "greedy match" for outputs that differ by design
-        elif divergence_note(s) and not engine_fault_line(s):
-            bits.append(divergence_note(s))  # a near-tie (kernel rounding), or a divergence never measured
+        elif (note := divergence_note(s)) and not engine_fault_line(s):
+            bits.append(note)  # a near-tie (kernel rounding), or a divergence never measured
         sweep = snap.get("sweep")
         if sweep:  # a context sweep: no single verdict, one per context (the Context page)
             self.headline.setText(sweep["verdict"])

@@ -15,7 +15,7 @@ from .measurement_page import MeasurementPage
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
 
 
-def machine_text(roof: dict) -> str:
+def machine_text(roof: dict) -> tuple[str, str]:
     bw, peak = roof.get("bandwidth_gbs"), roof.get("peak_tflops")
     nominal = roof.get("nominal_bandwidth_gbs")
     chip = roof.get("chip") or "unknown chip"
