@@ -198,7 +198,7 @@ def cached_models() -> list[ModelRef]:
 
 
 def lmstudio_models() -> list[ModelRef]:
-    out = []
+    out: list[ModelRef] = []
     for root in _lmstudio_roots():
         try:
             pubs = sorted(p for p in root.iterdir() if p.is_dir())

@@ -13,7 +13,7 @@ import pytest
 from specscope.errors import SpecscopeError
 from specscope.profiler.cli import main
 from specscope.profiler.tune_cli import bench_tune
-from specscope.profiler.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, confirm_set, draft_ms_at, per_position, predict, recommendation,
+from specscope.profiler.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, MAX_REPS, confirm_set, draft_ms_at, per_position, predict, recommendation,
                                      run_tune)
 
 ROW_KEYS = {"drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup", "prediction_error"}
@@ -269,6 +269,15 @@ class FusedEngine(FakeEngine):
 
     def components(self, name, prompt, plain_tokens, k, reps=3):
         return {"draft_ms": [self.draft_in_round(name, k)] * reps * (k + 1)}
+
+
+def test_the_oracle_with_adaptive_repeats_covers_every_seed_a_confirmation_can_use():
+    """``tune --drafters oracle`` without ``--reps`` raised a TypeError (range(None)); its K_max run now covers the
+    seeds of every repeat a confirmation may take (MAX_REPS)."""
+    eng = FakeEngine(drafters=("oracle",))
+    res = run_tune(eng, [[1]], k_max=2, max_tokens=16, drafters=["oracle"])
+    assert [r["k"] for r in res["rows"]] and all(r["drafter"] == "oracle" for r in res["rows"])
+    assert sum(1 for name, k, kinds in eng.calls if k == 2 and kinds == "instrumented") == MAX_REPS
 
 
 def test_the_draft_is_charged_what_it_adds_to_a_round_not_its_cost_behind_barriers():

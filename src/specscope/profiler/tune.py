@@ -279,7 +279,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         progress(f"{name}: a speculative run at k = {k_max}")
         # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
         # so acceptance is measured on the same draws it is held against. Real greedy drafters need one run.
-        seeds = range(reps) if name in WHAT_IF else [0]
+        # With repeats chosen adaptively (reps None) that is up to MAX_REPS seeds.
+        seeds = range(reps if reps is not None else MAX_REPS) if name in WHAT_IF else [0]
         runs = [seam.speculative(name, p, pl["tokens"], k_max, max_tokens, "instrumented", seed=s)
                 for s in seeds for p, pl in zip(prompts, plain)]
         full = [r for run in runs for r in run["rounds"] if r["drafted"] == k_max]
