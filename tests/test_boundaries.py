@@ -1,7 +1,8 @@
 """The layers are mechanical: import-linter contracts (pyproject.toml) on the installed package.
 
 gui -> profiler -> engine_adapter, never upward; no Qt in the core or the engine; no MLX in the
-app (directly or through anything it imports); the shared leaves import no layer.
+app (directly or through anything it imports); the shared leaves import no layer; no import cycle among the
+modules of any package, imports inside functions included.
 """
 
 import os
@@ -29,7 +30,7 @@ def lint(config: Path, pythonpath: Path | None = None) -> tuple[int, str]:
 def test_import_contracts_hold():
     rc, out = lint(CONFIG)
     assert rc == 0, out
-    assert "4 kept, 0 broken" in out, out
+    assert "5 kept, 0 broken" in out, out
 
 
 def test_contracts_catch_a_violation(tmp_path):
@@ -48,6 +49,27 @@ def test_contracts_catch_a_violation(tmp_path):
     rc, out = lint(cfg, pythonpath=tmp_path / "src")
     assert rc != 0, out
     assert "specscope.profiler is not allowed to import specscope.gui" in out, out
+
+
+def test_contracts_catch_a_cycle_hidden_in_a_function(tmp_path):
+    """views -> command_process -> views, the second import inside a function: the acyclic contract fails."""
+    pkg = tmp_path / "src" / "specscope"
+    gui = pkg / "gui"
+    (gui / "views").mkdir(parents=True)
+    for sub in ("profiler", "engine_adapter"):
+        (pkg / sub).mkdir()
+        (pkg / sub / "__init__.py").write_text("")
+    for f in (pkg / "__init__.py", pkg / "errors.py", pkg / "model_ref.py", gui / "__init__.py",
+              gui / "views" / "__init__.py"):
+        f.write_text("")
+    (gui / "views" / "page.py").write_text("from ..command_process import run\n")
+    (gui / "command_process.py").write_text("def run():\n    from .views import page\n    return page\n")
+    cfg = tmp_path / "pyproject.toml"
+    contracts = CONFIG.read_text(encoding="utf-8").split("[tool.importlinter]", 1)[1].split("[tool.pytest", 1)[0]
+    cfg.write_text("[tool.importlinter]" + contracts)
+    rc, out = lint(cfg, pythonpath=tmp_path / "src")
+    assert rc != 0, out
+    assert "4 kept, 1 broken" in out and "No cycles are allowed in specscope.gui" in out, out
 
 
 def test_profiler_imports_no_mlx_at_module_level():

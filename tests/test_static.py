@@ -1,8 +1,10 @@
-"""Static checks on the checkout's own source: ruff (configured in pyproject.toml) must be clean.
+"""Static checks on the checkout's own source: ruff and mypy (configured in pyproject.toml) are clean, and no module
+uses another module's private (``_x``) names.
 
 They read files, not the installed package, so they need the checkout: CI runs them from its clone.
 """
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +32,87 @@ def test_ruff_would_catch_an_unused_import(tmp_path):
     bad.write_text("import os\n")
     r = ruff(str(bad))
     assert r.returncode == 1 and "F401" in r.stdout, r.stdout + r.stderr
+
+
+def test_mypy_is_clean(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+# -- no module reaches into another's private names --------------------------------------------------------
+
+
+def module_name(path: Path, src: Path) -> str:
+    rel = path.relative_to(src.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def resolve(mod: str, level: int, current: str, is_pkg: bool) -> str:
+    if level == 0:
+        return mod
+    base = current.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([mod] if mod else []))
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def violations(src: Path) -> list[str]:
+    modules = {module_name(p, src): p for p in src.rglob("*.py")}
+    out = []
+    for name, path in sorted(modules.items()):
+        tree = ast.parse(path.read_text(), str(path))
+        is_pkg = path.name == "__init__.py"
+        aliases: dict[str, str] = {}  # local name -> module it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = resolve(node.module or "", node.level, name, is_pkg)
+                for a in node.names:
+                    full = f"{target}.{a.name}"
+                    if full in modules:
+                        aliases[a.asname or a.name] = full
+                    elif private(a.name) and target in modules and target != name:
+                        out.append(f"{path.relative_to(src.parent)}:{node.lineno}: imports {a.name} from {target}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in modules and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private(node.attr):
+                base = node.value
+                if isinstance(base, ast.Name) and base.id in aliases and aliases[base.id] != name:
+                    out.append(f"{path.relative_to(src.parent)}:{node.lineno}: uses {aliases[base.id]}.{node.attr}")
+                elif isinstance(base, ast.Attribute):
+                    dotted = ast.unparse(base)
+                    if dotted in modules and dotted != name:
+                        out.append(f"{path.relative_to(src.parent)}:{node.lineno}: uses {dotted}.{node.attr}")
+    return out
+
+
+
+def test_no_module_uses_another_modules_private_names():
+    assert violations(SRC) == []
+
+
+def test_the_private_name_check_catches_both_spellings(tmp_path):
+    pkg = tmp_path / "specscope"
+    (pkg / "core").mkdir(parents=True)
+    for f in (pkg / "__init__.py", pkg / "core" / "__init__.py"):
+        f.write_text("")
+    (pkg / "core" / "a.py").write_text("_state = {}\ndef _helper():\n    return 1\n")
+    (pkg / "core" / "b.py").write_text("from .a import _helper\n")
+    (pkg / "core" / "c.py").write_text("from specscope.core import a\n\n\ndef f():\n    return a._state\n")
+    (pkg / "core" / "d.py").write_text("from . import a\n\n\ndef g():\n    return a.__name__, a._helper  # noqa\n")
+    found = violations(pkg)
+    assert len(found) == 3, found
+    assert any("b.py:1: imports _helper" in v for v in found) and any("c.py:5: uses specscope.core.a._state" in v
+                                                                       for v in found)
