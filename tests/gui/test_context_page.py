@@ -128,9 +128,9 @@ def _sweep_file(tmp_path):
     import json
     from pathlib import Path
 
-    from specscope.profiler.session import Session
+    from specscope.profiler.session import Session, migrate_names
 
-    base = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text())
+    base = migrate_names(json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text()))
     top = Session()
     top.apply({"event": "run_started", "config": {**base["config"], "sweep": [0, 1024]}, "environment": base["environment"],
                "model": base["model"], "cases": []})

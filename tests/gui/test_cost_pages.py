@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specscope.gui.charts.cost_data import category_floor_data, expert_union_data, tune_data, verify_curve_data
+from specscope.gui.charts.cost_data import block_floor_data, expert_union_data, tune_data, verify_curve_data
 from specscope.gui.views.tune import COLUMNS
 
 
@@ -13,9 +13,9 @@ def _roof():
     for n, whole in ((1, 4.0), (2, 7.0), (3, -1.0), (4, 12.0)):  # n = 3: a time that cannot be vouched for
         curve.append({"positions": n, "whole_ms": whole, "whole_ms_min": whole - 0.5, "whole_ms_max": whole + 1.0,
                       "multiple_of_decode": whole / 4, "floor_ms": 1.0, "ideal_multiple": 0.5 * n,
-                      "categories": {"moe": {"ms": 2.0 * n, "floor_ms": 0.5, "efficiency": 0.5 / (2.0 * n), "distinct_experts": 3.0 * n,
+                      "by_block": {"moe": {"ms": 2.0 * n, "floor_ms": 0.5, "efficiency": 0.5 / (2.0 * n), "distinct_experts": 3.0 * n,
                                              "routed_slots": 4 * n, "experts": 14},
-                                     "output_head": {"ms": 1.0, "floor_ms": 0.5, "efficiency": 0.5}}})
+                                   "output_head": {"ms": 1.0, "floor_ms": 0.5, "efficiency": 0.5}}})
     return {"bandwidth_gbs": 20.0, "peak_tflops": 0.5, "chip": "unknown", "nominal_bandwidth_gbs": None, "curve": curve,
             "ideal_verify_multiple": 0.25, "speedup_at_floor": 1.5}
 
@@ -30,14 +30,14 @@ def test_verify_curve_is_in_decode_steps_and_drops_what_it_cannot_vouch_for():
     assert verify_curve_data({"curve": [{"positions": 2, "whole_ms": 3.0}]}) is None  # no n = 1: no unit
 
 
-def test_category_floor_and_expert_union():
-    c = category_floor_data(_roof(), 2)
-    assert [x["key"] for x in c["categories"]] == ["moe", "output_head"]
-    assert c["categories"][0]["efficiency"] == pytest.approx(0.125)
-    assert category_floor_data(_roof(), 9) is None
+def test_block_floor_and_expert_union():
+    c = block_floor_data(_roof(), 2)
+    assert [x["key"] for x in c["blocks"]] == ["moe", "output_head"]
+    assert c["blocks"][0]["efficiency"] == pytest.approx(0.125)
+    assert block_floor_data(_roof(), 9) is None
     e = expert_union_data(_roof())
     assert e["n"] == [1, 2, 3, 4] and e["distinct"] == [3.0, 6.0, 9.0, 12.0] and e["bound"] == [4, 8, 12, 14] and e["n_experts"] == 14  # n × top-k, capped at the layer's experts
-    dense = {"curve": [{"positions": 1, "whole_ms": 1.0, "categories": {"dense_mlp": {"ms": 1.0, "floor_ms": 0.1}}}]}
+    dense = {"curve": [{"positions": 1, "whole_ms": 1.0, "by_block": {"dense_mlp": {"ms": 1.0, "floor_ms": 0.1}}}]}
     assert expert_union_data(dense) == {}  # no MoE: said, not drawn empty
 
 

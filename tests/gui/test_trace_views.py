@@ -36,7 +36,7 @@ def test_chart_data_follows_the_traces():
     names = [x["name"] for x in classes["classes"]]
     assert sorted(names) == sorted({"Chinese", "English", "Code"} & set(names)) and len(names) == len(s.cases)
     code = next(x for x in classes["classes"] if x["name"] == "Code")
-    case = next(c for c in s.cases if c["category"] == "code")
+    case = next(c for c in s.cases if c["content_class"] == "code")
     assert code["E"] == [trace_walk.at_k(case["trace"], k)["tokens_per_round"] for k in range(1, 5)]
     assert trace_case_data({"id": "x"}) is None and trace_class_data(Session.load(DEMO).cases) is None
 
@@ -61,7 +61,7 @@ def test_cases_page_shows_the_trace_strip_only_with_traces(qtbot, traced):
     if traced:
         assert view.trace.case_chart._drawn["case"] == s.cases[1]["id"]
         assert view.trace.case_chart._drawn["A"] == s.cases[1]["trace"]["A"]
-        assert len(view.trace.class_chart._drawn["classes"]) == len({c["category"] for c in s.cases})
+        assert len(view.trace.class_chart._drawn["classes"]) == len({c["content_class"] for c in s.cases})
 
 
 def test_tune_page_shows_e_from_the_trace_beside_the_k_max_rounds(qtbot):

@@ -40,7 +40,7 @@ def test_run_demo_writes_complete_session(demo_session):
     out, summary = demo_session
     s = Session.load(out)
     assert s.status == "complete" and len(s.cases) == 2
-    assert {c["category"] for c in s.cases} == {"zh", "en"}  # spread across categories
+    assert {c["content_class"] for c in s.cases} == {"zh", "en"}  # spread across categories
     d = json.loads(out.read_text())
     assert d["summary"] == summary
     for c in d["cases"]:
@@ -62,7 +62,7 @@ def test_run_demo_writes_complete_session(demo_session):
 def test_breakdown_reports_both_rulers(demo_session):
     out, summary = demo_session
     bd = summary["breakdown"]
-    assert set(bd["categories"]) == {"linear_attention", "full_attention", "moe", "output_head", "other"}
+    assert set(bd["block_order"]) == {"linear_attention", "full_attention", "moe", "output_head", "other"}
     for side in ("decode", "verify"):
         b = bd[side]
         assert b["block_sum_ms"] == pytest.approx(sum(b["blocks"].values()))
@@ -70,7 +70,7 @@ def test_breakdown_reports_both_rulers(demo_session):
         assert b["instrumented_ms"] > 0 and b["barrier_distortion"] is not None
         assert set(b["skip_estimates"]) == {"linear_attention", "full_attention", "moe", "output_head"}
     assert bd["verify"]["positions"] == summary["k"] + 1
-    cats = bd["categories"] + ["whole"]
+    cats = bd["block_order"] + ["whole"]
     assert all(bd["ratios"][c] is not None and bd["ratios"][c] > 0 for c in cats)
     # an overhead ratio is only given when both overheads are positive
     dec, ver = bd["decode"]["inter_block_ms"], bd["verify"]["inter_block_ms"]

@@ -115,7 +115,7 @@ def test_compare_refuses_acceptance_across_regimes(base, tmp_path):
     assert not r["acceptance_compared"]
     keys = {row["key"] for row in r["figures"]}
     assert "t_verify_ms" in keys and "p" not in keys and "measured_speedup" not in keys
-    assert not r["acceptance_by_category"]
+    assert not r["acceptance_by_content_class"]
     compare_to_file(base, sampled, out, names=("g", "s"), timings_only=True)
     assert "Acceptance not compared" in out.read_text(encoding="utf-8")
 

@@ -131,7 +131,7 @@ def test_sweep_events_fold_into_the_point_of_the_visit():
     s.apply({"event": "run_started", "config": {"num_draft_tokens": 2}, "environment": {}, "model": {}, "cases": []})
     s.apply({"event": "sweep_started", "contexts": [0, 64], "order": [0, 64], "passes": 1})
     s.apply({"event": "sweep_visit", "context": 64, "visit": 1})
-    s.apply({"event": "case_started", "case": {"id": "c1", "category": "en", "prompt": "x", "prompt_tokens": [1]},
+    s.apply({"event": "case_started", "case": {"id": "c1", "content_class": "en", "prompt": "x", "prompt_tokens": [1]},
              "index": 0, "repeat": 0, "phase": "plain"})
     s.apply({"event": "prefill", "case": "c1", "mode": "plain", "token": 5, "ms": 1.0, "n_prompt": 65})
     s.apply({"event": "sweep_visit_done", "context": 64, "visit": 1, "status": "complete", "last": True})

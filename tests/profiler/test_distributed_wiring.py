@@ -104,7 +104,7 @@ def test_run_protocol_takes_an_engine_opener():
 def test_per_rank_aggregate_and_shares():
     s = distributed_session(2)
     bd = summarize(s)["breakdown"]
-    assert bd["distributed"]["ranks"] == 2 and "communication" in bd["categories"]
+    assert bd["distributed"]["ranks"] == 2 and "communication" in bd["block_order"]
     assert bd["ratios"]["communication"] == pytest.approx(3.3 / 3.0)
     for side in ("decode", "verify"):
         a = bd[side]

@@ -127,7 +127,7 @@ SMALL = ["--demo", "--ranks", "2", "--cases", "1", "--warmup", "0", "--breakdown
 def _per_rank_compute_and_communication(s: Session) -> None:
     bd = s.summary()["breakdown"]
     assert bd["distributed"]["ranks"] == 2 and bd["distributed"]["parallelism"] == "tensor"
-    assert "communication" in bd["categories"] and bd["ratios"]["communication"] is not None
+    assert "communication" in bd["block_order"] and bd["ratios"]["communication"] is not None
     for phase in ("decode", "verify"):
         side = bd[phase]
         assert side["blocks"]["communication"] > 0 and set(side["communication_share"]) == {"barrier", "barrier_free"}

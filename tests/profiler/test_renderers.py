@@ -13,7 +13,7 @@ import pytest
 
 from specscope.profiler import cli
 from specscope.profiler.renderers import formats, render_to_file, renderer_for
-from specscope.profiler.session import Session
+from specscope.profiler.session import Session, migrate_names
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
@@ -33,7 +33,7 @@ def hostile():
         c["prompt"] = f"{XSS[0]} prompt {i} {XSS[1]}"
         c["plain_text"] = f"plain {XSS[0]} & {XSS[1]}"
         c["spec_text"] = f"spec {XSS[1]} \"quoted\" {XSS[0]}"
-        c["category"] = c["category"] + "<b>x</b>"
+        c["content_class"] = c["content_class"] + "<b>x</b>"
     d["model"]["name"] = f"evil {XSS[0]}"
     d["model"]["path"] = "/home/alice/models/evil"
     d["config"]["model_path"] = "/Users/bob/models/evil"
@@ -225,7 +225,7 @@ def test_csv_one_row_per_case(session):
     rows = list(csv.DictReader(io.StringIO(csv_renderer.render(session))))
     assert len(rows) == len(session.cases)
     assert [r["id"] for r in rows] == [c["id"] for c in session.cases]
-    for col in ("category", "prompt_tokens", "plain_tok_s", "spec_tok_s", "p", "p_ci95_low", "p_ci95_high",
+    for col in ("content_class", "prompt_tokens", "plain_tok_s", "spec_tok_s", "p", "p_ci95_low", "p_ci95_high",
                 "tokens_per_round", "t_verify_ms", "t_draft_ms", "predicted_speedup", "measured_speedup",
                 "prediction_error", "match_rate", "first_divergence"):
         assert col in rows[0], col
@@ -322,7 +322,7 @@ def test_csv_writes_the_verify_cost_and_tune_tables_beside_the_report(session, t
     render_to_file(session, tmp_path / "plain.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.csv"]  # nothing measured: no side tables
     d = session.to_dict()
-    d["roofline"] = {"curve": [{"positions": n, "whole_ms": 10.0 * n, "categories": {
+    d["roofline"] = {"curve": [{"positions": n, "whole_ms": 10.0 * n, "by_block": {
         "moe": {"ms": 6.0 * n, "floor_ms": 1.0, "efficiency": 1.0 / (6.0 * n), "weight_bytes": 100, "other_bytes": 0,
                 "flops": 50.0, "bound": "bandwidth", "distinct_experts": 3.0}}} for n in (1, 2)]}
     d["tune"] = {"recommendation": {"drafter": "mtp", "k": 2},
@@ -330,7 +330,7 @@ def test_csv_writes_the_verify_cost_and_tune_tables_beside_the_report(session, t
                            "measured_speedup": 0.55, "prediction_error": -0.09} for k in (1, 2)]}
     render_to_file(Session.from_dict(d), tmp_path / "r.csv")
     cost = list(csv.DictReader(io.StringIO((tmp_path / "r.verify_cost.csv").read_text())))
-    assert [(r["positions"], r["category"], r["floor_ms"]) for r in cost] == [("1", "moe", "1.0000"), ("2", "moe", "1.0000")]
+    assert [(r["positions"], r["block"], r["floor_ms"]) for r in cost] == [("1", "moe", "1.0000"), ("2", "moe", "1.0000")]
     tune = list(csv.DictReader(io.StringIO((tmp_path / "r.tune.csv").read_text())))
     assert [r["recommended"] for r in tune] == ["false", "true"] and tune[0]["predicted_ci95_low"] == "0.4000"
 
@@ -339,7 +339,7 @@ def test_csv_writes_the_verify_cost_and_tune_tables_beside_the_report(session, t
 
 def _sweep(contexts=(0, 1024)) -> Session:
     """A sweep session folded from its events, each point holding the fixture's cases (no model run)."""
-    base = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    base = migrate_names(json.loads(FIXTURE.read_text(encoding="utf-8")))  # the fixture keeps the old names
     top = Session()
     top.apply({"event": "run_started", "config": {**base["config"], "sweep": list(contexts)},
                "environment": base["environment"], "model": base["model"], "cases": []})

@@ -25,7 +25,7 @@ COSTS = {
         "full_attention": {"weight_bytes": 10e6, "other_bytes": 12e6, "flops": 0.0, "distinct_experts": None}},
 }
 ITEM_7 = {"bandwidth_gbs", "peak_tflops", "chip", "nominal_bandwidth_gbs", "curve", "ideal_verify_multiple", "speedup_at_floor"}
-ROW = {"positions", "whole_ms", "multiple_of_decode", "categories"}
+ROW = {"positions", "whole_ms", "multiple_of_decode", "by_block"}
 CAT = {"ms", "weight_bytes", "other_bytes", "flops", "floor_ms", "efficiency", "distinct_experts"}
 
 
@@ -38,15 +38,15 @@ def test_roofline_by_hand():
     r = build_roofline(CURVE, COSTS, MACHINE, k=2, division={"drafter": "mtp", "tokens_per_round": 2.0, "t_draft_ms": 2.0})
     assert ITEM_7 <= set(r)
     one, three = r["curve"]
-    moe1, fa1 = one["categories"]["moe"], one["categories"]["full_attention"]
+    moe1, fa1 = one["by_block"]["moe"], one["by_block"]["full_attention"]
     assert moe1["floor_ms"] == pytest.approx(5.0) and moe1["bound"] == "bandwidth"  # 50 MB at 10 GB/s > 1 GFLOP at 1 TFLOP/s
     assert moe1["efficiency"] == pytest.approx(0.5)
     assert fa1["floor_ms"] == pytest.approx(2.0) and fa1["efficiency"] == pytest.approx(2 / 6)
     assert one["floor_ms"] == pytest.approx(7.0) and one["efficiency"] == pytest.approx(7 / 20)
     assert three["multiple_of_decode"] == pytest.approx(2.5) and three["n_times_decode_ms"] == 60.0
     # ideal: each category grown as its floor grows, at the decode's efficiency, never above what is measured
-    assert three["categories"]["moe"]["ideal_ms"] == pytest.approx(20.0)  # 10 ms x (10 / 5)
-    assert three["categories"]["full_attention"]["ideal_ms"] == pytest.approx(6.6)  # 6 ms x (2.2 / 2)
+    assert three["by_block"]["moe"]["ideal_ms"] == pytest.approx(20.0)  # 10 ms x (10 / 5)
+    assert three["by_block"]["full_attention"]["ideal_ms"] == pytest.approx(6.6)  # 6 ms x (2.2 / 2)
     assert three["ideal_ms"] == pytest.approx(20 + 10 + 0.6)
     assert r["ideal_verify_multiple"] == pytest.approx(30.6 / 20) and r["verify_multiple"] == pytest.approx(2.5)
     assert three["floor_multiple"] == pytest.approx(12.2 / 7)
@@ -57,7 +57,7 @@ def test_roofline_by_hand():
                              "MoE holds 52% of the gap.")
     assert r["speedup_now"] == pytest.approx(stats.divide(20, 50, 2, 2.0).predicted_speedup)
     assert r["speedup_at_floor"] == pytest.approx(2 * 20 / (30.6 + 2))
-    assert three["categories"]["moe"]["distinct_experts"] == 9.0
+    assert three["by_block"]["moe"]["distinct_experts"] == 9.0
     text = format_roofline(r)
     assert r["headline"] in text and "division at k = 2" in text
     json.dumps(r)
@@ -81,7 +81,7 @@ def test_without_category_times_the_whole_floor_scales_the_decode():
     costs = {1: COSTS[1], 2: COSTS[3]}
     r = build_roofline(curve, costs, MACHINE, k=1)
     assert r["curve"][1]["ideal_ms"] == pytest.approx(20.0 * 12.2 / 7)
-    assert r["curve"][1]["categories"]["moe"]["ms"] is None and r["curve"][1]["categories"]["moe"]["efficiency"] is None
+    assert r["curve"][1]["by_block"]["moe"]["ms"] is None and r["curve"][1]["by_block"]["moe"]["efficiency"] is None
     assert r["headline"].startswith("An ideal 2-position verify would cost 1.7 plain steps here; it costs 1.9")
 
 
@@ -116,14 +116,14 @@ def test_roofline_command_json_shape(capsys):
     assert [row["positions"] for row in r["curve"]] == [1, 2, 3]
     for row in r["curve"]:
         assert ROW <= set(row)
-        assert {"linear_attention", "full_attention", "moe", "output_head", "other"} <= set(row["categories"])
-        for c in row["categories"].values():
+        assert {"linear_attention", "full_attention", "moe", "output_head", "other"} <= set(row["by_block"])
+        for c in row["by_block"].values():
             assert CAT <= set(c) and c["floor_ms"] > 0 and c["weight_bytes"] > 0
-        assert isinstance(row["categories"]["moe"]["distinct_experts"], float)
+        assert isinstance(row["by_block"]["moe"]["distinct_experts"], float)
     from specscope.engine_adapter.demo_model import default_demo_path
 
     top_k = json.loads((default_demo_path() / "config.json").read_text())["text_config"]["num_experts_per_tok"]
-    assert r["curve"][0]["categories"]["moe"]["distinct_experts"] == float(top_k)  # one token: its top-k
+    assert r["curve"][0]["by_block"]["moe"]["distinct_experts"] == float(top_k)  # one token: its top-k
     assert r["curve"][0]["multiple_of_decode"] == 1.0
     assert r["division"]["k"] == 1 and r["division"]["drafter"] == "mtp" and r["speedup_at_floor"] > 0
     assert r["headline"].startswith("An ideal 2-position verify")
@@ -169,7 +169,7 @@ def test_roofline_at_a_context_measures_there_and_says_where_attention_stops_bei
     a0, a1 = base["attention_at_context"], at["attention_at_context"]
     assert a1["bytes_per_context_token"] == a0["bytes_per_context_token"] > 0
     assert a1["kv_share_of_step"] > a0["kv_share_of_step"]
-    fa0 = base["curve"][0]["categories"]["full_attention"]["other_bytes"]
-    fa1 = at["curve"][0]["categories"]["full_attention"]["other_bytes"]
+    fa0 = base["curve"][0]["by_block"]["full_attention"]["other_bytes"]
+    fa1 = at["curve"][0]["by_block"]["full_attention"]["other_bytes"]
     assert fa1 - fa0 == pytest.approx(96 * a1["bytes_per_context_token"], rel=0.01)
     assert a1["context_at_10pct"] < a1["context_at_50pct"]

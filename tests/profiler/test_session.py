@@ -9,7 +9,7 @@ from specscope.profiler.session import SCHEMA_VERSION, Session, SessionError
 
 def events(k=2):
     cfg = {"num_draft_tokens": k, "max_tokens": 5, "sampling": {"regime": "greedy"}, "drafter": {"name": "ngram", "what_if": False}}
-    case = {"id": "en-01", "category": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
+    case = {"id": "en-01", "content_class": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
     yield {"event": "run_started", "config": cfg, "environment": {"device": "cpu"}, "model": {"name": "m"}}
     yield {"event": "case_started", "case": case, "phase": "plain"}
     yield {"event": "prefill", "case": "en-01", "mode": "plain", "token": 5, "ms": 30.0, "n_prompt": 2}

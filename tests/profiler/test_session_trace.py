@@ -13,7 +13,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.js
 def _session():
     s = Session()
     s.apply({"event": "run_started", "config": {}, "environment": {}, "model": {}})
-    s.apply({"event": "case_started", "case": {"id": "c1", "category": "code"}, "phase": "plain"})
+    s.apply({"event": "case_started", "case": {"id": "c1", "content_class": "code"}, "phase": "plain"})
     return s
 
 

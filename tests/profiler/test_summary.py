@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler import stats
-from specscope.profiler.session import Session
+from specscope.profiler.session import Session, migrate_names
 from specscope.profiler.summary import ExactSum, LiveSummary, case_stats, summarize
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json"  # a schema-1 session: no passes
@@ -26,7 +26,7 @@ def replay_events(d: dict):
     """
     yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
     for i, c in enumerate(d["cases"]):
-        info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        info = {k: c[k] for k in ("id", "content_class", "prompt", "prompt_tokens")}
         plain, spec = c["plain"], c["spec"]
         passes = [0.5, 1.0] if i == 0 else [1.0]
         yield {"event": "probe", "case": c["id"], "repeat": 0, "when": "before", "ms": 10.0 + i,
@@ -71,14 +71,14 @@ def replay_events(d: dict):
 
 
 def fixture_dict() -> dict:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+    return migrate_names(json.loads(FIXTURE.read_text(encoding="utf-8")))  # the fixture keeps the old names
 
 
 def paired_events(d: dict):
     """The events of a schema-2 session as its run emitted them: paired passes, components, probe readings."""
     yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
     for i, c in enumerate(d["cases"]):
-        info = {k: c[k] for k in ("id", "category", "prompt", "prompt_tokens")}
+        info = {k: c[k] for k in ("id", "content_class", "prompt", "prompt_tokens")}
         plain, spec = c["plain"], c["spec"]
         yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "plain"}
         yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
@@ -98,7 +98,7 @@ def paired_events(d: dict):
 
 
 def test_live_summary_equals_reference_on_a_paired_session_and_both_equal_the_stored_one():
-    d = json.loads(PAIRED.read_text(encoding="utf-8"))
+    d = migrate_names(json.loads(PAIRED.read_text(encoding="utf-8")))
     s = Session()
     live = LiveSummary(s)
     for ev in paired_events(d):

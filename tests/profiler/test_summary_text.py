@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler.session import Session
-from specscope.profiler.summary import CATEGORY_LABELS
+from specscope.profiler.summary import BLOCK_LABELS
 from specscope.profiler.summary_text import format_summary
 from specscope.profiler.verdict import SAMPLED_NOTE, verdict
 
@@ -65,7 +65,7 @@ def test_figures_are_the_summary_figures(session):
     assert be == [round(s["break_even_verify_ms"], 2), round(s["break_even_multiple"], 2)]
     assert _numbers(_line(text, "greedy match")) == [round(s["match_rate"] * 100, 1)]
     by = _line(text, "by content")
-    for cat, a in s["acceptance_by_category"].items():
+    for cat, a in s["acceptance_by_content_class"].items():
         assert f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" in by
 
 
@@ -73,9 +73,9 @@ def test_breakdown_table_has_every_category_and_both_rulers(session):
     text = format_summary(session)
     bd = session.summary()["breakdown"]
     assert f"verify ({bd['verify']['positions']} pos)" in text
-    for c in bd["categories"]:
-        row = _line(text, bd["labels"].get(c) or CATEGORY_LABELS[c])
-        label = bd["labels"].get(c) or CATEGORY_LABELS[c]
+    for c in bd["block_order"]:
+        row = _line(text, bd["labels"].get(c) or BLOCK_LABELS[c])
+        label = bd["labels"].get(c) or BLOCK_LABELS[c]
         nums = _numbers(row.split(label, 1)[1])  # each time is followed by its spread over reps [lo–hi]
         assert nums[0] == round(bd["decode"]["blocks"][c], 2) and nums[3] == round(bd["verify"]["blocks"][c], 2)
     for start in ("sum of blocks", "whole graph", "inter-block overhead", "barrier distortion"):

@@ -25,7 +25,7 @@ def test_trace_adds_traces_and_matches_the_sessions_own_rounds(tmp_path, capsys)
     assert c["trace"]["k_max"] == 3 and len(c["trace"]["A"]) == len(c["plain"]["tokens"]) - 1
     row = res["cases"][0]
     assert row["measured_E_at_k"] == pytest.approx(row["E"][res["k"] - 1], rel=1e-12)  # k = 2, greedy: exact
-    assert list(res["classes"]) == [c["category"]]
+    assert list(res["classes"]) == [c["content_class"]]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -72,9 +72,9 @@ def test_draws_are_pooled_and_labelled_an_estimate():
 
 
 def test_pooled_curve_and_classes():
-    cases = [{"category": "code", "trace": {"k_max": 3, "A": [3, 2, 1, 0, 3, 2, 1]}},
-             {"category": "en", "trace": {"k_max": 3, "A": [0, 0, 0, 0, 0]}},
-             {"category": "en"}]
+    cases = [{"content_class": "code", "trace": {"k_max": 3, "A": [3, 2, 1, 0, 3, 2, 1]}},
+             {"content_class": "en", "trace": {"k_max": 3, "A": [0, 0, 0, 0, 0]}},
+             {"content_class": "en"}]
     by = tw.by_class(cases)
     assert set(by) == {"code", "en"}
     assert by["en"][0]["tokens_per_round"] == 1.0

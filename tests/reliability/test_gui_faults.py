@@ -89,7 +89,7 @@ def test_autosave_failure_is_shown_and_data_kept(window, qtbot, monkeypatch, tmp
 
 
 def _events():
-    case = {"id": "c1", "category": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
+    case = {"id": "c1", "content_class": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
     yield {"event": "run_started", "config": {"num_draft_tokens": 1, "n_cases": 1, "max_tokens": 4}, "environment": {},
            "model": {"name": "m"}, "cases": [case]}
     yield {"event": "case_started", "case": case, "index": 0, "phase": "plain"}

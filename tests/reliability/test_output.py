@@ -172,7 +172,7 @@ FAKE_WORKER = r"""
 import json, sys, time
 def emit(ev):
     sys.stdout.write(json.dumps(ev) + "\n"); sys.stdout.flush()
-case = {"id": "c1", "category": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
+case = {"id": "c1", "content_class": "en", "prompt": "hi", "prompt_tokens": [1, 2]}
 emit({"event": "run_started", "config": {"num_draft_tokens": 1, "n_cases": 1, "repeats": 1, "max_tokens": 6}, "environment": {}, "model": {"name": "fake"}, "cases": [case]})
 emit({"event": "case_started", "case": case, "index": 0, "phase": "plain"})
 emit({"event": "prefill", "case": "c1", "mode": "plain", "token": 3, "ms": 5.0, "n_prompt": 2})

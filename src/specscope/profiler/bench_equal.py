@@ -145,7 +145,7 @@ def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[di
     folder = tempfile.mkdtemp(prefix="specscope-bench-predict-")
     suite = os.path.join(folder, "suite.json")
     with open(suite, "w", encoding="utf-8") as f:
-        json.dump({"name": "bench", "cases": [{"id": "bench", "category": "en", "prompt": PROMPT}]}, f)
+        json.dump({"name": "bench", "cases": [{"id": "bench", "content_class": "en", "prompt": PROMPT}]}, f)
     rows = []
     for k in ks:
         for p in ps:

@@ -21,7 +21,7 @@ from specscope.errors import SpecscopeError
 from .intervals import noise_label
 from .session import atomic_write, finite_json
 from .stats import LOW_SAMPLE_DRAFTED
-from .summary import CATEGORY_LABELS
+from .summary import BLOCK_LABELS
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -155,15 +155,15 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     bda, bdb = sa.get("breakdown"), sb.get("breakdown")
     breakdown = []
     if bda and bdb:
-        cats = list(dict.fromkeys(list(bda["categories"]) + list(bdb["categories"])))
+        cats = list(dict.fromkeys(list(bda["block_order"]) + list(bdb["block_order"])))
         for c in cats + ["whole"]:
             label = ((bdb.get("labels") or {}).get(c) or (bda.get("labels") or {}).get(c)
-                     or CATEGORY_LABELS.get(c, "Whole graph" if c == "whole" else c))
+                     or BLOCK_LABELS.get(c, "Whole graph" if c == "whole" else c))
             ratios.append({"key": c, "label": label, "better": "lower",
                            **_judge(bda["ratios"].get(c), bdb["ratios"].get(c), "lower", names)})
         for side in ("decode", "verify"):
             for c in cats:
-                label = (bda.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
+                label = (bda.get("labels") or {}).get(c) or BLOCK_LABELS.get(c, c)
                 breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
                                   **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names,
                                            _spread(bda[side], c), _spread(bdb[side], c))})
@@ -174,12 +174,12 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
                 row.update(a=va, b=vb)  # "below noise" is shown as such, and neither judged nor subtracted
                 breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better, **row})
 
-    by_category = []
+    by_content_class = []
     if accept_ok:
-        cats = sorted(set(sa["acceptance_by_category"]) | set(sb["acceptance_by_category"]))
+        cats = sorted(set(sa["acceptance_by_content_class"]) | set(sb["acceptance_by_content_class"]))
         for c in cats:
-            ca, cb = sa["acceptance_by_category"].get(c) or {}, sb["acceptance_by_category"].get(c) or {}
-            by_category.append({"key": c, "label": c, "unit": "%", "better": "higher",
+            ca, cb = sa["acceptance_by_content_class"].get(c) or {}, sb["acceptance_by_content_class"].get(c) or {}
+            by_content_class.append({"key": c, "label": c, "unit": "%", "better": "higher",
                                 **_judge(ca.get("p"), cb.get("p"), "higher", names, ca.get("p_ci95"), cb.get("p_ci95"))})
 
     da, db = _describe(a), _describe(b)
@@ -223,7 +223,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
         "figures": figures,
         "ratios": ratios,
         "breakdown": breakdown,
-        "acceptance_by_category": by_category,
+        "acceptance_by_content_class": by_content_class,
         "notes": notes,
     }
 

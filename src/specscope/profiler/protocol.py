@@ -106,7 +106,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     sensors = _sensors.open_sensors()
     emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
           "model": engine.describe(), "time": time.time(),
-          "cases": [{k: c[k] for k in ("id", "category", "prompt")} for c in encoded]})
+          "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
     return engine, encoded, sensors, contexts
 
 
@@ -233,7 +233,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
 
     faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
     for i, c in enumerate(encoded):
-        info = {k: c[k] for k in ("id", "category", "prompt")}
+        info = {k: c[k] for k in ("id", "content_class", "prompt")}
         info["prompt_tokens"] = c.get("own_tokens", c["prompt_tokens"])  # a long context is recorded once, not per case
         if c.get("context"):
             info["context"] = c["context"]

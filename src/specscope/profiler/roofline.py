@@ -103,15 +103,15 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
             "floor_ms": floor_sum,
             "efficiency": _ratio(floor_sum, p["whole_ms"]),
             "inter_block_ms": p.get("inter_block_ms"),
-            "categories": cats,
+            "by_block": cats,
         })
-    measured_cats = all(e["ms"] is not None for e in rows[0]["categories"].values()) and rows[0]["categories"]
+    measured_cats = all(e["ms"] is not None for e in rows[0]["by_block"].values()) and rows[0]["by_block"]
     floor1 = rows[0]["floor_ms"]
     for r in rows:
         if measured_cats:
             # a category timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
             r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - base[c][0])
-                                                          for c, e in r["categories"].items()
+                                                          for c, e in r["by_block"].items()
                                                           if e["ideal_ms"] is not None and base.get(c, (None,))[0] is not None))
         else:  # no per-category times: the whole decode grown as the whole floor grows
             r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
@@ -156,7 +156,7 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
 
 
 def _gap_shares(head: dict, first: dict) -> dict[str, float]:
-    gaps = {c: e["ms"] - e["ideal_ms"] for c, e in head["categories"].items()
+    gaps = {c: e["ms"] - e["ideal_ms"] for c, e in head["by_block"].items()
             if e["ms"] is not None and e["ideal_ms"] is not None}
     if head.get("inter_block_ms") is not None and first.get("inter_block_ms") is not None:
         gaps["inter_block"] = head["inter_block_ms"] - first["inter_block_ms"]
@@ -182,7 +182,7 @@ def headline(roof: dict) -> str:
 def _notes(roof: dict) -> list[str]:
     notes = []
     row1 = roof["curve"][0]
-    bounds = {e["bound"] for e in row1["categories"].values()}
+    bounds = {e["bound"] for e in row1["by_block"].values()}
     eff = row1.get("efficiency")
     if eff is not None:
         notes.append(f"the decode step runs at {eff:.0%} of this machine's floor "
@@ -191,12 +191,12 @@ def _notes(roof: dict) -> list[str]:
     if head.get("floor_multiple") and head["floor_multiple"] > 0.8 * head["positions"]:
         notes.append(f"the floor of a {head['positions']}-position verify is {head['floor_multiple']:.1f}× the decode's: "
                      "FLOPs, not bytes, bound this machine, so even an ideal verify grows about linearly with n")
-    clamped = [c for c, e in head["categories"].items() if e["ms"] is not None and e["ideal_ms"] is not None
-               and e["ideal_ms"] >= e["ms"] and c in roof["curve"][0]["categories"]]
+    clamped = [c for c, e in head["by_block"].items() if e["ms"] is not None and e["ideal_ms"] is not None
+               and e["ideal_ms"] >= e["ms"] and c in roof["curve"][0]["by_block"]]
     if clamped:
         notes.append(f"{', '.join(clamped)}: the verify already grows no faster than its floor from the decode's "
                      "efficiency (the ideal is the measured time there)")
-    over = sorted({c for r in roof["curve"] for c, e in r["categories"].items() if (e["efficiency"] or 0) > 1})
+    over = sorted({c for r in roof["curve"] for c, e in r["by_block"].items() if (e["efficiency"] or 0) > 1})
     if over:
         notes.append(f"efficiency above 1 for {', '.join(over)}: its kernels beat the probes (the floor is then no floor)")
     if roof.get("nominal_bandwidth_gbs") is None:
@@ -229,7 +229,7 @@ def format_roofline(roof: dict) -> str:
     head = next(r for r in roof["curve"] if r["positions"] == roof["k"] + 1)
     lines += ["", f"per category at n = {head['positions']} (bytes in MB: weights + KV/state/logits):",
               " category            ms     free ms   weights MB   other MB     GFLOP   floor ms  bound       efficiency  experts"]
-    for cat, e in head["categories"].items():
+    for cat, e in head["by_block"].items():
         ms = f"{e['ms']:.1f}" if e["ms"] is not None else "—"
         free = time_text(e.get("ms_barrier_free"), spec=".1f")  # "below noise", never a negative time
         eff = f"{e['efficiency']:.1%}" if e["efficiency"] is not None else "—"

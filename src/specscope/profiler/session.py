@@ -35,7 +35,14 @@ SCHEMA_VERSION = 2
 #      run with ``--context``; ``session["sweep"]`` for ``specscope sweep``: contexts, order, passes and per point
 #      ``{"context", "prefill", "visits", "reuses", "complete", "session"}`` where ``session`` is that point's own
 #      session (cases, rounds, breakdowns, components: the same shape as a run's), so its figures are recomputed.
-SCHEMA_HISTORY = {1: "first and second wave", 2: "third wave: components timed apart, paired runs, traces, context"}
+#      Names (no version bump: ``migrate_names`` renames them on load, files of version 1 or 2 alike, a sweep's point
+#      sessions too; new files carry the new names only): a case's content class is ``case["content_class"]``
+#      (was ``category``), and a roofline point's per-block costs are ``roofline["curve"][i]["by_block"]`` (was
+#      ``categories``). "Category" meant both, and "other" was a value of both.
+SCHEMA_HISTORY = {1: "first and second wave",
+                  2: "third wave: components timed apart, paired runs, traces, context; a case's content class is "
+                     "content_class and a roofline point's per-block costs by_block (files with the old names, "
+                     "category and categories, are renamed on load)"}
 # the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
 SWEEP_ROUTED = ("case_started", "prefill", "step", "round", "repeat_done", "breakdown", "components", "trace",
                 "divergence", "case_done", "probe", "memory")
@@ -58,7 +65,7 @@ DIVERGENCE_FIELDS = (
 def _new_case(info: dict) -> dict:
     return {
         "id": info["id"],
-        "category": info.get("category", ""),
+        "content_class": info.get("content_class", info.get("category", "")),
         "prompt": info.get("prompt", ""),
         "prompt_tokens": list(info.get("prompt_tokens", [])),
         "plain": {"tokens": [], "prefill_ms": None, "step_ms": [], "repeats_tok_s": []},
@@ -325,7 +332,7 @@ class Session:
     def from_dict(cls, d: dict) -> "Session":
         validate(d)
         d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
-        return cls(d)
+        return cls(migrate_names(d))
 
     def save(self, path: str | os.PathLike, live=None, compact: bool = False) -> None:
         atomic_write(path, self.to_json(live=live, compact=compact))
@@ -347,6 +354,29 @@ class Session:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Session) and self.to_dict() == other.to_dict()
+
+
+def migrate_names(d: dict) -> dict:
+    """Rename, in place, the keys an older session file spells the old way ("category" meant two things): a
+    case's ``category`` (its content class) becomes ``content_class``, a roofline point's ``categories`` (its
+    per-block costs) becomes ``by_block``; a sweep's point sessions likewise. The new name wins where a file has
+    both. Returns ``d``. The derived figures (summary, case_stats) are recomputed on load, so they are not touched."""
+    for c in d.get("cases") or []:
+        if isinstance(c, dict) and "category" in c:
+            old = c.pop("category")
+            c.setdefault("content_class", old)
+    roof = d.get("roofline")
+    if isinstance(roof, dict):
+        for p in roof.get("curve") or []:
+            if isinstance(p, dict) and "categories" in p:
+                old = p.pop("categories")
+                p.setdefault("by_block", old)
+    sw = d.get("sweep")
+    if isinstance(sw, dict):
+        for p in sw.get("points") or []:
+            if isinstance(p, dict) and isinstance(p.get("session"), dict):
+                migrate_names(p["session"])
+    return d
 
 
 def finite_json(obj):

@@ -3,10 +3,11 @@
 Format (JSON, UTF-8)::
 
     {"name": "my suite",
-     "cases": [{"id": "en-01", "category": "en", "prompt": "..."}, ...]}
+     "cases": [{"id": "en-01", "content_class": "en", "prompt": "..."}, ...]}
 
-``id`` and ``category`` are optional (defaults: ``case-N`` and ``other``). A
-bare list of cases, or a list of prompt strings, is accepted too.
+``id`` and ``content_class`` (the prompt's content class: code, en, zh, ...) are optional (defaults: ``case-N``
+and ``other``); ``category``, the old name of ``content_class``, is read too (``content_class`` wins when both
+are given). A bare list of cases, or a list of prompt strings, is accepted too.
 """
 
 from __future__ import annotations
@@ -56,19 +57,19 @@ def load_suite(path: str | None = None) -> dict:
         if cid in seen:
             raise SpecscopeError(f"suite {path}: duplicate case id {cid!r}")
         seen.add(cid)
-        out.append({"id": cid, "category": str(c.get("category") or "other"), "prompt": prompt})
+        out.append({"id": cid, "content_class": str(c.get("content_class") or c.get("category") or "other"), "prompt": prompt})
     return {"name": doc.get("name", name) if isinstance(doc, dict) else name, "cases": out}
 
 
 def take_cases(cases: list[dict], n: int | None) -> list[dict]:
-    """The first ``n`` cases, spread across categories (round-robin), in suite order within each."""
+    """The first ``n`` cases, spread across content classes (round-robin), in suite order within each."""
     if n is None or n >= len(cases):
         return list(cases)
     if n <= 0:
         raise SpecscopeError("--cases must be at least 1")
     groups: dict[str, list[dict]] = {}
     for c in cases:
-        groups.setdefault(c["category"], []).append(c)
+        groups.setdefault(c["content_class"], []).append(c)
     picked: list[dict] = []
     for row in zip_longest(*groups.values()):
         picked.extend(c for c in row if c is not None)

@@ -22,11 +22,11 @@ from collections import Counter
 from . import stats
 from .rounds import counts_for_acceptance, first_repeat, instrumented
 from .stats import tok_s
-from .summary_core import (CATEGORY_LABELS, COMMUNICATION, aggregate_breakdown, assemble, case_divergence, case_result,
+from .summary_core import (BLOCK_LABELS, COMMUNICATION, aggregate_breakdown, assemble, case_divergence, case_result,
                            divergence_verdict, energy, measured_cases, round_time, summary_cases)
 from .summary_live import ExactSum, LiveSummary
 
-__all__ = ["CATEGORY_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown", "case_divergence",
+__all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown", "case_divergence",
            "case_stats", "counts_for_acceptance", "divergence_verdict", "energy", "first_repeat", "instrumented",
            "measured_cases", "summarize", "summary_cases", "tok_s"]
 
@@ -59,10 +59,10 @@ def summarize(session) -> dict:
     full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
     counted = [r["accepted"] for r in full if counts_for_acceptance(r)]
-    by_category = {}
-    for cat in sorted({c["category"] for c in cases}):
-        rs = [r for c in cases if c["category"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
-        by_category[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
+    by_content_class = {}
+    for cat in sorted({c["content_class"] for c in cases}):
+        rs = [r for c in cases if c["content_class"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
+        by_content_class[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
     measured_rounds: list[dict] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     for c in cases:
         e2e = [r for r in c["spec"]["rounds"] if not instrumented(r)]
@@ -75,7 +75,7 @@ def summarize(session) -> dict:
         t_verify=stats.mean(r["verify_ms"] for r in full_timed),
         t_draft=stats.mean(r["draft_ms"] for r in full_timed),
         t_rollback=stats.mean((r.get("rollback_ms") or 0.0) for r in full_timed),
-        by_category=by_category,
+        by_content_class=by_content_class,
         bd=aggregate_breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
         noise={"hist": Counter(counted), "round_ms": [round_time(r) for r in full_timed],
                "rate_tokens": sum(len(r["emitted"]) for r in measured_rounds), "rate_ms": [r["ms"] for r in measured_rounds]},

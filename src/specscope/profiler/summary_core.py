@@ -17,7 +17,7 @@ from .stats import tok_s
 from .summary_intervals import acceptance_by_unit as _acceptance_by_unit, figure_intervals as _figure_intervals
 from .verdict import ENGINE_FAULT, ROUNDING
 
-CATEGORY_LABELS = {
+BLOCK_LABELS = {
     "linear_attention": "Linear attention",
     "full_attention": "Full attention",
     "moe": "MoE",  # sessions before dense_mlp existed label a dense "moe" row themselves ("MLP (dense)")
@@ -130,7 +130,7 @@ def _nth(xs, r: int):
     return xs[r] if xs and len(xs) > r else None
 
 
-def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_category, bd, noise) -> dict:
+def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise) -> dict:
     """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
@@ -144,7 +144,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
                                  if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
-    acc, by_category = _acceptance_by_unit(per_case, acc, by_category, k)
+    acc, by_content_class = _acceptance_by_unit(per_case, acc, by_content_class, k)
     # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
     # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
     ledger = None
@@ -202,7 +202,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "per_position": acc["per_position"],
         "tokens_per_round": acc["tokens_per_round"],
         "low_sample": acc["low_sample"],
-        "acceptance_by_category": by_category,
+        "acceptance_by_content_class": by_content_class,
         "predicted_speedup": pred.get("speedup"),
         "predicted_tok_s": pred["division"].predicted_tok_s if pred.get("available") else None,
         "prediction_source": pred.get("source") if pred.get("available") else None,
@@ -297,7 +297,7 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
                for d in (dec, ver))
     out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
     out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
-    out["categories"] = list(dec["blocks"])
+    out["block_order"] = list(dec["blocks"])
     out["labels"] = bds[-1].get("labels", {})
     dist = next((b["distributed"] for b in reversed(bds) if b.get("distributed")), None)
     if dist:

@@ -8,7 +8,7 @@ import math
 from . import intervals
 
 
-def acceptance_by_unit(per_case, acc: dict, by_category: dict, k: int) -> tuple[dict, dict]:
+def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> tuple[dict, dict]:
     """Acceptance's interval with the case as the unit when there are enough cases (rounds of one prompt are
     correlated: bursty content); otherwise it keeps the round as the unit (``stats.acceptance_from_histogram``)."""
     from .uncertainty import CASES_AS_UNIT, proportion_interval
@@ -24,8 +24,8 @@ def acceptance_by_unit(per_case, acc: dict, by_category: dict, k: int) -> tuple[
     whole = by_cases(per_case)
     acc = {**acc, **whole} if whole else acc
     out = {}
-    for cat, a in by_category.items():
-        sub = by_cases([(c, s) for c, s in per_case if c["category"] == cat])
+    for cat, a in by_content_class.items():
+        sub = by_cases([(c, s) for c, s in per_case if c["content_class"] == cat])
         out[cat] = {**a, **sub} if sub else a
     return acc, out
 

@@ -205,13 +205,13 @@ class LiveSummary:
         cases = summary_cases(session)
         folds = [self._fold(c) for c in cases]
         per_case = [(c, f.stats()) for c, f in zip(cases, folds)]
-        by_category = {}
-        for cat in sorted({c["category"] for c in cases}):
+        by_content_class = {}
+        for cat in sorted({c["content_class"] for c in cases}):
             hist: Counter = Counter()
             for c, f in zip(cases, folds):
-                if c["category"] == cat:
+                if c["content_class"] == cat:
                     hist.update(f.hist)
-            by_category[cat] = stats.acceptance_from_histogram(hist, k)
+            by_content_class[cat] = stats.acceptance_from_histogram(hist, k)
         hist = Counter()
         for f in folds:
             hist.update(f.hist)
@@ -221,7 +221,7 @@ class LiveSummary:
             t_verify=ExactSum.mean_of([f.verify for f in folds]),
             t_draft=ExactSum.mean_of([f.draft for f in folds]),
             t_rollback=ExactSum.mean_of([f.rollback for f in folds]),
-            by_category=by_category,
+            by_content_class=by_content_class,
             bd=self._breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
             noise={"hist": hist, "round_ms": [x for f in folds for x in f.round_ms],
                    "rate_tokens": sum(f.measured_rounds()[0] for f in folds),

@@ -7,7 +7,7 @@ from .formatting import fmt, rate
 from .intervals import draft_time_text, not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
-from .summary import CATEGORY_LABELS
+from .summary import BLOCK_LABELS
 from .verdict import (SAMPLED_NOTE, acceptance_phrase, break_even_text, ledger_text, prediction_short, rollback_term_text, divergence_note, engine_fault_line, instrumentation_cost_text,
                       prediction_error_text, verdict)
 
@@ -130,18 +130,18 @@ def format_summary(session: Session) -> str:
     else:  # sampled outputs differ from plain by design: no match rate, say what is checked instead
         lines.append(f"  output check      {SAMPLED_NOTE}")
     lines += protocol_lines(session, s)
-    if s["acceptance_by_category"]:
+    if s["acceptance_by_content_class"]:
         lines.append("  by content        " + "   ".join(
             f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
-            for cat, a in s["acceptance_by_category"].items()))
+            for cat, a in s["acceptance_by_content_class"].items()))
     bd = s.get("breakdown")
     if bd:
         dec, ver = bd["decode"], bd["verify"]
         sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
         lines += ["", "  where time goes (median over cases; ms, [spread over reps])",
                   f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
-        for c in bd["categories"]:
-            label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
+        for c in bd["block_order"]:
+            label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
             r = bd["ratios"].get(c)
             lines.append(f"    {label:<40} {_cell(dec['blocks'][c], (sd.get('blocks') or {}).get(c))} "
                          f"{_cell(ver['blocks'][c], (sv.get('blocks') or {}).get(c))}   {fmt(r, '.2f', '×'):>6}")
@@ -155,7 +155,7 @@ def format_summary(session: Session) -> str:
         if dec["skip_estimates"]:
             lines.append("    without barriers (whole graph minus the graph with one category skipped):")
             for c in dec["skip_estimates"]:
-                label = bd["labels"].get(c) or CATEGORY_LABELS.get(c, c)
+                label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
                 lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
                              f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
         lines += rank_lines(bd)

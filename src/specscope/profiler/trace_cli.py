@@ -73,7 +73,7 @@ def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda 
         tr = record_trace(eng.target.model, c["prompt_tokens"], c["plain"]["tokens"], d, k_max, sampling=eng.sampling,
                           draws=draws, name=drafter, target_forward=d.needs_hidden)
         session.apply({"event": "trace", "case": c["id"], "trace": tr})
-        out["cases"].append({"case": c["id"], "category": c.get("category"), "positions": len(tr["A"]),
+        out["cases"].append({"case": c["id"], "content_class": c.get("content_class"), "positions": len(tr["A"]),
                              "estimate": tr["estimate"], "cost_ms": tr["cost_ms"].get("total_ms"),
                              "E": [trace_walk.at_k(tr, j)["tokens_per_round"] for j in range(1, k_max + 1)],
                              "measured_E_at_k": _measured_e(c, k) if k <= k_max else None})

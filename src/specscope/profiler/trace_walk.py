@@ -135,7 +135,7 @@ def by_class(cases: list[dict], k_max: int | None = None) -> dict[str, list[dict
     for c in cases:
         t = c.get("trace")
         if isinstance(t, dict) and t.get("A") is not None:
-            groups.setdefault(c.get("category") or "—", []).append(t)
+            groups.setdefault(c.get("content_class") or "—", []).append(t)
     for cat, ts in groups.items():
         out[cat] = curve(ts, k_max)
     return out

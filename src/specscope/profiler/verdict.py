@@ -217,7 +217,7 @@ def audit_answers(s: dict) -> list[tuple[str, str]]:
         if s.get("verify_multiple") is not None
         else "Not measured yet."
     )
-    cats = ", ".join(sorted(s.get("acceptance_by_category", {})))
+    cats = ", ".join(sorted(s.get("acceptance_by_content_class", {})))
     q2 = f"{acceptance_phrase(s)}; content categories: {cats or 'none'}."
     q3 = (
         f"End to end: {s['spec_tok_s']:.1f} vs {s['plain_tok_s']:.1f} tok/s on the same prompts and token budget "

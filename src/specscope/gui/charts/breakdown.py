@@ -34,7 +34,7 @@ class BreakdownChart(BaseChart):
 
     def _headroom(self, d: dict) -> float:
         """The y range over the tallest bar: room above the bars for the legend (its rows) and the labels."""
-        rows = -(-(len(d["categories"]) + 1) // self.legend_cols)
+        rows = -(-(len(d["block_order"]) + 1) // self.legend_cols)
         plot_h = max(self.plot_item.vb.height(), 150.0)
         legend_px = 10 + 21 * rows + 30  # the legend, and the bars' top labels above them
         return max(1.5, 1.0 / max(1.0 - legend_px / plot_h, 0.35))
@@ -43,7 +43,7 @@ class BreakdownChart(BaseChart):
         if not self._redraw(d):
             self.plot_item.getAxis("bottom").setTicks([[]])
             return
-        cats, colors = d["categories"], self.theme["cats"]
+        cats, colors = d["block_order"], self.theme["cats"]
         groups = [("decode", 0.0), ("verify", 2.8)]
         ticks = []
         # data units per pixel once the y range is set below (0 .. 1.5 × the tallest bar): keeps ratio labels apart

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specscope.profiler.summary import CATEGORY_LABELS
+from specscope.profiler.summary import BLOCK_LABELS
 
 
 SHORT_LABELS = {"linear_attention": "Linear attn", "full_attention": "Full attn", "moe": "MoE", "dense_mlp": "MLP",
@@ -29,7 +29,7 @@ def _decode_ms(curve: list[dict]) -> float | None:
 def _floor_ms(point: dict) -> float | None:
     if _num(point.get("floor_ms")) is not None:
         return _num(point["floor_ms"])
-    floors = [_num(c.get("floor_ms")) for c in (point.get("categories") or {}).values()]
+    floors = [_num(c.get("floor_ms")) for c in (point.get("by_block") or {}).values()]
     return sum(floors) if floors and all(f is not None for f in floors) else None
 
 
@@ -62,19 +62,19 @@ def positions_available(roof: dict | None) -> list[int]:
     return sorted(int(p["positions"]) for p in (roof or {}).get("curve") or [] if p.get("positions"))
 
 
-def category_floor_data(roof: dict | None, positions: int) -> dict | None:
+def block_floor_data(roof: dict | None, positions: int) -> dict | None:
     point = next((p for p in (roof or {}).get("curve") or [] if p.get("positions") == positions), None)
-    if not point or not point.get("categories"):
+    if not point or not point.get("by_block"):
         return None
     cats = []
-    for c, v in point["categories"].items():
+    for c, v in point["by_block"].items():
         ms, fl = _num(v.get("ms")), _num(v.get("floor_ms"))
         if ms is None and fl is None:
             continue
         eff = _num(v.get("efficiency"))
-        cats.append({"key": c, "label": SHORT_LABELS.get(c, CATEGORY_LABELS.get(c, c)), "ms": ms, "floor_ms": fl,
+        cats.append({"key": c, "label": SHORT_LABELS.get(c, BLOCK_LABELS.get(c, c)), "ms": ms, "floor_ms": fl,
                      "efficiency": eff})
-    return {"positions": positions, "categories": cats} if cats else None
+    return {"positions": positions, "blocks": cats} if cats else None
 
 
 def expert_union_data(roof: dict | None) -> dict | None:
@@ -86,7 +86,7 @@ def expert_union_data(roof: dict | None) -> dict | None:
     moe = dict(roof.get("moe") or {})
     n, distinct, bound = [], [], []
     for p in curve:
-        m = (p.get("categories") or {}).get("moe") or {}
+        m = (p.get("by_block") or {}).get("moe") or {}
         if m.get("distinct_experts") is None:
             continue
         n.append(int(p["positions"]))

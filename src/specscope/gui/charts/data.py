@@ -16,7 +16,7 @@ from itertools import chain
 
 from specscope.profiler import stats
 from specscope.profiler.drift import drift_warning, judged
-from specscope.profiler.summary import CATEGORY_LABELS, LiveSummary
+from specscope.profiler.summary import BLOCK_LABELS, LiveSummary
 from specscope.profiler.uncertainty import rounds_interval_from_sums
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
@@ -175,8 +175,8 @@ def breakdown_data(summary: dict) -> dict | None:
     bd = summary.get("breakdown")
     if not bd:
         return None
-    cats = list(bd["categories"])
-    labels = {c: CATEGORY_LABELS.get(c, c) for c in cats + ["inter_block"]}
+    cats = list(bd["block_order"])
+    labels = {c: BLOCK_LABELS.get(c, c) for c in cats + ["inter_block"]}
     labels.update({c: v for c, v in (bd.get("labels") or {}).items() if c in labels})
     sides = {}
     for side in ("decode", "verify"):
@@ -200,7 +200,7 @@ def breakdown_data(summary: dict) -> dict | None:
             },
         }
     return {
-        "categories": cats,
+        "block_order": cats,
         "labels": [labels[c] for c in cats],
         "inter_block_label": labels["inter_block"],
         "ratios": [bd["ratios"].get(c) for c in cats],

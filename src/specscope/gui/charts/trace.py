@@ -28,7 +28,7 @@ def trace_case_data(case: dict | None) -> dict | None:
     pieces = case.get("plain_pieces") or []
     facts = trace_walk.summary(t)
     return {"A": list(A), "k_max": t["k_max"], "drafter": t.get("drafter") or "", "estimate": bool(t.get("estimate")),
-            "case": case.get("id", ""), "category": case.get("category", ""),
+            "case": case.get("id", ""), "content_class": case.get("content_class", ""),
             "pieces": [pieces[s + 1] if s + 1 < len(pieces) else "" for s in range(len(A))],
             "mean_A": facts["mean_A"], "first_draft_agrees": facts["first_draft_agrees"]}
 

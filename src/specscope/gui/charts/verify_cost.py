@@ -62,7 +62,7 @@ class VerifyCurveChart(BaseChart):
         self.plot_item.setTitle(f"{self.title} ({d['note']})", color=self.theme["fg"], size="11pt")
 
 
-class CategoryFloorChart(BaseChart):
+class BlockFloorChart(BaseChart):
     """At one n: measured time per category beside its roofline floor, with the efficiency printed."""
 
     title = "Per category: measured vs floor"
@@ -75,10 +75,10 @@ class CategoryFloorChart(BaseChart):
 
     def _draw(self, d: dict | None) -> None:
         ax = self.plot_item.getAxis("bottom")
-        if not self._redraw(d, "categories"):
+        if not self._redraw(d, "blocks"):
             ax.setTicks([[]])
             return
-        cats = d["categories"]
+        cats = d["blocks"]
         xs = np.arange(len(cats), dtype=float)
         meas = [max(c["ms"] or 0.0, 0.0) for c in cats]
         floor = [max(c["floor_ms"] or 0.0, 0.0) for c in cats]

@@ -345,11 +345,11 @@ def _acceptance(s, charts, target) -> str:
     parts = ["<h2>Acceptance</h2>", f"<p>{esc(acceptance_phrase(s))}.</p>"]
     head = ["Content", "Rounds", "Drafted", "Accepted", "p", "95% CI", "E (tokens / round)"] + [f"a{i + 1}" for i in range(k)]
     rows = []
-    for cat, a in (s.get("acceptance_by_category") or {}).items():
+    for cat, a in (s.get("acceptance_by_content_class") or {}).items():
         low = ' <span class="warn">(low sample)</span>' if a.get("low_sample") else ""
         rows.append([esc(cat) + low, str(a["rounds"]), str(a["drafted"]), str(a["accepted"]), pct(a["p"]), ci(a["p_ci95"]),
                      f(a["tokens_per_round"], ".3f")] + [f(x, ".2f") for x in (a["per_position"] if a["rounds"] else [None] * k)])
-    rows.append(["<b>all</b>", str(sum(a["rounds"] for a in (s.get("acceptance_by_category") or {}).values())),
+    rows.append(["<b>all</b>", str(sum(a["rounds"] for a in (s.get("acceptance_by_content_class") or {}).values())),
                  str(s["drafted"]), str(s["accepted"]), pct(s["p"]), ci(s["p_ci95"]), f(s["tokens_per_round"], ".3f")]
                 + [f(x, ".2f") for x in (s["per_position"] or [None] * k)])
     parts.append("<h3>Per content category and per position</h3>")
@@ -377,7 +377,7 @@ def _cases(session) -> str:
         rows.append([
             esc(c["id"]) + ("" if c.get("complete") else ' <span class="warn">(incomplete)</span>')
             + (' <span class="warn">(discarded: not in the summary)</span>' if c.get("discarded") else ""),
-            esc(c.get("category", "")),
+            esc(c.get("content_class", "")),
             str(len(c.get("prompt_tokens") or [])),
             f(st["plain_tok_s"], ".1f"), f(st["spec_tok_s"], ".1f"),
             f(st["t_verify_ms"]), f(st["t_draft_ms"]),
@@ -430,7 +430,7 @@ def _outputs(session, target) -> str:
             status = "not measured"
         cell = "out" if target == "print" else ""
         parts.append(
-            f'<div class="case"><h3>{esc(c["id"])} <span class="muted">· {esc(c.get("category", ""))} · {esc(status)}</span></h3>'
+            f'<div class="case"><h3>{esc(c["id"])} <span class="muted">· {esc(c.get("content_class", ""))} · {esc(status)}</span></h3>'
             f'<p class="prompt">{esc(c.get("prompt", ""))}</p>'
             f'<table class="outputs" width="100%" cellspacing="0" cellpadding="5" border="1">'
             f'<tr><th width="50%">Plain</th><th width="50%">Speculative</th></tr>'

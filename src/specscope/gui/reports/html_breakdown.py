@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specscope.profiler.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
 from specscope.profiler.renderers.html_common import esc, f, pct, table
-from specscope.profiler.summary import CATEGORY_LABELS
+from specscope.profiler.summary import BLOCK_LABELS
 
 
 def _inter_ratio(dec, ver):
@@ -45,8 +45,8 @@ def breakdown_section(s: dict, figure_html: str) -> str:
     if has_est:
         head += ["Decode w/o barriers*", "Verify w/o barriers*"]
     rows, rc = [], {}
-    for c in bd["categories"]:
-        label = (bd.get("labels") or {}).get(c) or CATEGORY_LABELS.get(c, c)
+    for c in bd["block_order"]:
+        label = (bd.get("labels") or {}).get(c) or BLOCK_LABELS.get(c, c)
         r = [esc(label), _cell(dec["blocks"].get(c), (sd.get("blocks") or {}).get(c)),
              _cell(ver["blocks"].get(c), (sv.get("blocks") or {}).get(c)), f(bd["ratios"].get(c), ".2f", "×")]
         if has_est:
@@ -62,7 +62,7 @@ def breakdown_section(s: dict, figure_html: str) -> str:
     rows.append(["Whole graph (ruler 2: no barriers)", _cell(dec["whole_ms"], sd.get("whole_ms")),
                  _cell(ver["whole_ms"], sv.get("whole_ms")), f(bd["ratios"].get("whole"), ".2f", "×")] + blank)
     rc[len(rows)] = "ruler"
-    rows.append([esc(CATEGORY_LABELS["inter_block"]) + " (whole − sum of blocks)",
+    rows.append([esc(BLOCK_LABELS["inter_block"]) + " (whole − sum of blocks)",
                  _cell(dec["inter_block_ms"], sd.get("inter_block_ms"), True),
                  _cell(ver["inter_block_ms"], sv.get("inter_block_ms"), True), f(_inter_ratio(dec, ver), ".2f", "×")] + blank)
     rc[len(rows)] = "ruler"

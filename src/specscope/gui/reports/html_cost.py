@@ -6,7 +6,7 @@ from __future__ import annotations
 from specscope.profiler.prediction import for_session, prediction_text
 from specscope.profiler.renderers.html_common import esc, f, pct
 from specscope.profiler.renderers.html_common import table as _table
-from specscope.profiler.summary import CATEGORY_LABELS
+from specscope.profiler.summary import BLOCK_LABELS
 from specscope.profiler.verdict import ledger_text
 
 
@@ -36,9 +36,9 @@ def verify_cost_section(session, figure: str = "") -> str:
     parts.append(_table(["n", "whole graph (ms)", "× T_decode", "ideal × (each weight once)", "floor (ms)", "efficiency"], rows))
     head = next((p for p in roof["curve"] if p["positions"] == (roof.get("k") or 0) + 1), None)
     if head:
-        rows = [[esc(CATEGORY_LABELS.get(c, c)), f(v.get("ms")), f(v.get("floor_ms")), esc(v.get("bound") or ""),
+        rows = [[esc(BLOCK_LABELS.get(c, c)), f(v.get("ms")), f(v.get("floor_ms")), esc(v.get("bound") or ""),
                  pct(v.get("efficiency")), f(v.get("distinct_experts"), ".2f") if v.get("distinct_experts") is not None else "—"]
-                for c, v in head["categories"].items()]
+                for c, v in head["by_block"].items()]
         parts.append(f"<h3>Per category at n = {head['positions']}</h3>")
         parts.append(_table(["category", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
     if roof.get("speedup_at_floor") is not None:

@@ -67,7 +67,7 @@ def trace_section(session, charts: dict, target: str = "screen") -> str:
              _table(["class", "cases"] + [f"E({k})" for k in range(1, k_max + 1)], rows)]
     for i, c in enumerate(cases):
         t = c["trace"]
-        cap = CAPTION_CASE.format(case=c.get("id", ""), cat=c.get("category", ""), k=t["k_max"],
+        cap = CAPTION_CASE.format(case=c.get("id", ""), cat=c.get("content_class", ""), k=t["k_max"],
                                   est="; an estimate from seeded draws" if t.get("estimate") else "")
         parts.append(_charts.section_figure(f"trace_case-{i}", charts, target, cap))
     return "".join(parts)

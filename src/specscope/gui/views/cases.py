@@ -132,7 +132,7 @@ class CasesView(QtWidgets.QWidget):
                 mtext, msort = f"{match['match_rate'] * 100:.0f}% (diverges at token {fd}{why})", match["match_rate"]
             cells = [
                 (case["id"], case["id"]),
-                (CAT_NAMES.get(case["category"], case["category"]), case["category"]),
+                (CAT_NAMES.get(case["content_class"], case["content_class"]), case["content_class"]),
                 (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
                  acc["p"] if acc["p"] is not None else -1.0),
                 (str(acc["drafted"]), acc["drafted"]),
@@ -187,7 +187,7 @@ class CasesView(QtWidgets.QWidget):
             self.spec_text.clear()
             return
         case, st = row
-        self.prompt.setText(f"Prompt ({case['id']}, {CAT_NAMES.get(case['category'], case['category'])}): {case['prompt']}")
+        self.prompt.setText(f"Prompt ({case['id']}, {CAT_NAMES.get(case['content_class'], case['content_class'])}): {case['prompt']}")
         match = st["match"]
         fd = match["first_divergence"] if match else None
         if match is None:

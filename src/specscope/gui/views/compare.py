@@ -26,7 +26,7 @@ SECTIONS = [
     ("figures", "Summary", None),
     ("ratios", "Verify ÷ decode per category (lower is cheaper verify)", "×"),
     ("breakdown", "Breakdown per forward pass", None),
-    ("acceptance_by_category", "Acceptance by content category", "%"),
+    ("acceptance_by_content_class", "Acceptance by content category", "%"),
 ]
 EMPTY_HINT = ("Pick two sessions to compare: select two rows on the History page and press Compare, "
               "or use File → Compare sessions….")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from ..charts.cost_data import category_floor_data, expert_union_data, positions_available, verify_curve_data
-from ..charts.verify_cost import CategoryFloorChart, ExpertUnionChart, VerifyCurveChart
+from ..charts.cost_data import block_floor_data, expert_union_data, positions_available, verify_curve_data
+from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveChart
 from ..command_process import model_args
 from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
@@ -53,7 +53,7 @@ class VerifyCostView(MeasurementPage):
 
         grid = QtWidgets.QGridLayout()
         self.curve = VerifyCurveChart(theme)
-        self.cats = CategoryFloorChart(theme)
+        self.cats = BlockFloorChart(theme)
         self.experts = ExpertUnionChart(theme)
         right = QtWidgets.QVBoxLayout()
         pick = QtWidgets.QHBoxLayout()
@@ -112,4 +112,4 @@ class VerifyCostView(MeasurementPage):
 
     def _draw_categories(self, *_):
         n = self.cat_n.currentData()
-        self.cats.set_data(category_floor_data(self._result, n) if n else None)
+        self.cats.set_data(block_floor_data(self._result, n) if n else None)

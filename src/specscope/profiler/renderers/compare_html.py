@@ -99,8 +99,8 @@ def render_comparison(result: dict) -> str:
                      + _rows_table(result["ratios"], names, "Category", unit_default="×"))
     if result["breakdown"]:
         parts.append("<h2>Breakdown (median over cases)</h2>" + _rows_table(result["breakdown"], names, "Pass: figure"))
-    if result["acceptance_by_category"]:
-        parts.append("<h2>Acceptance per content category</h2>" + _rows_table(result["acceptance_by_category"], names, "Content", unit_default=""))
+    if result["acceptance_by_content_class"]:
+        parts.append("<h2>Acceptance per content category</h2>" + _rows_table(result["acceptance_by_content_class"], names, "Content", unit_default=""))
     parts.append('<footer><p class="muted">Δ is the second session minus the first. Winner: the better value by the '
                  '"Better" rule; a winner only where the two 95% intervals separate.</p></footer>')
     title = f"specscope comparison — {names[0]} vs {names[1]}"

@@ -48,7 +48,7 @@ def _lo_hi(iv, nd=3):
 
 def columns(k: int) -> list[str]:
     return (
-        ["id", "category", "complete", "discarded", "repeats", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
+        ["id", "content_class", "complete", "discarded", "repeats", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
          "plain_prefill_ms", "spec_prefill_ms", "plain_tok_s", "spec_tok_s",
          "plain_tok_s_min", "plain_tok_s_max", "spec_tok_s_min", "spec_tok_s_max",
          "t_decode_ms", "t_verify_ms", "t_draft_ms", "t_rollback_ms",
@@ -81,7 +81,7 @@ def rows(session) -> list[dict]:
         spec_lo, spec_hi = _lo_hi(st.get("spec_tok_s_spread"))
         row = {
             "id": c["id"],
-            "category": c.get("category", ""),
+            "content_class": c.get("content_class", ""),
             "complete": _num(bool(c.get("complete"))),
             "discarded": _num(bool(c.get("discarded"))),
             "repeats": st.get("repeats") or "",
@@ -153,14 +153,14 @@ def render(session) -> str:
 
 
 VERIFY_COST_COLUMNS = ["positions", "whole_ms", "whole_ms_min", "whole_ms_max", "multiple_of_decode", "ideal_multiple",
-                       "category", "category_ms", "weight_bytes", "other_bytes", "flops", "floor_ms", "bound", "efficiency",
+                       "block", "block_ms", "weight_bytes", "other_bytes", "flops", "floor_ms", "bound", "efficiency",
                        "distinct_experts"]
 TUNE_COLUMNS = ["drafter", "k", "predicted_speedup", "predicted_ci95_low", "predicted_ci95_high", "measured_speedup",
                 "prediction_error", "recommended", "acceptance_source", "tokens_per_round", "tokens_per_round_k_max_rounds",
                 "measured_tokens_per_round"]
 
 
-TRACE_COLUMNS = ["case", "category", "drafter", "position", "agree", "k_max", "estimate"]
+TRACE_COLUMNS = ["case", "content_class", "drafter", "position", "agree", "k_max", "estimate"]
 CONTEXT_COLUMNS = ["context", "visits", "cases", "plain_tok_s", "plain_tok_s_ci95_low", "plain_tok_s_ci95_high",
                    "spec_tok_s", "spec_tok_s_ci95_low", "spec_tok_s_ci95_high", "t_decode_ms", "t_verify_ms",
                    "verify_over_decode", "t_draft_ms", "t_draft_ms_ci95_low", "t_draft_ms_ci95_high", "t_draft_note",
@@ -216,8 +216,8 @@ def extra_tables(session) -> dict[str, str]:
     rows = []
     for p in roof.get("curve") or []:
         point = {k: _num(p.get(k)) for k in ("whole_ms", "whole_ms_min", "whole_ms_max", "multiple_of_decode", "ideal_multiple")}
-        for cat, c in (p.get("categories") or {}).items():
-            rows.append({"positions": p.get("positions"), **point, "category": cat, "category_ms": _num(c.get("ms")),
+        for cat, c in (p.get("by_block") or {}).items():
+            rows.append({"positions": p.get("positions"), **point, "block": cat, "block_ms": _num(c.get("ms")),
                          "weight_bytes": c.get("weight_bytes"), "other_bytes": c.get("other_bytes"), "flops": _num(c.get("flops")),
                          "floor_ms": _num(c.get("floor_ms")), "bound": c.get("bound"), "efficiency": _num(c.get("efficiency")),
                          "distinct_experts": _num(c.get("distinct_experts"))})
@@ -239,7 +239,7 @@ def extra_tables(session) -> dict[str, str]:
                      "measured_tokens_per_round": _num(r.get("measured_tokens_per_round"))})
     if rows:
         out["tune"] = _table(TUNE_COLUMNS, rows)
-    rows = [{"case": c.get("id"), "category": c.get("category"), "drafter": c["trace"].get("drafter"), "position": s,
+    rows = [{"case": c.get("id"), "content_class": c.get("content_class"), "drafter": c["trace"].get("drafter"), "position": s,
              "agree": a, "k_max": c["trace"].get("k_max"), "estimate": "true" if c["trace"].get("estimate") else "false"}
             for c in session.cases if isinstance(c.get("trace"), dict) for s, a in enumerate(c["trace"].get("A") or [])]
     if rows:  # the acceptance trace A(s), one row per case and position (r.trace.csv)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from ..intervals import noise_label
-from ..summary import CATEGORY_LABELS
+from ..summary import BLOCK_LABELS
 from . import redact
 
 GAP_US = 1000.0  # spacing between phases that were not timed back to back
@@ -46,7 +46,7 @@ def _meta(name, pid, tid, args) -> dict:
 
 
 def _label(bd: dict, cat: str) -> str:
-    return (bd.get("labels") or {}).get(cat) or CATEGORY_LABELS.get(cat, cat)
+    return (bd.get("labels") or {}).get(cat) or BLOCK_LABELS.get(cat, cat)
 
 
 def _pass(events, bd, side, title, t, pid) -> float:
@@ -77,7 +77,7 @@ def _pass(events, bd, side, title, t, pid) -> float:
         events.append(_x(_label(bd, cat), "block", cur, dur, pid, BREAKDOWN, a))
         cur += dur
     if inter and inter > 0:
-        events.append(_x(CATEGORY_LABELS["inter_block"], "block", cur, _us(inter), pid, BREAKDOWN, {"ms": inter}))
+        events.append(_x(BLOCK_LABELS["inter_block"], "block", cur, _us(inter), pid, BREAKDOWN, {"ms": inter}))
         cur += _us(inter)
     return t + total
 
@@ -97,7 +97,7 @@ def events(session) -> list[dict]:
     t = 0.0
     for idx, (where, c) in enumerate(_all_cases(session)):
         pid = idx + 1
-        evs.append(_meta("process_name", pid, 0, {"name": f"{where}case {c['id']} ({c.get('category', '')})"}))
+        evs.append(_meta("process_name", pid, 0, {"name": f"{where}case {c['id']} ({c.get('content_class', '')})"}))
         evs.append(_meta("process_sort_index", pid, 0, {"sort_index": pid}))
         for tid, name in THREADS.items():
             evs.append(_meta("thread_name", pid, tid, {"name": name}))
