@@ -167,7 +167,7 @@ def test_compare_two_rows_from_history_shows_deltas(window, qtbot, autosaved):
     assert row[3].startswith("+") and "tok/s (+25.0%)" in row[3]
     assert row[5].startswith("B · 25.0% higher")
     assert rows["Acceptance p"][3] == "+0.0 pts" and rows["Acceptance p"][5] == "no measurable difference"
-    assert "Verify ÷ decode per category (lower is cheaper verify)" in rows  # section rows
+    assert "Verify ÷ decode per block (lower is cheaper verify)" in rows  # section rows
     assert c.headline.text().startswith(("A wins", "B wins", "Measured speedup: no measurable difference"))
     # two selected rows including an unreadable one: no Compare
     h.select_paths([autosaved["old"], autosaved["broken"]])

@@ -217,5 +217,5 @@ def test_roofline_headline_does_not_call_an_unsplit_gap_no_gap():
     from specscope.profiler.roofline import headline
 
     text = headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 4.0, "gap_shares": {}})
-    assert "no gap" not in text and "a gap of 1.0 plain steps, not split by category" in text
+    assert "no gap" not in text and "a gap of 1.0 plain steps, not split by block" in text
     assert headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 2.9, "gap_shares": {}}).endswith("no gap to close.")

@@ -40,7 +40,7 @@ def test_run_demo_writes_complete_session(demo_session):
     out, summary = demo_session
     s = Session.load(out)
     assert s.status == "complete" and len(s.cases) == 2
-    assert {c["content_class"] for c in s.cases} == {"zh", "en"}  # spread across categories
+    assert {c["content_class"] for c in s.cases} == {"zh", "en"}  # spread across content classes
     d = json.loads(out.read_text())
     assert d["summary"] == summary
     for c in d["cases"]:

@@ -81,7 +81,7 @@ def test_compare_html_shows_deltas(base, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
     assert "<script>" not in text and "k2-b&lt;script&gt;" in text
-    for needle in ("Summary figures", "Verify / decode ratio per category", "T_verify(k)", "Measured speedup",
+    for needle in ("Summary figures", "Verify / decode ratio per block", "T_verify(k)", "Measured speedup",
                    "Δ (", "% lower", "MoE"):
         assert needle in text, needle
     assert "http://" not in text and "https://" not in text

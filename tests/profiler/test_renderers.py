@@ -26,7 +26,7 @@ def session():
 
 @pytest.fixture(scope="module")
 def hostile():
-    """The fixture with script/markup in every prompt, output, id, category and model field, and home paths."""
+    """The fixture with script/markup in every prompt, output, id, content class and model field, and home paths."""
     s = Session.load(FIXTURE)
     d = copy.deepcopy(s.data)
     for i, c in enumerate(d["cases"]):

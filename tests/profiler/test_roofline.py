@@ -44,7 +44,7 @@ def test_roofline_by_hand():
     assert fa1["floor_ms"] == pytest.approx(2.0) and fa1["efficiency"] == pytest.approx(2 / 6)
     assert one["floor_ms"] == pytest.approx(7.0) and one["efficiency"] == pytest.approx(7 / 20)
     assert three["multiple_of_decode"] == pytest.approx(2.5) and three["n_times_decode_ms"] == 60.0
-    # ideal: each category grown as its floor grows, at the decode's efficiency, never above what is measured
+    # ideal: each block grown as its floor grows, at the decode's efficiency, never above what is measured
     assert three["by_block"]["moe"]["ideal_ms"] == pytest.approx(20.0)  # 10 ms x (10 / 5)
     assert three["by_block"]["full_attention"]["ideal_ms"] == pytest.approx(6.6)  # 6 ms x (2.2 / 2)
     assert three["ideal_ms"] == pytest.approx(20 + 10 + 0.6)
@@ -76,7 +76,7 @@ def test_a_verify_already_at_its_ideal_has_no_gap():
     assert any("FLOPs, not bytes" in n for n in r["notes"])
 
 
-def test_without_category_times_the_whole_floor_scales_the_decode():
+def test_without_block_times_the_whole_floor_scales_the_decode():
     curve = {"context": 5, "points": [{"positions": 1, "whole_ms": 20.0}, {"positions": 2, "whole_ms": 39.0}]}
     costs = {1: COSTS[1], 2: COSTS[3]}
     r = build_roofline(curve, costs, MACHINE, k=1)
@@ -85,8 +85,8 @@ def test_without_category_times_the_whole_floor_scales_the_decode():
     assert r["headline"].startswith("An ideal 2-position verify would cost 1.7 plain steps here; it costs 1.9")
 
 
-def test_a_category_timed_cheaper_at_n_than_at_one_never_makes_the_ideal_negative():
-    """One-rep category rulers are noisy: moe at 3 positions timed far below its decode time must not pull the
+def test_a_block_timed_cheaper_at_n_than_at_one_never_makes_the_ideal_negative():
+    """One-rep block rulers are noisy: moe at 3 positions timed far below its decode time must not pull the
     ideal verify below the decode (it did: -4.3 ms, and the division at the floor raised)."""
     curve = {"context": 40, "points": [
         {"positions": 1, "whole_ms": 7.0, "blocks": {"moe": 30.0, "full_attention": 6.0}, "inter_block_ms": 1.0},
@@ -109,7 +109,7 @@ def test_the_core_modules_import_no_mlx():
 # -- the command on the demo model (small: no timing is asserted) ---------------------------------------------------------
 
 def test_roofline_command_json_shape(capsys):
-    assert main(["roofline", "--demo", "--positions", "3", "--reps", "1", "--category-reps", "1", "--bandwidth-mib", "8",
+    assert main(["roofline", "--demo", "--positions", "3", "--reps", "1", "--block-reps", "1", "--bandwidth-mib", "8",
                  "--matmul-n", "64", "--max-tokens", "8", "-k", "1", "--prompt", "Hello there", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert ITEM_7 <= set(r) and (r["chip"] == "unknown" or r["chip"].startswith("Apple"))
@@ -150,7 +150,7 @@ def test_the_roofline_text_never_prints_a_negative_barrier_free_time():
     for p in curve["points"]:
         p["skip_estimates"] = {"moe": -1.5, "full_attention": 2.0}
     text = format_roofline(build_roofline(curve, COSTS, MACHINE, k=2))
-    rows = text[text.index("per category"):].splitlines()[2:]
+    rows = text[text.index("per block"):].splitlines()[2:]
     moe = next(r for r in rows if r.lstrip().startswith("moe"))
     assert "below noise" in moe and "-1.5" not in moe
     assert "2.0" in next(r for r in rows if r.lstrip().startswith("full_attention"))

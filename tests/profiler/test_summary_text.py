@@ -69,7 +69,7 @@ def test_figures_are_the_summary_figures(session):
         assert f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" in by
 
 
-def test_breakdown_table_has_every_category_and_both_rulers(session):
+def test_breakdown_table_has_every_block_and_both_rulers(session):
     text = format_summary(session)
     bd = session.summary()["breakdown"]
     assert f"verify ({bd['verify']['positions']} pos)" in text

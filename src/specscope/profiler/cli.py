@@ -32,7 +32,7 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--top-p", type=float, default=RunConfig.top_p, help="nucleus sampling mass")
     ap.add_argument("--seed", type=int, default=RunConfig.seed)
     ap.add_argument("--suite", help="prompt suite JSON (default: the built-in 18 cases)")
-    ap.add_argument("--cases", type=int, help="run only the first N cases, spread across categories")
+    ap.add_argument("--cases", type=int, help="run only the first N cases, spread across content classes")
     ap.add_argument("--warmup", type=int, default=RunConfig.warmup, help="warm-up runs before measuring")
     ap.add_argument("--repeats", type=int, default=RunConfig.repeats,
                     help="measured repeats per case, plain and speculative in ABBA order; every repeat is kept, rates "
@@ -43,7 +43,7 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                     help="before each case, wait until the clock probe is back within 2%% of its best reading")
     ap.add_argument("--cooldown-timeout", type=float, default=RunConfig.cooldown_timeout_s, metavar="S",
                     help="give up waiting for --cooldown after S seconds and measure anyway (default 120)")
-    ap.add_argument("--no-breakdown", action="store_true", help="skip the per-category breakdowns")
+    ap.add_argument("--no-breakdown", action="store_true", help="skip the per-block breakdowns")
     ap.add_argument("--breakdown-reps", type=int, default=RunConfig.breakdown_reps)
     ap.add_argument("--oracle-p", type=float, default=RunConfig.oracle_p,
                     help="oracle what-if: chance each draft token is right")
@@ -230,7 +230,7 @@ def _add_roofline(a, cfg, session, out) -> None:
                             seed=cfg.seed, prompt=None, allow_oversize=cfg.allow_oversize, download=False,
                             positions=max(9, cfg.num_draft_tokens + 1), num_draft_tokens=cfg.num_draft_tokens,
                             drafter=(session.config.get("drafter") or {}).get("name") or cfg.drafter, max_tokens=48,
-                            no_division=False, reps=5, category_reps=2, bandwidth_mib=512, matmul_n=None,
+                            no_division=False, reps=5, block_reps=2, bandwidth_mib=512, matmul_n=None,
                             temp=cfg.temp, top_p=cfg.top_p)
     if ns.drafter not in ("ngram", "draft", "mtp", "oracle"):
         ns.drafter = "auto"

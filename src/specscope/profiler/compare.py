@@ -1,4 +1,4 @@
-"""Compare two sessions: deltas of every summary figure and per-category ratio,
+"""Compare two sessions: deltas of every summary figure and per-block ratio,
 which one wins and by how much.
 
 Acceptance (and everything that depends on it: tokens per round, speedups,
@@ -189,7 +189,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
                      "acceptance and every figure that depends on it are left out on purpose.")
     if da["k"] != db["k"]:
         notes.append(f"Different k ({da['k']} vs {db['k']}): T_verify and T_draft cover different numbers of positions, "
-                     "and per-category ratios are relative to different position counts.")
+                     "and per-block ratios are relative to different position counts.")
     if da["model"] != db["model"]:
         notes.append("Different models: timing deltas mix the model and everything else.")
     if da["device"] != db["device"]:
@@ -228,9 +228,9 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     }
 
 
-def _spread(side: dict, category: str):
+def _spread(side: dict, block: str):
     """A breakdown block's spread over reps (its interval for a comparison), or None."""
-    return ((side.get("spread") or {}).get("blocks") or {}).get(category)
+    return ((side.get("spread") or {}).get("blocks") or {}).get(block)
 
 
 def headline(row, names) -> str:

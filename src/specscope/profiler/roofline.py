@@ -1,6 +1,6 @@
-"""The roofline of a verify forward: how far each category is from what this machine allows. Pure Python.
+"""The roofline of a verify forward: how far each block is from what this machine allows. Pure Python.
 
-For every category and number of positions n:
+For every block and number of positions n:
 
     floor = max(bytes / bandwidth, FLOPs / peak)        (bytes = weight bytes + KV / state / logits bytes)
     efficiency = floor / measured                      (measured: the barrier-timed block time)
@@ -9,7 +9,7 @@ with bandwidth and peak the *measured* probes of this machine. Three verify line
 
 - **measured**: the whole-graph forward over n positions;
 - **every position re-reads**: n × T_decode (what a verify costs when nothing is shared between rows);
-- **each weight read once** (the *ideal*): the decode's own time, each category grown by how much its
+- **each weight read once** (the *ideal*): the decode's own time, each block grown by how much its
   floor grows from 1 to n positions — a batched-verify kernel that reads every weight (and every
   routed expert of the union the n tokens chose) once, at the efficiency the decode already reaches,
   and never slower than the verify measured now:
@@ -17,8 +17,8 @@ with bandwidth and peak the *measured* probes of this machine. Three verify line
   ``ideal(n) = min(measured(n), T_decode + Σ_cat (ideal_cat(n) − ms_cat(1)))``. Where the machine is compute-bound (a
   CPU) the floor itself grows about n-fold (``floor_multiple``), and so does the ideal: nothing is hidden.
 
-The gap ``measured − ideal`` splits by category (``ms_cat(n) − ideal_cat(n)``, plus the growth of the
-inter-block overhead), which names the category that holds most of it. The division at the floor puts
+The gap ``measured − ideal`` splits by block (``ms_cat(n) − ideal_cat(n)``, plus the growth of the
+inter-block overhead), which names the block that holds most of it. The division at the floor puts
 the ideal verify into ``stats.divide`` at the measured acceptance and draft cost: the speedup a
 batched-verify kernel could buy.
 """
@@ -109,11 +109,11 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
     floor1 = rows[0]["floor_ms"]
     for r in rows:
         if measured_cats:
-            # a category timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
+            # a block timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
             r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - base[c][0])
                                                           for c, e in r["by_block"].items()
                                                           if e["ideal_ms"] is not None and base.get(c, (None,))[0] is not None))
-        else:  # no per-category times: the whole decode grown as the whole floor grows
+        else:  # no per-block times: the whole decode grown as the whole floor grows
             r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
         r["ideal_multiple"] = _ratio(r["ideal_ms"], t_dec)
         r["floor_multiple"] = _ratio(r["floor_ms"], floor1)
@@ -173,8 +173,8 @@ def headline(roof: dict) -> str:
     shares = {c: v for c, v in (roof.get("gap_shares") or {}).items() if v > 0}
     if now <= ideal:
         return s + ": no gap to close."
-    if not shares:  # e.g. --category-reps 0: the whole graph was timed, no category was
-        return s + f": a gap of {now - ideal:.1f} plain steps, not split by category (no per-category rulers measured)."
+    if not shares:  # e.g. --block-reps 0: the whole graph was timed, no block was
+        return s + f": a gap of {now - ideal:.1f} plain steps, not split by block (no per-block rulers measured)."
     top = max(shares, key=lambda c: shares[c])
     return s + f"; {NAMES.get(top, top)} holds {shares[top]:.0%} of the gap."
 
@@ -186,7 +186,7 @@ def _notes(roof: dict) -> list[str]:
     eff = row1.get("efficiency")
     if eff is not None:
         notes.append(f"the decode step runs at {eff:.0%} of this machine's floor "
-                     f"({' and '.join(sorted(bounds))}-bound categories, measured bandwidth and compute)")
+                     f"({' and '.join(sorted(bounds))}-bound blocks, measured bandwidth and compute)")
     head = next(r for r in roof["curve"] if r["positions"] == roof["k"] + 1)
     if head.get("floor_multiple") and head["floor_multiple"] > 0.8 * head["positions"]:
         notes.append(f"the floor of a {head['positions']}-position verify is {head['floor_multiple']:.1f}× the decode's: "
@@ -227,8 +227,8 @@ def format_roofline(roof: dict) -> str:
                      f"   {r['positions']:10.2f}"
                      f"   {ideal:>7}   {r['floor_ms']:8.2f} {r['floor_multiple']:8.2f} {r['efficiency']:10.1%}")
     head = next(r for r in roof["curve"] if r["positions"] == roof["k"] + 1)
-    lines += ["", f"per category at n = {head['positions']} (bytes in MB: weights + KV/state/logits):",
-              " category            ms     free ms   weights MB   other MB     GFLOP   floor ms  bound       efficiency  experts"]
+    lines += ["", f"per block at n = {head['positions']} (bytes in MB: weights + KV/state/logits):",
+              " block               ms     free ms   weights MB   other MB     GFLOP   floor ms  bound       efficiency  experts"]
     for cat, e in head["by_block"].items():
         ms = f"{e['ms']:.1f}" if e["ms"] is not None else "—"
         free = time_text(e.get("ms_barrier_free"), spec=".1f")  # "below noise", never a negative time

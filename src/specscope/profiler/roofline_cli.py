@@ -1,4 +1,4 @@
-"""``specscope roofline``: the verify cost curve, machine limits and a roofline per category.
+"""``specscope roofline``: the verify cost curve, machine limits and a roofline per block.
 
 ``add_parser(sub)`` adds the command to the ``specscope`` argparse subparsers; ``roofline_data(a)`` is what it
 measures (``run --roofline`` keeps it in the session). The engine runs in this process (``engine_cli``).
@@ -13,7 +13,7 @@ from .engine_cli import DEFAULT_PROMPT, add_model_args, check_oracle, open_engin
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("roofline", help="the verify cost curve, machine limits and a roofline per category")
+    r = sub.add_parser("roofline", help="the verify cost curve, machine limits and a roofline per block")
     add_model_args(r)
     r.add_argument("--positions", type=int, default=9, help="verify forwards over n = 1..N positions (1-17, default 9)")
     r.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="the headline verify covers k+1 positions")
@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
     r.add_argument("--max-tokens", type=int, default=48, help="tokens of the short speculative run for acceptance")
     r.add_argument("--no-division", action="store_true", help="skip the speculative run (no division at the floor)")
     r.add_argument("--reps", type=int, default=5, help="whole-graph repeats per n (interleaved across n)")
-    r.add_argument("--category-reps", type=int, default=2, help="per-category ruler repeats per n (0: none)")
+    r.add_argument("--block-reps", "--category-reps", dest="block_reps", type=int, default=2,
+                   help="per-block ruler repeats per n (0: none; --category-reps: its old name)")
     r.add_argument("--bandwidth-mib", type=float, default=512, help="size of the bandwidth probe's array")
     r.add_argument("--matmul-n", type=int, help="size of the compute probe's square matmul (default 1024 CPU, 4096 GPU)")
     add_context_args(r, "measure at N tokens of a long document before the prompt (4096 or 4k), prefilled once and "
@@ -32,7 +33,7 @@ def add_parser(sub) -> None:
 
 def status(a):
     """The status of a roofline run: JSON lines (--jsonl) or a bar counting its phases."""
-    return status_for(a, "roofline", 2 + 3 + max(a.reps, a.category_reps) + 2 + (0 if a.no_division else 1))
+    return status_for(a, "roofline", 2 + 3 + max(a.reps, a.block_reps) + 2 + (0 if a.no_division else 1))
 
 
 def roofline_data(a, say=lambda m: None, partial=None) -> dict:
@@ -44,8 +45,8 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
     if not 1 <= a.num_draft_tokens + 1 <= a.positions:
         raise SpecscopeError(f"-k must be between 0 and --positions − 1 ({a.positions - 1}): "
                              "the headline verify is k+1 positions")
-    if a.reps < 1 or a.category_reps < 0:
-        raise SpecscopeError("--reps must be >= 1 and --category-reps >= 0")
+    if a.reps < 1 or a.block_reps < 0:
+        raise SpecscopeError("--reps must be >= 1 and --block-reps >= 0")
     if a.max_tokens < 4:
         raise SpecscopeError("--max-tokens must be at least 4")
     if a.bandwidth_mib <= 0 or (a.matmul_n is not None and a.matmul_n < 16):
@@ -72,7 +73,7 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
         context_info = {**eng.store_context(ctx), "kind": "file" if a.context_file else a.context_kind}
         prompt = ctx + prompt  # every forward below starts from a copy of the stored context
     sweep = (lambda pts: partial({"curve": pts, "partial": True})) if partial else None
-    ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.category_reps, a.bandwidth_mib, a.matmul_n, progress=say,
+    ins = eng.roofline_inputs(prompt, a.positions, a.reps, a.block_reps, a.bandwidth_mib, a.matmul_n, progress=say,
                               on_sweep=sweep)
     division = None
     k = a.num_draft_tokens

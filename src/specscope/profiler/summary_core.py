@@ -1,7 +1,7 @@
 """What both summaries share: the reference (``summary``) and the incremental one (``summary_live``).
 
 Per-case figures from their inputs (``case_result``), the session summary from per-case statistics and the
-session-wide aggregates (``assemble``), the breakdown aggregate, divergence verdicts and the category labels. Both
+session-wide aggregates (``assemble``), the breakdown aggregate, divergence verdicts and the block labels. Both
 paths end in this code, so their numbers are equal, not close.
 """
 

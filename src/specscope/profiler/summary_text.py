@@ -153,7 +153,7 @@ def format_summary(session: Session) -> str:
                      f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
         lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")
         if dec["skip_estimates"]:
-            lines.append("    without barriers (whole graph minus the graph with one category skipped):")
+            lines.append("    without barriers (whole graph minus the graph with one block skipped):")
             for c in dec["skip_estimates"]:
                 label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
                 lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "

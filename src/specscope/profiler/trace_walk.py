@@ -129,7 +129,7 @@ def summary(trace: dict) -> dict:
 
 
 def by_class(cases: list[dict], k_max: int | None = None) -> dict[str, list[dict]]:
-    """Per content class (a case's ``category``): the trace curve over that class's cases that carry a trace."""
+    """Per content class (a case's ``content_class``): the trace curve over that class's cases that carry a trace."""
     out: dict[str, list[dict]] = {}
     groups: dict[str, list[dict]] = {}
     for c in cases:

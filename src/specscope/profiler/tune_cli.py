@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     t.add_argument("--confirm", choices=["best", "all"], default="best",
                    help="confirm each drafter's best predicted k and its neighbours (default), or every k")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
-    t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across categories)")
+    t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across content classes)")
     t.add_argument("--temp", type=float, default=0.0)
     t.add_argument("--top-p", type=float, default=1.0)
     t.set_defaults(func=cmd_tune)

@@ -218,7 +218,7 @@ def audit_answers(s: dict) -> list[tuple[str, str]]:
         else "Not measured yet."
     )
     cats = ", ".join(sorted(s.get("acceptance_by_content_class", {})))
-    q2 = f"{acceptance_phrase(s)}; content categories: {cats or 'none'}."
+    q2 = f"{acceptance_phrase(s)}; content classes: {cats or 'none'}."
     q3 = (
         f"End to end: {s['spec_tok_s']:.1f} vs {s['plain_tok_s']:.1f} tok/s on the same prompts and token budget "
         + (f"(measured {s['measured_speedup']:.3f}×; the division, from components timed apart, predicted "

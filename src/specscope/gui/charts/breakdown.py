@@ -1,4 +1,4 @@
-"""Where verify time goes: stacked per-category bars for decode (1 position) and verify (k+1),
+"""Where verify time goes: stacked per-block bars for decode (1 position) and verify (k+1),
 each beside the whole-graph time (the two rulers), with verify/decode ratios printed."""
 
 from __future__ import annotations

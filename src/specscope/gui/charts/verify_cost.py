@@ -1,4 +1,4 @@
-"""What verify costs: the whole-graph curve over n positions beside the two bounds, per-category
+"""What verify costs: the whole-graph curve over n positions beside the two bounds, per-block
 floors with their efficiency, and the MoE expert union (distinct experts vs n × top-k).
 
 The charts take the plain dicts of ``specscope.profiler.verify_cost_data`` (computed from a session's
@@ -63,9 +63,9 @@ class VerifyCurveChart(BaseChart):
 
 
 class BlockFloorChart(BaseChart):
-    """At one n: measured time per category beside its roofline floor, with the efficiency printed."""
+    """At one n: measured time per block beside its roofline floor, with the efficiency printed."""
 
-    title = "Per category: measured vs floor"
+    title = "Per block: measured vs floor"
     legend_cols = 2
     y_label = ("time per forward", "ms")
     empty_text = "no verify cost measured yet"

@@ -41,7 +41,7 @@ from specscope.profiler.renderers.html_common import table as _table
 CHART_CAPTIONS = {
     "division": "The division: predicted speedup over acceptance p at the measured T_decode, T_verify and T_draft "
     "(curve assumes i.i.d. acceptance); the marker is the measured run.",
-    "breakdown": "Where time goes: per-category block time of one decode step and one verify pass (barrier-timed).",
+    "breakdown": "Where time goes: per-block time of one decode step and one verify pass (barrier-timed).",
     "throughput": "Throughput over generation time: plain vs speculative decoding (rolling window).",
     "acceptance": "Cumulative acceptance with its 95% interval (the round as the unit); the line marks the low-sample limit.",
     "tokens_per_round": "Tokens emitted per speculative round.",
@@ -352,7 +352,7 @@ def _acceptance(s, charts, target) -> str:
     rows.append(["<b>all</b>", str(sum(a["rounds"] for a in (s.get("acceptance_by_content_class") or {}).values())),
                  str(s["drafted"]), str(s["accepted"]), pct(s["p"]), ci(s["p_ci95"]), f(s["tokens_per_round"], ".3f")]
                 + [f(x, ".2f") for x in (s["per_position"] or [None] * k)])
-    parts.append("<h3>Per content category and per position</h3>")
+    parts.append("<h3>Per content class and per position</h3>")
     parts.append(_table(head, rows, row_classes={len(rows) - 1: "total"}))
     parts.append(f'<p class="muted">Regime: {esc(s["regime"])}. a_i is the share of rounds whose first i drafts were all '
                  "accepted; greedy and sampled acceptance are not comparable.</p>")

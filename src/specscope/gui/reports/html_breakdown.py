@@ -1,4 +1,4 @@
-"""The report's breakdown section: per-category decode vs verify, the two rulers, every time with its
+"""The report's breakdown section: per-block decode vs verify, the two rulers, every time with its
 spread over reps; an estimate (barrier-free, inter-block) whose spread reaches zero reads "below noise"."""
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ def breakdown_section(s: dict, figure_html: str) -> str:
     bd = s.get("breakdown")
     parts = ['<h2 class="pagebreak">Where verify time goes</h2>']
     if not bd:
-        parts.append("<p class=\"muted\">No per-category breakdown in this session (run with the breakdown on).</p>")
+        parts.append("<p class=\"muted\">No per-block breakdown in this session (run with the breakdown on).</p>")
         return "".join(parts)
     dec, ver = bd["decode"], bd["verify"]
     sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
     pos = ver["positions"]
     parts.append(
-        f"<p>Decode cost of one position vs verify cost of {pos} positions, per category, median over cases "
+        f"<p>Decode cost of one position vs verify cost of {pos} positions, per block, median over cases "
         f"(each block timed with a barrier after it); in brackets the spread over reps. A ratio near 1 means the "
         f"weights were read once for all positions; near {pos} means the work was simply repeated per position.</p>"
     )
     has_est = bool(dec.get("skip_estimates"))
-    head = ["Category", "Decode (1 pos), ms", f"Verify ({pos} pos), ms", "Verify / decode"]
+    head = ["Block", "Decode (1 pos), ms", f"Verify ({pos} pos), ms", "Verify / decode"]
     if has_est:
         head += ["Decode w/o barriers*", "Verify w/o barriers*"]
     rows, rc = [], {}
@@ -76,7 +76,7 @@ def breakdown_section(s: dict, figure_html: str) -> str:
         notes.append(RULER_BIAS_NOTE[0].upper() + RULER_BIAS_NOTE[1:] + " (a measured effect, not noise). "
                      "Trust the whole-graph ruler.")
     if has_est:
-        notes.append("* Without-barrier estimates: whole-graph time with the category left out, differenced, rep by rep. "
+        notes.append("* Without-barrier estimates: whole-graph time with the block left out, differenced, rep by rep. "
                      "An estimate whose spread reaches zero is shown as below noise, never as a negative time.")
     if s.get("block_sum_predicted_speedup") is not None and (s.get("predicted_speedup") or s.get("ledger_speedup")) is not None:
         notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "

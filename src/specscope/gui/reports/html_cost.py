@@ -39,8 +39,8 @@ def verify_cost_section(session, figure: str = "") -> str:
         rows = [[esc(BLOCK_LABELS.get(c, c)), f(v.get("ms")), f(v.get("floor_ms")), esc(v.get("bound") or ""),
                  pct(v.get("efficiency")), f(v.get("distinct_experts"), ".2f") if v.get("distinct_experts") is not None else "—"]
                 for c, v in head["by_block"].items()]
-        parts.append(f"<h3>Per category at n = {head['positions']}</h3>")
-        parts.append(_table(["category", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
+        parts.append(f"<h3>Per block at n = {head['positions']}</h3>")
+        parts.append(_table(["block", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
     if roof.get("speedup_at_floor") is not None:
         parts.append(f"<p>The division at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
                      "at the measured acceptance.</p>")

@@ -1,4 +1,4 @@
-"""Breakdown page: per-category decode vs verify, the two rulers side by side, barrier distortion; for a
+"""Breakdown page: per-block decode vs verify, the two rulers side by side, barrier distortion; for a
 distributed run, compute vs communication of each rank (a second chart and lines under the table)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ NARROW = 1000  # below this page width (a 1280-px window) the table and notes go
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
 NO_BREAKDOWN_YET = "No breakdown yet: it is measured after each case's plain run (Breakdown option)."
 NOTES_MIN = 320  # narrow: the notes go beside the table only with this much room, else under it
-COLUMNS = ["Category", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
+COLUMNS = ["Block", "Decode\n(ms)", "Verify\n(ms)", "Verify ÷\ndecode", "Decode skip\nest. (ms)", "Verify skip\nest. (ms)"]
 RANK_COLUMNS = ["Rank", "Decode\ncompute", "Decode\ncomm.", "Verify\ncompute", "Verify\ncomm.", "Compute\nverify ÷ decode",
                 "Comm.\nverify ÷ decode"]
 
@@ -53,13 +53,13 @@ class BreakdownView(QtWidgets.QWidget):
         self.table = read_only_table(COLUMNS)
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.NoSelection)
         self.table.horizontalHeader().setStretchLastSection(False)  # sized to its content: see _fit_table
-        self.table.setToolTip("median over cases, with the spread over reps in brackets; skip est.: the category's cost "
-                              "estimated without barriers (whole graph minus the graph with that category skipped). "
+        self.table.setToolTip("median over cases, with the spread over reps in brackets; skip est.: the block's cost "
+                              "estimated without barriers (whole graph minus the graph with that block skipped). "
                               "An estimate whose spread reaches zero is below noise, never a negative time.")
         self.table.setWordWrap(False)
         self.table.setVerticalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
-        tablebox.addWidget(plain_label("Per category (median over cases)"))
+        tablebox.addWidget(plain_label("Per block (median over cases)"))
         tablebox.addWidget(self.table, 0)
         # distributed runs: one row per rank (hidden otherwise)
         self.rank_title = plain_label("Per rank: compute + communication (median over cases)")
@@ -140,7 +140,7 @@ class BreakdownView(QtWidgets.QWidget):
             self.table.setRowCount(0)
             if (snap.get("config") or {}).get("breakdown") is False:  # it never will be: say so, not "yet"
                 self.rulers.setText("This session was recorded without the breakdown (--no-breakdown, or the "
-                                    "Per-category breakdown option off): run again with it to see where verify time goes.")
+                                    "Per-block breakdown option off): run again with it to see where verify time goes.")
                 self.chart.show_empty("recorded without the breakdown")
             else:
                 self.rulers.setText(NO_BREAKDOWN_YET)

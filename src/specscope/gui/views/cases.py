@@ -19,9 +19,9 @@ from ..text import breakable
 from .common import fmt, plain_label, sortable_table
 from .trace_panel import TracePanel
 
-COLUMNS = ["Case", "Category", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
+COLUMNS = ["Case", "Content", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
            "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px
-CAT_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
+CONTENT_CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
@@ -132,7 +132,7 @@ class CasesView(QtWidgets.QWidget):
                 mtext, msort = f"{match['match_rate'] * 100:.0f}% (diverges at token {fd}{why})", match["match_rate"]
             cells = [
                 (case["id"], case["id"]),
-                (CAT_NAMES.get(case["content_class"], case["content_class"]), case["content_class"]),
+                (CONTENT_CLASS_NAMES.get(case["content_class"], case["content_class"]), case["content_class"]),
                 (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
                  acc["p"] if acc["p"] is not None else -1.0),
                 (str(acc["drafted"]), acc["drafted"]),
@@ -187,7 +187,7 @@ class CasesView(QtWidgets.QWidget):
             self.spec_text.clear()
             return
         case, st = row
-        self.prompt.setText(f"Prompt ({case['id']}, {CAT_NAMES.get(case['content_class'], case['content_class'])}): {case['prompt']}")
+        self.prompt.setText(f"Prompt ({case['id']}, {CONTENT_CLASS_NAMES.get(case['content_class'], case['content_class'])}): {case['prompt']}")
         match = st["match"]
         fd = match["first_divergence"] if match else None
         if match is None:

@@ -1,8 +1,8 @@
 """Compare page: two sessions side by side, like ``specscope compare A B``.
 
 Everything shown comes from ``profiler.compare.compare`` (Qt-free): every summary figure with the
-two values, the delta (B − A), which way is better and who wins by how much; per-category
-verify ÷ decode ratios, the breakdown and acceptance per content category. Sessions measured in
+two values, the delta (B − A), which way is better and who wins by how much; per-block
+verify ÷ decode ratios, the breakdown and acceptance per content class. Sessions measured in
 different sampling regimes are refused with compare's own message unless "Timings only" is ticked.
 """
 
@@ -24,9 +24,9 @@ HEADERS = ["Figure", "A", "B", "Δ (B − A)", "Better", "Winner"]
 PERCENT_KEYS = {"p", "prediction_error", "match_rate", "barrier_distortion"}
 SECTIONS = [
     ("figures", "Summary", None),
-    ("ratios", "Verify ÷ decode per category (lower is cheaper verify)", "×"),
+    ("ratios", "Verify ÷ decode per block (lower is cheaper verify)", "×"),
     ("breakdown", "Breakdown per forward pass", None),
-    ("acceptance_by_content_class", "Acceptance by content category", "%"),
+    ("acceptance_by_content_class", "Acceptance by content class", "%"),
 ]
 EMPTY_HINT = ("Pick two sessions to compare: select two rows on the History page and press Compare, "
               "or use File → Compare sessions….")
@@ -259,7 +259,7 @@ class CompareView(QtWidgets.QWidget):
 
     # -- for tests and the window -------------------------------------------------------------
     def figure(self, key: str) -> dict | None:
-        """The first compare row whose key is ``key`` ("plain_tok_s", a category such as "moe", "verify.whole_ms")."""
+        """The first compare row whose key is ``key`` ("plain_tok_s", a block such as "moe", "verify.whole_ms")."""
         if not self.result:
             return None
         for section, _, _ in SECTIONS:

@@ -1,4 +1,4 @@
-"""Verify cost page: the cost of verifying n positions against the two bounds, the roofline per category,
+"""Verify cost page: the cost of verifying n positions against the two bounds, the roofline per block,
 and the MoE expert union — from the session, or measured now with ``specscope roofline`` (filling in live)."""
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ class VerifyCostView(MeasurementPage):
         self.experts = ExpertUnionChart(theme)
         right = QtWidgets.QVBoxLayout()
         pick = QtWidgets.QHBoxLayout()
-        pick.addWidget(plain_label("Categories at n =", wrap=False, selectable=False))
+        pick.addWidget(plain_label("Blocks at n =", wrap=False, selectable=False))
         self.cat_n = QtWidgets.QComboBox()
-        self.cat_n.currentIndexChanged.connect(self._draw_categories)
+        self.cat_n.currentIndexChanged.connect(self._draw_blocks)
         pick.addWidget(self.cat_n)
         pick.addStretch(1)
         right.addLayout(pick)
@@ -95,7 +95,7 @@ class VerifyCostView(MeasurementPage):
             want = cur if cur in ns else (3 if 3 in ns else ns[-1])
             self.cat_n.setCurrentIndex(ns.index(want))
         self.cat_n.blockSignals(False)
-        self._draw_categories()
+        self._draw_blocks()
         roof = roof or {}
         self.headline.setText(roof.get("headline") or ("measuring…" if roof else IDLE_HEADLINE))
         head = next((p for p in roof.get("curve") or [] if p.get("positions") == (roof.get("k") or 0) + 1), None)
@@ -110,6 +110,6 @@ class VerifyCostView(MeasurementPage):
         else:
             self.t_machine.set("—", "")
 
-    def _draw_categories(self, *_):
+    def _draw_blocks(self, *_):
         n = self.cat_n.currentData()
         self.cats.set_data(block_floor_data(self._result, n) if n else None)

@@ -93,14 +93,14 @@ def render_comparison(result: dict) -> str:
                  f'<tr><th></th><th align="left">{esc(names[0])}</th><th align="left">{esc(names[1])}</th></tr>{env_rows}</table>')
     parts.append("<h2>Summary figures</h2>" + _rows_table(result["figures"], names))
     if result["ratios"]:
-        parts.append("<h2>Verify / decode ratio per category</h2>"
+        parts.append("<h2>Verify / decode ratio per block</h2>"
                      "<p>Lower is better: near 1 the weights are read once for all verified positions; near k+1 the work is repeated. "
                      "With different k the ratios cover different position counts.</p>"
-                     + _rows_table(result["ratios"], names, "Category", unit_default="×"))
+                     + _rows_table(result["ratios"], names, "Block", unit_default="×"))
     if result["breakdown"]:
         parts.append("<h2>Breakdown (median over cases)</h2>" + _rows_table(result["breakdown"], names, "Pass: figure"))
     if result["acceptance_by_content_class"]:
-        parts.append("<h2>Acceptance per content category</h2>" + _rows_table(result["acceptance_by_content_class"], names, "Content", unit_default=""))
+        parts.append("<h2>Acceptance per content class</h2>" + _rows_table(result["acceptance_by_content_class"], names, "Content", unit_default=""))
     parts.append('<footer><p class="muted">Δ is the second session minus the first. Winner: the better value by the '
                  '"Better" rule; a winner only where the two 95% intervals separate.</p></footer>')
     title = f"specscope comparison — {names[0]} vs {names[1]}"

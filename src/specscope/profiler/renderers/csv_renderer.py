@@ -209,7 +209,7 @@ def _table(fields: list[str], rows: list[dict]) -> str:
 
 
 def extra_tables(session) -> dict[str, str]:
-    """The verify cost curve (one row per n and category), the tuning rows, the acceptance traces (one row per
+    """The verify cost curve (one row per n and block), the tuning rows, the acceptance traces (one row per
     case and position) and a context sweep (one row per context), when the session has them."""
     out = {}
     roof = session.data.get("roofline") or {}

@@ -8,7 +8,7 @@ cases follow, one process per context and case ("context 4k · case …"). Threa
   2 speculative  prefill, then one slice per round, with draft / verify /
                  rollback (and the unaccounted rest) nested inside it
   3 breakdown    one instrumented decode pass and one instrumented verify pass,
-                 each split into its per-category block sums (in category
+                 each split into its per-block sums (in block
                  order; the real blocks interleave layer by layer), plus
                  the inter-block overhead where the whole graph is longer
 
@@ -50,7 +50,7 @@ def _label(bd: dict, cat: str) -> str:
 
 
 def _pass(events, bd, side, title, t, pid) -> float:
-    """One instrumented forward pass split into its category blocks; returns its end time."""
+    """One instrumented forward pass split into its blocks; returns its end time."""
     d = bd.get(side) or {}
     blocks = d.get("blocks") or {}
     inter = d.get("inter_block_ms")
