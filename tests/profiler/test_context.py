@@ -13,7 +13,7 @@ from specscope.profiler import context as ctx
 from specscope.profiler import context_check
 from specscope.profiler.cli import main
 from specscope.profiler.config import RunConfig
-from specscope.profiler.session import Session
+from specscope.profiler.session import Session, migrate_names
 from specscope.profiler.sweep import dominant_effect, format_sweep, sweep_figures, sweep_order
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -96,7 +96,7 @@ def test_old_sessions_still_load(name):
 
 
 def _sweep_session() -> Session:
-    base = json.loads((FIX / "session_demo.json").read_text())
+    base = migrate_names(json.loads((FIX / "session_demo.json").read_text()))  # the fixture keeps the old names
     point = {k: v for k, v in base.items() if k not in ("summary", "case_stats")}
     top = Session()
     top.apply({"event": "run_started", "config": {**point["config"], "sweep": [0, 64]}, "environment": point["environment"],
