@@ -92,7 +92,7 @@ def test_worker_names_the_rank_that_failed(qtbot, monkeypatch, tmp_path):
     """The app's worker: a launch whose stderr says rank 1 was killed marks the session incomplete with the rank
     named, before ``finished``, and reports a failure even though mlx.launch exits 0."""
 
-    from specscope.gui import worker as wmod
+    from specscope.gui import run_process as wmod
     from specscope.profiler.config import RunConfig
     from specscope.profiler.launch import LaunchPlan
 

@@ -1,5 +1,5 @@
 """The specscope desktop app (PySide6 + pyqtgraph). Never imports mlx."""
 
-from ._compat import protect_singletons
+from ._qt_fixes import protect_singletons
 
 protect_singletons()

@@ -12,7 +12,7 @@ from PySide6 import QtCore
 from specscope.profiler.config import RunConfig
 from specscope.profiler.runner import worker_env
 
-from .worker import qt_env
+from .run_process import qt_env
 
 ERROR_PREFIX = "specscope: error: "
 

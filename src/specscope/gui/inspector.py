@@ -9,7 +9,7 @@ from PySide6 import QtCore
 
 from specscope.profiler.runner import worker_env
 
-from .worker import qt_env
+from .run_process import qt_env
 
 DEMO = "__demo__"
 

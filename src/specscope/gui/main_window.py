@@ -12,7 +12,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.events import finish_run
 from specscope.profiler.session import Session, SessionError
 
-from .capture_action import GpuCapture
+from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
@@ -29,7 +29,7 @@ from .views.context import ContextView
 from .views.tune import TuneView
 from .views.verify_cost import VerifyCostView
 from .views.verdict_bar import VerdictBar
-from .worker import WorkerProcess
+from .run_process import WorkerProcess
 
 PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",

@@ -391,7 +391,7 @@ def cmd_bench(a) -> int:
 
 
 def cmd_capture(a) -> int:
-    from . import capture
+    from . import gpu_trace as capture
 
     capture.validate(a)  # Metal first: elsewhere this refuses before any model or folder is touched
     if a.check:

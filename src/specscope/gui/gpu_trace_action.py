@@ -21,7 +21,7 @@ from specscope.profiler.runner import worker_env
 
 from .command_process import error_text
 from .text import clip, home_relative
-from .worker import qt_env
+from .run_process import qt_env
 
 UNAVAILABLE_TITLE = "GPU trace capture unavailable"
 

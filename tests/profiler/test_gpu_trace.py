@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.engine_adapter import capture as engine_capture
-from specscope.profiler import capture as cli_capture
+from specscope.engine_adapter import gpu_trace as engine_capture
+from specscope.profiler import gpu_trace as cli_capture
 from specscope.profiler.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def fake_metal_cli(monkeypatch):
 
     def run_worker(cmd, env):
         seen["cmd"], seen["env"] = cmd, env
-        assert cmd[:3] == [sys.executable, "-m", "specscope.engine_adapter.capture"]
+        assert cmd[:3] == [sys.executable, "-m", "specscope.engine_adapter.gpu_trace"]
         out, err = io.StringIO(), io.StringIO()
         with monkeypatch.context() as m:
             m.setenv("MTL_CAPTURE_ENABLED", env.get("MTL_CAPTURE_ENABLED", ""))
@@ -159,11 +159,11 @@ def test_check_says_why_not(capsys):
 def test_worker_refuses_too_and_probe_reports(tmp_path):
     """Started by hand (not through the CLI), the worker refuses the same way; --probe says what it sees."""
     spec = {"demo": True, "k": 2, "out_dir": str(tmp_path), "prompt": "hello"}
-    r = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.capture", json.dumps(spec)],
+    r = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.gpu_trace", json.dumps(spec)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, env=cli_capture.capture_env())
     assert r.returncode == 2 and NOT_METAL in r.stderr, r.stderr
     assert list(tmp_path.iterdir()) == []
-    p = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.capture", "--probe"],
+    p = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.gpu_trace", "--probe"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0
     assert json.loads(p.stdout) == engine_capture.metal_status()

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from specscope.gui import capture_action
+from specscope.gui import gpu_trace_action
 from specscope.gui.inspector import DEMO
 from specscope.profiler.cli import build_parser
 
@@ -16,7 +16,7 @@ NOT_METAL = "GPU trace capture needs Metal (macOS on Apple silicon); this machin
 
 
 def _has_metal() -> bool:
-    from specscope.engine_adapter.capture import metal_status
+    from specscope.engine_adapter.gpu_trace import metal_status
 
     return metal_status()["metal"]
 
@@ -25,7 +25,7 @@ def _no_folder_dialog(monkeypatch):
     def asked(*a, **k):
         raise AssertionError("a folder was asked for")
 
-    monkeypatch.setattr(capture_action.GpuCapture, "ask_folder", asked)
+    monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", asked)
 
 
 def _wait_done(qtbot, w, timeout=120_000):
@@ -49,7 +49,7 @@ def test_without_metal_the_action_says_why(qtbot, window, monkeypatch):
     assert text.startswith(NOT_METAL), text
     box = window.gpu_capture.last_dialog
     assert box is not None and box.isVisible()
-    assert box.text() == text and box.windowTitle() == capture_action.UNAVAILABLE_TITLE
+    assert box.text() == text and box.windowTitle() == gpu_trace_action.UNAVAILABLE_TITLE
     assert not window.gpu_capture.is_running()
     assert window.run_status.text().startswith(NOT_METAL)
     box.close()
@@ -73,15 +73,15 @@ def test_on_metal_it_asks_for_a_folder_and_captures_there(qtbot, window, monkeyp
     base.mkdir()
     (base / "other.txt").write_text("not empty")  # a new subfolder is made inside a folder that is not empty
     seen = {}
-    real = capture_action.capture_command
+    real = gpu_trace_action.capture_command
 
     def fake_capture_command(cfg, out_dir):
         seen["real"] = real(cfg, out_dir)
         return [sys.executable, "-c", FAKE_CAPTURE, out_dir, str(cfg.num_draft_tokens)]
 
-    monkeypatch.setattr(capture_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
-    monkeypatch.setattr(capture_action, "capture_command", fake_capture_command)
-    monkeypatch.setattr(capture_action.GpuCapture, "ask_folder", lambda self: str(base))
+    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(gpu_trace_action, "capture_command", fake_capture_command)
+    monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: str(base))
     window.setup.set_model(DEMO)
     window.setup.k.setValue(3)
 
@@ -101,11 +101,11 @@ def test_on_metal_it_asks_for_a_folder_and_captures_there(qtbot, window, monkeyp
 
 
 def test_a_failed_capture_shows_its_error(qtbot, window, monkeypatch, tmp_path):
-    monkeypatch.setattr(capture_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
-    monkeypatch.setattr(capture_action, "capture_command", lambda cfg, out: [
+    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(gpu_trace_action, "capture_command", lambda cfg, out: [
         sys.executable, "-c", "import sys; print('specscope: loading', file=sys.stderr); "
                               "print('specscope: error: could not load weights from x', file=sys.stderr); sys.exit(2)"])
-    monkeypatch.setattr(capture_action.GpuCapture, "ask_folder", lambda self: str(tmp_path))
+    monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: str(tmp_path))
     code, text = _wait_done(qtbot, window)
     assert code == 2 and text == "could not load weights from x"
     assert window.gpu_capture.last_dialog.windowTitle() == "Capture GPU trace failed"
@@ -113,18 +113,18 @@ def test_a_failed_capture_shows_its_error(qtbot, window, monkeypatch, tmp_path):
 
 
 def test_cancelling_the_folder_dialog_does_nothing(qtbot, window, monkeypatch):
-    monkeypatch.setattr(capture_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
-    monkeypatch.setattr(capture_action.GpuCapture, "ask_folder", lambda self: "")
+    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: "")
     window.act_capture.trigger()
     qtbot.waitUntil(lambda: "cancelled" in window.run_status.text(), timeout=60_000)
     assert not window.gpu_capture.is_running() and window.gpu_capture.last_dialog is None
 
 
 def test_output_dir_in(tmp_path):
-    assert capture_action.output_dir_in(str(tmp_path)) == tmp_path  # empty: used as it is
+    assert gpu_trace_action.output_dir_in(str(tmp_path)) == tmp_path  # empty: used as it is
     (tmp_path / "x").write_text("")
-    a = capture_action.output_dir_in(str(tmp_path))
+    a = gpu_trace_action.output_dir_in(str(tmp_path))
     assert a.parent == tmp_path and not a.exists()
     a.mkdir()
-    b = capture_action.output_dir_in(str(tmp_path))
+    b = gpu_trace_action.output_dir_in(str(tmp_path))
     assert b != a and not b.exists()

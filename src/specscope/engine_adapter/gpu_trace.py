@@ -1,8 +1,8 @@
 """Metal GPU traces of one decode step and one verify forward (the MLX side of ``specscope capture``).
 
-    MTL_CAPTURE_ENABLED=1 python -m specscope.engine_adapter.capture '<spec as JSON>'
+    MTL_CAPTURE_ENABLED=1 python -m specscope.engine_adapter.gpu_trace '<spec as JSON>'
 
-The spec (written by ``specscope.profiler.capture``) names the model, ``k``, the
+The spec (written by ``specscope.profiler.gpu_trace``) names the model, ``k``, the
 prompt and the output folder. The worker loads the model, encodes the prompt and
 prefills it (outside any capture), then records, each with
 ``mx.metal.start_capture(path)`` / ``mx.metal.stop_capture()``:
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None, metal=None) -> int:
         return 0
     try:
         if len(argv) != 1:
-            raise SpecscopeError("usage: python -m specscope.engine_adapter.capture '<spec as JSON>' (or --probe)")
+            raise SpecscopeError("usage: python -m specscope.engine_adapter.gpu_trace '<spec as JSON>' (or --probe)")
         try:
             spec = json.loads(argv[0])
         except json.JSONDecodeError as exc:
