@@ -54,13 +54,13 @@ def main():
         toks = tokens_of(list(plain_generate(target.model, prompt, a.max_tokens)))
         text = target.decode(toks)
         frac = cjk_fraction(text)
-        md += [f"## {c['id']} ({c['category']}; CJK share of the continuation {frac:.0%})", "", "**Prompt:** " + c["prompt"], "",
+        md += [f"## {c['id']} ({c.get('content_class', c.get('category'))}; CJK share of the continuation {frac:.0%})", "", "**Prompt:** " + c["prompt"], "",
                "**Continuation:**", "", "```text", text, "```", ""]
         for name, make in (("mtp", lambda: load_mtp_drafter(target)), ("draft", lambda: DraftModelDrafter(draft.model))):
             ev = list(speculative_generate(target.model, prompt, make(), a.k, a.max_tokens))
             assert tokens_of(ev) == toks, (c["id"], name)  # greedy speculative output equals plain
             rs = [r.accepted for r in ev[1:] if hasattr(r, "accepted") and len(r.drafted) == a.k]
-            rounds.setdefault(name, {}).setdefault(c["category"], []).extend(rs)
+            rounds.setdefault(name, {}).setdefault(c.get("content_class", c.get("category")), []).extend(rs)
         print(c["id"], f"cjk {frac:.0%}", repr(text[:80]), flush=True)
     out = {name: {cat: acceptance_from_rounds(rs, a.k) for cat, rs in by.items()} for name, by in rounds.items()}
     (a.out / "samples.md").write_text("\n".join(md), encoding="utf-8")

@@ -25,7 +25,7 @@ def table(sessions):
         su = s.summary()
         heads.append(f"| {label} | {su['k']} | {su['plain_tok_s']:.1f} tok/s (T_decode {su['t_decode_ms']:.2f} ms) | "
                      f"{su['spec_tok_s']:.1f} tok/s | {su['measured_speedup']:.3f}× |")
-        for cat, a in sorted((su.get("acceptance_by_category") or {}).items()):
+        for cat, a in sorted((su.get("acceptance_by_content_class") or su.get("acceptance_by_category") or {}).items()):
             lo, hi = a["p_ci95"]
             t = a.get("tokens_per_round_ci95") or [0, 0]
             rows.append(f"| {label} | {cat} | **{a['p'] * 100:.1f}%** ({lo * 100:.1f}–{hi * 100:.1f}%) | "

@@ -7,6 +7,7 @@ import pytest
 
 from specscope.engine_adapter import divergence as dv
 from specscope.engine_adapter.demo_model import demo_model_path
+from specscope.profiler.summary import summarize
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -120,7 +121,7 @@ def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, 
     status, s, evs = _run(_cfg(tmp_path))
     assert status == "complete" and s.status == "complete" and not s.data["errors"]
     assert not [e for e in evs if e["event"] == "divergence"]
-    assert s.summary()["all_match"]
+    assert summarize(s)["all_match"]
 
     # a rollback that keeps rejected drafts in the KV cache: later verifies see the wrong context
     monkeypatch.setattr(decoding.VerifyRollback, "rollback", lambda self, accepted: [])
@@ -137,7 +138,7 @@ def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, 
     first = div[0]
     assert s.data["errors"][0].startswith(f"engine fault: speculative output diverged from plain decoding at case {first['case']} "
                                           f"position {first['position']} with a clear margin")
-    sm = s.summary()
+    sm = summarize(s)
     assert [d["case"] for d in sm["engine_faults"]] == [d["case"] for d in div]
     assert verdict(sm).startswith(f"Engine fault: speculative output diverged from plain decoding at case {first['case']}")
     text = format_summary(s)

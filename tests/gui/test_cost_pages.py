@@ -6,6 +6,7 @@ import pytest
 
 from specscope.gui.charts.cost_data import block_floor_data, expert_union_data, tune_data, verify_curve_data
 from specscope.gui.views.tune import COLUMNS
+from specscope.profiler.summary import summarize
 
 
 def _roof():
@@ -129,7 +130,7 @@ def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
     Session.from_dict(d).save(path)
     window.open_session(str(path))
     window.show_page("division")
-    s = window.model.session.summary()
+    s = summarize(window.model.session)
     E = s["tokens_per_round"]
     assert s["prediction_source"] == "verify curve"
     # T_decode is the plain run's, T_verify(k+1) and T_draft the curve's: E · T_decode / (T_verify + T_draft)

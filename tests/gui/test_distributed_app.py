@@ -13,6 +13,7 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.session import Session
+from specscope.profiler.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 RANKS2 = ROOT / "tests" / "fixtures" / "session_ranks2.json"
@@ -141,7 +142,7 @@ def test_two_rank_run_from_the_app(window, qtbot):
     assert saved.config["distributed"]["ranks"] == 2
     (case,) = saved.cases
     assert case["spec"]["tokens"] == case["plain"]["tokens"] and len(case["plain"]["tokens"]) == 4
-    pr = saved.summary()["breakdown"]["decode"]["per_rank"]
+    pr = summarize(saved)["breakdown"]["decode"]["per_rank"]
     assert len(pr["compute_ms"]) == len(pr["communication_ms"]) == 2
     window.model.flush()
     assert window.views["breakdown"].rank_table.rowCount() == 2

@@ -12,13 +12,14 @@ import pytest
 from specscope.gui.charts.data import division_data
 from specscope.profiler import stats
 from specscope.profiler.session import Session
+from specscope.profiler.summary import summarize
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
 
 
 def test_the_predicted_marker_lies_on_the_curve_at_the_runs_alpha():
     s = Session.load(FIXTURE)
-    sm = s.summary()
+    sm = summarize(s)
     d = division_data(s, sm)
     k = sm["k"]
     alpha = stats.alpha_for_tokens_per_round(sm["tokens_per_round"], k)

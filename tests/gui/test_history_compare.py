@@ -13,6 +13,7 @@ from PySide6 import QtCore, QtGui
 
 from specscope.profiler.session import Session
 from specscope.profiler.verdict import verdict
+from specscope.profiler.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_v1_demo.json"  # a schema-1 session: History lists old sessions too
@@ -87,7 +88,7 @@ def test_history_lists_sessions_and_says_why_a_file_is_unreadable(window, qtbot,
     assert old[0].startswith("2026-11-") and "demo-hybrid-v2" in old[1]
     assert old[2:5] == ["mtp", "2", "greedy"]
     assert old[5] == "complete · 3/3"
-    s = Session.load(autosaved["old"]).summary()
+    s = summarize(Session.load(autosaved["old"]))
     assert old[6] == f"{s['plain_tok_s']:.1f}" and old[7] == f"{s['spec_tok_s']:.1f}"
     assert old[8] == f"{s['measured_speedup']:.3f}×" and old[9] == f"{s['p'] * 100:.1f}%"
     new = by_path[autosaved["new"]]
@@ -123,8 +124,8 @@ def test_history_double_click_reopens_and_refreshes_after_a_run(window, qtbot, a
     qtbot.waitUntil(lambda: window.session_path == autosaved["new"], timeout=5_000)
     assert window.tabs.currentWidget() is window.live
     assert Path(autosaved["new"]).name in window.windowTitle()
-    assert window.model.session.summary()["plain_tok_s"] == pytest.approx(
-        Session.load(autosaved["new"]).summary()["plain_tok_s"])
+    assert summarize(window.model.session)["plain_tok_s"] == pytest.approx(
+        summarize(Session.load(autosaved["new"]))["plain_tok_s"])
 
     # a corrupt row does not open (and does not crash): the page says why
     window.show_page("history")
@@ -211,7 +212,7 @@ def test_file_menu_compare_sessions(window, qtbot, autosaved, monkeypatch):
 # -- words and looks ----------------------------------------------------------------------------
 
 def test_verdict_break_even_has_its_unit(window):
-    s = Session.load(FIXTURE).summary()
+    s = summarize(Session.load(FIXTURE))
     text = verdict(s)
     # this session's drafts alone cost more than E·T_decode: out of reach, and no negative multiple is printed
     assert s["break_even_multiple"] < 0 and "break-even is out of reach" in text and "≤ -" not in text

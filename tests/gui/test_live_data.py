@@ -10,6 +10,7 @@ import pytest
 
 from specscope.profiler.session import Session
 from specscope.profiler.summary import summarize
+from specscope.profiler.summary import session_case_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -119,4 +120,4 @@ def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
     rows = []
     window.model.cases_changed.connect(rows.append)
     window.model.reset(window.model.session)
-    assert rows and [st for _, st in rows[-1]] == [window.model.session.case_stats(c) for c in window.model.session.cases]
+    assert rows and [st for _, st in rows[-1]] == [session_case_stats(window.model.session, c) for c in window.model.session.cases]

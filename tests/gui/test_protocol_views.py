@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler.session import Session
+from specscope.profiler.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -81,7 +82,7 @@ def test_repeats_spread_and_prediction_interval_on_the_live_tiles(qtbot):
         c["plain"]["repeats_tok_s"].append(c["plain"]["repeats_tok_s"][0] * 0.9)
         c["spec"]["repeats_tok_s"].append(c["spec"]["repeats_tok_s"][0] * 0.9)
     view.update_snapshot(snapshot(s))
-    sm = s.summary()
+    sm = summarize(s)
     lo, hi = sm["plain_tok_s_spread"]
     assert view.t_plain.caption.text() == f"Plain decoding · median, repeats {lo:.1f}–{hi:.1f}"
     # the error with its interval, and the verdict: 3 cases × 24 tokens are too little to judge, and it says so

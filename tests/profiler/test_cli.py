@@ -11,6 +11,7 @@ import pytest
 
 from specscope.profiler.cli import main
 from specscope.profiler.session import Session
+from specscope.profiler.summary import session_case_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -180,7 +181,7 @@ def test_repeats_keep_every_repeat(tmp_path, capsys):
     assert len(c["spec"]["tokens"]) == 8 and sum(len(r["emitted"]) for r in c["spec"]["rounds"]) == 2 * 2 * 7
     assert sum(len(r["emitted"]) for r in c["spec"]["rounds"] if r["pass"] == "measured") == 2 * 7
     assert {r.get("repeat", 0) for r in c["spec"]["rounds"]} == {0, 1}
-    st = s.case_stats(c)
+    st = session_case_stats(s, c)
     assert st["plain_tok_s"] == pytest.approx(statistics.median(c["plain"]["repeats_tok_s"]))
     assert st["spec_tok_s"] == pytest.approx(statistics.median(c["spec"]["repeats_tok_s"]))
     # two complete repeats: the session rate is the median over repeats (one case: its own median), with the spread

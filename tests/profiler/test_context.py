@@ -15,6 +15,7 @@ from specscope.profiler.cli import main
 from specscope.profiler.config import RunConfig
 from specscope.profiler.session import Session, migrate_names
 from specscope.profiler.sweep import dominant_effect, format_sweep, sweep_figures, sweep_order
+from specscope.profiler.summary import summarize
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -92,7 +93,7 @@ def test_cli_refuses_a_list_for_run(capsys):
 @pytest.mark.parametrize("name", ["session_v1_demo.json", "session_demo.json"])
 def test_old_sessions_still_load(name):
     s = Session.load(FIX / name)
-    assert "sweep" not in s.data and s.summary()["cases_measured"] >= 1
+    assert "sweep" not in s.data and summarize(s)["cases_measured"] >= 1
 
 
 def _sweep_session() -> Session:
@@ -120,7 +121,7 @@ def test_a_session_with_a_sweep_round_trips(tmp_path):
     assert back == s
     rows = sweep_figures(back)
     assert [r["context"] for r in rows] == [0, 64]
-    assert rows[0]["plain_tok_s"] == pytest.approx(back.summary()["plain_tok_s"] if back.cases else rows[1]["plain_tok_s"])
+    assert rows[0]["plain_tok_s"] == pytest.approx(summarize(back)["plain_tok_s"] if back.cases else rows[1]["plain_tok_s"])
     assert rows[1]["prefill_ms"] == 1500.0 and rows[0]["prefill_ms"] is None
     text = format_sweep(rows)
     assert "T_ver/T_dec" in text and "64" in text

@@ -130,7 +130,7 @@ def test_per_rank_needs_the_same_ranks_in_every_case():
 
 
 def test_one_machine_has_no_per_rank_figures():
-    bd = Session.load(str(FIXTURE)).summary()["breakdown"]
+    bd = summarize(Session.load(str(FIXTURE)))["breakdown"]
     assert "distributed" not in bd and "per_rank" not in bd["decode"] and "communication_share" not in bd["decode"]
 
 
@@ -147,7 +147,7 @@ def test_html_report_has_a_row_per_rank(tmp_path):
 
     html = per_rank_section(summarize(distributed_session(2))["breakdown"])
     assert "Per rank: compute and communication" in html and "rank 1 (h1)" in html and html.count("<tr") == 3
-    assert per_rank_section(Session.load(str(FIXTURE)).summary()["breakdown"]) == ""
+    assert per_rank_section(summarize(Session.load(str(FIXTURE)))["breakdown"]) == ""
 
 
 # -- the break-even acceptance and the communication what-if ----------------------------------------------------

@@ -26,6 +26,7 @@ from specscope.profiler.launch import (
     run_distributed,
 )
 from specscope.profiler.session import Session
+from specscope.profiler.summary import summarize
 
 
 def small_cfg(**kw) -> RunConfig:
@@ -125,7 +126,7 @@ SMALL = ["--demo", "--ranks", "2", "--cases", "1", "--warmup", "0", "--breakdown
 
 
 def _per_rank_compute_and_communication(s: Session) -> None:
-    bd = s.summary()["breakdown"]
+    bd = summarize(s)["breakdown"]
     assert bd["distributed"]["ranks"] == 2 and bd["distributed"]["parallelism"] == "tensor"
     assert "communication" in bd["block_order"] and bd["ratios"]["communication"] is not None
     for phase in ("decode", "verify"):

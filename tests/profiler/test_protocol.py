@@ -15,6 +15,7 @@ from specscope.profiler import protocol, sensors
 from specscope.profiler.config import RunConfig
 from specscope.profiler.session import Session
 from specscope.profiler.summary_text import format_summary
+from specscope.profiler.summary import summarize
 
 
 class StubEngine:
@@ -126,7 +127,7 @@ def test_every_repeat_is_kept(monkeypatch):
         assert repeats == sorted(repeats) and set(repeats) == {0, 1, 2}
         assert [r for r, _ in c["spec"]["repeat_starts"]] == [0, 1, 2]
         assert c["plain"]["tokens"] == c["spec"]["tokens"]  # the latest repeat's output
-    summary = s.summary()
+    summary = summarize(s)
     assert summary["repeats"] == 3 and len(summary["repeat_rates"]["plain"]) == 3
     assert summary["plain_tok_s_spread"] == [pytest.approx(50.0)] * 2  # every step 20 ms: no spread
     # acceptance counts the first repeat only (the others draft the same tokens again), measured pass only
@@ -143,7 +144,7 @@ def test_paired_passes_measure_speed_and_ledger_on_the_same_case(monkeypatch):
         assert {(p, k) for _, p, k in passes} == {("measured", "end_to_end"), ("ledger", "instrumented")}
         assert c["spec"]["tokens"] == c["plain"]["tokens"]  # the ledger pass does not add to the output
         assert c["components"]["verify_ms"]
-    sm = s.summary()
+    sm = summarize(s)
     measured = [r for c in s.cases for r in c["spec"]["rounds"] if r["pass"] == "measured" and not r.get("repeat")]
     assert sm["drafted"] == 2 * len(measured)  # acceptance counts the measured pass once
     assert sm["prediction_source"] == "components"
@@ -153,7 +154,7 @@ def test_the_prediction_is_not_the_ledger_when_the_rounds_carry_a_cost_the_compo
     """Rounds whose verify holds 15 ms the separate forwards do not: the ledger (the rounds' own times) agrees with
     the measurement by construction; the prediction (components timed apart) misses it, and its verdict says so."""
     s, _ = run(monkeypatch, cfg(cases=8, max_tokens=41), StubEngine(round_extra_ms=15.0))
-    sm = s.summary()
+    sm = summarize(s)
     assert sm["ledger_speedup"] == pytest.approx(sm["measured_speedup"], rel=0.05)
     assert sm["predicted_speedup"] == pytest.approx(sm["ledger_speedup"] * (5 + 45) / (5 + 30), rel=0.02)
     assert sm["prediction_error"] > 0.3
@@ -162,13 +163,13 @@ def test_the_prediction_is_not_the_ledger_when_the_rounds_carry_a_cost_the_compo
     # without the hidden cost only the stub's 1 ms of bookkeeping per 35 ms round is left: noiseless, so even that is
     # a measured miss ("off"), not noise
     s2, _ = run(monkeypatch, cfg(cases=8, max_tokens=41), StubEngine())
-    sm2 = s2.summary()
+    sm2 = summarize(s2)
     assert sm2["prediction_error"] == pytest.approx(1 / 35, rel=0.02) and sm2["prediction_verdict"]["state"] == "off"
 
 
 def test_a_session_without_components_says_it_holds_only_the_ledger(monkeypatch):
     s, _ = run(monkeypatch, cfg(), StubEngine(components=False))
-    sm = s.summary()
+    sm = summarize(s)
     assert sm["predicted_speedup"] is None and sm["ledger_speedup"] is not None
     assert "holds only the ledger" in sm["prediction_unavailable"]
     assert "No prediction (this session timed no components apart" in format_summary(s)
@@ -181,14 +182,14 @@ def test_clock_probe_before_and_after_every_repeat_is_stored(monkeypatch):
     assert [(p["case"], p["repeat"], p["when"]) for p in probes] == [
         (c, r, w) for c in ("zh-01", "en-01") for r in (0, 1) for w in ("before", "after")]
     assert [p["ms"] for p in s.data["probe"]] == [10.0, 10.1, 10.0, 10.2, 14.0, 14.5, 15.0, 15.0]
-    d = s.summary()["probe"]
+    d = summarize(s)["probe"]
     # early third (2 readings) median 10.05, late third median 15.0; own noise 2% (reps at ±1%)
     assert d["slowdown"] == pytest.approx(15.0 / 10.05 - 1) and d["noise"] == pytest.approx(0.02)
     assert d["drift"] is True
     assert "drift warning: the clock probe slowed by +49.3%" in format_summary(s)
     # the same run with a steady probe: no warning
     s2, _ = run(monkeypatch, cfg(repeats=2), StubEngine(probe_ms=[10.0, 10.1, 10.0, 10.1, 10.0, 10.1, 10.0, 10.1]))
-    assert s2.summary()["probe"]["drift"] is False
+    assert summarize(s2)["probe"]["drift"] is False
     assert "drift warning" not in format_summary(s2) and "clock probe: no drift" in format_summary(s2)
 
 
@@ -202,7 +203,7 @@ def test_cooldown_waits_until_the_probe_is_back_and_says_so(monkeypatch):
     waiting = [e["message"] for e in evs if e["event"] == "status" and e["message"].startswith("cooling down")]
     assert len(waiting) == 2 and "+20.0% from its best" in waiting[0] and "+10.0%" in waiting[1]
     assert [p["when"] for p in s.data["probe"]].count("cooldown") == 4
-    assert s.summary()["probe"]["readings"] == 4  # cooldown readings are kept, not judged
+    assert summarize(s)["probe"]["readings"] == 4  # cooldown readings are kept, not judged
 
 
 def test_cooldown_gives_up_at_its_timeout(monkeypatch):
@@ -217,7 +218,7 @@ def test_cooldown_gives_up_at_its_timeout(monkeypatch):
 def test_discard_first_keeps_the_case_marked_and_out_of_the_summary(monkeypatch):
     s, evs = run(monkeypatch, cfg(discard_first=1), StubEngine())
     assert [c["discarded"] for c in s.cases] == [True, False]
-    summary = s.summary()
+    summary = summarize(s)
     assert summary["cases_measured"] == 1 and summary["cases_discarded"] == 1
     only = s.cases[1]
     assert summary["drafted"] == 2 * len([r for r in only["spec"]["rounds"] if r["pass"] == "measured"])
@@ -246,7 +247,7 @@ def test_sensor_seam_filled_with_recorded_samples(monkeypatch):
     windows = s.data["sensors"]
     assert [(w["mode"], w["repeat"], w["tokens"]) for w in windows] == [("plain", 0, 9), ("spec", 0, 9), ("spec", 1, 9),
                                                                         ("plain", 1, 9)]
-    e = s.summary()["energy"]
+    e = summarize(s)["energy"]
     # plain: windows 1 and 4 (ABBA: the second repeat runs spec first) = (24 + 21) J over 18 tokens
     assert e["plain"]["joules_per_token"] == pytest.approx(45.0 / 18)
     assert e["spec"]["joules_per_token"] == pytest.approx(46.0 / 18)
@@ -260,7 +261,7 @@ def test_sensor_seam_filled_with_recorded_samples(monkeypatch):
 def test_without_sensors_the_session_says_not_available(monkeypatch):
     src = sensors.NotAvailable("not available: GPU frequency, power and temperature are read on macOS on Apple silicon only")
     s, _ = run(monkeypatch, cfg(cases=1), StubEngine(), source=src)
-    assert s.data["environment"]["sensors"]["available"] is False and s.summary()["energy"] is None
+    assert s.data["environment"]["sensors"]["available"] is False and summarize(s)["energy"] is None
     assert "GPU sensors       not available" in format_summary(s)
 
 
@@ -330,7 +331,7 @@ def test_demo_run_with_repeats_cooldown_and_probe():
     # the draft's cost in a round is the fused round less the verify timed just before it
     assert comp["draft_ms"] == pytest.approx([r - v for r, v in zip(comp["round_ms"], comp["verify_ms"])])
     assert sorted(comp["rollback_ms"]) == [str(a) for a in range(k + 1)] and all(x > 0 for x in comp["verify_ms"])
-    assert s.summary()["prediction_source"] == "components"
+    assert summarize(s)["prediction_source"] == "components"
 
 
 @pytest.mark.parametrize("drafter", ["oracle"])
@@ -349,6 +350,6 @@ def test_paired_passes_draw_the_same_acceptance_so_no_gap_comes_from_it(drafter)
     assert {r["kind"] for r in rounds if r["pass"] == "measured"} == {"end_to_end"}
     assert {r["kind"] for r in rounds if r["pass"] == "ledger"} == {"instrumented"}
     # tokens per second of each pass are over the same tokens: the instrumentation cost compares like with like
-    sm = s.summary()
+    sm = summarize(s)
     n_measured = sum(len(e) for _, e in measured)
     assert sm["spec_instrumented_tok_s"] is not None and n_measured == sum(len(e) for _, e in ledger)

@@ -14,6 +14,7 @@ import pytest
 from specscope.profiler import cli
 from specscope.profiler.renderers import formats, render_to_file, renderer_for
 from specscope.profiler.session import Session, migrate_names
+from specscope.profiler.summary import session_case_stats, summarize
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
@@ -89,7 +90,7 @@ def test_html_is_self_contained(html_text):
 
 
 def test_html_has_every_section(session, html_text):
-    s = session.summary()
+    s = summarize(session)
     for needle in ["Environment and configuration", "Summary", "The division", "Where verify time goes",
                    "Sum of blocks", "Whole graph", "Inter-block overhead", "Barrier distortion",
                    "Acceptance", "Per case", "three questions", "Outputs: plain vs speculative",
@@ -229,7 +230,7 @@ def test_csv_one_row_per_case(session):
                 "tokens_per_round", "t_verify_ms", "t_draft_ms", "predicted_speedup", "measured_speedup",
                 "prediction_error", "match_rate", "first_divergence"):
         assert col in rows[0], col
-    st = session.case_stats(session.cases[0])
+    st = session_case_stats(session, session.cases[0])
     assert float(rows[0]["plain_tok_s"]) == pytest.approx(st["plain_tok_s"], rel=1e-3)
 
 

@@ -5,6 +5,8 @@ import json
 import pytest
 
 from specscope.profiler.session import SCHEMA_VERSION, Session, SessionError
+from specscope.profiler.session_file import save_session, session_dict
+from specscope.profiler.summary import summarize
 
 
 def events(k=2):
@@ -40,7 +42,7 @@ def test_fold_and_summary():
     c = s.cases[0]
     assert c["plain"]["tokens"] == [5, 6, 7, 8, 9]
     assert c["spec"]["tokens"] == [5, 6, 7, 8, 9, 4]
-    sm = s.summary()
+    sm = summarize(s)
     assert sm["plain_tok_s"] == pytest.approx(100.0) and sm["t_decode_ms"] == pytest.approx(10.0)
     assert sm["p"] == pytest.approx(3 / 4)
     assert sm["per_position"] == pytest.approx([1.0, 0.5])
@@ -56,7 +58,7 @@ def test_fold_and_summary():
 def test_roundtrip_and_atomic_save(tmp_path):
     s = folded()
     p = tmp_path / "s.json"
-    s.save(p)
+    save_session(s, p)
     loaded = Session.load(p)
     assert loaded == s
     d = json.loads(p.read_text())
@@ -65,6 +67,8 @@ def test_roundtrip_and_atomic_save(tmp_path):
                 "measured_speedup", "prediction_error", "break_even_verify_ms", "plain_tok_s", "spec_tok_s", "match_rate"):
         assert key in d["summary"]
     assert [x.name for x in tmp_path.iterdir()] == ["s.json"]  # no temp files left
+    s.save(tmp_path / "data.json")  # the Session alone writes its data: no figures, still a session file
+    assert "summary" not in json.loads((tmp_path / "data.json").read_text()) and Session.load(tmp_path / "data.json") == s
 
 
 @pytest.mark.parametrize(
@@ -96,7 +100,7 @@ def test_truncated_session(tmp_path):
 def test_zero_cases_session_loads_with_empty_summary():
     s = Session()
     s.apply({"event": "run_started", "config": {"num_draft_tokens": 1}})
-    sm = s.summary()
+    sm = summarize(s)
     assert sm["cases_measured"] == 0 and sm["predicted_speedup"] is None and sm["measured_speedup"] is None
 
 
@@ -138,7 +142,7 @@ def test_engine_fault_fails_the_session_loudly():
     msg = s.data["errors"][-1]
     assert msg.startswith("engine fault: speculative output diverged from plain decoding at case en-01 position 5 with a clear margin")
     assert "1.3 logits" in msg and "tolerance 0.001" in msg
-    sm = s.summary()
+    sm = summarize(s)
     assert [d["case"] for d in sm["engine_faults"]] == ["en-01"]
     assert verdict(sm).startswith("Engine fault: speculative output diverged from plain decoding at case en-01 position 5")
     text = format_summary(s)
@@ -147,7 +151,7 @@ def test_engine_fault_fails_the_session_loudly():
     # saved and loaded, it stays failed, with its record
     back = Session.from_dict(json.loads(s.to_json()))
     assert back.status == "failed" and back.cases[0]["divergence"]["position"] == 5
-    assert back.summary()["engine_faults"]
+    assert summarize(back)["engine_faults"]
 
 
 def test_near_tie_is_rounding_and_the_run_completes():
@@ -156,7 +160,7 @@ def test_near_tie_is_rounding_and_the_run_completes():
 
     s = folded_with(_divergence(verdict_lead=2e-5, verify_lead=-1e-5))
     assert s.status == "complete" and not s.data["errors"]
-    sm = s.summary()
+    sm = summarize(s)
     assert not sm["engine_faults"] and sm["divergences"][0]["verdict"] == "rounding"
     assert verdict(sm).startswith("Speculation")
     text = format_summary(s)
@@ -169,7 +173,7 @@ def test_verdict_is_recomputed_not_trusted():
     """A record that calls a clear margin "rounding" (hand edit, other writer) still fails the run."""
     ev = {**_divergence(verdict_lead=0.5, verify_lead=0.5), "verdict": "rounding"}
     s = folded_with(ev)
-    assert s.status == "failed" and s.summary()["engine_faults"]
+    assert s.status == "failed" and summarize(s)["engine_faults"]
     # both leads must be near-ties: a batched row that disagrees by a clear margin is a fault too
     s = folded_with(_divergence(verdict_lead=1e-4, verify_lead=-0.4))
     assert s.status == "failed"
@@ -183,7 +187,7 @@ def test_old_session_without_divergence_event_loads_and_says_it_was_not_measured
     from specscope.profiler.summary_text import format_summary
 
     s = folded()  # plain and spec differ at token 5, no divergence event (older specscope)
-    d = s.to_dict()
+    d = session_dict(s)
     for c in d["cases"]:
         c.pop("divergence", None)
     d["summary"].pop("divergences", None)
@@ -191,7 +195,7 @@ def test_old_session_without_divergence_event_loads_and_says_it_was_not_measured
     p.write_text(json.dumps(d))
     old = Session.load(p)
     assert old.status == "complete"
-    sm = old.summary()
+    sm = summarize(old)
     assert sm["divergences"] == [] and sm["engine_faults"] == []
     assert sm["unchecked_divergences"] == [{"case": "en-01", "position": 5}]
     text = format_summary(old)
@@ -206,7 +210,7 @@ def test_sampled_regime_shows_no_greedy_match():
     text = format_summary(s)
     assert "greedy match" not in text.lower() and "divergence" not in text
     assert f"  output check      {SAMPLED_NOTE}" in text
-    assert divergence_note(s.summary()) is None  # the spec/plain difference (token 5) is not called a divergence
+    assert divergence_note(summarize(s)) is None  # the spec/plain difference (token 5) is not called a divergence
     assert SAMPLED_NOTE == ("sampled regime: outputs differ by design; "
                             "the accept/reject rule is tested for distribution equality")
 
@@ -225,7 +229,7 @@ def test_a_schema_1_session_loads_and_says_which_figure_it_holds():
 
     v1 = Session.load(Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json")
     assert v1.data["schema_version"] == 1
-    sm = v1.summary()
+    sm = summarize(v1)
     assert sm["predicted_speedup"] is None and sm["ledger_speedup"] is not None
     assert "holds only the ledger" in sm["prediction_unavailable"]
     assert sm["prediction_verdict"]["state"] is None

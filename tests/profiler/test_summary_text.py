@@ -12,6 +12,7 @@ from specscope.profiler.session import Session
 from specscope.profiler.summary import BLOCK_LABELS
 from specscope.profiler.summary_text import format_summary
 from specscope.profiler.verdict import SAMPLED_NOTE, verdict
+from specscope.profiler.summary import summarize
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "session_demo.json"
 
@@ -33,7 +34,7 @@ def _numbers(line: str) -> list[float]:
 
 def test_header_names_model_drafter_and_regime(session):
     text = format_summary(session)
-    s, cfg, env = session.summary(), session.config, session.data["environment"]
+    s, cfg, env = summarize(session), session.config, session.data["environment"]
     lines = text.splitlines()
     assert lines[0].startswith(f"specscope — {session.data['model']['name']} on {env['device_name']}")
     assert f"mlx {env['mlx']}" in lines[0]
@@ -45,7 +46,7 @@ def test_header_names_model_drafter_and_regime(session):
 
 def test_figures_are_the_summary_figures(session):
     text = format_summary(session)
-    s = session.summary()
+    s = summarize(session)
     assert _numbers(_line(text, "plain "))[:2] == [round(s["plain_tok_s"], 1), round(s["t_decode_ms"], 2)]
     spec = _numbers(_line(text, "speculative "))
     assert spec == [round(s["spec_tok_s"], 1), round(s["t_verify_ms"], 2), round(s["t_draft_ms"], 2),
@@ -71,7 +72,7 @@ def test_figures_are_the_summary_figures(session):
 
 def test_breakdown_table_has_every_block_and_both_rulers(session):
     text = format_summary(session)
-    bd = session.summary()["breakdown"]
+    bd = summarize(session)["breakdown"]
     assert f"verify ({bd['verify']['positions']} pos)" in text
     for c in bd["block_order"]:
         row = _line(text, bd["labels"].get(c) or BLOCK_LABELS[c])
@@ -96,7 +97,7 @@ def test_sampled_run_shows_no_greedy_match(session):
 
     s = _edited(session, sampled)
     text = format_summary(s)
-    assert s.summary()["regime"] != "greedy", "the edit must change the regime"
+    assert summarize(s)["regime"] != "greedy", "the edit must change the regime"
     assert "greedy match" not in text and f"output check      {SAMPLED_NOTE}" in text
 
 

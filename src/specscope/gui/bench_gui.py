@@ -8,6 +8,7 @@ import tempfile
 from PySide6 import QtCore
 
 from specscope.profiler.config import RunConfig
+from specscope.profiler.summary import summarize
 
 
 def run_with_app(cfg: RunConfig) -> dict:
@@ -25,7 +26,7 @@ def run_with_app(cfg: RunConfig) -> dict:
     if not win.start_run():
         raise RuntimeError("the app refused to start the run")
     loop.exec()
-    summary = win.model.session.summary()
+    summary = summarize(win.model.session)
     win.close()
     win.deleteLater()
     app.processEvents()

@@ -11,6 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.errors import SpecscopeError
 from specscope.profiler.events import finish_run
 from specscope.profiler.session import Session, SessionError
+from specscope.profiler.session_file import save_session
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
@@ -494,7 +495,7 @@ class MainWindow(QtWidgets.QMainWindow):
         f, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save session", "session.json", "specscope session (*.json)")
         if f:
             try:
-                self.model.session.save(f)
+                save_session(self.model.session, f)
                 self._status_msg = f"saved {home_relative(f)}"
                 self.run_status.setText(self._status_msg)
             except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched

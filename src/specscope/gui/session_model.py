@@ -19,6 +19,7 @@ from PySide6 import QtCore
 
 from specscope.profiler.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
 from specscope.profiler.session import Session
+from specscope.profiler.session_file import save_session
 from specscope.profiler.summary import LiveSummary
 
 from .charts import data as chart_data
@@ -79,7 +80,7 @@ class SessionModel(QtCore.QObject):
         for the saves during a run (the indented file is written when the run ends)."""
         if self.autosave_path:
             try:
-                self.session.save(self.autosave_path, live=self._live_data().live, compact=compact)
+                save_session(self.session, self.autosave_path, live=self._live_data().live, compact=compact)
                 self.autosave_error = None
             except OSError as exc:
                 self.autosave_error = exc.strerror or str(exc)

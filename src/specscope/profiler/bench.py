@@ -145,13 +145,14 @@ def bench_gui(a) -> dict:
     offscreen_if_headless()
     from .config import RunConfig
     from .runner import run_worker
+    from .summary import summarize
 
     cfg = RunConfig(demo=a.model is None, model=a.model, drafter="mtp" if a.model is None else "auto", num_draft_tokens=a.num_draft_tokens,
                     max_tokens=a.max_tokens, cases=2 if a.max_tokens >= 16 else 1, warmup=1 if a.pairs > 1 else 0,
                     breakdown=False)
 
     def headless():
-        s = run_worker(cfg).session.summary()
+        s = summarize(run_worker(cfg).session)
         return s["plain_tok_s"], s["spec_tok_s"]
 
     def with_gui():

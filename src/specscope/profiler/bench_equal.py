@@ -140,8 +140,9 @@ def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[di
     """One ``run`` per (k, P): the summary's genuine prediction and its ledger vs the end-to-end measurement."""
     from .config import RunConfig
     from .runner import run_worker
+    from .summary import summarize
 
-    run = run or (lambda cfg: run_worker(cfg).session.summary())
+    run = run or (lambda cfg: summarize(run_worker(cfg).session))
     folder = tempfile.mkdtemp(prefix="specscope-bench-predict-")
     suite = os.path.join(folder, "suite.json")
     with open(suite, "w", encoding="utf-8") as f:

@@ -122,6 +122,7 @@ def _context_from_args(a) -> dict:
 def cmd_run(a) -> int:
     from .progress import Progress, progress_wanted
     from .runner import SessionSaveError, run_worker
+    from .summary import summarize
     from .summary_text import format_summary
 
     cfg = config_from_args(a)
@@ -151,7 +152,7 @@ def cmd_run(a) -> int:
     if getattr(a, "roofline", False) and s.status == "complete" and not (cfg.ranks or cfg.hosts or cfg.hostfile):
         _add_roofline(a, cfg, s, out)
     if a.json:
-        print(json.dumps(s.to_dict()["summary"], indent=1, ensure_ascii=False))
+        print(json.dumps(summarize(s), indent=1, ensure_ascii=False))
     else:
         print(format_summary(s))
     if out:
@@ -224,6 +225,7 @@ def _add_roofline(a, cfg, session, out) -> None:
     """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
     measured apart from the run and kept in the session (saved again, atomically)."""
     from .roofline_cli import roofline_data
+    from .session_file import save_session
 
     ns = argparse.Namespace(model=cfg.model, demo=cfg.demo, draft_model=cfg.draft_model, mtp_weights=cfg.mtp_weights,
                             mtp_hidden=cfg.mtp_hidden, oracle_p=cfg.oracle_p, oracle_draft_ms=cfg.oracle_draft_ms,
@@ -238,7 +240,7 @@ def _add_roofline(a, cfg, session, out) -> None:
     say("measuring the verify cost curve apart from the run (--roofline)")
     session.data["roofline"] = roofline_data(ns, say)
     if out:
-        session.save(out)
+        save_session(session, out)
 
 
 def cmd_demo_model(a) -> int:

@@ -21,7 +21,7 @@ from specscope.errors import SpecscopeError
 from .intervals import noise_label
 from .session import atomic_write, finite_json
 from .stats import LOW_SAMPLE_DRAFTED
-from .summary import BLOCK_LABELS
+from .summary import BLOCK_LABELS, summarize
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -130,7 +130,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     names = tuple(names)
     if names[0] == names[1]:
         names = (f"{names[0]} (A)", f"{names[1]} (B)")
-    sa, sb = a.summary(), b.summary()
+    sa, sb = summarize(a), summarize(b)
     same_regime = sa["regime"] == sb["regime"]
     if not same_regime and not timings_only:
         raise SpecscopeError(

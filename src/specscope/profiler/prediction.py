@@ -19,11 +19,11 @@ from . import stats
 from .rounds import counts_for_acceptance, instrumented
 
 
-def for_session(session, summary: dict | None = None) -> dict:
-    """The prediction for a session (its stored roofline, its run's drafter and acceptance)."""
+def for_session(session, summary: dict) -> dict:
+    """The prediction for a session (its stored roofline, its run's drafter) from its ``summarize``-d figures."""
     d = session.config.get("drafter")
     name = d.get("name") if isinstance(d, dict) else d
-    return component_prediction(session.data.get("roofline"), summary if summary is not None else session.summary(), name)
+    return component_prediction(session.data.get("roofline"), summary, name)
 
 
 def component_prediction(roof: dict | None, summary: dict, drafter: str | None = None) -> dict:

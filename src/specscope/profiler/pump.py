@@ -29,6 +29,7 @@ from specscope.errors import SpecscopeError
 
 from .events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS, STOP_GRACE_SECONDS, parse
 from .session import Session
+from .session_file import save_session
 
 
 class RunResult:
@@ -79,7 +80,7 @@ def rescue_copy(session: Session) -> str | None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f"specscope-session-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".json")
         os.close(fd)
-        session.save(tmp)
+        save_session(session, tmp)
         return tmp
     except OSError:
         return None
@@ -108,7 +109,7 @@ class EventPump:
         if not self.autosave:
             return
         try:
-            self.session.save(self.autosave)
+            save_session(self.session, self.autosave)
             self.save_error = None
         except OSError as exc:  # keep running: the data is in memory, the previous file is intact
             self.save_error = os_error_text(exc)

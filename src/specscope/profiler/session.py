@@ -2,9 +2,10 @@
 
 A plain, JSON-serialisable object. The CLI and the GUI build it the same way
 (``Session.apply(event)`` for each worker event); every chart and report reads
-only a Session. Derived numbers (``summary``, per-case statistics) are always
-recomputed from the raw measurements, never trusted from a file: they live in
-``profiler.summary``.
+only a Session. It is data: the figures derived from it (``summary``, per-case statistics) are computed by
+``profiler.summary`` and written beside the data by ``profiler.session_file``, always recomputed from the raw
+measurements, never trusted from a file. The only rule applied while folding is the divergence verdict
+(``profiler.divergence``): an engine fault fails the session.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .summary import case_divergence, case_stats, summarize
-from .verdict import ENGINE_FAULT, divergence_message
+from .divergence import ENGINE_FAULT, case_divergence, divergence_message
 
 SCHEMA = "specscope.session"
 SCHEMA_VERSION = 2
@@ -292,35 +292,16 @@ class Session:
     def what_if(self) -> bool:
         return bool(self.config.get("drafter", {}).get("what_if"))
 
-    # -- derived numbers (profiler.summary) --------------------------------------
-    def case_stats(self, case: dict) -> dict:
-        return {**case_stats(case, self.k), "regime": self.regime}
-
-    def summary(self) -> dict:
-        """Recomputed from the whole session (``summary.LiveSummary`` keeps it up to date as events arrive)."""
-        return summarize(self)
-
     # -- (de)serialisation -----------------------------------------------------
-    def _derived(self, live=None) -> dict:
-        """The derived numbers written with the session; ``live`` (a ``summary.LiveSummary`` of this
-        session) gives them without a recomputation (it equals one)."""
-        src = self if live is None else live
-        out = {"summary": src.summary(), "case_stats": {c["id"]: src.case_stats(c) for c in self.cases}}
-        if self.data.get("sweep"):
-            from .sweep import sweep_figures
-
-            out["sweep_figures"] = sweep_figures(self)
-        return out
-
     def to_dict(self) -> dict:
-        out = copy.deepcopy(self.data)
-        out.update(self._derived())
-        return out
+        """The data (a copy); ``session_file.session_dict`` adds the derived figures."""
+        return copy.deepcopy(self.data)
 
-    def to_json(self, live=None, compact: bool = False) -> str:
-        """The session file's text. ``compact`` (one line, ~4x faster to write: the app's autosaves during a
-        run) or indented for reading; the same JSON either way (NaN/inf as null)."""
-        out = {**self.data, **self._derived(live)}  # no copy: dumping reads the data, never changes it
+    def to_json(self, figures: dict | None = None, compact: bool = False) -> str:
+        """The session file's text: the data, and ``figures`` (``session_file.figures``) beside it. ``compact``
+        (one line, ~4x faster to write: the app's autosaves during a run) or indented for reading; the same JSON
+        either way (NaN/inf as null)."""
+        out = {**self.data, **(figures or {})}  # no copy: dumping reads the data, never changes it
         if compact:
             try:
                 return json.dumps(out, ensure_ascii=False, allow_nan=False)
@@ -334,8 +315,8 @@ class Session:
         d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
         return cls(migrate_names(d))
 
-    def save(self, path: str | os.PathLike, live=None, compact: bool = False) -> None:
-        atomic_write(path, self.to_json(live=live, compact=compact))
+    def save(self, path: str | os.PathLike, figures: dict | None = None, compact: bool = False) -> None:
+        atomic_write(path, self.to_json(figures, compact=compact))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Session":
@@ -353,7 +334,7 @@ class Session:
         return cls.from_dict(d)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Session) and self.to_dict() == other.to_dict()
+        return isinstance(other, Session) and self.data == other.data
 
 
 def migrate_names(d: dict) -> dict:

@@ -28,7 +28,7 @@ from .summary_live import ExactSum, LiveSummary
 
 __all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown", "case_divergence",
            "case_stats", "counts_for_acceptance", "divergence_verdict", "energy", "first_repeat", "instrumented",
-           "measured_cases", "summarize", "summary_cases", "tok_s"]
+           "measured_cases", "session_case_stats", "summarize", "summary_cases", "tok_s"]
 
 
 def _rate(rounds: list[dict]) -> float | None:
@@ -49,6 +49,11 @@ def case_stats(case: dict, k: int) -> dict:
     return case_result(case, plain_tok_s, spec_tok_s, acc,
                        stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
                        instr_tok_s)
+
+
+def session_case_stats(session, case: dict) -> dict:
+    """One case's statistics in a session (its k, and the session's sampling regime)."""
+    return {**case_stats(case, session.k), "regime": session.regime}
 
 
 def summarize(session) -> dict:

@@ -15,7 +15,7 @@ from .drift import probe_drift
 from .intervals import span
 from .stats import tok_s
 from .summary_intervals import acceptance_by_unit as _acceptance_by_unit, figure_intervals as _figure_intervals
-from .verdict import ENGINE_FAULT, ROUNDING
+from .divergence import ENGINE_FAULT, case_divergence, divergence_verdict  # noqa: F401 (re-exported)
 
 BLOCK_LABELS = {
     "linear_attention": "Linear attention",
@@ -33,25 +33,6 @@ WITHIN_NOISE: dict[str | None, bool] = {"within_noise": True, "off": False}  # t
 
 
 # -- divergence verdicts ------------------------------------------------------------------
-
-def divergence_verdict(d: dict) -> str:
-    """Recomputed from the measured leads and tolerance (the rule of engine_adapter.divergence.classify):
-    a near-tie only if every measured lead of the plain token over the speculative one is within the
-    tolerance; no measured margin, or no tolerance, is never rounding."""
-    tol = d.get("tolerance")
-    leads = [x for x in (d.get("plain_lead"), d.get("verify_lead")) if isinstance(x, (int, float))]
-    if not leads or not isinstance(tol, (int, float)) or not math.isfinite(tol):
-        return ENGINE_FAULT
-    return ROUNDING if all(math.isfinite(x) and abs(x) <= tol for x in leads) else ENGINE_FAULT
-
-
-def case_divergence(case: dict) -> dict | None:
-    """The case's divergence record with its verdict recomputed, or None (outputs equal, or not checked)."""
-    d = case.get("divergence")
-    if not isinstance(d, dict):
-        return None
-    return {**d, "verdict": divergence_verdict(d)}
-
 
 def case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> dict:
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None

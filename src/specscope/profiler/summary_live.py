@@ -195,7 +195,7 @@ class LiveSummary:
         return f
 
     def case_stats(self, case: dict) -> dict:
-        """``Session.case_stats(case)``."""
+        """``summary.session_case_stats(session, case)``."""
         return {**self._fold(case).stats(), "regime": self.session.regime}
 
     def summary(self) -> dict:

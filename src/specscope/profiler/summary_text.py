@@ -7,7 +7,7 @@ from .formatting import fmt, rate
 from .intervals import draft_time_text, not_a_time, spread_text, time_text
 from .session import Session
 from .prediction import for_session, prediction_text
-from .summary import BLOCK_LABELS
+from .summary import BLOCK_LABELS, summarize
 from .verdict import (SAMPLED_NOTE, acceptance_phrase, break_even_text, ledger_text, prediction_short, rollback_term_text, divergence_note, engine_fault_line, instrumentation_cost_text,
                       prediction_error_text, verdict)
 
@@ -75,7 +75,7 @@ def _thermal(session: Session) -> str:
 
 
 def format_summary(session: Session) -> str:
-    s = session.summary()
+    s = summarize(session)
     cfg = session.config
     env = session.data.get("environment", {})
     model = session.data.get("model", {})

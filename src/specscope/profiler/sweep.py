@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from .summary import summarize
+
 
 
 def sweep_order(contexts: list[int], passes: int) -> list[int]:
@@ -46,7 +48,7 @@ def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
 
 def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> dict:
     """One sweep point's figures from its own session (``sub``: a ``Session``) and its context facts."""
-    sm = sub.summary()
+    sm = summarize(sub)
     bd = sm.get("breakdown") or {}
     t_decode = sm.get("t_decode_ms")
     t_verify = sm.get("t_verify_ms")
@@ -88,7 +90,7 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
 
 def sweep_figures(session) -> list[dict]:
     """Every complete point of a session's sweep, smallest context first (each point's own session is read as the
-    sweep's, of the same class: this module never imports ``session``, which writes these figures with it)."""
+    sweep's, of the same class; ``session_file`` writes these figures beside the session)."""
     sw = session.data.get("sweep") or {}
     out = []
     for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):

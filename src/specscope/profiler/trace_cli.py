@@ -98,6 +98,7 @@ def format_trace(res: dict) -> str:
 def cmd_trace(a) -> int:
     from .cli_common import check_output_path  # the same refusal of bad paths as report
     from .session import Session, SessionError
+    from .session_file import save_session
 
     out = check_output_path(a.output, a.force)
     try:
@@ -111,6 +112,6 @@ def cmd_trace(a) -> int:
         res = trace_session(s, a.k_max, a.draws, say=say)
     finally:
         say.close()
-    s.save(out)
+    save_session(s, out)
     print(json.dumps(res, indent=1) if a.json else format_trace(res) + f"\n\nwrote {out}")
     return 0

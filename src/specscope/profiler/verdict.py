@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .divergence import ENGINE_FAULT, ROUNDING, divergence_message, logits_text  # noqa: F401 (re-exported)
 from .stats import LOW_SAMPLE_DRAFTED
 
 
@@ -24,31 +25,6 @@ def acceptance_phrase(s: dict) -> str:
 
 SAMPLED_NOTE = ("sampled regime: outputs differ by design; "
                 "the accept/reject rule is tested for distribution equality")
-
-ENGINE_FAULT = "engine_fault"
-ROUNDING = "rounding"
-
-
-def _logits(x) -> str:
-    return "—" if x is None else f"{x:.3g}"
-
-
-def divergence_message(case_id: str, d: dict) -> str:
-    """One greedy divergence in words: an engine fault (clear margin) or a near-tie (kernel rounding)."""
-    where = f"case {case_id} position {d.get('position')}"
-    tol = d.get("tolerance")
-    tol_text = f"near-tie tolerance {_logits(tol)}" + (f", {d['dtype']}" if d.get("dtype") else "")
-    if d.get("plain_lead") is None:
-        detail = d.get("reason") or "no margin measured"
-    else:
-        detail = (f"plain token {d.get('plain_token')} leads speculative token {d.get('spec_token')} by "
-                  f"{_logits(d['plain_lead'])} logits in the plain step, {_logits(d.get('verify_lead'))} in a batched verify row; "
-                  + tol_text)
-    if d.get("verdict") == ENGINE_FAULT:
-        how = "with a clear margin" if d.get("plain_lead") is not None else "with no margin to call it a near-tie"
-        return f"engine fault: speculative output diverged from plain decoding at {where} {how} ({detail})"
-    return f"speculative output diverged from plain decoding at {where} at a near-tie (kernel rounding: {detail})"
-
 
 def _more(items: list[dict]) -> str:
     if len(items) <= 1:
@@ -88,7 +64,7 @@ def verdict(s: dict) -> str:
     faults = s.get("engine_faults") or []
     if faults:
         d = faults[0]
-        how = (f"with a clear margin ({_logits(d['plain_lead'])} logits)" if d.get("plain_lead") is not None
+        how = (f"with a clear margin ({logits_text(d['plain_lead'])} logits)" if d.get("plain_lead") is not None
                else f"with no margin to call it a near-tie ({d.get('reason') or 'not measured'})")
         return (f"Engine fault: speculative output diverged from plain decoding at case {d['case']} position {d.get('position')} "
                 f"{how}{_more(faults)}. The speed figures measure a faulty engine — " + text)

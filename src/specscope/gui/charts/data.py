@@ -16,7 +16,7 @@ from itertools import chain
 
 from specscope.profiler import stats
 from specscope.profiler.drift import drift_warning, judged
-from specscope.profiler.summary import BLOCK_LABELS, LiveSummary
+from specscope.profiler.summary import BLOCK_LABELS, LiveSummary, session_case_stats, summarize
 from specscope.profiler.uncertainty import rounds_interval_from_sums
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
@@ -216,7 +216,7 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
     """Predicted speedup over the per-position acceptance α (geometric model) from measured times; optional what-if
     overrides of T_verify and α.
 
-    ``case_stats`` (a case -> statistics function) defaults to ``session.case_stats``."""
+    ``case_stats`` (a case -> statistics function) defaults to ``summary.session_case_stats``."""
     s = summary
     if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
         return None
@@ -247,7 +247,7 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
     for c in session.cases:
         if c.get("discarded"):
             continue
-        cs = (case_stats or session.case_stats)(c)
+        cs = case_stats(c) if case_stats else session_case_stats(session, c)
         acc = cs["acceptance"]
         if acc.get("tokens_per_round") is not None and cs["measured_speedup"] is not None:
             a, lo, hi = at(acc["tokens_per_round"], acc.get("tokens_per_round_ci95"))
@@ -275,7 +275,7 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
 
 
 def all_chart_data(session, summary: dict | None = None) -> dict:
-    summary = session.summary() if summary is None else summary
+    summary = summarize(session) if summary is None else summary
     return _chart_data(summary, throughput_series(session), acceptance_series(session), tokens_per_round_hist(session),
                        breakdown_data(summary), division_data(session, summary), probe_series(session, summary))
 

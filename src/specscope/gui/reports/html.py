@@ -34,6 +34,7 @@ from .html_protocol import drift_note, protocol_section
 from .html_trace import trace_images, trace_section
 from specscope.profiler.formatting import rate
 from specscope.profiler.intervals import draft_time_text
+from specscope.profiler.summary import session_case_stats, summarize
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
 from specscope.profiler.renderers.html_common import kv_table as _kv
 from specscope.profiler.renderers.html_common import table as _table
@@ -366,7 +367,7 @@ def _cases(session) -> str:
             "E", "Predicted", "Measured", "Error", "Match", "1st diverg."]
     rows = []
     for c in session.cases:
-        st = session.case_stats(c)
+        st = session_case_stats(session, c)
         a = st["acceptance"]
         m = st["match"] or {}
         sampled = session.regime != "greedy"
@@ -414,7 +415,7 @@ def _outputs(session, target) -> str:
         parts.append('<p class="muted">Synthetic demo model: the text is random tokens; compare it only for equality.</p>')
     parts.append('<p class="muted">Where the two differ, the speculative text from the first differing character on is highlighted.</p>')
     for c in session.cases:
-        st = session.case_stats(c)
+        st = session_case_stats(session, c)
         m = st["match"] or {}
         pt, stx = c.get("plain_text") or "", c.get("spec_text") or ""
         at = _first_diff(pt, stx)
@@ -442,7 +443,7 @@ def _outputs(session, target) -> str:
 def build(session, charts: dict | None = None, target: str = "screen") -> str:
     """The report as HTML for ``target`` "screen" (browsers) or "print" (Qt rich text → PDF)."""
     charts = charts if charts is not None else {}
-    s = session.summary()
+    s = summarize(session)
     model = session.data.get("model") or {}
     title = f"specscope report — {model.get('name') or 'session'}"
     css = SCREEN_CSS if target == "screen" else PRINT_CSS

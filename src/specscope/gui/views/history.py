@@ -19,6 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.formatting import rate
 from specscope.profiler.session import Session, SessionError
+from specscope.profiler.summary import summarize
 from specscope.profiler.verdict import acceptance_phrase
 
 from ..text import home_relative
@@ -57,7 +58,7 @@ def read_entry(path: str | os.PathLike) -> dict:
         return entry
     try:
         s = Session.load(p)
-        sm = s.summary()
+        sm = summarize(s)
     except SessionError as exc:
         entry["error"] = str(exc).replace(str(p), p.name)
         return entry

@@ -16,6 +16,7 @@ import io
 
 from ..intervals import noise_label
 from ..stats import median
+from ..summary import session_case_stats
 from . import redact
 
 
@@ -68,7 +69,7 @@ def rows(session) -> list[dict]:
     regime = session.regime
     out = []
     for c in session.cases:
-        st = session.case_stats(c)
+        st = session_case_stats(session, c)
         acc = st["acceptance"]
         full = [r for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
         m = st["match"] or {}

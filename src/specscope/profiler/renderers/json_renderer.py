@@ -7,6 +7,8 @@ do not run specscope); loading recomputes the derived numbers from the raw ones.
 
 from __future__ import annotations
 
+from ..session_file import session_json
+
 
 def render(session) -> str:
-    return session.to_json() + "\n"
+    return session_json(session) + "\n"
