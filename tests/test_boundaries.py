@@ -53,23 +53,27 @@ def test_import_contracts_hold():
     assert "6 kept, 0 broken" in out, out
 
 
-def test_contracts_catch_a_violation(tmp_path):
-    """The same contracts fail on a package where the core imports the app (so the check above can fail)."""
-    pkg = tmp_path / "src" / "specscope"
-    for sub in ("gui", "profiler", "engine_adapter"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "errors.py").write_text("")
-    (pkg / "model_ref.py").write_text("")
-    (pkg / "profiler" / "cli.py").write_text("import specscope.gui\n")
-    (pkg / "profiler" / "summary.py").write_text("")
-    (pkg / "profiler" / "session.py").write_text("from . import summary\n")  # the data computing its figures
-    stub_contract_modules(tmp_path / "src")
+def lint_planted(tmp_path: Path, files: dict[str, str]) -> tuple[int, str]:
+    """The project's contracts on a stand-in package: ``files`` (paths under src/, their text) planted among empty
+    modules for everything the contracts name."""
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    stub_contract_modules(src)
     cfg = tmp_path / "pyproject.toml"
     contracts = CONFIG.read_text(encoding="utf-8").split("[tool.importlinter]", 1)[1].split("[tool.pytest", 1)[0]
     cfg.write_text("[tool.importlinter]" + contracts)
-    rc, out = lint(cfg, pythonpath=tmp_path / "src")
+    return lint(cfg, pythonpath=src)
+
+
+def test_contracts_catch_a_violation(tmp_path):
+    """The same contracts fail on a package where the core imports the app (so the check above can fail)."""
+    rc, out = lint_planted(tmp_path, {
+        "specscope/profiler/cli.py": "import specscope.gui\n",
+        "specscope/profiler/summary.py": "",
+        "specscope/profiler/session.py": "from . import summary\n",  # the data computing its figures
+    })
     assert rc != 0, out
     assert "specscope.profiler is not allowed to import specscope.gui" in out, out
     assert "specscope.profiler.session is not allowed to import specscope.profiler.summary" in out, out
@@ -77,23 +81,11 @@ def test_contracts_catch_a_violation(tmp_path):
 
 def test_contracts_catch_a_cycle_hidden_in_a_function(tmp_path):
     """views -> command_process -> views, the second import inside a function: the acyclic contract fails."""
-    pkg = tmp_path / "src" / "specscope"
-    gui = pkg / "gui"
-    (gui / "views").mkdir(parents=True)
-    for sub in ("profiler", "engine_adapter"):
-        (pkg / sub).mkdir()
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "profiler" / "session.py").write_text("")
-    for f in (pkg / "__init__.py", pkg / "errors.py", pkg / "model_ref.py", gui / "__init__.py",
-              gui / "views" / "__init__.py"):
-        f.write_text("")
-    (gui / "views" / "page.py").write_text("from ..command_process import run\n")
-    (gui / "command_process.py").write_text("def run():\n    from .views import page\n    return page\n")
-    stub_contract_modules(tmp_path / "src")
-    cfg = tmp_path / "pyproject.toml"
-    contracts = CONFIG.read_text(encoding="utf-8").split("[tool.importlinter]", 1)[1].split("[tool.pytest", 1)[0]
-    cfg.write_text("[tool.importlinter]" + contracts)
-    rc, out = lint(cfg, pythonpath=tmp_path / "src")
+    rc, out = lint_planted(tmp_path, {
+        "specscope/gui/views/__init__.py": "",
+        "specscope/gui/views/page.py": "from ..command_process import run\n",
+        "specscope/gui/command_process.py": "def run():\n    from .views import page\n    return page\n",
+    })
     assert rc != 0, out
     assert "5 kept, 1 broken" in out and "No cycles are allowed in specscope.gui" in out, out
 

@@ -337,21 +337,23 @@ class Session:
         return isinstance(other, Session) and self.data == other.data
 
 
+def _rename(items, old: str, new: str) -> None:
+    """In each dict of ``items``, the key ``old`` becomes ``new`` (a value already under ``new`` wins)."""
+    for x in items or []:
+        if isinstance(x, dict) and old in x:
+            value = x.pop(old)
+            x.setdefault(new, value)
+
+
 def migrate_names(d: dict) -> dict:
     """Rename, in place, the keys an older session file spells the old way ("category" meant two things): a
     case's ``category`` (its content class) becomes ``content_class``, a roofline point's ``categories`` (its
     per-block costs) becomes ``by_block``; a sweep's point sessions likewise. The new name wins where a file has
     both. Returns ``d``. The derived figures (summary, case_stats) are recomputed on load, so they are not touched."""
-    for c in d.get("cases") or []:
-        if isinstance(c, dict) and "category" in c:
-            old = c.pop("category")
-            c.setdefault("content_class", old)
+    _rename(d.get("cases"), "category", "content_class")
     roof = d.get("roofline")
     if isinstance(roof, dict):
-        for p in roof.get("curve") or []:
-            if isinstance(p, dict) and "categories" in p:
-                old = p.pop("categories")
-                p.setdefault("by_block", old)
+        _rename(roof.get("curve"), "categories", "by_block")
     sw = d.get("sweep")
     if isinstance(sw, dict):
         for p in sw.get("points") or []:
