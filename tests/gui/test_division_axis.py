@@ -36,3 +36,23 @@ def test_the_predicted_marker_lies_on_the_curve_at_the_runs_alpha():
     assert main["p_lo"] == pytest.approx(lo) and main["p_hi"] == pytest.approx(hi) and lo <= alpha <= hi
     # per-token p is not α for k > 1: the old axis put the marker off its own curve
     assert k > 1 and abs(sm["p"] - alpha) > 0.01
+
+
+@pytest.mark.parametrize("width", [640, 560])
+def test_the_legend_fits_inside_the_plot(qtbot, width):
+    """Two columns of entries, anchored bottom-right: at the chart's width in the app's window (about 640 px at
+    1440×900) the box must not run past the plot's left edge (it did: the left column's samples and first letters
+    were cut off)."""
+    from specscope.gui.charts.division import DivisionChart
+
+    s = Session.load(FIXTURE)
+    chart = DivisionChart()
+    qtbot.addWidget(chart)
+    chart.resize(width, 640)
+    chart.show()
+    chart.set_data(division_data(s, summarize(s)))
+    qtbot.wait(50)
+    legend = chart.legend.sceneBoundingRect()
+    view = chart.plot_item.vb.sceneBoundingRect()
+    assert chart.legend.isVisible() and len(chart.legend.items) >= 6
+    assert view.left() <= legend.left() and legend.right() <= view.right(), (legend, view)

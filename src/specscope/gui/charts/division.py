@@ -22,22 +22,22 @@ class DivisionChart(BaseChart):
     def build(self):
         dash = QtCore.Qt.PenStyle.DashLine
         self.breakeven = self.plot_item.plot([0, 100], [1, 1], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine),
-                                             name="break-even (speedup 1×)")
+                                             name="break-even (1×)")
         self.measured_curve = self.plot_item.plot([], [], pen=pg.mkPen(self.theme["muted"], width=1.5),
                                                   name="measured T_verify (before what-if)")
-        self.curve = self.plot_item.plot([], [], pen=self.pen("plain", 2.5), name="predicted (whole-graph T_decode)")
-        self.block = self.plot_item.plot([], [], pen=self.pen("spec", 2, dash), name="block-sum ruler (wrong ruler)")
+        self.curve = self.plot_item.plot([], [], pen=self.pen("plain", 2.5), name="predicted (whole-graph ruler)")
+        self.block = self.plot_item.plot([], [], pen=self.pen("spec", 2, dash), name="block-sum ruler (wrong)")
         self.err = pg.ErrorBarItem(x=_E, y=_E, left=_E, right=_E, beam=0.02, pen=pg.mkPen(self.theme["fg"], width=1.5))
         self.plot_item.addItem(self.err)
         self.cases = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["muted"]), symbolPen=None,
-                                         name="measured per case (at the α of its E; 95% CI)")
+                                         name="measured, per case (95% CI)")
         self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
                                         symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
-                                        name="measured, all cases (at the α of its E; 95% CI)")
+                                        name="measured, all cases (95% CI)")
         self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
                                         symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
-                                        name="predicted (the division at the run's E)")
+                                        name="predicted at the run's E")
         self.whatif = self.plot_item.plot([], [], pen=None, symbol="d", symbolSize=13,
                                           symbolBrush=pg.mkBrush(self.theme["breakeven"]), symbolPen=pg.mkPen(self.theme["fg"]),
                                           name="what-if")
