@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.plugins import RENDERERS, import_error_message, load
+from specscope.profiler.renderers.plugins import RENDERERS, import_error_message, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "specscope"
@@ -57,7 +57,7 @@ def test_wheel_contains_every_module_and_data_file(wheel):
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"specscope"}
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "specscope = specscope.profiler.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "specscope = specscope.profiler.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_wheel_ships_the_trained_demo_small(wheel):

@@ -33,7 +33,7 @@ def main():
     from specscope.engine_adapter.loader import load_model
     from specscope.engine_adapter.mtp import load_mtp_drafter
     from specscope.engine_adapter.records import tokens_of
-    from specscope.profiler.stats import acceptance_from_rounds
+    from specscope.profiler.analysis.stats import acceptance_from_rounds
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=None)

@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def table(sessions):
-    from specscope.profiler.session import Session
+    from specscope.profiler.session.session import Session
 
     rows, heads = [], []
     for label, path in sessions:

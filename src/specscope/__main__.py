@@ -1,6 +1,6 @@
 """``python -m specscope`` is the ``specscope`` command."""
 
-from specscope.profiler.cli import main
+from specscope.profiler.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -11,7 +11,7 @@ from specscope.engine_adapter.drafters import DraftModelDrafter, NgramDrafter
 from specscope.engine_adapter.mtp import load_mtp_drafter
 from specscope.engine_adapter.records import tokens_of
 from specscope.engine_adapter.sampling import Sampling
-from specscope.profiler import trace_walk as tw
+from specscope.profiler.analysis import trace_walk as tw
 
 N, K_MAX = 20, 4
 CODE = "def total(xs):\n    s = 0\n    for x in xs:\n        s = s + x\n    return s\n\ndef total(xs):\n"

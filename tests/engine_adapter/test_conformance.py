@@ -136,8 +136,8 @@ class OpaqueCache(_BaseCache):
 
 def test_unknown_cache_kind_is_refused_before_the_run(families_root, monkeypatch):
     from specscope.errors import SpecscopeError
-    from specscope.profiler.config import RunConfig
-    from specscope.profiler.protocol import run_protocol
+    from specscope.profiler.run.config import RunConfig
+    from specscope.profiler.run.protocol import run_protocol
 
     path = family_dir("llama_tied", families_root)
     from mlx_lm.models.llama import Model
@@ -155,7 +155,7 @@ def test_unknown_cache_kind_is_refused_before_the_run(families_root, monkeypatch
 def test_check_command_on_conformance_models(family, cls, families_root, capsys):
     import json
 
-    from specscope.profiler.cli import main
+    from specscope.profiler.cli.main import main
 
     rc = main(["check", str(family_dir(family, families_root)), "--json", "--max-k", "2"])
     rep = json.loads(capsys.readouterr().out)
@@ -165,7 +165,7 @@ def test_check_command_on_conformance_models(family, cls, families_root, capsys)
 
 
 def test_check_command_on_the_demo(capsys):
-    from specscope.profiler.cli import main
+    from specscope.profiler.cli.main import main
 
     rc = main(["check", "--demo", "--max-k", "1"])
     out = capsys.readouterr().out

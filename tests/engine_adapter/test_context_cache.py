@@ -7,7 +7,7 @@ import pytest
 
 from specscope.engine_adapter import context
 from specscope.engine_adapter.engine import Engine, EngineParams
-from specscope.profiler.context import context_tokens
+from specscope.profiler.run.context import context_tokens
 
 
 @pytest.fixture(autouse=True)

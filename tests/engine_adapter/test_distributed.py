@@ -45,7 +45,7 @@ RANK_SCRIPT = textwrap.dedent(
 
 
 def launch_ranks(script: str, args: list[str], n: int, timeout: int = 300) -> subprocess.CompletedProcess:
-    from specscope.profiler.launch import LOOPBACK, _free_port_base, _mlx_launch
+    from specscope.profiler.run.launch import LOOPBACK, _free_port_base, _mlx_launch
 
     cmd = _mlx_launch(sys.executable) + ["--python", sys.executable, "--hosts", LOOPBACK, "-n", str(n), "--backend", "ring",
                                          "--starting-port", str(_free_port_base(n)), "--", script, *args]

@@ -7,7 +7,7 @@ import pytest
 
 from specscope.engine_adapter import divergence as dv
 from specscope.engine_adapter.demo_model import demo_model_path
-from specscope.profiler.summary import summarize
+from specscope.profiler.analysis.summary import summarize
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -79,8 +79,8 @@ def test_event_at_first_divergence(draft):
 
 
 def _run(cfg):
-    from specscope.profiler.protocol import run_protocol
-    from specscope.profiler.session import Session
+    from specscope.profiler.run.protocol import run_protocol
+    from specscope.profiler.session.session import Session
 
     s, evs = Session(), []
 
@@ -103,7 +103,7 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog.",
 def _cfg(tmp_path):
     import json
 
-    from specscope.profiler.config import RunConfig
+    from specscope.profiler.run.config import RunConfig
 
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"name": "divergence", "cases": [{"id": f"c{i}", "prompt": p} for i, p in enumerate(PROMPTS)]}),
@@ -114,8 +114,8 @@ def _cfg(tmp_path):
 
 def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, tmp_path):
     from specscope.engine_adapter import decoding
-    from specscope.profiler.summary_text import format_summary
-    from specscope.profiler.verdict import verdict
+    from specscope.profiler.analysis.summary_text import format_summary
+    from specscope.profiler.analysis.verdict import verdict
 
     # control: the real engine reproduces plain decoding exactly, with no divergence event
     status, s, evs = _run(_cfg(tmp_path))
@@ -155,8 +155,8 @@ def test_cli_run_exits_nonzero_on_an_engine_fault(tmp_path, monkeypatch, capsys)
     """The worker process gets the broken rollback (a sitecustomize on its path); `specscope run` fails loudly."""
     import json
 
-    from specscope.profiler import cli
-    from specscope.profiler.session import Session
+    from specscope.profiler.cli import main as cli
+    from specscope.profiler.session.session import Session
 
     site = tmp_path / "site"
     site.mkdir()

@@ -56,7 +56,7 @@ def test_built_a_part_at_a_time_and_loaded_by_mlx_lm(tmp_path):
 
 
 def test_cli_refuses_bad_shape_arguments(tmp_path, capsys):
-    from specscope.profiler.cli import main
+    from specscope.profiler.cli.main import main
 
     assert main(["demo-model", str(tmp_path / "a"), "--layers", "2"]) == 2
     assert "--layers needs --shape" in capsys.readouterr().err

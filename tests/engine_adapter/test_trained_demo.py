@@ -97,7 +97,7 @@ def test_no_suite_8gram_occurs_in_the_training_corpus():
 
 
 def test_demo_model_command_copies_the_trained_one_or_writes_a_random_one(tmp_path, capsys):
-    from specscope.profiler.cli import main
+    from specscope.profiler.cli.main import main
 
     assert main(["demo-model", str(tmp_path / "t")]) == 0
     assert json.loads((tmp_path / "t" / "config.json").read_text())["specscope_demo"]["kind"] == "trained"

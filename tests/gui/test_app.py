@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session import Session
-from specscope.profiler.summary import session_case_stats
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import session_case_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -115,7 +115,7 @@ def test_text_is_plain_never_html(window, tmp_path):
 
 
 def test_open_bad_session_raises_clear_error(window, tmp_path):
-    from specscope.profiler.session import SessionError
+    from specscope.profiler.session.session import SessionError
 
     p = tmp_path / "bad.json"
     p.write_text("{not json", encoding="utf-8")

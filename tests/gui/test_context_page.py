@@ -45,7 +45,7 @@ def _worker_config(panel) -> dict:
     """What the app hands the worker: its command line carries the RunConfig as JSON (profiler.runner)."""
     import json
 
-    from specscope.profiler.runner import worker_command
+    from specscope.profiler.run.runner import worker_command
 
     cfg = panel.config()
     cfg.validate()
@@ -56,7 +56,7 @@ def test_the_setup_panels_context_field_reaches_the_workers_command_line(qtbot, 
     import pytest
 
     from specscope.errors import SpecscopeError
-    from specscope.profiler.config import RunConfig
+    from specscope.profiler.run.config import RunConfig
 
     panel = _panel(qtbot, settings)
     try:
@@ -110,7 +110,7 @@ def test_the_setup_panels_context_field_follows_a_loaded_session(qtbot, settings
 
 
 def test_the_context_page_sweeps_the_setup_panels_context_file(qtbot, settings):
-    from specscope.profiler.config import RunConfig
+    from specscope.profiler.run.config import RunConfig
 
     v = ContextView(LIGHT)
     qtbot.addWidget(v)
@@ -128,7 +128,7 @@ def _sweep_file(tmp_path):
     import json
     from pathlib import Path
 
-    from specscope.profiler.session import Session, migrate_names
+    from specscope.profiler.session.session import Session, migrate_names
 
     base = migrate_names(json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text()))
     top = Session()

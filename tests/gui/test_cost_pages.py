@@ -6,7 +6,7 @@ import pytest
 
 from specscope.gui.charts.cost_data import block_floor_data, expert_union_data, tune_data, verify_curve_data
 from specscope.gui.views.tune import COLUMNS
-from specscope.profiler.summary import summarize
+from specscope.profiler.analysis.summary import summarize
 
 
 def _roof():
@@ -119,7 +119,7 @@ def test_division_page_shows_the_prediction_beside_the_ledger(window, qtbot):
     import json
     from pathlib import Path
 
-    from specscope.profiler.session import Session
+    from specscope.profiler.session.session import Session
 
     d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_v1_demo.json").read_text(encoding="utf-8"))
     k = d["config"]["num_draft_tokens"]
@@ -144,7 +144,7 @@ def test_reports_draw_the_verify_cost_and_tune_charts(qtbot, tmp_path):
     from pathlib import Path
 
     from specscope.gui.reports.html import render
-    from specscope.profiler.session import Session
+    from specscope.profiler.session.session import Session
 
     d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
     assert 'alt="verify_cost chart"' not in render(Session.from_dict(d))  # nothing measured: no section, no chart

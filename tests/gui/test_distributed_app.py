@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.session import Session
-from specscope.profiler.summary import summarize
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 RANKS2 = ROOT / "tests" / "fixtures" / "session_ranks2.json"
@@ -70,7 +70,7 @@ def test_breakdown_page_shows_each_rank(window, qtbot):
 
 def test_division_page_communication_what_if(window, qtbot):
     from specscope.gui.views.division import measured_communication
-    from specscope.profiler import stats
+    from specscope.profiler.analysis import stats
 
     window.open_session(str(RANKS2))
     qtbot.waitUntil(lambda: window.model.last_snapshot.get("status") == "complete", timeout=5000)
@@ -94,8 +94,8 @@ def test_worker_names_the_rank_that_failed(qtbot, monkeypatch, tmp_path):
     named, before ``finished``, and reports a failure even though mlx.launch exits 0."""
 
     from specscope.gui import run_process as wmod
-    from specscope.profiler.config import RunConfig
-    from specscope.profiler.launch import LaunchPlan
+    from specscope.profiler.run.config import RunConfig
+    from specscope.profiler.run.launch import LaunchPlan
 
     hostfile = tmp_path / "hosts.json"
     hostfile.write_text("{}")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session import Session
-from specscope.profiler.verdict import SAMPLED_NOTE
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.verdict import SAMPLED_NOTE
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from specscope.gui.charts.data import division_data
-from specscope.profiler import stats
-from specscope.profiler.session import Session
-from specscope.profiler.summary import summarize
+from specscope.profiler.analysis import stats
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import summarize
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
 

@@ -8,7 +8,7 @@ import pytest
 
 from specscope.gui import gpu_trace_action
 from specscope.gui.inspector import DEMO
-from specscope.profiler.cli import build_parser
+from specscope.profiler.cli.main import build_parser
 
 pytestmark = pytest.mark.timeout(300)
 

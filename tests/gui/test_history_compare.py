@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from PySide6 import QtCore, QtGui
 
-from specscope.profiler.session import Session
-from specscope.profiler.verdict import verdict
-from specscope.profiler.summary import summarize
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.verdict import verdict
+from specscope.profiler.analysis.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_v1_demo.json"  # a schema-1 session: History lists old sessions too

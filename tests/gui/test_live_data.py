@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session import Session
-from specscope.profiler.summary import summarize
-from specscope.profiler.summary import session_case_stats
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import summarize
+from specscope.profiler.analysis.summary import session_case_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
 
-_spec = importlib.util.spec_from_file_location("_summary_replay", ROOT / "tests" / "profiler" / "test_summary.py")
+_spec = importlib.util.spec_from_file_location("_summary_replay", ROOT / "tests" / "profiler" / "analysis" / "test_summary.py")
 _replay = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_replay)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from PySide6 import QtWidgets
 
-from specscope.profiler.session import Session
-from specscope.profiler.summary import summarize
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -158,8 +158,8 @@ def test_slow_rates_are_not_printed_as_zero(qtbot):
     """A real-shape model on a loaded CPU decodes at 0.03 tok/s: one decimal would say 0.0 tok/s."""
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.views.live import LiveView
-    from specscope.profiler.formatting import rate
-    from specscope.profiler.summary_text import format_summary
+    from specscope.profiler.analysis.formatting import rate
+    from specscope.profiler.analysis.summary_text import format_summary
 
     assert (rate(0.03162, " tok/s"), rate(21.83), rate(0.0), rate(None)) == ("0.0316 tok/s", "21.8", "0.0", "—")
     s = Session.load(REAL)
@@ -215,7 +215,7 @@ def test_report_names_a_real_shape_model_for_what_it_is():
 
 
 def test_roofline_headline_does_not_call_an_unsplit_gap_no_gap():
-    from specscope.profiler.roofline import headline
+    from specscope.profiler.analysis.roofline import headline
 
     text = headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 4.0, "gap_shares": {}})
     assert "no gap" not in text and "a gap of 1.0 plain steps, not split by block" in text

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session import Session
-from specscope.profiler.summary import summarize
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "session_demo.json"
@@ -25,7 +25,7 @@ def _load(name: str, rel: str):
     return mod
 
 
-noisy_session = _load("_no_negative", "tests/profiler/test_no_negative_time.py").noisy_session
+noisy_session = _load("_no_negative", "tests/profiler/analysis/test_no_negative_time.py").noisy_session
 
 
 def with_probe(session: Session, drift: bool) -> Session:
@@ -86,7 +86,7 @@ def test_repeats_spread_and_prediction_interval_on_the_live_tiles(qtbot):
     lo, hi = sm["plain_tok_s_spread"]
     assert view.t_plain.caption.text() == f"Plain decoding · median, repeats {lo:.1f}–{hi:.1f}"
     # the error with its interval, and the verdict: 3 cases × 24 tokens are too little to judge, and it says so
-    from specscope.profiler.verdict import prediction_short
+    from specscope.profiler.analysis.verdict import prediction_short
 
     assert prediction_short(sm) in view.t_speed.note.text() and "…" in view.t_speed.note.text()
     assert sm["prediction_verdict"]["state"] == "too_little_data" and "within noise" not in view.t_speed.note.text()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler import trace_walk
-from specscope.profiler.session import Session
+from specscope.profiler.analysis import trace_walk
+from specscope.profiler.session.session import Session
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
 

@@ -22,7 +22,7 @@ RUN_TIMEOUT_MS = 240_000  # a small demo run in the app, on a loaded 2-core mach
 
 def specscope(*args, timeout=300, env=None, **kw):
     """Run the real CLI in a subprocess (as a user would)."""
-    return subprocess.run([sys.executable, "-m", "specscope.profiler.cli", *map(str, args)], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "specscope.profiler.cli.main", *map(str, args)], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env=env, **kw)
 
 
@@ -46,7 +46,7 @@ def worker_pids(marker: str) -> list[int]:
             state = next((ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("State:")), "")
         except OSError:
             continue
-        if "specscope.profiler.worker" in cmd and marker in cmd and "zombie" not in state:
+        if "specscope.profiler.run.worker" in cmd and marker in cmd and "zombie" not in state:
             out.append(int(entry.name))
     return out
 

@@ -6,9 +6,9 @@ Already covered elsewhere (not repeated here):
       model_type, remote code, no/pickle/truncated/non-safetensors weights, wrong shapes, no tokenizer,
       HF cache entry, vocabulary mismatch (API level), oversize model
   tests/engine_adapter/test_mtp.py               no mtp weights (API level), --mtp-weights shape mismatch
-  tests/profiler/test_cli.py                      k out of range, --max-tokens 0, missing model, existing
+  tests/profiler/cli/test_cli.py                      k out of range, --max-tokens 0, missing model, existing
       output refused, suite not UTF-8, empty prompt
-  tests/profiler/test_session.py                  truncated session, newer schema, nonsense values, zero cases
+  tests/profiler/session/test_session.py                  truncated session, newer schema, nonsense values, zero cases
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import shutil
 
 import pytest
 
-from specscope.profiler.cli import main
-from specscope.profiler.session import Session
+from specscope.profiler.cli.main import main
+from specscope.profiler.session.session import Session
 
 from .helpers import FIXTURE, assert_clear_failure, specscope
 

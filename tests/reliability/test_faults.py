@@ -17,10 +17,10 @@ import sys
 
 import pytest
 
-from specscope.profiler.config import RunConfig
+from specscope.profiler.run.config import RunConfig
 from specscope.profiler.renderers import render_to_file
-from specscope.profiler.runner import run_worker
-from specscope.profiler.session import Session, SessionError
+from specscope.profiler.run.runner import run_worker
+from specscope.profiler.session.session import Session, SessionError
 
 from .helpers import ROOT, needs_proc, unique_suite, wait_until, worker_pids
 
@@ -87,7 +87,7 @@ def test_worker_sigkill_mid_run_keeps_everything(tmp_path):
 def _start_cli(tmp_path, *extra, new_session=True):
     suite = unique_suite(tmp_path)
     out = tmp_path / "s.json"
-    cmd = [sys.executable, "-m", "specscope.profiler.cli", "run", "--demo", "--suite", str(suite), "--cases", "2",
+    cmd = [sys.executable, "-m", "specscope.profiler.cli.main", "run", "--demo", "--suite", str(suite), "--cases", "2",
            "--max-tokens", "16", "--warmup", "0", "--no-breakdown", "-o", str(out), *extra]
     # the random demo (slower per step than the shipped trained one), so that a signal sent after the first case
     # lands while the second is still running rather than racing the end of the run

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from specscope.profiler.session import Session
+from specscope.profiler.session.session import Session
 
 from .helpers import FIXTURE, RUN_TIMEOUT_MS, needs_proc
 

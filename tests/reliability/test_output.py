@@ -2,8 +2,8 @@
 a failure leaves the previous file byte-for-byte intact and no temp file behind, and the user gets one
 clear line and a non-zero exit code.
 
-Already covered: ``tests/profiler/test_cli.py::test_run_refuses_existing_output`` (run -o),
-``tests/profiler/test_renderers.py::test_cli_report_refuses_to_overwrite_without_force`` (report -o).
+Already covered: ``tests/profiler/cli/test_cli.py::test_run_refuses_existing_output`` (run -o),
+``tests/profiler/renderers/test_renderers.py::test_cli_report_refuses_to_overwrite_without_force`` (report -o).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import specscope.profiler.session as session_mod
-from specscope.profiler import pump, runner
-from specscope.profiler.cli import main
-from specscope.profiler.config import RunConfig
+import specscope.profiler.session.session as session_mod
+from specscope.profiler.run import pump, runner
+from specscope.profiler.cli.main import main
+from specscope.profiler.run.config import RunConfig
 from specscope.profiler.renderers import render_to_file
-from specscope.profiler.session import Session, atomic_write
+from specscope.profiler.session.session import Session, atomic_write
 
 from .helpers import FIXTURE
 

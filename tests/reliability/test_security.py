@@ -1,7 +1,7 @@
 """Security and privacy: no network at run time, no remote code, no pickles, no home folder in shared reports.
 
 Already covered: ``tests/engine_adapter/test_checkpoint_errors.py`` (``model_file`` custom code refused,
-pickle-only weights refused, non-safetensors refused), ``tests/profiler/test_renderers.py`` (HTML escapes
+pickle-only weights refused, non-safetensors refused), ``tests/profiler/renderers/test_renderers.py`` (HTML escapes
 and redacts every field), ``tests/gui/test_app.py`` (``<script>`` shown as text).
 """
 
@@ -19,7 +19,7 @@ import pytest
 from importlib.resources import files
 
 from specscope.profiler.renderers import redact, render_to_file
-from specscope.profiler.session import Session
+from specscope.profiler.session.session import Session
 
 from .helpers import FIXTURE, specscope
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session import Session
+from specscope.profiler.session.session import Session
 
 from .helpers import RUN_TIMEOUT_MS, needs_proc, wait_until
 
@@ -44,7 +44,7 @@ def child_workers() -> list[int]:
         except OSError:
             continue
         ppid = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")), "")
-        if ppid == me and (b"specscope.profiler.worker" in cmd or b"specscope.profiler.cli" in cmd):
+        if ppid == me and (b"specscope.profiler.run.worker" in cmd or b"specscope.profiler.cli.main" in cmd):
             out.append(int(entry.name))
     return out
 

@@ -2,7 +2,7 @@
 
     MTL_CAPTURE_ENABLED=1 python -m specscope.engine_adapter.gpu_trace '<spec as JSON>'
 
-The spec (written by ``specscope.profiler.gpu_trace``) names the model, ``k``, the
+The spec (written by ``specscope.profiler.cli.gpu_trace``) names the model, ``k``, the
 prompt and the output folder. The worker loads the model, encodes the prompt and
 prefills it (outside any capture), then records, each with
 ``mx.metal.start_capture(path)`` / ``mx.metal.stop_capture()``:

@@ -16,7 +16,7 @@ import tempfile
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.display import offscreen_if_headless
+from specscope.profiler.cli.display import offscreen_if_headless
 
 from .inspector import DEMO
 
@@ -116,7 +116,7 @@ def main(args=None) -> int:
             app.exit(code)
 
     if _arg(args, "session"):
-        from specscope.profiler.session import SessionError
+        from specscope.profiler.session.session import SessionError
 
         try:
             win.open_session(args.session)

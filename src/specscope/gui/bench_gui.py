@@ -7,8 +7,8 @@ import tempfile
 
 from PySide6 import QtCore
 
-from specscope.profiler.config import RunConfig
-from specscope.profiler.summary import summarize
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.analysis.summary import summarize
 
 
 def run_with_app(cfg: RunConfig) -> dict:

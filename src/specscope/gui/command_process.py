@@ -9,8 +9,8 @@ import sys
 
 from PySide6 import QtCore
 
-from specscope.profiler.config import RunConfig
-from specscope.profiler.runner import worker_env
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.runner import worker_env
 
 from .run_process import qt_env
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.config import RunConfig
-from specscope.profiler.runner import worker_env
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.runner import worker_env
 
 from .command_process import error_text
 from .text import clip, home_relative

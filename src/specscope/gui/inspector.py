@@ -7,7 +7,7 @@ import sys
 
 from PySide6 import QtCore
 
-from specscope.profiler.runner import worker_env
+from specscope.profiler.run.runner import worker_env
 
 from .run_process import qt_env
 

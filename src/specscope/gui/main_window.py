@@ -9,9 +9,9 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.events import finish_run
-from specscope.profiler.session import Session, SessionError
-from specscope.profiler.session_file import save_session
+from specscope.profiler.run.events import finish_run
+from specscope.profiler.session.session import Session, SessionError
+from specscope.profiler.analysis.session_file import save_session
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message

@@ -1,4 +1,4 @@
-"""Runs the profiler worker (``python -m specscope.profiler.worker``) in a QProcess and parses its JSON lines.
+"""Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines.
 
 A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.launch``'s plan instead: the
 guard (its own process group) wrapping ``mlx.launch`` wrapping the ranks; rank 0's events arrive the same way.
@@ -15,11 +15,11 @@ import sys
 
 from PySide6 import QtCore
 
-from specscope.profiler.config import RunConfig
-from specscope.profiler.events import STOP_GRACE_SECONDS, EventReader
-from specscope.profiler.launch import (EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, RankMonitor,
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.events import STOP_GRACE_SECONDS, EventReader
+from specscope.profiler.run.launch import (EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, RankMonitor,
                                        plan_launch)
-from specscope.profiler.runner import worker_command, worker_env
+from specscope.profiler.run.runner import worker_command, worker_env
 
 STOP_GRACE_MS = int(STOP_GRACE_SECONDS * 1000)
 RANK_GRACE_MS = int(RANK_GRACE_SECONDS * 1000)

@@ -17,10 +17,10 @@ import time
 
 from PySide6 import QtCore
 
-from specscope.profiler.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
-from specscope.profiler.session import Session
-from specscope.profiler.session_file import save_session
-from specscope.profiler.summary import LiveSummary
+from specscope.profiler.run.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.session_file import save_session
+from specscope.profiler.analysis.summary import LiveSummary
 
 from .charts import data as chart_data
 
@@ -125,7 +125,7 @@ class SessionModel(QtCore.QObject):
         sw = s.data.get("sweep")
         if not sw or s.cases:
             return None
-        from specscope.profiler.sweep import dominant_effect, sweep_figures, sweep_status, sweep_verdict
+        from specscope.profiler.analysis.sweep import dominant_effect, sweep_figures, sweep_status, sweep_verdict
 
         key = (id(sw), tuple((p.get("context"), p.get("complete"), p.get("visits")) for p in sw.get("points") or []))
         if getattr(self, "_sweep_key", None) != key:

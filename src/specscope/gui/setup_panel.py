@@ -7,9 +7,9 @@ from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.config import MAX_K, RunConfig
-from specscope.profiler.context import KINDS as CONTEXT_KINDS
-from specscope.profiler.launch import BACKENDS, MAX_LOCAL_RANKS
+from specscope.profiler.run.config import MAX_K, RunConfig
+from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
+from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, label_for, looks_like_model
@@ -264,7 +264,7 @@ class SetupPanel(QtWidgets.QWidget):
         """The RunConfig fields of the context choice. A size that is not one, or a file mode without a file, is
         refused with the reason (the app shows it; nothing starts)."""
         from specscope.errors import SpecscopeError
-        from specscope.profiler.context import parse_size
+        from specscope.profiler.run.context import parse_size
 
         mode = self.context_mode.currentData()
         kind = self.context_kind.currentText()

@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
+from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 
 from .common import BaseChart, nice_ceil
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyqtgraph as pg
 
-from specscope.profiler.intervals import time_text
+from specscope.profiler.analysis.intervals import time_text
 
 from .common import BaseChart
 

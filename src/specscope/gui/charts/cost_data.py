@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specscope.profiler.summary import BLOCK_LABELS
+from specscope.profiler.analysis.summary import BLOCK_LABELS
 
 
 SHORT_LABELS = {"linear_attention": "Linear attn", "full_attention": "Full attn", "moe": "MoE", "dense_mlp": "MLP",

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from itertools import chain
 
-from specscope.profiler import stats
-from specscope.profiler.drift import drift_warning, judged
-from specscope.profiler.summary import BLOCK_LABELS, LiveSummary, session_case_stats, summarize
-from specscope.profiler.uncertainty import rounds_interval_from_sums
+from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.drift import drift_warning, judged
+from specscope.profiler.analysis.summary import BLOCK_LABELS, LiveSummary, session_case_stats, summarize
+from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
 
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
 _NONE: list = []  # the rounds a discarded case contributes to acceptance (shared, never written to)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-from specscope.profiler import trace_walk
+from specscope.profiler.analysis import trace_walk
 
 from .common import BaseChart
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.display import offscreen_if_headless
-from specscope.profiler.plugins import import_error_message
+from specscope.profiler.cli.display import offscreen_if_headless
+from specscope.profiler.renderers.plugins import import_error_message
 from specscope.profiler.renderers.html_common import esc
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")

@@ -12,14 +12,12 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 
-from specscope.profiler.verdict import (
-    ENGINE_FAULT,
+from specscope.profiler.analysis.verdict import (
     SAMPLED_NOTE,
     acceptance_phrase,
     ledger_text,
     rollback_term_text,
     audit_answers,
-    divergence_message,
     divergence_note,
     instrumentation_cost_text,
     prediction_error_text,
@@ -32,10 +30,12 @@ from .html_context import context_images, context_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_protocol import drift_note, protocol_section
 from .html_trace import trace_images, trace_section
-from specscope.profiler.formatting import rate
-from specscope.profiler.intervals import draft_time_text
-from specscope.profiler.summary import session_case_stats, summarize
-from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, ci, count, esc, f, mib, pct
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.summary import session_case_stats, summarize
+from specscope.profiler.session.divergence import ENGINE_FAULT, divergence_message
+from specscope.profiler.analysis.formatting import ci, count, fmt as f, mib, pct
+from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, esc
 from specscope.profiler.renderers.html_common import kv_table as _kv
 from specscope.profiler.renderers.html_common import table as _table
 
@@ -140,7 +140,7 @@ def _header(session, s) -> str:
         f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}"
     )
     if sweep_only(session):
-        from specscope.profiler.sweep import sweep_status
+        from specscope.profiler.analysis.sweep import sweep_status
 
         sub = (f"drafter {_drafter_text(cfg)} · k = {s['k']} · {s['regime']} · {sweep_status(session)} × "
                f"{cfg.get('max_tokens', '?')} new tokens · status {session.status}")
@@ -200,7 +200,7 @@ def _verdict(s, target, session=None) -> str:
     cls = "" if m is None else ("win" if m >= 1 else "lose")
     text = verdict(s)
     if session is not None and sweep_only(session):  # no single verdict: one per context
-        from specscope.profiler.sweep import sweep_figures, sweep_verdict
+        from specscope.profiler.analysis.sweep import sweep_figures, sweep_verdict
 
         text = sweep_verdict(sweep_figures(session), where="in the Long context section below")
         cls = ""

@@ -3,9 +3,10 @@ spread over reps; an estimate (barrier-free, inter-block) whose spread reaches z
 
 from __future__ import annotations
 
-from specscope.profiler.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
-from specscope.profiler.renderers.html_common import esc, f, pct, table
-from specscope.profiler.summary import BLOCK_LABELS
+from specscope.profiler.analysis.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
+from specscope.profiler.analysis.formatting import fmt as f, pct
+from specscope.profiler.renderers.html_common import esc, table
+from specscope.profiler.analysis.summary import BLOCK_LABELS
 
 
 def _inter_ratio(dec, ver):

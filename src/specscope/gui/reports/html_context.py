@@ -9,9 +9,10 @@ data function) and its table per context. Nothing for a session without a sweep.
 
 from __future__ import annotations
 
-from specscope.profiler.renderers.html_common import esc, f, mib, pct
+from specscope.profiler.analysis.formatting import fmt as f, mib, pct
+from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
-from specscope.profiler.sweep import draft_is_noise, dominant_effect, sweep_figures
+from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, sweep_figures
 
 from . import charts as _charts
 

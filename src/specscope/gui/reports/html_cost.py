@@ -3,11 +3,12 @@ session holds them (``run --roofline``, the Verify cost and Tune pages)."""
 
 from __future__ import annotations
 
-from specscope.profiler.prediction import for_session, prediction_text
-from specscope.profiler.renderers.html_common import esc, f, pct
+from specscope.profiler.analysis.prediction import for_session, prediction_text
+from specscope.profiler.analysis.formatting import fmt as f, pct
+from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
-from specscope.profiler.summary import BLOCK_LABELS
-from specscope.profiler.verdict import ledger_text
+from specscope.profiler.analysis.summary import BLOCK_LABELS
+from specscope.profiler.analysis.verdict import ledger_text
 
 
 def prediction_paragraph(session, s: dict) -> str:

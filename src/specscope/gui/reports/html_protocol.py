@@ -3,10 +3,11 @@ discarded cases, cooldown, the clock probe and its verdict, the machine's sensor
 
 from __future__ import annotations
 
-from specscope.profiler.drift import drift_phrase, drift_warning
-from specscope.profiler.formatting import rate
-from specscope.profiler.intervals import spread_text
-from specscope.profiler.renderers.html_common import esc, f, kv_table
+from specscope.profiler.analysis.drift import drift_phrase, drift_warning
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.intervals import spread_text
+from specscope.profiler.analysis.formatting import fmt as f
+from specscope.profiler.renderers.html_common import esc, kv_table
 
 
 def drift_note(s: dict) -> str:

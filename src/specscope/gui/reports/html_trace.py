@@ -7,8 +7,9 @@ keys are ``trace_classes`` and ``trace_case-<n>``, so the PDF writer finds them 
 
 from __future__ import annotations
 
-from specscope.profiler import trace_walk
-from specscope.profiler.renderers.html_common import esc, f
+from specscope.profiler.analysis import trace_walk
+from specscope.profiler.analysis.formatting import fmt as f
+from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
 from . import charts as _charts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.intervals import not_a_time, spread_text, time_text
+from specscope.profiler.analysis.intervals import not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
 from ..charts.breakdown import RankChart, rank_data

@@ -12,8 +12,8 @@ import unicodedata
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.formatting import rate
-from specscope.profiler.stats import LOW_SAMPLE_DRAFTED
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 
 from ..text import breakable
 from .common import fmt, plain_label, sortable_table

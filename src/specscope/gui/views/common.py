@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.formatting import DASH
-from specscope.profiler.formatting import fmt as _fmt
+from specscope.profiler.analysis.formatting import DASH
+from specscope.profiler.analysis.formatting import fmt as _fmt
 
 from ..text import ZWSP as ZWSP  # re-exported: tests/reliability reads it here
 from ..text import breakable, clip

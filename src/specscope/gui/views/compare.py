@@ -14,8 +14,8 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.compare import compare
-from specscope.profiler.formatting import rate
+from specscope.profiler.analysis.compare import compare
+from specscope.profiler.analysis.formatting import rate
 
 from ..text import home_relative
 from .common import plain_label

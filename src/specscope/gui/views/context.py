@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.sweep import dominant_effect, draft_is_noise
+from specscope.profiler.analysis.sweep import dominant_effect, draft_is_noise
 
 from ..charts.context import ContextChart
 from ..command_process import model_args
@@ -109,8 +109,8 @@ class ContextView(MeasurementPage):
         data = self._session() or {}
         stored = data.get(self.key)
         if stored is None and data.get("sweep"):
-            from specscope.profiler.session import Session
-            from specscope.profiler.sweep import sweep_figures
+            from specscope.profiler.session.session import Session
+            from specscope.profiler.analysis.sweep import sweep_figures
 
             stored = {"points": sweep_figures(Session(data))}
         if stored is not self._result and stored != self._result:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler import stats
-from specscope.profiler.intervals import draft_time_text
-from specscope.profiler.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
+from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data

@@ -17,10 +17,10 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.formatting import rate
-from specscope.profiler.session import Session, SessionError
-from specscope.profiler.summary import summarize
-from specscope.profiler.verdict import acceptance_phrase
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.session.session import Session, SessionError
+from specscope.profiler.analysis.summary import summarize
+from specscope.profiler.analysis.verdict import acceptance_phrase
 
 from ..text import home_relative
 from .common import plain_label, sortable_table

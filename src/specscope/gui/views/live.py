@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.verdict import (acceptance_phrase, instrumentation_cost_text, ledger_text, prediction_error_text,
+from specscope.profiler.analysis.verdict import (acceptance_phrase, instrumentation_cost_text, ledger_text, prediction_error_text,
                                        prediction_short)
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
-from specscope.profiler.formatting import rate
-from specscope.profiler.intervals import draft_time_text
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.intervals import draft_time_text
 
 from .common import Tile, fmt
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.formatting import DASH
+from specscope.profiler.analysis.formatting import DASH
 
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart

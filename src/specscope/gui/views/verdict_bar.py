@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from specscope.profiler.drift import drift_warning
-from specscope.profiler.verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line,
+from specscope.profiler.analysis.drift import drift_warning
+from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line,
                                         prediction_error_text, verdict)
 
 from .common import plain_label

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-from ..plugins import RENDERERS, load, registered
-from ..session import atomic_write
+from specscope.profiler.renderers.plugins import RENDERERS, load, registered
+from specscope.profiler.session.session import atomic_write
 
 _HOME_PATTERNS = [
     re.compile(r"(?<![\w.~])/Users/[^/\s\"'<>]+"),

@@ -1,10 +1,17 @@
 """The two-session comparison page (``specscope compare A.json B.json -o diff.html``).
 
-Renders what ``profiler.compare.compare`` computed: self-contained HTML, no
+Renders what ``profiler.analysis.compare.compare`` computed: self-contained HTML, no
 charts, no scripts, no URLs; all text escaped. Qt-free.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specscope.errors import SpecscopeError
+from specscope.profiler.analysis.compare import compare
+from specscope.profiler.session.session import atomic_write, finite_json
 
 from .html_common import SCREEN_CSS, esc
 
@@ -109,3 +116,19 @@ def render_comparison(result: dict) -> str:
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{esc(title)}</title><style>{SCREEN_CSS}{EXTRA_CSS}</style></head><body><main>{''.join(parts)}</main></body></html>\n"
     )
+
+
+def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> None:
+    out = Path(out_path)
+    name = out.name.lower()
+    if not (name.endswith(".html") or name.endswith(".htm") or name.endswith(".json")):
+        raise SpecscopeError(f"cannot tell the comparison format from {out.name!r}; use .html or .json")
+    result = compare(a, b, names=names, timings_only=timings_only)
+    if name.endswith(".json"):
+        content = json.dumps(finite_json(result), ensure_ascii=False, indent=1) + "\n"
+    else:
+        content = render_comparison(result)
+    try:
+        atomic_write(out, content)
+    except OSError as exc:
+        raise SpecscopeError(f"could not write {out}: {exc.strerror or exc}") from None

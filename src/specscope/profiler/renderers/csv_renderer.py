@@ -14,9 +14,9 @@ from __future__ import annotations
 import csv
 import io
 
-from ..intervals import noise_label
-from ..stats import median
-from ..summary import session_case_stats
+from specscope.profiler.analysis.intervals import noise_label
+from specscope.profiler.analysis.stats import median
+from specscope.profiler.analysis.summary import session_case_stats
 from . import redact
 
 
@@ -176,7 +176,7 @@ def _context_rows(session) -> list[dict]:
     """One row per context of a sweep (``sweep_figures``: recomputed from each point's own session)."""
     if not (session.data.get("sweep") or {}).get("points"):
         return []
-    from ..sweep import draft_is_noise, sweep_figures
+    from specscope.profiler.analysis.sweep import draft_is_noise, sweep_figures
 
     out = []
     for r in sweep_figures(session):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import html as _html
 
-from ..formatting import DASH, ci, count, mib, pct  # noqa: F401  (re-exported for the report modules)
-from ..formatting import fmt as f  # noqa: F401
+from specscope.profiler.analysis.formatting import DASH
 from . import redact
 
 

@@ -7,7 +7,7 @@ do not run specscope); loading recomputes the derived numbers from the raw ones.
 
 from __future__ import annotations
 
-from ..session_file import session_json
+from specscope.profiler.analysis.session_file import session_json
 
 
 def render(session) -> str:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 
-from ..intervals import noise_label
-from ..summary import BLOCK_LABELS
+from specscope.profiler.analysis.intervals import noise_label
+from specscope.profiler.analysis.summary import BLOCK_LABELS
 from . import redact
 
 GAP_US = 1000.0  # spacing between phases that were not timed back to back

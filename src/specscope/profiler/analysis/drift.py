@@ -1,0 +1,77 @@
+"""Did the machine slow down during the run? The clock probe's series, judged against its own noise.
+
+The protocol reads the clock probe (a fixed compute-bound kernel, ``engine_adapter.clock_probe``)
+before and after every repeat of every case. A reading is the median of a few timed reps; the spread
+of those reps, relative to the reading, is the probe's **own noise** (the median of it over the run).
+The run **drifted** when the late readings (the last third) are slower than the early ones (the first
+third) by more than that noise. Readings taken while cooling down are kept in the series but not
+judged (the wait exists because they are slow).
+"""
+
+from __future__ import annotations
+
+from specscope.profiler.analysis.stats import median
+
+MIN_READINGS = 6  # fewer (a 1–2 case run): one slow reading would decide the verdict; too few to judge
+
+
+def judged(series: list[dict]) -> list[dict]:
+    return [p for p in series or [] if p.get("when", "before") in ("before", "after")]
+
+
+def reading_noise(p: dict) -> float | None:
+    reps = [x for x in p.get("reps_ms") or [] if isinstance(x, (int, float))]
+    if len(reps) < 2 or not p.get("ms"):
+        return None
+    return (max(reps) - min(reps)) / p["ms"]
+
+
+def probe_drift(series: list[dict]) -> dict | None:
+    """The drift verdict of a probe series, or None when the session has no probe readings."""
+    if not series:
+        return None
+    rs = judged(series)
+    ms = [p["ms"] for p in rs]
+    best = min(p["ms"] for p in series)
+    out = {"readings": len(rs), "best_ms": best, "first_ms": ms[0] if ms else None, "last_ms": ms[-1] if ms else None,
+           "early_ms": None, "late_ms": None, "slowdown": None, "noise": median(reading_noise(p) for p in rs),
+           "drift": None, "cooldown_readings": len(series) - len(rs)}
+    if len(rs) < MIN_READINGS:
+        return out
+    k = max(2, len(rs) // 3)
+    early, late = median(ms[:k]), median(ms[-k:])
+    assert early is not None and late is not None  # at least MIN_READINGS readings: both thirds have some
+    out.update(early_ms=early, late_ms=late, slowdown=late / early - 1.0)
+    noise = out["noise"] or 0.0
+    out["drift"] = out["slowdown"] > noise
+    return out
+
+
+def drift_warning(d: dict | None) -> str | None:
+    """The warning line when the probe slowed by more than its own noise; None otherwise."""
+    if not d or not d.get("drift"):
+        return None
+    return (f"drift warning: the clock probe slowed by {d['slowdown'] * 100:+.1f}% from the start of the run to its end "
+            f"(more than its own noise: its reps spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest): the device ran slower late in the run (heat, or another load); "
+            "ABBA order spreads the slow-down over both modes, but rerun with --cooldown, or on a quiet machine")
+
+
+def _first_last(d: dict) -> str:
+    """What the readings show when there are too few to judge: the first and the last, and the change."""
+    a, b = d.get("first_ms"), d.get("last_ms")
+    if not a or not b or d.get("readings", 0) < 2:
+        return ""
+    return f" (first {a:.2f} ms, last {b:.2f} ms: {(b / a - 1) * 100:+.1f}%)"
+
+
+def drift_phrase(d: dict | None) -> str:
+    """One line on the probe for summaries: the warning, or what was checked."""
+    if not d:
+        return "clock probe: not recorded (session from an older specscope)"
+    w = drift_warning(d)
+    if w:
+        return w
+    if d.get("drift") is None:
+        return f"clock probe: {d['readings']} readings, too few to judge drift" + _first_last(d)
+    return (f"clock probe: no drift ({d['slowdown'] * 100:+.1f}% from start to end, within its own noise: its reps "
+            f"spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest; {d['readings']} readings)")

@@ -1,0 +1,157 @@
+"""The prediction the method is about, beside the ledger.
+
+The summary's "predicted speedup" takes T_verify and T_draft as the means of the very rounds whose speed
+it is compared with, so predicted ≈ measured is close to an accounting identity: it is the **ledger**.
+The **prediction** uses only times measured apart from the speculative run — T_decode and T_verify(k+1)
+from the verify curve's whole-graph forwards (``specscope roofline``, the Verify cost page, or
+``run --roofline``), T_draft from draft steps timed on their own in the roofline's short instrumented run —
+and takes from the run only its acceptance (E). Held against the end-to-end measurement, its error is
+what the method can really promise; the ledger's error only shows what rollback, bookkeeping and the last
+short round cost.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
+
+
+def for_session(session, summary: dict) -> dict:
+    """The prediction for a session (its stored roofline, its run's drafter) from its ``summarize``-d figures."""
+    d = session.config.get("drafter")
+    name = d.get("name") if isinstance(d, dict) else d
+    return component_prediction(session.data.get("roofline"), summary, name)
+
+
+def component_prediction(roof: dict | None, summary: dict, drafter: str | None = None) -> dict:
+    """``{"available": False, "why": …}`` or the prediction with its inputs and its error against the measured
+    speedup. A prediction needs a curve point at k+1 positions and a draft time for the run's drafter at k."""
+    k, E = summary.get("k"), summary.get("tokens_per_round")
+    if not roof or not roof.get("curve"):
+        return {"available": False, "why": "no verify cost measured for this session (Verify cost page, or run --roofline)"}
+    if not k or E is None:
+        return {"available": False, "why": "the run has no speculative rounds to take acceptance from"}
+    pts = {p.get("positions"): p for p in roof["curve"]}
+    if 1 not in pts or (k + 1) not in pts:
+        return {"available": False, "why": f"the verify curve does not reach k+1 = {k + 1} positions"}
+    div = roof.get("division") or {}
+    if div.get("k") != k or div.get("t_draft_ms") is None:
+        return {"available": False, "why": f"the verify-cost measurement timed no drafts at k = {k}"}
+    if drafter and div.get("drafter") and div["drafter"] != drafter:
+        return {"available": False, "why": f"draft steps were timed with {div['drafter']}, the run used {drafter}"}
+    t_dec, t_ver, t_draft = pts[1]["whole_ms"], pts[k + 1]["whole_ms"], float(div["t_draft_ms"])
+    d = stats.divide(t_dec, t_ver, t_draft, E)
+    measured = summary.get("measured_speedup")
+    return {
+        "available": True,
+        "speedup": d.predicted_speedup,
+        "t_decode_ms": t_dec,
+        "t_verify_ms": t_ver,
+        "t_draft_ms": t_draft,
+        "tokens_per_round": E,
+        "measured_speedup": measured,
+        "error": stats.relative_error(d.predicted_speedup, measured) if measured else None,
+        "ledger_speedup": summary.get("predicted_speedup"),
+        "ledger_error": summary.get("prediction_error"),
+    }
+
+
+def prediction_text(pred: dict) -> str:
+    """One line for the summary, the Division page and the reports."""
+    if not pred.get("available"):
+        return f"prediction from components measured apart: not available ({pred['why']})"
+    err = pred.get("error")
+    return (f"prediction from components measured apart: {pred['speedup']:.3f}× (T_decode {pred['t_decode_ms']:.2f} ms and "
+            f"T_verify {pred['t_verify_ms']:.2f} ms from the verify curve, T_draft {pred['t_draft_ms']:.2f} ms timed on its own, "
+            f"E {pred['tokens_per_round']:.2f} from the run)"
+            + (f"; error {err * 100:+.1f}% against the measured {pred['measured_speedup']:.3f}×" if err is not None else ""))
+
+
+# -- the prediction a run makes by default: components timed apart per case ---------------------------------------
+
+def measured_round_tuples(case: dict, k: int) -> list[tuple]:
+    """The rounds a case's measured speed comes from, in order, as (tokens, ms, accepted, counted): end-to-end
+    rounds where the case has them, else all; ``counted``: a full round (k drafts) that acceptance counts."""
+    rounds = case["spec"]["rounds"]
+    e2e = [r for r in rounds if not instrumented(r)]
+    return [(len(r["emitted"]), r["ms"], r["accepted"], len(r["drafted"]) == k and counts_for_acceptance(r))
+            for r in (e2e or rounds)]
+
+
+def _pooled(cases: list[dict], key: str) -> tuple[float | None, int]:
+    xs = [x for c in cases for x in ((c.get("components") or {}).get(key) or []) if x is not None]
+    return (math.fsum(xs) / len(xs) if xs else None), len(xs)
+
+
+def expected_rollback_ms(cases: list[dict], hist, k: int) -> float | None:
+    """Rollback per round, timed apart: the mean rollback time at each accepted count, weighted by how often the run
+    accepted that many (a full acceptance needs none)."""
+    rounds = sum(hist.values())
+    if not rounds:
+        return None
+    by_a: dict[int, list[float]] = {}
+    for c in cases:
+        for a, xs in ((c.get("components") or {}).get("rollback_ms") or {}).items():
+            by_a.setdefault(int(a), []).extend(x for x in xs if x is not None)
+    if not by_a:
+        return None
+    total = 0.0
+    for a, n in hist.items():
+        xs = by_a.get(int(a))
+        if xs:
+            total += n * math.fsum(xs) / len(xs)
+    return total / rounds
+
+
+def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: float | None, spec_tok_s: float | None,
+                       measured: float | None) -> dict:
+    """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1) and
+    T_draft(k) from each case's separate forwards and drafts, only E from the run; rollback (timed apart too) as its own
+    term. Its error's interval resamples E, the measured speed and the component timings together by unit, and its
+    verdict can fail. Falls back to the verify curve (``run --roofline``) for sessions that timed no components; says
+    why when neither exists."""
+    from specscope.profiler.analysis.uncertainty import error_interval, judge, prediction_units
+
+    k = session.k
+    E = acc.get("tokens_per_round")
+    out: dict[str, Any] = {"available": False, "source": None}
+    t_verify, n_v = _pooled(cases, "verify_ms")
+    t_draft, n_d = _pooled(cases, "draft_ms")
+    if t_verify is not None and t_draft is not None:
+        out.update(source="components", t_verify_ms=t_verify, t_draft_ms=t_draft, samples={"verify": n_v, "draft": n_d},
+                   cases_timed=sum(1 for c in cases if c.get("components")))
+    else:
+        curve = component_prediction(session.data.get("roofline"), {"k": k, "tokens_per_round": E}, _drafter(session))
+        if not curve.get("available"):
+            why = ("this session timed no components apart (recorded by an older specscope, or none measured yet): "
+                   "it holds only the ledger")
+            return {**out, "why": why if not session.data.get("roofline") else f"{why}; {curve['why']}"}
+        out.update(source="verify curve", t_verify_ms=curve["t_verify_ms"], t_draft_ms=curve["t_draft_ms"])
+    if not t_decode or E is None:
+        return {**out, "why": "the run has no plain decoding or no speculative rounds yet"}
+    d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
+    t_rb = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else None
+    with_rb = E * t_decode / (out["t_verify_ms"] + out["t_draft_ms"] + t_rb) if t_rb is not None else None
+    error = stats.relative_error(d.predicted_speedup, measured)
+    unit, units = prediction_units([{"rounds": measured_round_tuples(c, k), "components": c.get("components")}
+                                    for c in cases], k) if out["source"] == "components" else (None, [])
+    iv = error_interval(units) if units else None
+    if iv is not None and error is not None:
+        iv = [min(iv[0], error), max(iv[1], error)]
+    verdict = judge(error, iv, unit or "", len(units), len(cases), session.config.get("max_tokens"))
+    out.update(
+        available=True, division=d, speedup=d.predicted_speedup, tokens_per_round=E, t_decode_ms=t_decode,
+        t_rollback_ms=t_rb, speedup_with_rollback=with_rb,
+        rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
+        error=error, error_ci=iv, unit=unit, units=len(units), verdict=verdict,
+        error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,
+    )
+    return out
+
+
+def _drafter(session) -> str | None:
+    d = session.config.get("drafter")
+    return d.get("name") if isinstance(d, dict) else d

@@ -1,0 +1,360 @@
+"""What both summaries share: the reference (``summary``) and the incremental one (``summary_live``).
+
+Per-case figures from their inputs (``case_result``), the session summary from per-case statistics and the
+session-wide aggregates (``assemble``), the breakdown aggregate, divergence verdicts and the block labels. Both
+paths end in this code, so their numbers are equal, not close.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from specscope.profiler.analysis import intervals, prediction, stats
+from specscope.profiler.analysis.drift import probe_drift
+from specscope.profiler.analysis.intervals import span
+from specscope.profiler.analysis.stats import tok_s
+from specscope.profiler.analysis.summary_intervals import (
+    acceptance_by_unit as _acceptance_by_unit,
+    figure_intervals as _figure_intervals,
+)
+from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence
+
+BLOCK_LABELS = {
+    "linear_attention": "Linear attention",
+    "full_attention": "Full attention",
+    "moe": "MoE",  # sessions before dense_mlp existed label a dense "moe" row themselves ("MLP (dense)")
+    "dense_mlp": "Dense MLP",
+    "output_head": "Output head",
+    "other": "Other (embed, norms)",
+    "unclassified": "Unclassified",
+    "communication": "Communication",  # distributed runs: time inside MLX's collectives (engine_adapter.distributed)
+    "inter_block": "Inter-block overhead",
+}
+COMMUNICATION = "communication"
+WITHIN_NOISE: dict[str | None, bool] = {"within_noise": True, "off": False}  # the prediction verdict's state, as a flag
+
+
+# -- divergence verdicts ------------------------------------------------------------------
+
+def case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> dict:
+    t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
+    ledger = None
+    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
+        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
+    comp = case.get("components") or {}
+    c_verify, c_draft = stats.mean(comp.get("verify_ms") or []), stats.mean(comp.get("draft_ms") or [])
+    pred = None  # the case's own prediction from its components timed apart (None in sessions without them)
+    if t_decode and c_verify is not None and c_draft is not None and acc["rounds"]:
+        pred = stats.divide(t_decode, c_verify, c_draft, acc["tokens_per_round"]).predicted_speedup
+    measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
+    plain_tokens, spec_tokens = case["plain"]["tokens"], case["spec"]["tokens"]
+    plain_reps, spec_reps = case["plain"].get("repeats_tok_s") or [], case["spec"].get("repeats_tok_s") or []
+    return {
+        "plain_tok_s": plain_tok_s,
+        "spec_tok_s": spec_tok_s,
+        # medians over repeats, and their spread (lowest–highest repeat) when there are several
+        "repeats": max(len(plain_reps), len(spec_reps)),
+        "plain_tok_s_spread": span(plain_reps) if len(plain_reps) > 1 else None,
+        "spec_tok_s_spread": span(spec_reps) if len(spec_reps) > 1 else None,
+        "spec_instrumented_tok_s": instr_tok_s,
+        "t_decode_ms": t_decode,
+        "t_verify_ms": t_verify,
+        "t_draft_ms": t_draft,
+        "acceptance": acc,
+        "predicted_speedup": pred,
+        "ledger_speedup": ledger,
+        "components_t_verify_ms": c_verify,
+        "components_t_draft_ms": c_draft,
+        "measured_speedup": measured,
+        "prediction_error": stats.relative_error(pred, measured),
+        "match": stats.match_stats(plain_tokens, spec_tokens) if spec_tokens else None,
+        "divergence": case_divergence(case),
+        "discarded": bool(case.get("discarded")),
+    }
+
+
+def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
+    """Tokens over time across cases, each case at its median rate."""
+    toks = sum(n for n, r in case_rates if r)
+    ms = sum(1000.0 * n / r for n, r in case_rates if r)
+    return tok_s(toks, ms)
+
+
+def measured_cases(session) -> list[dict]:
+    """The cases with at least one plain step or speculative round."""
+    return [c for c in session.cases if c["plain"]["step_ms"] or c["spec"]["rounds"]]
+
+
+def summary_cases(session) -> list[dict]:
+    """The measured cases the summary counts: all but those marked discarded (--discard-first)."""
+    return [c for c in measured_cases(session) if not c.get("discarded")]
+
+
+def round_time(r: dict):
+    """T_verify + T_draft of one instrumented round (what the division divides by)."""
+    return r["verify_ms"] + r["draft_ms"] if r.get("verify_ms") is not None and r.get("draft_ms") is not None else None
+
+
+def _repeat_rates(per_case, spec_emitted) -> dict:
+    """Session rates of each complete repeat (every summarized case measured it in both modes), pooled over
+    cases like the medians, and the speedup of each."""
+    out: dict[str, list] = {"plain": [], "spec": [], "speedup": []}
+    n = min((len(c[side].get("repeats_tok_s") or []) for c, _ in per_case for side in ("plain", "spec")), default=0)
+    for r in range(n):
+        plain = pooled_tok_s([(len(c["plain"]["step_ms"]), _nth(c["plain"].get("repeats_tok_s"), r)) for c, _ in per_case])
+        spec = pooled_tok_s([(m, _nth(c["spec"].get("repeats_tok_s"), r)) for (c, _), m in zip(per_case, spec_emitted)])
+        out["plain"].append(plain)
+        out["spec"].append(spec)
+        out["speedup"].append(spec / plain if spec and plain else None)
+    return out
+
+
+def _nth(xs, r: int):
+    return xs[r] if xs and len(xs) > r else None
+
+
+def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise) -> dict:
+    """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
+    k = session.k
+    reps = _repeat_rates(per_case, spec_emitted)
+    several = sum(1 for x in reps["speedup"] if x is not None) > 1
+    if several:  # rates are medians over the complete repeats (each pooled over cases), shown with their spread
+        plain_tok_s, spec_tok_s = stats.median(reps["plain"]), stats.median(reps["spec"])
+    else:
+        plain_tok_s = pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
+        spec_tok_s = pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
+    instr_tok_s = pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
+                                 if c["spec"]["rounds"]])
+    t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
+    measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
+    acc, by_content_class = _acceptance_by_unit(per_case, acc, by_content_class, k)
+    # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
+    # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
+    ledger = None
+    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
+        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
+    measured_round_ms = stats.mean(noise["rate_ms"])
+    measured_round_tokens = noise["rate_tokens"] / len(noise["rate_ms"]) if noise["rate_ms"] else None
+    # The prediction: components timed apart from the rounds (profiler.prediction.genuine_prediction).
+    pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
+                                         measured)
+    division = pred["division"] if pred.get("available") else ledger
+    matches = [s["match"] for _, s in per_case if s["match"] is not None]
+    match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
+    greedy = session.regime == "greedy"
+    divergences = [{"case": c["id"], **s["divergence"]} for c, s in per_case if greedy and s["divergence"]]
+    # Sessions from before the divergence check: a finished greedy case whose outputs differ, with no margin.
+    unchecked = [{"case": c["id"], "position": s["match"]["first_divergence"]} for c, s in per_case
+                 if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
+    block_pred = None
+    if division and bd and bd["decode"]["block_sum_ms"]:
+        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms)
+    verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
+    ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
+    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division)
+    return {
+        "k": k,
+        "regime": session.regime,
+        "what_if": session.what_if,
+        "cases_measured": len(per_case),
+        "cases_discarded": sum(1 for c in measured_cases(session) if c.get("discarded")),
+        "repeats": max((s["repeats"] for _, s in per_case), default=0),
+        "plain_tok_s": plain_tok_s,
+        "spec_tok_s": spec_tok_s,
+        # per-repeat session rates and their spread (lowest–highest repeat), when there are several repeats
+        "repeat_rates": reps,
+        "plain_tok_s_spread": intervals.span(reps["plain"]) if several else None,
+        "spec_tok_s_spread": intervals.span(reps["spec"]) if several else None,
+        "measured_speedup_spread": intervals.union(intervals.span(reps["speedup"]), [measured, measured])
+        if several and measured else None,
+        # instrumented rounds (timed apart) vs end-to-end rounds: what timing the division's inputs costs
+        "spec_instrumented_tok_s": instr_tok_s,
+        "instrumentation_cost": (spec_tok_s / instr_tok_s - 1.0) if spec_tok_s and instr_tok_s else None,
+        "t_decode_ms": t_decode,
+        # the division's inputs: the prediction's (timed apart) where the session has them, else the ledger's
+        "division_inputs": "components" if pred.get("available") else ("rounds" if ledger else None),
+        "t_verify_ms": division.t_verify_ms if division else t_verify,
+        "t_draft_ms": division.t_draft_ms if division else t_draft,
+        "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
+        "p": acc["p"],
+        "p_ci95": acc["p_ci95"],
+        "p_ci95_unit": acc.get("p_ci95_unit"),
+        "tokens_per_round_ci95": acc.get("tokens_per_round_ci95"),
+        "drafted": acc["drafted"],
+        "accepted": acc["accepted"],
+        "per_position": acc["per_position"],
+        "tokens_per_round": acc["tokens_per_round"],
+        "low_sample": acc["low_sample"],
+        "acceptance_by_content_class": by_content_class,
+        "predicted_speedup": pred.get("speedup"),
+        "predicted_tok_s": pred["division"].predicted_tok_s if pred.get("available") else None,
+        "prediction_source": pred.get("source") if pred.get("available") else None,
+        "prediction_unavailable": None if pred.get("available") else pred.get("why"),
+        "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),
+        "prediction_error_with_rollback": pred.get("error_with_rollback"),
+        "rollback_share": pred.get("rollback_share"),
+        "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "samples",
+                                                               "cases_timed")} if pred.get("available") else None,
+        "measured_speedup": measured,
+        **cis,
+        "prediction_error": pred.get("error"),
+        "prediction_error_ci": pred.get("error_ci"),
+        "prediction_unit": pred.get("unit"),
+        "prediction_verdict": verdict,
+        "prediction_within_noise": WITHIN_NOISE.get(verdict.get("state")),
+        # the same-round accounting (a consistency check, not a forecast)
+        "ledger_speedup": ledger.predicted_speedup if ledger else None,
+        "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, measured),
+        "ledger_t_verify_ms": t_verify,
+        "ledger_t_draft_ms": t_draft,
+        "ledger_t_rollback_ms": t_rollback,
+        # measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest
+        "ledger_residual": (1.0 - ledger_parts * (measured_round_tokens / acc["tokens_per_round"]) / measured_round_ms)
+        if ledger_parts and measured_round_ms and measured_round_tokens and acc["tokens_per_round"] else None,
+        "break_even_verify_ms": division.break_even_verify_ms if division else None,
+        "break_even_multiple": division.break_even_multiple if division else None,
+        "verify_multiple": division.verify_multiple if division else None,
+        "block_sum_predicted_speedup": block_pred,
+        "match_rate": match_rate,
+        "all_match": bool(matches) and all(m["equal"] for m in matches),
+        "divergences": divergences,
+        "engine_faults": [d for d in divergences if d["verdict"] == ENGINE_FAULT],
+        "unchecked_divergences": unchecked,
+        "breakdown": bd,
+        "probe": probe_drift(session.data.get("probe") or []),
+        "energy": energy(session, {c["id"] for c, _ in per_case}),
+    }
+
+
+def energy(session, case_ids: set) -> dict | None:
+    """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
+    temperature of the runs (profiler.sensors); None when the machine has no sensors."""
+    ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
+    if not ws:
+        return None
+    out = {}
+    for mode in ("plain", "spec"):
+        m = [w for w in ws if w.get("mode") == mode]
+        joules = [w["joules"] for w in m if w.get("joules") is not None]
+        tokens = sum(w.get("tokens") or 0 for w in m if w.get("joules") is not None)
+        out[mode] = {
+            "runs": len(m),
+            "joules_per_token": math.fsum(joules) / tokens if joules and tokens else None,
+            **{key: stats.mean(w.get(key) for w in m) for key in ("gpu_freq_mhz", "gpu_power_w", "package_power_w", "gpu_temp_c")},
+        }
+    return out
+
+
+def aggregate_breakdown(bds: list[dict]) -> dict | None:
+    """Median over cases of each breakdown figure, and of each end of its spread over reps."""
+    if not bds:
+        return None
+    out: dict[str, Any] = {}
+    for side in ("decode", "verify"):
+        rows = [b[side] for b in bds if side in b]
+        if not rows:
+            return None
+        agg = {
+            "positions": rows[0]["positions"],
+            "whole_ms": stats.median(r["whole_ms"] for r in rows),
+            "instrumented_ms": stats.median(r["instrumented_ms"] for r in rows),
+            "block_sum_ms": stats.median(r["block_sum_ms"] for r in rows),
+            "blocks": {c: stats.median(r["blocks"].get(c) for r in rows) for c in rows[0]["blocks"]},
+            "skip_estimates": {c: stats.median(r.get("skip_estimates", {}).get(c) for r in rows) for c in rows[0].get("skip_estimates", {})},
+        }
+        agg["inter_block_ms"] = agg["whole_ms"] - agg["block_sum_ms"]
+        agg["barrier_distortion"] = agg["instrumented_ms"] / agg["whole_ms"] - 1 if agg["whole_ms"] else None
+        agg["spread"] = _aggregate_spread(rows, agg)
+        if COMMUNICATION in agg["blocks"]:
+            agg["communication_share"] = _communication_share(agg)
+            per_rank = _aggregate_per_rank(rows)
+            if per_rank:
+                agg["per_rank"] = per_rank
+        out[side] = agg
+    dec, ver = out["decode"], out["verify"]
+    out["ratios"] = {
+        c: (ver["blocks"][c] / dec["blocks"][c]) if dec["blocks"].get(c) else None for c in dec["blocks"]
+    }
+    # A ratio of overheads only means something when both are real: positive and above their noise.
+    both = all(d["inter_block_ms"] > 0 and not intervals.not_a_time(d["inter_block_ms"], d["spread"]["inter_block_ms"])
+               for d in (dec, ver))
+    out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
+    out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
+    out["block_order"] = list(dec["blocks"])
+    out["labels"] = bds[-1].get("labels", {})
+    dist = next((b["distributed"] for b in reversed(bds) if b.get("distributed")), None)
+    if dist:
+        out["distributed"] = dist
+    return out
+
+
+def _communication_share(agg: dict) -> dict:
+    """Communication's share of a forward on each ruler: barrier-timed communication over the sum of blocks, and
+    the barrier-free estimate (whole graph minus the graph with local stand-ins for the collectives) over the
+    whole graph. None where the figure is missing or its denominator is not positive."""
+    comm, free = agg["blocks"].get(COMMUNICATION), (agg.get("skip_estimates") or {}).get(COMMUNICATION)
+    return {
+        "barrier": comm / agg["block_sum_ms"] if comm is not None and agg["block_sum_ms"] else None,
+        "barrier_free": free / agg["whole_ms"] if free is not None and agg["whole_ms"] else None,
+    }
+
+
+def _aggregate_per_rank(rows: list[dict]) -> dict | None:
+    """Each rank's figures, median over cases (rank by rank): whole graph, barrier-timed blocks (communication
+    among them) and barrier-free estimates, communication split into waiting for the slowest rank and transfer,
+    and compute = whole graph − communication. None unless every case has figures for the same ranks.
+
+    ``communication_ms`` is the barrier-free estimate where there is one (whole graph minus the graph with local
+    stand-ins for the collectives), so ``compute_ms`` is the time of that collective-free forward, a measured
+    time on the whole-graph ruler; the barrier-timed figure (``communication_barrier_ms``) includes waiting for the
+    slowest rank at every collective, which on a loaded machine can exceed the whole graph."""
+    prs: list[dict] = [p for p in (r.get("per_rank") for r in rows) if isinstance(p, dict) and p.get("whole_ms")]
+    if not prs or len(prs) != len(rows):  # every case has per-rank figures
+        return None
+    n = len(prs[0]["whole_ms"])
+    if any(len(p["whole_ms"]) != n for p in prs):
+        return None
+
+    def med(get) -> list:
+        return [stats.median(_at(get(p), i) for p in prs) for i in range(n)]
+
+    out: dict[str, Any] = {"ranks": n, "whole_ms": med(lambda p: p.get("whole_ms"))}
+    out["blocks"] = {c: med(lambda p, c=c: (p.get("blocks") or {}).get(c)) for c in prs[0].get("blocks") or {}}
+    out["skip_estimates"] = {c: med(lambda p, c=c: (p.get("skip_estimates") or {}).get(c))
+                             for c in prs[0].get("skip_estimates") or {}}
+    out["communication_split"] = {k: med(lambda p, k=k: (p.get("communication_split") or {}).get(k))
+                                  for k in ("wait_ms", "transfer_ms")}
+    barrier = out["blocks"].get(COMMUNICATION) or [None] * n
+    free = out["skip_estimates"].get(COMMUNICATION)
+    out["communication_barrier_ms"] = barrier
+    out["communication_ruler"] = "barrier_free" if free and all(x is not None for x in free) else "barrier"
+    comm = free if out["communication_ruler"] == "barrier_free" else barrier
+    out["communication_ms"] = comm
+    out["compute_ms"] = [w - c if w is not None and c is not None else None for w, c in zip(out["whole_ms"], comm)]
+    return out
+
+
+def _at(xs, i: int):
+    return xs[i] if isinstance(xs, list) and i < len(xs) else None
+
+
+def _aggregate_spread(rows: list[dict], agg: dict) -> dict:
+    """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
+    to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
+
+    def med(get, value):
+        ivs = [iv for iv in (get(r.get("spread") or {}) for r in rows) if iv]
+        if not ivs or value is None:
+            return None
+        return intervals.union([stats.median(iv[0] for iv in ivs), stats.median(iv[1] for iv in ivs)], [value, value])
+
+    return {
+        "whole_ms": med(lambda s: s.get("whole_ms"), agg["whole_ms"]),
+        "instrumented_ms": med(lambda s: s.get("instrumented_ms"), agg["instrumented_ms"]),
+        "block_sum_ms": med(lambda s: s.get("block_sum_ms"), agg["block_sum_ms"]),
+        "inter_block_ms": med(lambda s: s.get("inter_block_ms"), agg["inter_block_ms"]),
+        "blocks": {c: med(lambda s, c=c: (s.get("blocks") or {}).get(c), v) for c, v in agg["blocks"].items()},
+        "skip_estimates": {c: med(lambda s, c=c: (s.get("skip_estimates") or {}).get(c), v)
+                           for c, v in agg["skip_estimates"].items()},
+    }

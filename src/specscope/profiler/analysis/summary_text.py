@@ -1,0 +1,209 @@
+"""The plain-text summary table ``specscope run`` prints at the end."""
+
+from __future__ import annotations
+
+from specscope.profiler.analysis.drift import drift_phrase, drift_warning
+from specscope.profiler.analysis.formatting import fmt, rate
+from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
+from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.prediction import for_session, prediction_text
+from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
+from specscope.profiler.analysis.verdict import (
+    SAMPLED_NOTE,
+    acceptance_phrase,
+    break_even_text,
+    ledger_text,
+    prediction_short,
+    rollback_term_text,
+    divergence_note,
+    engine_fault_line,
+    instrumentation_cost_text,
+    prediction_error_text,
+    verdict,
+)
+
+
+def _components_cost(session) -> str:
+    """What timing the prediction's components apart cost the run (engine_adapter.components)."""
+    ms = [c["components"]["wall_ms"] for c in session.cases if (c.get("components") or {}).get("wall_ms") is not None]
+    return f"; cost {sum(ms) / 1000:.1f} s over {len(ms)} cases" if ms else ""
+
+
+def _spread(iv, spec: str = ".1f") -> str:
+    return f" (repeats {spread_text(iv, spec)})" if iv else ""
+
+
+def _cell(value, iv, estimate: bool = False, width: int = 22) -> str:
+    """A breakdown time with its spread over reps; an estimate whose spread reaches zero is "below noise"."""
+    if estimate:
+        text = time_text(value, iv)
+        if text != "—" and iv and not not_a_time(value, iv):
+            text += f" [{spread_text(iv)}]"
+    else:
+        text = fmt(value) + (f" [{spread_text(iv)}]" if iv else "")
+    return f"{text:>{width}}"
+
+
+def protocol_lines(session: Session, s: dict) -> list[str]:
+    """How the run guarded against drift: order, repeats, discards, cooldown, the probe, the sensors."""
+    cfg = session.config
+    env = session.data.get("environment", {})
+    reps = cfg.get("repeats", 1) or 1
+    bits = [f"{reps} repeat{'s' if reps != 1 else ''} per case" + (", plain and speculative in ABBA order" if reps > 1 else "")]
+    if s.get("cases_discarded"):
+        bits.append(f"first {s['cases_discarded']} case{'s' if s['cases_discarded'] != 1 else ''} discarded (kept, not summarized)")
+    cool = session.data.get("cooldowns") or []
+    if cfg.get("cooldown"):
+        missed = sum(1 for c in cool if not c.get("reached"))
+        bits.append(f"cooldown before each case ({sum(c.get('waited_s') or 0 for c in cool):.0f} s waited"
+                    + (f", {missed} timed out" if missed else "") + ")")
+    lines = ["  protocol          " + "; ".join(bits)]
+    if not drift_warning(s.get("probe")):  # a warning is printed under the verdict already
+        lines.append("  " + drift_phrase(s.get("probe")))
+    sensors = env.get("sensors") or {}
+    e = s.get("energy")
+    if e:
+        for mode, name in (("plain", "plain"), ("spec", "speculative")):
+            m = e[mode]
+            lines.append(f"  energy {name:<11} {fmt(m['joules_per_token'], '.3f', ' J/token')}   GPU {fmt(m['gpu_freq_mhz'], '.0f', ' MHz')}"
+                         f"  {fmt(m['gpu_power_w'], '.1f', ' W')}  {fmt(m['gpu_temp_c'], '.0f', ' °C')}")
+    elif sensors:
+        lines.append(f"  GPU sensors       {sensors.get('reason') or 'not available'}")
+    if sensors.get("thermal"):
+        lines.append(f"  thermal limits    {sensors['thermal'] if not session.data.get('thermal') else _thermal(session)}")
+    return lines
+
+
+def _thermal(session: Session) -> str:
+    limited = [t for t in session.data.get("thermal") or [] if any(v < 100 for k, v in (t.get("limits") or {}).items()
+                                                                     if k.endswith("Limit"))]
+    if not limited:
+        return f"pmset -g therm: no limit in force ({len(session.data.get('thermal') or [])} readings)"
+    t = limited[0]
+    return f"pmset -g therm: limited at case {t.get('case')} ({t.get('when')}): " + ", ".join(
+        f"{k} = {v}" for k, v in t["limits"].items())
+
+
+
+def format_summary(session: Session) -> str:
+    s = summarize(session)
+    cfg = session.config
+    env = session.data.get("environment", {})
+    model = session.data.get("model", {})
+    lines = [
+        f"specscope — {model.get('name', '?')}{' @ ' + model['revision'][:7] if model.get('revision') else ''} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
+        f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases"
+        f"{' (+' + str(s['cases_discarded']) + ' discarded)' if s.get('cases_discarded') else ''} × {cfg.get('max_tokens')} tokens, status {session.status}",
+    ]
+    if (model.get("demo")):
+        from specscope.demo_labels import TRAINED_NOTE, demo_kind
+
+        lines.append(TRAINED_NOTE if demo_kind(model["demo"]) == "trained"
+                     else "synthetic demo model: timings are real; text and acceptance are not meaningful")
+    comp = cfg.get("compatibility") or {}
+    if comp.get("class") and comp["class"] != "supported":
+        lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))
+    bar = ["!" * 80] if engine_fault_line(s) else []  # an engine fault leads the verdict, fenced
+    drift = drift_warning(s.get("probe"))
+    lines += [
+        "",
+        *bar,
+        verdict(s),
+        *bar,
+        *(["", "!! " + drift] if drift else []),
+        "",
+        f"  plain             {rate(s['plain_tok_s'])} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
+        f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {draft_time_text(s['t_draft_ms'], s.get('t_draft_ms_ci95'), unit=' ms')}   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        *([f"  instrumentation   end-to-end rounds {rate(s['spec_tok_s'])} tok/s vs instrumented rounds "
+           f"{rate(s['spec_instrumented_tok_s'])} tok/s: timing draft, verify and rollback apart costs "
+           f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]
+          if s.get("instrumentation_cost") is not None else []),
+        f"  {acceptance_phrase(s)}",
+        f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
+        + ", ".join(f"{a:.2f}" for a in s["per_position"]),
+        f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
+        f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
+        f"   → {prediction_short(s)}",
+        "  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
+                                   f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
+                                   if s.get("predicted_speedup") is not None
+                                   else f"not available: {s.get('prediction_unavailable')}"),
+        *([f"  rollback term     {rollback_term_text(s)}"] if rollback_term_text(s) else []),
+        f"  break-even        {break_even_text(s)}",
+        *([f"  ledger            {ledger_text(s)}"] if ledger_text(s) else []),
+        *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
+    ]
+    if s["regime"] == "greedy":
+        lines.append(f"  greedy match      {fmt(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
+        note = divergence_note(s)
+        if note:
+            lines.append(f"  divergence        {note}")
+    else:  # sampled outputs differ from plain by design: no match rate, say what is checked instead
+        lines.append(f"  output check      {SAMPLED_NOTE}")
+    lines += protocol_lines(session, s)
+    if s["acceptance_by_content_class"]:
+        lines.append("  by content        " + "   ".join(
+            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
+            for cat, a in s["acceptance_by_content_class"].items()))
+    bd = s.get("breakdown")
+    if bd:
+        dec, ver = bd["decode"], bd["verify"]
+        sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
+        lines += ["", "  where time goes (median over cases; ms, [spread over reps])",
+                  f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
+        for c in bd["block_order"]:
+            label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
+            r = bd["ratios"].get(c)
+            lines.append(f"    {label:<40} {_cell(dec['blocks'][c], (sd.get('blocks') or {}).get(c))} "
+                         f"{_cell(ver['blocks'][c], (sv.get('blocks') or {}).get(c))}   {fmt(r, '.2f', '×'):>6}")
+        lines.append(f"    {'sum of blocks (barriers)':<40} {_cell(dec['block_sum_ms'], sd.get('block_sum_ms'))} "
+                     f"{_cell(ver['block_sum_ms'], sv.get('block_sum_ms'))}")
+        lines.append(f"    {'whole graph (no barriers)':<40} {_cell(dec['whole_ms'], sd.get('whole_ms'))} "
+                     f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
+        lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
+                     f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
+        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")
+        if dec["skip_estimates"]:
+            lines.append("    without barriers (whole graph minus the graph with one block skipped):")
+            for c in dec["skip_estimates"]:
+                label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
+                lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
+                             f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
+        lines += rank_lines(bd)
+        if s.get("block_sum_predicted_speedup") is not None:
+            lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {fmt(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times")
+    return "\n".join(lines)
+
+
+def _ms(x) -> str:
+    return "below noise" if x is not None and x <= 0 else fmt(x)
+
+
+def _pct(x) -> str:
+    return "below noise" if x is not None and x <= 0 else fmt(x and x * 100, ".0f", "%")
+
+
+def rank_lines(bd: dict) -> list[str]:
+    """A distributed breakdown: one row per rank (whole graph, compute, communication) for decode and verify, and
+    communication's share of each on both rulers; nothing for a run on one machine."""
+    dist = bd.get("distributed")
+    dec, ver = bd["decode"], bd["verify"]
+    pd, pv = dec.get("per_rank"), ver.get("per_rank")
+    if not dist or not pd or not pv:
+        return []
+    hosts = dist.get("hosts") or []
+    free = pd.get("communication_ruler") == "barrier_free"
+    lines = ["", f"  per rank ({dist.get('ranks')} ranks, {dist.get('backend')}, {dist.get('parallelism', 'tensor')} parallel"
+             + (f", {dist['collectives_per_forward']} per forward" if dist.get("collectives_per_forward") else "")
+             + "; median over cases, ms)",
+             "    compute = " + ("the forward with local stand-ins for the collectives; communication = whole − compute"
+                                 if free else "whole − communication (barrier-timed)"),
+             f"    {'':<16} {'decode whole':>13} {'compute':>12} {'comm.':>12}   {'verify whole':>13} {'compute':>12} {'comm.':>12}"]
+    for i in range(pd["ranks"]):
+        name = f"rank {i}" + (f" ({hosts[i]})" if i < len(hosts) and hosts[i] else "")
+        lines.append(f"    {name:<16} {fmt(pd['whole_ms'][i]):>13} {_ms(pd['compute_ms'][i]):>12} {_ms(pd['communication_ms'][i]):>12}   "
+                     f"{fmt(pv['whole_ms'][i]):>13} {_ms(pv['compute_ms'][i]):>12} {_ms(pv['communication_ms'][i]):>12}")
+    sd, sv = dec.get("communication_share") or {}, ver.get("communication_share") or {}
+    lines.append(f"    communication's share: decode {_pct(sd.get('barrier_free'))} barrier-free ({_pct(sd.get('barrier'))} "
+                 f"barrier-timed), verify {_pct(sv.get('barrier_free'))} ({_pct(sv.get('barrier'))})")
+    return lines

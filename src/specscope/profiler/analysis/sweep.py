@@ -1,0 +1,201 @@
+"""The context sweep: the protocol at each context, same cases, same k, same drafter, one engine.
+
+Order: the contexts are visited ``passes`` times, each pass the reverse of the one before (0, 1k, 4k, 16k, then
+16k, 4k, 1k, 0), so a slow drift of the machine hits the small and the large contexts alike instead of
+masquerading as a context effect; each visit's repeats continue the count, so a case's modes also alternate AB,
+BA across visits. Each context is prefilled once, at its first visit (timed on its own: a ``context`` event), and
+its caches stored; every case, both modes, the breakdown and the components start from a copy, and a revisit
+reuses the stored caches (``engine_adapter.context``).
+
+Events: ``sweep_visit`` (context, visit, pass) before a visit's cases, ``sweep_visit_done`` after; between them the
+usual case events, which ``Session`` folds into the point's own session (``session["sweep"]["points"]``). Per point
+the figures (``point_figures``) are read off that session's summary, so every number is recomputed from the raw
+measurements, as for a run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from specscope.profiler.analysis.summary import summarize
+
+
+
+def sweep_order(contexts: list[int], passes: int) -> list[int]:
+    """0,1k,4k,16k with 2 passes: 0,1k,4k,16k,16k,4k,1k,0 (mirrored, so drift cancels to first order)."""
+    base = sorted(contexts)
+    out = []
+    for p in range(passes):
+        out += base if p % 2 == 0 else base[::-1]
+    return out
+
+
+# -- figures per point --------------------------------------------------------------------------------------------
+def _share(part: dict | None, cat: str) -> float | None:
+    blocks = (part or {}).get("blocks") or {}
+    total = sum(v for v in blocks.values() if isinstance(v, (int, float)))
+    v = blocks.get(cat)
+    return v / total if isinstance(v, (int, float)) and total > 0 else None
+
+
+def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
+    """Bytes the full-attention layers read per decode step for the context's positions: the model's KV bytes per
+    token (``inspect_model.describe``: 2 x kv_heads x head_dim x dtype bytes per full-attention layer; a Gated
+    DeltaNet state does not grow) x the context."""
+    per = (model or {}).get("kv_cache_bytes_per_token")
+    return None if not per else float(per) * context
+
+
+def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> dict:
+    """One sweep point's figures from its own session (``sub``: a ``Session``) and its context facts."""
+    sm = summarize(sub)
+    bd = sm.get("breakdown") or {}
+    t_decode = sm.get("t_decode_ms")
+    t_verify = sm.get("t_verify_ms")
+    ratio = t_verify / t_decode if t_verify and t_decode else None
+    facts = facts or {}
+    return {
+        "context": context,
+        "cases": sm.get("cases_measured"),
+        "plain_tok_s": sm.get("plain_tok_s"),
+        "plain_tok_s_ci95": sm.get("plain_tok_s_ci95"),
+        "spec_tok_s": sm.get("spec_tok_s"),
+        "spec_tok_s_ci95": sm.get("spec_tok_s_ci95"),
+        "t_decode_ms": t_decode,
+        "t_verify_ms": t_verify,
+        "t_draft_ms": sm.get("t_draft_ms"),
+        "t_draft_ms_ci95": sm.get("t_draft_ms_ci95"),
+        "verify_multiple": ratio,
+        "full_attention_share_decode": _share(bd.get("decode"), "full_attention"),
+        "full_attention_share_verify": _share(bd.get("verify"), "full_attention"),
+        "blocks_decode": (bd.get("decode") or {}).get("blocks"),
+        "blocks_verify": (bd.get("verify") or {}).get("blocks"),
+        "kv_bytes_per_step": kv_bytes_per_step(model, context),
+        "cache_bytes": facts.get("kv_bytes") if context else 0,  # the stored context's caches, Gated DeltaNet state included
+        "p": sm.get("p"),
+        "p_ci95": sm.get("p_ci95"),
+        "tokens_per_round": sm.get("tokens_per_round"),
+        "tokens_per_round_ci95": sm.get("tokens_per_round_ci95"),
+        "predicted_speedup": sm.get("predicted_speedup"),
+        "measured_speedup": sm.get("measured_speedup"),
+        "measured_speedup_ci95": sm.get("measured_speedup_ci95"),
+        "break_even_verify_ms": sm.get("break_even_verify_ms"),
+        "break_even_multiple": sm.get("break_even_multiple"),
+        "prefill_ms": facts.get("prefill_ms"),
+        "prefill_tok_s": facts.get("prefill_tok_s"),
+        "draft_prefill_ms": facts.get("draft_prefill_ms"),
+        "low_sample": sm.get("low_sample"),
+    }
+
+
+def sweep_figures(session) -> list[dict]:
+    """Every complete point of a session's sweep, smallest context first (each point's own session is read as the
+    sweep's, of the same class; ``session_file`` writes these figures beside the session)."""
+    sw = session.data.get("sweep") or {}
+    out = []
+    for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):
+        if not pt.get("complete"):  # a point is shown once all its visits are in
+            continue
+        sub = type(session)(pt["session"])
+        if not any(c.get("complete") for c in sub.cases):
+            continue
+        out.append({**point_figures(sub, pt["context"], pt.get("prefill"), session.data.get("model")),
+                    "visits": pt.get("visits", 0), "complete": pt.get("complete", False)})
+    return out
+
+
+def _f(x, fmt: str, none: str = "—") -> str:
+    return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
+
+
+def format_sweep(rows: list[dict], session=None) -> str:
+    """The sweep as a table (tok/s, T_verify/T_decode, full attention's share, acceptance, E, predicted vs
+    measured, break-even, the context's own prefill), and what changed from the smallest to the largest context."""
+    head = ("context", "plain tok/s", "spec tok/s", "T_dec ms", "T_ver/T_dec", "T_draft ms", "full-attn dec/ver",
+            "p [95%]", "E", "pred ×", "meas × [95%]", "break-even", "prefill")
+    lines = []
+    for r in rows:
+        ci = r.get("p_ci95") or [None, None]
+        mci = r.get("measured_speedup_ci95") or [None, None]
+        fa = f"{_f(r['full_attention_share_decode'] and 100 * r['full_attention_share_decode'], '.0f')}%/" \
+             f"{_f(r['full_attention_share_verify'] and 100 * r['full_attention_share_verify'], '.0f')}%"
+        pre = "—" if not r["context"] else f"{_f(r.get('prefill_ms') and r['prefill_ms'] / 1000, '.1f')} s"
+        lines.append((_size(r["context"]), _f(r["plain_tok_s"], ".2f"), _f(r["spec_tok_s"], ".2f"), _f(r["t_decode_ms"], ".1f"),
+                      _f(r["verify_multiple"], ".2f"), _f(r["t_draft_ms"], ".1f"), fa,
+                      f"{_f(r['p'], '.2f')} [{_f(ci[0], '.2f')}–{_f(ci[1], '.2f')}]", _f(r["tokens_per_round"], ".2f"),
+                      _f(r["predicted_speedup"], ".2f"), f"{_f(r['measured_speedup'], '.2f')} [{_f(mci[0], '.2f')}–{_f(mci[1], '.2f')}]",
+                      f"{_f(r['break_even_multiple'], '.2f')}×T_dec", pre))
+    widths = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    out += ["  ".join(x.rjust(w) for x, w in zip(line, widths)) for line in lines]
+    verdict = dominant_effect(rows)
+    if verdict:
+        out += ["", verdict]
+    return "\n".join(out)
+
+
+def dominant_effect(rows: list[dict]) -> str:
+    """Which effect moves the speedup most from the smallest to the largest context: the verify cost (T_verify /
+    T_decode), the acceptance (E), or the draft cost (T_draft / T_decode). From the division:
+    speedup = E / (T_verify/T_decode + T_draft/T_decode), so each term's change is read as a log-ratio."""
+    ok = [r for r in rows if r.get("t_decode_ms") and r.get("verify_multiple") and r.get("tokens_per_round")]
+    if len(ok) < 2:
+        return ""
+    a, b = ok[0], ok[-1]
+
+    def cost(r):
+        return r["verify_multiple"] + (r.get("t_draft_ms") or 0.0) / r["t_decode_ms"]
+
+    terms = {
+        "acceptance (E)": math.log(b["tokens_per_round"] / a["tokens_per_round"]),
+        "verify cost (T_verify/T_decode)": -math.log((b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"]) / cost(a)),
+        "draft cost (T_draft/T_decode)": -math.log(cost(b) / (b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"])),
+    }
+    top = max(terms, key=lambda t: abs(terms[t]))
+    parts = ", ".join(f"{t} {math.exp(v) - 1:+.0%}" for t, v in terms.items())
+    td = b["t_decode_ms"] / a["t_decode_ms"] - 1
+    return (f"from {_size(a['context'])} to {_size(b['context'])} of context: plain decode {td:+.0%} slower per token; "
+            f"effect on the predicted speedup — {parts}; dominant: {top}.")
+
+
+def draft_is_noise(r: dict) -> bool:
+    """T_draft below zero: an in-round draft time is a round less the verify timed before it, so noise (or a verify
+    timed apart that ran slower than inside the round) can make it negative. Shown as it is, marked as noise."""
+    v = r.get("t_draft_ms")
+    return isinstance(v, (int, float)) and v < 0
+
+
+def sweep_status(session) -> str:
+    """"context sweep: 4 contexts × 3 cases" (a sweep's top level has no cases of its own; its points do)."""
+    sw = session.data.get("sweep") or {}
+    pts = sw.get("points") or []
+    contexts = sw.get("contexts") or [p["context"] for p in pts]
+    done = sum(1 for p in pts if p.get("complete"))
+    cases = (session.config or {}).get("n_cases") or (session.config or {}).get("cases") or "?"
+    text = f"context sweep: {len(contexts)} context{'' if len(contexts) == 1 else 's'} × {cases} cases"
+    return text if done >= len(contexts) else f"{text} ({done}/{len(contexts)} contexts in)"
+
+
+def sweep_verdict(rows: list[dict], where: str = "on the Context page") -> str:
+    """The headline of a sweep: there is no single verdict, there is one per context. Says where speculation wins or
+    loses (measured), from the smallest to the largest context."""
+    if not rows:
+        return f"Context sweep: no context complete yet; the verdict is per context, {where}."
+    meas = [(r["context"], m) for r in rows if (m := r.get("measured_speedup")) is not None]
+    head = f"Context sweep ({', '.join(_size(r['context']) for r in rows)}): the verdict is per context, {where}."
+    if not meas:
+        return head
+    wins = [c for c, m in meas if m >= 1]
+    if not wins:
+        how = "speculation loses at every context"
+    elif len(wins) == len(meas):
+        how = "speculation wins at every context"
+    else:
+        how = "speculation wins at " + ", ".join(_size(c) for c in wins) + " and loses elsewhere"
+    (c0, m0), (c1, m1) = meas[0], meas[-1]
+    tail = f"measured {m0:.2f}× at {_size(c0)}" + (f", {m1:.2f}× at {_size(c1)}" if c1 != c0 else "")
+    return f"{head} {how[0].upper() + how[1:]}: {tail}."

@@ -1,0 +1,499 @@
+"""``specscope tune``: which k, with which drafter, wins on this machine? Pure Python over an engine seam.
+
+1. Plain decoding of each prompt gives T_decode (and the tokens the oracle drafts from).
+2. The verify curve: whole-graph verify forwards over n = 1..K+1 positions at mid-run context,
+   timed apart from any speculative run (interleaved repeats); the forward at k+1 positions is
+   re-timed right before and after every confirmation run at k (never inside it), so that drift on a
+   shared machine hits the prediction and the measurement alike.
+3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.trace_walk``: how many of the
+   drafter's next K_max proposals from each position of the target's own output agree with it), one
+   speculative run at K_max (instrumented rounds: T_draft(K), rollback by accepted count, bookkeeping)
+   and, for a real drafter, rounds timed apart at every k (``components``: what drafting adds to a round run end
+   to end, less the verify timed just before it); the oracle (a fixed charge) and a seam without ``components``
+   take T_draft(k) on the line through a short run at k = 1 and the K_max run.
+4. For every k ≤ K: E(k) = the trace walked at k (the rounds a greedy run at k makes, exactly: no
+   assumption that acceptance at depth i is the same whatever k), predicted speedup = E(k) · T_decode /
+   (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping) (see ``predict``; ``division_speedup``
+   is the bare division without the last two), with a 95% interval by bootstrap over the walked rounds
+   (acceptance, rollback), verify repeats, draft rounds and plain steps (timing spread). A seam with no
+   ``trace`` falls back to E(k) from the K_max rounds, and the result says so.
+5. Confirmation: end-to-end speculative runs at each drafter's best predicted k and its neighbours
+   (or every k), each right after a plain run of its own (A/B pairs), repeated; measured speedup =
+   the median over repeats of speculative tok/s ÷ its plain run's tok/s (prompts pooled), over full
+   rounds (a run's last, shorter round — fewer drafts because max-tokens is near — is left out, as
+   it is from the K_max run's acceptance); prediction error = predicted ÷ measured − 1.
+6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
+
+The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
+``plain(prompt, n)``, ``speculative(drafter, prompt, plain_tokens, k, n, round_kinds, seed=0)``,
+``verify_samples(context, tokens, positions, reps, ns=None)`` and ``trace(drafter, prompt, plain_tokens,
+k_max, seed=0)``; tests may pass any object that does.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.analysis import stats, trace_walk
+from specscope.profiler.session.trace_record import check as check_trace
+
+GREEDY_ASSUMPTION = (
+    "Drafts are chained: from a given prefix a drafter proposes the same tokens whatever k is. Under greedy decoding "
+    "the acceptance trace A(s) (how many of the drafter's next K_max proposals from each position of the target's "
+    "own output agree with it) therefore determines the rounds of a run at every k <= K_max: E(k) is the trace "
+    "walked at k, exactly, with no assumption that acceptance at depth i is the same in every round.")
+K_MAX_ASSUMPTION = (
+    "No acceptance trace: E(k) from the K_max rounds' a_1..a_K assumes acceptance at depth i does not depend on k, "
+    "which holds for i.i.d. acceptance only (bursty acceptance makes the K_max rounds a length-biased sample).")
+TEMPERATURE_ASSUMPTION = (
+    "Under temperature sampling acceptance is random per draft: the trace holds seeded accept/reject draws at every "
+    "position along one sampled output, and E(k) walked on them is an estimate (rounds under sampling need not "
+    "follow that output).")
+LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
+WHAT_IF = {"oracle"}
+
+
+# -- prediction ----------------------------------------------------------------------------------------------------
+
+def per_position(accepted: list[int], k_max: int) -> list[float]:
+    a = np.asarray(accepted)
+    return [float(np.mean(a >= i)) if a.size else 0.0 for i in range(1, k_max + 1)]
+
+
+def draft_ms_at(k: int, t1: float, tk: float, k_max: int) -> float:
+    """T_draft(k) on the line through T_draft(1) and T_draft(K_max)."""
+    return t1 if k_max <= 1 else t1 + (tk - t1) * (k - 1) / (k_max - 1)
+
+
+def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[dict[int, float], float, float]:
+    """Rollback time by accepted count, from the K_max run's rounds (a partial round reruns or trims what it
+    accepted, so its cost depends on that count, not on k), the mean partial rollback, and a full round's."""
+    partial = acc < k_max
+    by = {int(a): float(rb[acc == a].mean()) for a in np.unique(acc[partial])}
+    mean_partial = float(rb[partial].mean()) if partial.any() else 0.0
+    full = rb[~partial]
+    return by, mean_partial, (float(full.mean()) if full.size else float(rb.min()))
+
+
+def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
+            plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
+            draft_by_k: dict[int, list[float]] | None = None) -> list[dict]:
+    """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
+
+    ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
+    ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
+    ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
+    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
+    adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
+    timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max.
+
+        predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
+
+    E(k): with traces, walked at k (exact under greedy decoding: the rounds a run at k makes, no independence
+    assumption); without, 1 + mean(min(accepted, k)) over the K_max rounds (biased when acceptance is bursty:
+    those rounds are a length-biased sample of positions). T_rollback(k): per round at k, the K_max run's
+    rollback at the same accepted count when it is short of k, a full round's otherwise; T_bookkeeping: the
+    rest of a K_max round (drafter update, records). All of it is measured apart from the runs the prediction
+    is held against."""
+    if not rounds:
+        raise SpecscopeError("no full speculative rounds at K_max to measure acceptance from (raise --max-tokens)")
+    acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
+    dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
+    rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
+    book = np.maximum(0.0, np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
+                                       for r in rounds], dtype=float))
+    d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
+    steps = np.asarray(plain_steps, dtype=float)
+    rb_by, rb_partial, rb_full = _rollback_by_accepted(acc, rb, k_max)
+    rng = np.random.default_rng(seed)
+
+    def boot(x, stat):
+        idx = rng.integers(0, len(x), size=(resamples, len(x)))
+        return stat(x[idx], axis=1)
+
+    def rollback_of(a: np.ndarray, k: int) -> np.ndarray:
+        part = np.vectorize(lambda x: rb_by.get(int(x), rb_partial), otypes=[float])(a) if a.size else a
+        return np.where(a < k, part, rb_full)
+
+    b_steps = boot(steps, np.mean)
+    b_d1 = boot(d1, np.mean)
+    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # K_max rounds resampled whole
+    b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
+    t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
+    rows = []
+    for k in range(1, k_max + 1):
+        if traces:  # the rounds a run at k makes, walked on the traces
+            at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
+        else:
+            at_k = np.minimum(acc, k)
+        v = np.asarray(verify[k + 1], dtype=float)
+        t_v = float(np.median(v))
+        by_prev = _by_prior_accepted((draft_by_k or {}).get(k), k)
+        in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
+        # per accepted count of the round before (the drafter's catch-up), the median of paired differences (round
+        # less the verify before it: a stall in either half of one pair moves a mean of a few dozen pairs by more
+        # than the draft costs at k = 1), weighted by how often a run at k accepts that many, as rollback is
+        w_prev = _weights(at_k, by_prev)
+        t_d = (sum(w * float(np.median(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+               else draft_ms_at(k, t1, tk, k_max))
+        rb_k = rollback_of(at_k, k)
+        t_rb = float(rb_k.mean())
+        E = 1.0 + float(at_k.mean())
+        d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
+        frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
+        j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
+        b_E = 1.0 + at_k[j].mean(axis=1)
+        b_d = (sum(w * boot(by_prev[a], np.median) for a, w in w_prev.items()) if in_round.size
+               else b_d1 + (b_dk - b_d1) * frac)
+        b_s = b_E * b_steps / (boot(v, np.median) + b_d + rb_k[j].mean(axis=1) + b_book)
+        rows.append({
+            "k": k,
+            "predicted_speedup": d.predicted_speedup,
+            "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
+            "division_speedup": stats.divide(t_dec, t_v, t_d, E).predicted_speedup,
+            "tokens_per_round": E,
+            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
+            "t_decode_ms": t_dec,
+            "t_verify_ms": t_v,
+            "t_draft_ms": t_d,
+            "t_draft_source": "in_round" if in_round.size else "line",
+            "t_rollback_ms": t_rb,
+            "t_bookkeeping_ms": t_book,
+            "verify_multiple": t_v / t_dec,
+            "break_even_verify_ms": E * t_dec - t_d - t_rb - t_book,
+        })
+    return rows
+
+
+def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:
+    """A drafter's in-round draft times at k (``components``: pair i follows an earlier round that accepted i mod
+    (k+1)) by that accepted count; a plain list, or a dict already keyed by it."""
+    if not samples:
+        return {}
+    if isinstance(samples, dict):
+        return {int(a): np.asarray(xs, dtype=float) for a, xs in samples.items() if len(xs)}
+    out: dict[int, list[float]] = {}
+    for i, x in enumerate(samples):
+        out.setdefault(i % (k + 1), []).append(x)
+    return {a: np.asarray(xs, dtype=float) for a, xs in out.items()}
+
+
+def _weights(accepted: np.ndarray, by_prev: dict[int, np.ndarray]) -> dict[int, float]:
+    """How often a run accepts each count (the walked rounds), over the counts that were timed."""
+    if not by_prev:
+        return {}
+    counts = {a: float(np.sum(accepted == a)) for a in by_prev}
+    total = sum(counts.values())
+    return {a: c / total for a, c in counts.items()} if total else {a: 1.0 / len(by_prev) for a in by_prev}
+
+
+def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:
+    """(drafter, k) pairs to confirm: each drafter's best predicted k and its neighbours, or every k."""
+    out = []
+    for name, rows in pred.items():
+        if which == "all":
+            ks = range(1, k_max + 1)
+        else:
+            best = max(rows, key=lambda r: r["predicted_speedup"])["k"]
+            ks = range(max(1, best - neighbours), min(k_max, best + neighbours) + 1)
+        out += [(name, k) for k in ks]
+    return out
+
+
+def recommendation(rows: list[dict]) -> dict:
+    measured = [r for r in rows if r.get("measured_speedup") is not None]
+    if not measured:
+        raise SpecscopeError("no confirmation run was measured")
+    real = [r for r in measured if not r["what_if"]] or measured
+    best = max(real, key=lambda r: r["measured_speedup"])
+    who = LABELS.get(best["drafter"], best["drafter"])
+    m, p = best["measured_speedup"], best["predicted_speedup"]
+    mci = best.get("measured_ci95")
+    # a win is a win only when the measured interval clears 1× (with no interval: too few repeats to say)
+    shown = m > 1.0 and mci is not None and mci[0] > 1.0
+    rec = {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
+           "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
+           "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"]}
+    if shown:
+        assert mci is not None  # a win is shown only with an interval
+        rec["text"] = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
+                       f"predicted {p:.2f}×)")
+    elif m > 1.0:
+        why = (f"its 95% interval {mci[0]:.2f}–{mci[1]:.2f} holds 1×" if mci else
+               f"{len(best.get('measured_range') or [])} repeats cannot give an interval")
+        rec["text"] = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
+                       f"{p:.2f}×), but {why}: plain decoding may be as fast")
+    else:
+        need = best["break_even_verify_ms"]
+        rec["text"] = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
+                       + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need > 0 else
+                          "its draft alone costs more than the tokens it could save"))
+    if best["what_if"]:
+        rec["text"] += " — a what-if: no real drafter took part"
+    return rec
+
+
+# -- the run ----------------------------------------------------------------------------------------------------------
+
+def _rate(tokens: int, ms: float) -> float | None:
+    return 1000.0 * tokens / ms if ms > 0 and tokens > 0 else None
+
+
+def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
+             reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
+             on_update=None, component_reps: int = 8) -> dict:
+    """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
+
+    ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
+    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes."""
+    if not 1 <= k_max <= 16:
+        raise SpecscopeError("--k-max must be between 1 and 16")
+    if max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if reps is not None and reps < 1:
+        raise SpecscopeError("--reps must be at least 1")
+    if not prompts:
+        raise SpecscopeError("no prompts to tune on")
+    info = seam.describe()
+    names = list(drafters or info["drafters"])
+    unknown = [d for d in names if d not in info["drafters"] and d not in WHAT_IF]
+    if unknown:
+        have = ", ".join(info["drafters"] + sorted(WHAT_IF))
+        raise SpecscopeError(f"drafter {unknown[0]!r} is not available for this model (available: {have})")
+
+    progress("plain decoding")
+    plain = [seam.plain(p, max_tokens) for p in prompts]
+    plain_steps = [ms for r in plain for ms in r["step_ms"]]
+    mid = max_tokens // 2
+    context = list(prompts[0]) + plain[0]["tokens"][:mid]
+    progress(f"verify curve over n = 1..{k_max + 1} at context {len(context)}")
+    verify = seam.verify_samples(context, plain[0]["tokens"][mid:], k_max + 1, verify_reps)
+
+    per_drafter, pred, inputs, traces = {}, {}, {}, {}
+    for name in names:
+        progress(f"{name}: a speculative run at k = {k_max}")
+        # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
+        # so acceptance is measured on the same draws it is held against. Real greedy drafters need one run.
+        # With repeats chosen adaptively (reps None) that is up to MAX_REPS seeds.
+        seeds = range(reps if reps is not None else MAX_REPS) if name in WHAT_IF else [0]
+        runs = [seam.speculative(name, p, pl["tokens"], k_max, max_tokens, "instrumented", seed=s)
+                for s in seeds for p, pl in zip(prompts, plain)]
+        full = [r for run in runs for r in run["rounds"] if r["drafted"] == k_max]
+        draft_k = [r["draft_ms"] for r in full]
+        draft_1 = []
+        if k_max > 1:
+            progress(f"{name}: draft steps at k = 1")
+            short = [seam.speculative(name, p, pl["tokens"], 1, max(4, max_tokens // 2), "instrumented")
+                     for p, pl in zip(prompts, plain)]
+            draft_1 = [r["draft_ms"] for run in short for r in run["rounds"] if r["drafted"] == 1]
+        accepted = [r["accepted"] for r in full]
+        tr = None
+        if hasattr(seam, "trace"):  # the acceptance trace of every prompt (every oracle seed): E(k) walked on it
+            progress(f"{name}: acceptance trace over {max_tokens} tokens × {len(prompts)} prompts")
+            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in zip(prompts, plain)]
+            for t in tr:
+                check_trace(t)
+            traces[name] = tr
+        in_round = {}
+        if hasattr(seam, "components") and name not in WHAT_IF:
+            # what drafting adds to a round at each k, timed apart as the run's own prediction times it
+            progress(f"{name}: rounds timed apart at k = 1..{k_max}")
+            for k in range(1, k_max + 1):
+                in_round[k] = [x for p, pl in zip(prompts, plain)
+                               for x in seam.components(name, p, pl["tokens"], k, component_reps)["draft_ms"]]
+        inputs[name] = (full, draft_1, tr, in_round)
+        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round)
+        lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
+        per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
+                             "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
+                             "t_draft_ms_k1": statistics.fmean(draft_1 or draft_k) if (draft_1 or draft_k) else None,
+                             "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
+                             # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
+                             "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
+        if tr:
+            per_drafter[name]["trace"] = _trace_facts(tr, full, k_max)
+
+    plan = confirm_set(pred, k_max, confirm)
+    measured: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per rep
+    plain_rates: list[tuple[int, float]] = []
+    ratios: dict[tuple[str, int], list[float]] = {c: [] for c in plan}
+    verify_beside: dict[int, list[float]] = {}
+    confirm_steps: list[float] = []
+
+    def beside(n: int) -> None:
+        verify_beside.setdefault(n, []).extend(seam.verify_samples(context, plain[0]["tokens"][mid:], n, 2, ns=[n])[n])
+
+    def result(partial: bool) -> dict:
+        plain_rate = _rate(sum(n for n, _ in plain_rates), sum(ms for _, ms in plain_rates))
+        steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
+        # Final predictions: T_decode from the plain runs the measured side divides by (so it cancels in the error),
+        # and T_verify from the forwards timed beside the confirmation runs where there are some, else the curve.
+        verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
+        rows = []
+        for name in names:
+            full, draft_1, tr, in_round = inputs[name]
+            for p in predict(full, k_max, verify_final, draft_1, steps, traces=tr, draft_by_k=in_round):
+                rows.append(_row(name, p, measured.get((name, p["k"])), ratios.get((name, p["k"])), plain_rate))
+        out = {
+            "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
+            "rows": rows,
+            "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
+                           GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
+            "traces": traces,
+            "regime": info.get("regime", "greedy"),
+            "model": info.get("model"),
+            "k_max": k_max,
+            "max_tokens": max_tokens,
+            "prompts": len(prompts),
+            "confirm_reps": max((len(v) for v in ratios.values()), default=0),
+            "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
+                                  f"until each measured median is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
+            "t_decode_ms": statistics.fmean(steps),
+            "plain_tok_s": plain_rate,
+            "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
+            "verify_ms_beside": {str(n): statistics.median(v) for n, v in sorted(verify_beside.items())},
+            "verify_context": len(context),
+            "drafters": per_drafter,
+            "method": METHOD,
+        }
+        if partial:
+            out["partial"] = True
+        return out
+
+    if on_update is not None:
+        on_update(result(partial=True))
+    # ``reps`` None: repeat until every confirmed setting's measured median is known to ±AGREE (or MAX_REPS)
+    fixed = reps is not None
+    n_reps = reps if reps is not None else MAX_REPS
+    for rep in range(n_reps):
+        if not fixed and rep >= MIN_REPS and all(_precise(ratios[c]) for c in plan):
+            break
+        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
+                 f"{len(plan)} speculative settings, each beside its own plain run")
+        order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
+        for name, k in order:
+            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and
+            # the verify forward at k+1 positions is re-timed right before and after the pair (apart from both), so
+            # drift on a shared machine hits the prediction and the measurement alike.
+            beside(k + 1)
+            steps = [ms for p in prompts for ms in seam.plain(p, max_tokens)["step_ms"]]
+            confirm_steps += steps
+            plain_rates.append((len(steps), sum(steps)))
+            p_rate = _rate(len(steps), sum(steps))
+            rr = [r for p, pl in zip(prompts, plain)
+                  for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
+            beside(k + 1)
+            rr = [r for r in rr if r["drafted"] == k]  # steady state: the last, shorter round of a run is left out
+            tok, ms = sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr)
+            measured[(name, k)].append((tok, ms, len(rr)))
+            s_rate = _rate(tok, ms)
+            if p_rate and s_rate:
+                ratios[(name, k)].append(s_rate / p_rate)
+        if on_update is not None and rep + 1 < n_reps:
+            on_update(result(partial=True))
+    return result(partial=False)
+
+
+def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
+    """What a drafter's traces say, beside what its K_max rounds would have said: E(k) both ways, the cost."""
+    curve = trace_walk.curve(traces, k_max)
+    acc = [r["accepted"] for r in full]
+    cost = [t.get("cost_ms", {}).get("total_ms") for t in traces]
+    return {"positions": sum(len(t["A"]) for t in traces), "estimate": any(t.get("estimate") for t in traces),
+            "tokens_per_round": [c["tokens_per_round"] for c in curve],
+            "acceptance_by_depth": curve[-1]["acceptance_by_depth"] if curve else [],
+            "tokens_per_round_k_max_rounds": [1.0 + statistics.fmean(min(a, k) for a in acc) if acc else None
+                                              for k in range(1, k_max + 1)],
+            "cost_ms": sum(c for c in cost if c is not None) if any(c is not None for c in cost) else None}
+
+
+METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: whole-graph verify forwards "
+          "at mid-run context, apart from any speculative run (for a confirmed k, those timed right beside its "
+          "confirmation runs); T_draft: at every k, what drafting adds to a round timed apart (a round run end to end less the "
+          "verify timed just before it, the median of the pairs; else instrumented draft steps at 1 and K_max, a line "
+          "between); T_rollback "
+          "(by accepted count) and T_bookkeeping: the K_max run; "
+          "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
+          "full rounds only (a run's last, shorter round is left out on both sides)")
+
+
+def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain_rate: float | None) -> dict:
+    """One row: the prediction at k, and the confirmation runs' measurement when there are some."""
+    row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
+           "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
+           "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
+           **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
+                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source")}}
+    spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
+    if m and spec_rate and plain_rate:  # (spec_rate is None without m)
+        n_rounds = sum(x[2] for x in m)
+        # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
+        row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
+        row["measured_round_ms"] = sum(x[1] for x in m) / n_rounds
+        row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
+        # the median of per-repeat ratios (each speculative run over the plain run of its repeat), as bench
+        # does: a burst of load on a shared machine then moves one repeat, not the figure
+        row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
+        row["measured_speedup_pooled"] = spec_rate / plain_rate
+        row["measured_range"] = [min(r), max(r)] if r else None
+        row["measured_ci95"] = median_interval(r) if r else None
+        row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
+        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], row["measured_ci95"], len(r or []),
+                                     row.get("predicted_ci95"))
+    return row
+
+
+# -- confirmation: how well the measured side is known, and what the error then says ---------------------------------
+
+AGREE = 0.05  # the agreement a prediction is held to
+MIN_REPS, MAX_REPS = 6, 15
+
+
+def median_interval(xs: list[float], level: float = 0.95) -> list[float] | None:
+    """A distribution-free interval for the median of the repeats: order statistics (x_(j), x_(n-j+1)) with j the
+    largest index whose binomial tail P(Bin(n, 1/2) < j) stays within (1-level)/2. Needs 6 repeats for 95%
+    (with fewer, no interval: the extremes cover less)."""
+    x = sorted(xs)
+    n = len(x)
+    tail, j, cum = (1.0 - level) / 2.0, 0, 0.0
+    for i in range(n + 1):  # cum = P(Bin(n, 1/2) <= i)
+        cum += math.comb(n, i) / 2.0 ** n
+        if cum > tail:
+            break
+        j = i + 1
+    return [x[j - 1], x[n - j]] if j >= 1 else None
+
+
+def _precise(ratios: list[float]) -> bool:
+    iv = median_interval(ratios)
+    m = statistics.median(ratios) if ratios else None
+    return bool(iv and m and (iv[1] - iv[0]) / 2.0 <= AGREE * m)
+
+
+def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
+              predicted_ci: list[float] | None = None) -> dict | None:
+    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE); ``off`` (beyond AGREE, and the
+    error's interval — the prediction's interval over the measured one — excludes zero: the two cannot be the same
+    speed); or ``too_noisy`` (beyond AGREE, but the intervals leave room for no error, or there is no interval)."""
+    if error is None:
+        return None
+    half, lo, hi = None, None, None
+    if measured_ci:
+        p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
+        lo, hi = p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0
+        half = (hi - lo) / 2.0
+    if abs(error) <= AGREE:
+        state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
+    elif lo is not None and hi is not None and (lo > 0.0 or hi < 0.0):
+        state, text = "off", f"off by {error:+.1%} (error interval {lo:+.1%}…{hi:+.1%}, predicted and measured intervals apart)"
+    else:
+        why = f"error interval {lo:+.1%}…{hi:+.1%}" if lo is not None else f"only {n} repeat(s)"
+        state, text = "too_noisy", f"{error:+.1%}, but the measurement is too noisy to tell ({why})"
+    return {"state": state, "text": text, "half_width": half, "interval": [lo, hi] if lo is not None else None}

@@ -1,0 +1,221 @@
+"""Plain-words verdicts and the three audit questions, shared by the CLI, GUI and reports."""
+
+from __future__ import annotations
+
+from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
+from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
+
+
+def _pct(x: float) -> str:
+    return f"{abs(x) * 100:.0f}%"
+
+
+def acceptance_phrase(s: dict) -> str:
+    """An acceptance number never travels without its regime and sample size."""
+    if s.get("p") is None:
+        return "acceptance: no rounds measured"
+    lo, hi = s["p_ci95"]
+    text = f"acceptance {s['p'] * 100:.1f}% (95% CI {lo * 100:.1f}–{hi * 100:.1f}%, {s['regime']}, {s['drafted']} drafted tokens)"
+    if s.get("low_sample"):
+        text += f" — fewer than {LOW_SAMPLE_DRAFTED} drafted tokens: treat as noise"
+    if s.get("what_if"):
+        text += " — oracle what-if, not a real drafter"
+    return text
+
+
+SAMPLED_NOTE = ("sampled regime: outputs differ by design; "
+                "the accept/reject rule is tested for distribution equality")
+
+def _more(items: list[dict]) -> str:
+    if len(items) <= 1:
+        return ""
+    rest = [d["case"] for d in items[1:]]
+    return f" — and {len(rest)} more case{'s' if len(rest) != 1 else ''} ({', '.join(rest[:5])}{', …' if len(rest) > 5 else ''})"
+
+
+def engine_fault_line(s: dict) -> str | None:
+    faults = s.get("engine_faults") or []
+    if not faults:
+        return None
+    return divergence_message(faults[0]["case"], faults[0]) + _more(faults)
+
+
+def divergence_note(s: dict) -> str | None:
+    """Greedy runs: what the divergences from plain decoding were, or None when there were none."""
+    if s.get("regime", "greedy") != "greedy":
+        return None
+    faults = s.get("engine_faults") or []
+    if faults:
+        return engine_fault_line(s)
+    unchecked = s.get("unchecked_divergences") or []
+    if unchecked:
+        u = unchecked[0]
+        return (f"case {u['case']} diverges from plain decoding at token {u['position']} and its margin was not measured "
+                "(session from an older specscope): kernel rounding cannot be told from an engine fault" + _more(unchecked))
+    ties = [d for d in (s.get("divergences") or []) if d.get("verdict") == ROUNDING]
+    if ties:
+        return divergence_message(ties[0]["case"], ties[0]) + _more(ties)
+    return None
+
+
+def verdict(s: dict) -> str:
+    """The headline: the speed verdict, led by an engine fault when greedy output left plain decoding."""
+    text = _speed_verdict(s)
+    faults = s.get("engine_faults") or []
+    if faults:
+        d = faults[0]
+        how = (f"with a clear margin ({logits_text(d['plain_lead'])} logits)" if d.get("plain_lead") is not None
+               else f"with no margin to call it a near-tie ({d.get('reason') or 'not measured'})")
+        return (f"Engine fault: speculative output diverged from plain decoding at case {d['case']} position {d.get('position')} "
+                f"{how}{_more(faults)}. The speed figures measure a faulty engine — " + text)
+    return text
+
+
+def break_even_phrase(multiple: float) -> str:
+    """The break-even verify time in units of T_decode; at or below zero no verify can break even, and no negative
+    time is printed."""
+    if multiple <= 0:
+        return "break-even is out of reach: T_draft alone exceeds E·T_decode, so no verify, however fast, can pay"
+    return f"break-even needs ≤ {multiple:.2f}× T_decode"
+
+
+def break_even_text(s: dict) -> str:
+    """"T_verify ≤ 82.15 ms (≤ 1.29 × T_decode)", or that no verify can break even (never a negative time)."""
+    ms, mult = s.get("break_even_verify_ms"), s.get("break_even_multiple")
+    if ms is None or mult is None:
+        return "—"
+    if ms <= 0:
+        return "out of reach: T_draft alone exceeds E·T_decode"
+    return f"T_verify ≤ {ms:.2f} ms (≤ {mult:.2f} × T_decode)"
+
+
+def _speed_verdict(s: dict) -> str:
+    m = s.get("measured_speedup")
+    if m is None:
+        return "No verdict yet: plain and speculative runs are still being measured."
+    k = s["k"]
+    head = f"Speculation {'wins' if m >= 1 else 'loses'} {_pct(m - 1)}"
+    parts = []
+    if s.get("verify_multiple") is not None:
+        parts.append(f"verifying {k + 1} positions costs {s['verify_multiple']:.2f} plain steps")
+    if s.get("break_even_multiple") is not None:
+        parts.append(break_even_phrase(s["break_even_multiple"]))
+    text = head + (": " + "; ".join(parts) if parts else "") + "."
+    if k == 1 and s.get("verify_multiple") is not None and s["verify_multiple"] >= 2:
+        text += " Verify costs two plain steps or more, so no drafter can win at k=1: only a cheaper verify can."
+    pred = prediction_phrase(s)
+    if pred:
+        text += " " + pred[0].upper() + pred[1:] + "."
+    if s.get("what_if"):
+        text += " (oracle what-if drafter)"
+    return text
+
+
+def _signed_pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def prediction_error_text(s: dict) -> str | None:
+    """The prediction error with its interval: "+2.1% (−3.0…+7.4%)"; None when not measured."""
+    err = s.get("prediction_error")
+    if err is None:
+        return None
+    iv = s.get("prediction_error_ci")
+    if not iv:
+        return _signed_pct(err)
+    hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
+    return f"{_signed_pct(err)} ({_signed_pct(iv[0])}…{hi})"
+
+
+def prediction_phrase(s: dict) -> str | None:
+    """The verdict on the prediction (components timed apart) against the measurement: within noise, off, or too
+    little data to judge (with what would fix it). None before anything is measured."""
+    v = s.get("prediction_verdict") or {}
+    if s.get("predicted_speedup") is None:
+        why = s.get("prediction_unavailable")
+        return f"no prediction ({why})" if why and s.get("measured_speedup") is not None else None
+    if v.get("state") is None:
+        return None
+    if v["state"] == "too_little_data":
+        head = "too little data to judge"
+        return head + " the prediction" + v["text"][len(head):] if v["text"].startswith(head) else v["text"]
+    return "the prediction is " + v["text"]
+
+
+def prediction_short(s: dict) -> str:
+    """A tile-sized verdict: "within noise (±2.1%)", "off by +8.0%", "too little data (±12%)", or "—"."""
+    v = s.get("prediction_verdict") or {}
+    state, half = v.get("state"), v.get("half_width")
+    err = s.get("prediction_error")
+    if state == "within_noise":
+        assert half is not None  # the judge gives a half-width to every state but too_little_data
+        return f"within noise (±{half * 100:.1f}%)"
+    if state == "off" and err is not None:
+        assert half is not None
+        return f"off by {err * 100:+.1f}% (±{half * 100:.1f}%)"
+    if state == "too_little_data":
+        return f"too little data to judge (±{half * 100:.0f}%)" if half is not None else "too little data to judge"
+    return "—"
+
+
+def ledger_text(s: dict) -> str | None:
+    """The same-round accounting, said as what it is: a consistency check, not a forecast."""
+    if s.get("ledger_speedup") is None:
+        return None
+    res = s.get("ledger_residual")
+    res_txt = f", residual {res * 100:+.1f}%" if res is not None else ""
+    return (f"ledger {s['ledger_speedup']:.3f}×: rounds = draft + verify + rollback + bookkeeping{res_txt} "
+            "(the run's own instrumented rounds: a consistency check, not a forecast)")
+
+
+def rollback_term_text(s: dict) -> str | None:
+    """Rollback, timed apart, as its own term beside the division (never folded in silently)."""
+    rb, share = s.get("t_rollback_ms"), s.get("rollback_share")
+    if rb is None or share is None or s.get("division_inputs") != "components":
+        return None
+    txt = f"rollback {rb:.2f} ms per round ({share * 100:.1f}% of T_verify + T_draft), timed apart"
+    with_rb = s.get("predicted_speedup_with_rollback")
+    if with_rb is not None and share >= ROLLBACK_MATERIAL:
+        err = s.get("prediction_error_with_rollback")
+        txt += f"; with it the prediction reads {with_rb:.3f}×" + (f" (error {err * 100:+.1f}%)" if err is not None else "")
+    return txt
+
+
+ROLLBACK_MATERIAL = 0.01  # a rollback term of 1% of the round or more gets its own prediction figure beside the division
+
+
+def audit_answers(s: dict) -> list[tuple[str, str]]:
+    """The three questions to ask of any speculative-decoding benchmark, answered for this run."""
+    k = s["k"]
+    q1 = (
+        f"One verify of {k + 1} positions costs {s['verify_multiple']:.2f} plain decode steps "
+        f"(T_verify {s['t_verify_ms']:.2f} ms vs T_decode {s['t_decode_ms']:.2f} ms)."
+        if s.get("verify_multiple") is not None
+        else "Not measured yet."
+    )
+    cats = ", ".join(sorted(s.get("acceptance_by_content_class", {})))
+    q2 = f"{acceptance_phrase(s)}; content classes: {cats or 'none'}."
+    q3 = (
+        f"End to end: {s['spec_tok_s']:.1f} vs {s['plain_tok_s']:.1f} tok/s on the same prompts and token budget "
+        + (f"(measured {s['measured_speedup']:.3f}×; the division, from components timed apart, predicted "
+           f"{s['predicted_speedup']:.3f}×)." if s.get("predicted_speedup") is not None
+           else f"(measured {s['measured_speedup']:.3f}×; no prediction: {s.get('prediction_unavailable') or 'not available'}).")
+        if s.get("measured_speedup") is not None
+        else "Not measured yet."
+    )
+    return [
+        ("How many plain steps does one verify round cost?", q1),
+        ("What regime, length and content was acceptance measured on?", q2),
+        ("Is the speed measured end to end or inferred?", q3),
+    ]
+
+
+def instrumentation_cost_text(s: dict) -> str | None:
+    """What timing draft, verify and rollback apart costs, as a percentage; None when the run has no
+    end-to-end rounds. A negative figure (end-to-end rounds not faster) is noise, said as such, never a cost."""
+    cost = s.get("instrumentation_cost")
+    if cost is None:
+        return None
+    if cost <= 0:
+        return "none measurable (end-to-end rounds were not faster: within noise)"
+    return f"+{cost * 100:.1f}%"

@@ -1,0 +1,5 @@
+import sys
+
+from specscope.profiler.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,176 @@
+"""Benchmarks that compare equal work, in ABBA order (``specscope bench overhead|memory|predict``).
+
+- ``abba_pairs`` (in ``bench_common``): every A/B benchmark alternates its order pair by pair (A B, B A, A B, …), so a drift on a
+  shared machine (heat, a neighbour's load) hits both sides alike instead of always the one that runs second.
+- ``overhead``: specscope's plain decoding (as ``run`` does it: one JSON event written per token) against
+  ``mlx_lm.stream_generate``, the same span on both sides — from the first token in hand to the last, so N − 1
+  decode steps each — the same N tokens (EOS off on both: mlx-lm's EOS set is emptied for the run; specscope
+  never stops at EOS), and the tokens asserted equal (else the comparison is void).
+- ``memory``: peak MLX memory for the same work on both sides, each in a fresh process: plain vs plain
+  (``plain_generate`` vs ``stream_generate``, N tokens) and speculative vs speculative (dense demo + draft
+  model, k drafts: ``speculative_generate`` vs ``speculative_generate_step``, the pair mlx-lm can run). The
+  figure is the larger raw ratio; a fixed allowance is printed as its own number, never folded in.
+- ``predict``: the genuine prediction — ``run``'s summary ``predicted_speedup`` (T_decode from plain decoding,
+  T_verify(k+1) and T_draft timed apart, only E from the run) — against the end-to-end measured speedup, over an
+  oracle sweep P = 0…1 at k = 1 and 3. The same-round figure (``ledger_speedup``) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.cli.bench_common import PROMPT, abba_pairs, bench_result, load_bench_model
+
+ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
+
+
+# -- overhead ------------------------------------------------------------------------------------------------------
+def bench_overhead(a) -> dict:
+    from mlx_lm.generate import stream_generate
+
+    from specscope.engine_adapter.decoding import plain_generate
+
+    lm = load_bench_model(a)
+    prompt = lm.encode(PROMPT)
+    n = a.max_tokens
+    sink = open(os.devnull, "w")
+
+    def ours():
+        toks, t_first = [], None
+        for rec in plain_generate(lm.model, prompt, n):
+            # exactly what the worker does per event: build the dict, serialise, write, flush
+            sink.write(json.dumps({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms}) + "\n")
+            sink.flush()
+            toks.append(rec.token)
+            if t_first is None:
+                t_first = time.perf_counter()
+        return (len(toks) - 1) / (time.perf_counter() - t_first), toks
+
+    def theirs():
+        eos = lm.tokenizer.eos_token_ids
+        lm.tokenizer.eos_token_ids = set()  # EOS off, as on our side: both generate exactly N tokens
+        try:
+            toks, t_first = [], None
+            for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=n):
+                toks.append(int(r.token))
+                if t_first is None:
+                    t_first = time.perf_counter()
+            return (len(toks) - 1) / (time.perf_counter() - t_first), toks
+        finally:
+            lm.tokenizer.eos_token_ids = eos
+
+    ours(), theirs()  # warm-up
+    pairs = abba_pairs(a, ours, theirs)
+    if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
+        raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
+    return bench_result("overhead", [x / y for x, y, *_ in pairs],
+                        {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs],
+                         "tokens": n, "identical_tokens": True, "order": "ABBA",
+                         "timed_span": f"first token in hand to the last ({n - 1} decode steps on each side), EOS off on both"})
+
+
+# -- memory --------------------------------------------------------------------------------------------------------
+def _peak(code: str) -> dict:
+    """Run ``code`` in a fresh process; the JSON its last line prints (peak memory and tokens)."""
+    import subprocess
+
+    from specscope.profiler.run.pump import worker_env
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
+    if r.returncode != 0:
+        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _memory_programs(a) -> dict[str, tuple[str, str]]:
+    n, k = a.max_tokens, a.num_draft_tokens
+    model_arg = repr(a.model) if a.model else "None"
+    head = ("import json, mlx.core as mx\n"
+            "from specscope.engine_adapter.demo_model import demo_model_path\n"
+            "from specscope.engine_adapter.loader import load_model\n")
+    tail = "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'tokens': toks}))\n"
+    plain = head + f"lm = load_model({model_arg} or demo_model_path('hybrid'))\nprompt = lm.encode({PROMPT!r})\nmx.reset_peak_memory()\n"
+    ours_plain = plain + ("from specscope.engine_adapter.decoding import plain_generate\n"
+                          f"toks = [r.token for r in plain_generate(lm.model, prompt, {n})]\n") + tail
+    theirs_plain = plain + ("from mlx_lm.generate import stream_generate\nlm.tokenizer.eos_token_ids = set()\n"
+                            f"toks = [int(r.token) for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={n})]\n") + tail
+    draft_arg = repr(a.draft_model) if getattr(a, "draft_model", None) else "None"
+    spec = head + (f"t = load_model({model_arg} or demo_model_path('dense'))\nd = load_model({draft_arg} or demo_model_path('draft'))\n"
+                   f"prompt = t.encode({PROMPT!r})\nmx.reset_peak_memory()\n")
+    ours_spec = spec + ("from specscope.engine_adapter.decoding import speculative_generate\n"
+                        "from specscope.engine_adapter.drafters import DraftModelDrafter\n"
+                        "toks = []\n"
+                        f"for r in speculative_generate(t.model, prompt, DraftModelDrafter(d.model), {k}, {n}, round_kinds='end_to_end'):\n"
+                        "    toks += [r.token] if r.type == 'prefill' else r.emitted\n") + tail
+    theirs_spec = spec + ("from mlx_lm.generate import speculative_generate_step\n"
+                          f"toks = [int(x) for x, _, _ in speculative_generate_step(mx.array(prompt), t.model, d.model, "
+                          f"num_draft_tokens={k}, max_tokens={n})]\n") + tail
+    return {"plain": (ours_plain, theirs_plain), "speculative": (ours_spec, theirs_spec)}
+
+
+def bench_memory(a) -> dict:
+    programs = _memory_programs(a)
+    rows = {}
+    for what, (ours, theirs) in programs.items():
+        a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until_stable": False, "max_pairs": 0})()
+        pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs))
+        if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):
+            raise SpecscopeError(f"memory ({what}): the two sides produced different tokens; the comparison is void")
+        ours_b, theirs_b = [x["mlx_peak"] for x, *_ in pairs], [y["mlx_peak"] for _, y, *_ in pairs]
+        rows[what] = {"specscope_peak_bytes": ours_b, "mlx_lm_peak_bytes": theirs_b,
+                      "raw_ratio": statistics.median(x / y for x, y in zip(ours_b, theirs_b)),
+                      "ratio_with_allowance": statistics.median(x / (y + ALLOWANCE_BYTES) for x, y in zip(ours_b, theirs_b)),
+                      "extra_bytes": statistics.median(x - y for x, y in zip(ours_b, theirs_b))}
+    worst = max(rows, key=lambda w: rows[w]["raw_ratio"])
+    ratios = [rows[w]["raw_ratio"] for w in rows]
+    return bench_result("memory", ratios, {**rows, "worst": worst, "allowance_bytes": ALLOWANCE_BYTES, "order": "ABBA",
+                                           "note": "the figure is the larger raw ratio; the allowance is shown apart"},
+                        value=rows[worst]["raw_ratio"])
+
+
+# -- predict -------------------------------------------------------------------------------------------------------
+def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[dict]:
+    """One ``run`` per (k, P): the summary's genuine prediction and its ledger vs the end-to-end measurement."""
+    from specscope.profiler.run.config import RunConfig
+    from specscope.profiler.run.runner import run_worker
+    from specscope.profiler.analysis.summary import summarize
+
+    run = run or (lambda cfg: summarize(run_worker(cfg).session))
+    folder = tempfile.mkdtemp(prefix="specscope-bench-predict-")
+    suite = os.path.join(folder, "suite.json")
+    with open(suite, "w", encoding="utf-8") as f:
+        json.dump({"name": "bench", "cases": [{"id": "bench", "content_class": "en", "prompt": PROMPT}]}, f)
+    rows = []
+    for k in ks:
+        for p in ps:
+            cfg = RunConfig(model=a.model, demo=a.model is None, drafter="oracle", oracle_p=p, num_draft_tokens=k,
+                            max_tokens=max_tokens, suite=suite, cases=1, warmup=1, repeats=repeats, breakdown=False)
+            s = run(cfg)
+            genuine = "ledger_speedup" in s
+            pred = s.get("predicted_speedup")
+            meas = s.get("measured_speedup")
+            if pred is None or meas is None:
+                raise SpecscopeError(f"predict: no prediction at k={k}, P={p}: {s.get('prediction_unavailable') or 'no measurement'}")
+            rows.append({"k": k, "oracle_p": p, "measured_p": s.get("p"), "tokens_per_round": s.get("tokens_per_round"),
+                         "predicted": pred, "measured": meas, "error": pred / meas - 1.0,
+                         "ledger": s.get("ledger_speedup"),
+                         "ledger_error": (s["ledger_speedup"] / meas - 1.0) if s.get("ledger_speedup") else None,
+                         "prediction_source": s.get("prediction_source") if genuine else "ledger (no genuine prediction in this build)"})
+    return rows
+
+
+def bench_predict(a) -> dict:
+    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the genuine prediction."""
+    reps = max(1, min(a.pairs, 3))
+    rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps)
+    errs = [abs(r["error"]) for r in rows]
+    return bench_result("predict", [], {"sweep": rows, "repeats": reps,
+                                        "what": "run's genuine prediction (components timed apart) vs end-to-end"},
+                        unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}

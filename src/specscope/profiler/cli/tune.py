@@ -1,0 +1,169 @@
+"""``specscope tune`` and ``specscope bench tune``: parser and commands.
+
+``add_parser(sub)`` adds ``tune`` to the ``specscope`` argparse subparsers; ``bench_tune(a)`` is the benchmark (same
+result shape as ``profiler/cli/bench.py``'s). The engine runs in this process (``engine_cli``).
+"""
+
+from __future__ import annotations
+
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.cli.engine import add_model_args, check_oracle, open_engine, run_and_print, status_for
+from specscope.profiler.analysis.intervals import draft_time_text
+
+TUNE_TARGET = ("<=", 0.05)
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("tune", help="predict the speedup of every k with every drafter, confirm the best, recommend one")
+    add_model_args(t)
+    t.add_argument("--k-max", type=int, default=4, help="the speculative run that measures acceptance drafts K_max (1-16)")
+    t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
+    t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
+    t.add_argument("--reps", type=int, default=None,
+                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 15, until each measured "
+                        "speedup's median is known to ±5%%)")
+    t.add_argument("--confirm", choices=["best", "all"], default="best",
+                   help="confirm each drafter's best predicted k and its neighbours (default), or every k")
+    t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
+    t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across content classes)")
+    t.add_argument("--temp", type=float, default=0.0)
+    t.add_argument("--top-p", type=float, default=1.0)
+    t.set_defaults(func=cmd_tune)
+
+
+def status(a):
+    """The status of a tune run: JSON lines (--jsonl) or a bar counting its phases."""
+    n_drafters = len([d for d in a.drafters.split(",") if d.strip()]) if a.drafters else 3
+    return status_for(a, "tune", 2 + 2 + 4 * n_drafters + (a.reps or 9))  # unset reps: 6-15 confirmation repeats, about 9
+
+
+def _prompts(a, eng) -> list[list[int]]:
+    if a.prompt:
+        return [eng.encode(a.prompt)]
+    from specscope.profiler.run.suite import load_suite, take_cases
+
+    return [eng.encode(c["prompt"]) for c in take_cases(load_suite(a.suite)["cases"], a.cases)]
+
+
+def tune_data(a, say=lambda m: None, partial=None) -> dict:
+    from specscope.profiler.analysis.tune import run_tune
+
+    if not 1 <= a.k_max <= 16:
+        raise SpecscopeError("--k-max must be between 1 and 16")
+    if a.max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if a.reps is not None and a.reps < 1:
+        raise SpecscopeError("--reps must be at least 1")
+    if a.cases is not None and a.cases < 1:
+        raise SpecscopeError("--cases must be at least 1")
+    if a.temp < 0 or not 0 < a.top_p <= 1:
+        raise SpecscopeError("--temp must be >= 0 and --top-p in (0, 1]")
+    check_oracle(a)
+    drafters = [d.strip() for d in a.drafters.split(",") if d.strip()] if a.drafters else None
+    if drafters is not None and not drafters:
+        raise SpecscopeError("--drafters lists no drafter")
+    if a.suite and not a.prompt:
+        from specscope.profiler.run.suite import load_suite
+
+        load_suite(a.suite)  # fail fast, before loading a model
+    eng = open_engine(a, say)
+    out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
+                   confirm=a.confirm, progress=say, on_update=partial)
+    return out
+
+
+AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_noisy": "(noisy)"}
+
+
+def format_tune(res: dict) -> str:
+    lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
+             f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
+             f"T_decode {res['t_decode_ms']:.1f} ms ({res['plain_tok_s'] or 0:.1f} tok/s plain); verify at n = "
+             + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
+             "",
+             " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (95% CI)       error"]
+    for r in res["rows"]:
+        lo, hi = r["predicted_ci95"]
+        m = r["measured_speedup"]
+        mr = r.get("measured_range")
+        mr = r.get("measured_ci95") or mr
+        meas = (f"{m:.3f}× ({mr[0]:.2f}–{mr[1]:.2f})" if mr else f"{m:.3f}×") if m is not None else "—"
+        ag = r.get("agreement") or {}
+        err = (f"{r['prediction_error']:+.1%} {AGREEMENT_MARK.get(ag.get('state'), '')}".rstrip()
+               if r["prediction_error"] is not None else "")
+        lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
+                     f" {draft_time_text(r['t_draft_ms'], spec='.1f'):>8}   "
+                     f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
+    lines.append("")
+    for name, d in res["drafters"].items():
+        lines.append(f"acceptance a_i, {d['label']} ({d['rounds']} rounds at K_max): "
+                     + " ".join(f"{x:.2f}" for x in d["acceptance"]))
+        t = d.get("trace")
+        if t:
+            e = lambda xs: " ".join("—" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
+            cost = f", recorded in {t['cost_ms'] / 1000:.1f} s" if t.get("cost_ms") else ""
+            lines.append(f"  trace{' (an estimate)' if t.get('estimate') else ''}: {t['positions']} positions{cost}; "
+                         f"E(k) walked: {e(t['tokens_per_round'])}; from the K_max rounds it would read: "
+                         f"{e(t['tokens_per_round_k_max_rounds'])}")
+    confirmed = [r for r in res["rows"] if r.get("agreement")]
+    if confirmed:
+        lines += ["", f"confirmation: {res['confirm_reps']} repeats ({res.get('confirm_reps_rule', 'fixed')}); "
+                  "the measured speedup is the median of per-repeat ratios, its 95% interval distribution-free"]
+        lines += [f"  {r['drafter']} k={r['k']}: {r['agreement']['text']}" for r in confirmed]
+    lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
+    return "\n".join(lines)
+
+
+def cmd_tune(a) -> int:
+    return run_and_print(a, "tune", status(a), tune_data, format_tune)
+
+
+# -- bench tune -------------------------------------------------------------------------------------------------------
+
+def bench_tune(a) -> dict:
+    """Tune's prediction against its own confirmation runs, on the demo (or --model) with every real drafter it has
+    (E(k) from their acceptance traces: bursty, content-dependent, not the i.i.d. oracle, which would hide a bias
+    in E(k)), every k = 1..max(4, -k) confirmed, repeats until each median is known to ±5%; the figure is the largest
+    |error|, and the result says how many settings agree within 5%, are off, or were too noisy to tell."""
+    from specscope.engine_adapter.engine import EngineParams
+    from specscope.engine_adapter.tune_runs import TuneEngine
+
+    from specscope.profiler.cli.bench_common import PROMPT
+    from specscope.profiler.analysis.tune import run_tune
+
+    k_max = max(4, getattr(a, "num_draft_tokens", 2) or 2)
+    params = EngineParams(model=getattr(a, "model", None), demo=not getattr(a, "model", None))
+    eng = TuneEngine.open(params)
+    prompt = eng.encode(getattr(a, "prompt", None) or PROMPT)
+    # --pairs below bench's default of 5 fixes the repeats (a quick look); otherwise repeat until ±5%
+    res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, reps=a.pairs if a.pairs < 5 else None,
+                   confirm="all")
+    confirmed = [r for r in res["rows"] if r["prediction_error"] is not None]
+    if not confirmed:
+        raise SpecscopeError("tune: no confirmation run was measured")
+    errs = [abs(r["prediction_error"]) for r in confirmed]
+    states = [(r.get("agreement") or {}).get("state") for r in confirmed]
+    op, target = TUNE_TARGET
+    value = max(errs)
+    return {
+        "benchmark": "tune",
+        "ratio": value,
+        "ratio_min": min(errs),
+        "ratio_max": value,
+        "median_ci95": None,
+        "stable_to_1pct": False,
+        "pairs": res["confirm_reps"],
+        "target": f"{op} {target}",
+        "met": bool(value <= target),
+        "unit": "max |relative error|",
+        "agreement": {s: states.count(s) for s in ("agrees", "off", "too_noisy")},
+        "raw": {"rows": [{k: r.get(k) for k in ("drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup",
+                                                 "measured_ci95", "prediction_error", "agreement", "tokens_per_round",
+                                                 "measured_tokens_per_round", "predicted_round_ms", "measured_round_ms",
+                                                 "t_verify_ms", "t_draft_ms", "t_rollback_ms")}
+                         for r in res["rows"]],
+                "k_max": k_max, "max_tokens": a.max_tokens, "confirm_reps_rule": res["confirm_reps_rule"],
+                "t_decode_ms": res["t_decode_ms"],
+                "trace_E": {n: d.get("trace", {}).get("tokens_per_round") for n, d in res["drafters"].items()}},
+    }

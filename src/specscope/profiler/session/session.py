@@ -1,0 +1,487 @@
+"""The Session: everything one profiling run measured, folded from worker events; reading and writing it.
+
+A plain, JSON-serialisable object. The CLI and the GUI build it the same way
+(``Session.apply(event)`` for each worker event); every chart and report reads
+only a Session. It is data: the figures derived from it (``summary``, per-case statistics) are computed by
+``profiler.summary`` and written beside the data by ``profiler.session_file``, always recomputed from the raw
+measurements, never trusted from a file. The only rule applied while folding is the divergence verdict
+(``profiler.divergence``): an engine fault fails the session.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
+
+SCHEMA = "specscope.session"
+SCHEMA_VERSION = 2
+# What each schema version added (a reader of version N reads every version up to N; older files load as they are,
+# and every figure they lack is labelled, never invented):
+#   1  the first wave's session (cases, rounds, breakdowns, probe, sensors, roofline, tune).
+#   2  the third wave: the prediction's inputs timed apart per case (``components``), paired speculative runs
+#      (``round_kinds`` "paired": each round carries its ``pass``), the acceptance trace, long-context settings.
+#      Acceptance trace: ``case["trace"]`` (a ``trace`` event: ``A`` per position, ``k_max``, ``drafter``, ``tokens``,
+#      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.trace_walk``), and in
+#      ``session["tune"]``: ``traces`` per drafter, ``acceptance_source``, each drafter's ``trace`` facts and each
+#      row's ``tokens_per_round_k_max_rounds`` (absent from version-1 files: their tune read E(k) off K_max rounds).
+#      Long context (optional keys, absent from older files): ``config["context"]``/``context_kind``/``context_file``
+#      and ``session["context"]`` (the context's own prefill: tokens, prefill_ms, draft_prefill_ms, kv_bytes) for a
+#      run with ``--context``; ``session["sweep"]`` for ``specscope sweep``: contexts, order, passes and per point
+#      ``{"context", "prefill", "visits", "reuses", "complete", "session"}`` where ``session`` is that point's own
+#      session (cases, rounds, breakdowns, components: the same shape as a run's), so its figures are recomputed.
+#      Names (no version bump: ``migrate_names`` renames them on load, files of version 1 or 2 alike, a sweep's point
+#      sessions too; new files carry the new names only): a case's content class is ``case["content_class"]``
+#      (was ``category``), and a roofline point's per-block costs are ``roofline["curve"][i]["by_block"]`` (was
+#      ``categories``). "Category" meant both, and "other" was a value of both.
+SCHEMA_HISTORY = {1: "first and second wave",
+                  2: "third wave: components timed apart, paired runs, traces, context; a case's content class is "
+                     "content_class and a roofline point's per-block costs by_block (files with the old names, "
+                     "category and categories, are renamed on load)"}
+# the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
+SWEEP_ROUTED = ("case_started", "prefill", "step", "round", "repeat_done", "breakdown", "components", "trace",
+                "divergence", "case_done", "probe", "memory")
+CONTEXT_FACTS = ("context", "kind", "file", "tokens", "prefill_ms", "prefill_tok_s", "draft_prefill_ms", "kv_bytes",
+                 "draft_kv_bytes")
+
+
+class SessionError(ValueError):
+    """A session file that cannot be used, with a message that says why."""
+
+
+# What a ``divergence`` event carries (engine_adapter.divergence.divergence_event); kept on its case.
+DIVERGENCE_FIELDS = (
+    "position", "plain_token", "spec_token", "plain_margin", "verify_margin", "plain_lead", "verify_lead",
+    "plain_top", "verify_top", "plain_logits", "verify_logits", "verify_row", "verify_width", "dtype",
+    "tolerance", "verdict", "reason",
+)
+
+
+def _new_case(info: dict) -> dict:
+    return {
+        "id": info["id"],
+        "content_class": info.get("content_class", info.get("category", "")),
+        "prompt": info.get("prompt", ""),
+        "prompt_tokens": list(info.get("prompt_tokens", [])),
+        "plain": {"tokens": [], "prefill_ms": None, "step_ms": [], "repeats_tok_s": []},
+        "spec": {"tokens": [], "prefill_ms": None, "rounds": [], "repeats_tok_s": []},
+        "breakdown": None,
+        "discarded": bool(info.get("discarded")),
+        "plain_text": "",
+        "spec_text": "",
+        "complete": False,
+    }
+
+
+class Session:
+    def __init__(self, data: dict | None = None):
+        self.data = data or {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "status": "empty",  # empty | running | complete | incomplete | failed
+            "config": {},
+            "environment": {},
+            "model": {},
+            "cases": [],
+            "errors": [],
+        }
+        self._index = {c["id"]: c for c in self.data["cases"]}
+        self._repeat: dict[tuple[str, str], int] = {}  # (case, side) -> the repeat being measured
+        self._subs: dict[int, "Session"] = {}  # a sweep's point sessions, by context
+        self._visit: "Session | None" = None   # the point being visited (its events are folded there)
+
+    # -- a sweep's points ----------------------------------------------------
+    def _point(self, n: int) -> dict:
+        sw = self.data["sweep"]
+        for p in sw["points"]:
+            if p["context"] == n:
+                return p
+        p = {"context": n, "prefill": None, "visits": 0, "reuses": 0, "complete": False,
+             "session": {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "status": "running",
+                         "config": {**self.data.get("config", {}), "context": n}, "environment": self.data.get("environment", {}),
+                         "model": self.data.get("model", {}), "cases": [], "errors": []}}
+        sw["points"].append(p)
+        return p
+
+    def point_session(self, n: int) -> "Session":
+        if n not in self._subs:
+            self._subs[n] = Session(self._point(n)["session"])
+        return self._subs[n]
+
+    def _apply_sweep(self, kind: str | None, ev: dict) -> bool:
+        """A sweep's own events, and the events of a visit routed to its point; True when handled."""
+        if kind == "sweep_started":
+            self.data["sweep"] = {k: ev.get(k) for k in ("contexts", "order", "passes", "kind", "file")}
+            self.data["sweep"]["points"] = []
+            for n in ev.get("contexts") or []:
+                self._point(n)
+            return True
+        if kind == "context":
+            facts = {k: ev.get(k) for k in CONTEXT_FACTS}
+            if "sweep" in self.data:
+                p = self._point(ev.get("context", 0))
+                if ev.get("reused"):
+                    p["reuses"] += 1
+                else:
+                    p["prefill"] = facts
+            else:
+                self.data["context"] = facts
+            return True
+        if kind == "sweep_visit" and "sweep" in self.data:
+            self._visit = self.point_session(ev.get("context", 0))
+            return True
+        if kind == "sweep_visit_done" and "sweep" in self.data:
+            p = self._point(ev.get("context", 0))
+            p["visits"] += 1
+            if ev.get("last") and ev.get("status") == "complete":
+                p["complete"] = True
+                p["session"]["status"] = "complete"
+            self._visit = None
+            return True
+        if self._visit is not None and kind in SWEEP_ROUTED:
+            n_err = len(self._visit.data["errors"])
+            self._visit.apply(ev)
+            if len(self._visit.data["errors"]) > n_err:  # an engine fault at one context fails the sweep
+                self.data["errors"] += self._visit.data["errors"][n_err:]
+                self.data["status"] = "failed"
+            if kind == "probe":  # drift is judged over the whole sweep too
+                return False
+            return True
+        return False
+
+    # -- folding events ----------------------------------------------------
+    def apply(self, ev: dict) -> None:
+        kind = ev.get("event")
+        if kind in ("sweep_started", "context", "sweep_visit", "sweep_visit_done") or self._visit is not None:
+            if self._apply_sweep(kind, ev):
+                return
+        if kind in ("prefill", "step", "round", "repeat_done", "breakdown", "components") and ev.get("case") not in self._index:
+            # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
+            self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
+            return
+        if kind == "run_started":
+            self.data["status"] = "running"
+            for key in ("config", "environment", "model"):
+                self.data[key] = ev.get(key, {})
+            self.data["started_at"] = ev.get("time")
+        elif kind == "case_started":
+            if ev["case"]["id"] not in self._index:
+                case = _new_case(ev["case"])
+                self.data["cases"].append(case)
+                self._index[case["id"]] = case
+            c = self._index[ev["case"]["id"]]
+            if ev.get("discarded"):  # --discard-first: measured and kept, left out of the summary
+                c["discarded"] = True
+            side = ev.get("phase")
+            if side in ("plain", "spec"):
+                # Every repeat is kept: its steps or rounds are appended (rounds carry their repeat), and
+                # where each repeat starts is written down; tokens are the latest repeat's output.
+                r = int(ev.get("repeat") or 0)
+                self._repeat[(c["id"], side)] = r
+                items = c[side]["step_ms" if side == "plain" else "rounds"]
+                c[side].update(tokens=[], prefill_ms=None)
+                c[side].setdefault("repeat_starts", []).append([r, len(items)])
+        elif kind == "prefill":
+            side = self._index[ev["case"]][ev["mode"]]
+            side["prefill_ms"] = ev["ms"]
+            side["tokens"] = [ev["token"]]
+        elif kind == "step":
+            side = self._index[ev["case"]]["plain"]
+            side["tokens"].append(ev["token"])
+            side["step_ms"].append(ev["ms"])
+        elif kind == "round":
+            side = self._index[ev["case"]]["spec"]
+            rnd = {k: ev[k] for k in ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")}
+            if "kind" in ev:  # absent in sessions from before end-to-end rounds: those are all instrumented
+                rnd["kind"] = ev["kind"]
+            if ev.get("pass"):  # a paired run: "measured" (end-to-end) or "ledger" (instrumented) pass
+                rnd["pass"] = ev["pass"]
+            r = self._repeat.get((ev["case"], "spec"), 0)
+            if r:  # repeat 0 is written as no key (as every round of an older session reads)
+                rnd["repeat"] = r
+            side["rounds"].append(rnd)
+            if ev.get("pass") != "ledger":  # the output is the measured pass's; the ledger pass repeats it
+                side["tokens"].extend(ev["emitted"])
+        elif kind == "repeat_done":
+            c = self._index[ev["case"]]
+            c[ev["mode"]]["repeats_tok_s"].append(ev["tok_s"])
+            if ev.get("instrumented_tok_s") is not None:
+                c[ev["mode"]].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
+        elif kind == "breakdown":
+            self._index[ev["case"]]["breakdown"] = ev["breakdown"]
+        elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.acceptance_trace), kept whole
+            c = self._index.get(ev.get("case"))
+            if c is None:
+                self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
+            else:
+                c["trace"] = ev.get("trace")
+        elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.components)
+            self._index[ev["case"]]["components"] = ev["components"]
+        elif kind == "divergence":
+            # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
+            # is an engine fault, and an engine fault fails the session, loudly.
+            c = self._index.get(ev.get("case"))
+            if c is not None:
+                c["divergence"] = {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev}
+                d = case_divergence(c)
+                assert d is not None  # the case has its divergence record now
+                if d["verdict"] == ENGINE_FAULT:
+                    self.data["errors"].append(divergence_message(c["id"], d))
+                    self.data["status"] = "failed"
+        elif kind == "case_done":
+            c = self._index[ev["case"]]
+            c["complete"] = True
+            c["plain_text"] = ev.get("plain_text", "")
+            c["spec_text"] = ev.get("spec_text", "")
+            c["plain_pieces"] = ev.get("plain_pieces")
+            c["spec_pieces"] = ev.get("spec_pieces")
+        elif kind == "run_done":
+            # An engine fault or an error already failed the run; a later "complete" does not undo that.
+            self.data["status"] = "failed" if self.data["status"] == "failed" else ev.get("status", "complete")
+            self.data["finished_at"] = ev.get("time")
+        elif kind == "error":
+            self.data["errors"].append(ev.get("message", "unknown error"))
+            if ev.get("kind") == "internal":  # a specscope bug, not something the user can fix: keep it marked
+                self.data.setdefault("internal_errors", []).append(ev.get("message", "unknown error"))
+            self.data["status"] = "failed"
+        elif kind == "probe":
+            self.data.setdefault("probe", []).append(
+                {k: ev[k] for k in ("case", "repeat", "when", "ms", "reps_ms", "t") if k in ev})
+        elif kind == "cooldown":
+            self.data.setdefault("cooldowns", []).append(
+                {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
+        elif kind == "sensors":
+            self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
+        elif kind == "thermal":
+            self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
+        elif kind == "memory":
+            self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
+
+    def mark_incomplete(self, reason: str) -> None:
+        if self.data["status"] in ("running", "empty"):
+            self.data["status"] = "incomplete"
+        self.data["errors"].append(reason)
+
+    # -- accessors -----------------------------------------------------------
+    @property
+    def cases(self) -> list[dict]:
+        return self.data["cases"]
+
+    @property
+    def config(self) -> dict:
+        return self.data["config"]
+
+    @property
+    def status(self) -> str:
+        return self.data["status"]
+
+    @property
+    def k(self) -> int:
+        return int(self.config.get("num_draft_tokens", 1))
+
+    @property
+    def regime(self) -> str:
+        return self.config.get("sampling", {}).get("regime", "greedy")
+
+    @property
+    def what_if(self) -> bool:
+        return bool(self.config.get("drafter", {}).get("what_if"))
+
+    # -- (de)serialisation -----------------------------------------------------
+    def to_dict(self) -> dict:
+        """The data (a copy); ``session_file.session_dict`` adds the derived figures."""
+        return copy.deepcopy(self.data)
+
+    def to_json(self, figures: dict | None = None, compact: bool = False) -> str:
+        """The session file's text: the data, and ``figures`` (``session_file.figures``) beside it. ``compact``
+        (one line, ~4x faster to write: the app's autosaves during a run) or indented for reading; the same JSON
+        either way (NaN/inf as null)."""
+        out = {**self.data, **(figures or {})}  # no copy: dumping reads the data, never changes it
+        if compact:
+            try:
+                return json.dumps(out, ensure_ascii=False, allow_nan=False)
+            except ValueError:  # a NaN or inf somewhere: the slower walk that writes them as null
+                pass
+        return json.dumps(finite_json(out), ensure_ascii=False, indent=None if compact else 1, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Session":
+        validate(d)
+        d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
+        return cls(migrate_names(d))
+
+    def save(self, path: str | os.PathLike, figures: dict | None = None, compact: bool = False) -> None:
+        atomic_write(path, self.to_json(figures, compact=compact))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Session":
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise SessionError(f"cannot read session {p}: {exc.strerror or exc}") from None
+        try:
+            d = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise SessionError(f"{p} is not a session file (not UTF-8 text)") from None
+        except json.JSONDecodeError as exc:
+            raise SessionError(f"{p} is not a complete session file (invalid JSON at line {exc.lineno}: {exc.msg})") from None
+        return cls.from_dict(d)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Session) and self.data == other.data
+
+
+def _rename(items, old: str, new: str) -> None:
+    """In each dict of ``items``, the key ``old`` becomes ``new`` (a value already under ``new`` wins)."""
+    for x in items or []:
+        if isinstance(x, dict) and old in x:
+            value = x.pop(old)
+            x.setdefault(new, value)
+
+
+def migrate_names(d: dict) -> dict:
+    """Rename, in place, the keys an older session file spells the old way ("category" meant two things): a
+    case's ``category`` (its content class) becomes ``content_class``, a roofline point's ``categories`` (its
+    per-block costs) becomes ``by_block``; a sweep's point sessions likewise. The new name wins where a file has
+    both. Returns ``d``. The derived figures (summary, case_stats) are recomputed on load, so they are not touched."""
+    _rename(d.get("cases"), "category", "content_class")
+    roof = d.get("roofline")
+    if isinstance(roof, dict):
+        _rename(roof.get("curve"), "categories", "by_block")
+    sw = d.get("sweep")
+    if isinstance(sw, dict):
+        for p in sw.get("points") or []:
+            if isinstance(p, dict) and isinstance(p.get("session"), dict):
+                migrate_names(p["session"])
+    return d
+
+
+def finite_json(obj):
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def atomic_write(path: str | os.PathLike, content: str | bytes) -> None:
+    """Write a file so that readers see either the old content or the new, never half."""
+    p = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent or "."))
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _time_ok(x) -> bool:
+    return _finite(x) and x >= 0
+
+
+def validate(d) -> None:
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+        raise SessionError("not a specscope session (missing schema marker)")
+    v = d.get("schema_version")
+    if not isinstance(v, int):
+        raise SessionError("session has no schema version")
+    if v > SCHEMA_VERSION:
+        raise SessionError(
+            f"session was written by a newer specscope (schema {v}; this one reads up to {SCHEMA_VERSION}); upgrade specscope"
+        )
+    if v < 1:
+        raise SessionError(f"session schema {v} is too old to read")
+    if not isinstance(d.get("cases"), list) or not isinstance(d.get("config"), dict):
+        raise SessionError("session is missing its cases or config")
+    sw = d.get("sweep")
+    if sw is not None:
+        if not isinstance(sw, dict) or not isinstance(sw.get("points"), list):
+            raise SessionError("session has a malformed sweep record")
+        for p in sw["points"]:
+            if not isinstance(p, dict) or not isinstance(p.get("context"), int) or p["context"] < 0:
+                raise SessionError("session has a sweep point without a context size")
+            try:
+                validate(p.get("session"))
+            except SessionError as exc:
+                raise SessionError(f"sweep point at context {p['context']}: {exc}") from None
+    probe = d.get("probe", [])
+    if not isinstance(probe, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("ms"), (int, float)) and math.isfinite(p["ms"]) and p["ms"] > 0
+            for p in probe):
+        raise SessionError("session has a malformed clock-probe series (each reading needs a positive ms)")
+    for key in ("sensors", "thermal", "cooldowns"):
+        if not isinstance(d.get(key, []), list) or not all(isinstance(x, dict) for x in d.get(key, [])):
+            raise SessionError(f"session has a malformed {key} record")
+    for c in d["cases"]:
+        if not isinstance(c, dict) or "id" not in c or not isinstance(c.get("plain"), dict) or not isinstance(c.get("spec"), dict):
+            raise SessionError("session has a malformed case record")
+        for side in ("plain", "spec"):
+            toks = c[side].get("tokens", [])
+            if not isinstance(toks, list) or not all(isinstance(t, int) and t >= 0 for t in toks):
+                raise SessionError(f"case {c['id']!r}: {side}.tokens must be a list of token ids")
+        if c.get("trace") is not None:
+            from specscope.profiler.session.trace_record import TraceError, check
+
+            try:
+                check(c["trace"])
+            except TraceError as exc:
+                raise SessionError(f"case {c['id']!r}: {exc}") from None
+        div = c.get("divergence")
+        if div is not None and (not isinstance(div, dict) or not isinstance(div.get("position"), int) or div["position"] < 0):
+            raise SessionError(f"case {c['id']!r}: malformed divergence record")
+        for ms in c["plain"].get("step_ms", []):
+            if not isinstance(ms, (int, float)) or ms < 0 or not math.isfinite(ms):
+                raise SessionError(f"case {c['id']!r}: step times must be non-negative numbers")
+        comp = c.get("components")
+        if comp is not None:
+            # an in-round draft time is a difference (round less the verify before it): noise can make one negative
+            diff = isinstance(comp, dict) and comp.get("draft_method") == "in_round"
+            ok = isinstance(comp, dict) and all(
+                isinstance(comp.get(key, []), list)
+                and all(_time_ok(x) or (diff and key == "draft_ms" and _finite(x)) for x in comp.get(key, []))
+                for key in ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms"))
+            rb = comp.get("rollback_ms", {}) if isinstance(comp, dict) else None
+            if not ok or not isinstance(rb, dict) or not all(isinstance(v, list) and all(_time_ok(x) for x in v)
+                                                              for v in rb.values()):
+                raise SessionError(f"case {c['id']!r}: malformed components record (times must be non-negative numbers)")
+        for r in c["spec"].get("rounds", []):
+            if not isinstance(r, dict):
+                raise SessionError(f"case {c['id']!r}: malformed round")
+            n, drafted = r.get("accepted"), r.get("drafted")
+            if not isinstance(n, int) or not isinstance(drafted, list) or not 0 <= n <= len(drafted):
+                raise SessionError(f"case {c['id']!r}: a round accepts {n!r} of {drafted!r} drafts")
+            if r.get("kind", "instrumented") not in ("instrumented", "end_to_end"):
+                raise SessionError(f"case {c['id']!r}: unknown round kind {r.get('kind')!r}")
+            timed = ("draft_ms", "verify_ms", "ms") if r.get("kind", "instrumented") == "instrumented" else ("ms",)
+            for key in timed:  # an end-to-end round times only the whole round, by design
+                x = r.get(key)
+                if not isinstance(x, (int, float)) or x < 0 or not math.isfinite(x):
+                    raise SessionError(f"case {c['id']!r}: round {key} must be a non-negative number")
