@@ -38,7 +38,7 @@ def _snapshot(entry: Path, commit: str, model: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def hf_home(tmp_path_factory) -> Path:
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     home = tmp_path_factory.mktemp("hf-home")
     entry = home / "hub" / ("models--" + REPO.replace("/", "--"))

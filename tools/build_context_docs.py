@@ -69,7 +69,7 @@ def code_paragraphs(lib: Path) -> list[str]:
 def tokenizers():
     from transformers import AutoTokenizer
 
-    from specscope.engine_adapter.demo_model import default_demo_path
+    from specscope.engine_adapter.model.demo_model import default_demo_path
 
     trained = Path(__file__).resolve().parents[1] / "src" / "specscope" / "assets" / "demo_trained" / "tiny-trained-demo"
     import os

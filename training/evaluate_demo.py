@@ -27,12 +27,12 @@ def cjk_fraction(text: str) -> float:
 
 def main():
     from specscope.assets import read_text
-    from specscope.engine_adapter.decoding import plain_generate, speculative_generate
-    from specscope.engine_adapter.demo_model import trained_demo_path
-    from specscope.engine_adapter.drafters import DraftModelDrafter
-    from specscope.engine_adapter.loader import load_model
-    from specscope.engine_adapter.mtp import load_mtp_drafter
-    from specscope.engine_adapter.records import tokens_of
+    from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
+    from specscope.engine_adapter.model.demo_model import trained_demo_path
+    from specscope.engine_adapter.drafters.drafter import DraftModelDrafter
+    from specscope.engine_adapter.model.loader import load_model
+    from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+    from specscope.engine_adapter.decode.records import tokens_of
     from specscope.profiler.analysis.stats import acceptance_from_rounds
 
     ap = argparse.ArgumentParser()

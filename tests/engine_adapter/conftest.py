@@ -7,8 +7,8 @@ family models of ``families.py`` are built into, one per session for every modul
 
 import pytest
 
-from specscope.engine_adapter.demo_model import build_demo_model
-from specscope.engine_adapter.loader import load_model
+from specscope.engine_adapter.model.demo_model import build_demo_model
+from specscope.engine_adapter.model.loader import load_model
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ A helper for tests, not a test module. Each family is a real mlx-lm ``model_type
 ``FAMILIES`` key is the model_type, except ``qwen3_tied`` / ``llama_tied``: ``qwen3`` /
 ``llama`` with tied embeddings) built with mlx-lm's own model classes
 (``mlx_lm.utils._get_classes``) and written with ``save_model`` / ``save_config`` next to the
-demo tokenizer, so ``specscope.engine_adapter.loader.load_model`` reads it exactly like a
+demo tokenizer, so ``specscope.engine_adapter.model.loader.load_model`` reads it exactly like a
 downloaded checkpoint. Weights are float32 and never quantized (fast, exact) and seeded: the
 same family and seed give the same files. Each build takes well under a second.
 
@@ -42,7 +42,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from specscope.engine_adapter.demo_model import VOCAB_TARGET, model_folder
+from specscope.engine_adapter.model.demo_model import VOCAB_TARGET, model_folder
 
 SEED = 0
 MAX_POS = 4096  # every family's context limit (>= 512 as the tests need)
@@ -650,7 +650,7 @@ _TOKENIZER: dict[str, object] = {}
 
 def _tokenizer_files(out: Path) -> int:
     """Write the demo tokenizer into ``out`` (trained once per process, then copied); return its size."""
-    from specscope.engine_adapter.demo_tokenizer import build_tokenizer
+    from specscope.engine_adapter.model.demo_tokenizer import build_tokenizer
 
     src = _TOKENIZER.get("dir")
     if src is None or not (src / "tokenizer.json").exists():

@@ -11,10 +11,10 @@ from mlx_lm.models.cache import make_prompt_cache
 
 import families
 from families import FAMILIES, UNBUILDABLE, family_dir
-from specscope.engine_adapter.checkpoint import open_checkpoint
-from specscope.engine_adapter.decoding import plain_generate
-from specscope.engine_adapter.loader import load_model
-from specscope.engine_adapter.records import tokens_of
+from specscope.engine_adapter.model.checkpoint import open_checkpoint
+from specscope.engine_adapter.decode.decoding import plain_generate
+from specscope.engine_adapter.model.loader import load_model
+from specscope.engine_adapter.decode.records import tokens_of
 
 PROMPT = "Explain why a verification pass over several tokens can cost as much as decoding."
 N_TOKENS = 24

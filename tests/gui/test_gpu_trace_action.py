@@ -16,7 +16,7 @@ NOT_METAL = "GPU trace capture needs Metal (macOS on Apple silicon); this machin
 
 
 def _has_metal() -> bool:
-    from specscope.engine_adapter.gpu_trace import metal_status
+    from specscope.engine_adapter.measure.gpu_trace import metal_status
 
     return metal_status()["metal"]
 

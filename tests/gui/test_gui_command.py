@@ -51,7 +51,7 @@ def _autorun(tmp_path, *model_args):
 
 def test_autorun_screenshot_exit_when_done(tmp_path):
     """The README's screenshot command on the small demo model: runs, takes the picture, exits 0."""
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     s = _autorun(tmp_path, "--model", demo_model_path("draft"), "--drafter", "ngram")
     assert s["config"]["drafter"]["kind"] == "ngram" and s["config"]["max_tokens"] == 4

@@ -18,14 +18,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def demo_draft_dir() -> Path:
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     return demo_model_path("draft")
 
 
 @pytest.fixture(scope="session")
 def demo_hybrid_dir() -> Path:
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     return demo_model_path("hybrid")
 

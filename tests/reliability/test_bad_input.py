@@ -2,10 +2,10 @@
 no traceback, and nothing half-written.
 
 Already covered elsewhere (not repeated here):
-  tests/engine_adapter/test_checkpoint_errors.py  missing path, not a dir, no/malformed config, unknown
+  tests/engine_adapter/model/test_checkpoint_errors.py  missing path, not a dir, no/malformed config, unknown
       model_type, remote code, no/pickle/truncated/non-safetensors weights, wrong shapes, no tokenizer,
       HF cache entry, vocabulary mismatch (API level), oversize model
-  tests/engine_adapter/test_mtp.py               no mtp weights (API level), --mtp-weights shape mismatch
+  tests/engine_adapter/drafters/test_mtp.py               no mtp weights (API level), --mtp-weights shape mismatch
   tests/profiler/cli/test_cli.py                      k out of range, --max-tokens 0, missing model, existing
       output refused, suite not UTF-8, empty prompt
   tests/profiler/session/test_session.py                  truncated session, newer schema, nonsense values, zero cases

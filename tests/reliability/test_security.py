@@ -1,6 +1,6 @@
 """Security and privacy: no network at run time, no remote code, no pickles, no home folder in shared reports.
 
-Already covered: ``tests/engine_adapter/test_checkpoint_errors.py`` (``model_file`` custom code refused,
+Already covered: ``tests/engine_adapter/model/test_checkpoint_errors.py`` (``model_file`` custom code refused,
 pickle-only weights refused, non-safetensors refused), ``tests/profiler/renderers/test_renderers.py`` (HTML escapes
 and redacts every field), ``tests/gui/test_app.py`` (``<script>`` shown as text).
 """

@@ -66,7 +66,7 @@ def _chip() -> str:
 
 class Engine:
     def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict):
-        from .sampling import Sampling
+        from specscope.engine_adapter.decode.sampling import Sampling
 
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
@@ -77,10 +77,10 @@ class Engine:
     def open(cls, params: EngineParams, status=lambda message: None) -> "Engine":
         from specscope.model_ref import resolve_model
 
-        from .compat import REFUSED, cheap_report
-        from .demo_model import default_demo_path
-        from .inspect_model import mtp_status
-        from .loader import check_same_vocabulary, load_model
+        from specscope.engine_adapter.measure.doctor import REFUSED, cheap_report
+        from specscope.engine_adapter.model.demo_model import default_demo_path
+        from specscope.engine_adapter.model.inspect_model import mtp_status
+        from specscope.engine_adapter.model.loader import check_same_vocabulary, load_model
 
         if params.demo:
             status("building/loading the demo model")
@@ -105,7 +105,7 @@ class Engine:
         return cls(params, target, draft, name, compat)
 
     def make_drafter(self, plain_tokens: list[int] | None = None):
-        from . import drafters
+        from specscope.engine_adapter.drafters import drafter as drafters
 
         p, name = self.params, self.drafter_name
         if name == "ngram":
@@ -113,19 +113,19 @@ class Engine:
         if name == "draft":
             return drafters.DraftModelDrafter(self.draft.model, name=self.draft.path.name)
         if name == "oracle":
-            from .oracle import OracleDrafter
+            from specscope.engine_adapter.drafters.oracle import OracleDrafter
 
             return OracleDrafter(plain_tokens or [], p=p.oracle_p, draft_ms=p.oracle_draft_ms, seed=p.seed,
                                  vocab_size=self.target.vocab_size)
         if name == "mtp":
-            from .mtp import load_mtp_drafter
+            from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
 
             return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden)
         raise SpecscopeError(f"unknown drafter {name!r}")
 
     # -- what a session records about the run ------------------------------------------------------
     def describe(self) -> dict:
-        from .inspect_model import describe
+        from specscope.engine_adapter.model.inspect_model import describe
 
         return describe(self.target)
 
@@ -158,7 +158,7 @@ class Engine:
         """Prefill a long context once for the target and the drafter's own model or head, and store it: every
         later prefill that starts with these tokens starts from a copy (``context``). A context already stored is
         reused (``reused``: True, with the times of its first prefill). Times in ms, to the sync, on their own."""
-        from . import context
+        from specscope.engine_adapter.cache import context
 
         if not tokens:
             return {"tokens": 0, "prefill_ms": 0.0, "draft_prefill_ms": None, "kv_bytes": 0, "reused": False}
@@ -182,19 +182,19 @@ class Engine:
         return {**facts, "reused": False}
 
     def forget_contexts(self) -> None:
-        from . import context
+        from specscope.engine_adapter.cache import context
 
         context.clear()
 
     # -- the measured phases -----------------------------------------------------------------------
     def plain(self, prompt: list[int], max_tokens: int):
-        from .decoding import plain_generate
+        from specscope.engine_adapter.decode.decoding import plain_generate
 
         return plain_generate(self.target.model, prompt, max_tokens, self.sampling)
 
     def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int, round_kinds: str | None = None):
         """Speculative decoding; ``round_kinds`` overrides the run's (a paired run asks for each pass's kind)."""
-        from .decoding import speculative_generate
+        from specscope.engine_adapter.decode.decoding import speculative_generate
 
         p = self.params
         kinds = round_kinds or p.round_kinds
@@ -204,33 +204,33 @@ class Engine:
                                     max_tokens, self.sampling, round_kinds=kinds)
 
     def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
-        from .breakdown import measure_breakdown
+        from specscope.engine_adapter.measure.breakdown import measure_breakdown
 
         return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
 
     def components(self, prompt: list[int], continuation: list[int], reps: int = 3) -> dict:
         """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
-        from .components import measure_components
+        from specscope.engine_adapter.measure.components import measure_components
 
         return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
                                   continuation, self.params.num_draft_tokens, reps=reps)
 
     def trace(self, prompt: list[int], continuation: list[int]) -> dict | None:
         """The run's drafter's acceptance trace along ``continuation`` (``acceptance_trace.engine_trace``)."""
-        from .acceptance_trace import engine_trace
+        from specscope.engine_adapter.measure.acceptance_trace import engine_trace
 
         return engine_trace(self, prompt, continuation)
 
     def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict | None:
         """The divergence event of a greedy case whose outputs differ (None if they are equal)."""
-        from .divergence import divergence_event
+        from specscope.engine_adapter.decode.divergence import divergence_event
 
         return divergence_event(self.target.model, case_id, prompt, plain, spec, self.params.num_draft_tokens + 1)
 
     # -- the clock probe (engine_adapter.clock_probe) --------------------------------------------------
     def _clock_probe(self):
         if self._probe is None:
-            from .clock_probe import ClockProbe
+            from specscope.engine_adapter.measure.clock_probe import ClockProbe
 
             self._probe = ClockProbe()
         return self._probe

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .drafters import Draft
+from specscope.engine_adapter.drafters.drafter import Draft
 from .engine import Engine, EngineParams
-from .oracle import OracleDrafter
-from .records import Prefill
+from specscope.engine_adapter.drafters.oracle import OracleDrafter
+from specscope.engine_adapter.decode.records import Prefill
 
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
-    from .verify_curve import VerifyPoint
+    from specscope.engine_adapter.measure.verify_curve import VerifyPoint
 
 REAL_DRAFTERS = ("mtp", "draft", "ngram")
 LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
@@ -77,7 +77,7 @@ class TuneEngine:
 
     @classmethod
     def open(cls, params: EngineParams, status=lambda message: None) -> "TuneEngine":
-        from .inspect_model import mtp_status
+        from specscope.engine_adapter.model.inspect_model import mtp_status
 
         p = replace(params, drafter="draft" if (params.draft_model or params.demo) else "ngram")
         eng = Engine.open(p, status)
@@ -109,14 +109,14 @@ class TuneEngine:
 
     # -- runs -----------------------------------------------------------------------------------------------------
     def plain(self, prompt: list[int], max_tokens: int) -> dict:
-        from .decoding import plain_generate
+        from specscope.engine_adapter.decode.decoding import plain_generate
 
         recs = list(plain_generate(self.model, prompt, max_tokens, self.engine.sampling))
         return {"tokens": [r.token for r in recs], "step_ms": [r.ms for r in recs[1:]], "prefill_ms": recs[0].ms}
 
     def speculative(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, max_tokens: int,
                     round_kinds: str = "end_to_end", seed: int = 0) -> dict:
-        from .decoding import speculative_generate
+        from specscope.engine_adapter.decode.decoding import speculative_generate
 
         drafter = self.drafter(name, plain_tokens, seed)
         rounds, tokens = [], []
@@ -133,7 +133,7 @@ class TuneEngine:
         """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). Only
         the MTP head needs the target's forward over the continuation (for its hidden states); the others draft
         from the plain run's tokens, which are the target's own output (the oracle from its per-position draws)."""
-        from .acceptance_trace import record_trace
+        from specscope.engine_adapter.measure.acceptance_trace import record_trace
 
         drafter = self.drafter(name, plain_tokens, seed)
         return record_trace(self.model, prompt, plain_tokens, drafter, k_max, sampling=self.engine.sampling, name=name,
@@ -142,7 +142,7 @@ class TuneEngine:
     def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3) -> dict:
         """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
         what drafting adds to a round run end to end, rollback by accepted count."""
-        from .components import measure_components
+        from specscope.engine_adapter.measure.components import measure_components
 
         drafter = self.drafter(name, plain_tokens)
         return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
@@ -151,7 +151,7 @@ class TuneEngine:
                        ns: list[int] | None = None) -> dict[int, list[float]]:
         """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,
         repeats interleaved across n."""
-        from .verify_curve import VerifyPoint, whole_samples
+        from specscope.engine_adapter.measure.verify_curve import VerifyPoint, whole_samples
 
         key = tuple(context)
         if self._point is None or self._point[0] != key:  # one prefilled cache per context, reused
@@ -166,8 +166,8 @@ class TuneEngine:
                         on_sweep=None) -> dict:
         """The verify curve (with routes), bytes and FLOPs per category at every n, and the machine probes."""
         from .machine_probe import probe_machine
-        from .model_cost import model_cost
-        from .verify_curve import VerifyPoint, measure_curve
+        from specscope.engine_adapter.measure.model_cost import model_cost
+        from specscope.engine_adapter.measure.verify_curve import VerifyPoint, measure_curve
 
         curve = measure_curve(self.model, prompt, positions=positions, reps=reps, category_reps=category_reps,
                               progress=progress, on_sweep=on_sweep)
@@ -188,7 +188,7 @@ class TuneEngine:
     def store_context(self, tokens: list[int]) -> dict:
         """Prefill a long context once and store it (``context.prefill_context``): every later prefill that starts
         with it begins from a copy. Its time (ms, to the sync) and the stored bytes."""
-        from .context import prefill_context
+        from specscope.engine_adapter.cache.context import prefill_context
 
         info = prefill_context(self.model, tokens)
         return {"ms": info["ms"], "tokens": info["tokens"], "bytes": info["bytes"]}

@@ -120,7 +120,7 @@ def test_roofline_command_json_shape(capsys):
         for c in row["by_block"].values():
             assert CAT <= set(c) and c["floor_ms"] > 0 and c["weight_bytes"] > 0
         assert isinstance(row["by_block"]["moe"]["distinct_experts"], float)
-    from specscope.engine_adapter.demo_model import default_demo_path
+    from specscope.engine_adapter.model.demo_model import default_demo_path
 
     top_k = json.loads((default_demo_path() / "config.json").read_text())["text_config"]["num_experts_per_tok"]
     assert r["curve"][0]["by_block"]["moe"]["distinct_experts"] == float(top_k)  # one token: its top-k

@@ -80,10 +80,3 @@ def test_pooled_curve_and_classes():
     assert by["en"][0]["tokens_per_round"] == 1.0
     assert by["code"][2]["tokens_per_round"] > by["code"][0]["tokens_per_round"]
     assert len(tw.curve([c["trace"] for c in cases[:2]])) == 3
-
-
-@pytest.mark.parametrize("bad", [None, {"k_max": 0, "A": []}, {"k_max": 2, "A": [3]}, {"k_max": 2, "A": ["x"]},
-                                 {"k_max": 2, "A": [1, 1], "draws": [[1]]}])
-def test_check_refuses_malformed_traces(bad):
-    with pytest.raises(tw.TraceError):
-        tw.check(bad)

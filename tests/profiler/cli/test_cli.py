@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def small_model() -> str:
     """The small demo model (a flat qwen3, no MTP head): a quick run with ``--drafter ngram``."""
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     return str(demo_model_path("draft"))
 
@@ -133,8 +133,8 @@ def test_inspect_json_on_demo(capsys):
 # -- demo-model ------------------------------------------------------------------------------------------------
 
 def test_demo_model_command_writes_a_folder_that_loads(tmp_path, capsys):
-    from specscope.engine_adapter.decoding import plain_generate
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.decode.decoding import plain_generate
+    from specscope.engine_adapter.model.loader import load_model
 
     out = tmp_path / "draft-model"
     assert main(["demo-model", str(out), "--draft"]) == 0
@@ -198,7 +198,7 @@ import importlib.abc, importlib.machinery, sys
 
 class _InjectBug(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name != "specscope.engine_adapter.decoding":
+        if name != "specscope.engine_adapter.decode.decoding":
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         load = spec.loader.exec_module

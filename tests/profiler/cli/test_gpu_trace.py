@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.engine_adapter import gpu_trace as engine_capture
+from specscope.engine_adapter.measure import gpu_trace as engine_capture
 from specscope.profiler.cli import gpu_trace as cli_capture
 from specscope.profiler.cli.main import main
 
@@ -28,7 +28,7 @@ needs_no_metal = pytest.mark.skipif(HAS_METAL, reason="this machine has Metal: t
 
 
 def small_model() -> str:
-    from specscope.engine_adapter.demo_model import demo_model_path
+    from specscope.engine_adapter.model.demo_model import demo_model_path
 
     return str(demo_model_path("draft"))
 
@@ -90,7 +90,7 @@ def fake_metal_cli(monkeypatch):
 
     def run_worker(cmd, env):
         seen["cmd"], seen["env"] = cmd, env
-        assert cmd[:3] == [sys.executable, "-m", "specscope.engine_adapter.gpu_trace"]
+        assert cmd[:3] == [sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace"]
         out, err = io.StringIO(), io.StringIO()
         with monkeypatch.context() as m:
             m.setenv("MTL_CAPTURE_ENABLED", env.get("MTL_CAPTURE_ENABLED", ""))
@@ -109,8 +109,8 @@ def _forbid_model_loading(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded")
 
-    import specscope.engine_adapter.demo_model as demo_model
-    import specscope.engine_adapter.loader as loader
+    import specscope.engine_adapter.model.demo_model as demo_model
+    import specscope.engine_adapter.model.loader as loader
     import specscope.model_ref as model_ref
 
     monkeypatch.setattr(loader, "load_model", boom)
@@ -159,11 +159,11 @@ def test_check_says_why_not(capsys):
 def test_worker_refuses_too_and_probe_reports(tmp_path):
     """Started by hand (not through the CLI), the worker refuses the same way; --probe says what it sees."""
     spec = {"demo": True, "k": 2, "out_dir": str(tmp_path), "prompt": "hello"}
-    r = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.gpu_trace", json.dumps(spec)],
+    r = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace", json.dumps(spec)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, env=cli_capture.capture_env())
     assert r.returncode == 2 and NOT_METAL in r.stderr, r.stderr
     assert list(tmp_path.iterdir()) == []
-    p = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.gpu_trace", "--probe"],
+    p = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace", "--probe"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0
     assert json.loads(p.stdout) == engine_capture.metal_status()
@@ -195,7 +195,7 @@ def test_worker_environment_enables_capture(monkeypatch):
 # -- the Metal path, through its seams --------------------------------------------------------------
 
 def test_capture_forwards_prefills_outside_and_captures_one_forward_each(tmp_path):
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.model.loader import load_model
 
     lm = load_model(small_model())
     metal = FakeMetal()
@@ -220,8 +220,8 @@ def test_capture_forwards_prefills_outside_and_captures_one_forward_each(tmp_pat
 
 
 def test_capture_forwards_on_a_hybrid_keeps_the_verify_state_capture(tmp_path):
-    from specscope.engine_adapter.demo_model import demo_model_path
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.model.demo_model import demo_model_path
+    from specscope.engine_adapter.model.loader import load_model
 
     lm = load_model(demo_model_path("hybrid"))
     metal = FakeMetal()
@@ -233,7 +233,7 @@ def test_capture_forwards_on_a_hybrid_keeps_the_verify_state_capture(tmp_path):
 
 
 def test_start_capture_failure_names_the_variable(tmp_path, monkeypatch):
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.model.loader import load_model
     from specscope.errors import SpecscopeError
 
     monkeypatch.delenv("MTL_CAPTURE_ENABLED", raising=False)

@@ -42,10 +42,10 @@ def bench_spec_vs_mlx_lm(a) -> dict:
     import mlx.core as mx
     from mlx_lm.generate import speculative_generate_step
 
-    from specscope.engine_adapter.decoding import speculative_generate
-    from specscope.engine_adapter.drafters import DraftModelDrafter
+    from specscope.engine_adapter.decode.decoding import speculative_generate
+    from specscope.engine_adapter.drafters.drafter import DraftModelDrafter
 
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.model.loader import load_model
 
     target = load_model(a.model) if a.model else load_bench_model(a, "dense")
     draft = load_model(a.draft_model) if a.draft_model else load_bench_model(a, "draft")
@@ -82,9 +82,9 @@ def bench_spec_vs_mlx_lm(a) -> dict:
 
 # -- rollback: share of a round spent restoring linear-attention state ---------------------------
 def bench_rollback(a) -> dict:
-    from specscope.engine_adapter.decoding import plain_generate, speculative_generate
-    from specscope.engine_adapter.oracle import OracleDrafter
-    from specscope.engine_adapter.records import SpecRound
+    from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
+    from specscope.engine_adapter.drafters.oracle import OracleDrafter
+    from specscope.engine_adapter.decode.records import SpecRound
 
     lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
@@ -201,8 +201,8 @@ def bench_capture(a) -> dict:
     import mlx.core as mx
     from mlx_lm.models.cache import make_prompt_cache
 
-    from specscope.engine_adapter.decoding import plain_generate, prefill
-    from specscope.engine_adapter.rollback import VerifyRollback, capturing, install_capture, uninstall_capture
+    from specscope.engine_adapter.decode.decoding import plain_generate, prefill
+    from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, uninstall_capture
 
     lm = load_bench_model(a)
     model = lm.model

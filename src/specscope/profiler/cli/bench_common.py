@@ -89,8 +89,8 @@ def bench_result(name: str, ratios: list[float], raw: dict, unit: str = "ratio",
 
 def load_bench_model(a, kind="hybrid"):
     """The model a benchmark runs: --model for the hybrid role, else the demo model of that kind."""
-    from specscope.engine_adapter.demo_model import demo_model_path
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.model.demo_model import demo_model_path
+    from specscope.engine_adapter.model.loader import load_model
 
     path = a.model if (getattr(a, "model", None) and kind == "hybrid") else str(demo_model_path(kind))
     return load_model(path)

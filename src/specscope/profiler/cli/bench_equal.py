@@ -35,7 +35,7 @@ ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx
 def bench_overhead(a) -> dict:
     from mlx_lm.generate import stream_generate
 
-    from specscope.engine_adapter.decoding import plain_generate
+    from specscope.engine_adapter.decode.decoding import plain_generate
 
     lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
@@ -93,19 +93,19 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
     n, k = a.max_tokens, a.num_draft_tokens
     model_arg = repr(a.model) if a.model else "None"
     head = ("import json, mlx.core as mx\n"
-            "from specscope.engine_adapter.demo_model import demo_model_path\n"
-            "from specscope.engine_adapter.loader import load_model\n")
+            "from specscope.engine_adapter.model.demo_model import demo_model_path\n"
+            "from specscope.engine_adapter.model.loader import load_model\n")
     tail = "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'tokens': toks}))\n"
     plain = head + f"lm = load_model({model_arg} or demo_model_path('hybrid'))\nprompt = lm.encode({PROMPT!r})\nmx.reset_peak_memory()\n"
-    ours_plain = plain + ("from specscope.engine_adapter.decoding import plain_generate\n"
+    ours_plain = plain + ("from specscope.engine_adapter.decode.decoding import plain_generate\n"
                           f"toks = [r.token for r in plain_generate(lm.model, prompt, {n})]\n") + tail
     theirs_plain = plain + ("from mlx_lm.generate import stream_generate\nlm.tokenizer.eos_token_ids = set()\n"
                             f"toks = [int(r.token) for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={n})]\n") + tail
     draft_arg = repr(a.draft_model) if getattr(a, "draft_model", None) else "None"
     spec = head + (f"t = load_model({model_arg} or demo_model_path('dense'))\nd = load_model({draft_arg} or demo_model_path('draft'))\n"
                    f"prompt = t.encode({PROMPT!r})\nmx.reset_peak_memory()\n")
-    ours_spec = spec + ("from specscope.engine_adapter.decoding import speculative_generate\n"
-                        "from specscope.engine_adapter.drafters import DraftModelDrafter\n"
+    ours_spec = spec + ("from specscope.engine_adapter.decode.decoding import speculative_generate\n"
+                        "from specscope.engine_adapter.drafters.drafter import DraftModelDrafter\n"
                         "toks = []\n"
                         f"for r in speculative_generate(t.model, prompt, DraftModelDrafter(d.model), {k}, {n}, round_kinds='end_to_end'):\n"
                         "    toks += [r.token] if r.type == 'prefill' else r.emitted\n") + tail

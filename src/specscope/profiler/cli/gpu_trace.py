@@ -1,6 +1,6 @@
 """``specscope capture``: Metal GPU traces of one decode step and one verify forward (the CLI side).
 
-The capture itself runs in a worker process (``python -m specscope.engine_adapter.gpu_trace``)
+The capture itself runs in a worker process (``python -m specscope.engine_adapter.measure.gpu_trace``)
 started with ``MTL_CAPTURE_ENABLED=1``: Metal only records GPU work in a process that
 had the variable when it started. This side refuses early and clearly, before any
 model is loaded or any folder is created: on a machine without Metal, on an output
@@ -24,7 +24,7 @@ from specscope.profiler.run.config import MAX_K
 from specscope.profiler.run.pump import describe_exit, worker_env
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
-WORKER_MODULE = "specscope.engine_adapter.gpu_trace"
+WORKER_MODULE = "specscope.engine_adapter.measure.gpu_trace"
 
 
 def output_files(k: int) -> list[str]:
@@ -34,7 +34,7 @@ def output_files(k: int) -> list[str]:
 
 def metal_status() -> dict:
     """{"metal": bool, "device": words} for this machine (imports MLX; loads no model)."""
-    from specscope.engine_adapter.gpu_trace import metal_status as probe
+    from specscope.engine_adapter.measure.gpu_trace import metal_status as probe
 
     return probe()
 
@@ -42,7 +42,7 @@ def metal_status() -> dict:
 def require_metal() -> dict:
     st = metal_status()
     if not st["metal"]:
-        from specscope.engine_adapter.gpu_trace import not_metal_message
+        from specscope.engine_adapter.measure.gpu_trace import not_metal_message
 
         raise SpecscopeError(not_metal_message(st["device"]))
     return st

@@ -244,7 +244,7 @@ def _add_roofline(a, cfg, session, out) -> None:
 
 
 def cmd_demo_model(a) -> int:
-    from specscope.engine_adapter.demo_model import build_demo_model
+    from specscope.engine_adapter.model.demo_model import build_demo_model
 
     if a.shape or a.layers is not None:
         return _cmd_real_shape(a)
@@ -252,7 +252,7 @@ def cmd_demo_model(a) -> int:
     if a.random or kind == "dense":  # no trained dense model: --dense is always random
         path = build_demo_model(a.path, kind=kind, seed=a.seed)
     else:
-        from specscope.engine_adapter.demo_model import copy_trained_demo
+        from specscope.engine_adapter.model.demo_model import copy_trained_demo
 
         path = copy_trained_demo(a.path, kind)
     print(f"wrote {kind} demo model to {path}")
@@ -264,7 +264,7 @@ def _cmd_real_shape(a) -> int:
         raise SpecscopeError("--layers needs --shape (e.g. --shape qwen3.5-35b-a3b --layers 4)")
     if a.dense or a.draft:
         raise SpecscopeError("--shape writes the released model's own layout; it does not combine with --dense or --draft")
-    from specscope.engine_adapter.real_shape import FULL_LAYERS, SHAPES, build_real_shape_model, text_config
+    from specscope.engine_adapter.model.real_shape import FULL_LAYERS, SHAPES, build_real_shape_model, text_config
 
     from specscope.profiler.cli.progress import progress_bar, progress_wanted
 
@@ -285,8 +285,8 @@ def cmd_inspect(a) -> int:
     if not a.path and not a.demo:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)  # before the engine is imported: it switches the hub libraries offline
-    from specscope.engine_adapter.demo_model import default_demo_path
-    from specscope.engine_adapter.inspect_model import describe_path, format_description
+    from specscope.engine_adapter.model.demo_model import default_demo_path
+    from specscope.engine_adapter.model.inspect_model import describe_path, format_description
     d = describe_path(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
     print(json.dumps(d, indent=1) if a.json else format_description(d))
     return 0
@@ -296,9 +296,9 @@ def cmd_check(a) -> int:
     if not a.path and not a.demo:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)
-    from specscope.engine_adapter.compat import REFUSED, format_report, full_report
-    from specscope.engine_adapter.demo_model import default_demo_path
-    from specscope.engine_adapter.loader import load_model
+    from specscope.engine_adapter.measure.doctor import REFUSED, format_report, full_report
+    from specscope.engine_adapter.model.demo_model import default_demo_path
+    from specscope.engine_adapter.model.loader import load_model
 
     from specscope.profiler.cli.progress import progress_bar, progress_wanted
 

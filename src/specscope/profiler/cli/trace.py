@@ -41,7 +41,7 @@ def _measured_e(case: dict, k: int) -> float | None:
 
 def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda m: None) -> dict:
     """Record the traces into ``session`` (in place); return the figures ``trace`` prints."""
-    from specscope.engine_adapter.acceptance_trace import record_trace
+    from specscope.engine_adapter.measure.acceptance_trace import record_trace
     from specscope.engine_adapter.engine import Engine, EngineParams
 
     cfg = session.config

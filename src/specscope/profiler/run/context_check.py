@@ -18,7 +18,7 @@ MEMORY_SHARE = 0.8    # refuse what would need more than this share of the machi
 def _model_dir(cfg) -> Path | None:
     if cfg.demo:
         try:
-            from specscope.engine_adapter.demo_model import DEMO_FORMAT_VERSION, specscope_home, trained_demo_path, use_random_demo
+            from specscope.engine_adapter.model.demo_model import DEMO_FORMAT_VERSION, specscope_home, trained_demo_path, use_random_demo
 
             trained = None if use_random_demo() else trained_demo_path("hybrid")
             if trained is not None:

@@ -79,7 +79,7 @@ def split_config(d: dict, dist: dict | None = None) -> tuple[RunConfig, dict]:
 
 def open_distributed_engine(cfg: RunConfig, emit, backend: str = "ring"):
     """``protocol.open_engine`` for a rank: the same settings, the target sharded over the group."""
-    from specscope.engine_adapter.distributed import DistributedEngine
+    from specscope.engine_adapter.distributed.engine import DistributedEngine
 
     engine = DistributedEngine.open(cfg.engine_params(),
                                     status=lambda message: emit({"event": "status", "message": message}),

@@ -1,0 +1,216 @@
+"""Long context: a context prefilled once, its caches kept, and every later prefill that starts with it started
+from a copy.
+
+A run with ``--context N`` puts N tokens of a long document before each case's prompt. Prefilling N tokens costs
+far more than decoding a case (the random demo prefills about 40 tokens/s on a 2-core CPU), so the context is
+prefilled once per model (the target, a draft model, the MTP head's own KV cache) and *stored*: frozen references
+to each cache's arrays and offsets (``freeze``). Any later ``decoding.prefill`` of a fresh cache whose tokens start
+with a stored context (a case's plain run, its speculative run, the breakdown, the components, the divergence
+check, the acceptance trace, the verify curve) first restores that copy (``thaw``) and prefills only the rest. The
+copy is exact: a full-attention KV cache gets the stored keys and values (positions past the offset are never
+read; the first write after a restore copies the buffer, never the stored one), a Gated DeltaNet ``ArraysCache``
+its conv window and recurrent state (replaced, never written in place). So the context prefill is timed once, on
+its own, and never enters a prefill, decode, verify or draft figure of a case.
+
+Several contexts may be stored at once (a sweep revisits its points); a prefill takes the longest one that is a
+proper prefix of its tokens. Nothing here is global to a model's class: entries are keyed by the model object.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import mlx.core as mx
+from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
+
+from specscope.errors import SpecscopeError
+
+PREFILL_STEP = 2048
+
+
+def _frozen(a):
+    return None if a is None else mx.stop_gradient(a)
+
+
+def freeze(cache: list) -> list:
+    """Frozen copies of a cache list's contents (references later in-place writes cannot change)."""
+    out: list[tuple[Any, ...]] = []
+    for c in cache:
+        if isinstance(c, (RotatingKVCache, ChunkedKVCache)):
+            out.append(("rotating", _frozen(c.keys), _frozen(c.values), c.offset, getattr(c, "_idx", None),
+                        getattr(c, "start_position", None)))
+        elif isinstance(c, KVCache):
+            out.append(("kv", _frozen(c.keys), _frozen(c.values), c.offset))
+        elif isinstance(c, ArraysCache):
+            out.append(("arrays", list(c.cache)))
+        elif isinstance(c, CacheList):
+            out.append(("list", freeze(c.caches)))
+        else:
+            raise SpecscopeError(f"cannot keep a long context in a {type(c).__name__} cache")
+    return out
+
+
+def thaw(cache: list, saved: list) -> None:
+    """Put ``saved`` (from ``freeze``) into ``cache`` (fresh caches of the same kinds)."""
+    for c, s in zip(cache, saved):
+        kind = s[0]
+        if kind == "kv":  # new references each time: the cache's in-place writes replace these, never the stored ones
+            c.keys, c.values, c.offset = _frozen(s[1]), _frozen(s[2]), s[3]
+        elif kind == "rotating":
+            c.keys, c.values, c.offset = _frozen(s[1]), _frozen(s[2]), s[3]
+            if s[4] is not None:
+                c._idx = s[4]
+            if s[5] is not None:
+                c.start_position = s[5]
+        elif kind == "arrays":
+            c.cache = list(s[1])
+        else:
+            thaw(c.caches, s[1])
+
+
+def is_fresh(cache: list) -> bool:
+    for c in cache:
+        if isinstance(c, CacheList):
+            if not is_fresh(c.caches):
+                return False
+        elif isinstance(c, ArraysCache):
+            if any(x is not None for x in c.cache):
+                return False
+        elif getattr(c, "offset", 0):
+            return False
+    return True
+
+
+def _arrays(x):
+    if isinstance(x, mx.array):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _arrays(y)
+
+
+def nbytes(saved) -> int:
+    """Bytes held by a frozen cache (each array once)."""
+    seen, total = set(), 0
+
+    def walk(x):
+        nonlocal total
+        if isinstance(x, mx.array):
+            if id(x) not in seen:
+                seen.add(id(x))
+                total += x.nbytes
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+
+    walk(saved)
+    return total
+
+
+@dataclass
+class Stored:
+    tokens: list[int]
+    saved: list
+    extra: dict = field(default_factory=dict)
+
+
+_store: dict = {}   # key(owner) -> its stored contexts
+_owners: dict = {}  # keeps each owner alive while it has entries (ids are never reused then)
+
+
+def _key(owner):
+    """A model object by identity; a tuple (e.g. an MTP head's ("mtp", id(trunk), mode, weights)) by value."""
+    return owner if isinstance(owner, tuple) else id(owner)
+
+
+def store(owner, tokens: list[int], cache: list, **extra) -> Stored:
+    mx.eval([c.state for c in cache])
+    entry = Stored(list(tokens), freeze(cache), extra)
+    mx.eval([a for a in _arrays(entry.saved)])
+    _owners[_key(owner)] = owner
+    entries = [e for e in _store.get(_key(owner), []) if e.tokens != entry.tokens]
+    _store[_key(owner)] = entries + [entry]
+    return entry
+
+
+def find(owner, tokens: list[int]) -> Stored | None:
+    """The longest stored context of ``owner`` that is a proper prefix of ``tokens``."""
+    best = None
+    for e in _store.get(_key(owner), []):
+        n = len(e.tokens)
+        if n < len(tokens) and (best is None or n > len(best.tokens)) and tokens[:n] == e.tokens:
+            best = e
+    return best
+
+
+def lookup(owner, tokens: list[int]) -> Stored | None:
+    """The stored context of ``owner`` with exactly these tokens."""
+    for e in _store.get(_key(owner), []):
+        if e.tokens == tokens:
+            return e
+    return None
+
+
+def clear(owner=None) -> None:
+    if owner is None:
+        _store.clear()
+        _owners.clear()
+    else:
+        _store.pop(_key(owner), None)
+        _owners.pop(_key(owner), None)
+
+
+def restore_prefix(owner, cache: list, tokens: list[int]) -> int:
+    """Start a fresh ``cache`` from a stored context of ``owner`` that ``tokens`` begins with; how many tokens it
+    covers (0: none, prefill everything). An open hidden-state tap (``hidden.tapping``) receives the stored
+    context's hidden states first, so a drafter that reads them (MTP) sees every position, as after a full prefill."""
+    if not _store.get(_key(owner)) or not is_fresh(cache):
+        return 0
+    e = find(owner, tokens)
+    if e is None:
+        return 0
+    thaw(cache, e.saved)
+    if e.extra.get("hidden"):
+        from specscope.engine_adapter.cache.hidden import feed
+
+        feed(e.extra["hidden"]["pre-norm"], e.extra["hidden"]["post-norm"])
+    return len(e.tokens)
+
+
+def run_prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP) -> mx.array:
+    """All tokens through the model in chunks; the (lazy) logits of the last one."""
+    y = mx.array(tokens, dtype=mx.uint32)
+    while y.size > 1:
+        n = min(step, y.size - 1)
+        model(y[:n][None], cache=cache)
+        mx.eval([c.state for c in cache])
+        y = y[n:]
+    return model(y[None], cache=cache)[0, -1]
+
+
+def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> dict:
+    """Prefill ``tokens`` into a fresh cache of ``model`` once, store it, and time it (ms, to the sync).
+
+    ``with_hidden``: also keep the trunk's hidden states of every context position (for an MTP head's own
+    context prefill, ``mtp.MTPDrafter.prefill_context``), returned under "hidden" ({"pre-norm", "post-norm"})."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    from specscope.engine_adapter.cache.hidden import install_tap, tapping
+
+    if not tokens:
+        raise ValueError("an empty context")
+    if with_hidden:
+        install_tap(model)
+    cache = make_prompt_cache(model)
+    t0 = time.perf_counter()
+    with tapping(with_hidden) as tap:
+        logits = run_prefill(model, cache, tokens)
+        mx.eval(logits, [c.state for c in cache])
+        hidden = {"post-norm": tap.hidden("post-norm"), "pre-norm": tap.hidden("pre-norm")} if tap else None
+        if hidden:
+            mx.eval(hidden)
+    ms = (time.perf_counter() - t0) * 1000.0
+    entry = store(model, tokens, cache, hidden=hidden)  # kept: a later tap sees the context's positions too
+    return {"ms": ms, "tokens": len(tokens), "bytes": nbytes(entry.saved), "hidden": hidden}

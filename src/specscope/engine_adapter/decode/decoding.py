@@ -1,0 +1,160 @@
+"""Plain and speculative decoding as generators of plain records.
+
+Wall-clock times are read only after the values they cover are materialised
+(``.item()`` / ``.tolist()`` / ``mx.eval``), so a time always covers finished
+work. Plain decoding pipelines one step ahead exactly like
+``mlx_lm.generate_step`` so that profiling it does not slow it down.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from specscope.engine_adapter.cache import context as _context
+from specscope.engine_adapter.drafters.drafter import Drafter
+from specscope.engine_adapter.cache.hidden import install_tap, tapping
+from specscope.engine_adapter.mlx_types import token
+from specscope.engine_adapter.decode.records import PlainStep, Prefill, SpecRound
+from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.decode.sampling import Sampling
+
+PREFILL_STEP = 2048
+ROUND_KINDS = ("instrumented", "end_to_end", "alternate")
+# "paired" (the run's default) is a protocol mode: each speculative phase runs one "end_to_end" and one "instrumented"
+# pass over the same case (profiler.protocol); a single generator only ever runs one of the kinds above.
+RUN_ROUND_KINDS = ("paired",) + ROUND_KINDS
+
+
+def _now_ms() -> float:
+    return time.perf_counter() * 1000.0
+
+
+def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.array:
+    """Process all prompt tokens; return the (lazy) logits of the last one, as mlx-lm does.
+
+    A fresh cache whose tokens start with a long context stored for this model (``context.prefill_context``)
+    starts from a copy of that context's cache, and only the rest is prefilled here."""
+    if not prompt:
+        raise ValueError("empty prompt")
+    done = _context.restore_prefix(model, cache, list(prompt))
+    return _context.run_prefill(model, cache, list(prompt)[done:], step)
+
+
+def plain_generate(
+    model, prompt: list[int], max_tokens: int, sampling: Sampling | None = None
+) -> Iterator[Prefill | PlainStep]:
+    """Plain decoding: one forward per token. Yields ``Prefill`` then ``PlainStep``s."""
+    sampling = sampling or Sampling()
+    cache = make_prompt_cache(model)
+    t0 = _now_ms()
+    y = sampling.sample(prefill(model, cache, prompt), 0)
+    mx.async_eval(y)
+    n, t_prev = 0, t0
+    while True:
+        if n + 1 < max_tokens:
+            nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], n + 1)
+            mx.async_eval(nxt)
+        tok = token(y)
+        t = _now_ms()
+        if n == 0:
+            yield Prefill(n_prompt=len(prompt), token=tok, ms=t - t0)
+        else:
+            yield PlainStep(index=n, token=tok, ms=t - t_prev)
+        t_prev = t
+        n += 1
+        if n >= max_tokens:
+            return
+        y = nxt
+
+
+def speculative_generate(
+    model,
+    prompt: list[int],
+    drafter: Drafter,
+    num_draft_tokens: int,
+    max_tokens: int,
+    sampling: Sampling | None = None,
+    round_kinds: str = "instrumented",
+) -> Iterator[Prefill | SpecRound]:
+    """Speculative decoding: draft ``k``, verify ``k+1`` positions in one forward, keep the accepted prefix.
+
+    ``round_kinds``: "instrumented" rounds wait after drafting, after verifying and after
+    rolling back, so draft, verify and rollback are timed apart (the division's inputs);
+    "end_to_end" rounds run as a production engine does — drafts chained lazily into the
+    verify forward, rollback left lazy, one sync per round — so their wall time is what a
+    user would get; "alternate" interleaves the two, so drift hits both alike.
+
+    Caches are rolled back by the strategy ``rollback.plan_rollback`` picks for
+    their kind: Gated DeltaNet hybrids by rerunning the recurrence alone over the
+    accepted positions from what the verify forward kept (all layers in one batched
+    call); recurrent kinds without such capture by replaying the accepted positions
+    (labelled, and counted as rollback time).
+
+    An end-to-end round syncs once: the lazy drafts (each draft step ``async_eval``-ed
+    as mlx-lm does), the verify forward and the greedy argmax are evaluated together in
+    ``Sampling.verify``.
+    """
+    sampling = sampling or Sampling()
+    if is_hybrid(model):
+        install_capture(model)
+    hidden_mode = getattr(drafter, "hidden_mode", "post-norm")
+    if drafter.needs_hidden:
+        install_tap(model)
+    cache = make_prompt_cache(model)
+    rollback = VerifyRollback(model, cache)
+    t0 = _now_ms()
+    with tapping(drafter.needs_hidden) as tap:
+        last = token(sampling.sample(prefill(model, cache, prompt), 0))
+    drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
+    yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
+    emitted, r = 1, 0
+    if round_kinds not in ROUND_KINDS:
+        raise ValueError(f"round_kinds must be one of {', '.join(ROUND_KINDS)}")
+    while emitted < max_tokens:
+        e2e = round_kinds == "end_to_end" or (round_kinds == "alternate" and r % 2 == 1)
+        t_start = _now_ms()
+        k = min(num_draft_tokens, max_tokens - emitted - 1)
+        draft = drafter.draft(last, k, lazy=True) if e2e and drafter.lazy_drafts else drafter.draft(last, k)
+        t_drafted = _now_ms()
+        inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), draft.as_array().astype(mx.uint32)]) if k else \
+            mx.array([last], dtype=mx.uint32)
+        rollback.before_verify()
+        with capturing() as cap, tapping(drafter.needs_hidden) as tap:
+            logits = model(inputs[None], cache=cache)[0]
+        # lazy drafts (end-to-end round): one sync for the chained drafts, the verify and the argmax, as mlx-lm does
+        accepted, bonus, extra = sampling.verify(logits, draft, emitted)
+        t_verified = _now_ms()
+        rollback.record(cap, k + 1, inputs)
+        touched = rollback.rollback(accepted)
+        out_len = accepted + 1
+        # An instrumented round times its rollback apart. An end-to-end round leaves it lazy, as a production engine
+        # does, only when the next round is end-to-end too (its one sync pays for it). Before an instrumented round,
+        # and after the last round, it is evaluated here, so the measured speed pays for every rollback and no
+        # instrumented round's verify holds another round's work.
+        next_e2e = round_kinds == "end_to_end" and emitted + out_len < max_tokens
+        if touched and not next_e2e:
+            mx.eval(touched)
+        t_rolled = _now_ms()
+        assert draft.tokens is not None  # verify read back lazy drafts
+        out = draft.tokens[:accepted] + [bonus]
+        drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
+        last = out[-1]
+        emitted += len(out)
+        t_end = _now_ms()
+        yield SpecRound(
+            index=r,
+            drafted=list(draft.tokens),
+            accepted=accepted,
+            emitted=out,
+            draft_ms=None if e2e else t_drafted - t_start,
+            verify_ms=None if e2e else t_verified - t_drafted,
+            rollback_ms=None if e2e else t_rolled - t_verified,
+            ms=t_end - t_start,
+            extra={**draft.extra, **extra},
+            kind="end_to_end" if e2e else "instrumented",
+        )
+        r += 1

@@ -1,0 +1,178 @@
+"""Drafters: where the ``k`` draft tokens of a speculative round come from.
+
+Every drafter has the same small contract, so new ones slot in:
+
+- ``begin(prompt, first_token)`` after the target's prefill;
+- ``draft(last_token, k, lazy=False) -> Draft`` the next ``k`` guesses after
+  ``last_token``; with ``lazy=True`` a drafter that computes on the device may
+  return them unevaluated in ``Draft.array`` (``tokens`` None), so an end-to-end
+  round chains them into the verify forward with one sync, as a production
+  engine does;
+- ``update(accepted, draft, emitted)`` once the target has verified them.
+
+A drafter that has a draft distribution fills ``Draft.probs`` (one row per
+draft token) so speculative sampling at temperature can use it; the others
+are point masses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from specscope.engine_adapter.mlx_types import values
+from specscope.engine_adapter.cache.rollback import CacheSnapshot
+
+
+@dataclass
+class Draft:
+    tokens: list[int] | None
+    probs: mx.array | None = None  # [k, vocab] draft distribution, if the drafter has one
+    extra: dict = field(default_factory=dict)
+    array: mx.array | None = None  # the same drafts, unevaluated, from a lazy draft
+
+    def as_array(self) -> mx.array:
+        if self.array is not None:
+            return self.array
+        assert self.tokens is not None  # a draft holds its tokens, its array, or both
+        return mx.array(self.tokens, dtype=mx.uint32)
+
+    @classmethod
+    def of(cls, toks: mx.array, lazy: bool) -> "Draft":
+        """Drafts made on the device: left unevaluated for a lazy (end-to-end) round, else read back now."""
+        if lazy:
+            return cls(None, array=toks)
+        mx.eval(toks)
+        return cls(values(toks))
+
+    def materialize(self) -> None:
+        """Fill ``tokens`` from ``array`` (after the sync that evaluated it)."""
+        if self.tokens is None:
+            self.tokens = values(self.array) if self.array is not None else []
+
+
+class Drafter:
+    kind = "base"
+    what_if = False  # True for drafters that are not real drafters (the oracle)
+    needs_hidden = False  # True: begin/update receive the target's hidden states (MTP)
+    lazy_drafts = False  # True: draft(..., lazy=True) may return unevaluated drafts (device drafters)
+
+    def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
+        pass
+
+    def draft(self, last_token: int, k: int, lazy: bool = False) -> Draft:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "what_if": self.what_if}
+
+
+class NgramDrafter(Drafter):
+    """Prompt lookup: find the latest earlier occurrence of the trailing n-gram, propose what followed.
+
+    Always proposes exactly ``k`` tokens (so every round verifies ``k+1``
+    positions): a match shorter than ``k`` is extended by looking up again on
+    the extended text; with no match at all, the last token is repeated.
+    """
+
+    kind = "ngram"
+
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
+        self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.context: list[int] = []
+
+    def begin(self, prompt, first_token, hidden=None):
+        self.context = list(prompt) + [first_token]
+
+    def _lookup(self, seq: list[int]) -> int | None:
+        for n in range(min(self.max_ngram, len(seq) - 1), self.min_ngram - 1, -1):
+            tail = seq[-n:]
+            for start in range(len(seq) - n - 1, -1, -1):
+                if seq[start : start + n] == tail:
+                    return seq[start + n]
+        return None
+
+    def draft(self, last_token, k, lazy=False):
+        seq = list(self.context)
+        out = []
+        hits = 0
+        for _ in range(k):
+            nxt = self._lookup(seq)
+            if nxt is None:
+                nxt = seq[-1]
+            else:
+                hits += 1
+            out.append(nxt)
+            seq.append(nxt)
+        return Draft(out, extra={"lookup_hits": hits})
+
+    def update(self, accepted, draft, emitted, hidden=None):
+        self.context.extend(emitted)
+
+    def describe(self):
+        return {**super().describe(), "max_ngram": self.max_ngram}
+
+
+class DraftModelDrafter(Drafter):
+    """A separate (smaller) model sharing the target's tokenizer, greedy.
+
+    Its cache holds everything up to the tokens in ``pending``. Drafting feeds
+    ``pending`` then each draft but the last; after verification the cache is
+    restored to the last accepted draft from per-token checkpoints, which
+    works for trimmable KV caches and for hybrid drafters alike.
+    """
+
+    kind = "draft"
+    lazy_drafts = True
+
+    def __init__(self, model, name: str = ""):
+        self.model = model
+        self.name = name
+        self.cache = None
+        self.pending: list[int] = []
+        self.checkpoints: list[CacheSnapshot] = []
+
+    def begin(self, prompt, first_token, hidden=None):
+        from specscope.engine_adapter.cache import context
+
+        self.cache = make_prompt_cache(self.model)
+        if len(prompt) > 0:  # from a copy of a stored long context, when the prompt starts with one (``context``)
+            done = context.restore_prefix(self.model, self.cache, list(prompt))
+            context.run_prefill(self.model, self.cache, list(prompt)[done:])
+            mx.eval([c.state for c in self.cache])
+        self.pending = [first_token]
+
+    def draft(self, last_token, k, lazy=False):
+        assert self.pending and self.pending[-1] == last_token
+        self.checkpoints = []
+        y = mx.array(self.pending)
+        out = []
+        for i in range(k):
+            logits = self.model(y[None], cache=self.cache)[0, -1]
+            y = mx.argmax(logits, axis=-1, keepdims=True).astype(mx.uint32)
+            mx.async_eval(y)  # as mlx-lm: this step computes while the next one (and the verify) is built
+            out.append(y)
+            # checkpoints[i]: the cache after feeding pending + d1..di
+            self.checkpoints.append(CacheSnapshot(self.cache))
+        if not out:
+            return Draft([])
+        return Draft.of(mx.concatenate(out), lazy)
+
+    def update(self, accepted, draft, emitted, hidden=None):
+        k = len(draft.tokens)
+        if k == 0:
+            self.pending = self.pending + emitted
+            return
+        keep = min(accepted, k - 1)
+        if keep < k - 1:
+            self.checkpoints[keep].restore()
+        self.checkpoints = []
+        self.pending = ([draft.tokens[-1]] if accepted == k else []) + [emitted[-1]]
+
+    def describe(self):
+        return {**super().describe(), "model": self.name}

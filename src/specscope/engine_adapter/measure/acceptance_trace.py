@@ -1,0 +1,174 @@
+"""Recording an acceptance trace A(s) with the engine's real drafters (walked by ``profiler.trace_walk``).
+
+For the target's own continuation c_0..c_{N-1} of a prompt (c_0 from the prefill), A(s) for s = 0..N-2 is
+how many of the drafter's next K_max proposals, chained from the true prefix prompt + c_0..c_s, agree with
+c_{s+1}, c_{s+2}, … (at most N − 1 − s of them can be checked).
+
+How, greedy (exact):
+- the target runs once over the prompt (its prefill) and once over c_0..c_{N-2} — one verify-like forward
+  over the whole continuation — which gives the hidden states the MTP head reads at every position, and
+  checks that the target's argmax at every position is the continuation's next token;
+- the drafter is the engine's own class (``NgramDrafter``, ``DraftModelDrafter``, ``MTPDrafter``), driven
+  exactly as ``speculative_generate`` drives it: ``begin`` after the prefill, then at every s ``draft(c_s,
+  K)`` and ``update(0, draft, [c_{s+1}], hidden)`` — a round that accepted nothing and emitted the target's
+  own next token, which leaves the drafter holding exactly the true prefix up to c_{s+1} (the draft model
+  restores its per-token checkpoint, the MTP head drops its provisional entries). So the trace cannot drift
+  from what the rounds do: the proposals are the same calls on the same prefix.
+  Cost: N − 1 drafts of K_max (n-gram: lookups; draft model and MTP head: K_max small forwards each), plus,
+  for the MTP head (which reads hidden states) or when asked, the target's prefill and one forward over N − 1
+  positions. ``cost_ms`` records each part. The continuation handed in is the plain run's output, i.e. the
+  target's own; the forward, when it runs, checks that (``target_agrees``).
+
+Under sampling (temperature > 0) acceptance is random: at every s the engine's verify forward over
+[c_s, d_1..d_K] runs on the real cache (rolled back to c_s after it, as a round accepting nothing is), and the
+accept/reject rule is drawn ``draws`` times with seeded draws (target rows from that forward; the drafters
+are point masses unless they give a distribution). The trace then holds those draws and says it is an
+estimate (the continuation is one sampled output, and rounds under sampling need not follow it).
+Cost: one verify forward per position.
+"""
+
+from __future__ import annotations
+
+import time
+
+import mlx.core as mx
+import numpy as np
+from mlx_lm.models.cache import make_prompt_cache
+
+from specscope.engine_adapter.decode.decoding import prefill
+from specscope.engine_adapter.drafters.drafter import Drafter
+from specscope.engine_adapter.cache.hidden import install_tap, tapping
+from specscope.engine_adapter.mlx_types import values
+from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.decode.sampling import Sampling
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _agree(draft: list[int], truth: list[int]) -> int:
+    n = 0
+    while n < len(draft) and n < len(truth) and draft[n] == truth[n]:
+        n += 1
+    return n
+
+
+def record_trace(model, prompt: list[int], continuation: list[int], drafter: Drafter, k_max: int,
+                 sampling: Sampling | None = None, draws: int = 8, name: str | None = None,
+                 target_forward: bool = True) -> dict:
+    """The acceptance trace of ``drafter`` along ``continuation`` (the target's own output for ``prompt``).
+
+    Returns a JSON-able record: ``A`` (N − 1 entries), ``k_max``, ``drafter``, ``tokens``, ``regime``,
+    ``estimate`` (and ``draws`` under sampling), ``cost_ms`` and ``target_agrees`` (greedy: the share of
+    positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run).
+    ``target_forward=False`` skips the target's forward for a drafter that needs no hidden states (the oracle,
+    whose proposals come from the continuation itself); ``target_agrees`` is then None."""
+    sampling = sampling or Sampling()
+    c = [int(t) for t in continuation]
+    if len(c) < 2:
+        raise ValueError("an acceptance trace needs a continuation of at least 2 tokens")
+    if k_max < 1:
+        raise ValueError("k_max must be at least 1")
+    if not prompt:
+        raise ValueError("empty prompt")
+    if not sampling.greedy:
+        return _record_sampled(model, prompt, c, drafter, k_max, sampling, draws, name)
+    needs_hidden = drafter.needs_hidden
+    mode = getattr(drafter, "hidden_mode", "post-norm")
+    if needs_hidden:
+        install_tap(model)
+    cost: dict[str, float] = {}
+    if not target_forward and not needs_hidden:
+        return _walk_drafter(prompt, c, drafter, k_max, None, None, sampling, name, cost, None)
+    t0 = time.perf_counter()
+    cache = make_prompt_cache(model)
+    with tapping(needs_hidden) as tap:
+        first = mx.argmax(prefill(model, cache, list(prompt)), axis=-1)
+        mx.eval(first)
+    prompt_hidden = tap.hidden(mode) if tap else None
+    with tapping(needs_hidden) as tap:
+        logits = model(mx.array(c[:-1], dtype=mx.uint32)[None], cache=cache)[0]
+        target = mx.argmax(logits, axis=-1)
+        mx.eval(target, *([tap.hidden(mode)] if tap else []))
+    hidden = tap.hidden(mode) if tap else None
+    cost["target_ms"] = _ms(t0)
+    agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(values(target), c[1:]))
+    return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
+
+
+def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> dict:
+    """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
+    t1 = time.perf_counter()
+    drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
+    A = []
+    for s in range(len(c) - 1):
+        k = min(k_max, len(c) - 1 - s)
+        d = drafter.draft(c[s], k)
+        d.materialize()
+        A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
+        drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
+    cost["draft_ms"] = _ms(t1)
+    cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
+    return {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
+            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
+            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
+
+
+def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws: int, name) -> dict:
+    """Under sampling: ``draws`` seeded accept/reject draws per position (see the module docstring)."""
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    needs_hidden = drafter.needs_hidden
+    mode = getattr(drafter, "hidden_mode", "post-norm")
+    if is_hybrid(model):
+        install_capture(model)
+    if needs_hidden:
+        install_tap(model)
+    t0 = time.perf_counter()
+    cache = make_prompt_cache(model)
+    rollback = VerifyRollback(model, cache)
+    with tapping(needs_hidden) as tap:
+        mx.eval(prefill(model, cache, list(prompt)))
+    drafter.begin(list(prompt), c[0], hidden=tap.hidden(mode) if tap else None)
+    per_draw: list[list[float]] = [[] for _ in range(draws)]
+    for s in range(len(c) - 1):
+        k = min(k_max, len(c) - 1 - s)
+        d = drafter.draft(c[s], k)
+        d.materialize()
+        inputs = mx.array([c[s]] + d.tokens, dtype=mx.uint32)
+        rollback.before_verify()
+        with capturing() as cap, tapping(needs_hidden) as tap:
+            logits = model(inputs[None], cache=cache)[0]
+            p = np.array(sampling.probs(logits), dtype=np.float64)
+        q = None if d.probs is None else np.array(d.probs, dtype=np.float64)
+        rollback.record(cap, k + 1, inputs)
+        mx.eval(rollback.rollback(0))
+        for m in range(draws):
+            rng = np.random.default_rng([sampling.seed, 104729, m, s])
+            n = 0
+            for i, tok in enumerate(d.tokens):
+                qi = q[i, tok] if q is not None else 1.0
+                if not (qi > 0 and rng.random() < min(1.0, p[i, tok] / qi)):
+                    break
+                n += 1
+            per_draw[m].append(n)
+        drafter.update(0, d, [c[s + 1]], hidden=tap.hidden(mode)[:1] if tap else None)
+    total = _ms(t0)
+    mean = [int(round(float(np.mean([dr[s] for dr in per_draw])))) for s in range(len(c) - 1)]
+    return {"drafter": name or drafter.kind, "k_max": k_max, "A": mean, "draws": per_draw, "tokens": len(c),
+            "regime": sampling.regime, "estimate": True, "cost_ms": {"total_ms": total},
+            "method": (f"an estimate: {draws} seeded accept/reject draws per position against the target's "
+                       "distributions along one sampled continuation")}
+
+
+def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int | None = None) -> dict | None:
+    """The trace of a ``run``'s own drafter along a case's plain output, for a ``trace`` event (``session``
+    keeps it as ``case["trace"]``). ``k_max`` defaults to max(4, k). None for the oracle, which stays analytic
+    (its draws are i.i.d.: E(k) = 1 + Σ p^i needs no trace)."""
+    drafter = engine.make_drafter(plain_tokens)
+    if drafter.what_if:
+        return None
+    k_max = k_max or max(4, engine.params.num_draft_tokens)
+    return record_trace(engine.target.model, prompt, plain_tokens, drafter, k_max, sampling=engine.sampling,
+                        name=engine.drafter_name, target_forward=drafter.needs_hidden)

@@ -1,0 +1,180 @@
+"""The prediction's inputs, timed apart from the speculative rounds they predict.
+
+The division (DESIGN §1) is a prediction only when its inputs are measured separately from the rounds it is
+held against. Per case, after the plain run, this prefills the case's prompt and the first half of its greedy
+continuation (the mean cache length the rounds see) and then, ``reps`` times, on a cache restored before each:
+
+- **verify**: one forward over ``k+1`` positions exactly as a round verifies (the same inputs shape, hybrid state
+  capture, the hidden-state tap when the drafter needs it, the same accept/reject read-back), timed to the sync;
+- **rollback**: right after it, the rollback to ``a`` accepted drafts, evaluated and timed (``a`` cycles over
+  0..k, so the run's acceptance histogram can weight it);
+- **draft**: what drafting adds to a round. A fresh drafter is brought to this point through one simulated earlier
+  round that accepted ``a`` drafts (untimed: started ``a+1`` positions back, asked for ``k`` drafts, told which were
+  accepted, so its next draft catches up ``a+1`` positions as a real one does); then one round is timed as an
+  end-to-end round runs it — ``k`` drafts left lazy where the drafter allows, the verify forward built on them,
+  one sync for all of it — and the verify forward timed alone just before is subtracted. On a small model a draft
+  timed alone behind barriers costs up to twice what it adds inside a round (the lazy chain's graph building
+  overlaps its own compute); the round is what the run pays. ``draft_alone_ms`` keeps the draft timed alone.
+
+None of these are the rounds' own forwards: the speculative runs never see this cache.
+"""
+
+from __future__ import annotations
+
+import time
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from specscope.engine_adapter.decode.decoding import prefill
+from specscope.engine_adapter.drafters.drafter import Draft
+from specscope.engine_adapter.cache.hidden import install_tap, tapping
+from specscope.engine_adapter.cache.rollback import (
+    CacheSnapshot,
+    VerifyRollback,
+    capturing,
+    install_capture,
+    is_hybrid,
+)
+
+DEFAULT_REPS = 3
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | None:
+    return sum(r == alone for r in rounds) / len(rounds) if rounds and alone is not None else None
+
+
+def measure_components(model, make_drafter, sampling, prompt: list[int], continuation: list[int], k: int,
+                       reps: int = DEFAULT_REPS) -> dict:
+    """T_verify(k+1), T_draft(k) and rollback per accepted count, timed apart at the middle of the case.
+
+    ``continuation``: the target's own (plain) output for ``prompt``; ``make_drafter()`` a fresh drafter of the run's
+    kind. Returns plain numbers: ``{"context", "k", "verify_ms": [...], "draft_ms": [...], "rollback_ms": {a: [...]}}``
+    (``draft_ms``: what drafting adds to a round, paired with the verify before it; ``round_ms``, ``draft_alone_ms``).
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    t_start = time.perf_counter()
+    cont = list(continuation)
+    m = max(1, len(cont) // 2)
+    if len(cont) < m + k + 1:  # a short continuation: verify its own last tokens, repeated where it runs out
+        cont = cont + [cont[-1] if cont else prompt[-1]] * (m + k + 1 - len(cont))
+    context = list(prompt) + cont[:m - 1]  # the token at m-1 is "last": the round's first verify input
+    last, tokens = cont[m - 1], cont[m:m + k]
+    drafter = make_drafter()
+    if is_hybrid(model):
+        install_capture(model)
+    if drafter.needs_hidden:
+        install_tap(model)
+    mode = getattr(drafter, "hidden_mode", "post-norm")
+    cache = make_prompt_cache(model)
+    with tapping(drafter.needs_hidden) as tap:
+        mx.eval(prefill(model, cache, context))
+        hidden = tap.hidden(mode) if tap else None
+        if hidden is not None:
+            mx.eval(hidden)
+    mx.eval([c.state for c in cache])
+    snapshot = CacheSnapshot(cache)
+    rollback = VerifyRollback(model, cache)
+    inputs = mx.array([last] + tokens, dtype=mx.uint32)
+    draft = Draft(list(tokens))
+
+    def verify(verify_inputs, verify_draft, t0: float) -> float:
+        """The verify forward as a round runs it (capture, tap, accept read-back), timed from ``t0`` to the sync."""
+        rollback.before_verify()
+        with capturing() as cap, tapping(drafter.needs_hidden):
+            logits = model(verify_inputs[None], cache=cache)[0]
+        sampling.verify(logits, verify_draft, len(context))
+        t = _ms(t0)
+        rollback.record(cap, k + 1, verify_inputs)
+        return t
+
+    def verify_once() -> float:
+        snapshot.restore()
+        return verify(inputs, draft, time.perf_counter())
+
+    drafts_seen: dict[str, list] = {"alone": [], "round": []}
+
+    def draft_once() -> float:
+        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
+        d.begin(list(context), last, hidden=hidden)
+        t0 = time.perf_counter()
+        out = d.draft(last, k)
+        if out.tokens is None:  # a lazy draft: evaluate it, as an instrumented round does
+            mx.eval(out.array)
+            out.materialize()
+        t = _ms(t0)
+        drafts_seen["alone"].append(list(out.tokens))
+        return t
+
+    seq = context + [last]  # seq[p] for p < len(context) has its hidden state in hidden[p]
+
+    def drafter_after_round(a_prev: int):
+        """A fresh drafter as a real round leaves it: an earlier round from ``a_prev + 1`` positions back drafted
+        ``k`` and had ``a_prev`` accepted (untimed)."""
+        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
+        start = max(1, len(context) - a_prev - 1)
+        d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
+        pre = d.draft(seq[start], k)
+        if pre.tokens is None:
+            mx.eval(pre.array)
+            pre.materialize()
+        emitted = seq[start + 1:]
+        d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
+        return d
+
+    def round_once(a_prev: int) -> float:
+        """One round as an end-to-end round runs it: lazy drafts, the verify built on them, one sync."""
+        snapshot.restore()
+        d = drafter_after_round(a_prev)
+        t0 = time.perf_counter()
+        out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
+        t_round = verify(mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)]), out, t0)
+        out.materialize()
+        drafts_seen["round"].append(list(out.tokens))
+        return t_round
+
+    # warm-up: every shape once (not recorded)
+    verify_once()
+    rollback.rollback(0)
+    snapshot.restore()
+    draft_once()
+    round_once(0)
+    verify_ms, draft_ms, draft_alone_ms, round_ms = [], [], [], []
+    rollback_ms: dict[int, list[float]] = {a: [] for a in range(k + 1)}
+    for r in range(max(reps, 1) * (k + 1)):
+        a = r % (k + 1)
+        t_verify = verify_once()
+        t0 = time.perf_counter()
+        touched = rollback.rollback(a)
+        if touched:
+            mx.eval(touched)
+        rollback_ms[a].append(_ms(t0))
+        verify_ms.append(t_verify)
+        t_round = round_once(a)  # the earlier round accepted a: the draft catches up a+1 positions
+        round_ms.append(t_round)
+        draft_ms.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
+        if r % (k + 1) == 0:
+            draft_alone_ms.append(draft_once())
+    snapshot.restore()
+    return {
+        "context": len(context),
+        "k": k,
+        "reps": max(reps, 1),
+        "verify_ms": verify_ms,
+        "draft_ms": draft_ms,
+        "draft_method": "in_round",
+        "round_ms": round_ms,
+        "draft_alone_ms": draft_alone_ms,
+        # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
+        # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
+        # its own drafts where they were wrong, which costs the same but may propose otherwise)
+        "round_drafts_agree": _share_equal(drafts_seen["round"], drafts_seen["alone"][0] if drafts_seen["alone"] else None),
+        "rollback_ms": {str(a): xs for a, xs in rollback_ms.items()},
+        "rollback_mode": rollback.mode,
+        "wall_ms": _ms(t_start),  # what timing the components apart cost this case, prefill included
+    }

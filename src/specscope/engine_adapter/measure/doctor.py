@@ -1,0 +1,164 @@
+"""Can specscope profile this model correctly? The doctor behind ``specscope check``.
+
+Cheap part (no forward pass): the rollback plan per layer, sliding windows (``compat_class``), MTP weights.
+Full part: rollback exactness at the logit level — for k = 1..4 and every acceptance
+count n, a verify over k+1 positions followed by a rollback to n must leave the caches
+in a state whose next logits equal those of a fresh cache fed the same accepted tokens.
+"""
+
+from __future__ import annotations
+
+import time
+
+import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
+
+from specscope.engine_adapter.model.compat_class import CAVEATS, REFUSED, SUPPORTED, cheap_report, sliding_windows
+from specscope.engine_adapter.model.inspect_model import describe, mtp_status
+from specscope.engine_adapter.mlx_types import scalar
+from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+# Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
+# single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
+EXACT_TOLERANCE = 1e-3
+MAX_WINDOW_EXERCISED = 1024
+
+
+def _logits_after(model, cache, token: int) -> mx.array:
+    out = model(mx.array([[token]], dtype=mx.uint32), cache=cache)[0, -1].astype(mx.float32)
+    mx.eval(out)
+    return out
+
+
+def _prefill(model, cache, tokens: list[int]) -> mx.array:
+    from specscope.engine_adapter.decode.decoding import prefill
+
+    out = prefill(model, cache, tokens)
+    mx.eval(out)
+    return out
+
+
+def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: int | None = None,
+                       progress=lambda done, total, what: None) -> dict:
+    """For every k and accepted count n: max relative logit error after verify + rollback vs a fresh cache.
+
+    ``progress(done, total, what)`` is called before each of the sum(k + 1) checks and once at the end."""
+    total = sum(k + 1 for k in ks)
+    if is_hybrid(model):
+        install_capture(model)
+    vocab = vocab_size or int(_prefill(model, make_prompt_cache(model), prompt[:1]).shape[-1])
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    for k in ks:
+        # drafts that differ from each other and from the prompt's end: any tokens exercise the path
+        drafts = [(prompt[(7 * j + 3) % len(prompt)] + 11 * (j + 1)) % vocab for j in range(k)]
+        for n in range(k + 1):
+            progress(len(rows), total, f"rollback exactness: k = {k}, {n} accepted")
+            cache = make_prompt_cache(model)
+            rb = VerifyRollback(model, cache)
+            last = int(scalar(mx.argmax(_prefill(model, cache, prompt))))
+            inputs = mx.array([last] + drafts, dtype=mx.uint32)
+            rb.before_verify()
+            with capturing() as cap:
+                mx.eval(model(inputs[None], cache=cache))
+            rb.record(cap, k + 1, inputs)
+            touched = rb.rollback(n)
+            if touched:
+                mx.eval(touched)
+            probe = drafts[n] if n < k else prompt[0]
+            got = _logits_after(model, cache, probe)
+            ref_cache = make_prompt_cache(model)
+            _prefill(model, ref_cache, prompt + [last] + drafts[:n])
+            want = _logits_after(model, ref_cache, probe)
+            scale = max(1.0, float(scalar(mx.max(mx.abs(want)))))
+            err = float(scalar(mx.max(mx.abs(got - want)))) / scale
+            rows.append({"k": k, "accepted": n, "relative_error": err, "exact": err <= EXACT_TOLERANCE})
+    progress(total, total, "rollback exactness done")
+    return {
+        "rows": rows,
+        "max_relative_error": max(r["relative_error"] for r in rows),
+        "exact": all(r["exact"] for r in rows),
+        "tolerance": EXACT_TOLERANCE,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str | None]:
+    """A prompt long enough to wrap every sliding window that is small enough to exercise here."""
+    exercised = [w for w in windows if w <= MAX_WINDOW_EXERCISED]
+    need = max(exercised) + 8 if exercised else len(prompt)
+    out = list(prompt)
+    while len(out) < need:
+        out += prompt
+    note = None
+    if any(w > MAX_WINDOW_EXERCISED for w in windows):
+        note = (f"windows above {MAX_WINDOW_EXERCISED} tokens were not wrapped by the check prompt "
+                "(the same code path is checked on small windows in specscope's tests)")
+    return out[: max(need, len(prompt))], note
+
+
+def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None) -> dict:
+    """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``."""
+    rep = cheap_report(lm.model)
+    desc = describe(lm)
+    prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
+    if rep["class"] != REFUSED:
+        long_prompt, note = check_prompt(prompt, rep["sliding_windows"])
+        exact = rollback_exactness(lm.model, long_prompt, ks=ks, vocab_size=lm.vocab_size or None, progress=progress)
+        rep["exactness"] = exact
+        if note:
+            rep["reasons"].append(note)
+        if not exact["exact"]:
+            bad = [r for r in exact["rows"] if not r["exact"]][0]
+            rep["class"] = REFUSED
+            rep["reasons"].insert(0, f"rollback is not exact: after a verify of k={bad['k']} and {bad['accepted']} "
+                                     f"accepted, logits differ by {bad['relative_error']:.3g} (relative) from a fresh cache")
+    rep["mtp"] = {**mtp_status(lm.checkpoint), "loadable": None}
+    if mtp and rep["mtp"]["available"]:
+        progress(None, None, "loading the MTP head")
+        try:
+            from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+
+            load_mtp_drafter(lm)
+            rep["mtp"]["loadable"] = True
+        except Exception as exc:  # report, don't crash: the doctor's job is to say what is wrong
+            rep["mtp"]["loadable"] = False
+            rep["mtp"]["error"] = f"{type(exc).__name__}: {exc}"
+            if rep["class"] == SUPPORTED:
+                rep["class"] = CAVEATS
+            rep["reasons"].append(f"MTP weights present but the head does not load: {rep['mtp']['error']}")
+    rep["model"] = {k: desc.get(k) for k in ("name", "revision", "path", "model_type", "architecture", "layers",
+                                             "memory_estimate_bytes", "system_memory_bytes")}
+    return rep
+
+
+def format_report(rep: dict) -> str:
+    m = rep["model"]
+    lines = [f"{m['name']}  ({m['architecture']}, model_type {m['model_type']}, {m['layers']} layers)",
+             f"  compatibility     {rep['class']}"]
+    for r in rep["reasons"]:
+        lines.append(f"    - {r}")
+    lines.append(f"  rollback          {rep['rollback']['text']}")
+    ex = rep.get("exactness")
+    if ex:
+        n = len(ex["rows"])
+        ks = sorted({r["k"] for r in ex["rows"]})
+        lines.append(f"  rollback check    {'exact' if ex['exact'] else 'NOT EXACT'}: {n} verify/rollback cases "
+                     f"(k = {', '.join(map(str, ks))}, every accepted count), max relative logit error "
+                     f"{ex['max_relative_error']:.2g} (tolerance {ex['tolerance']:g}), {ex['seconds']:.1f} s")
+    if rep["sliding_windows"]:
+        lines.append(f"  sliding windows   {', '.join(map(str, rep['sliding_windows']))} tokens")
+    mtp = rep.get("mtp") or {}
+    if mtp:
+        state = "no" if not mtp.get("available") else ("yes, loads" if mtp.get("loadable") else
+                                                       ("yes, NOT loadable" if mtp.get("loadable") is False else "yes"))
+        lines.append(f"  MTP head          {state}")
+    if m.get("memory_estimate_bytes"):
+        gib = 2**30
+        sysmem = m.get("system_memory_bytes")
+        lines.append(f"  memory estimate   {m['memory_estimate_bytes'] / gib:.2f} GiB"
+                     + (f" of {sysmem / gib:.0f} GiB" if sysmem else ""))
+    return "\n".join(lines)
+
+
+__all__ = ["CAVEATS", "REFUSED", "SUPPORTED", "check_prompt", "cheap_report", "format_report", "full_report",
+           "rollback_exactness", "sliding_windows"]

@@ -1,0 +1,72 @@
+"""The acceptance trace with the engine's real drafters on the tiny demo models: one entry per position, and
+walking it at k gives exactly the accepted counts of a real greedy speculative run at that k."""
+
+from __future__ import annotations
+
+import pytest
+
+from specscope.engine_adapter.measure.acceptance_trace import record_trace
+from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
+from specscope.engine_adapter.drafters.drafter import DraftModelDrafter, NgramDrafter
+from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+from specscope.engine_adapter.decode.records import tokens_of
+from specscope.engine_adapter.decode.sampling import Sampling
+from specscope.profiler.analysis import trace_walk as tw
+from specscope.profiler.session.trace_record import check as check_trace
+
+N, K_MAX = 20, 4
+CODE = "def total(xs):\n    s = 0\n    for x in xs:\n        s = s + x\n    return s\n\ndef total(xs):\n"
+
+
+@pytest.fixture(scope="module")
+def code_prompt(hybrid):
+    return hybrid.encode(CODE)
+
+
+def _drafters(hybrid, draft):
+    return {"ngram": NgramDrafter, "draft": lambda: DraftModelDrafter(draft.model), "mtp": lambda: load_mtp_drafter(hybrid)}
+
+
+@pytest.mark.parametrize("name", ["ngram", "draft", "mtp"])
+def test_walking_the_trace_gives_the_real_runs_accepted_counts(hybrid, draft, code_prompt, name):
+    make = _drafters(hybrid, draft)[name]
+    plain = tokens_of(list(plain_generate(hybrid.model, code_prompt, N)))
+    tr = record_trace(hybrid.model, code_prompt, plain, make(), K_MAX, name=name)
+    assert len(tr["A"]) == len(plain) - 1
+    assert tr["target_agrees"] == 1.0 and not tr["estimate"] and tr["drafter"] == name
+    assert tr["cost_ms"]["total_ms"] > 0
+    check_trace(tr)
+    for k in range(1, K_MAX + 1):
+        recs = list(speculative_generate(hybrid.model, code_prompt, make(), k, N, round_kinds="instrumented"))[1:]
+        assert tokens_of(recs) == plain[1:]
+        assert [a for *_, a in tw.walk(tr["A"], k)] == [r.accepted for r in recs], f"k={k}"
+        full = [r for r in recs if len(r.drafted) == k]
+        if full:
+            assert tw.at_k(tr, k)["tokens_per_round"] == 1 + sum(r.accepted for r in full) / len(full)
+
+
+def test_a_trace_is_not_the_continuation_it_was_not_given(hybrid, draft, code_prompt):
+    """A(s) compares with the continuation handed in: a continuation the drafter agrees with everywhere (its own
+    greedy output) gives A(s) = K_max wherever K_max tokens remain."""
+    plain = tokens_of(list(plain_generate(draft.model, code_prompt, N)))  # the draft model's own output
+    tr = record_trace(hybrid.model, code_prompt, plain, DraftModelDrafter(draft.model), K_MAX)
+    assert tr["A"] == [min(K_MAX, len(plain) - 1 - s) for s in range(len(plain) - 1)]
+    assert tr["target_agrees"] < 1.0  # and the target's own argmax says it is not the target's output
+
+
+def test_under_sampling_the_trace_is_an_estimate_from_seeded_draws(hybrid, code_prompt):
+    s = Sampling(temp=0.8, seed=3)
+    plain = tokens_of(list(plain_generate(hybrid.model, code_prompt, 10, s)))
+    a = record_trace(hybrid.model, code_prompt, plain, NgramDrafter(), 3, sampling=s, draws=4)
+    b = record_trace(hybrid.model, code_prompt, plain, NgramDrafter(), 3, sampling=s, draws=4)
+    assert a["estimate"] and len(a["draws"]) == 4 and all(len(d) == len(plain) - 1 for d in a["draws"])
+    assert a["draws"] == b["draws"]  # seeded
+    check_trace(a)
+    assert tw.at_k(a, 2)["estimate"]
+
+
+def test_bad_input(hybrid, code_prompt):
+    with pytest.raises(ValueError):
+        record_trace(hybrid.model, code_prompt, [1], NgramDrafter(), 2)
+    with pytest.raises(ValueError):
+        record_trace(hybrid.model, code_prompt, [1, 2, 3], NgramDrafter(), 0)

@@ -1,0 +1,30 @@
+"""The prediction's inputs timed apart (``components.measure_components``) on the tiny generated models."""
+
+from __future__ import annotations
+
+import pytest
+
+from specscope.engine_adapter.measure.components import measure_components
+from specscope.engine_adapter.decode.decoding import plain_generate
+from specscope.engine_adapter.drafters.drafter import DraftModelDrafter, NgramDrafter
+from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+from specscope.engine_adapter.decode.records import tokens_of
+from specscope.engine_adapter.decode.sampling import Sampling
+
+
+@pytest.mark.parametrize("kind", ["mtp", "ngram", "draft"])
+def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_would(kind, hybrid, draft, prompt):
+    k, reps = 2, 2
+    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 16)))
+    make = {"mtp": lambda: load_mtp_drafter(hybrid), "ngram": NgramDrafter,
+            "draft": lambda: DraftModelDrafter(draft.model)}[kind]
+    comp = measure_components(hybrid.model, make, Sampling(), prompt, cont, k, reps=reps)
+    n = reps * (k + 1)
+    assert len(comp["verify_ms"]) == len(comp["round_ms"]) == len(comp["draft_ms"]) == n
+    assert comp["draft_ms"] == pytest.approx([r - v for r, v in zip(comp["round_ms"], comp["verify_ms"])])
+    assert all(x > 0 for x in comp["round_ms"]) and len(comp["draft_alone_ms"]) == reps
+    assert sorted(comp["rollback_ms"]) == [str(a) for a in range(k + 1)]
+    if kind != "draft":  # state from true tokens and hidden states only: after any earlier round, the same proposal
+        assert comp["round_drafts_agree"] == 1.0
+    else:
+        assert comp["round_drafts_agree"] is not None
