@@ -20,7 +20,7 @@ CONFIG = ROOT / "pyproject.toml"
 
 def lint(config: Path, pythonpath: Path | None = None) -> tuple[int, str]:
     """Run import-linter's own command on ``config`` (a fresh analysis, no cache)."""
-    env = dict(os.environ)
+    env = {**os.environ, "COLUMNS": "250"}  # import-linter wraps its report at the terminal's width
     if pythonpath:
         env["PYTHONPATH"] = str(pythonpath)
     r = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "

@@ -5,6 +5,7 @@ They read files, not the installed package, so they need the checkout: CI runs t
 """
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,17 @@ def test_mypy_is_clean(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache")],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_mypy_checks_session_keys_against_the_records(tmp_path):
+    """The key strings are checked in one place: code that reads a case key its record lacks fails mypy."""
+    bad = tmp_path / "misspelled.py"
+    bad.write_text("from specscope.profiler.session.records import Case\n\n\n"
+                   "def content(case: Case) -> str:\n    return case[\"contnet_class\"]\n")
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir",
+                        str(tmp_path / "mypy-cache"), str(bad)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**os.environ, "MYPYPATH": str(ROOT / "src")})
+    assert r.returncode == 1 and 'TypedDict "Case" has no key "contnet_class"' in r.stdout, r.stdout + r.stderr
 
 
 # -- no module reaches into another's private names --------------------------------------------------------

@@ -9,9 +9,10 @@ from PySide6 import QtCore
 
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.analysis.summary import summarize
+from specscope.profiler.session.records import Summary
 
 
-def run_with_app(cfg: RunConfig) -> dict:
+def run_with_app(cfg: RunConfig) -> Summary:
     """Run ``cfg`` through the real main window (offscreen where there is no display); return the summary."""
     from .app import make_app
     from .main_window import MainWindow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -260,7 +261,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.eta_timer.setInterval(1000)
         self.eta_timer.timeout.connect(self._update_progress)
 
-    def _keep_result(self, key: str, result: dict) -> None:
+    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
         """A Verify cost or Tune measurement joins the current session (and its autosave)."""
         self.model.session.data[key] = result
         if not self.is_running():

@@ -10,6 +10,7 @@ from PySide6 import QtCore, QtWidgets
 from specscope.profiler.run.config import MAX_K, RunConfig
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
+from specscope.profiler.session.records import SessionData
 
 from .inspector import DEMO, Inspector, describe_line
 from .model_finder import find_models, label_for, looks_like_model
@@ -332,7 +333,7 @@ class SetupPanel(QtWidgets.QWidget):
         self.model_changed.emit(path)
         self.changed.emit()
 
-    def show_session(self, data: dict) -> None:
+    def show_session(self, data: SessionData) -> None:
         """Describe the model a shown session measured (opened from a file, ``gui --session`` or the History
         page), from the session's own record of it: the model box picks it (or names it, when its folder is
         not on this machine) and the line under it says what the session says, never a stale inspection of

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from itertools import chain
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.drift import drift_warning, judged
 from specscope.profiler.analysis.summary import BLOCK_LABELS, LiveSummary, session_case_stats, summarize
@@ -146,7 +147,7 @@ def _run_times(series: list[dict]) -> dict[int, float]:
     return out
 
 
-def probe_series(session, summary: dict) -> dict:
+def probe_series(session, summary: Summary) -> dict:
     """The clock probe over the run's wall clock: each reading's speed as a share of the fastest (100% =
     the best clock seen), the band of its own noise, and the runs' GPU clock where sensors recorded it."""
     series = session.data.get("probe") or []
@@ -171,7 +172,7 @@ def probe_series(session, summary: dict) -> dict:
     }
 
 
-def breakdown_data(summary: dict) -> dict | None:
+def breakdown_data(summary: Summary) -> dict | None:
     bd = summary.get("breakdown")
     if not bd:
         return None
@@ -211,26 +212,27 @@ def breakdown_data(summary: dict) -> dict | None:
     }
 
 
-def division_data(session, summary: dict, t_verify_ms: float | None = None, p: float | None = None,
+def division_data(session, summary: Summary, t_verify_ms: float | None = None, p: float | None = None,
                   case_stats=None) -> dict | None:
     """Predicted speedup over the per-position acceptance α (geometric model) from measured times; optional what-if
     overrides of T_verify and α.
 
     ``case_stats`` (a case -> statistics function) defaults to ``summary.session_case_stats``."""
     s = summary
-    if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
+    t_decode, t_verify, t_draft = s.get("t_decode_ms"), s.get("t_verify_ms"), s.get("t_draft_ms")
+    if not t_decode or t_verify is None or t_draft is None:
         return None
     k = s["k"]
-    tv = s["t_verify_ms"] if t_verify_ms is None else t_verify_ms
+    tv = t_verify if t_verify_ms is None else t_verify_ms
     ps = [i / 100.0 for i in range(101)]
-    curve = stats.speedup_curve(s["t_decode_ms"], tv, s["t_draft_ms"], k, ps)
+    curve = stats.speedup_curve(t_decode, tv, t_draft, k, ps)
     measured_curve = (
-        stats.speedup_curve(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k, ps) if t_verify_ms is not None else None
+        stats.speedup_curve(t_decode, t_verify, t_draft, k, ps) if t_verify_ms is not None else None
     )
     block_curve = None
     bd = s.get("breakdown")
     if bd and bd["decode"].get("block_sum_ms"):
-        block_curve = stats.speedup_curve(bd["decode"]["block_sum_ms"], s["t_verify_ms"], s["t_draft_ms"], k, ps)
+        block_curve = stats.speedup_curve(bd["decode"]["block_sum_ms"], t_verify, t_draft, k, ps)
     # The curve is over the per-position acceptance α of the geometric model (E = 1 + α + … + α^k); every marker is
     # placed at the α whose E equals the measured E, with its interval from E's, so all lie on the curve's axis.
     def at(E, e_ci):
@@ -240,10 +242,10 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
 
     points = []
     alpha_run = None
-    if s.get("tokens_per_round") is not None and s.get("measured_speedup") is not None:
-        alpha_run, lo, hi = at(s["tokens_per_round"], s.get("tokens_per_round_ci95"))
-        points.append({"label": "all cases", "p": alpha_run, "p_lo": lo, "p_hi": hi,
-                       "speedup": s["measured_speedup"], "main": True})
+    tokens_per_round, measured = s.get("tokens_per_round"), s.get("measured_speedup")
+    if tokens_per_round is not None and measured is not None:
+        alpha_run, lo, hi = at(tokens_per_round, s.get("tokens_per_round_ci95"))
+        points.append({"label": "all cases", "p": alpha_run, "p_lo": lo, "p_hi": hi, "speedup": measured, "main": True})
     for c in session.cases:
         if c.get("discarded"):
             continue
@@ -254,7 +256,7 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
             points.append({"label": c["id"], "p": a, "p_lo": lo, "p_hi": hi, "speedup": cs["measured_speedup"], "main": False})
     what_if = None
     if p is not None:
-        what_if = {"p": p, "speedup": stats.speedup_curve(s["t_decode_ms"], tv, s["t_draft_ms"], k, [p])[0]}
+        what_if = {"p": p, "speedup": stats.speedup_curve(t_decode, tv, t_draft, k, [p])[0]}
     return {
         "k": k,
         "ps": ps,
@@ -263,24 +265,24 @@ def division_data(session, summary: dict, t_verify_ms: float | None = None, p: f
         "block_curve": block_curve,
         "points": points,
         "what_if": what_if,
-        "t_decode_ms": s["t_decode_ms"],
+        "t_decode_ms": t_decode,
         "t_verify_ms": tv,
-        "t_draft_ms": s["t_draft_ms"],
+        "t_draft_ms": t_draft,
         "alpha": alpha_run,
         # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
-        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k,
+        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(t_decode, t_verify, t_draft, k,
                                                                       [alpha_run])[0]}
                       if alpha_run is not None and s.get("predicted_speedup") is not None else None),
     }
 
 
-def all_chart_data(session, summary: dict | None = None) -> dict:
+def all_chart_data(session, summary: Summary | None = None) -> dict:
     summary = summarize(session) if summary is None else summary
     return _chart_data(summary, throughput_series(session), acceptance_series(session), tokens_per_round_hist(session),
                        breakdown_data(summary), division_data(session, summary), probe_series(session, summary))
 
 
-def _chart_data(summary: dict, throughput: dict, acceptance: dict, tpr: dict, breakdown, division, probe) -> dict:
+def _chart_data(summary: Summary, throughput: dict, acceptance: dict, tpr: dict, breakdown, division, probe) -> dict:
     return {
         "probe": probe,
         "summary": summary,
@@ -383,7 +385,7 @@ class LiveChartData:
             total = [a + b for a, b in zip(total, e[3])]
         return total
 
-    def chart_data(self, summary: dict | None = None) -> dict:
+    def chart_data(self, summary: Summary | None = None) -> dict:
         s = self.session
         summary = self.live.summary() if summary is None else summary
         cases, k = s.cases, s.k

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from specscope.profiler.session.records import Summary
+
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
 SESSION_CHARTS = {"verify_cost", "tune"}  # drawn from measurements the session holds beside the run (roofline, tune)
 
@@ -28,7 +30,7 @@ def _ensure_app():
     return app
 
 
-def chart_data(name: str, session, summary: dict | None = None):
+def chart_data(name: str, session, summary: Summary | None = None):
     """Exactly what the app draws for chart ``name`` (one assembly: ``data.all_chart_data``)."""
     from . import data
 
@@ -43,7 +45,7 @@ def chart_data(name: str, session, summary: dict | None = None):
     return data.all_chart_data(session, summary)[name]
 
 
-def build_chart(name: str, session, theme: dict | None = None, summary: dict | None = None):
+def build_chart(name: str, session, theme: dict | None = None, summary: Summary | None = None):
     """A chart widget filled from ``session`` (not shown)."""
     from . import CHARTS
     from .common import LIGHT

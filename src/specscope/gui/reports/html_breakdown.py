@@ -3,6 +3,7 @@ spread over reps; an estimate (barrier-free, inter-block) whose spread reaches z
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
 from specscope.profiler.analysis.formatting import fmt as f, pct
 from specscope.profiler.renderers.html_common import esc, table
@@ -27,7 +28,7 @@ def _cell(value, iv, estimate: bool = False) -> str:
     return text
 
 
-def breakdown_section(s: dict, figure_html: str) -> str:
+def breakdown_section(s: Summary, figure_html: str) -> str:
     bd = s.get("breakdown")
     parts = ['<h2 class="pagebreak">Where verify time goes</h2>']
     if not bd:

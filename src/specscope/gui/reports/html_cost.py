@@ -3,6 +3,7 @@ session holds them (``run --roofline``, the Verify cost and Tune pages)."""
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.formatting import fmt as f, pct
 from specscope.profiler.renderers.html_common import esc
@@ -11,7 +12,7 @@ from specscope.profiler.analysis.summary import BLOCK_LABELS
 from specscope.profiler.analysis.verdict import ledger_text
 
 
-def prediction_paragraph(session, s: dict) -> str:
+def prediction_paragraph(session, s: Summary) -> str:
     parts = ["<p><b>Prediction and ledger.</b> The predicted speedup is the division with T_verify(k+1) and T_draft(k) "
              "timed apart from the speculative rounds (separate forwards on a restored cache at each case's middle, "
              "drafts from a fresh drafter), T_decode from plain decoding, and only E from the run. "

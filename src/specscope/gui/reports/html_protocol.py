@@ -3,6 +3,7 @@ discarded cases, cooldown, the clock probe and its verdict, the machine's sensor
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import spread_text
@@ -74,7 +75,7 @@ def _sensor_rows(session, s) -> list:
     return rows
 
 
-def protocol_section(session, s: dict) -> str:
+def protocol_section(session, s: Summary) -> str:
     cfg = session.config
     reps = cfg.get("repeats", 1) or 1
     discarded = [c["id"] for c in session.cases if c.get("discarded")]

@@ -6,9 +6,12 @@ page fills in live. The table gives the same figures with the context's own pref
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.sweep import dominant_effect, draft_is_noise
+from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
 from ..command_process import model_args
@@ -112,7 +115,7 @@ class ContextView(MeasurementPage):
             from specscope.profiler.session.session import Session
             from specscope.profiler.analysis.sweep import sweep_figures
 
-            stored = {"points": sweep_figures(Session(data))}
+            stored = {"points": sweep_figures(Session(cast(SessionData, data)))}  # a loaded session's data
         if stored is not self._result and stored != self._result:
             self._show(stored)
 

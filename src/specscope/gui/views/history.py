@@ -86,7 +86,7 @@ def read_entry(path: str | os.PathLike) -> dict:
         measured_speedup=sm.get("measured_speedup"),
         p=sm.get("p"),
         acceptance=acceptance_phrase(sm),
-        last_error=(d.get("errors") or [None])[-1],
+        last_error=d["errors"][-1] if d.get("errors") else None,
     )
     return entry
 

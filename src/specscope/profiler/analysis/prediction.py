@@ -15,18 +15,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
 
 
-def for_session(session, summary: dict) -> dict:
+def for_session(session, summary: Summary) -> dict:
     """The prediction for a session (its stored roofline, its run's drafter) from its ``summarize``-d figures."""
     d = session.config.get("drafter")
     name = d.get("name") if isinstance(d, dict) else d
     return component_prediction(session.data.get("roofline"), summary, name)
 
 
-def component_prediction(roof: dict | None, summary: dict, drafter: str | None = None) -> dict:
+def component_prediction(roof: dict | None, summary: Summary, drafter: str | None = None) -> dict:
     """``{"available": False, "why": …}`` or the prediction with its inputs and its error against the measured
     speedup. A prediction needs a curve point at k+1 positions and a draft time for the run's drafter at k."""
     k, E = summary.get("k"), summary.get("tokens_per_round")

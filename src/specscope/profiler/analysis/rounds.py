@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Round
 
-def instrumented(r: dict) -> bool:
+
+def instrumented(r: Round) -> bool:
     """A round whose draft, verify and rollback were timed apart (older sessions have only these)."""
     return r.get("kind", "instrumented") == "instrumented"
 
@@ -14,7 +16,7 @@ def first_repeat(r: dict) -> bool:
     return not r.get("repeat")
 
 
-def counts_for_acceptance(r: dict) -> bool:
+def counts_for_acceptance(r: Round) -> bool:
     """A round acceptance counts: of the first repeat, and not of a paired run's ledger pass (which repeats the
     measured pass's drafts on the same case)."""
     return not r.get("repeat") and r.get("pass") != "ledger"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from specscope.profiler.session.records import Case, CaseStats, Round, Summary
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.rounds import counts_for_acceptance, first_repeat, instrumented
 from specscope.profiler.analysis.stats import tok_s
@@ -41,11 +42,11 @@ __all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregat
            "measured_cases", "session_case_stats", "summarize", "summary_cases", "tok_s"]
 
 
-def _rate(rounds: list[dict]) -> float | None:
+def _rate(rounds: list[Round]) -> float | None:
     return tok_s(sum(len(r["emitted"]) for r in rounds), math.fsum(r["ms"] for r in rounds))
 
 
-def case_stats(case: dict, k: int) -> dict:
+def case_stats(case: Case, k: int) -> CaseStats:
     plain, spec = case["plain"], case["spec"]
     plain_tok_s = stats.median(plain.get("repeats_tok_s") or []) or tok_s(len(plain["step_ms"]), math.fsum(plain["step_ms"]))
     e2e = [r for r in spec["rounds"] if not instrumented(r)]
@@ -61,12 +62,12 @@ def case_stats(case: dict, k: int) -> dict:
                        instr_tok_s)
 
 
-def session_case_stats(session, case: dict) -> dict:
+def session_case_stats(session, case: Case) -> CaseStats:
     """One case's statistics in a session (its k, and the session's sampling regime)."""
     return {**case_stats(case, session.k), "regime": session.regime}
 
 
-def summarize(session) -> dict:
+def summarize(session) -> Summary:
     k = session.k
     cases = summary_cases(session)
     per_case = [(c, case_stats(c, k)) for c in cases]
@@ -78,7 +79,7 @@ def summarize(session) -> dict:
     for cat in sorted({c["content_class"] for c in cases}):
         rs = [r for c in cases if c["content_class"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
         by_content_class[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
-    measured_rounds: list[dict] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
+    measured_rounds: list[Round] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     for c in cases:
         e2e = [r for r in c["spec"]["rounds"] if not instrumented(r)]
         measured_rounds += e2e or c["spec"]["rounds"]
@@ -91,7 +92,7 @@ def summarize(session) -> dict:
         t_draft=stats.mean(r["draft_ms"] for r in full_timed),
         t_rollback=stats.mean((r.get("rollback_ms") or 0.0) for r in full_timed),
         by_content_class=by_content_class,
-        bd=aggregate_breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
+        bd=aggregate_breakdown([b for c in cases if (b := c["breakdown"])]),
         noise={"hist": Counter(counted), "round_ms": [round_time(r) for r in full_timed],
                "rate_tokens": sum(len(r["emitted"]) for r in measured_rounds), "rate_ms": [r["ms"] for r in measured_rounds]},
     )

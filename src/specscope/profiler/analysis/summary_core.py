@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specscope.profiler.session.records import Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
@@ -37,7 +38,7 @@ WITHIN_NOISE: dict[str | None, bool] = {"within_noise": True, "off": False}  # t
 
 # -- divergence verdicts ------------------------------------------------------------------
 
-def case_result(case: dict, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> dict:
+def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> CaseStats:
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     ledger = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
@@ -81,19 +82,20 @@ def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
     return tok_s(toks, ms)
 
 
-def measured_cases(session) -> list[dict]:
+def measured_cases(session) -> list[Case]:
     """The cases with at least one plain step or speculative round."""
     return [c for c in session.cases if c["plain"]["step_ms"] or c["spec"]["rounds"]]
 
 
-def summary_cases(session) -> list[dict]:
+def summary_cases(session) -> list[Case]:
     """The measured cases the summary counts: all but those marked discarded (--discard-first)."""
     return [c for c in measured_cases(session) if not c.get("discarded")]
 
 
-def round_time(r: dict):
+def round_time(r: Round) -> float | None:
     """T_verify + T_draft of one instrumented round (what the division divides by)."""
-    return r["verify_ms"] + r["draft_ms"] if r.get("verify_ms") is not None and r.get("draft_ms") is not None else None
+    verify, draft = r.get("verify_ms"), r.get("draft_ms")
+    return verify + draft if verify is not None and draft is not None else None
 
 
 def _repeat_rates(per_case, spec_emitted) -> dict:
@@ -114,7 +116,7 @@ def _nth(xs, r: int):
     return xs[r] if xs and len(xs) > r else None
 
 
-def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise) -> dict:
+def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise) -> Summary:
     """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
@@ -246,7 +248,7 @@ def energy(session, case_ids: set) -> dict | None:
     return out
 
 
-def aggregate_breakdown(bds: list[dict]) -> dict | None:
+def aggregate_breakdown(bds: list[Breakdown]) -> dict | None:
     """Median over cases of each breakdown figure, and of each end of its spread over reps."""
     if not bds:
         return None
@@ -255,7 +257,7 @@ def aggregate_breakdown(bds: list[dict]) -> dict | None:
         rows = [b[side] for b in bds if side in b]
         if not rows:
             return None
-        agg = {
+        agg: dict[str, Any] = {
             "positions": rows[0]["positions"],
             "whole_ms": stats.median(r["whole_ms"] for r in rows),
             "instrumented_ms": stats.median(r["instrumented_ms"] for r in rows),
@@ -300,7 +302,7 @@ def _communication_share(agg: dict) -> dict:
     }
 
 
-def _aggregate_per_rank(rows: list[dict]) -> dict | None:
+def _aggregate_per_rank(rows: list[PhaseBreakdown]) -> dict | None:
     """Each rank's figures, median over cases (rank by rank): whole graph, barrier-timed blocks (communication
     among them) and barrier-free estimates, communication split into waiting for the slowest rank and transfer,
     and compute = whole graph − communication. None unless every case has figures for the same ranks.
@@ -339,7 +341,7 @@ def _at(xs, i: int):
     return xs[i] if isinstance(xs, list) and i < len(xs) else None
 
 
-def _aggregate_spread(rows: list[dict], agg: dict) -> dict:
+def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> dict:
     """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
     to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
 

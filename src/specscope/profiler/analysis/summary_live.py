@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from specscope.profiler.session.records import Breakdown, Case, CaseStats, Summary
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
@@ -82,14 +83,14 @@ class _CaseFold:
     not shrunk; a new list (a phase restarted: ``Session.apply`` replaces it) is folded from the start.
     """
 
-    def __init__(self, case: dict, k: int):
+    def __init__(self, case: Case, k: int):
         self.case, self.k = case, k
         self.version = 0
         self._steps: list | None = None
         self._rounds: list | None = None
         self._reset_plain(None)
         self._reset_spec(None)
-        self._stats: dict | None = None
+        self._stats: CaseStats | None = None
         self._stats_objs: tuple = ()
         self._stats_key: tuple = ()
 
@@ -151,7 +152,7 @@ class _CaseFold:
             return self.kind_emitted["end_to_end"], self.kind_ms_list["end_to_end"]
         return self.emitted, self.kind_ms_list["instrumented"]
 
-    def stats(self) -> dict:
+    def stats(self) -> CaseStats:
         """``case_stats(case, k)``, recomputed only when something it reads has changed."""
         c = self.case
         plain, spec = c["plain"], c["spec"]
@@ -169,9 +170,9 @@ class _CaseFold:
             fallback, instr = tok_s(self.emitted, self.spec_ms.value()), None
         spec_tok_s = stats.median(objs[1] or []) or fallback
         acc = stats.acceptance_from_histogram(self.hist, self.k)
-        self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
+        stats_now = self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
         self._stats_objs, self._stats_key = objs, key
-        return self._stats
+        return stats_now
 
 
 class LiveSummary:
@@ -189,7 +190,7 @@ class LiveSummary:
         self._bd_src: list = []
         self._bd: dict | None = None
 
-    def _fold(self, case: dict) -> _CaseFold:
+    def _fold(self, case: Case) -> _CaseFold:
         k = self.session.k
         if k != self._k:
             self._folds.clear()
@@ -200,11 +201,11 @@ class LiveSummary:
         f.update()
         return f
 
-    def case_stats(self, case: dict) -> dict:
+    def case_stats(self, case: Case) -> CaseStats:
         """``summary.session_case_stats(session, case)``."""
         return {**self._fold(case).stats(), "regime": self.session.regime}
 
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         """``summarize(session)``."""
         session = self.session
         k = session.k
@@ -228,13 +229,13 @@ class LiveSummary:
             t_draft=ExactSum.mean_of([f.draft for f in folds]),
             t_rollback=ExactSum.mean_of([f.rollback for f in folds]),
             by_content_class=by_content_class,
-            bd=self._breakdown([c["breakdown"] for c in cases if c.get("breakdown")]),
+            bd=self._breakdown([b for c in cases if (b := c["breakdown"])]),
             noise={"hist": hist, "round_ms": [x for f in folds for x in f.round_ms],
                    "rate_tokens": sum(f.measured_rounds()[0] for f in folds),
                    "rate_ms": [x for f in folds for x in f.measured_rounds()[1]]},
         )
 
-    def _breakdown(self, bds: list[dict]) -> dict | None:
+    def _breakdown(self, bds: list[Breakdown]) -> dict | None:
         """The median aggregate, recomputed only when a breakdown arrives (or the set of cases changes)."""
         if len(bds) != len(self._bd_src) or any(a is not b for a, b in zip(bds, self._bd_src)):
             self._bd_src, self._bd = bds, aggregate_breakdown(bds)

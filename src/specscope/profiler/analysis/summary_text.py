@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import fmt, rate
 from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
@@ -44,7 +45,7 @@ def _cell(value, iv, estimate: bool = False, width: int = 22) -> str:
     return f"{text:>{width}}"
 
 
-def protocol_lines(session: Session, s: dict) -> list[str]:
+def protocol_lines(session: Session, s: Summary) -> list[str]:
     """How the run guarded against drift: order, repeats, discards, cooldown, the probe, the sensors."""
     cfg = session.config
     env = session.data.get("environment", {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specscope.profiler.session.records import Summary
 from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 
@@ -10,12 +11,13 @@ def _pct(x: float) -> str:
     return f"{abs(x) * 100:.0f}%"
 
 
-def acceptance_phrase(s: dict) -> str:
+def acceptance_phrase(s: Summary) -> str:
     """An acceptance number never travels without its regime and sample size."""
-    if s.get("p") is None:
+    p, ci = s.get("p"), s.get("p_ci95")
+    if p is None or ci is None:
         return "acceptance: no rounds measured"
-    lo, hi = s["p_ci95"]
-    text = f"acceptance {s['p'] * 100:.1f}% (95% CI {lo * 100:.1f}–{hi * 100:.1f}%, {s['regime']}, {s['drafted']} drafted tokens)"
+    lo, hi = ci
+    text = f"acceptance {p * 100:.1f}% (95% CI {lo * 100:.1f}–{hi * 100:.1f}%, {s['regime']}, {s['drafted']} drafted tokens)"
     if s.get("low_sample"):
         text += f" — fewer than {LOW_SAMPLE_DRAFTED} drafted tokens: treat as noise"
     if s.get("what_if"):
@@ -33,14 +35,14 @@ def _more(items: list[dict]) -> str:
     return f" — and {len(rest)} more case{'s' if len(rest) != 1 else ''} ({', '.join(rest[:5])}{', …' if len(rest) > 5 else ''})"
 
 
-def engine_fault_line(s: dict) -> str | None:
+def engine_fault_line(s: Summary) -> str | None:
     faults = s.get("engine_faults") or []
     if not faults:
         return None
     return divergence_message(faults[0]["case"], faults[0]) + _more(faults)
 
 
-def divergence_note(s: dict) -> str | None:
+def divergence_note(s: Summary) -> str | None:
     """Greedy runs: what the divergences from plain decoding were, or None when there were none."""
     if s.get("regime", "greedy") != "greedy":
         return None
@@ -58,7 +60,7 @@ def divergence_note(s: dict) -> str | None:
     return None
 
 
-def verdict(s: dict) -> str:
+def verdict(s: Summary) -> str:
     """The headline: the speed verdict, led by an engine fault when greedy output left plain decoding."""
     text = _speed_verdict(s)
     faults = s.get("engine_faults") or []
@@ -79,7 +81,7 @@ def break_even_phrase(multiple: float) -> str:
     return f"break-even needs ≤ {multiple:.2f}× T_decode"
 
 
-def break_even_text(s: dict) -> str:
+def break_even_text(s: Summary) -> str:
     """"T_verify ≤ 82.15 ms (≤ 1.29 × T_decode)", or that no verify can break even (never a negative time)."""
     ms, mult = s.get("break_even_verify_ms"), s.get("break_even_multiple")
     if ms is None or mult is None:
@@ -89,19 +91,20 @@ def break_even_text(s: dict) -> str:
     return f"T_verify ≤ {ms:.2f} ms (≤ {mult:.2f} × T_decode)"
 
 
-def _speed_verdict(s: dict) -> str:
+def _speed_verdict(s: Summary) -> str:
     m = s.get("measured_speedup")
     if m is None:
         return "No verdict yet: plain and speculative runs are still being measured."
     k = s["k"]
     head = f"Speculation {'wins' if m >= 1 else 'loses'} {_pct(m - 1)}"
     parts = []
-    if s.get("verify_multiple") is not None:
-        parts.append(f"verifying {k + 1} positions costs {s['verify_multiple']:.2f} plain steps")
-    if s.get("break_even_multiple") is not None:
-        parts.append(break_even_phrase(s["break_even_multiple"]))
+    verify_multiple, break_even = s.get("verify_multiple"), s.get("break_even_multiple")
+    if verify_multiple is not None:
+        parts.append(f"verifying {k + 1} positions costs {verify_multiple:.2f} plain steps")
+    if break_even is not None:
+        parts.append(break_even_phrase(break_even))
     text = head + (": " + "; ".join(parts) if parts else "") + "."
-    if k == 1 and s.get("verify_multiple") is not None and s["verify_multiple"] >= 2:
+    if k == 1 and verify_multiple is not None and verify_multiple >= 2:
         text += " Verify costs two plain steps or more, so no drafter can win at k=1: only a cheaper verify can."
     pred = prediction_phrase(s)
     if pred:
@@ -115,7 +118,7 @@ def _signed_pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
-def prediction_error_text(s: dict) -> str | None:
+def prediction_error_text(s: Summary) -> str | None:
     """The prediction error with its interval: "+2.1% (−3.0…+7.4%)"; None when not measured."""
     err = s.get("prediction_error")
     if err is None:
@@ -127,7 +130,7 @@ def prediction_error_text(s: dict) -> str | None:
     return f"{_signed_pct(err)} ({_signed_pct(iv[0])}…{hi})"
 
 
-def prediction_phrase(s: dict) -> str | None:
+def prediction_phrase(s: Summary) -> str | None:
     """The verdict on the prediction (components timed apart) against the measurement: within noise, off, or too
     little data to judge (with what would fix it). None before anything is measured."""
     v = s.get("prediction_verdict") or {}
@@ -142,7 +145,7 @@ def prediction_phrase(s: dict) -> str | None:
     return "the prediction is " + v["text"]
 
 
-def prediction_short(s: dict) -> str:
+def prediction_short(s: Summary) -> str:
     """A tile-sized verdict: "within noise (±2.1%)", "off by +8.0%", "too little data (±12%)", or "—"."""
     v = s.get("prediction_verdict") or {}
     state, half = v.get("state"), v.get("half_width")
@@ -158,7 +161,7 @@ def prediction_short(s: dict) -> str:
     return "—"
 
 
-def ledger_text(s: dict) -> str | None:
+def ledger_text(s: Summary) -> str | None:
     """The same-round accounting, said as what it is: a consistency check, not a forecast."""
     if s.get("ledger_speedup") is None:
         return None
@@ -168,7 +171,7 @@ def ledger_text(s: dict) -> str | None:
             "(the run's own instrumented rounds: a consistency check, not a forecast)")
 
 
-def rollback_term_text(s: dict) -> str | None:
+def rollback_term_text(s: Summary) -> str | None:
     """Rollback, timed apart, as its own term beside the division (never folded in silently)."""
     rb, share = s.get("t_rollback_ms"), s.get("rollback_share")
     if rb is None or share is None or s.get("division_inputs") != "components":
@@ -184,7 +187,7 @@ def rollback_term_text(s: dict) -> str | None:
 ROLLBACK_MATERIAL = 0.01  # a rollback term of 1% of the round or more gets its own prediction figure beside the division
 
 
-def audit_answers(s: dict) -> list[tuple[str, str]]:
+def audit_answers(s: Summary) -> list[tuple[str, str]]:
     """The three questions to ask of any speculative-decoding benchmark, answered for this run."""
     k = s["k"]
     q1 = (
@@ -210,7 +213,7 @@ def audit_answers(s: dict) -> list[tuple[str, str]]:
     ]
 
 
-def instrumentation_cost_text(s: dict) -> str | None:
+def instrumentation_cost_text(s: Summary) -> str | None:
     """What timing draft, verify and rollback apart costs, as a percentage; None when the run has no
     end-to-end rounds. A negative figure (end-to-end rounds not faster) is noise, said as such, never a cost."""
     cost = s.get("instrumentation_cost")

@@ -7,6 +7,10 @@ engine fault fails the session), and the summary and verdict read them.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the records import nothing back; this keeps the rule free of the session's shapes at run time
+    from specscope.profiler.session.records import Case, Divergence
 
 ENGINE_FAULT = "engine_fault"
 ROUNDING = "rounding"
@@ -33,7 +37,7 @@ def divergence_message(case_id: str, d: dict) -> str:
     return f"speculative output diverged from plain decoding at {where} at a near-tie (kernel rounding: {detail})"
 
 
-def divergence_verdict(d: dict) -> str:
+def divergence_verdict(d: Divergence) -> str:
     """Recomputed from the measured leads and tolerance (the rule of engine_adapter.divergence.classify):
     a near-tie only if every measured lead of the plain token over the speculative one is within the
     tolerance; no measured margin, or no tolerance, is never rounding."""
@@ -44,7 +48,7 @@ def divergence_verdict(d: dict) -> str:
     return ROUNDING if all(math.isfinite(x) and abs(x) <= tol for x in leads) else ENGINE_FAULT
 
 
-def case_divergence(case: dict) -> dict | None:
+def case_divergence(case: Case) -> dict | None:
     """The case's divergence record with its verdict recomputed, or None (outputs equal, or not checked)."""
     d = case.get("divergence")
     if not isinstance(d, dict):

@@ -16,8 +16,12 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
+from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, ROUND_FIELDS, Case, ContextFacts,
+                                                Divergence, PlainSide, ProbeReading, Round, SessionData,
+                                                SpecSide, Sweep, SweepPoint)
 
 SCHEMA = "specscope.session"
 SCHEMA_VERSION = 2
@@ -46,23 +50,13 @@ SCHEMA_HISTORY = {1: "first and second wave",
 # the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
 SWEEP_ROUTED = ("case_started", "prefill", "step", "round", "repeat_done", "breakdown", "components", "trace",
                 "divergence", "case_done", "probe", "memory")
-CONTEXT_FACTS = ("context", "kind", "file", "tokens", "prefill_ms", "prefill_tok_s", "draft_prefill_ms", "kv_bytes",
-                 "draft_kv_bytes")
 
 
 class SessionError(ValueError):
     """A session file that cannot be used, with a message that says why."""
 
 
-# What a ``divergence`` event carries (engine_adapter.divergence.divergence_event); kept on its case.
-DIVERGENCE_FIELDS = (
-    "position", "plain_token", "spec_token", "plain_margin", "verify_margin", "plain_lead", "verify_lead",
-    "plain_top", "verify_top", "plain_logits", "verify_logits", "verify_row", "verify_width", "dtype",
-    "tolerance", "verdict", "reason",
-)
-
-
-def _new_case(info: dict) -> dict:
+def _new_case(info: dict) -> Case:
     return {
         "id": info["id"],
         "content_class": info.get("content_class", info.get("category", "")),
@@ -79,8 +73,8 @@ def _new_case(info: dict) -> dict:
 
 
 class Session:
-    def __init__(self, data: dict | None = None):
-        self.data = data or {
+    def __init__(self, data: SessionData | None = None):
+        self.data: SessionData = data or {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
             "status": "empty",  # empty | running | complete | incomplete | failed
@@ -96,17 +90,18 @@ class Session:
         self._visit: "Session | None" = None   # the point being visited (its events are folded there)
 
     # -- a sweep's points ----------------------------------------------------
-    def _point(self, n: int) -> dict:
+    def _point(self, n: int) -> SweepPoint:
         sw = self.data["sweep"]
-        for p in sw["points"]:
+        for p in sw.get("points", []):
             if p["context"] == n:
                 return p
-        p = {"context": n, "prefill": None, "visits": 0, "reuses": 0, "complete": False,
-             "session": {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "status": "running",
-                         "config": {**self.data.get("config", {}), "context": n}, "environment": self.data.get("environment", {}),
-                         "model": self.data.get("model", {}), "cases": [], "errors": []}}
-        sw["points"].append(p)
-        return p
+        point: SweepPoint = {
+            "context": n, "prefill": None, "visits": 0, "reuses": 0, "complete": False,
+            "session": {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "status": "running",
+                        "config": {**self.data.get("config", {}), "context": n}, "environment": self.data.get("environment", {}),
+                        "model": self.data.get("model", {}), "cases": [], "errors": []}}
+        sw.setdefault("points", []).append(point)
+        return point
 
     def point_session(self, n: int) -> "Session":
         if n not in self._subs:
@@ -116,13 +111,13 @@ class Session:
     def _apply_sweep(self, kind: str | None, ev: dict) -> bool:
         """A sweep's own events, and the events of a visit routed to its point; True when handled."""
         if kind == "sweep_started":
-            self.data["sweep"] = {k: ev.get(k) for k in ("contexts", "order", "passes", "kind", "file")}
-            self.data["sweep"]["points"] = []
+            self.data["sweep"] = Sweep(contexts=ev.get("contexts") or [], order=ev.get("order") or [],
+                                       passes=ev.get("passes") or 1, kind=ev.get("kind"), file=ev.get("file"), points=[])
             for n in ev.get("contexts") or []:
                 self._point(n)
             return True
         if kind == "context":
-            facts = {k: ev.get(k) for k in CONTEXT_FACTS}
+            facts = cast(ContextFacts, {k: ev.get(k) for k in CONTEXT_FACTS})  # the fields are the record's
             if "sweep" in self.data:
                 p = self._point(ev.get("context", 0))
                 if ev.get("reused"):
@@ -183,20 +178,21 @@ class Session:
                 # where each repeat starts is written down; tokens are the latest repeat's output.
                 r = int(ev.get("repeat") or 0)
                 self._repeat[(c["id"], side)] = r
-                items = c[side]["step_ms" if side == "plain" else "rounds"]
-                c[side].update(tokens=[], prefill_ms=None)
-                c[side].setdefault("repeat_starts", []).append([r, len(items)])
+                record = side_of(c, side)
+                items = len(c["plain"]["step_ms"]) if side == "plain" else len(c["spec"]["rounds"])
+                record["tokens"], record["prefill_ms"] = [], None
+                record.setdefault("repeat_starts", []).append([r, items])
         elif kind == "prefill":
-            side = self._index[ev["case"]][ev["mode"]]
-            side["prefill_ms"] = ev["ms"]
-            side["tokens"] = [ev["token"]]
+            record = side_of(self._index[ev["case"]], ev["mode"])
+            record["prefill_ms"] = ev["ms"]
+            record["tokens"] = [ev["token"]]
         elif kind == "step":
             side = self._index[ev["case"]]["plain"]
             side["tokens"].append(ev["token"])
             side["step_ms"].append(ev["ms"])
         elif kind == "round":
             side = self._index[ev["case"]]["spec"]
-            rnd = {k: ev[k] for k in ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")}
+            rnd = cast(Round, {k: ev[k] for k in ROUND_FIELDS})
             if "kind" in ev:  # absent in sessions from before end-to-end rounds: those are all instrumented
                 rnd["kind"] = ev["kind"]
             if ev.get("pass"):  # a paired run: "measured" (end-to-end) or "ledger" (instrumented) pass
@@ -209,25 +205,26 @@ class Session:
                 side["tokens"].extend(ev["emitted"])
         elif kind == "repeat_done":
             c = self._index[ev["case"]]
-            c[ev["mode"]]["repeats_tok_s"].append(ev["tok_s"])
-            if ev.get("instrumented_tok_s") is not None:
-                c[ev["mode"]].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
+            side_of(c, ev["mode"])["repeats_tok_s"].append(ev["tok_s"])
+            if ev.get("instrumented_tok_s") is not None and ev["mode"] == "spec":
+                c["spec"].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
         elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.acceptance_trace), kept whole
-            c = self._index.get(ev.get("case"))
-            if c is None:
+            traced = self._index.get(ev.get("case", ""))
+            if traced is None:
                 self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             else:
-                c["trace"] = ev.get("trace")
+                traced["trace"] = ev.get("trace")
         elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.components)
             self._index[ev["case"]]["components"] = ev["components"]
         elif kind == "divergence":
             # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
             # is an engine fault, and an engine fault fails the session, loudly.
-            c = self._index.get(ev.get("case"))
-            if c is not None:
-                c["divergence"] = {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev}
+            diverged = self._index.get(ev.get("case", ""))
+            if diverged is not None:
+                c = diverged
+                c["divergence"] = cast(Divergence, {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev})
                 d = case_divergence(c)
                 assert d is not None  # the case has its divergence record now
                 if d["verdict"] == ENGINE_FAULT:
@@ -251,7 +248,7 @@ class Session:
             self.data["status"] = "failed"
         elif kind == "probe":
             self.data.setdefault("probe", []).append(
-                {k: ev[k] for k in ("case", "repeat", "when", "ms", "reps_ms", "t") if k in ev})
+                cast(ProbeReading, {k: ev[k] for k in ProbeReading.__annotations__ if k in ev}))
         elif kind == "cooldown":
             self.data.setdefault("cooldowns", []).append(
                 {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
@@ -269,7 +266,7 @@ class Session:
 
     # -- accessors -----------------------------------------------------------
     @property
-    def cases(self) -> list[dict]:
+    def cases(self) -> list[Case]:
         return self.data["cases"]
 
     @property
@@ -293,7 +290,7 @@ class Session:
         return bool(self.config.get("drafter", {}).get("what_if"))
 
     # -- (de)serialisation -----------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SessionData:
         """The data (a copy); ``session_file.session_dict`` adds the derived figures."""
         return copy.deepcopy(self.data)
 
@@ -313,7 +310,7 @@ class Session:
     def from_dict(cls, d: dict) -> "Session":
         validate(d)
         d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
-        return cls(migrate_names(d))
+        return cls(cast(SessionData, migrate_names(d)))  # validated above
 
     def save(self, path: str | os.PathLike, figures: dict | None = None, compact: bool = False) -> None:
         atomic_write(path, self.to_json(figures, compact=compact))
@@ -335,6 +332,15 @@ class Session:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Session) and self.data == other.data
+
+
+def side_of(case: Case, mode: str) -> PlainSide | SpecSide:
+    """A case's plain or speculative side, by the name an event gives it ("plain" or "spec")."""
+    if mode == "plain":
+        return case["plain"]
+    if mode == "spec":
+        return case["spec"]
+    raise KeyError(mode)
 
 
 def _rename(items, old: str, new: str) -> None:
