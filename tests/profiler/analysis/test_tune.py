@@ -13,8 +13,8 @@ import pytest
 from specscope.errors import SpecscopeError
 from specscope.profiler.cli.main import main
 from specscope.profiler.cli.tune import bench_tune
-from specscope.profiler.analysis.tune import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, MAX_REPS, confirm_set, draft_ms_at, per_position, predict, recommendation,
-                                     run_tune)
+from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation, run_tune
+from specscope.profiler.analysis.tune_predict import GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, draft_ms_at, per_position, predict
 
 ROW_KEYS = {"drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup", "prediction_error"}
 T_DECODE = 10.0

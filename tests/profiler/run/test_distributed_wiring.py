@@ -11,7 +11,8 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis import stats
-from specscope.profiler.cli.main import build_parser, config_from_args
+from specscope.profiler.cli.main import build_parser
+from specscope.profiler.cli.run_args import config_from_args
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.config import DistSpec
 from specscope.profiler.session.session import Session

@@ -1,0 +1,165 @@
+"""``specscope tune``'s prediction (step 4 of ``profiler.analysis.tune``): for every k ≤ K,
+
+E(k) = the trace walked at k (the rounds a greedy run at k makes, exactly: no assumption that acceptance at depth i is
+the same whatever k), predicted speedup = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) +
+T_bookkeeping) (see ``predict``; ``division_speedup`` is the bare division without the last two), with a 95% interval
+by bootstrap over the walked rounds (acceptance, rollback), verify repeats, draft rounds and plain steps (timing
+spread). A seam with no ``trace`` falls back to E(k) from the K_max rounds, and the result says so (the assumptions
+below).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.analysis import stats, trace_walk
+
+GREEDY_ASSUMPTION = (
+    "Drafts are chained: from a given prefix a drafter proposes the same tokens whatever k is. Under greedy decoding "
+    "the acceptance trace A(s) (how many of the drafter's next K_max proposals from each position of the target's "
+    "own output agree with it) therefore determines the rounds of a run at every k <= K_max: E(k) is the trace "
+    "walked at k, exactly, with no assumption that acceptance at depth i is the same in every round.")
+K_MAX_ASSUMPTION = (
+    "No acceptance trace: E(k) from the K_max rounds' a_1..a_K assumes acceptance at depth i does not depend on k, "
+    "which holds for i.i.d. acceptance only (bursty acceptance makes the K_max rounds a length-biased sample).")
+TEMPERATURE_ASSUMPTION = (
+    "Under temperature sampling acceptance is random per draft: the trace holds seeded accept/reject draws at every "
+    "position along one sampled output, and E(k) walked on them is an estimate (rounds under sampling need not "
+    "follow that output).")
+
+
+# -- prediction ----------------------------------------------------------------------------------------------------
+
+def per_position(accepted: list[int], k_max: int) -> list[float]:
+    a = np.asarray(accepted)
+    return [float(np.mean(a >= i)) if a.size else 0.0 for i in range(1, k_max + 1)]
+
+
+def draft_ms_at(k: int, t1: float, tk: float, k_max: int) -> float:
+    """T_draft(k) on the line through T_draft(1) and T_draft(K_max)."""
+    return t1 if k_max <= 1 else t1 + (tk - t1) * (k - 1) / (k_max - 1)
+
+
+def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[dict[int, float], float, float]:
+    """Rollback time by accepted count, from the K_max run's rounds (a partial round reruns or trims what it
+    accepted, so its cost depends on that count, not on k), the mean partial rollback, and a full round's."""
+    partial = acc < k_max
+    by = {int(a): float(rb[acc == a].mean()) for a in np.unique(acc[partial])}
+    mean_partial = float(rb[partial].mean()) if partial.any() else 0.0
+    full = rb[~partial]
+    return by, mean_partial, (float(full.mean()) if full.size else float(rb.min()))
+
+
+def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
+            plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
+            draft_by_k: dict[int, list[float]] | None = None) -> list[dict]:
+    """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
+
+    ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
+    ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
+    ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
+    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
+    adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
+    timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max.
+
+        predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
+
+    E(k): with traces, walked at k (exact under greedy decoding: the rounds a run at k makes, no independence
+    assumption); without, 1 + mean(min(accepted, k)) over the K_max rounds (biased when acceptance is bursty:
+    those rounds are a length-biased sample of positions). T_rollback(k): per round at k, the K_max run's
+    rollback at the same accepted count when it is short of k, a full round's otherwise; T_bookkeeping: the
+    rest of a K_max round (drafter update, records). All of it is measured apart from the runs the prediction
+    is held against."""
+    if not rounds:
+        raise SpecscopeError("no full speculative rounds at K_max to measure acceptance from (raise --max-tokens)")
+    acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
+    dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
+    rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
+    book = np.maximum(0.0, np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
+                                       for r in rounds], dtype=float))
+    d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
+    steps = np.asarray(plain_steps, dtype=float)
+    rb_by, rb_partial, rb_full = _rollback_by_accepted(acc, rb, k_max)
+    rng = np.random.default_rng(seed)
+
+    def boot(x, stat):
+        idx = rng.integers(0, len(x), size=(resamples, len(x)))
+        return stat(x[idx], axis=1)
+
+    def rollback_of(a: np.ndarray, k: int) -> np.ndarray:
+        part = np.vectorize(lambda x: rb_by.get(int(x), rb_partial), otypes=[float])(a) if a.size else a
+        return np.where(a < k, part, rb_full)
+
+    b_steps = boot(steps, np.mean)
+    b_d1 = boot(d1, np.mean)
+    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # K_max rounds resampled whole
+    b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
+    t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
+    rows = []
+    for k in range(1, k_max + 1):
+        if traces:  # the rounds a run at k makes, walked on the traces
+            at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
+        else:
+            at_k = np.minimum(acc, k)
+        v = np.asarray(verify[k + 1], dtype=float)
+        t_v = float(np.median(v))
+        by_prev = _by_prior_accepted((draft_by_k or {}).get(k), k)
+        in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
+        # per accepted count of the round before (the drafter's catch-up), the median of paired differences (round
+        # less the verify before it: a stall in either half of one pair moves a mean of a few dozen pairs by more
+        # than the draft costs at k = 1), weighted by how often a run at k accepts that many, as rollback is
+        w_prev = _weights(at_k, by_prev)
+        t_d = (sum(w * float(np.median(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+               else draft_ms_at(k, t1, tk, k_max))
+        rb_k = rollback_of(at_k, k)
+        t_rb = float(rb_k.mean())
+        E = 1.0 + float(at_k.mean())
+        d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
+        frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
+        j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
+        b_E = 1.0 + at_k[j].mean(axis=1)
+        b_d = (sum(w * boot(by_prev[a], np.median) for a, w in w_prev.items()) if in_round.size
+               else b_d1 + (b_dk - b_d1) * frac)
+        b_s = b_E * b_steps / (boot(v, np.median) + b_d + rb_k[j].mean(axis=1) + b_book)
+        rows.append({
+            "k": k,
+            "predicted_speedup": d.predicted_speedup,
+            "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
+            "division_speedup": stats.divide(t_dec, t_v, t_d, E).predicted_speedup,
+            "tokens_per_round": E,
+            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
+            "t_decode_ms": t_dec,
+            "t_verify_ms": t_v,
+            "t_draft_ms": t_d,
+            "t_draft_source": "in_round" if in_round.size else "line",
+            "t_rollback_ms": t_rb,
+            "t_bookkeeping_ms": t_book,
+            "verify_multiple": t_v / t_dec,
+            "break_even_verify_ms": E * t_dec - t_d - t_rb - t_book,
+        })
+    return rows
+
+
+def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:
+    """A drafter's in-round draft times at k (``components``: pair i follows an earlier round that accepted i mod
+    (k+1)) by that accepted count; a plain list, or a dict already keyed by it."""
+    if not samples:
+        return {}
+    if isinstance(samples, dict):
+        return {int(a): np.asarray(xs, dtype=float) for a, xs in samples.items() if len(xs)}
+    out: dict[int, list[float]] = {}
+    for i, x in enumerate(samples):
+        out.setdefault(i % (k + 1), []).append(x)
+    return {a: np.asarray(xs, dtype=float) for a, xs in out.items()}
+
+
+def _weights(accepted: np.ndarray, by_prev: dict[int, np.ndarray]) -> dict[int, float]:
+    """How often a run accepts each count (the walked rounds), over the counts that were timed."""
+    if not by_prev:
+        return {}
+    counts = {a: float(np.sum(accepted == a)) for a in by_prev}
+    total = sum(counts.values())
+    return {a: c / total for a, c in counts.items()} if total else {a: 1.0 / len(by_prev) for a in by_prev}

@@ -1,0 +1,84 @@
+"""Commands about a model checkpoint: ``demo-model`` (write one), ``inspect`` (describe one) and ``check`` (can
+specscope profile it correctly?)."""
+
+from __future__ import annotations
+
+import json
+
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.cli.common import resolve_model_args
+
+
+def cmd_demo_model(a) -> int:
+    from specscope.engine_adapter.model.demo_model import build_demo_model
+
+    if a.shape or a.layers is not None:
+        return _cmd_real_shape(a)
+    kind = "dense" if a.dense else ("draft" if a.draft else "hybrid")
+    if a.random or kind == "dense":  # no trained dense model: --dense is always random
+        path = build_demo_model(a.path, kind=kind, seed=a.seed)
+    else:
+        from specscope.engine_adapter.model.demo_model import copy_trained_demo
+
+        path = copy_trained_demo(a.path, kind)
+    print(f"wrote {kind} demo model to {path}")
+    return 0
+
+
+def _cmd_real_shape(a) -> int:
+    if not a.shape:
+        raise SpecscopeError("--layers needs --shape (e.g. --shape qwen3.5-35b-a3b --layers 4)")
+    if a.dense or a.draft:
+        raise SpecscopeError("--shape writes the released model's own layout; it does not combine with --dense or --draft")
+    from specscope.engine_adapter.model.real_shape import FULL_LAYERS, SHAPES, build_real_shape_model, text_config
+
+    from specscope.profiler.cli.progress import progress_bar, progress_wanted
+
+    layers = a.layers if a.layers is not None else 4
+    if a.shape not in SHAPES:
+        raise SpecscopeError(f"unknown --shape {a.shape!r}; known: {', '.join(SHAPES)}")
+    text_config(a.shape, layers)  # refuses a bad --layers before anything is written
+    with progress_bar("writing", total=layers + 3, unit="part", enabled=progress_wanted(a)) as bar:
+        def step(done, total, what):
+            bar.update_to(done, what)
+        path = build_real_shape_model(a.path, shape=a.shape, layers=layers, seed=a.seed, progress=step)
+    print(f"wrote {a.shape} at its released dimensions, {layers} of {FULL_LAYERS[a.shape]} layers, "
+          f"random 4-bit weights, to {path}")
+    return 0
+
+
+def cmd_inspect(a) -> int:
+    if not a.path and not a.demo:
+        raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
+    resolve_model_args(a)  # before the engine is imported: it switches the hub libraries offline
+    from specscope.engine_adapter.model.demo_model import default_demo_path
+    from specscope.engine_adapter.model.inspect_model import describe_path, format_description
+    d = describe_path(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
+    print(json.dumps(d, indent=1) if a.json else format_description(d))
+    return 0
+
+
+def cmd_check(a) -> int:
+    if not a.path and not a.demo:
+        raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
+    resolve_model_args(a)
+    from specscope.engine_adapter.measure.doctor import REFUSED, format_report, full_report
+    from specscope.engine_adapter.model.demo_model import default_demo_path
+    from specscope.engine_adapter.model.loader import load_model
+
+    from specscope.profiler.cli.progress import progress_bar, progress_wanted
+
+    ks = tuple(range(1, a.max_k + 1))
+    with progress_bar("check", total=sum(k + 1 for k in ks), unit="checks", enabled=progress_wanted(a)) as bar:
+        bar.status("loading the model")
+        lm = load_model(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
+
+        def step(done, total, what):
+            if done is None:
+                bar.status(what)
+            else:
+                bar.update_to(done, what)
+        rep = full_report(lm, ks=ks, mtp=not a.no_mtp, progress=step)
+    print(json.dumps(rep, indent=1) if a.json else format_report(rep))
+    return 1 if rep["class"] == REFUSED else 0

@@ -1,0 +1,134 @@
+"""``specscope run`` and ``specscope sweep``: the protocol run headless, its summary (or per-context figures) printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from specscope.profiler.cli.common import check_output_path, fail
+from specscope.profiler.cli.run_args import config_from_args
+
+
+def cmd_run(a) -> int:
+    from specscope.profiler.cli.progress import Progress, progress_wanted
+    from specscope.profiler.run.runner import SessionSaveError, run_worker
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.analysis.summary_text import format_summary
+
+    cfg = config_from_args(a)
+    if cfg.suite:
+        from specscope.profiler.run.suite import load_suite
+
+        load_suite(cfg.suite)  # fail fast on a bad suite, before loading a model
+    out = check_output_path(a.output, a.force) if a.output else None
+    progress = Progress(enabled=progress_wanted(a))
+    try:
+        res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
+    except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
+        progress.close()
+        print(format_summary(exc.result.session))
+        return fail(str(exc), 2)
+    progress.close()
+    s = res.session
+    if s.data["errors"] and s.status == "failed":
+        msg = s.data["errors"][-1]
+        if out:
+            print(f"specscope: partial session saved to {out}", file=sys.stderr)
+        if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
+            if res.stderr.strip():
+                print(res.stderr.rstrip(), file=sys.stderr)
+            msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
+        return fail(msg, 2 if res.returncode == 2 else 1)
+    if getattr(a, "roofline", False) and s.status == "complete" and not (cfg.ranks or cfg.hosts or cfg.hostfile):
+        _add_roofline(a, cfg, s, out)
+    if a.json:
+        print(json.dumps(summarize(s), indent=1, ensure_ascii=False))
+    else:
+        print(format_summary(s))
+    if out:
+        print(f"\nsession saved to {out}", file=sys.stderr)
+    if s.status != "complete":
+        print(f"specscope: run {s.status}: {'; '.join(s.data['errors'][-1:])}", file=sys.stderr)
+        # 130 for a run the user stopped; a run that a fault ended (a rank, a killed worker) is a failure: 1
+        return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
+    return 0
+
+
+def cmd_sweep(a) -> int:
+    """``specscope sweep --context 0,1k,4k,16k``: the protocol at each context (``profiler.sweep``)."""
+    from specscope.profiler.cli.progress import Progress, progress_wanted
+    from specscope.profiler.run.runner import SessionSaveError, run_worker
+    from specscope.profiler.analysis.sweep import format_sweep, sweep_figures
+
+    cfg = config_from_args(a)
+    out = check_output_path(a.output, a.force) if a.output else None
+    progress = Progress(enabled=progress_wanted(a))
+
+    def on_event(ev, session):
+        progress.update(ev, session)
+        if not a.jsonl:
+            return
+        # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}
+        if ev.get("event") == "status":
+            print(json.dumps({"status": ev.get("message", "")}, ensure_ascii=False), flush=True)
+        elif ev.get("event") == "sweep_visit":
+            print(json.dumps({"status": f"context {ev['context']:,}: visit {ev['visit'] + 1} of {ev.get('of', '?')}"}), flush=True)
+        elif ev.get("event") == "sweep_visit_done" and ev.get("last"):
+            sw = session.data.get("sweep") or {}
+            print(json.dumps(finite_rows({"context_sweep": {"contexts": sw.get("contexts"), "order": sw.get("order"),
+                                                            "points": sweep_figures(session)}}), ensure_ascii=False), flush=True)
+
+    try:
+        res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
+    except SessionSaveError as exc:
+        progress.close()
+        print(format_sweep(sweep_figures(exc.result.session)))
+        return fail(str(exc), 2)
+    progress.close()
+    s = res.session
+    if s.data["errors"] and s.status == "failed":
+        if out:
+            print(f"specscope: partial session saved to {out}", file=sys.stderr)
+        return fail(s.data["errors"][-1], 2 if res.returncode == 2 else 1)
+    rows = sweep_figures(s)
+    if a.json:
+        print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
+                                      "order": (s.data.get("sweep") or {}).get("order"), "points": rows}),
+                         indent=1, ensure_ascii=False))
+    elif not a.jsonl:
+        print(format_sweep(rows, s))
+    if out:
+        print(f"\nsession saved to {out}", file=sys.stderr)
+    if s.status != "complete":
+        print(f"specscope: sweep {s.status}: {'; '.join(s.data['errors'][-1:])}", file=sys.stderr)
+        return 130 if s.status == "incomplete" and "stopped by the user" in s.data["errors"] else 1
+    return 0
+
+
+def finite_rows(x):
+    from specscope.profiler.session.session import finite_json
+
+    return finite_json(x)
+
+
+def _add_roofline(a, cfg, session, out) -> None:
+    """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
+    measured apart from the run and kept in the session (saved again, atomically)."""
+    from specscope.profiler.cli.roofline import roofline_data
+    from specscope.profiler.analysis.session_file import save_session
+
+    ns = argparse.Namespace(model=cfg.model, demo=cfg.demo, draft_model=cfg.draft_model, mtp_weights=cfg.mtp_weights,
+                            mtp_hidden=cfg.mtp_hidden, oracle_p=cfg.oracle_p, oracle_draft_ms=cfg.oracle_draft_ms,
+                            seed=cfg.seed, prompt=None, allow_oversize=cfg.allow_oversize, download=False,
+                            positions=max(9, cfg.num_draft_tokens + 1), num_draft_tokens=cfg.num_draft_tokens,
+                            drafter=(session.config.get("drafter") or {}).get("name") or cfg.drafter, max_tokens=48,
+                            no_division=False, reps=5, block_reps=2, bandwidth_mib=512, matmul_n=None,
+                            temp=cfg.temp, top_p=cfg.top_p)
+    if ns.drafter not in ("ngram", "draft", "mtp", "oracle"):
+        ns.drafter = "auto"
+    say = (lambda m: print(f"specscope: {m}", file=sys.stderr)) if not a.quiet else (lambda m: None)
+    say("measuring the verify cost curve apart from the run (--roofline)")
+    session.data["roofline"] = roofline_data(ns, say)
+    if out:
+        save_session(session, out)
