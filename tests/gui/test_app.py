@@ -115,7 +115,7 @@ def test_text_is_plain_never_html(window, tmp_path):
 
 
 def test_open_bad_session_raises_clear_error(window, tmp_path):
-    from specscope.profiler.session.session import SessionError
+    from specscope.profiler.session.schema import SessionError
 
     p = tmp_path / "bad.json"
     p.write_text("{not json", encoding="utf-8")

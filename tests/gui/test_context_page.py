@@ -128,7 +128,8 @@ def _sweep_file(tmp_path):
     import json
     from pathlib import Path
 
-    from specscope.profiler.session.session import Session, migrate_names
+    from specscope.profiler.session.schema import migrate_names
+    from specscope.profiler.session.session import Session
 
     base = migrate_names(json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text()))
     top = Session()

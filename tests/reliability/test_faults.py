@@ -20,7 +20,8 @@ import pytest
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.renderers import render_to_file
 from specscope.profiler.run.runner import run_worker
-from specscope.profiler.session.session import Session, SessionError
+from specscope.profiler.session.schema import SessionError
+from specscope.profiler.session.session import Session
 
 from .helpers import ROOT, needs_proc, unique_suite, wait_until, worker_pids
 

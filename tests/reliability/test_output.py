@@ -21,7 +21,8 @@ from specscope.profiler.run import pump, runner
 from specscope.profiler.cli.main import main
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.renderers import render_to_file
-from specscope.profiler.session.session import Session, atomic_write
+from specscope.profiler.session.file_io import atomic_write
+from specscope.profiler.session.session import Session
 
 from .helpers import FIXTURE
 

@@ -116,7 +116,7 @@ def main(args=None) -> int:
             app.exit(code)
 
     if _arg(args, "session"):
-        from specscope.profiler.session.session import SessionError
+        from specscope.profiler.session.schema import SessionError
 
         try:
             win.open_session(args.session)

@@ -11,7 +11,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.run.events import finish_run
-from specscope.profiler.session.session import Session, SessionError
+from specscope.profiler.session.schema import SessionError
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session
 
 from .gpu_trace_action import GpuCapture

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler.analysis import stats
-from specscope.profiler.session.session import Session, migrate_names
+from specscope.profiler.session.schema import migrate_names
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session, session_json
 from specscope.profiler.analysis.summary import ExactSum, LiveSummary, case_stats, summarize
 from specscope.profiler.analysis.summary import session_case_stats

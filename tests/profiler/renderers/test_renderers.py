@@ -13,7 +13,8 @@ import pytest
 
 from specscope.profiler.cli import main as cli
 from specscope.profiler.renderers import formats, render_to_file, renderer_for
-from specscope.profiler.session.session import Session, migrate_names
+from specscope.profiler.session.schema import migrate_names
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.summary import session_case_stats, summarize
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json"

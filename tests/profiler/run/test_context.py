@@ -13,7 +13,8 @@ from specscope.profiler.run import context as ctx
 from specscope.profiler.run import context_check
 from specscope.profiler.cli.main import main
 from specscope.profiler.run.config import RunConfig
-from specscope.profiler.session.session import Session, migrate_names
+from specscope.profiler.session.schema import migrate_names
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.sweep import dominant_effect, format_sweep, sweep_figures, sweep_order
 from specscope.profiler.analysis.summary import summarize
 
@@ -144,7 +145,7 @@ def test_sweep_events_fold_into_the_point_of_the_visit():
 def test_a_malformed_sweep_is_refused():
     d = json.loads((FIX / "session_demo.json").read_text())
     d["sweep"] = {"points": [{"context": -1, "session": {}}]}
-    from specscope.profiler.session.session import SessionError
+    from specscope.profiler.session.schema import SessionError
 
     with pytest.raises(SessionError, match="sweep point"):
         Session.from_dict(d)

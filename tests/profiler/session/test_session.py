@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from specscope.profiler.session.session import SCHEMA_VERSION, Session, SessionError
+from specscope.profiler.session.schema import SCHEMA_VERSION, SessionError
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session, session_dict
 from specscope.profiler.analysis.summary import summarize
 

@@ -5,7 +5,8 @@ carry the new names only; suites accept both spellings."""
 import json
 from pathlib import Path
 
-from specscope.profiler.session.session import SCHEMA_VERSION, Session, migrate_names
+from specscope.profiler.session.schema import SCHEMA_VERSION, migrate_names
+from specscope.profiler.session.session import Session
 from specscope.profiler.run.suite import load_suite, take_cases
 from specscope.profiler.analysis.session_file import save_session, session_json
 from specscope.profiler.analysis.summary import summarize

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.session.session import Session, SessionError, validate
+from specscope.profiler.session.schema import SessionError, validate
+from specscope.profiler.session.session import Session
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "session_v1_demo.json"  # a schema-1 file
 

@@ -18,7 +18,8 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.formatting import rate
-from specscope.profiler.session.session import Session, SessionError
+from specscope.profiler.session.schema import SessionError
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.analysis.verdict import acceptance_phrase
 

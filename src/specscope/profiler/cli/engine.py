@@ -15,7 +15,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg, resolve_model_args
 from specscope.profiler.cli.progress import add_progress_args
-from specscope.profiler.session.session import finite_json
+from specscope.profiler.session.file_io import finite_json
 
 DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
                   "decoding them.")

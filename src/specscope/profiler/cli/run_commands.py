@@ -107,7 +107,7 @@ def cmd_sweep(a) -> int:
 
 
 def finite_rows(x):
-    from specscope.profiler.session.session import finite_json
+    from specscope.profiler.session.file_io import finite_json
 
     return finite_json(x)
 

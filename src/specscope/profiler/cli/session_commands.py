@@ -12,7 +12,8 @@ from specscope.profiler.cli.common import check_output_path
 
 def cmd_report(a) -> int:
     from specscope.profiler.renderers import render_to_file, side_tables
-    from specscope.profiler.session.session import Session, SessionError
+    from specscope.profiler.session.schema import SessionError
+    from specscope.profiler.session.session import Session
 
     out = check_output_path(a.output, a.force)
     try:
@@ -29,7 +30,8 @@ def cmd_report(a) -> int:
 
 def cmd_compare(a) -> int:
     from specscope.profiler.renderers.compare_html import compare_to_file
-    from specscope.profiler.session.session import Session, SessionError
+    from specscope.profiler.session.schema import SessionError
+    from specscope.profiler.session.session import Session
 
     out = check_output_path(a.output, a.force)
     try:

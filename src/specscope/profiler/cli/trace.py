@@ -97,7 +97,8 @@ def format_trace(res: dict) -> str:
 
 def cmd_trace(a) -> int:
     from specscope.profiler.cli.common import check_output_path  # the same refusal of bad paths as report
-    from specscope.profiler.session.session import Session, SessionError
+    from specscope.profiler.session.schema import SessionError
+    from specscope.profiler.session.session import Session
     from specscope.profiler.analysis.session_file import save_session
 
     out = check_output_path(a.output, a.force)

@@ -21,7 +21,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.renderers.plugins import RENDERERS, load, registered
-from specscope.profiler.session.session import atomic_write
+from specscope.profiler.session.file_io import atomic_write
 
 _HOME_PATTERNS = [
     re.compile(r"(?<![\w.~])/Users/[^/\s\"'<>]+"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.compare import compare
-from specscope.profiler.session.session import atomic_write, finite_json
+from specscope.profiler.session.file_io import atomic_write, finite_json
 
 from .html_common import SCREEN_CSS, esc
 
