@@ -105,12 +105,12 @@ def test_history_lists_sessions_and_says_why_a_file_is_unreadable(window, qtbot,
 
 
 def test_history_reads_only_new_or_changed_files(window, qtbot, autosaved, monkeypatch):
-    from specscope.gui.views import history as history_mod
+    from specscope.gui.views import history_reader as reader_mod
 
     h = _show_history(window, qtbot)
     seen = []
-    real = history_mod.read_entry
-    monkeypatch.setattr(history_mod, "read_entry", lambda p: seen.append(Path(p).name) or real(p))
+    real = reader_mod.read_entry
+    monkeypatch.setattr(reader_mod, "read_entry", lambda p: seen.append(Path(p).name) or real(p))
     extra = _variant(window.autosave_dir / "session-20261201-090000.json", later=2 * DAY)
     h.refresh()
     qtbot.waitUntil(lambda: not h.busy(), timeout=20_000)

@@ -127,7 +127,7 @@ def test_status_bar_message_never_covers_the_session_information(qtbot, settings
 
 @pytest.mark.skipif(sys.platform != "linux", reason="XDG_DATA_HOME is the Linux convention")
 def test_session_folder_names_the_app_once_and_moves_the_doubled_one(tmp_path, monkeypatch):
-    from specscope.gui.main_window import sessions_dir
+    from specscope.gui.window_files import sessions_dir
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     legacy = tmp_path / "specscope" / "specscope" / "sessions"

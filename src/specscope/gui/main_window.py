@@ -1,19 +1,13 @@
-"""The main window: setup panel, Run/Stop, progress with ETA, verdict line, four pages, File menu."""
+"""The main window: setup panel, Run/Stop, progress with ETA, verdict line, the pages, menus and status bar.
+
+Running (``window_run``) and session files (``window_files``) are mixed in from their own modules."""
 
 from __future__ import annotations
 
-import time
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from PySide6 import QtCore, QtGui, QtWidgets
-
-from specscope.errors import SpecscopeError
-from specscope.profiler.run.events import finish_run
-from specscope.profiler.session.schema import SessionError
-from specscope.profiler.session.session import Session
-from specscope.profiler.analysis.session_file import save_session
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
@@ -23,7 +17,6 @@ from .theme import apply_palette, restyle_charts
 from .views.breakdown import BreakdownView
 from .views.cases import CasesView
 from .views.compare import CompareView
-from .text import clip, home_relative
 from .views.common import ElidingLabel, PlainLabel
 from .views.division import DivisionView
 from .views.history import HistoryView
@@ -33,31 +26,12 @@ from .views.tune import TuneView
 from .views.verify_cost import VerifyCostView
 from .views.verdict_bar import VerdictBar
 from .run_process import WorkerProcess
+from .window_files import SessionFiles, sessions_dir
+from .window_run import RunControl
 
 PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
                "cases": "Cases", "history": "History", "compare": "Compare"}
-
-
-def sessions_dir() -> Path:
-    """Where the app autosaves sessions: the user data folder's ``specscope/sessions``
-    (``~/.local/share/specscope/sessions`` on Linux, ``~/Library/Application Support/specscope/sessions`` on macOS).
-
-    Qt's AppDataLocation adds the organisation and the application name, both "specscope", so earlier
-    versions wrote to ``…/specscope/specscope/sessions``; that folder is moved here once, when this one does
-    not exist yet (and kept where it is if the move fails)."""
-    from platformdirs import user_data_dir
-
-    d = Path(user_data_dir("specscope", appauthor=False)) / "sessions"
-    legacy = Path(user_data_dir("specscope", appauthor=False)) / "specscope" / "sessions"
-    if not d.exists() and legacy.is_dir():
-        try:
-            d.parent.mkdir(parents=True, exist_ok=True)
-            legacy.rename(d)
-        except OSError:
-            return legacy
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 class StatusBar(QtWidgets.QStatusBar):
@@ -90,7 +64,7 @@ class StatusBar(QtWidgets.QStatusBar):
         return self.message.full_text()
 
 
-class MainWindow(QtWidgets.QMainWindow):
+class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
     run_finished = QtCore.Signal(str)  # final session status
     setup: SetupPanel  # made in _build, after the pages that read its config
     cases: CasesView
@@ -290,126 +264,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model.flush()
 
     # -- running ----------------------------------------------------------------------
-    def is_running(self) -> bool:
-        return self.worker.is_running()
-
-    def start_run(self) -> bool:
-        if self.is_running():
-            return False
-        try:
-            cfg = self.setup.config()
-            cfg.validate()
-        except SpecscopeError as exc:
-            self.show_error("Cannot start the run", str(exc))
-            return False
-        self.setup.save_settings()
-        if cfg.model:
-            self.setup.add_recent(cfg.model)
-        d = self.autosave_dir or sessions_dir()
-        d.mkdir(parents=True, exist_ok=True)
-        path = str(d / f"session-{datetime.now():%Y%m%d-%H%M%S}.json")
-        self.session_path = path
-        self.model.reset(Session(), autosave_path=path)
-        self._run_started = time.monotonic()
-        self._status_msg = "starting the worker…"
-        self.worker.start(cfg)
-        self.eta_timer.start()
-        self._update_buttons()
-        self._update_progress()
-        self.show_page("live")
-        return True
-
-    def stop_run(self) -> None:
-        if self.is_running():
-            self._status_msg = "stopping: finishing the current step…"
-            self.run_status.setText(self._status_msg)
-            self.worker.stop()
-
-    def _on_event(self, ev: dict) -> None:
-        kind = ev.get("event")
-        if kind == "status":
-            self._status_msg = ev.get("message", "")
-        elif kind == "case_started":
-            self._status_msg = f"case {ev['case']['id']} ({ev.get('phase')}, repeat {ev.get('repeat', 0) + 1})"
-        elif kind == "breakdown":
-            self._status_msg = f"case {ev.get('case')}: breakdown measured"
-        self.model.apply(ev)
-
-    def _on_worker_finished(self, code: int, stderr_tail: str, stopped: bool) -> None:
-        s = self.model.session
-        how = {0: None, -1: "killed or crashed", -2: stderr_tail}.get(code, f"exit code {code}")
-        finish_run(s, how, stopped_by_user=stopped, stderr_tail=stderr_tail)
-        self.model.save_autosave()
-        self.model.flush()
-        self.eta_timer.stop()
-        st = s.status
-        reason = (s.data.get("errors") or [""])[-1]
-        msg = {"complete": "run complete", "incomplete": "run stopped early: partial results kept",
-               "failed": "run failed"}.get(st, st)
-        if st in ("incomplete", "failed") and reason and not stopped:
-            msg += f" ({reason})"
-        saved = self.session_path and not self.model.autosave_error
-        if saved:
-            msg += f" · saved to {home_relative(self.session_path)}"
-        elif self.model.autosave_error:
-            msg += f" · NOT saved ({self.model.autosave_error}): use File → Save session as…"
-        self._status_msg = msg
-        self._update_progress(final=True)
-        self._update_buttons()
-        if not stopped and (st == "failed" or (st == "incomplete" and code != 0) or self.model.autosave_error):
-            # something went wrong that the user did not ask for: say what, and that the data is kept
-            n = sum(1 for c in s.cases if c["plain"]["step_ms"] or c["spec"]["rounds"])
-            kept = (f"Everything received before that ({n} case{'s' if n != 1 else ''}) is kept and shown"
-                    if n else "No measurements had arrived yet")
-            where = (f" and saved to {home_relative(self.session_path)}." if saved
-                     else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
-                     if self.model.autosave_error else ".")
-            title = "The run failed" if st == "failed" else "The run ended early"
-            self.show_error(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
-        self.run_finished.emit(st)
-
-    def _update_buttons(self) -> None:
-        running = self.is_running()
-        self.run_btn.setEnabled(not running)
-        self.act_run.setEnabled(not running)
-        self.stop_btn.setEnabled(running)
-        self.act_stop.setEnabled(running)
-        self.setup.setEnabled(not running)
-        self.act_open.setEnabled(not running)
-
-    def _progress_fraction(self) -> float:
-        snap = self.model.last_snapshot or {}
-        cfg = snap.get("config") or {}
-        n = snap.get("n_cases") or 0
-        if not n:
-            return 0.0
-        per = max(1, 2 * int(cfg.get("max_tokens") or 1))
-        done = 0.0
-        for c in self.model.session.cases:
-            if c.get("complete"):
-                done += 1
-            else:
-                done += min(1.0, (len(c["plain"]["tokens"]) + len(c["spec"]["tokens"])) / per) * 0.95
-        return min(1.0, done / n)
-
-    def _update_progress(self, final: bool = False) -> None:
-        self.run_status.setText(self._status_msg)
-        if final:
-            st = self.model.session.status
-            self.progress.setValue(1000 if st == "complete" else int(1000 * self._progress_fraction()))
-            self.progress.setFormat({"complete": "done", "incomplete": "stopped — %p%", "failed": "failed"}.get(st, st))
-            return
-        if not self.is_running():
-            return
-        f = self._progress_fraction()
-        self.progress.setValue(int(1000 * f))
-        elapsed = time.monotonic() - (self._run_started or time.monotonic())
-        if f > 0.02 and self.model.session.status == "running":
-            eta = elapsed * (1 - f) / f
-            self.progress.setFormat(f"%p% · about {_dur(eta)} left")
-        else:
-            self.progress.setFormat(f"%p% · {_dur(elapsed)} elapsed")
-
     # -- snapshot → status bar -------------------------------------------------------
     def _on_snapshot(self, snap: dict) -> None:
         # Only the page on screen redraws now; the others catch up when shown (CPU spent
@@ -437,97 +291,6 @@ class MainWindow(QtWidgets.QMainWindow):
             self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
 
     # -- files ----------------------------------------------------------------------
-    def open_session(self, path: str) -> None:
-        s = Session.load(path)
-        self.session_path = path
-        self.model.reset(s, autosave_path=None)
-        self.setup.show_session(s.data)  # the panel describes the model this session measured
-        self._status_msg = f"opened {home_relative(path)}"
-        self.run_status.setText(self._status_msg)
-        self.progress.setValue(1000 if s.status == "complete" else 0)
-        self.progress.setFormat(f"opened ({s.status})")
-        self.setWindowTitle(f"specscope — {Path(path).name}")
-        if s.data.get("sweep") and not s.cases:  # a sweep's figures are per context: its page, not an empty Live page
-            self.show_page("context")
-
-    def open_session_dialog(self) -> None:
-        f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open session", str(self.autosave_dir or sessions_dir()),
-                                                     "specscope session (*.json)")
-        if f:
-            try:
-                self.open_session(f)
-            except SessionError as exc:
-                self.show_error("Cannot open the session", str(exc))
-
-    def _open_from_history(self, path: str) -> None:
-        if self.is_running():
-            self._status_msg = "a run is in progress: stop it before opening another session"
-            self.run_status.setText(self._status_msg)
-            return
-        try:
-            self.open_session(path)
-        except SessionError as exc:
-            self.show_error("Cannot open the session", str(exc))
-            return
-        self.show_page("live")
-
-    def compare_paths(self, a: str, b: str) -> bool:
-        """Put two session files side by side on the Compare page (A = ``a``, B = ``b``)."""
-        try:
-            sa, sb = Session.load(a), Session.load(b)
-        except SessionError as exc:
-            self.show_error("Cannot compare the sessions", str(exc))
-            return False
-        self.compare.set_sessions(sa, sb, (a, b))
-        self.show_page("compare")
-        return True
-
-    def compare_sessions_dialog(self) -> None:
-        files, _ = QtWidgets.QFileDialog.getOpenFileNames(
-            self, "Compare two sessions (pick two; or one, to compare with the open session)",
-            str(self.autosave_dir or sessions_dir()), "specscope session (*.json)")
-        if len(files) == 1 and self.session_path and not self.is_running():
-            files = [self.session_path, files[0]]
-        if len(files) == 2:
-            self.compare_paths(*files)
-        elif files:
-            self.show_error("Pick two sessions", f"Compare needs exactly two session files; {len(files)} were picked.")
-
-    def save_session_dialog(self) -> None:
-        f, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save session", "session.json", "specscope session (*.json)")
-        if f:
-            try:
-                save_session(self.model.session, f)
-                self._status_msg = f"saved {home_relative(f)}"
-                self.run_status.setText(self._status_msg)
-            except OSError as exc:  # unwritable folder, disk full: the old file (if any) is untouched
-                self.show_error("Cannot save the session", f"Could not write {f}:\n{exc.strerror or exc}")
-
-    def export_report(self, path: str) -> None:
-        from specscope.profiler.renderers import render_to_file
-
-        render_to_file(self.model.session, path)
-
-    def export_dialog(self) -> None:
-        f, _ = QtWidgets.QFileDialog.getSaveFileName(
-            self, "Export report", "specscope-report.html",
-            "HTML report (*.html);;PDF report (*.pdf);;CSV (*.csv);;JSON (*.json);;Perfetto trace (*.trace.json)")
-        if not f:
-            return
-        try:
-            self.export_report(f)
-            self._status_msg = f"exported {home_relative(f)}"
-            self.run_status.setText(self._status_msg)
-        except Exception as exc:  # a renderer that is missing or fails: say so, keep the app alive
-            self.show_error("Export failed", f"Could not write {f}:\n{type(exc).__name__}: {exc}")
-
-    def show_error(self, title: str, text: str) -> None:
-        """A critical message box over the window (not modal: the app goes on), its text plain and clipped."""
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, title, clip(text), parent=self)
-        box.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        box.open()
-        self._last_dialog = box
-
     # -- screenshots & closing ---------------------------------------------------------
     def grab_png(self, path: str) -> bool:
         QtWidgets.QApplication.processEvents()
@@ -551,12 +314,3 @@ class MainWindow(QtWidgets.QMainWindow):
         except RuntimeError:
             pass
         super().closeEvent(e)
-
-
-def _dur(s: float) -> str:
-    s = int(max(0, s))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"

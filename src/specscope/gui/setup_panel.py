@@ -1,28 +1,27 @@
-"""The setup panel: model, where it runs, drafter, k, sampling, suite, budget. Settings persist via QSettings."""
+"""The setup panel: model, where it runs, drafter, k, sampling, suite, budget. Settings persist via QSettings.
+
+The model choice (``setup_models``) and the context rows (``setup_context``) are mixed in from their own modules."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.run.config import MAX_K, RunConfig
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
-from specscope.profiler.session.records import SessionData
 
-from .inspector import DEMO, Inspector, describe_line
-from .model_finder import find_models, label_for, looks_like_model
+from .inspector import DEMO, Inspector
+from .setup_context import ContextChoice
+from .setup_models import ModelChoice
 from .views.common import PlainLabel
 
 DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
-MAX_RECENT = 8
-CONTEXT_MODES = [("none", "none"), ("shipped", "shipped text"), ("file", "my file")]
 WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 
-class SetupPanel(QtWidgets.QWidget):
+class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
     model_changed = QtCore.Signal(str)
     changed = QtCore.Signal()
 
@@ -196,199 +195,6 @@ class SetupPanel(QtWidgets.QWidget):
         self.breakdown.setChecked(True)
         form.addRow(self.breakdown)
         self._layout.addStretch(1)
-
-    # -- long context -------------------------------------------------------------
-    def _context_rows(self, form: QtWidgets.QFormLayout) -> None:
-        """Context for a single run (``run --context N --context-kind K`` or ``--context-file FILE``): none, N tokens
-        of a shipped document, or N tokens of the user's own text. The Context page sweeps several sizes."""
-        row = QtWidgets.QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        self.context_mode = QtWidgets.QComboBox()
-        for key, label in CONTEXT_MODES:
-            self.context_mode.addItem(label, key)
-        self.context_mode.setToolTip("tokens of a long document put before every case's prompt, prefilled once, timed on "
-                                     "its own and copied per case and mode (README: Long context)")
-        self.context_size = QtWidgets.QLineEdit("4k")
-        self.context_size.setToolTip("context size in tokens: 4096 or 4k")
-        self.context_size.setMaximumWidth(64)
-        self.context_kind = QtWidgets.QComboBox()
-        self.context_kind.addItems(list(CONTEXT_KINDS))
-        self.context_kind.setToolTip("which shipped document: mixed is a third each of English, code and Chinese")
-        for w in (self.context_mode, self.context_size, self.context_kind):
-            row.addWidget(w)
-        cw = QtWidgets.QWidget()
-        cw.setLayout(row)
-        form.addRow("Context", cw)
-        frow = QtWidgets.QHBoxLayout()
-        frow.setContentsMargins(0, 0, 0, 0)
-        self.context_file = QtWidgets.QLineEdit()
-        self.context_file.setPlaceholderText("your own UTF-8 text")
-        self.context_file_btn = QtWidgets.QPushButton("…")
-        self.context_file_btn.setFixedWidth(32)
-        self.context_file_btn.clicked.connect(self._browse_context_file)
-        frow.addWidget(self.context_file, 1)
-        frow.addWidget(self.context_file_btn)
-        fw = QtWidgets.QWidget()
-        fw.setLayout(frow)
-        form.addRow("Context file", fw)
-        self.context_mode.currentIndexChanged.connect(self._context_changed)
-        self.context_size.textChanged.connect(lambda *_: self.changed.emit())
-        self.context_kind.currentIndexChanged.connect(lambda *_: self.changed.emit())
-        self.context_file.textChanged.connect(lambda *_: self.changed.emit())
-        self._context_changed()
-
-    def _context_changed(self, *_):
-        mode = self.context_mode.currentData()
-        self.context_size.setEnabled(mode != "none")
-        self.context_kind.setEnabled(mode == "shipped")
-        self.context_file.setEnabled(mode == "file")
-        self.context_file_btn.setEnabled(mode == "file")
-        self.changed.emit()
-
-    def _browse_context_file(self):
-        f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Choose a context file (UTF-8 text)", str(Path.home()),
-                                                     "Text (*.txt *.md *.py *.json *.*)")
-        if f:
-            self.context_file.setText(f)
-
-    def set_context(self, n: int = 0, kind: str = "mixed", file: str | None = None) -> None:
-        """Show a context choice (a loaded session's, or the saved settings')."""
-        self.context_mode.setCurrentIndex(self.context_mode.findData("none" if not n else "file" if file else "shipped"))
-        if n:
-            self.context_size.setText(f"{n // 1024}k" if n % 1024 == 0 else str(n))
-        if kind in CONTEXT_KINDS:
-            self.context_kind.setCurrentText(kind)
-        if file:
-            self.context_file.setText(str(file))
-
-    def context_fields(self) -> dict:
-        """The RunConfig fields of the context choice. A size that is not one, or a file mode without a file, is
-        refused with the reason (the app shows it; nothing starts)."""
-        from specscope.errors import SpecscopeError
-        from specscope.profiler.run.context import parse_size
-
-        mode = self.context_mode.currentData()
-        kind = self.context_kind.currentText()
-        if mode == "none":
-            return {"context": 0, "context_kind": kind, "context_file": None}
-        n = parse_size(self.context_size.text())
-        if n <= 0:
-            raise SpecscopeError(f"Context: {self.context_size.text()!r} tokens; give a size above 0 (e.g. 4k), or "
-                                 "choose no context")
-        if mode == "file":
-            f = self.context_file.text().strip()
-            if not f:
-                raise SpecscopeError("Context: choose the context file (or another kind of context)")
-            return {"context": n, "context_kind": kind, "context_file": f}
-        return {"context": n, "context_kind": kind, "context_file": None}
-
-    # -- models -------------------------------------------------------------------
-    def recent(self) -> list[str]:
-        v: Any = self.settings.value("recent_models", [])  # a list, or one str where one was stored
-        if isinstance(v, str):
-            v = [v]
-        return [str(x) for x in (v or [])]
-
-    def add_recent(self, path: str) -> None:
-        if path == DEMO:
-            return
-        r = [p for p in self.recent() if p != path]
-        self.settings.setValue("recent_models", ([path] + r)[:MAX_RECENT])
-
-    def refresh_models(self, select: str | None = None) -> None:
-        cur = select or self.model_path()
-        self.model_combo.blockSignals(True)
-        self.model_combo.clear()
-        self.model_combo.addItem("Built-in demo (tiny trained)", DEMO)
-        for label, path in find_models(self.recent()):
-            self.model_combo.addItem(label, path)
-            self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
-        self.model_combo.blockSignals(False)
-        if cur:
-            self.set_model(cur, inspect=False)
-
-    def model_path(self) -> str | None:
-        return self.model_combo.currentData()
-
-    def set_model(self, path: str, inspect: bool = True) -> None:
-        i = self.model_combo.findData(path)
-        if i < 0:
-            self.model_combo.blockSignals(True)
-            self.model_combo.addItem(label_for(path), path)
-            self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
-            self.model_combo.blockSignals(False)
-            i = self.model_combo.count() - 1
-        if i == self.model_combo.currentIndex():
-            if inspect:
-                self._model_picked()
-        else:
-            self.model_combo.setCurrentIndex(i)
-
-    def _model_picked(self, *_):
-        path = self.model_path()
-        if not path:
-            return
-        self.compat.setText("inspecting…")
-        self.inspector.inspect(path)
-        self.model_changed.emit(path)
-        self.changed.emit()
-
-    def show_session(self, data: SessionData) -> None:
-        """Describe the model a shown session measured (opened from a file, ``gui --session`` or the History
-        page), from the session's own record of it: the model box picks it (or names it, when its folder is
-        not on this machine) and the line under it says what the session says, never a stale inspection of
-        the model picked before. The drafter and k follow the session too, so Run repeats it."""
-        cfg = data.get("config") or {}
-        model = data.get("model") or {}
-        demo = bool(cfg.get("demo"))
-        path = DEMO if demo else (cfg.get("model_path") or model.get("path") or cfg.get("model"))
-        if not path:
-            return
-        self.inspector.current = None  # an inspection still running for the previous pick is dropped
-        self.model_combo.blockSignals(True)
-        i = self.model_combo.findData(path)
-        if i < 0:
-            missing = not Path(path).exists()
-            label = (model.get("name") or label_for(path)) + ("  (not on this machine)" if missing else "")
-            self.model_combo.addItem(label if missing else label_for(path), path)
-            i = self.model_combo.count() - 1
-            self.model_combo.setItemData(i, path, QtCore.Qt.ItemDataRole.ToolTipRole)
-        self.model_combo.setCurrentIndex(i)
-        self.model_combo.blockSignals(False)
-        line = describe_line(model) if model else (model.get("name") or str(path))
-        self.compat.setText(f"This session's model: {line}")
-        self.compat.setProperty("state", "session")
-        drafter = (cfg.get("drafter") or {}).get("name") if isinstance(cfg.get("drafter"), dict) else cfg.get("drafter")
-        if drafter:
-            self.set_drafter(drafter)
-        if cfg.get("num_draft_tokens"):
-            self.k.setValue(int(cfg["num_draft_tokens"]))
-        if not cfg.get("sweep"):  # a single run's context (a sweep's sizes are the Context page's)
-            self.set_context(int(cfg.get("context") or 0), cfg.get("context_kind") or "mixed", cfg.get("context_file"))
-        self.model_changed.emit(path)
-        self.changed.emit()
-
-    def _inspected(self, path: str, d: dict) -> None:
-        if path == self.model_path():
-            self.compat.setText(describe_line(d))
-            self.compat.setProperty("state", "ok")
-
-    def _inspect_failed(self, path: str, msg: str) -> None:
-        if path == self.model_path():
-            self.compat.setText(f"⚠ {msg}")
-
-    def _browse(self):
-        d = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a model folder (with config.json)")
-        if d:
-            self.pick_folder(d)
-
-    def pick_folder(self, d: str) -> bool:
-        if not looks_like_model(d):
-            self.compat.setText(f"⚠ {d} has no config.json: not a model folder")
-            return False
-        self.add_recent(d)
-        self.set_model(d)
-        return True
 
     def _browse_draft(self):
         d = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a draft model folder")

@@ -1,6 +1,6 @@
 """History page: the sessions the app autosaved, newest first.
 
-Each file is read with ``Session.load`` in a background thread (one file at a time, so a folder of
+Each file is read with ``Session.load`` in a background thread (``history_reader``; one file at a time, so a folder of
 many long sessions never blocks the window) and remembered by size and modification time, so a
 refresh rereads only new or changed files. A file that cannot be read gets a row that says why.
 Double-click (or Open) reopens a session; two selected rows can be compared.
@@ -9,22 +9,16 @@ Double-click (or Open) reopens a session; two selected rows can be compared.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.formatting import rate
-from specscope.profiler.session.schema import SessionError
-from specscope.profiler.session.session import Session
-from specscope.profiler.analysis.summary import summarize
-from specscope.profiler.analysis.verdict import acceptance_phrase
 
 from ..text import home_relative
 from .common import plain_label, sortable_table
+from .history_reader import SessionReader
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
            "Accept-\nance"]
@@ -41,86 +35,6 @@ UNREADABLE = "unreadable"
 
 def _date_text(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "—"
-
-
-def read_entry(path: str | os.PathLike) -> dict:
-    """What the History page shows of one session file (Qt-free; runs in the reader thread).
-
-    Never raises: a file that cannot be read or is not a usable session comes back with ``error`` set.
-    """
-    p = Path(path)
-    entry: dict[str, Any] = {"path": str(p), "file": p.name, "error": None}
-    try:
-        st = p.stat()
-        entry["mtime"] = st.st_mtime
-    except OSError as exc:
-        entry["mtime"] = None
-        entry["error"] = f"cannot read the file: {exc.strerror or exc}"
-        return entry
-    try:
-        s = Session.load(p)
-        sm = summarize(s)
-    except SessionError as exc:
-        entry["error"] = str(exc).replace(str(p), p.name)
-        return entry
-    except Exception as exc:  # a file that passes the schema check but still breaks the statistics
-        entry["error"] = f"not a usable session ({type(exc).__name__}: {exc})"
-        return entry
-    d = s.data
-    cfg = s.config
-    drafter = cfg.get("drafter") or {}
-    model = d.get("model") or {}
-    started = d.get("started_at")
-    entry.update(
-        started=started if isinstance(started, (int, float)) else None,
-        model=model.get("name") or cfg.get("model") or "—",
-        demo=bool(model.get("demo") or cfg.get("demo")),
-        shape=(model.get("demo") or {}).get("shape") if isinstance(model.get("demo"), dict) else None,
-        drafter=(drafter.get("name") or "—") + (" (what-if)" if s.what_if else ""),
-        k=s.k,
-        regime=s.regime,
-        status=s.status,
-        cases_done=sm.get("cases_measured", 0),
-        cases_total=cfg.get("n_cases") or len(s.cases),
-        plain_tok_s=sm.get("plain_tok_s"),
-        spec_tok_s=sm.get("spec_tok_s"),
-        measured_speedup=sm.get("measured_speedup"),
-        p=sm.get("p"),
-        acceptance=acceptance_phrase(sm),
-        last_error=d["errors"][-1] if d.get("errors") else None,
-    )
-    return entry
-
-
-class _Reader:
-    """One background thread reading session files in order; results are collected with ``drain``."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
-        self._done: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self.gen = 0  # jobs of an older refresh are skipped (the newer one asked for them again)
-
-    def submit(self, gen: int, path: str) -> None:
-        self._jobs.put((gen, path))
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="specscope-history", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:  # a daemon thread that waits for work for as long as the app runs
-        while True:
-            gen, path = self._jobs.get()
-            if gen != self.gen:
-                continue
-            self._done.put((gen, path, read_entry(path)))
-
-    def drain(self) -> list:
-        out = []
-        while True:
-            try:
-                out.append(self._done.get_nowait())
-            except queue.Empty:
-                return out
 
 
 class HistoryView(QtWidgets.QWidget):
@@ -140,7 +54,7 @@ class HistoryView(QtWidgets.QWidget):
         self._pending: set[str] = set()
         self._gen = 0
         self._stale = True
-        self._reader = _Reader()
+        self._reader = SessionReader()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(40)
         self._timer.timeout.connect(self._collect)
