@@ -219,7 +219,7 @@ class Bundle(nn.Module):
         from mlx_lm.models.qwen3_5 import DecoderLayer, TextModelArgs
         from mlx_lm.utils import _get_classes
 
-        from specscope.engine_adapter.drafters.mtp import QwenMTPHead
+        from specscope.engine_adapter.drafters.mtp_head import QwenMTPHead
 
         self.config = {
             "model_type": "qwen3_5_moe",

@@ -161,17 +161,17 @@ class TuneEngine:
         return whole_samples(point, toks, list(ns or range(1, positions + 1)), reps)
 
     # -- roofline inputs ----------------------------------------------------------------------------------------------
-    def roofline_inputs(self, prompt: list[int], positions: int, reps: int, category_reps: int,
+    def roofline_inputs(self, prompt: list[int], positions: int, reps: int, block_reps: int,
                         bandwidth_mib: float, matmul_n: int | None, progress=lambda message: None,
                         on_sweep=None) -> dict:
-        """The verify curve (with routes), bytes and FLOPs per category at every n, and the machine probes."""
+        """The verify curve (with routes), bytes and FLOPs per block at every n, and the machine probes."""
         from .machine_probe import probe_machine
         from specscope.engine_adapter.measure.model_cost import model_cost
         from specscope.engine_adapter.measure.verify_curve import VerifyPoint, measure_curve
 
-        curve = measure_curve(self.model, prompt, positions=positions, reps=reps, category_reps=category_reps,
+        curve = measure_curve(self.model, prompt, positions=positions, reps=reps, block_reps=block_reps,
                               progress=progress, on_sweep=on_sweep)
-        progress("counting bytes and FLOPs per category")
+        progress("counting bytes and FLOPs per block")
         point = VerifyPoint(self.model, prompt)  # a live cache at the same context: state sizes, KV dtype
         cost = model_cost(self.model, point.cache)
         costs = {p["positions"]: cost.forward(p["positions"], curve["context"], p.get("routes")) for p in curve["points"]}

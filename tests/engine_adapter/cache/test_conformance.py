@@ -28,7 +28,8 @@ from specscope.engine_adapter.decode.decoding import plain_generate, speculative
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.engine_adapter.model.loader import load_model
 from specscope.engine_adapter.decode.records import tokens_of
-from specscope.engine_adapter.cache.rollback import UnsupportedModel, VerifyRollback
+from specscope.engine_adapter.cache.rollback import VerifyRollback
+from specscope.engine_adapter.cache.rollback_plan import UnsupportedModel
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 PROMPT = "Explain why a verification pass over several tokens can cost as much as decoding."

@@ -8,7 +8,8 @@ import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.decode.decoding import prefill
-from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, linear_attention_modules
+from specscope.engine_adapter.cache.capture import capturing, install_capture, linear_attention_modules
+from specscope.engine_adapter.cache.rollback import VerifyRollback
 
 
 def _verify_inputs(lm, prompt, k):
@@ -82,7 +83,7 @@ def _captured_verify(hybrid, prompt, k):
 
 def test_batched_rollback_equals_mlx_lm_per_layer_bit_for_bit(hybrid, prompt):
     """All layers' recurrences stacked on the batch axis give each layer exactly mlx-lm's own per-layer state."""
-    from specscope.engine_adapter.cache.rollback import _state_after, _states_after
+    from specscope.engine_adapter.cache.recurrence import _state_after, states_after
 
     k = 3
     cap, mods = _captured_verify(hybrid, prompt, k)
@@ -90,7 +91,7 @@ def test_batched_rollback_equals_mlx_lm_per_layer_bit_for_bit(hybrid, prompt):
     for n in range(1, k + 2):
         per_layer = [_state_after(rec, n, mod) for rec, mod in zip(cap.recurrences, mods)]
         for _ in range(2):  # the second call reuses the cached stacked parameters
-            batched = _states_after(cap.recurrences, n, mods, consts)
+            batched = states_after(cap.recurrences, n, mods, consts)
             mx.eval(per_layer, batched)
             assert len(batched) == len(per_layer)
             for x, y in zip(per_layer, batched):
@@ -103,24 +104,24 @@ def test_the_kernel_branch_of_the_stacked_rollback_runs_here_and_matches_the_cpu
     one Metal kernel) forced on the CPU, where mlx-lm's call runs its ops path: the stacking, the per-row parameters
     and the split back into layers give bit for bit what the CPU branch gives. This exercises the stacking, not the
     Metal kernel itself (that runs only on a Mac)."""
-    from specscope.engine_adapter.cache import rollback
-    from specscope.engine_adapter.cache.rollback import _states_after
+    from specscope.engine_adapter.cache import recurrence
+    from specscope.engine_adapter.cache.recurrence import states_after
 
     k = 3
     cap, mods = _captured_verify(hybrid, prompt, k)
     assert len(cap.recurrences) >= 2  # a stack needs two layers of one shape
     calls = {"ops": 0, "mlx_lm": 0}
-    real_ops = rollback._ops_state_only
+    real_ops = recurrence._ops_state_only
 
     def counting_ops(*a, **kw):
         calls["ops"] += 1
         return real_ops(*a, **kw)
 
-    monkeypatch.setattr(rollback, "_ops_state_only", counting_ops)
-    cpu = [_states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
+    monkeypatch.setattr(recurrence, "_ops_state_only", counting_ops)
+    cpu = [states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
     assert calls["ops"] == k + 1
-    per_layer = [[rollback._state_after(rec, n, mod) for rec, mod in zip(cap.recurrences, mods)] for n in range(1, k + 2)]
-    monkeypatch.setattr(rollback, "_takes_ops_path", lambda *a, **kw: False)
+    per_layer = [[recurrence._state_after(rec, n, mod) for rec, mod in zip(cap.recurrences, mods)] for n in range(1, k + 2)]
+    monkeypatch.setattr(recurrence, "_takes_ops_path", lambda *a, **kw: False)
     originals = {id(sys.modules[type(m).__module__].gated_delta_update.specscope_original) for m in mods}
     assert len(originals) == 1
     for fn in {id(f): f for f in (sys.modules[type(m).__module__].gated_delta_update for m in mods)}.values():
@@ -131,7 +132,7 @@ def test_the_kernel_branch_of_the_stacked_rollback_runs_here_and_matches_the_cpu
             return _orig(*a, **kw)
 
         monkeypatch.setattr(fn, "specscope_original", counting)
-    kernel = [_states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
+    kernel = [states_after(cap.recurrences, n, mods) for n in range(1, k + 2)]
     assert calls["ops"] == k + 1 and calls["mlx_lm"] == k + 1  # one stacked call per n, none per layer
     for per_n_cpu, per_n_kernel, per_n_layer in zip(cpu, kernel, per_layer):
         mx.eval(per_n_cpu, per_n_kernel, per_n_layer)
@@ -145,7 +146,7 @@ def test_state_only_ops_path_matches_mlx_lm_options(hybrid, prompt):
     """The state-only ops recurrence is mlx-lm's ops path, keywords included (pinned against mlx-lm's own call)."""
     from mlx_lm.models import gated_delta
 
-    from specscope.engine_adapter.cache.rollback import _ops_state_only
+    from specscope.engine_adapter.cache.recurrence import _ops_state_only
 
     cap, _ = _captured_verify(hybrid, prompt, 2)
     (q, k, v, a, b, A_log, dt_bias, state, _), _kw = cap.recurrences[0]
@@ -156,13 +157,13 @@ def test_state_only_ops_path_matches_mlx_lm_options(hybrid, prompt):
 
 
 def test_unusual_recurrences_fall_back_to_the_per_layer_call(hybrid, prompt):
-    from specscope.engine_adapter.cache.rollback import _state_after, _states_after
+    from specscope.engine_adapter.cache.recurrence import _state_after, states_after
 
     cap, mods = _captured_verify(hybrid, prompt, 2)
     recs = list(cap.recurrences)
     (q, k, v, a, b, A_log, dt_bias, state, _), kw = recs[0]
     recs[0] = ((q, k, v, a, b, A_log, dt_bias, state, mx.ones(q.shape[:2], dtype=mx.bool_)), kw)  # a mask
-    got = _states_after(recs, 2, mods)
+    got = states_after(recs, 2, mods)
     want = [_state_after(r, 2, m) for r, m in zip(recs, mods)]
     mx.eval(got, want)
     assert all(mx.array_equal(x, y).item() for x, y in zip(got, want))

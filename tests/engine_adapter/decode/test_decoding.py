@@ -8,7 +8,8 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.decode.decoding import plain_generate, prefill, speculative_generate
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter, DraftModelDrafter, NgramDrafter
-from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture
+from specscope.engine_adapter.cache.capture import capturing, install_capture
+from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.records import tokens_of
 
 N = 24

@@ -146,7 +146,7 @@ def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, 
 
 
 BROKEN_ROLLBACK = """
-from specscope.engine_adapter import rollback
+from specscope.engine_adapter.cache import rollback
 rollback.VerifyRollback.rollback = lambda self, accepted: []
 """
 

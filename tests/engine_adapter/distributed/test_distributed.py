@@ -2,7 +2,7 @@
 
 One launch of two ranks runs plain decoding, MTP speculative decoding and a breakdown on every rank;
 the tokens must equal each other and the single-process run's, and the breakdown must carry the
-communication category with per-rank figures. Three ranks cannot shard the demo (its vocabulary, heads
+communication block with per-rank figures. Three ranks cannot shard the demo (its vocabulary, heads
 and widths are powers of two): that is refused before anything is sharded, with the reasons.
 """
 

@@ -25,7 +25,8 @@ from specscope.engine_adapter.model.demo_tokenizer import build_tokenizer
 from specscope.errors import SpecscopeError
 from specscope.engine_adapter.model.inspect_model import describe, mtp_status
 from specscope.engine_adapter.model.loader import load_model
-from specscope.engine_adapter.drafters.mtp import DeepSeekMTPHead, QwenMTPHead, load_mtp_drafter
+from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+from specscope.engine_adapter.drafters.mtp_head import DeepSeekMTPHead, QwenMTPHead
 from specscope.engine_adapter.decode.records import tokens_of
 
 N_TOKENS = 16

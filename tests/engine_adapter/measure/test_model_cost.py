@@ -1,4 +1,4 @@
-"""Bytes and FLOPs per category (``model_cost``), against counts worked out by hand from each config.
+"""Bytes and FLOPs per block (``model_cost``), against counts worked out by hand from each config.
 
 The tiny family models are float32 (4 bytes an element), the demo model 4-bit with float32 scales and
 biases in groups of 64. Every expected number below is computed from the config values, never from
@@ -58,7 +58,7 @@ def test_moe_routed_union_by_hand(families_root):
     H, L, E, k, I = 64, 3, 8, 2, 32
     expert = 3 * H * I * F32
     router = E * H * F32
-    paths = [b.path for b in mc.blocks if b.category == "moe"]
+    paths = [b.path for b in mc.blocks if b.block_name == "moe"]
     assert len(paths) == L
     routed = {p: [d] for p, d in zip(paths, (2, 5, 6))}  # distinct experts each layer's router picked
     f = mc.forward(N, CTX, routed)["moe"]
@@ -106,14 +106,14 @@ def test_recurrent_state_read_and_written_once(families_root):
 def test_quantized_weights_count_scales_and_biases(hybrid):
     """The demo: 4-bit, groups of 64, float32 scales and biases; experts of 512 -> 256 -> 512."""
     mc = model_cost(hybrid.model)
-    moe = next(b for b in mc.blocks if b.category == "moe")
+    moe = next(b for b in mc.blocks if b.block_name == "moe")
 
     def q4(out, inp):  # packed weights (half a byte each) + a scale and a bias per group of 64
         return out * inp // 2 + 2 * out * (inp // 64) * F32
 
     assert moe.experts == 16 and moe.top_k == 4
     assert moe.expert_bytes == q4(256, 512) * 2 + q4(512, 256)
-    head = next(b for b in mc.blocks if b.category == "output_head")
+    head = next(b for b in mc.blocks if b.block_name == "output_head")
     assert head.weight_bytes == q4(V, 512)
     assert head.flops_per_position == 2 * V * 512  # FLOPs count the unpacked weights
     assert mc.act_dtype == "float32"

@@ -15,7 +15,7 @@ from specscope.engine_adapter.measure.verify_curve import VerifyPoint, continuat
 
 @pytest.fixture(scope="module")
 def curve(hybrid, prompt):
-    return measure_curve(hybrid.model, prompt, positions=3, reps=2, category_reps=1, skip=False)
+    return measure_curve(hybrid.model, prompt, positions=3, reps=2, block_reps=1, skip=False)
 
 
 def test_curve_shape(curve, prompt):
@@ -71,7 +71,7 @@ def test_recording_changes_nothing(families_root):
 
 def test_dense_model_has_no_routes(families_root):
     lm = load_model(family_dir("qwen3_tied", families_root))
-    c = measure_curve(lm.model, list(range(1, 9)), positions=2, reps=1, category_reps=0)
+    c = measure_curve(lm.model, list(range(1, 9)), positions=2, reps=1, block_reps=0)
     assert all("routes" not in p and "blocks" not in p for p in c["points"])
     assert c["top_k"] is None
 

@@ -1,8 +1,8 @@
 """Breakdown and inspect from each layer's own structure, on every family in ``families.FAMILIES``.
 
 - every parameter of the model sits in exactly one timed block (nothing silently untimed);
-- the measured breakdown runs, reports every category the structure has, and each block is
-  entered by a timed forward (categories + inter-block overhead = whole graph, by construction);
+- the measured breakdown runs, reports every block the structure has, and each block is
+  entered by a timed forward (blocks + inter-block overhead = whole graph, by construction);
 - inspect's layer mix, experts, top-k, shared expert, active parameters and KV-cache estimate
   equal what each family's config says, derived here independently of the classifier.
 """
@@ -16,7 +16,7 @@ from mlx.utils import tree_flatten
 
 from families import FAMILIES, family_dir
 from specscope.engine_adapter.measure.breakdown import measure_breakdown
-from specscope.engine_adapter.model.block_names import CATEGORIES
+from specscope.engine_adapter.model.block_names import BLOCK_NAMES
 from specscope.engine_adapter.model.inspect_model import describe, format_description
 from specscope.engine_adapter.model.loader import load_model
 from specscope.engine_adapter.model.structure import classify
@@ -44,7 +44,7 @@ def _assert_covered(model, structure, nested: bool = False):
         assert owners, f"{path}: in no timed block"
         if not nested:
             assert len(owners) == 1, f"{path}: timed by {[o.path for o in owners]}"
-        assert all(o.category == "unclassified" for o in owners[:-1]), [(o.path, o.category) for o in owners]
+        assert all(o.block_name == "unclassified" for o in owners[:-1]), [(o.path, o.block_name) for o in owners]
 
 
 # --- what each family's config says, without the classifier -------------------------------------
@@ -151,26 +151,26 @@ def test_structure_breakdown_and_inspect(family, families_root):
     model = lm.model
     s = classify(model)
 
-    # Every parameter belongs to exactly one timed block; every block has a known category.
+    # Every parameter belongs to exactly one timed block; every block has a known block name.
     _assert_covered(model, s)
-    assert {b.category for b in s.blocks} <= set(CATEGORIES)
-    assert "unclassified" not in s.categories(), [b.path for b in s.blocks if b.category == "unclassified"]
-    assert "output_head" in s.categories() and "other" in s.categories()
+    assert {b.block_name for b in s.blocks} <= set(BLOCK_NAMES)
+    assert "unclassified" not in s.block_names(), [b.path for b in s.blocks if b.block_name == "unclassified"]
+    assert "output_head" in s.block_names() and "other" in s.block_names()
     # tied: the config says so and mlx-lm did not give the model its own head (gemma3_text copies the embedding)
     own_head = any(p.endswith("lm_head.weight") for p, _ in tree_flatten(model.parameters()))
     assert s.tied_head == (bool(_text(FAMILIES[family]).get("tie_word_embeddings")) and not own_head)
 
-    # The measured breakdown: every category present, every block entered, the two rulers consistent.
+    # The measured breakdown: every block present, every block entered, the two rulers consistent.
     prompt = lm.encode(PROMPT)
     bd = measure_breakdown(model, prompt, prompt[:3], k=2, reps=1, skip=False)
     for side in ("decode", "verify"):
         d = bd[side]
-        assert list(d["blocks"]) == s.categories()
+        assert list(d["blocks"]) == s.block_names()
         assert all(v > 0 for v in d["blocks"].values()), d["blocks"]
         assert d["uncalled_blocks"] == []
         assert d["block_sum_ms"] + d["inter_block_ms"] == pytest.approx(d["whole_ms"])
     assert bd["verify"]["positions"] == 3
-    assert set(bd["labels"]) <= set(s.categories())
+    assert set(bd["labels"]) <= set(s.block_names())
 
     # inspect: the same structure, checked against the config.
     mix = expected_mix(family)
@@ -192,25 +192,25 @@ def test_structure_breakdown_and_inspect(family, families_root):
 
 
 def test_nemotron_mixer_is_classified_per_block(families_root):
-    """One child name (``mixer``) holds Mamba, attention, MoE or a dense MLP: each goes to its own category."""
+    """One child name (``mixer``) holds Mamba, attention, MoE or a dense MLP: each goes to its own block."""
     s = classify(_load("nemotron_h", families_root).model)
     want = {"M": "linear_attention", "*": "full_attention", "E": "moe", "-": "dense_mlp"}
     for i, c in enumerate(FAMILIES["nemotron_h"]["hybrid_override_pattern"]):
         mixer = [b for b in s.in_layer(i) if b.path.endswith(f"layers.{i}.mixer")]
-        assert [b.category for b in mixer] == [want[c]]
-    assert [b.kind for b in s.in_layer(0) if b.category == "linear_attention"] == ["Mamba2 SSM"]
+        assert [b.block_name for b in mixer] == [want[c]]
+    assert [b.kind for b in s.in_layer(0) if b.block_name == "linear_attention"] == ["Mamba2 SSM"]
     assert s.labels()["moe"] == "MoE (8 experts, top-2 + shared)"
 
 
 def test_sub_kinds_and_labels(families_root):
     g = classify(_load("gemma3_text", families_root).model)
-    assert [b.kind for b in g.blocks if b.category == "full_attention"] == ["sliding window 8", "full"] * 2
+    assert [b.kind for b in g.blocks if b.block_name == "full_attention"] == ["sliding window 8", "full"] * 2
     d = classify(_load("deepseek_v3", families_root).model)
-    assert {b.kind for b in d.blocks if b.category == "full_attention"} == {"MLA"}
-    assert [b.category for b in d.in_layer(0) if b.category in ("moe", "dense_mlp")] == ["dense_mlp"]
+    assert {b.kind for b in d.blocks if b.block_name == "full_attention"} == {"MLA"}
+    assert [b.block_name for b in d.in_layer(0) if b.block_name in ("moe", "dense_mlp")] == ["dense_mlp"]
     assert d.labels()["dense_mlp"] == "Dense MLP"
     gr = classify(_load("granitemoehybrid", families_root).model)  # shared_mlp beside the MoE is its shared expert
-    assert {b.kind for b in gr.in_layer(0) if b.category == "moe"} == {"shared expert", "routed experts + shared expert"}
+    assert {b.kind for b in gr.in_layer(0) if b.block_name == "moe"} == {"shared expert", "routed experts + shared expert"}
     assert gr.labels()["output_head"] == "Output head (tied embedding)"
     kinds = {f: classify(_load(f, families_root).model).kinds("linear_attention")
              for f in ("lfm2", "recurrent_gemma", "bailing_hybrid", "kimi_linear", "mamba")}
@@ -237,7 +237,7 @@ def test_unknown_parts_are_timed_as_unclassified(families_root):
     model.layers[1].layer_scale = mx.ones((hidden,))  # a layer's own parameter: the layer is timed too
     s = classify(model)
     _assert_covered(model, s, nested=True)  # the layer owns only its own scale: blocks inside it keep theirs
-    un = {b.path: b.kind for b in s.blocks if b.category == "unclassified"}
+    un = {b.path: b.kind for b in s.blocks if b.block_name == "unclassified"}
     assert un == {"model.layers.0.mlp": "Mystery", "model.layers.1": "layer's own parameters"}
     bd = measure_breakdown(model, lm.encode(PROMPT), [5, 6, 7], k=2, reps=1, skip=False)
     dec = bd["decode"]
@@ -252,13 +252,13 @@ def test_unknown_parts_are_timed_as_unclassified(families_root):
 def test_quantized_weights_classify_the_same(families_root):
     lm = _load("qwen3_moe", families_root)
     model = lm.model
-    before = [(b.path, b.category, b.kind, b.experts, b.top_k) for b in classify(model).blocks]
+    before = [(b.path, b.block_name, b.kind, b.experts, b.top_k) for b in classify(model).blocks]
     d0 = describe(lm)
     nn.quantize(model, group_size=32, bits=4, class_predicate=lambda _, m: hasattr(m, "to_quantized") and m.weight.shape[-1] % 32 == 0)
     assert any(hasattr(m, "bits") for _, m in model.named_modules())
     s = classify(model)
     _assert_covered(model, s)
-    assert [(b.path, b.category, b.kind, b.experts, b.top_k) for b in s.blocks] == before
+    assert [(b.path, b.block_name, b.kind, b.experts, b.top_k) for b in s.blocks] == before
     d1 = describe(lm)
     assert (d1["parameters"], d1["active_parameters"]) == (d0["parameters"], d0["active_parameters"])
 

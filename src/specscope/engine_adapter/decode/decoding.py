@@ -19,7 +19,8 @@ from specscope.engine_adapter.drafters.drafter import Drafter
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
 from specscope.engine_adapter.mlx_types import token
 from specscope.engine_adapter.decode.records import PlainStep, Prefill, SpecRound
-from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.sampling import Sampling
 
 PREFILL_STEP = 2048
@@ -88,7 +89,7 @@ def speculative_generate(
     verify forward, rollback left lazy, one sync per round — so their wall time is what a
     user would get; "alternate" interleaves the two, so drift hits both alike.
 
-    Caches are rolled back by the strategy ``rollback.plan_rollback`` picks for
+    Caches are rolled back by the strategy ``rollback_plan.plan_rollback`` picks for
     their kind: Gated DeltaNet hybrids by rerunning the recurrence alone over the
     accepted positions from what the verify forward kept (all layers in one batched
     call); recurrent kinds without such capture by replaying the accepted positions

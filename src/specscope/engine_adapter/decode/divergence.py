@@ -34,7 +34,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.mlx_types import flat, values
-from specscope.engine_adapter.cache.rollback import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 
 # The near-tie tolerance, in logits, by the least precise floating dtype the model computes in:
 # a divergence is kernel rounding only if |lead| <= max(ABSOLUTE, RELATIVE * |top-1 logit|).

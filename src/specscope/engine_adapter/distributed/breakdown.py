@@ -1,14 +1,14 @@
-"""The breakdown of a sharded model: ``breakdown.measure_forward`` run with communication as one more category,
+"""The breakdown of a sharded model: ``breakdown.measure_forward`` run with communication as one more block,
 and every rank's figures gathered.
 
-- **Communication** is a category of the breakdown. Barrier ruler: every collective issued by the
+- **Communication** is a block of the breakdown. Barrier ruler: every collective issued by the
   sharded layers (``mx.distributed.all_sum`` / ``all_gather``, as called by mlx-lm's sharded layers,
   ``shard_linear``'s sharded-to-all layers and ``gather_last_axis``) runs between ``mx.eval`` barriers
   and its time goes to ``communication`` and is taken out of the enclosing block's time (the same
   exclusive-time bookkeeping as nested blocks). Barrier-free estimate: the whole graph with every
   collective replaced by a local stand-in of the same shape (identity for all-sum, copies for
   all-gather), by difference. A skipped compute block that holds a collective still issues it (on
-  zeros), so the compute categories' skip estimates stay compute only.
+  zeros), so the compute blocks' skip estimates stay compute only.
 - **Per rank**: each rank measures its own decode and verify forwards; the figures reach rank 0 through
   one all-sum of a small float matrix (each rank fills its own row) and are returned as ``per_rank``
   lists beside rank 0's numbers, in the same shape as ``breakdown.measure_breakdown``.
@@ -37,13 +37,13 @@ COMMUNICATION = "communication"
 
 
 class Communication(RunHooks):
-    """Communication as a category of the breakdown, for one measured forward (``breakdown.measure_forward``'s
+    """Communication as a block of the breakdown, for one measured forward (``breakdown.measure_forward``'s
     hooks): inside ``with``, ``mx.distributed.all_sum`` / ``all_gather`` go through wrappers that count the
     collectives (the warm-up forward), time them (the barrier ruler) or stand in for them (the communication
     skipped), and pass them through otherwise. Every forward starts with a barrier across ranks.
 
-    Its ``instrumenter`` times the sharded model's blocks with ``communication`` as an extra category; a
-    skipped block that holds a collective still issues it (on its zeros), so the compute categories' skip
+    Its ``instrumenter`` times the sharded model's blocks with ``communication`` as an extra block; a
+    skipped block that holds a collective still issues it (on its zeros), so the compute blocks' skip
     estimates stay compute only."""
 
     def __init__(self, model, group) -> None:
@@ -57,7 +57,7 @@ class Communication(RunHooks):
         self._original = {"all_sum": mx.distributed.all_sum, "all_gather": mx.distributed.all_gather}
         structure = sharded_structure(model, self.n)
         self._communicating = {id(b.module) for b in structure.blocks if _communicates(b.module)}
-        self.instrumenter = Instrumenter(structure, extra_categories=(COMMUNICATION,), on_skip=self._keep_collective)
+        self.instrumenter = Instrumenter(structure, extra_blocks=(COMMUNICATION,), on_skip=self._keep_collective)
 
     def __enter__(self) -> Communication:
         mx.distributed.all_sum, mx.distributed.all_gather = self._collective("all_sum"), self._collective("all_gather")
@@ -88,8 +88,8 @@ class Communication(RunHooks):
         return {"collectives": self.counted, "communication_split": {k: median(v) for k, v in self.split.items()}}
 
     # -- the collectives -----------------------------------------------------------------------------------
-    def _keep_collective(self, module, cat: str, out: mx.array) -> mx.array:
-        if id(module) in self._communicating and cat != "output_head":
+    def _keep_collective(self, module, block: str, out: mx.array) -> mx.array:
+        if id(module) in self._communicating and block != "output_head":
             out = mx.distributed.all_sum(out, group=self.group)
         return out
 
@@ -152,9 +152,9 @@ def sharded_structure(model, n: int) -> Structure:
     vocab = vocab_sizes(model)
     fixed = False
     for b in st.blocks:
-        if (b.category == "unclassified" and b.layer is None and is_linear(b.module)
+        if (b.block_name == "unclassified" and b.layer is None and is_linear(b.module)
                 and out_features(b.module) * n in vocab):
-            b.category, b.kind, fixed = "output_head", f"output head (vocabulary sharded over {n} ranks)", True
+            b.block_name, b.kind, fixed = "output_head", f"output head (vocabulary sharded over {n} ranks)", True
     if fixed and st.tied_head:
         st.tied_head = False
         for b in st.blocks:
@@ -164,7 +164,7 @@ def sharded_structure(model, n: int) -> Structure:
 
 
 def measure_forward_distributed(model, cache, snapshot, tokens: list[int], reps: int, group, skip: bool = True) -> dict:
-    """``breakdown.measure_forward`` for a sharded model, with a ``communication`` category; this rank's figures."""
+    """``breakdown.measure_forward`` for a sharded model, with a ``communication`` block; this rank's figures."""
     with Communication(model, group) as comm:
         return measure_forward(model, cache, snapshot, tokens, reps, skip, instrumenter=comm.instrumenter, hooks=comm)
 
@@ -175,16 +175,16 @@ _SPLIT = ("wait_ms", "transfer_ms")
 
 def _with_per_rank(fwd: dict, group) -> dict:
     """Add ``per_rank`` (every rank's figures, rank order) to this rank's forward dict (one all-sum)."""
-    cats, skips = list(fwd["blocks"]), list(fwd["skip_estimates"])
+    blocks, skips = list(fwd["blocks"]), list(fwd["skip_estimates"])
     row = [fwd[k] for k in _PER_RANK_SCALARS] + [fwd["communication_split"][k] for k in _SPLIT]
-    row += [fwd["blocks"][c] for c in cats] + [fwd["skip_estimates"][c] for c in skips]
+    row += [fwd["blocks"][c] for c in blocks] + [fwd["skip_estimates"][c] for c in skips]
     rows = gather_rows(row, group)
     per: dict[str, Any] = {k: [r[i] for r in rows] for i, k in enumerate(_PER_RANK_SCALARS)}
     o = len(_PER_RANK_SCALARS)
     per["communication_split"] = {k: [r[o + i] for r in rows] for i, k in enumerate(_SPLIT)}
     o += len(_SPLIT)
-    per["blocks"] = {c: [r[o + i] for r in rows] for i, c in enumerate(cats)}
-    o += len(cats)
+    per["blocks"] = {c: [r[o + i] for r in rows] for i, c in enumerate(blocks)}
+    o += len(blocks)
     per["skip_estimates"] = {c: [r[o + i] for r in rows] for i, c in enumerate(skips)}
     return {**fwd, "per_rank": per}
 

@@ -15,7 +15,7 @@ vocabulary slices at the head) line up because every rank runs the same forwards
   sharded head plus the same all-gather the trunk uses. Because replication relies on identical kernels
   on every rank, each decoding run ends with a cross-rank check of the tokens (one small all-sum, after
   the timed part): ranks that disagree stop the run with a clear error instead of a silent desync.
-- **Communication** is a category of the breakdown, and each rank's figures are gathered
+- **Communication** is a block of the breakdown, and each rank's figures are gathered
   (``distributed_breakdown``).
 """
 

@@ -39,7 +39,8 @@ from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.drafters.drafter import Drafter
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
 from specscope.engine_adapter.mlx_types import values
-from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.sampling import Sampling
 
 

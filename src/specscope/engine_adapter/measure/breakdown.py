@@ -1,21 +1,21 @@
-"""Where a decode step and a verify forward spend their time, by category.
+"""Where a decode step and a verify forward spend their time, by block.
 
 Two rulers, always side by side:
 
 - **whole graph**: one forward, evaluated once at the end (what decoding pays);
 - **blocks**: the same forward with a barrier (``mx.eval``) before and after
-  every block, each block's time added to its category.
+  every block, each module's time added to its block.
 
 whole − Σ blocks is the **inter-block overhead**; instrumented wall ÷ whole
 wall − 1 is the **barrier distortion**. A barrier-free estimate comes from
-timing the whole graph with one category skipped (its output replaced by
+timing the whole graph with one block skipped (its output replaced by
 zeros), by difference. Norms and embeddings ("other") are not skipped: the
 trunk's numbers blow up without them, which changes what is measured.
 
-The model's blocks and their categories come from ``structure.classify``; the barrier ruler and the skipped
+The model's blocks and their block names come from ``structure.classify``; the barrier ruler and the skipped
 blocks from ``instrument.Instrumenter``. This module is the measurement loop: the rulers interleaved over
 the reps, and their medians and spreads. The distributed engine runs the same loop, with its own structure,
-instrumenter and ``RunHooks`` (communication as one more category).
+instrumenter and ``RunHooks`` (communication as one more block).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.measure.instrument import Instrumenter
-from specscope.engine_adapter.cache.rollback import CacheSnapshot, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify
 
 SKIPPABLE = ("linear_attention", "full_attention", "moe", "dense_mlp", "output_head")
@@ -39,11 +40,11 @@ class RunHooks:
     """What a caller adds around each forward of ``measure_forward``; this default adds nothing.
 
     The distributed engine's ``Communication`` is the other kind: a barrier across ranks before every forward,
-    and its collectives counted, timed or stood in for, as one more category."""
+    and its collectives counted, timed or stood in for, as one more block."""
 
     def before(self, phase: str, skip: str | None) -> None:
         """After the cache is restored, before the forward. ``phase``: "warm" (the first forward of this shape),
-        "whole", "time" (the barrier ruler) or "skip" (``skip``: the category skipped)."""
+        "whole", "time" (the barrier ruler) or "skip" (``skip``: the block skipped)."""
 
     def after(self, phase: str) -> None:
         """After the forward (also when it raised)."""
@@ -82,7 +83,7 @@ def measure_forward(model, cache, snapshot: CacheSnapshot, tokens: list[int], re
                     instrumenter: Instrumenter | None = None, hooks: RunHooks | None = None) -> dict[str, Any]:
     """The two rulers (and skip estimates) for one forward over ``len(tokens)`` positions.
 
-    ``instrumenter`` defaults to one over ``classify(model)``; its extra categories are timed and skipped
+    ``instrumenter`` defaults to one over ``classify(model)``; its extra blocks are timed and skipped
     beside the model's own. ``hooks`` run around every forward and add their figures to the result."""
     x = mx.array(tokens, dtype=mx.uint32)
     capture = len(tokens) > 1 and is_hybrid(model)
@@ -100,12 +101,12 @@ def measure_forward(model, cache, snapshot: CacheSnapshot, tokens: list[int], re
         return ms, dict(inst.acc)
 
     with inst:
-        present = inst.structure.categories() + list(inst.extra_categories)
+        present = inst.structure.block_names() + list(inst.extra_blocks)
         run("warm")  # warm this shape
         whole: list[float] = []
         instrumented: list[float] = []
         blocks: dict[str, list[float]] = {c: [] for c in present}
-        skipped: dict[str, list[float]] = {c: [] for c in present if c in SKIPPABLE or c in inst.extra_categories}
+        skipped: dict[str, list[float]] = {c: [] for c in present if c in SKIPPABLE or c in inst.extra_blocks}
         inst.called = set()
         for _ in range(reps):
             # Interleave rulers so drift on a shared machine hits them alike.
@@ -164,7 +165,7 @@ def at_prompt_end(model, prompt: list[int], continuation: list[int], k: int) -> 
 
 
 def verify_to_decode(decode: dict[str, Any], verify: dict[str, Any]) -> dict[str, float | None]:
-    """Per category, verify time ÷ decode time (None where decode took no time)."""
+    """Per block, verify time ÷ decode time (None where decode took no time)."""
     return {c: (verify["blocks"][c] / decode["blocks"][c]) if decode["blocks"].get(c) else None for c in decode["blocks"]}
 
 

@@ -29,13 +29,8 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
-from specscope.engine_adapter.cache.rollback import (
-    CacheSnapshot,
-    VerifyRollback,
-    capturing,
-    install_capture,
-    is_hybrid,
-)
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import CacheSnapshot, VerifyRollback
 
 DEFAULT_REPS = 3
 

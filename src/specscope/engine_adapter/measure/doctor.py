@@ -16,7 +16,8 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.model.compat_class import CAVEATS, REFUSED, SUPPORTED, cheap_report, sliding_windows
 from specscope.engine_adapter.model.inspect_model import describe, mtp_status
 from specscope.engine_adapter.mlx_types import scalar
-from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import VerifyRollback
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
 EXACT_TOLERANCE = 1e-3

@@ -132,7 +132,8 @@ def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> d
     from mlx_lm.models.cache import make_prompt_cache
 
     from specscope.engine_adapter.decode.decoding import prefill
-    from specscope.engine_adapter.cache.rollback import CacheSnapshot, capturing, install_capture, is_hybrid
+    from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+    from specscope.engine_adapter.cache.rollback import CacheSnapshot
 
     metal = metal or mx.metal
     if not prompt:

@@ -1,6 +1,6 @@
-"""Bytes and FLOPs per category for one forward over ``n`` positions, from the loaded model itself.
+"""Bytes and FLOPs per block for one forward over ``n`` positions, from the loaded model itself.
 
-What an ideal forward must move and compute, per category of ``structure.classify`` (the same blocks
+What an ideal forward must move and compute, per block of ``structure.classify`` (the same blocks
 the breakdown times), so a roofline can put a floor under each measured time:
 
 - **weight bytes**: every parameter array a block reads, at its stored size — for a quantized layer
@@ -96,7 +96,7 @@ def _matmul_flops(mod: nn.Module, skip: tuple[str, ...] = ()) -> tuple[float, fl
 @dataclass
 class BlockFacts:
     path: str
-    category: str
+    block_name: str
     layer: int | None
     weight_bytes: int  # every parameter the block holds (own parameters only for a container)
     flops_per_position: float = 0.0  # dense matmuls
@@ -128,15 +128,15 @@ class ModelCost:
     notes: list[str] = field(default_factory=list)
 
     def forward(self, n: int, context: int, routed: dict[str, list[int]] | None = None) -> dict[str, dict]:
-        """Per category: weight bytes, other bytes, FLOPs (and distinct experts) of one forward over ``n``
+        """Per block: weight bytes, other bytes, FLOPs (and distinct experts) of one forward over ``n``
         positions after ``context`` cached positions. ``routed``: MoE block path -> distinct experts the
         ``n`` tokens chose, per call (from ``verify_curve.recording_routes``); absent blocks get the
         uniform-routing expectation ``E·(1 − (1 − top_k/E)^n)``."""
         out: dict[str, dict] = {}
         kv_item = self.kv_bytes or self.act_bytes
 
-        def add(cat, wb=0.0, ob=0.0, fl=0.0):
-            c = out.setdefault(cat, {"weight_bytes": 0.0, "other_bytes": 0.0, "flops": 0.0})
+        def add(block, wb=0.0, ob=0.0, fl=0.0):
+            c = out.setdefault(block, {"weight_bytes": 0.0, "other_bytes": 0.0, "flops": 0.0})
             c["weight_bytes"] += wb
             c["other_bytes"] += ob
             c["flops"] += fl
@@ -144,11 +144,11 @@ class ModelCost:
         moe_layers, estimated = [], False
         for b in self.blocks:
             if b.rows:  # an embedding: the n tokens' rows; a tied head reads the whole matrix
-                add(b.category, wb=b.weight_bytes * min(n, b.rows) / b.rows)
+                add(b.block_name, wb=b.weight_bytes * min(n, b.rows) / b.rows)
                 if "output_head" in b.roles:
                     add("output_head", wb=b.weight_bytes, ob=n * self.vocab * self.act_bytes, fl=n * b.flops_per_position)
                 continue
-            if b.category == "moe" and b.experts:
+            if b.block_name == "moe" and b.experts:
                 rec = (routed or {}).get(b.path)
                 if rec:
                     distinct = sum(rec) / len(rec)
@@ -168,9 +168,9 @@ class ModelCost:
             if b.state_elems or b.state_bytes:
                 ob += 2 * b.state_bytes
                 fl += n * b.state_elems * RECURRENT_FLOPS_PER_STATE
-            if b.category == "output_head":
+            if b.block_name == "output_head":
                 ob += n * self.vocab * self.act_bytes
-            add(b.category, wb=b.weight_bytes, ob=ob, fl=fl + n * b.flops_per_position)
+            add(b.block_name, wb=b.weight_bytes, ob=ob, fl=fl + n * b.flops_per_position)
         for c in out.values():
             c["weight_bytes"] = int(round(c["weight_bytes"]))
             c["other_bytes"] = int(round(c["other_bytes"]))
@@ -228,9 +228,9 @@ def model_cost(model, cache=None) -> ModelCost:
     mods = dict(model.named_modules())
     blocks: list[BlockFacts] = []
     for b in s.blocks:
-        own = b.category == "unclassified"
+        own = b.block_name == "unclassified"
         arrays = _arrays(b.module, own_only=own)
-        f = BlockFacts(b.path, b.category, b.layer, _nbytes(arrays), roles=b.roles, kv_per_token=b.kv_per_token, window=b.window)
+        f = BlockFacts(b.path, b.block_name, b.layer, _nbytes(arrays), roles=b.roles, kv_per_token=b.kv_per_token, window=b.window)
         m = b.module
         if isinstance(m, (nn.Embedding, nn.QuantizedEmbedding)):
             f.rows = int(m["weight"].shape[0])
@@ -238,7 +238,7 @@ def model_cost(model, cache=None) -> ModelCost:
             f.flops_per_position = 2.0 * _logical(m, m["weight"]) if b.roles else 0.0
         elif own:
             pass
-        elif b.category == "moe" and b.experts:
+        elif b.block_name == "moe" and b.experts:
             banks = [mods[p] for p in b.expert_banks]
             bank_bytes = sum(_nbytes(_arrays(bm)) for bm in banks)
             f.experts, f.top_k = b.experts, b.top_k
@@ -250,7 +250,7 @@ def model_cost(model, cache=None) -> ModelCost:
             f.expert_flops = sum(_matmul_flops(bm)[1] + _matmul_flops(bm)[0] / b.experts for bm in banks)
         else:
             f.flops_per_position = _matmul_flops(m)[0]
-            if b.category == "output_head":
+            if b.block_name == "output_head":
                 vocab = vocab or int(m["weight"].shape[0])
         if b.kv_per_token:
             heads, kvh = _int_attr(m, _HEADS), _int_attr(m, _KV_HEADS)
@@ -262,13 +262,13 @@ def model_cost(model, cache=None) -> ModelCost:
         blocks.append(f)
 
     # Recurrent state sizes from the live cache (or a fresh one after one token).
-    rec = [f for f in blocks if f.category == "linear_attention" and f.layer is not None]
+    rec = [f for f in blocks if f.block_name == "linear_attention" and f.layer is not None]
     if rec:
         if cache is None:
             cache = make_prompt_cache(model)
             mx.eval(model(mx.array([[0]], dtype=mx.uint32), cache=cache))
             notes.append("recurrent state sizes from a one-token forward on a fresh cache")
-        mixer = sorted({f.layer for f in blocks if f.layer is not None and f.category in ("linear_attention", "full_attention")})
+        mixer = sorted({f.layer for f in blocks if f.layer is not None and f.block_name in ("linear_attention", "full_attention")})
         per_layer = _layer_caches(model, cache, mixer)
         if per_layer is None:
             notes.append("could not match caches to layers: recurrent state bytes left out")

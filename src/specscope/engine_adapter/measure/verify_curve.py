@@ -2,13 +2,13 @@
 
 The forward is the engine's real verify path: the prompt is prefilled once, the cache is
 snapshotted (``rollback.CacheSnapshot``) and restored before every forward, and each forward is
-``model(tokens[None], cache)`` + ``mx.eval`` — on hybrid models inside ``rollback.capturing()``
+``model(tokens[None], cache)`` + ``mx.eval`` — on hybrid models inside ``capture.capturing()``
 for n > 1, exactly as ``decoding.speculative_generate`` verifies. The tokens are the model's own
 greedy continuation (what accepted drafts would be), so MoE routing is realistic.
 
 Repeats are interleaved across n (rep 1: n = 1, 2, …, N; rep 2: …) so drift on a shared machine
-hits every n alike. Per category, both rulers come from ``breakdown.measure_forward`` (one call per
-n per category repeat, interleaved the same way): barrier-timed blocks, and barrier-free estimates
+hits every n alike. Per block, both rulers come from ``breakdown.measure_forward`` (one call per
+n per block repeat, interleaved the same way): barrier-timed blocks, and barrier-free estimates
 by difference. For MoE models, one extra untimed forward per n records which experts each layer's
 router picked (``recording_routes``), without changing the computation: the expert bank's call is
 wrapped to keep a reference to its ``indices`` argument, which the forward computes anyway.
@@ -27,7 +27,8 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.measure.breakdown import measure_forward
 from specscope.engine_adapter.decode.decoding import plain_generate, prefill
 from specscope.engine_adapter.decode.records import tokens_of
-from specscope.engine_adapter.cache.rollback import CacheSnapshot, capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify, takes_indices
 
 DEFAULT_POSITIONS = 9
@@ -159,7 +160,7 @@ def _median(xs):
 
 
 def measure_curve(model, context: list[int], tokens: list[int] | None = None, positions: int = DEFAULT_POSITIONS,
-                  reps: int = 5, category_reps: int = 2, skip: bool = True, record_routes: bool = True,
+                  reps: int = 5, block_reps: int = 2, skip: bool = True, record_routes: bool = True,
                   progress=lambda message: None, on_sweep=None) -> dict:
     """The curve at the end of ``context`` over n = 1..``positions``: a JSON-able dict.
 
@@ -167,7 +168,7 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
     with min and max), so a page can draw it while the measurement goes on.
 
     ``tokens``: the verify inputs (the first is the token after ``context``); default: the model's greedy
-    continuation. ``category_reps`` = 0 skips the per-category rulers (whole graph only)."""
+    continuation. ``block_reps`` = 0 skips the per-block rulers (whole graph only)."""
     if not 1 <= positions <= MAX_POSITIONS:
         raise ValueError(f"positions must be 1..{MAX_POSITIONS}")
     if reps < 1:
@@ -186,14 +187,14 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
     for n in ns:  # warm every shape once
         point.forward(tokens[:n])
     whole: dict[int, list[float]] = {n: [] for n in ns}
-    cats: dict[int, list[dict]] = {n: [] for n in ns}
-    for rep in range(max(reps, category_reps)):
-        progress(f"repeat {rep + 1}/{max(reps, category_reps)} over n = 1..{positions}")
+    per_block: dict[int, list[dict]] = {n: [] for n in ns}
+    for rep in range(max(reps, block_reps)):
+        progress(f"repeat {rep + 1}/{max(reps, block_reps)} over n = 1..{positions}")
         for n in ns:
             if rep < reps:
                 whole[n].append(point.time_ms(tokens[:n]))
-            if rep < category_reps:
-                cats[n].append(measure_forward(model, point.cache, point.snapshot, tokens[:n], reps=1, skip=skip))
+            if rep < block_reps:
+                per_block[n].append(measure_forward(model, point.cache, point.snapshot, tokens[:n], reps=1, skip=skip))
         if on_sweep is not None and rep < reps:
             on_sweep([{"positions": n, "whole_ms": _median(whole[n]), "whole_ms_min": min(whole[n]),
                        "whole_ms_max": max(whole[n])} for n in ns])
@@ -202,17 +203,17 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
     for n in ns:
         w = whole[n]
         p = {"positions": n, "whole_ms": _median(w), "whole_ms_samples": w, "whole_ms_min": min(w), "whole_ms_max": max(w)}
-        if cats[n]:
-            present = sorted({c for r in cats[n] for c in r["blocks"]})
-            p["blocks"] = {c: _median([r["blocks"][c] for r in cats[n] if c in r["blocks"]]) for c in present}
+        if per_block[n]:
+            present = sorted({c for r in per_block[n] for c in r["blocks"]})
+            p["blocks"] = {c: _median([r["blocks"][c] for r in per_block[n] if c in r["blocks"]]) for c in present}
             p["block_sum_ms"] = sum(p["blocks"].values())
-            p["instrumented_ms"] = _median([r["instrumented_ms"] for r in cats[n]])
+            p["instrumented_ms"] = _median([r["instrumented_ms"] for r in per_block[n]])
             p["inter_block_ms"] = p["whole_ms"] - p["block_sum_ms"]
             p["barrier_distortion"] = p["instrumented_ms"] / p["whole_ms"] - 1.0
-            est = sorted({c for r in cats[n] for c in r.get("skip_estimates", {})})
-            # barrier-free: this curve's whole graph minus the whole graph with the category skipped
+            est = sorted({c for r in per_block[n] for c in r.get("skip_estimates", {})})
+            # barrier-free: this curve's whole graph minus the whole graph with the block skipped
             p["skip_estimates"] = {c: _median([r["skip_estimates"][c] + (p["whole_ms"] - r["whole_ms"])
-                                               for r in cats[n] if c in r.get("skip_estimates", {})]) for c in est}
+                                               for r in per_block[n] if c in r.get("skip_estimates", {})]) for c in est}
         if n in routes:
             p["routes"] = routes[n]
         points.append(p)
@@ -221,7 +222,7 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
         "context": len(context),
         "tokens": tokens,
         "reps": reps,
-        "category_reps": category_reps,
+        "category_reps": block_reps,
         "hybrid_capture": point.hybrid,
         "t_decode_ms": points[0]["whole_ms"],
         "points": points,

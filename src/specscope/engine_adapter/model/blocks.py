@@ -1,5 +1,5 @@
 """The result of classifying a model (``structure.classify``): its timed blocks, and what they add up to
-(categories present, sub-kinds, the layer mix, the labels the breakdown's rows carry)."""
+(block names present, sub-kinds, the layer mix, the labels the breakdown's rows carry)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 
 import mlx.nn as nn
 
-from specscope.engine_adapter.model.block_names import CATEGORIES
+from specscope.engine_adapter.model.block_names import BLOCK_NAMES
 
 
 @dataclass
 class Block:
-    """One timed module: its path, category, and what it is (``kind``)."""
+    """One timed module: its path, the block it is timed in (``block_name``, e.g. ``moe``), and what it is (``kind``)."""
 
     path: str
     module: nn.Module = field(repr=False)
-    category: str
+    block_name: str
     kind: str
     layer: int | None = None
-    roles: tuple = ()  # extra categories the module is timed in (a tied head: "output_head")
+    roles: tuple = ()  # extra blocks the module is timed in (a tied head: "output_head")
     experts: int = 0  # MoE: routed experts
     top_k: int | None = None  # MoE: experts per token, when the module says
     shared: bool = False  # MoE: has a shared (always active) expert
@@ -39,15 +39,15 @@ class Structure:
     def in_layer(self, i: int) -> list[Block]:
         return [b for b in self.blocks if b.layer == i]
 
-    def categories(self) -> list[str]:
-        cats = {b.category for b in self.blocks} | {r for b in self.blocks for r in b.roles}
-        return [c for c in CATEGORIES if c in cats]
+    def block_names(self) -> list[str]:
+        present = {b.block_name for b in self.blocks} | {r for b in self.blocks for r in b.roles}
+        return [n for n in BLOCK_NAMES if n in present]
 
-    def kinds(self, category: str) -> dict[str, int]:
+    def kinds(self, block_name: str) -> dict[str, int]:
         """Sub-kind -> number of layers with it (blocks outside layers count once each)."""
         seen: dict[str, set] = {}
         for b in self.blocks:
-            if b.category == category:
+            if b.block_name == block_name:
                 seen.setdefault(b.kind, set()).add(b.layer if b.layer is not None else b.path)
         return {k: len(v) for k, v in seen.items()}
 
@@ -57,33 +57,33 @@ class Structure:
                "unclassified": 0}
         for i in range(self.layers):
             bl = self.in_layer(i)
-            cats = {b.category for b in bl}
+            names = {b.block_name for b in bl}
             for c in ("linear_attention", "full_attention", "moe", "dense_mlp", "unclassified"):
-                mix[c] += c in cats
-            attn = [b for b in bl if b.category == "full_attention"]
+                mix[c] += c in names
+            attn = [b for b in bl if b.block_name == "full_attention"]
             mix["sliding_window"] += any(b.window for b in attn)
             mix["mla"] += any(b.kind.startswith("MLA") for b in attn)
         return mix
 
     def moe_blocks(self) -> list[Block]:
-        return [b for b in self.blocks if b.category == "moe" and b.experts]
+        return [b for b in self.blocks if b.block_name == "moe" and b.experts]
 
     def labels(self) -> dict[str, str]:
         out = {}
-        for cat, name in (("linear_attention", "Linear attention"), ("full_attention", "Full attention")):
-            kinds = self.kinds(cat)
+        for block, name in (("linear_attention", "Linear attention"), ("full_attention", "Full attention")):
+            kinds = self.kinds(block)
             if kinds and list(kinds) != ["full"]:  # plain attention needs no detail
-                out[cat] = f"{name} ({', '.join(k if len(kinds) == 1 else f'{n}× {k}' for k, n in kinds.items())})"
+                out[block] = f"{name} ({', '.join(k if len(kinds) == 1 else f'{n}× {k}' for k, n in kinds.items())})"
         moe = self.moe_blocks()
         if moe:
             ks = {b.top_k for b in moe if b.top_k}
             out["moe"] = (f"MoE ({max(b.experts for b in moe)} experts"
                           + (f", top-{max(ks)}" if ks else "")
                           + (" + shared" if any(b.shared for b in moe) else "") + ")")
-        if "dense_mlp" in self.categories():
+        if "dense_mlp" in self.block_names():
             out["dense_mlp"] = "Dense MLP"
         if self.tied_head:
             out["output_head"] = "Output head (tied embedding)"
-        if "unclassified" in self.categories():
+        if "unclassified" in self.block_names():
             out["unclassified"] = "Unclassified (" + ", ".join(sorted(self.kinds("unclassified"))) + ")"
         return out

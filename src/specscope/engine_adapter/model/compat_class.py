@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mlx_lm.models.cache import RotatingKVCache, make_prompt_cache
 
-from specscope.engine_adapter.cache.rollback import describe_plan, plan_rollback
+from specscope.engine_adapter.cache.rollback_plan import describe_plan, plan_rollback
 
 SUPPORTED, CAVEATS, REFUSED = "supported", "supported with caveats", "refused"
 

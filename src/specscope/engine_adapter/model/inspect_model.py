@@ -20,7 +20,7 @@ def _layer_kinds(model, structure=None) -> dict:
     s = structure or classify(model)
     mix = s.layer_mix()
     parallel = sum(
-        1 for i in range(s.layers) if {"linear_attention", "full_attention"} <= {b.category for b in s.in_layer(i)}
+        1 for i in range(s.layers) if {"linear_attention", "full_attention"} <= {b.block_name for b in s.in_layer(i)}
     )
     return {
         "linear": mix["linear_attention"],
@@ -103,7 +103,7 @@ def _kv_cache_estimate(model, structure, text_config: dict, ctx: int) -> dict:
     )
     elems = per_token = 0
     for b in structure.blocks:
-        if b.category != "full_attention":
+        if b.block_name != "full_attention":
             continue
         n = b.kv_per_token or fallback
         elems += n * min(ctx, b.window or ctx)
@@ -243,9 +243,9 @@ def _layer_kinds_text(d: dict) -> str | None:
     """"linear: delta rule ×6; attention: sliding window 8 ×2, full ×2", or None when all attention is plain."""
     kinds = d.get("layer_kinds") or {}
     parts = []
-    for cat, name in (("linear_attention", "linear"), ("full_attention", "attention")):
-        ks = kinds.get(cat) or {}
-        if ks and (cat == "linear_attention" or list(ks) != ["full"]):
+    for block, name in (("linear_attention", "linear"), ("full_attention", "attention")):
+        ks = kinds.get(block) or {}
+        if ks and (block == "linear_attention" or list(ks) != ["full"]):
             parts.append(f"{name}: " + ", ".join(f"{k} ×{n}" for k, n in ks.items()))
     return "; ".join(parts) or None
 

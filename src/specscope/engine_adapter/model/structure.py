@@ -1,8 +1,8 @@
-"""Model structure: what each block of a model is (its timing category and sub-kind), from each module's own
+"""Model structure: what each block of a model is (its block name, e.g. ``moe``, and sub-kind), from each module's own
 parameters, children and attributes, never from the name a model gives a layer's child. ``classify`` returns
 a ``blocks.Structure``.
 
-Every block gets one category:
+Every block gets one block name:
 
 - ``linear_attention``: recurrent mixers. An SSM / delta-rule state (an ``A_log``
   parameter: Mamba, Mamba2, Gated DeltaNet, Kimi delta attention), an RG-LRU (a
@@ -18,7 +18,7 @@ Every block gets one category:
   (Granite's ``shared_mlp``) is that layer's shared expert and joins ``moe``;
 - ``dense_mlp``: a module made only of linear projections (and norms), in a layer
   with no MoE. Dense first layers of DeepSeek / GLM / Kimi are therefore not
-  called MoE. It is its own category (not a relabelled ``moe``) because dense and
+  called MoE. It is its own block (not a relabelled ``moe``) because dense and
   routed FFNs scale differently from decode to verify: in a mixed model one row
   would average the two;
 - ``output_head``: a linear map outside the layers onto the vocabulary, or the
@@ -230,7 +230,7 @@ def _kv_per_token(m) -> int:
 
 
 def _shape(mod, layer: int | None, vocab: set[int]) -> tuple[str, str] | None:
-    """(category, kind) from the module's own structure, or None for a container / unknown."""
+    """(block name, kind) from the module's own structure, or None for a container / unknown."""
     if isinstance(mod, (nn.Embedding, nn.QuantizedEmbedding)):
         return "other", "embedding"
     if _is_norm(mod):
@@ -287,7 +287,7 @@ def vocab_sizes(model) -> set[int]:
 
 
 def classify(model) -> Structure:
-    """Every block to time, with its category and sub-kind, from each module's structure."""
+    """Every block to time, with its block name and sub-kind, from each module's structure."""
     from mlx_lm.models.cache import ArraysCache
 
     layers = list(model.layers)
@@ -318,16 +318,16 @@ def classify(model) -> Structure:
     walk(model, "", None)
 
     # Attention-shaped modules in a layer that keeps no KV cache are linear attention; windows from rotating caches.
-    mixer_layers = sorted({b.layer for b in blocks if b.layer is not None and b.category in ("linear_attention", "full_attention")})
+    mixer_layers = sorted({b.layer for b in blocks if b.layer is not None and b.block_name in ("linear_attention", "full_attention")})
     per_layer = _layer_caches(model, len(layers), mixer_layers)
     for b in blocks:
-        if b.category != "full_attention":
+        if b.block_name != "full_attention":
             continue
         b.kv_per_token = _kv_per_token(b.module)
         if per_layer is not None and b.layer is not None:
             kv = [c for c in per_layer[b.layer] if not isinstance(c, ArraysCache)]
             if per_layer[b.layer] and not kv:
-                b.category, b.kind, b.kv_per_token = "linear_attention", "decay", 0
+                b.block_name, b.kind, b.kv_per_token = "linear_attention", "decay", 0
                 continue
             windows = [int(c.max_size) for c in kv if isinstance(getattr(c, "max_size", None), int)]
             b.window = min(windows) if windows else None
@@ -338,7 +338,7 @@ def classify(model) -> Structure:
 
     # MoE details; a dense MLP beside an MoE in the same layer is that layer's shared expert.
     for b in blocks:
-        if b.category != "moe":
+        if b.block_name != "moe":
             continue
         parts = _moe_parts(b.module)
         if parts:
@@ -351,19 +351,19 @@ def classify(model) -> Structure:
         b.top_k = _top_k(b.module)
     for i in range(len(layers)):
         bl = [b for b in blocks if b.layer == i]
-        moe = [b for b in bl if b.category == "moe" and b.experts]
+        moe = [b for b in bl if b.block_name == "moe" and b.experts]
         for b in bl:
-            if moe and b.category == "dense_mlp":
-                b.category, b.kind = "moe", "shared expert"
+            if moe and b.block_name == "dense_mlp":
+                b.block_name, b.kind = "moe", "shared expert"
                 for m in moe:
                     m.shared = True
     for b in blocks:
-        if b.category == "moe" and b.experts:
+        if b.block_name == "moe" and b.experts:
             b.kind = "routed experts" + (" + shared expert" if b.shared else "")
 
     # A tied head: no linear output head, the embedding's as_linear does it.
     tied = False
-    if not any(b.category == "output_head" for b in blocks):
+    if not any(b.block_name == "output_head" for b in blocks):
         embs = [b for b in blocks if b.kind == "embedding" and hasattr(b.module, "as_linear")]
         if embs:
             emb = max(embs, key=lambda b: b.module["weight"].shape[0])
@@ -371,7 +371,7 @@ def classify(model) -> Structure:
     return Structure(blocks, len(layers), tied)
 
 
-def categorize(model) -> list[tuple[str, nn.Module, str]]:
-    """(path, module, category) for every block we time (see ``classify``)."""
-    return [(b.path, b.module, b.category) for b in classify(model).blocks]
+def timed_modules(model) -> list[tuple[str, nn.Module, str]]:
+    """(path, module, block name) for every block we time (see ``classify``)."""
+    return [(b.path, b.module, b.block_name) for b in classify(model).blocks]
 

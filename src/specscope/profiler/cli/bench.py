@@ -202,7 +202,8 @@ def bench_capture(a) -> dict:
     from mlx_lm.models.cache import make_prompt_cache
 
     from specscope.engine_adapter.decode.decoding import plain_generate, prefill
-    from specscope.engine_adapter.cache.rollback import VerifyRollback, capturing, install_capture, uninstall_capture
+    from specscope.engine_adapter.cache.capture import capturing, install_capture, uninstall_capture
+    from specscope.engine_adapter.cache.rollback import VerifyRollback
 
     lm = load_bench_model(a)
     model = lm.model
