@@ -42,7 +42,7 @@ def _panel(qtbot, settings):
 
 
 def _worker_config(panel) -> dict:
-    """What the app hands the worker: its command line carries the RunConfig as JSON (profiler.runner)."""
+    """What the app hands the worker: its command line carries the RunConfig as JSON (profiler.run.runner)."""
     import json
 
     from specscope.profiler.run.runner import worker_command

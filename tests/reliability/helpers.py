@@ -36,7 +36,7 @@ def assert_clear_failure(r, *needles, code=2):
 
 
 def worker_pids(marker: str) -> list[int]:
-    """Live ``profiler.worker`` processes whose command line contains ``marker`` (Linux /proc scan)."""
+    """Live ``profiler.run.worker`` processes whose command line contains ``marker`` (Linux /proc scan)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

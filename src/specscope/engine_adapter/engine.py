@@ -153,7 +153,7 @@ class Engine:
     def decode(self, tokens: list[int]) -> str:
         return self.target.decode(tokens)
 
-    # -- long context (engine_adapter.context) ------------------------------------------------------
+    # -- long context (engine_adapter.cache.context) ------------------------------------------------------
     def prepare_context(self, tokens: list[int]) -> dict:
         """Prefill a long context once for the target and the drafter's own model or head, and store it: every
         later prefill that starts with these tokens starts from a copy (``context``). A context already stored is
@@ -198,7 +198,7 @@ class Engine:
 
         p = self.params
         kinds = round_kinds or p.round_kinds
-        if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.protocol); alone: the measured one
+        if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.run.protocol); alone: the measured one
             kinds = "end_to_end"
         return speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens), p.num_draft_tokens,
                                     max_tokens, self.sampling, round_kinds=kinds)
@@ -227,7 +227,7 @@ class Engine:
 
         return divergence_event(self.target.model, case_id, prompt, plain, spec, self.params.num_draft_tokens + 1)
 
-    # -- the clock probe (engine_adapter.clock_probe) --------------------------------------------------
+    # -- the clock probe (engine_adapter.measure.clock_probe) --------------------------------------------------
     def _clock_probe(self):
         if self._probe is None:
             from specscope.engine_adapter.measure.clock_probe import ClockProbe

@@ -1,7 +1,7 @@
 """What the engine is asked to load and how it decodes: plain settings, no MLX.
 
 The one definition of these fields and their defaults: ``engine.Engine.open`` takes them, and the run
-configuration (``profiler.config.RunConfig``, which the app imports, hence no MLX here) is built on them.
+configuration (``profiler.run.config.RunConfig``, which the app imports, hence no MLX here) is built on them.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 refusal of models that cannot be rolled back exactly) and finds every drafter the model can use:
 its MTP head when the checkpoint (or ``--mtp-weights``) has one, a draft model when one is given
 (the demo's own draft model with ``--demo``), n-gram lookup always, and the oracle what-if when
-asked for. Each call runs one thing and returns JSON-friendly data; the profiler (``profiler.tune``,
-``profiler.roofline_cli``) decides what to run and what it means.
+asked for. Each call runs one thing and returns JSON-friendly data; the profiler (``profiler.analysis.tune``,
+``profiler.cli.roofline``) decides what to run and what it means.
 
 The oracle here is ``PositionalOracle``: the draft for absolute position j is right exactly when a
 seeded uniform draw *for that position* is below p. Its acceptance has the same distribution as

@@ -1,6 +1,6 @@
 """Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines.
 
-A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.launch``'s plan instead: the
+A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.run.launch``'s plan instead: the
 guard (its own process group) wrapping ``mlx.launch`` wrapping the ranks; rank 0's events arrive the same way.
 It is stopped by ``stop`` on stdin (every rank gets it through mlx.launch) and, past the grace period, by killing
 the whole group; a rank that fails is named (``launch.RankMonitor`` over the merged stderr) and the session is

@@ -1,12 +1,12 @@
 """The session model the views observe.
 
-It owns a ``profiler.session.Session``, folds worker events into it, autosaves it
+It owns a ``profiler.session.session.Session``, folds worker events into it, autosaves it
 atomically as it grows, and — at most 4 times a second (FRAME_MS), only when something
 changed — publishes one snapshot of plain values (the summary and the chart
 series) through a Qt signal. Views never compute statistics: they draw what the
 snapshot says.
 
-Snapshots are built incrementally (``profiler.summary.LiveSummary``, ``charts.data.LiveChartData``):
+Snapshots are built incrementally (``profiler.analysis.summary.LiveSummary``, ``charts.data.LiveChartData``):
 each folds only the steps and rounds that arrived since the last one, so a snapshot late in a long
 run costs what one early in it does. They equal a full recomputation (tested).
 """

@@ -1,4 +1,4 @@
-"""profiler.intervals and profiler.drift: interval arithmetic on hand-computed values, and the one rule
+"""profiler.analysis.intervals and profiler.analysis.drift: interval arithmetic on hand-computed values, and the one rule
 that an estimated time whose interval reaches zero is "below noise", never a negative time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""profiler.summary: the reference summary, and LiveSummary equal to it at every event of a growing session."""
+"""profiler.analysis.summary: the reference summary, and LiveSummary equal to it at every event of a growing session."""
 
 from __future__ import annotations
 

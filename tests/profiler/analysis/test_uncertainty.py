@@ -1,4 +1,4 @@
-"""profiler.uncertainty: intervals whose coverage is what they claim, checked by simulation, and a verdict that can fail.
+"""profiler.analysis.uncertainty: intervals whose coverage is what they claim, checked by simulation, and a verdict that can fail.
 
 Each coverage test simulates the situation many times with a known truth and counts how often the nominal 95%
 interval holds it. The tests also show the interval they replace failing the same check, so each could fail.

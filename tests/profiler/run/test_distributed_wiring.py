@@ -24,7 +24,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json"
 
 def distributed_session(n: int = 2) -> Session:
     """The fixture session made to look like an ``n``-rank run: a communication block and per-rank figures
-    (rank r's times scaled by 1 + r/10) in every breakdown, as ``engine_adapter.distributed`` records them."""
+    (rank r's times scaled by 1 + r/10) in every breakdown, as ``engine_adapter.distributed.engine`` records them."""
     d = json.loads(FIXTURE.read_text(encoding="utf-8"))
     for c in d["cases"]:
         bd = c.get("breakdown")

@@ -1,4 +1,4 @@
-"""profiler.protocol: ABBA order, every repeat kept, the clock probe around every repeat, --cooldown,
+"""profiler.run.protocol: ABBA order, every repeat kept, the clock probe around every repeat, --cooldown,
 --discard-first, and the sensor seam filled with recorded samples.
 
 The order and bookkeeping tests drive the protocol with a stand-in engine (same facade, no model): what is

@@ -26,7 +26,7 @@ from specscope.engine_adapter.decode.sampling import Sampling
 PREFILL_STEP = 2048
 ROUND_KINDS = ("instrumented", "end_to_end", "alternate")
 # "paired" (the run's default) is a protocol mode: each speculative phase runs one "end_to_end" and one "instrumented"
-# pass over the same case (profiler.protocol); a single generator only ever runs one of the kinds above.
+# pass over the same case (profiler.run.protocol); a single generator only ever runs one of the kinds above.
 RUN_ROUND_KINDS = ("paired",) + ROUND_KINDS
 
 

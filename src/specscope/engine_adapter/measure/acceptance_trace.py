@@ -1,4 +1,4 @@
-"""Recording an acceptance trace A(s) with the engine's real drafters (walked by ``profiler.trace_walk``).
+"""Recording an acceptance trace A(s) with the engine's real drafters (walked by ``profiler.analysis.trace_walk``).
 
 For the target's own continuation c_0..c_{N-1} of a prompt (c_0 from the prefill), A(s) for s = 0..N-2 is
 how many of the drafter's next K_max proposals, chained from the true prefix prompt + c_0..c_s, agree with

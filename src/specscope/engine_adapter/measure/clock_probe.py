@@ -7,7 +7,7 @@ would time launch latency, not the clock), and recorded with every session, so r
 compare with each other, never across machines.
 
 A reading is the median of ``reps`` timed chains, with each rep's time kept: the spread of the reps
-is the probe's own noise, against which a slow-down over a run is judged (``profiler.drift``).
+is the probe's own noise, against which a slow-down over a run is judged (``profiler.analysis.drift``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 This is the one place that turns a Session into what the charts draw, so the
 live app and the exported report images always agree. Statistics (acceptance,
-intervals, the division) come from ``profiler.stats`` / ``profiler.summary``;
+intervals, the division) come from ``profiler.analysis.stats`` / ``profiler.analysis.summary``;
 this module only arranges measured values along an axis.
 
 ``all_chart_data`` walks the whole session; ``LiveChartData`` gives the same

@@ -4,7 +4,7 @@ data function) and its table per context. Nothing for a session without a sweep.
 ``context_images(session)`` draws the four charts offscreen (keys ``context_speedup``, ``context_verify``,
 ``context_split``, ``context_acceptance``, so the PDF writer finds them as it finds every chart);
 ``context_section(session, charts, target)`` writes the section. Figures per context come from
-``profiler.sweep.sweep_figures``: every number recomputed from the points' own sessions.
+``profiler.analysis.sweep.sweep_figures``: every number recomputed from the points' own sessions.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Compare page: two sessions side by side, like ``specscope compare A B``.
 
-Everything shown comes from ``profiler.compare.compare`` (Qt-free): every summary figure with the
+Everything shown comes from ``profiler.analysis.compare.compare`` (Qt-free): every summary figure with the
 two values, the delta (B − A), which way is better and who wins by how much; per-block
 verify ÷ decode ratios, the breakdown and acceptance per content class. Sessions measured in
 different sampling regimes are refused with compare's own message unless "Timings only" is ticked.

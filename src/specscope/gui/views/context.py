@@ -1,6 +1,6 @@
 """Context page: how the speedup, the verify cost, the block split and the acceptance change as the context grows.
 
-From the session's sweep (``session["sweep"]``, figures from ``profiler.sweep.sweep_figures``), or run now with
+From the session's sweep (``session["sweep"]``, figures from ``profiler.analysis.sweep.sweep_figures``), or run now with
 ``specscope sweep --context … --jsonl``: each context's figures arrive as soon as all its visits are done, and the
 page fills in live. The table gives the same figures with the context's own prefill time."""
 

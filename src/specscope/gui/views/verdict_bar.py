@@ -1,4 +1,4 @@
-"""The verdict line at the top: profiler.verdict's plain words, plus the acceptance phrase."""
+"""The verdict line at the top: profiler.analysis.verdict's plain words, plus the acceptance phrase."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Did the machine slow down during the run? The clock probe's series, judged against its own noise.
 
-The protocol reads the clock probe (a fixed compute-bound kernel, ``engine_adapter.clock_probe``)
+The protocol reads the clock probe (a fixed compute-bound kernel, ``engine_adapter.measure.clock_probe``)
 before and after every repeat of every case. A reading is the median of a few timed reps; the spread
 of those reps, relative to the reading, is the probe's **own noise** (the median of it over the run).
 The run **drifted** when the late readings (the last third) are slower than the early ones (the first

@@ -29,7 +29,7 @@ BLOCK_LABELS = {
     "output_head": "Output head",
     "other": "Other (embed, norms)",
     "unclassified": "Unclassified",
-    "communication": "Communication",  # distributed runs: time inside MLX's collectives (engine_adapter.distributed)
+    "communication": "Communication",  # distributed runs: time inside MLX's collectives (engine_adapter.distributed.engine)
     "inter_block": "Inter-block overhead",
 }
 COMMUNICATION = "communication"
@@ -138,7 +138,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
     measured_round_ms = stats.mean(noise["rate_ms"])
     measured_round_tokens = noise["rate_tokens"] / len(noise["rate_ms"]) if noise["rate_ms"] else None
-    # The prediction: components timed apart from the rounds (profiler.prediction.genuine_prediction).
+    # The prediction: components timed apart from the rounds (profiler.analysis.prediction.genuine_prediction).
     pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
                                          measured)
     division = pred["division"] if pred.get("available") else ledger
@@ -231,7 +231,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
 
 def energy(session, case_ids: set) -> dict | None:
     """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
-    temperature of the runs (profiler.sensors); None when the machine has no sensors."""
+    temperature of the runs (profiler.run.sensors); None when the machine has no sensors."""
     ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
     if not ws:
         return None

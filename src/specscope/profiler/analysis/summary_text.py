@@ -25,7 +25,7 @@ from specscope.profiler.analysis.verdict import (
 
 
 def _components_cost(session) -> str:
-    """What timing the prediction's components apart cost the run (engine_adapter.components)."""
+    """What timing the prediction's components apart cost the run (engine_adapter.measure.components)."""
     ms = [c["components"]["wall_ms"] for c in session.cases if (c.get("components") or {}).get("wall_ms") is not None]
     return f"; cost {sum(ms) / 1000:.1f} s over {len(ms)} cases" if ms else ""
 

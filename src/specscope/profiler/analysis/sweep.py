@@ -5,7 +5,7 @@ Order: the contexts are visited ``passes`` times, each pass the reverse of the o
 masquerading as a context effect; each visit's repeats continue the count, so a case's modes also alternate AB,
 BA across visits. Each context is prefilled once, at its first visit (timed on its own: a ``context`` event), and
 its caches stored; every case, both modes, the breakdown and the components start from a copy, and a revisit
-reuses the stored caches (``engine_adapter.context``).
+reuses the stored caches (``engine_adapter.cache.context``).
 
 Events: ``sweep_visit`` (context, visit, pass) before a visit's cases, ``sweep_visit_done`` after; between them the
 usual case events, which ``Session`` folds into the point's own session (``session["sweep"]["points"]``). Per point

@@ -1,6 +1,6 @@
 """Walking an acceptance trace: the exact rounds of greedy speculative decoding at every k, from one record.
 
-The trace (``engine_adapter.acceptance_trace``) holds, for every start position s of the target's own
+The trace (``engine_adapter.measure.acceptance_trace``) holds, for every start position s of the target's own
 continuation c_0..c_{N-1} (s = 0..N-2, so N − 1 entries), A(s): how many of the drafter's next K_max
 proposals, chained from the true prefix (prompt + c_0..c_s), agree with c_{s+1}, c_{s+2}, … Under greedy
 decoding a chained drafter proposes the same tokens from the same prefix whatever k is, so a run at k is

@@ -5,7 +5,7 @@
    timed apart from any speculative run (interleaved repeats); the forward at k+1 positions is
    re-timed right before and after every confirmation run at k (never inside it), so that drift on a
    shared machine hits the prediction and the measurement alike.
-3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.trace_walk``: how many of the
+3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.analysis.trace_walk``: how many of the
    drafter's next K_max proposals from each position of the target's own output agree with it), one
    speculative run at K_max (instrumented rounds: T_draft(K), rollback by accepted count, bookkeeping)
    and, for a real drafter, rounds timed apart at every k (``components``: what drafting adds to a round run end

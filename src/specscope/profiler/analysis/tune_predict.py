@@ -60,7 +60,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
     ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
     ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
-    ``traces``: acceptance traces (``profiler.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
+    ``traces``: acceptance traces (``profiler.analysis.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
     adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
     timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max.
 

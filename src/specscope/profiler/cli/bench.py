@@ -25,7 +25,7 @@ from specscope.profiler.cli.bench_common import (
 )
 from specscope.profiler.cli.bench_equal import bench_memory, bench_overhead, bench_predict
 
-# -- overhead, memory, predict: equal work on both sides (profiler.bench_equal) -------------------------------------
+# -- overhead, memory, predict: equal work on both sides (profiler.cli.bench_equal) -------------------------------------
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
 def bench_spec_vs_mlx_lm(a) -> dict:
     """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.

@@ -1,6 +1,6 @@
 """What every ``specscope bench`` benchmark shares: the prompt, the targets, ABBA pairs, the result's shape.
 
-``bench`` (the command and most benchmarks), ``bench_equal`` and ``tune_cli`` (``bench tune``) import it.
+``bench`` (the command and most benchmarks), ``bench_equal`` and ``tune`` (``bench tune``) import it.
 """
 
 from __future__ import annotations

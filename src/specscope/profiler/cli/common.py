@@ -1,6 +1,6 @@
 """What every ``specscope`` command shares: the error line, the refusal of bad output paths, model references.
 
-``cli`` (the ``specscope`` command), ``roofline_cli``, ``tune_cli`` and ``trace_cli`` import it; it imports none of them.
+``main`` (the ``specscope`` command), ``roofline``, ``tune`` and ``trace`` import it; it imports none of them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``specscope roofline``: the verify cost curve, machine limits and a roofline per block.
 
 ``add_parser(sub)`` adds the command to the ``specscope`` argparse subparsers; ``roofline_data(a)`` is what it
-measures (``run --roofline`` keeps it in the session). The engine runs in this process (``engine_cli``).
+measures (``run --roofline`` keeps it in the session). The engine runs in this process (``cli.engine``).
 """
 
 from __future__ import annotations

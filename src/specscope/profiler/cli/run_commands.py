@@ -56,7 +56,7 @@ def cmd_run(a) -> int:
 
 
 def cmd_sweep(a) -> int:
-    """``specscope sweep --context 0,1k,4k,16k``: the protocol at each context (``profiler.sweep``)."""
+    """``specscope sweep --context 0,1k,4k,16k``: the protocol at each context (``profiler.analysis.sweep``)."""
     from specscope.profiler.cli.progress import Progress, progress_wanted
     from specscope.profiler.run.runner import SessionSaveError, run_worker
     from specscope.profiler.analysis.sweep import format_sweep, sweep_figures

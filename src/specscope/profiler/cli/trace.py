@@ -2,7 +2,7 @@
 
 For each complete case, the session's own drafter (its model, draft model, MTP weights and sampling, from the
 session's config) proposes K_max tokens from every position of the case's plain output, and A(s) counts how many
-agree with it (``engine_adapter.acceptance_trace``). The cases gain ``trace`` (schema 2; see ``session``), and the
+agree with it (``engine_adapter.measure.acceptance_trace``). The cases gain ``trace`` (schema 2; see ``session``), and the
 command prints E(k) walked on the traces per case and per content class beside what the case's own rounds
 measured at the session's k. The oracle what-if has no trace: its acceptance is i.i.d. by construction.
 """

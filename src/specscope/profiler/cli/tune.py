@@ -1,7 +1,7 @@
 """``specscope tune`` and ``specscope bench tune``: parser and commands.
 
 ``add_parser(sub)`` adds ``tune`` to the ``specscope`` argparse subparsers; ``bench_tune(a)`` is the benchmark (same
-result shape as ``profiler/cli/bench.py``'s). The engine runs in this process (``engine_cli``).
+result shape as ``profiler/cli/bench.py``'s). The engine runs in this process (``cli.engine``).
 """
 
 from __future__ import annotations

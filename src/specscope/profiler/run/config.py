@@ -17,7 +17,7 @@ from specscope.errors import SpecscopeError
 DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
 MAX_K = 16
 ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
-BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.launch)
+BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.run.launch)
 MAX_LOCAL_RANKS = 16
 
 
@@ -33,25 +33,25 @@ class RunConfig(EngineParams):
     repeats: int = 1
     breakdown: bool = True
     breakdown_reps: int = 3
-    # the prediction's inputs timed apart per case (engine_adapter.components): verify forwards and drafts, reps each
+    # the prediction's inputs timed apart per case (engine_adapter.measure.components): verify forwards and drafts, reps each
     component_reps: int = 3
-    # the acceptance trace A(s) of the run's drafter along each case's plain output (engine_adapter.acceptance_trace):
+    # the acceptance trace A(s) of the run's drafter along each case's plain output (engine_adapter.measure.acceptance_trace):
     # E(k) for every k from one run; off by default (it costs about one speculative run per case with MTP)
     trace: bool = False
-    # the protocol against drift (see profiler.protocol): the first N cases are measured but left out of
+    # the protocol against drift (see profiler.run.protocol): the first N cases are measured but left out of
     # the summary; --cooldown waits before each case until the clock probe is back within 2% of its best
     discard_first: int = 0
     cooldown: bool = False
     cooldown_timeout_s: float = 120.0
-    # distributed runs (profiler.launch): N ranks on this machine, one rank per host, or an mlx.launch hostfile;
+    # distributed runs (profiler.run.launch): N ranks on this machine, one rank per host, or an mlx.launch hostfile;
     # none of them set: a run in one process on this machine
     ranks: int | None = None
     hosts: list[str] | None = None
     backend: str = "ring"
     hostfile: str | None = None
-    # long context (profiler.context): N tokens of a long document before every case's prompt, prefilled once and
+    # long context (profiler.run.context): N tokens of a long document before every case's prompt, prefilled once and
     # copied per case and mode; ``context_kind`` one of the shipped documents, or ``context_file`` the user's own text.
-    # ``sweep``: the protocol at each of these contexts (profiler.sweep), visited ``sweep_passes`` times in mirrored order
+    # ``sweep``: the protocol at each of these contexts (profiler.analysis.sweep), visited ``sweep_passes`` times in mirrored order
     context: int = 0
     context_kind: str = "mixed"
     context_file: str | None = None

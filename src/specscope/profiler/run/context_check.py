@@ -11,7 +11,7 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-PREFILL_CHUNK = 2048  # engine_adapter.context.PREFILL_STEP: the prefill's attention scores are chunk x context
+PREFILL_CHUNK = 2048  # engine_adapter.cache.context.PREFILL_STEP: the prefill's attention scores are chunk x context
 MEMORY_SHARE = 0.8    # refuse what would need more than this share of the machine's memory
 
 

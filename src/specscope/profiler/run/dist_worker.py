@@ -1,9 +1,9 @@
-"""The worker of a distributed run: one process per rank, started by ``mlx.launch`` (see ``profiler.launch``).
+"""The worker of a distributed run: one process per rank, started by ``mlx.launch`` (see ``profiler.run.launch``).
 
     python -m specscope.profiler.run.dist_worker '<RunConfig as JSON>' ['{"backend": "ring", "hosts": [...]}']
 
 Every rank runs the whole protocol with a ``DistributedEngine`` (the target sharded over the group), in
-lockstep, on the same prompts. Only rank 0 writes events (JSON lines on stdout, as ``profiler.worker``);
+lockstep, on the same prompts. Only rank 0 writes events (JSON lines on stdout, as ``profiler.run.worker``);
 the other ranks write nothing on stdout (``mlx.launch`` merges every rank's stdout into one stream) and
 send their timings to rank 0 through the engine's collectives. Every rank says who it is on stderr
 (``specscope-rank R pid=P host=H``) and, if it fails, why (``specscope-rank-error R: message``), so the

@@ -76,14 +76,14 @@ class Breakdown:
 
 @dataclass
 class Components:
-    """The prediction's inputs timed apart for one case (engine_adapter.components)."""
+    """The prediction's inputs timed apart for one case (engine_adapter.measure.components)."""
     case: str
     components: dict
 
 
 @dataclass
 class Trace:
-    """A case's acceptance trace A(s) along its plain output (engine_adapter.acceptance_trace), with ``run --trace``."""
+    """A case's acceptance trace A(s) along its plain output (engine_adapter.measure.acceptance_trace), with ``run --trace``."""
     case: str
     trace: dict
 
@@ -121,7 +121,7 @@ class Cooldown:
 
 @dataclass
 class Sensors:
-    """One run's sensor window (profiler.sensors): seconds, GPU frequency/power/temperature, joules."""
+    """One run's sensor window (profiler.run.sensors): seconds, GPU frequency/power/temperature, joules."""
     case: str
     mode: str
     seconds: float
@@ -148,7 +148,7 @@ class Error:
 
 @dataclass
 class Context:
-    """A long context prefilled once (or its stored cache reused), timed on its own (profiler.protocol.with_context)."""
+    """A long context prefilled once (or its stored cache reused), timed on its own (profiler.run.protocol.with_context)."""
     context: int
     tokens: int
     prefill_ms: float
@@ -156,7 +156,7 @@ class Context:
 
 @dataclass
 class SweepStarted:
-    """A context sweep (profiler.sweep): the contexts and the order they are visited in."""
+    """A context sweep (profiler.analysis.sweep): the contexts and the order they are visited in."""
     contexts: list
     order: list
 

@@ -45,7 +45,7 @@ from specscope.profiler.run.config import parse_hosts as parse_hosts
 from specscope.profiler.run.events import finish_run
 from specscope.profiler.run.pump import EventPump, RunResult, describe_exit, worker_env
 
-# What the rank workers (``profiler.dist_worker``) say on stderr, and how a rank whose peer went away exits.
+# What the rank workers (``profiler.run.dist_worker``) say on stderr, and how a rank whose peer went away exits.
 # Defined here, not there: the app imports this module, and the worker module reaches the engine (MLX).
 EXIT_PEER_LOST = 4
 RANK_MARK = "specscope-rank"
@@ -339,7 +339,7 @@ def request_stop(proc: subprocess.Popen) -> None:
 def run_distributed(cfg: RunConfig, spec: DistSpec, on_event=None, autosave: str | None = None, on_start=None,
                     check: bool = True) -> RunResult:
     """``runner.run_worker`` for a distributed run: same session, autosave, Ctrl+C and fault guarantees
-    (``profiler.pump``), plus a message naming the rank (and host) that ended a run."""
+    (``profiler.run.pump``), plus a message naming the rank (and host) that ended a run."""
     spec.validate()
     pump = EventPump(autosave, on_event)
     session = pump.session

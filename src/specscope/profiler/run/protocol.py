@@ -6,7 +6,7 @@ load) hits both modes alike. Every repeat is recorded. After the first plain run
 breakdown of one decode step and one verify forward is measured. A clock probe (a
 fixed compute-bound kernel on the model's device) is read before and after every
 repeat; ``cooldown`` waits before each case until it is back within 2% of its best.
-Sensors (where the machine has them, see ``profiler.sensors``) record each run's GPU
+Sensors (where the machine has them, see ``profiler.run.sensors``) record each run's GPU
 frequency, power, temperature and energy, and on macOS ``pmset -g therm`` before
 and after each case. The first ``discard_first`` cases are marked: measured and
 kept, but left out of the summary. Warm-up runs come first and are not recorded.
@@ -51,7 +51,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
 
     ``open_engine(cfg, emit)`` builds the engine: by default this module's ``open_engine`` (looked up at
     call time); a rank of a distributed run passes its own (``dist_worker``: the target sharded).
-    ``cfg.sweep`` set: the protocol at each context of the sweep (``profiler.sweep``)."""
+    ``cfg.sweep`` set: the protocol at each context of the sweep (``profiler.analysis.sweep``)."""
     if cfg.sweep:
         return run_sweep(cfg, emit, should_stop, open_engine)
     engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, [cfg.context] if cfg.context else [])
@@ -276,7 +276,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
                 if phase == "plain" and r == repeat_offset == 0 and callable(getattr(engine, "components", None)):
-                    # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.components)
+                    # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.measure.components)
                     emit({"event": "status", "message": f"{c['id']}: verify forwards and drafts timed apart (the prediction's inputs)"})
                     comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
                     emit({"event": "components", "case": c["id"], "components": comp})
@@ -305,7 +305,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
 
 
 def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
-    """The protocol at each context of ``cfg.sweep`` (order, reuse and events: ``profiler.sweep``)."""
+    """The protocol at each context of ``cfg.sweep`` (order, reuse and events: ``profiler.analysis.sweep``)."""
     from specscope.profiler.analysis.sweep import sweep_order
 
     assert cfg.sweep is not None  # a sweep's run (worker: only when cfg.sweep is set)

@@ -15,11 +15,11 @@ Guarantees (tested in ``tests/reliability``):
   session is marked incomplete with "the worker ended unexpectedly (…)";
 - whatever happens in this process (an exception in a callback, a failed save),
   the worker never outlives ``run_worker``; and the worker itself exits when its
-  parent process dies (see ``profiler.worker``), so no orphan is left behind;
+  parent process dies (see ``profiler.run.worker``), so no orphan is left behind;
 - if the session cannot be saved at the end (disk full), a copy is written to
   the temp folder when possible and ``SessionSaveError`` says where.
 
-The reading, saving and stopping are ``profiler.pump``'s, shared with ``profiler.launch``.
+The reading, saving and stopping are ``profiler.run.pump``'s, shared with ``profiler.run.launch``.
 """
 
 from __future__ import annotations

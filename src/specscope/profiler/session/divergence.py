@@ -38,7 +38,7 @@ def divergence_message(case_id: str, d: dict) -> str:
 
 
 def divergence_verdict(d: Divergence) -> str:
-    """Recomputed from the measured leads and tolerance (the rule of engine_adapter.divergence.classify):
+    """Recomputed from the measured leads and tolerance (the rule of engine_adapter.decode.divergence.classify):
     a near-tie only if every measured lead of the plain token over the speculative one is within the
     tolerance; no measured margin, or no tolerance, is never rounding."""
     tol = d.get("tolerance")

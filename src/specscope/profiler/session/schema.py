@@ -15,7 +15,7 @@ SCHEMA_VERSION = 2
 #   2  the third wave: the prediction's inputs timed apart per case (``components``), paired speculative runs
 #      (``round_kinds`` "paired": each round carries its ``pass``), the acceptance trace, long-context settings.
 #      Acceptance trace: ``case["trace"]`` (a ``trace`` event: ``A`` per position, ``k_max``, ``drafter``, ``tokens``,
-#      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.trace_walk``), and in
+#      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.analysis.trace_walk``), and in
 #      ``session["tune"]``: ``traces`` per drafter, ``acceptance_source``, each drafter's ``trace`` facts and each
 #      row's ``tokens_per_round_k_max_rounds`` (absent from version-1 files: their tune read E(k) off K_max rounds).
 #      Long context (optional keys, absent from older files): ``config["context"]``/``context_kind``/``context_file``

@@ -3,9 +3,9 @@
 A plain, JSON-serialisable object. The CLI and the GUI build it the same way
 (``Session.apply(event)`` for each worker event); every chart and report reads
 only a Session. It is data: the figures derived from it (``summary``, per-case statistics) are computed by
-``profiler.summary`` and written beside the data by ``profiler.session_file``, always recomputed from the raw
+``profiler.analysis.summary`` and written beside the data by ``profiler.analysis.session_file``, always recomputed from the raw
 measurements, never trusted from a file. The only rule applied while folding is the divergence verdict
-(``profiler.divergence``): an engine fault fails the session.
+(``profiler.session.divergence``): an engine fault fails the session.
 """
 
 from __future__ import annotations
@@ -182,13 +182,13 @@ class Session:
                 c["spec"].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
         elif kind == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
-        elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.acceptance_trace), kept whole
+        elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.measure.acceptance_trace), kept whole
             traced = self._index.get(ev.get("case", ""))
             if traced is None:
                 self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             else:
                 traced["trace"] = ev.get("trace")
-        elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.components)
+        elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
             self._index[ev["case"]]["components"] = ev["components"]
         elif kind == "divergence":
             # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
