@@ -111,7 +111,7 @@ def test_the_source_scan_finds_what_it_looks_for(tmp_path):
 def test_loader_passes_trust_remote_code_false():
     """Every call in the loader that names trust_remote_code passes the constant False, and there is one (a comment
     or a string holding the words would not do)."""
-    tree = ast.parse((PKG / "engine_adapter" / "loader.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PKG / "engine_adapter" / "model" / "loader.py").read_text(encoding="utf-8"))
     kws = [kw for call in _calls(tree) for kw in call.keywords if kw.arg == "trust_remote_code"]
     assert kws and all(isinstance(kw.value, ast.Constant) and kw.value.value is False for kw in kws)
 
