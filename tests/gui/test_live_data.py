@@ -23,7 +23,8 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def test_live_chart_data_equals_all_chart_data_at_every_event():
-    from specscope.gui.charts.data import LiveChartData, all_chart_data
+    from specscope.gui.charts.data import all_chart_data
+    from specscope.gui.charts.live_data import LiveChartData
 
     s = Session()
     live = LiveChartData(s)

@@ -3,7 +3,7 @@
 A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.run.launch``'s plan instead: the
 guard (its own process group) wrapping ``mlx.launch`` wrapping the ranks; rank 0's events arrive the same way.
 It is stopped by ``stop`` on stdin (every rank gets it through mlx.launch) and, past the grace period, by killing
-the whole group; a rank that fails is named (``launch.RankMonitor`` over the merged stderr) and the session is
+the whole group; a rank that fails is named (``rank_monitor.RankMonitor`` over the merged stderr) and the session is
 marked incomplete with that message (``fault``) before ``finished``.
 """
 
@@ -17,8 +17,8 @@ from PySide6 import QtCore
 
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.events import STOP_GRACE_SECONDS, EventReader
-from specscope.profiler.run.launch import (EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, RankMonitor,
-                                       plan_launch)
+from specscope.profiler.run.launch import EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, plan_launch
+from specscope.profiler.run.rank_monitor import RankMonitor
 from specscope.profiler.run.runner import worker_command, worker_env
 
 STOP_GRACE_MS = int(STOP_GRACE_SECONDS * 1000)

@@ -6,7 +6,7 @@ changed — publishes one snapshot of plain values (the summary and the chart
 series) through a Qt signal. Views never compute statistics: they draw what the
 snapshot says.
 
-Snapshots are built incrementally (``profiler.analysis.summary.LiveSummary``, ``charts.data.LiveChartData``):
+Snapshots are built incrementally (``profiler.analysis.summary.LiveSummary``, ``charts.live_data.LiveChartData``):
 each folds only the steps and rounds that arrived since the last one, so a snapshot late in a long
 run costs what one early in it does. They equal a full recomputation (tested).
 """
@@ -22,7 +22,7 @@ from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session
 from specscope.profiler.analysis.summary import LiveSummary
 
-from .charts import data as chart_data
+from .charts.live_data import LiveChartData
 
 # ≤ 4 redraws per second, whatever the token rate: on a 2-core machine every repaint
 # (pyqtgraph axes dominate) is CPU taken from the engine being measured; see `specscope bench gui`.
@@ -134,9 +134,9 @@ class SessionModel(QtCore.QObject):
         return {"status": sweep_status(s), "verdict": sweep_verdict(rows), "effect": dominant_effect(rows),
                 "contexts": len(rows)}
 
-    def _live_data(self) -> chart_data.LiveChartData:
+    def _live_data(self) -> LiveChartData:
         """The incremental summary and chart series of the current session (new ones for a new session)."""
         live = getattr(self, "_live", None)
         if live is None or live.session is not self.session:
-            live = self._live = chart_data.LiveChartData(self.session, LiveSummary(self.session))
+            live = self._live = LiveChartData(self.session, LiveSummary(self.session))
         return live

@@ -18,9 +18,8 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.run.config import DistSpec, RunConfig
+from specscope.profiler.run.rank_monitor import RankMonitor, fault_message
 from specscope.profiler.run.launch import (
-    RankMonitor,
-    fault_message,
     plan_launch,
     ring_hostfile,
     run_distributed,

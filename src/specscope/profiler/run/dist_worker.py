@@ -30,7 +30,7 @@ import traceback
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.run.config import RunConfig
-from specscope.profiler.run.launch import EXIT_PEER_LOST, RANK_ERROR_MARK, RANK_MARK
+from specscope.profiler.run.rank_monitor import EXIT_PEER_LOST, RANK_ERROR_MARK, RANK_MARK
 
 DIST_KEYS = ("ranks", "hosts", "backend", "hostfile")  # distributed settings, when RunConfig carries them
 
