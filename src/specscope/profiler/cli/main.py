@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-pairs", type=int, default=30)
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
+    b.add_argument("--component-reps", type=int, default=8,
+                   help="tune: rounds timed apart per k and drafter for T_draft (each a round and the verify before it)")
     b.add_argument("--json", action="store_true")
     add_progress_args(b)
     b.set_defaults(func=cmd_bench)

@@ -138,7 +138,7 @@ def bench_tune(a) -> dict:
     prompt = eng.encode(getattr(a, "prompt", None) or PROMPT)
     # --pairs below bench's default of 5 fixes the repeats (a quick look); otherwise repeat until ±5%
     res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, reps=a.pairs if a.pairs < 5 else None,
-                   confirm="all")
+                   confirm="all", component_reps=getattr(a, "component_reps", 8))
     confirmed = [r for r in res["rows"] if r["prediction_error"] is not None]
     if not confirmed:
         raise SpecscopeError("tune: no confirmation run was measured")
