@@ -263,10 +263,10 @@ def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
             "cost_ms": sum(c for c in cost if c is not None) if any(c is not None for c in cost) else None}
 
 
-METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: whole-graph verify forwards "
+METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: the mean of whole-graph verify forwards "
           "at mid-run context, apart from any speculative run (for a confirmed k, those timed right beside its "
           "confirmation runs); T_draft: at every k, what drafting adds to a round timed apart (a round run end to end less the "
-          "verify timed just before it, the median of the pairs; else instrumented draft steps at 1 and K_max, a line "
+          "verify timed just before it, the mean of the pairs, floored at zero; else instrumented draft steps at 1 and K_max, a line "
           "between); T_rollback "
           "(by accepted count) and T_bookkeeping: the K_max run; "
           "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
