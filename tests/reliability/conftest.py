@@ -24,13 +24,6 @@ def demo_draft_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_hybrid_dir() -> Path:
-    from specscope.engine_adapter.model.demo_model import demo_model_path
-
-    return demo_model_path("hybrid")
-
-
-@pytest.fixture(scope="session")
 def small_context_model(demo_draft_dir, tmp_path_factory) -> Path:
     """The draft demo model (flat qwen3 config) with a 64-token context window."""
     d = tmp_path_factory.mktemp("ctx") / "small-ctx"
