@@ -71,3 +71,5 @@ def test_the_key_lists_the_fold_walks_are_the_records():
     assert set(records.ROUND_FIELDS) == set(records.Round.__required_keys__)
     assert records.DIVERGENCE_FIELDS == tuple(records.Divergence.__annotations__)
     assert records.CONTEXT_FACTS == tuple(records.ContextFacts.__annotations__)
+    assert records.PROBE_FIELDS == tuple(records.ProbeReading.__annotations__)
+    assert set(records.SWEEP_FIELDS) | {"points"} == set(records.Sweep.__annotations__)

@@ -34,11 +34,10 @@ from specscope.profiler.analysis.summary_core import (
     round_time,
     summary_cases,
 )
-from specscope.profiler.session.divergence import case_divergence, divergence_verdict
 from specscope.profiler.analysis.summary_live import ExactSum, LiveSummary
 
-__all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown", "case_divergence",
-           "case_stats", "counts_for_acceptance", "divergence_verdict", "energy", "first_repeat", "instrumented",
+__all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown",
+           "case_stats", "counts_for_acceptance", "energy", "first_repeat", "instrumented",
            "measured_cases", "session_case_stats", "summarize", "summary_cases", "tok_s"]
 
 

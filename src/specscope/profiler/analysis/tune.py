@@ -206,8 +206,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                                   f"until each measured median is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
             "t_decode_ms": statistics.fmean(steps),
             "plain_tok_s": plain_rate,
-            "verify_ms": {str(n): statistics.median(v) for n, v in verify.items()},
-            "verify_ms_beside": {str(n): statistics.median(v) for n, v in sorted(verify_beside.items())},
+            # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
+            "verify_ms": {str(n): statistics.fmean(v) for n, v in verify.items()},
+            "verify_ms_beside": {str(n): statistics.fmean(v) for n, v in sorted(verify_beside.items())},
             "verify_context": len(context),
             "drafters": per_drafter,
             "method": METHOD,
@@ -279,7 +280,8 @@ def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
            **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
-                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source")}}
+                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source",
+                                      "t_draft_below_noise")}}
     spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
     if m and spec_rate and plain_rate:  # (spec_rate is None without m)
         n_rounds = sum(x[2] for x in m)

@@ -114,8 +114,9 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         w_prev = _weights(at_k, by_prev)
         # (a difference of two timings can come out below zero under noise; drafting never makes a round cheaper than
         # its verify, so the estimate is floored at zero, the resamples alike)
-        t_d = max(0.0, sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
-                  else draft_ms_at(k, t1, tk, k_max))
+        t_d_raw = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+                   else draft_ms_at(k, t1, tk, k_max))
+        t_d = max(0.0, t_d_raw)
         rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
@@ -138,6 +139,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_verify_ms": t_v,
             "t_draft_ms": t_d,
             "t_draft_source": "in_round" if in_round.size else "line",
+            "t_draft_below_noise": t_d_raw <= 0.0,  # the difference came out at or below zero: T_draft is taken as 0
             "t_rollback_ms": t_rb,
             "t_bookkeeping_ms": t_book,
             "verify_multiple": t_v / t_dec,

@@ -159,6 +159,9 @@ class ProbeReading(TypedDict, total=False):
     t: float
 
 
+PROBE_FIELDS = tuple(ProbeReading.__annotations__)
+
+
 class ContextFacts(TypedDict):
     """The long context a run sat on, and its own prefill."""
     context: int | None
@@ -185,12 +188,15 @@ class SweepPoint(TypedDict):
 
 
 class Sweep(TypedDict, total=False):
-    contexts: list[int]
-    order: list[int]
-    passes: int
+    contexts: list[int] | None       # as the sweep_started event gave them (None where it did not)
+    order: list[int] | None
+    passes: int | None
     kind: str | None
     file: str | None
     points: list[SweepPoint]
+
+
+SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
 
 
 class SessionData(TypedDict):

@@ -19,9 +19,9 @@ from typing import cast
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
-from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, ROUND_FIELDS, Case, ContextFacts,
-                                                Divergence, PlainSide, ProbeReading, Round, SessionData,
-                                                SpecSide, Sweep, SweepPoint)
+from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
+                                                Case, ContextFacts, Divergence, PlainSide, ProbeReading, Round,
+                                                SessionData, SpecSide, Sweep, SweepPoint)
 
 # the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
 SWEEP_ROUTED = ("case_started", "prefill", "step", "round", "repeat_done", "breakdown", "components", "trace",
@@ -83,8 +83,8 @@ class Session:
     def _apply_sweep(self, kind: str | None, ev: dict) -> bool:
         """A sweep's own events, and the events of a visit routed to its point; True when handled."""
         if kind == "sweep_started":
-            self.data["sweep"] = Sweep(contexts=ev.get("contexts") or [], order=ev.get("order") or [],
-                                       passes=ev.get("passes") or 1, kind=ev.get("kind"), file=ev.get("file"), points=[])
+            self.data["sweep"] = cast(Sweep, {k: ev.get(k) for k in SWEEP_FIELDS})
+            self.data["sweep"]["points"] = []
             for n in ev.get("contexts") or []:
                 self._point(n)
             return True
@@ -151,7 +151,7 @@ class Session:
                 r = int(ev.get("repeat") or 0)
                 self._repeat[(c["id"], side)] = r
                 record = side_of(c, side)
-                items = len(c["plain"]["step_ms"]) if side == "plain" else len(c["spec"]["rounds"])
+                items = len(c["plain"]["step_ms"] if side == "plain" else c["spec"]["rounds"])
                 record["tokens"], record["prefill_ms"] = [], None
                 record.setdefault("repeat_starts", []).append([r, items])
         elif kind == "prefill":
@@ -195,12 +195,11 @@ class Session:
             # is an engine fault, and an engine fault fails the session, loudly.
             diverged = self._index.get(ev.get("case", ""))
             if diverged is not None:
-                c = diverged
-                c["divergence"] = cast(Divergence, {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev})
-                d = case_divergence(c)
+                diverged["divergence"] = cast(Divergence, {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev})
+                d = case_divergence(diverged)
                 assert d is not None  # the case has its divergence record now
                 if d["verdict"] == ENGINE_FAULT:
-                    self.data["errors"].append(divergence_message(c["id"], d))
+                    self.data["errors"].append(divergence_message(diverged["id"], d))
                     self.data["status"] = "failed"
         elif kind == "case_done":
             c = self._index[ev["case"]]
@@ -220,7 +219,7 @@ class Session:
             self.data["status"] = "failed"
         elif kind == "probe":
             self.data.setdefault("probe", []).append(
-                cast(ProbeReading, {k: ev[k] for k in ProbeReading.__annotations__ if k in ev}))
+                cast(ProbeReading, {k: ev[k] for k in PROBE_FIELDS if k in ev}))
         elif kind == "cooldown":
             self.data.setdefault("cooldowns", []).append(
                 {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
