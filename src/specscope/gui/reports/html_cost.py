@@ -70,5 +70,5 @@ def tune_section(session, figure: str = "") -> str:
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
                                "95% interval", "measured", "measured 95% interval", "error", "at ±5%"], rows)
             + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
-               f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); measured = the median of per-repeat ratios, its "
-               "interval distribution-free.</p>" if tune.get("confirm_reps") else ""))
+               f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); measured = the pooled rates' ratio (a ratio of "
+               "means, as the prediction is), its interval by the delta method over the paired repeats.</p>" if tune.get("confirm_reps") else ""))

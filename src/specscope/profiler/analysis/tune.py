@@ -2,9 +2,7 @@
 
 1. Plain decoding of each prompt gives T_decode (and the tokens the oracle drafts from).
 2. The verify curve: whole-graph verify forwards over n = 1..K+1 positions at mid-run context,
-   timed apart from any speculative run (interleaved repeats); the forward at k+1 positions is
-   re-timed right before and after every confirmation run at k (never inside it), so that drift on a
-   shared machine hits the prediction and the measurement alike.
+   timed apart from any speculative run (interleaved repeats), for the first predictions.
 3. Per drafter, the acceptance trace A(s) of every prompt (``profiler.analysis.trace_walk``: how many of the
    drafter's next K_max proposals from each position of the target's own output agree with it), one
    speculative run at K_max (instrumented rounds: T_draft(K), rollback by accepted count, bookkeeping)
@@ -14,10 +12,16 @@
 4. For every k ≤ K: E(k), the predicted speedup and its 95% interval (``profiler.analysis.tune_predict``, which
    explains how), from what steps 1–3 measured.
 5. Confirmation: end-to-end speculative runs at each drafter's best predicted k and its neighbours
-   (or every k), each right after a plain run of its own (A/B pairs), repeated; measured speedup =
-   the median over repeats of speculative tok/s ÷ its plain run's tok/s (prompts pooled), over full
-   rounds (a run's last, shorter round — fewer drafts because max-tokens is near — is left out, as
-   it is from the K_max run's acceptance); prediction error = predicted ÷ measured − 1.
+   (or every k), each right after a plain run of its own (A/B pairs), repeated. Right before and after
+   every pair (never inside it) the prediction's timings at that k are re-taken apart from both runs
+   (a real drafter's rounds as ``components`` times them: verify with its tap and read-back, what drafting
+   adds, rollback by accepted count; else the verify forward), so drift on a shared machine hits the
+   prediction and the measurement alike; a confirmed row's final prediction uses them, with T_decode from
+   its own pairs' plain runs (the error is then E(k) and the round's cost). Measured speedup =
+   the pooled speculative tok/s ÷ the pooled plain tok/s over the repeats (a ratio of means, as the
+   prediction is; ``profiler.analysis.tune_confirm`` gives its interval), over full rounds (a run's last,
+   shorter round — fewer drafts because max-tokens is near — is left out, as it is from the K_max run's
+   acceptance); prediction error = predicted ÷ measured − 1.
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
@@ -28,12 +32,12 @@ k_max, seed=0)``; tests may pass any object that does.
 
 from __future__ import annotations
 
-import math
 import statistics
 
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import stats, trace_walk
+from specscope.profiler.analysis.tune_confirm import AGREE, MAX_REPS, MIN_REPS, agreement, precise, rate_ratio
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
                                                       per_position, predict)
 from specscope.profiler.session.trace_record import check as check_trace
@@ -96,11 +100,13 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8) -> dict:
+             on_update=None, component_reps: int = 8, beside_reps: int = 1) -> dict:
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
-    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes."""
+    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes.
+    ``component_reps``: rounds per earlier accepted count timed apart before the confirmations; ``beside_reps``: the
+    same, re-timed right before and after each confirmation pair."""
     if not 1 <= k_max <= 16:
         raise SpecscopeError("--k-max must be between 1 and 16")
     if max_tokens < 4:
@@ -169,26 +175,56 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             per_drafter[name]["trace"] = _trace_facts(tr, full, k_max)
 
     plan = confirm_set(pred, k_max, confirm)
-    measured: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per rep
-    plain_rates: list[tuple[int, float]] = []
-    ratios: dict[tuple[str, int], list[float]] = {c: [] for c in plan}
-    verify_beside: dict[int, list[float]] = {}
+    spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per repeat
+    plain_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms) of the plain run beside it
+    beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}} for c in plan}
     confirm_steps: list[float] = []
+    steps_beside: dict[tuple[str, int], list[float]] = {c: [] for c in plan}  # each setting's own plain steps
 
-    def beside(n: int) -> None:
-        verify_beside.setdefault(n, []).extend(seam.verify_samples(context, plain[0]["tokens"][mid:], n, 2, ns=[n])[n])
+    def time_beside(name: str, k: int, rep: int) -> None:
+        """The prediction's timings re-taken right before and after a confirmation pair (never inside it), so drift
+        on a shared machine hits the prediction and the measurement alike: for a real drafter, one round per earlier
+        accepted count run as an end-to-end round runs it (``components``: verify with the drafter's hidden-state tap
+        and accept read-back, what drafting adds, rollback by accepted count); else the whole-graph verify forward."""
+        got = beside[(name, k)]
+        if hasattr(seam, "components") and name not in WHAT_IF:
+            i = rep % len(prompts)
+            c = seam.components(name, prompts[i], plain[i]["tokens"], k, beside_reps)
+            got["draft"] += c["draft_ms"]
+            for a, xs in (c.get("rollback_ms") or {}).items():
+                got["rollback"].setdefault(int(a), []).extend(xs)
+            if c.get("verify_ms"):
+                got["verify"] += c["verify_ms"]
+                return
+        got["verify"] += seam.verify_samples(context, plain[0]["tokens"][mid:], k + 1, 2, ns=[k + 1])[k + 1]
 
     def result(partial: bool) -> dict:
-        plain_rate = _rate(sum(n for n, _ in plain_rates), sum(ms for _, ms in plain_rates))
+        all_plain = [x for xs in plain_reps.values() for x in xs]
+        plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
         steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
-        # Final predictions: T_decode from the plain runs the measured side divides by (so it cancels in the error),
-        # and T_verify from the forwards timed beside the confirmation runs where there are some, else the curve.
-        verify_final = {n: verify_beside.get(n) or v for n, v in verify.items()}
+        # Final predictions. A confirmed (drafter, k) takes everything timed beside its own pairs: T_decode from the
+        # plain runs its measured side divides by (so the error is E(k) and the round's cost, not which minutes the
+        # plain runs fell in), T_verify, T_draft and T_rollback from the timings re-taken around them. The rest: the
+        # curve, the components timed before the confirmations, and every plain run so far.
         rows = []
         for name in names:
             full, draft_1, tr, in_round = inputs[name]
-            for p in predict(full, k_max, verify_final, draft_1, steps, traces=tr, draft_by_k=in_round):
-                rows.append(_row(name, p, measured.get((name, p["k"])), ratios.get((name, p["k"])), plain_rate))
+            mine = {k: beside[(n, k)] for n, k in plan if n == name and beside[(n, k)]["verify"]}
+            verify_n = {**verify, **{k + 1: b["verify"] for k, b in mine.items()}}
+            draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
+            rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
+
+            def rows_with(step_ms):
+                return predict(full, k_max, verify_n, draft_1, step_ms, traces=tr, draft_by_k=draft_n,
+                               rollback_by_k=rollback_n)
+
+            shared = rows_with(steps)
+            for p in shared:
+                c = (name, p["k"])
+                own = steps_beside.get(c)
+                if own:
+                    p = rows_with(own)[p["k"] - 1]
+                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), c in mine))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
@@ -201,14 +237,14 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             "k_max": k_max,
             "max_tokens": max_tokens,
             "prompts": len(prompts),
-            "confirm_reps": max((len(v) for v in ratios.values()), default=0),
+            "confirm_reps": max((len(v) for v in spec_reps.values()), default=0),
             "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
-                                  f"until each measured median is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
+                                  f"until each measured speedup is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
             "t_decode_ms": statistics.fmean(steps),
             "plain_tok_s": plain_rate,
             # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
             "verify_ms": {str(n): statistics.fmean(v) for n, v in verify.items()},
-            "verify_ms_beside": {str(n): statistics.fmean(v) for n, v in sorted(verify_beside.items())},
+            "verify_ms_beside": {f"{n}:{k}": statistics.fmean(b["verify"]) for (n, k), b in beside.items() if b["verify"]},
             "verify_context": len(context),
             "drafters": per_drafter,
             "method": METHOD,
@@ -219,36 +255,37 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     if on_update is not None:
         on_update(result(partial=True))
-    # ``reps`` None: repeat until every confirmed setting's measured median is known to ±AGREE (or MAX_REPS)
+    # ``reps`` None: repeat until every confirmed setting's measured speedup is known to ±AGREE (or MAX_REPS)
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and all(_precise(ratios[c]) for c in plan):
+        if not fixed and rep >= MIN_REPS and all(precise(*_measured(spec_reps[c], plain_reps[c])[::-1]) for c in plan):
             break
         progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
                  f"{len(plan)} speculative settings, each beside its own plain run")
         order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
         for name, k in order:
-            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and
-            # the verify forward at k+1 positions is re-timed right before and after the pair (apart from both), so
-            # drift on a shared machine hits the prediction and the measurement alike.
-            beside(k + 1)
+            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and the
+            # prediction's timings are re-taken right before and after the pair (apart from both).
+            time_beside(name, k, rep)
             steps = [ms for p in prompts for ms in seam.plain(p, max_tokens)["step_ms"]]
             confirm_steps += steps
-            plain_rates.append((len(steps), sum(steps)))
-            p_rate = _rate(len(steps), sum(steps))
+            steps_beside[(name, k)] += steps
+            plain_reps[(name, k)].append((len(steps), sum(steps)))
             rr = [r for p, pl in zip(prompts, plain)
                   for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
-            beside(k + 1)
+            time_beside(name, k, rep)
             rr = [r for r in rr if r["drafted"] == k]  # steady state: the last, shorter round of a run is left out
-            tok, ms = sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr)
-            measured[(name, k)].append((tok, ms, len(rr)))
-            s_rate = _rate(tok, ms)
-            if p_rate and s_rate:
-                ratios[(name, k)].append(s_rate / p_rate)
+            spec_reps[(name, k)].append((sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr), len(rr)))
         if on_update is not None and rep + 1 < n_reps:
             on_update(result(partial=True))
     return result(partial=False)
+
+
+def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list[float] | None]:
+    """The pooled speedup of a setting's repeats and its 95% interval (``tune_confirm.rate_ratio``)."""
+    pairs = [(s[:2], p) for s, p in zip(spec, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
+    return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
 
 
 def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
@@ -265,86 +302,42 @@ def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
 
 
 METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: the mean of whole-graph verify forwards "
-          "at mid-run context, apart from any speculative run (for a confirmed k, those timed right beside its "
-          "confirmation runs); T_draft: at every k, what drafting adds to a round timed apart (a round run end to end less the "
-          "verify timed just before it, the mean of the pairs, floored at zero; else instrumented draft steps at 1 and K_max, a line "
-          "between); T_rollback "
-          "(by accepted count) and T_bookkeeping: the K_max run; "
-          "measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
-          "full rounds only (a run's last, shorter round is left out on both sides)")
+          "at mid-run context, apart from any speculative run; T_draft: at every k, what drafting adds to a round timed apart "
+          "(a round run end to end less the verify timed just before it, the mean of the pairs, floored at zero; else "
+          "instrumented draft steps at 1 and K_max, a line between); T_rollback (by accepted count) and T_bookkeeping: the "
+          "K_max run; T_decode: every plain run. For a confirmed k, T_verify (with the drafter's hidden-state tap and accept "
+          "read-back), T_draft and T_rollback are re-timed apart right before and after each confirmation pair, T_decode "
+          "is its own pairs' plain runs, and its prediction uses those. "
+          "Measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
+          "full rounds only (a run's last, shorter round is left out on both sides); the pooled rates' ratio, a 95% "
+          "interval by the delta method over the paired repeats (Student t)")
 
 
-def _row(name: str, p: dict, m: list[tuple] | None, r: list[float] | None, plain_rate: float | None) -> dict:
+def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool) -> dict:
     """One row: the prediction at k, and the confirmation runs' measurement when there are some."""
     row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
+           "timed_beside": timed_beside,  # T_verify, T_draft and T_rollback re-taken beside the confirmation runs
            **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
                                       "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source",
                                       "t_draft_below_noise")}}
-    spec_rate = _rate(sum(x[0] for x in m), sum(x[1] for x in m)) if m else None
-    if m and spec_rate and plain_rate:  # (spec_rate is None without m)
-        n_rounds = sum(x[2] for x in m)
+    measured, ci = _measured(spec or [], plain or [])
+    if spec and plain and measured:
+        n_rounds = sum(x[2] for x in spec)
         # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
-        row["measured_tokens_per_round"] = sum(x[0] for x in m) / n_rounds
-        row["measured_round_ms"] = sum(x[1] for x in m) / n_rounds
+        row["measured_tokens_per_round"] = sum(x[0] for x in spec) / n_rounds
+        row["measured_round_ms"] = sum(x[1] for x in spec) / n_rounds
         row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
-        # the median of per-repeat ratios (each speculative run over the plain run of its repeat), as bench
-        # does: a burst of load on a shared machine then moves one repeat, not the figure
-        row["measured_speedup"] = statistics.median(r) if r else spec_rate / plain_rate
-        row["measured_speedup_pooled"] = spec_rate / plain_rate
-        row["measured_range"] = [min(r), max(r)] if r else None
-        row["measured_ci95"] = median_interval(r) if r else None
-        row["prediction_error"] = stats.relative_error(row["predicted_speedup"], row["measured_speedup"])
-        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], row["measured_ci95"], len(r or []),
+        # the pooled rates (a ratio of means, as the prediction is), its interval over the paired repeats; beside it the
+        # per-repeat ratios' range and median, for a look at the spread
+        per_rep = [_rate(s[0], s[1]) / _rate(q[0], q[1]) for s, q in zip(spec, plain)
+                   if _rate(s[0], s[1]) and _rate(q[0], q[1])]
+        row["measured_speedup"] = measured
+        row["measured_speedup_median"] = statistics.median(per_rep) if per_rep else None
+        row["measured_range"] = [min(per_rep), max(per_rep)] if per_rep else None
+        row["measured_ci95"] = ci
+        row["prediction_error"] = stats.relative_error(row["predicted_speedup"], measured)
+        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], ci, len(spec),
                                      row.get("predicted_ci95"))
     return row
-
-
-# -- confirmation: how well the measured side is known, and what the error then says ---------------------------------
-
-AGREE = 0.05  # the agreement a prediction is held to
-MIN_REPS, MAX_REPS = 6, 15
-
-
-def median_interval(xs: list[float], level: float = 0.95) -> list[float] | None:
-    """A distribution-free interval for the median of the repeats: order statistics (x_(j), x_(n-j+1)) with j the
-    largest index whose binomial tail P(Bin(n, 1/2) < j) stays within (1-level)/2. Needs 6 repeats for 95%
-    (with fewer, no interval: the extremes cover less)."""
-    x = sorted(xs)
-    n = len(x)
-    tail, j, cum = (1.0 - level) / 2.0, 0, 0.0
-    for i in range(n + 1):  # cum = P(Bin(n, 1/2) <= i)
-        cum += math.comb(n, i) / 2.0 ** n
-        if cum > tail:
-            break
-        j = i + 1
-    return [x[j - 1], x[n - j]] if j >= 1 else None
-
-
-def _precise(ratios: list[float]) -> bool:
-    iv = median_interval(ratios)
-    m = statistics.median(ratios) if ratios else None
-    return bool(iv and m and (iv[1] - iv[0]) / 2.0 <= AGREE * m)
-
-
-def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
-              predicted_ci: list[float] | None = None) -> dict | None:
-    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE); ``off`` (beyond AGREE, and the
-    error's interval — the prediction's interval over the measured one — excludes zero: the two cannot be the same
-    speed); or ``too_noisy`` (beyond AGREE, but the intervals leave room for no error, or there is no interval)."""
-    if error is None:
-        return None
-    half, lo, hi = None, None, None
-    if measured_ci:
-        p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
-        lo, hi = p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0
-        half = (hi - lo) / 2.0
-    if abs(error) <= AGREE:
-        state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
-    elif lo is not None and hi is not None and (lo > 0.0 or hi < 0.0):
-        state, text = "off", f"off by {error:+.1%} (error interval {lo:+.1%}…{hi:+.1%}, predicted and measured intervals apart)"
-    else:
-        why = f"error interval {lo:+.1%}…{hi:+.1%}" if lo is not None else f"only {n} repeat(s)"
-        state, text = "too_noisy", f"{error:+.1%}, but the measurement is too noisy to tell ({why})"
-    return {"state": state, "text": text, "half_width": half, "interval": [lo, hi] if lo is not None else None}

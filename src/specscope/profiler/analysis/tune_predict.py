@@ -54,7 +54,8 @@ def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[
 
 def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
             plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
-            draft_by_k: dict[int, list[float]] | None = None) -> list[dict]:
+            draft_by_k: dict[int, list[float]] | None = None,
+            rollback_by_k: dict[int, dict[int, list[float]]] | None = None) -> list[dict]:
     """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
@@ -62,7 +63,9 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     ``draft_1``: draft times at k = 1; ``plain_steps``: plain step times (T_decode is their mean);
     ``traces``: acceptance traces (``profiler.analysis.trace_walk``) of the same prompts; ``draft_by_k``: k -> what drafting
     adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
-    timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max.
+    timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max;
+    ``rollback_by_k``: k -> accepted count -> rollback times at k timed apart (``components``), used for that k in place
+    of the K_max run's.
 
         predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
 
@@ -112,20 +115,26 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         # medians, of everything timed apart: the measured speed is a rate (a mean over rounds, stalls included), and
         # costs on a shared machine are right-skewed, so medians read optimistic (8–12% in the stall simulation, tested)
         w_prev = _weights(at_k, by_prev)
-        # (a difference of two timings can come out below zero under noise; drafting never makes a round cheaper than
-        # its verify, so the estimate is floored at zero, the resamples alike)
-        t_d_raw = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
-                   else draft_ms_at(k, t1, tk, k_max))
-        t_d = max(0.0, t_d_raw)
-        rb_k = rollback_of(at_k, k)
+        # Not floored at zero: where drafting adds nearly nothing, the difference of two timings comes out below zero
+        # about as often as above (the verify timed alone also costs a little more than inside a round), and a floor
+        # would bias the round upward; the mean of the differences is unbiased, and verify + draft is the round as timed
+        # (shown as "below noise" when at or below zero)
+        t_d = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+               else draft_ms_at(k, t1, tk, k_max))
+        timed_rb = {a: float(np.mean(xs)) for a, xs in ((rollback_by_k or {}).get(k) or {}).items() if len(xs)}
+        if timed_rb:  # rollback timed apart at k, by accepted count (a count never timed: the K_max run's)
+            fallback = rollback_of(at_k, k)
+            rb_k = np.asarray([timed_rb.get(int(a), fb) for a, fb in zip(at_k, fallback)], dtype=float)
+        else:
+            rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
         d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
-        b_d = np.maximum(0.0, sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
-                         else b_d1 + (b_dk - b_d1) * frac)
+        b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
+               else b_d1 + (b_dk - b_d1) * frac)
         b_s = b_E * b_steps / (boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
@@ -139,7 +148,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_verify_ms": t_v,
             "t_draft_ms": t_d,
             "t_draft_source": "in_round" if in_round.size else "line",
-            "t_draft_below_noise": t_d_raw <= 0.0,  # the difference came out at or below zero: T_draft is taken as 0
+            "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
             "t_rollback_ms": t_rb,
             "t_bookkeeping_ms": t_book,
             "verify_multiple": t_v / t_dec,

@@ -109,7 +109,8 @@ def format_tune(res: dict) -> str:
     confirmed = [r for r in res["rows"] if r.get("agreement")]
     if confirmed:
         lines += ["", f"confirmation: {res['confirm_reps']} repeats ({res.get('confirm_reps_rule', 'fixed')}); "
-                  "the measured speedup is the median of per-repeat ratios, its 95% interval distribution-free"]
+                  "the measured speedup is the pooled rates' ratio (a ratio of means, as the prediction is), its 95% interval "
+                  "by the delta method over the paired repeats; the prediction of a confirmed k uses timings re-taken beside its runs"]
         lines += [f"  {r['drafter']} k={r['k']}: {r['agreement']['text']}" for r in confirmed]
     lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
     return "\n".join(lines)
