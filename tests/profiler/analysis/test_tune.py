@@ -381,3 +381,41 @@ def test_the_prediction_is_unbiased_when_costs_are_right_skewed():
     errors = [r["prediction_error"] for r in res["rows"]]
     assert all(abs(e) < 0.03 for e in errors), errors
     assert abs(sum(errors) / len(errors)) < 0.01, errors  # no bias: the sign is not the same throughout
+
+
+class DriftEngine(FakeEngine):
+    """A shared machine whose drafting gets twice as slow once the confirmations start (another load lands on its
+    small kernels): every draft timed from the first timing taken beside a confirmation pair on costs double, in the
+    components timed apart and in the end-to-end rounds alike."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.slow = False
+
+    def draft_cost(self, name, k):
+        return (1.0 + 0.5 * k + (0.0 if name == "ngram" else 1.0)) * (2.0 if self.slow else 1.0)
+
+    def components(self, name, prompt, plain_tokens, k, reps=3):
+        if reps == 1:  # run_tune's beside timings (the ones before the confirmations use component_reps = 2 here)
+            self.slow = True
+        return {"draft_ms": [self.draft_cost(name, k)] * reps * (k + 1)}
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        out = super().speculative(name, prompt, plain_tokens, k, n, kinds, seed)
+        if kinds == "end_to_end":
+            for r in out["rounds"]:
+                r["ms"] += self.draft_cost(name, k) - (1.0 + 0.5 * k + (0.0 if name == "ngram" else 1.0))
+        return out
+
+
+def test_drift_between_the_first_timings_and_the_confirmations_hits_both_sides():
+    """The first predictions (timed before the confirmations) miss the slowed drafting by more than 5%; the final ones,
+    timed beside each confirmation pair, are exact."""
+    first = []
+    res = run_tune(DriftEngine(), [[1, 2, 3]], k_max=4, max_tokens=16, reps=2, confirm="all", component_reps=2,
+                   on_update=lambda r: first.append(r) if not first else None)
+    before = {(r["drafter"], r["k"]): r["predicted_speedup"] for r in first[0]["rows"]}
+    for r in res["rows"]:
+        assert r["timed_beside"] and r["prediction_error"] == pytest.approx(0.0, abs=1e-9)
+        assert r["t_draft_ms"] == pytest.approx(DriftEngine().draft_cost(r["drafter"], r["k"]) * 2.0)
+        assert before[(r["drafter"], r["k"])] / r["measured_speedup"] - 1.0 > 0.05

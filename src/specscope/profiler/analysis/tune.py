@@ -224,7 +224,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                 own = steps_beside.get(c)
                 if own:
                     p = rows_with(own)[p["k"] - 1]
-                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), c in mine))
+                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
