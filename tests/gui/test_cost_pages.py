@@ -156,3 +156,23 @@ def test_reports_draw_the_verify_cost_and_tune_charts(qtbot, tmp_path):
     for name in ("verify_cost", "tune"):
         assert f'alt="{name} chart"' in html
     assert "An ideal verify would cost" in html and "use k=1 with the MTP head" in html and "chart unavailable" not in html
+
+
+def test_the_tune_section_says_what_measured_means_for_the_tune_it_shows():
+    """A tune saved with the pooled measurement says so; one saved before it (no ``measured_method``) keeps its own
+    meaning, the median of per-repeat ratios."""
+    import json
+    from pathlib import Path
+
+    from specscope.gui.reports.html import render
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    tune = {"recommendation": {"text": "no k wins here"}, "confirm_reps": 6,
+            "rows": [{"drafter": "mtp", "k": 1, "predicted_speedup": 0.6, "predicted_ci95": [0.5, 0.7],
+                      "measured_speedup": 0.62, "prediction_error": -0.032}]}
+    old = render(Session.from_dict({**d, "tune": tune}))
+    new = render(Session.from_dict({**d, "tune": {**tune, "measured_method": "pooled"}}))
+    assert "median of per-repeat ratios" in old and "pooled rates" not in old
+    assert "pooled rates" in new and "median of per-repeat ratios" not in new
+    assert "-3.2%" in new or "−3.2%" in new

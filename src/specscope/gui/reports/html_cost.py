@@ -49,6 +49,13 @@ def verify_cost_section(session, figure: str = "") -> str:
     return "".join(parts)
 
 
+MEASURED = {"pooled": "measured = the pooled rates' ratio (a ratio of means, as the prediction is), its interval by "
+                       "the delta method over the paired repeats; a confirmed k's prediction uses timings re-taken beside "
+                       "its runs.",
+            None: "measured = the median of per-repeat ratios, its interval distribution-free (a tune saved before "
+                  "the pooled measurement)."}
+
+
 def tune_section(session, figure: str = "") -> str:
     tune = session.data.get("tune")
     if not tune or not tune.get("rows"):
@@ -63,12 +70,11 @@ def tune_section(session, figure: str = "") -> str:
                      f(r.get("measured_tokens_per_round"), ".2f"), f(r.get("predicted_speedup"), ".3f"),
                      f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
                      f"{f(mci[0], '.3f')}–{f(mci[1], '.3f')}" if (mci := r.get("measured_ci95")) else "—",
-                     pct(r.get("prediction_error")) if r.get("prediction_error") is not None else "—",
+                     pct(r.get("prediction_error"), signed=True) if r.get("prediction_error") is not None else "—",
                      esc((r.get("agreement") or {}).get("text", "—"))])
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
                                "95% interval", "measured", "measured 95% interval", "error", "at ±5%"], rows)
             + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
-               f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); measured = the pooled rates' ratio (a ratio of "
-               "means, as the prediction is), its interval by the delta method over the paired repeats.</p>" if tune.get("confirm_reps") else ""))
+               f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); {MEASURED.get(tune.get('measured_method'), MEASURED[None])}</p>" if tune.get("confirm_reps") else ""))

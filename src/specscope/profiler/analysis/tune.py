@@ -238,6 +238,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             "max_tokens": max_tokens,
             "prompts": len(prompts),
             "confirm_reps": max((len(v) for v in spec_reps.values()), default=0),
+            # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
+            "measured_method": "pooled",
             "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
                                   f"until each measured speedup is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
             "t_decode_ms": statistics.fmean(steps),
@@ -331,8 +333,8 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
         # the pooled rates (a ratio of means, as the prediction is), its interval over the paired repeats; beside it the
         # per-repeat ratios' range and median, for a look at the spread
-        per_rep = [_rate(s[0], s[1]) / _rate(q[0], q[1]) for s, q in zip(spec, plain)
-                   if _rate(s[0], s[1]) and _rate(q[0], q[1])]
+        rates = [(_rate(s[0], s[1]), _rate(q[0], q[1])) for s, q in zip(spec, plain)]
+        per_rep = [a / b for a, b in rates if a and b]
         row["measured_speedup"] = measured
         row["measured_speedup_median"] = statistics.median(per_rep) if per_rep else None
         row["measured_range"] = [min(per_rep), max(per_rep)] if per_rep else None

@@ -18,6 +18,10 @@ SCHEMA_VERSION = 2
 #      ``regime``, ``estimate``, ``draws`` under sampling, ``cost_ms``; see ``profiler.analysis.trace_walk``), and in
 #      ``session["tune"]``: ``traces`` per drafter, ``acceptance_source``, each drafter's ``trace`` facts and each
 #      row's ``tokens_per_round_k_max_rounds`` (absent from version-1 files: their tune read E(k) off K_max rounds).
+#      Tune's confirmation (optional keys, no bump: ``tune["measured_method"]`` "pooled" says a row's
+#      ``measured_speedup`` is the pooled rates with a delta-method ``measured_ci95``, ``timed_beside`` that its
+#      prediction used timings re-taken beside its runs, ``measured_speedup_median`` the per-repeat ratios' median;
+#      a tune without ``measured_method`` took the median of per-repeat ratios and is shown as such).
 #      Long context (optional keys, absent from older files): ``config["context"]``/``context_kind``/``context_file``
 #      and ``session["context"]`` (the context's own prefill: tokens, prefill_ms, draft_prefill_ms, kv_bytes) for a
 #      run with ``--context``; ``session["sweep"]`` for ``specscope sweep``: contexts, order, passes and per point
