@@ -10,8 +10,7 @@ continuation (the mean cache length the rounds see) and then, ``reps`` times, on
   0..k, so the run's acceptance histogram can weight it);
 - **draft**: what drafting adds to a round. A fresh drafter is brought to this point through one simulated earlier
   round that accepted ``a`` drafts (untimed: started ``a+1`` positions back, asked for ``k`` drafts, told which were
-  accepted, so its next draft catches up ``a+1`` positions as a real one does), and that round's verify forward
-  runs (untimed, so the drafter's weights are no warmer than in a run); then one round is timed as an
+  accepted, so its next draft catches up ``a+1`` positions as a real one does); then one round is timed as an
   end-to-end round runs it — ``k`` drafts left lazy where the drafter allows, the verify forward built on them,
   one sync for all of it — and the verify forward timed alone just before is subtracted. On a small model a draft
   timed alone behind barriers costs up to twice what it adds inside a round (the lazy chain's graph building
@@ -127,13 +126,6 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         """One round as an end-to-end round runs it: lazy drafts, the verify built on them, one sync."""
         snapshot.restore()
         d = drafter_after_round(a_prev)
-        # the earlier round's verify (untimed): in a run the target's forward comes between the drafter's last step and
-        # this round's draft and takes the caches over; a draft right after its own catch-up ran warm (an instrumented
-        # run's draft cost 25–40% more than one timed alone on the demo; with this forward before it, the round timed
-        # apart moved from 3.5% under end-to-end rounds to 1.8%, the mean over the draft model and MTP head at k = 1, 2, 4)
-        snapshot.restore()
-        verify(inputs, draft, time.perf_counter())
-        snapshot.restore()
         t0 = time.perf_counter()
         out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
         t_round = verify(mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)]), out, t0)
