@@ -213,17 +213,10 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             verify_n = {**verify, **{k + 1: b["verify"] for k, b in mine.items()}}
             draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
             rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
-
-            def rows_with(step_ms):
-                return predict(full, k_max, verify_n, draft_1, step_ms, traces=tr, draft_by_k=draft_n,
-                               rollback_by_k=rollback_n)
-
-            shared = rows_with(steps)
-            for p in shared:
+            steps_n = {k: own for (n, k), own in steps_beside.items() if n == name and own}
+            for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
+                             rollback_by_k=rollback_n, plain_steps_by_k=steps_n):
                 c = (name, p["k"])
-                own = steps_beside.get(c)
-                if own:
-                    p = rows_with(own)[p["k"] - 1]
                 rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
@@ -261,7 +254,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and all(precise(*_measured(spec_reps[c], plain_reps[c])[::-1]) for c in plan):
+        if not fixed and rep >= MIN_REPS and all(_known(spec_reps[c], plain_reps[c]) for c in plan):
             break
         progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
                  f"{len(plan)} speculative settings, each beside its own plain run")
@@ -290,6 +283,12 @@ def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list
     return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
 
 
+def _known(spec: list[tuple], plain: list[tuple]) -> bool:
+    """A setting's measured speedup is known to ±AGREE (``tune_confirm.precise``)."""
+    ratio, ci = _measured(spec, plain)
+    return precise(ci, ratio)
+
+
 def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
     """What a drafter's traces say, beside what its K_max rounds would have said: E(k) both ways, the cost."""
     curve = trace_walk.curve(traces, k_max)
@@ -305,7 +304,7 @@ def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
 
 METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_verify: the mean of whole-graph verify forwards "
           "at mid-run context, apart from any speculative run; T_draft: at every k, what drafting adds to a round timed apart "
-          "(a round run end to end less the verify timed just before it, the mean of the pairs, floored at zero; else "
+          "(a round run end to end less the verify timed just before it, the mean of the pairs, not floored at zero; else "
           "instrumented draft steps at 1 and K_max, a line between); T_rollback (by accepted count) and T_bookkeeping: the "
           "K_max run; T_decode: every plain run. For a confirmed k, T_verify (with the drafter's hidden-state tap and accept "
           "read-back), T_draft and T_rollback are re-timed apart right before and after each confirmation pair, T_decode "

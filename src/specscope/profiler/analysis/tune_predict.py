@@ -55,7 +55,8 @@ def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[
 def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
             plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
             draft_by_k: dict[int, list[float]] | None = None,
-            rollback_by_k: dict[int, dict[int, list[float]]] | None = None) -> list[dict]:
+            rollback_by_k: dict[int, dict[int, list[float]]] | None = None,
+            plain_steps_by_k: dict[int, list[float]] | None = None) -> list[dict]:
     """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
@@ -65,7 +66,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     adds to a round at k, timed apart (``components``: a round run as an end-to-end round runs it, less the verify
     timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max;
     ``rollback_by_k``: k -> accepted count -> rollback times at k timed apart (``components``), used for that k in place
-    of the K_max run's.
+    of the K_max run's; ``plain_steps_by_k``: k -> plain step times for T_decode at that k in place of ``plain_steps``
+    (a confirmed k's own pairs' plain runs).
 
         predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
 
@@ -129,30 +131,37 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
         E = 1.0 + float(at_k.mean())
-        d = stats.divide(t_dec, t_v + t_rb + t_book, t_d, E)
+        own = (plain_steps_by_k or {}).get(k)
+        if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
+            s_k = np.asarray(own, dtype=float)
+            t_dec_k = float(s_k.mean())
+            b_steps_k = s_k[np.random.default_rng([seed, k]).integers(0, len(s_k), size=(resamples, len(s_k)))].mean(axis=1)
+        else:
+            t_dec_k, b_steps_k = t_dec, b_steps
+        d = stats.divide(t_dec_k, t_v + t_rb + t_book, t_d, E)
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
         b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
                else b_d1 + (b_dk - b_d1) * frac)
-        b_s = b_E * b_steps / (boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book)
+        b_s = b_E * b_steps_k / (boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book)
         rows.append({
             "k": k,
             "predicted_speedup": d.predicted_speedup,
             "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
-            "division_speedup": stats.divide(t_dec, t_v, t_d, E).predicted_speedup,
+            "division_speedup": stats.divide(t_dec_k, t_v, t_d, E).predicted_speedup,
             "tokens_per_round": E,
             "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
             "acceptance_source": "trace" if traces else "k_max_rounds",
-            "t_decode_ms": t_dec,
+            "t_decode_ms": t_dec_k,
             "t_verify_ms": t_v,
             "t_draft_ms": t_d,
             "t_draft_source": "in_round" if in_round.size else "line",
             "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
             "t_rollback_ms": t_rb,
             "t_bookkeeping_ms": t_book,
-            "verify_multiple": t_v / t_dec,
-            "break_even_verify_ms": E * t_dec - t_d - t_rb - t_book,
+            "verify_multiple": t_v / t_dec_k,
+            "break_even_verify_ms": E * t_dec_k - t_d - t_rb - t_book,
         })
     return rows
 
