@@ -62,6 +62,9 @@ class TuneChart(BaseChart):
             self._add(pg.PlotDataItem([rec["k"]], [rec["speedup"]], pen=None, symbol="star", symbolSize=20,
                                       symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"])),
                       "recommended")
-            self._text(rec.get("label", ""), rec["k"], rec["speedup"], anchor=(0.5, 1.3), bold=True)
+            # at the first or last k a centred label runs past the plot's edge (clipped in the report's narrower
+            # figure): there it starts or ends at the star
+            ax = 0.0 if rec["k"] <= 1 else 1.0 if rec["k"] >= kmax else 0.5
+            self._text(rec.get("label", ""), rec["k"], rec["speedup"], anchor=(ax, 1.3), bold=True)
         self.plot_item.getAxis("bottom").setTicks([[(float(k), str(k)) for k in range(1, kmax + 1)]])
         self.set_range((0.5, kmax + 0.5), (0.0, ymax * 1.45))  # headroom for the legend
