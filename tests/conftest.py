@@ -1,9 +1,22 @@
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# The suite runs from an empty home, made here once (xdist's workers inherit it): what a developer's machine holds
+# (~/.cache/specscope, ~/.local/share, the Hugging Face cache, app settings) can never make a test pass that fails
+# on a fresh machine, and no test writes into the real home. `.ci/run` points these at an empty folder too.
+if not os.environ.get("SPECSCOPE_TEST_HOME"):
+    _home = tempfile.mkdtemp(prefix="specscope-test-home-")
+    os.environ["SPECSCOPE_TEST_HOME"] = _home
+    for _var, _sub in (("HOME", ""), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share"),
+                       ("XDG_CONFIG_HOME", ".config"), ("HF_HOME", ".cache/huggingface"),
+                       ("SPECSCOPE_HOME", ".cache/specscope")):
+        os.environ[_var] = os.path.join(_home, _sub) if _sub else _home
+    os.environ.pop("HF_HUB_CACHE", None)
 
 # Loaded into every Python process of a test (sitecustomize): records that it is active and
 # refuses, and logs, every attempt to open a connection.

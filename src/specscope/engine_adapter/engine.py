@@ -84,7 +84,7 @@ class Engine:
 
         if params.demo:
             status("building/loading the demo model")
-            path, label = str(default_demo_path("hybrid")), "the demo model"
+            path, label = str(default_demo_path("hybrid", params.demo_variant)), "the demo model"
         else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
             ref = resolve_model(str(params.model))  # as resolve_model reads it
             path, label = ref.path, ref.label
@@ -97,7 +97,7 @@ class Engine:
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
         draft = None
         if name == "draft":
-            draft = load_model(params.draft_model or str(default_demo_path("draft")), allow_oversize=params.allow_oversize)
+            draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:

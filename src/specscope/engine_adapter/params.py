@@ -13,6 +13,9 @@ from dataclasses import dataclass
 class EngineParams:
     model: str | None = None
     demo: bool = False
+    # which built-in demo ``demo`` loads: "trained" (shipped), "random" (synthetic, built into the cache), or None for
+    # the default (SPECSCOPE_DEMO=random, else the trained one)
+    demo_variant: str | None = None
     drafter: str = "auto"
     draft_model: str | None = None
     mtp_weights: str | None = None

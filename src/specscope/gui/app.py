@@ -60,6 +60,13 @@ def main(args=None) -> int:
         return 2
     if automated:
         offscreen_if_headless()
+    if QtWidgets.QApplication.instance() is None:
+        from .platform_libs import xcb_problem
+
+        problem = xcb_problem()  # Qt would abort naming one library; say them all, with the install command
+        if problem:
+            print(f"specscope: error: {problem}", file=sys.stderr)
+            return 2
     app = make_app()
     from .main_window import MainWindow
 

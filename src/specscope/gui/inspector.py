@@ -11,11 +11,18 @@ from specscope.profiler.run.runner import worker_env
 
 from .run_process import qt_env
 
-DEMO = "__demo__"
+DEMO = "__demo__"  # the built-in demo (the tiny trained one, unless SPECSCOPE_DEMO=random)
+DEMO_RANDOM = "__demo_random__"  # the random (synthetic) demo, as a session recorded with it ran
+DEMOS = {DEMO: ("Built-in demo (tiny trained)", None), DEMO_RANDOM: ("Built-in demo (random)", "random")}
+
+
+def demo_variant(path: str | None) -> str | None:
+    """The engine's ``demo_variant`` for a model box entry that is a built-in demo."""
+    return DEMOS[path][1] if path in DEMOS else None
 
 
 def inspect_command(path: str) -> list[str]:
-    args = ["--demo"] if path == DEMO else [path]
+    args = ["--demo"] if path in DEMOS else [path]
     return [sys.executable, "-m", "specscope.profiler.cli", "inspect", *args, "--json"]
 
 
@@ -47,7 +54,10 @@ class Inspector(QtCore.QObject):
             old.waitForFinished(1000)
             old.deleteLater()
         p = QtCore.QProcess(self)
-        p.setProcessEnvironment(qt_env(worker_env()))
+        env = worker_env()
+        if demo_variant(path) == "random":
+            env["SPECSCOPE_DEMO"] = "random"
+        p.setProcessEnvironment(qt_env(env))
         cmd = inspect_command(path)
         p.finished.connect(lambda code, st, p=p, path=path: self._done(p, path, code))
         self.proc = p

@@ -10,7 +10,9 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.session.records import SessionData
 
-from .inspector import DEMO, Inspector, describe_line
+from specscope.demo_labels import demo_kind
+
+from .inspector import DEMO, DEMO_RANDOM, DEMOS, Inspector, describe_line
 from .model_finder import find_models, label_for, looks_like_model
 
 if TYPE_CHECKING:
@@ -21,6 +23,14 @@ else:
     PanelBase = object
 
 MAX_RECENT = 8
+
+
+def session_model_entry(cfg: dict, model: dict) -> str | None:
+    """The model box entry for a session's model: the built-in demo it ran (trained or random), else its path. A
+    ``--shape`` slice is a folder of the user's, named by its path."""
+    if cfg.get("demo") and demo_kind(model.get("demo")) != "shape":
+        return DEMO_RANDOM if demo_kind(model.get("demo")) == "synthetic" else DEMO
+    return cfg.get("model_path") or model.get("path") or cfg.get("model")
 
 
 class ModelChoice(PanelBase):
@@ -43,7 +53,7 @@ class ModelChoice(PanelBase):
         return [str(x) for x in (v or [])]
 
     def add_recent(self, path: str) -> None:
-        if path == DEMO:
+        if path in DEMOS:
             return
         r = [p for p in self.recent() if p != path]
         self.settings.setValue("recent_models", ([path] + r)[:MAX_RECENT])
@@ -52,7 +62,9 @@ class ModelChoice(PanelBase):
         cur = select or self.model_path()
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
-        self.model_combo.addItem("Built-in demo (tiny trained)", DEMO)
+        self.model_combo.addItem(DEMOS[DEMO][0], DEMO)
+        if cur == DEMO_RANDOM:  # offered where a shown session ran it (or it was picked before)
+            self.model_combo.addItem(DEMOS[DEMO_RANDOM][0], DEMO_RANDOM)
         for label, path in find_models(self.recent()):
             self.model_combo.addItem(label, path)
             self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
@@ -67,7 +79,7 @@ class ModelChoice(PanelBase):
         i = self.model_combo.findData(path)
         if i < 0:
             self.model_combo.blockSignals(True)
-            self.model_combo.addItem(label_for(path), path)
+            self.model_combo.addItem(DEMOS[path][0] if path in DEMOS else label_for(path), path)
             self.model_combo.setItemData(self.model_combo.count() - 1, path, QtCore.Qt.ItemDataRole.ToolTipRole)
             self.model_combo.blockSignals(False)
             i = self.model_combo.count() - 1
@@ -93,14 +105,16 @@ class ModelChoice(PanelBase):
         the model picked before. The drafter and k follow the session too, so Run repeats it."""
         cfg = data.get("config") or {}
         model = data.get("model") or {}
-        demo = bool(cfg.get("demo"))
-        path = DEMO if demo else (cfg.get("model_path") or model.get("path") or cfg.get("model"))
+        path = session_model_entry(cfg, model)
         if not path:
             return
         self.inspector.current = None  # an inspection still running for the previous pick is dropped
         self.model_combo.blockSignals(True)
         i = self.model_combo.findData(path)
-        if i < 0:
+        if i < 0 and path in DEMOS:
+            self.model_combo.addItem(DEMOS[path][0], path)
+            i = self.model_combo.count() - 1
+        elif i < 0:
             missing = not Path(path).exists()
             label = (model.get("name") or label_for(path)) + ("  (not on this machine)" if missing else "")
             self.model_combo.addItem(label if missing else label_for(path), path)

@@ -12,7 +12,7 @@ from specscope.profiler.run.config import MAX_K, RunConfig
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
-from .inspector import DEMO, Inspector
+from .inspector import DEMO, DEMOS, Inspector, demo_variant
 from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
@@ -275,11 +275,12 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
 
     def config(self) -> RunConfig:
         path = self.model_path()
-        demo = path == DEMO
+        demo = path in DEMOS
         key = self.drafter.currentData()
         return RunConfig(
             model=None if demo else path,
             demo=demo,
+            demo_variant=demo_variant(path),
             drafter=key,
             draft_model=(self.draft_model.text().strip() or None) if key == "draft" else None,
             num_draft_tokens=self.k.value(),
@@ -358,6 +359,6 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         i = self.context_mode.findData(val("context_mode", "none", str))
         self.context_mode.setCurrentIndex(max(i, 0))
         model = val("model", DEMO, str)
-        if model != DEMO and not Path(model).exists():
+        if model not in DEMOS and not Path(model).exists():
             model = DEMO
         self.set_model(model, inspect=True)

@@ -62,8 +62,9 @@ def test_compare_names_deltas_and_winners(base):
 
 
 def test_compare_names_no_winner_when_the_intervals_overlap(base):
-    """A 5% faster verify on two short sessions: the values differ, their intervals overlap, so no winner is named."""
-    close = _variant(base, verify_scale=0.95, spec_rate=1.05)
+    """A 1% faster verify on two short sessions: the values differ, their intervals overlap, so no winner is named.
+    (1%: the bundled session, re-recorded on a quiet machine, tells a 5% verify change apart.)"""
+    close = _variant(base, verify_scale=0.99, spec_rate=1.01)
     r = compare(base, close, names=("base", "close"))
     for key in ("t_verify_ms", "measured_speedup"):
         row = _row(r, key)

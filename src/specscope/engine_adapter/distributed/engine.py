@@ -160,7 +160,7 @@ class DistributedEngine(Engine):
         status(f"joined the distributed group: rank {group.rank()} of {n} ({backend})")
         if params.demo:
             status("building/loading the demo model")
-            path, label = str(default_demo_path("hybrid")), "the demo model"
+            path, label = str(default_demo_path("hybrid", params.demo_variant)), "the demo model"
         else:
             ref = resolve_model(str(params.model))  # as resolve_model reads it
             path, label = ref.path, ref.label
@@ -178,7 +178,7 @@ class DistributedEngine(Engine):
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
         draft = None
         if name == "draft":  # replicated: every rank runs the whole draft model
-            draft = load_model(params.draft_model or str(default_demo_path("draft")), allow_oversize=params.allow_oversize)
+            draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)
         hosts = gather_strings(socket.gethostname(), group)
         return cls(params, target, draft, name, compat, group, backend, description, hosts)

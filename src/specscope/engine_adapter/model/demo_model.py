@@ -326,10 +326,16 @@ def use_random_demo() -> bool:
     return os.environ.get("SPECSCOPE_DEMO", "").strip().lower() in ("random", "synthetic")
 
 
-def default_demo_path(kind: str = "hybrid") -> Path:
+def default_demo_path(kind: str = "hybrid", variant: str | None = None) -> Path:
     """What ``--demo`` loads: the shipped trained demo, else (SPECSCOPE_DEMO=random, a dense model, or an
-    install without it) the random one, built once into the cache."""
-    trained = None if use_random_demo() else trained_demo_path(kind)
+    install without it) the random one, built once into the cache. ``variant`` ("trained" or "random") asks for
+    one of them whatever the environment says."""
+    if variant not in (None, "trained", "random"):
+        raise SpecscopeError(f"unknown demo variant {variant!r}; choose trained or random")
+    random = use_random_demo() if variant is None else variant == "random"
+    trained = None if random else trained_demo_path(kind)
+    if variant == "trained" and trained is None and kind in TRAINED_KINDS:
+        raise SpecscopeError(f"this install has no trained {kind} demo")
     return trained if trained is not None else demo_model_path(kind)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.analysis.intervals import not_a_time, spread_text, time_text
+from specscope.profiler.analysis.intervals import BIAS, noise_state, not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
 from ..charts.breakdown import RankChart, rank_data
@@ -25,6 +25,8 @@ def _time_cell(cell) -> str:
     if cell is None:
         return ""
     value, iv, estimate = cell
+    if estimate and iv and noise_state(value, iv) == BIAS:  # short in the table ("ruler bias" is in the notes)
+        return f"bias {value:.2f} ({iv[0]:.1f}…{iv[1]:.1f})"
     text = time_text(value, iv) if estimate else fmt(value, ".2f")
     if iv and text != "—" and not (estimate and not_a_time(value, iv)):
         text += f" ({spread_text(iv, '.1f')})"

@@ -147,13 +147,16 @@ def dominant_effect(rows: list[dict]) -> str:
         return ""
     a, b = ok[0], ok[-1]
 
+    def draft(r):  # a T_draft below zero is noise (``draft_is_noise``): no draft cost, for the attribution
+        return max(r.get("t_draft_ms") or 0.0, 0.0) / r["t_decode_ms"]
+
     def cost(r):
-        return r["verify_multiple"] + (r.get("t_draft_ms") or 0.0) / r["t_decode_ms"]
+        return r["verify_multiple"] + draft(r)
 
     terms = {
         "acceptance (E)": math.log(b["tokens_per_round"] / a["tokens_per_round"]),
-        "verify cost (T_verify/T_decode)": -math.log((b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"]) / cost(a)),
-        "draft cost (T_draft/T_decode)": -math.log(cost(b) / (b["verify_multiple"] + (a.get("t_draft_ms") or 0) / a["t_decode_ms"])),
+        "verify cost (T_verify/T_decode)": -math.log((b["verify_multiple"] + draft(a)) / cost(a)),
+        "draft cost (T_draft/T_decode)": -math.log(cost(b) / (b["verify_multiple"] + draft(a))),
     }
     top = max(terms, key=lambda t: abs(terms[t]))
     parts = ", ".join(f"{t} {math.exp(v) - 1:+.0%}" for t, v in terms.items())

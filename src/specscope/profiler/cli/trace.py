@@ -10,6 +10,8 @@ measured at the session's k. The oracle what-if has no trace: its acceptance is 
 from __future__ import annotations
 
 import json
+import sys
+from typing import Any
 
 from specscope.errors import SpecscopeError
 
@@ -27,6 +29,9 @@ def add_parser(sub) -> None:
     p.add_argument("--draws", type=int, default=8, help="under sampling: seeded accept/reject draws per position")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--model", metavar="MODEL", help="the session's model, where it is not at its recorded path")
+    p.add_argument("--draft-model", metavar="MODEL", help="the session's draft model, where it is not at its recorded path")
+    p.add_argument("--mtp-weights", metavar="DIR", help="the session's MTP weights, where they are not at their recorded path")
     add_progress_args(p)
     add_download_arg(p)
     p.set_defaults(func=cmd_trace)
@@ -39,13 +44,18 @@ def _measured_e(case: dict, k: int) -> float | None:
     return 1.0 + sum(r["accepted"] for r in rounds) / len(rounds) if rounds else None
 
 
-def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda m: None) -> dict:
-    """Record the traces into ``session`` (in place); return the figures ``trace`` prints."""
+def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda m: None, models: dict | None = None,
+                  tell=lambda m: None) -> dict:
+    """Record the traces into ``session`` (in place); return the figures ``trace`` prints. ``models``: the user's
+    ``model``/``draft_model``/``mtp_weights`` in place of the session's (``run.session_models``); ``tell``: what the
+    user must hear even without a progress bar (a demo rebuilt)."""
     from specscope.engine_adapter.measure.acceptance_trace import record_trace
-    from specscope.engine_adapter.engine import Engine, EngineParams
+    from specscope.engine_adapter.engine import Engine
+
+    from specscope.profiler.run.session_models import reopen_params, session_drafter
 
     cfg = session.config
-    drafter = (cfg.get("drafter") or {}).get("name") if isinstance(cfg.get("drafter"), dict) else cfg.get("drafter")
+    drafter = session_drafter(cfg)
     if not drafter:
         raise SpecscopeError("the session does not say which drafter it ran")
     if drafter == "oracle":
@@ -59,14 +69,9 @@ def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda 
     cases = [c for c in session.cases if c.get("complete") and len(c["plain"]["tokens"]) >= 2 and c.get("prompt_tokens")]
     if not cases:
         raise SpecscopeError("the session has no complete case with a plain output to trace")
-    model = cfg.get("model_path") or cfg.get("model")
-    params = EngineParams(model=None if cfg.get("demo") and not model else model, demo=bool(cfg.get("demo")) and not model,
-                          drafter=drafter, draft_model=cfg.get("draft_model_path") or cfg.get("draft_model"),
-                          mtp_weights=cfg.get("mtp_weights"), mtp_hidden=cfg.get("mtp_hidden") or "post-norm",
-                          num_draft_tokens=k, temp=float(cfg.get("temp") or 0.0), top_p=float(cfg.get("top_p") or 1.0),
-                          seed=int(cfg.get("seed") or 0), allow_oversize=bool(cfg.get("allow_oversize")))
+    params = reopen_params(session.data, say=tell, **(models or {}))
     eng = Engine.open(params, status=say)
-    out = {"drafter": drafter, "k": k, "k_max": k_max, "cases": []}
+    out: dict[str, Any] = {"drafter": drafter, "k": k, "k_max": k_max, "cases": []}
     for c in cases:
         say(f"tracing {c['id']} ({len(c['plain']['tokens'])} tokens)")
         d = eng.make_drafter(c["plain"]["tokens"])
@@ -110,7 +115,8 @@ def cmd_trace(a) -> int:
 
     say = PhaseProgress("trace", 2 + sum(1 for c in s.cases if c.get("complete")), enabled=progress_wanted(a))
     try:
-        res = trace_session(s, a.k_max, a.draws, say=say)
+        res = trace_session(s, a.k_max, a.draws, say=say, tell=lambda m: print(f"specscope: {m}", file=sys.stderr),
+                            models={"model": a.model, "draft_model": a.draft_model, "mtp_weights": a.mtp_weights})
     finally:
         say.close()
     save_session(s, out)
