@@ -89,6 +89,7 @@ class Components(TypedDict, total=False):
     round_ms: list[float]
     draft_alone_ms: list[float]
     draft_method: str                 # "in_round": a round less the verify before it
+    round_drafts_agree: float | None  # share of timed rounds whose draft equals drafting alone from the prefix
     rollback_ms: dict[str, list[float]]  # accepted count -> times
     rollback_mode: str
     wall_ms: float
