@@ -61,6 +61,29 @@ def test_setup_panel_describes_the_opened_sessions_model_not_the_demo(qtbot, set
         w.setup.inspector.shutdown()
 
 
+def test_the_model_box_names_the_demo_the_session_ran_and_run_repeats_it(qtbot, settings, tmp_path):
+    """A random-demo session is not the trained demo: the box says which, and Run would load that one."""
+    from specscope.engine_adapter.model.demo_model import trained_demo_path
+
+    trained = json.loads(DEMO.read_text())
+    trained["model"]["demo"] = json.loads((trained_demo_path("hybrid") / "config.json").read_text())["specscope_demo"]
+    p = tmp_path / "trained.json"
+    p.write_text(json.dumps(trained))
+    w = _window(qtbot, settings, tmp_path)
+    try:
+        w.open_session(str(DEMO))  # the bundled session ran the random demo
+        assert w.setup.model_combo.currentText() == "Built-in demo (random)"
+        assert "synthetic demo" in w.setup.compat.text()
+        cfg = w.setup.config()
+        assert cfg.demo and cfg.demo_variant == "random" and cfg.model is None
+        w.open_session(str(p))
+        assert w.setup.model_combo.currentText() == "Built-in demo (tiny trained)"
+        assert "tiny trained demo" in w.setup.compat.text()
+        assert w.setup.config().demo and w.setup.config().demo_variant is None
+    finally:
+        w.setup.inspector.shutdown()
+
+
 def test_a_session_whose_model_folder_is_elsewhere_is_named_not_replaced(qtbot, settings, tmp_path):
     data = json.loads(DEMO.read_text())
     data["config"].update(demo=False, model="/nowhere/Qwen3.5-35B-A3B-4bit", model_path="/nowhere/Qwen3.5-35B-A3B-4bit")
