@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -17,6 +19,7 @@ if not os.environ.get("SPECSCOPE_TEST_HOME"):
                        ("SPECSCOPE_HOME", ".cache/specscope")):
         os.environ[_var] = os.path.join(_home, _sub) if _sub else _home
     os.environ.pop("HF_HUB_CACHE", None)
+    atexit.register(shutil.rmtree, _home, ignore_errors=True)  # the process that made it removes it (not a worker)
 
 # Loaded into every Python process of a test (sitecustomize): records that it is active and
 # refuses, and logs, every attempt to open a connection.

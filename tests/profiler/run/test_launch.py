@@ -211,7 +211,31 @@ def test_killing_a_rank_mid_run_names_it_and_keeps_the_partial_session(tmp_path,
     assert alive(st["pids"]) == [], "a rank outlived the run"
 
 
-def test_a_host_that_cannot_be_reached_is_named(tmp_path):
+# What this machine's ssh answers (no ssh server here): refused for the loopback, unresolvable for a made-up name. A
+# stand-in on PATH, because the real client makes ~/.ssh in the home of the passwd entry, whatever $HOME says (the
+# suite must leave the real home untouched), and would look the made-up name up in DNS.
+FAKE_SSH = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+case "$1" in
+  127.0.0.1|localhost) echo "ssh: connect to host $1 port 22: Connection refused" >&2 ;;
+  *) echo "ssh: Could not resolve hostname $1: Name or service not known" >&2 ;;
+esac
+exit 255
+"""
+
+
+def test_a_host_that_cannot_be_reached_is_named(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(FAKE_SSH)
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(SpecscopeError, match="host nohost.invalid cannot be reached"):
         run_distributed(small_cfg(), DistSpec(hosts=["127.0.0.1", "nohost.invalid"]))
     # past the check (a hostfile): mlx.launch's ssh to the host fails while rank 0 waits for it
