@@ -89,12 +89,17 @@ def test_rate_ratio_edges():
 
 
 def test_agreement_states():
-    assert agreement(0.03, 1.03, [0.9, 1.1], 9)["state"] == "agrees"
-    assert agreement(0.2, 1.2, [0.95, 1.05], 9)["state"] == "off"  # outside the measured interval
-    assert agreement(0.2, 1.2, [0.8, 1.3], 9)["state"] == "too_noisy"  # inside it
-    # the prediction's own interval counts: apart from the measured one is off, overlapping it is not
-    assert agreement(0.2, 1.2, [0.95, 1.05], 9, [1.1, 1.3])["state"] == "off"
-    off = agreement(0.2, 1.2, [0.95, 1.05], 9, [1.0, 1.4])
-    assert off["state"] == "too_noisy" and off["interval"][0] < 0 < off["interval"][1]
-    assert agreement(0.2, 1.2, None, 3)["state"] == "too_noisy"
+    """The one rule on the error's interval (the prediction's interval over the measured one)."""
+    # measured 1.00 known to ±1%, predicted 1.03: error +3%, interval +2.0%..+4.0%: wholly within ±5%
+    assert agreement(0.03, 1.03, [0.99, 1.01], 9)["state"] == "agrees"
+    # +3% alone does not agree when the measurement is known only to ±10% (the old rule said "agrees")
+    assert agreement(0.03, 1.03, [0.9, 1.1], 9)["state"] == "too_little_data"
+    assert agreement(0.2, 1.2, [0.95, 1.05], 9)["state"] == "off"  # +14%..+26%: wholly beyond
+    assert agreement(0.2, 1.2, [0.8, 1.3], 9)["state"] == "too_little_data"  # -8%..+50%
+    # the prediction's own interval counts: wholly beyond is off, reaching inside ±5% is not
+    assert agreement(0.2, 1.2, [0.95, 1.05], 9, [1.15, 1.3])["state"] == "off"
+    und = agreement(0.2, 1.2, [0.95, 1.05], 9, [1.0, 1.4])
+    assert und["state"] == "too_little_data" and und["interval"][0] < 0 < und["interval"][1]
+    assert agreement(0.2, 1.2, None, 3)["state"] == "too_little_data"
+    assert agreement(0.0, 1.0, [0.999, 1.001], 2)["state"] == "too_little_data"  # fewer repeats than an interval needs
     assert agreement(None, 1.0, None, 0) is None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from specscope.profiler.analysis import uncertainty as u
+from specscope.profiler.analysis.verdict_rule import AGREES, OFF, UNDECIDED
 from specscope.profiler.analysis.stats import acceptance_from_rounds, wilson_interval
 
 TRIALS = 1500
@@ -118,9 +119,9 @@ def test_prediction_error_interval_covers_when_the_prediction_is_right(n_cases, 
     assert hits / trials >= 0.93, f"{unit}: the error's interval holds zero {hits / trials:.3f} of the time"
 
 
-def test_a_biased_prediction_reads_off_and_an_unbiased_one_within_noise():
+def test_a_biased_prediction_reads_off_and_an_unbiased_one_agrees():
     rng = np.random.default_rng(3)
-    for extra, state in ((0.0, u.WITHIN_NOISE), (7.0, u.OFF)):  # 7 ms of a 70 ms round the division does not know
+    for extra, state in ((0.0, AGREES), (9.0, OFF)):  # 9 ms of a 70 ms round the division does not know
         name, units = u.prediction_units(synthetic_cases(rng, 18, 60, extra_ms=extra), 2)
         err = error_of(units)
         iv = u.error_interval(units)
@@ -130,18 +131,20 @@ def test_a_biased_prediction_reads_off_and_an_unbiased_one_within_noise():
             assert err > 0.05  # the rounds cost more than the division knows: it predicts a higher speedup than measured
 
 
-def test_the_verdict_can_fail_and_says_what_would_fix_too_little_data():
-    assert u.judge(0.01, [-0.01, 0.03], "cases", 18, 18, 128)["state"] == u.WITHIN_NOISE
+def test_the_verdict_can_fail_and_says_what_would_decide_too_little_data():
+    assert u.judge(0.01, [-0.01, 0.03], "cases", 18, 18, 128)["state"] == AGREES
     off = u.judge(0.08, [0.06, 0.10], "cases", 18, 18, 128)
-    assert off["state"] == u.OFF and "off by +8.0%" in off["text"]
+    assert off["state"] == OFF and "off by +8.0%" in off["text"]
     wide = u.judge(0.02, [-0.15, 0.19], "round blocks", 5, 2, 16)
-    assert wide["state"] == u.TOO_LITTLE and wide["text"].startswith("too little data to judge (±17.0%")
-    # the half-width shrinks as 1/sqrt(units): (17/5)^2 = 11.56 times the data
-    assert wide["more_cases"] == math.ceil(2 * 11.56 - 2) and wide["max_tokens"] == math.ceil(16 * 11.56)
+    assert wide["state"] == UNDECIDED and wide["text"].startswith("too little data to judge (error +2.0%")
+    # the half-width (17%) must shrink to the room left inside ±5% (3%): (17/3)^2 = 32.1 times the data
+    grow = (0.17 / 0.03) ** 2
+    assert wide["data_needed"] == pytest.approx(grow)
+    assert wide["more_cases"] == math.ceil(2 * grow - 2) and wide["max_tokens"] == math.ceil(16 * grow)
     assert u.judge(None, None, "", 0, 0, 16)["state"] is None
     # narrow but from too few units: still too little data (a bootstrap over 4 units has few distinct draws)
     few = u.judge(0.01, [-0.02, 0.04], "round blocks", 4, 2, 16)
-    assert few["state"] == u.TOO_LITTLE and "from only 4 round blocks, needs 8" in few["text"]
+    assert few["state"] == UNDECIDED and "only 4 round blocks, an interval needs 8" in few["text"]
     assert few["more_cases"] == 2 and few["max_tokens"] == 32
 
 

@@ -18,7 +18,7 @@ from .measurement_page import MeasurementPage
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "95% interval",
            "measured\n(95% interval)", "error", "at ±5%"]
-AGREEMENT = {"agrees": "agrees", "off": "off", "too_noisy": "noisy"}  # the table's word; the tooltip says it all
+AGREEMENT = {"agrees": "agrees", "off": "off", "too_little_data": "undecided"}  # the table's word; the tooltip says it all
 
 
 def _pct(x) -> str:

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from specscope.profiler.session.records import Summary
-from specscope.profiler.analysis import stats
+from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
 
 
@@ -87,24 +87,17 @@ def _pooled(cases: list[dict], key: str) -> tuple[float | None, int]:
     return (math.fsum(xs) / len(xs) if xs else None), len(xs)
 
 
-def expected_rollback_ms(cases: list[dict], hist, k: int) -> float | None:
-    """Rollback per round, timed apart: the mean rollback time at each accepted count, weighted by how often the run
-    accepted that many (a full acceptance needs none)."""
-    rounds = sum(hist.values())
-    if not rounds:
-        return None
+def expected_rollback_ms(cases: list[dict], hist, k: int) -> tuple[float | None, list[int]]:
+    """Rollback per round, timed apart, by the one rule (``round_model.expected_rollback_ms``): the mean rollback time
+    at each accepted count weighted by how often the run accepted that many; (None, the counts) when a count the run
+    had was never timed."""
     by_a: dict[int, list[float]] = {}
     for c in cases:
         for a, xs in ((c.get("components") or {}).get("rollback_ms") or {}).items():
             by_a.setdefault(int(a), []).extend(x for x in xs if x is not None)
     if not by_a:
-        return None
-    total = 0.0
-    for a, n in hist.items():
-        xs = by_a.get(int(a))
-        if xs:
-            total += n * math.fsum(xs) / len(xs)
-    return total / rounds
+        return None, []
+    return round_model.expected_rollback_ms(by_a, hist, k)
 
 
 def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: float | None, spec_tok_s: float | None,
@@ -134,14 +127,12 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     if not t_decode or E is None:
         return {**out, "why": "the run has no plain decoding or no speculative rounds yet"}
     d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
-    t_rb = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else None
+    t_rb, rb_untimed = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else (None, [])
     with_rb = E * t_decode / (out["t_verify_ms"] + out["t_draft_ms"] + t_rb) if t_rb is not None else None
     error = stats.relative_error(d.predicted_speedup, measured)
     unit, units = prediction_units([{"rounds": measured_round_tuples(c, k), "components": c.get("components")}
                                     for c in cases], k) if out["source"] == "components" else (None, [])
-    iv = error_interval(units) if units else None
-    if iv is not None and error is not None:
-        iv = [min(iv[0], error), max(iv[1], error)]
+    iv = error_interval(units) if units else None  # as resampled: never stretched to hold the point estimate
     verdict = judge(error, iv, unit or "", len(units), len(cases), session.config.get("max_tokens"))
     out.update(
         available=True, division=d, speedup=d.predicted_speedup, tokens_per_round=E, t_decode_ms=t_decode,
@@ -149,6 +140,7 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
         rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
         error=error, error_ci=iv, unit=unit, units=len(units), verdict=verdict,
         error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,
+        rollback_untimed_counts=rb_untimed,  # accepted counts the run had whose rollback was never timed: no figure
     )
     return out
 

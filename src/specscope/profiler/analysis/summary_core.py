@@ -33,7 +33,7 @@ BLOCK_LABELS = {
     "inter_block": "Inter-block overhead",
 }
 COMMUNICATION = "communication"
-WITHIN_NOISE: dict[str | None, bool] = {"within_noise": True, "off": False}  # the prediction verdict's state, as a flag
+WITHIN_NOISE: dict[str | None, bool] = {"agrees": True, "off": False}  # the prediction verdict's state, as a flag
 
 
 # -- divergence verdicts ------------------------------------------------------------------

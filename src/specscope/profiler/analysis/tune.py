@@ -217,7 +217,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
                              rollback_by_k=rollback_n, plain_steps_by_k=steps_n):
                 c = (name, p["k"])
-                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine))
+                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine,
+                                 e_exact=info.get("greedy", True) and p.get("acceptance_source") == "trace"))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
@@ -314,8 +315,11 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
           "interval by the delta method over the paired repeats (Student t)")
 
 
-def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool) -> dict:
-    """One row: the prediction at k, and the confirmation runs' measurement when there are some."""
+def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool,
+         e_exact: bool = False) -> dict:
+    """One row: the prediction at k, and the confirmation runs' measurement when there are some. ``e_exact``: the
+    confirmation's rounds are the walked ones (greedy, a trace of the same prompts), so the error's interval takes the
+    prediction's timing interval alone."""
     row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
@@ -340,5 +344,5 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         row["measured_ci95"] = ci
         row["prediction_error"] = stats.relative_error(row["predicted_speedup"], measured)
         row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], ci, len(spec),
-                                     row.get("predicted_ci95"))
+                                     p.get("predicted_ci95_timing") if e_exact else row.get("predicted_ci95"))
     return row

@@ -18,7 +18,7 @@ import math
 
 from specscope.profiler.analysis.uncertainty import t95
 
-AGREE = 0.05  # the agreement a prediction is held to
+from specscope.profiler.analysis.verdict_rule import AGREE
 MIN_REPS, MAX_REPS = 6, 15
 MIN_INTERVAL_REPS = 3  # fewer paired repeats: no interval (the spread of two pairs says little)
 
@@ -61,21 +61,17 @@ def precise(interval: list[float] | None, value: float | None) -> bool:
 
 def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
               predicted_ci: list[float] | None = None) -> dict | None:
-    """What a confirmation says about a prediction: ``agrees`` (|error| <= AGREE); ``off`` (beyond AGREE, and the
-    error's interval — the prediction's interval over the measured one — excludes zero: the two cannot be the same
-    speed); or ``too_noisy`` (beyond AGREE, but the intervals leave room for no error, or there is no interval)."""
+    """What a confirmation says about a prediction, by the project's one rule (``verdict_rule.decide``) on the error's
+    interval — the prediction's interval over the measured one: ``agrees`` (wholly within ±AGREE), ``off`` (wholly
+    beyond) or ``too_little_data``. No interval (fewer than ``MIN_INTERVAL_REPS`` repeats) decides nothing."""
+    from specscope.profiler.analysis.verdict_rule import decide
+
     if error is None:
         return None
-    half, lo, hi = None, None, None
+    iv = None
     if measured_ci and measured_ci[0] > 0:
         p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
-        lo, hi = p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0
-        half = (hi - lo) / 2.0
-    if abs(error) <= AGREE:
-        state, text = "agrees", f"agrees within {AGREE:.0%} ({error:+.1%})"
-    elif lo is not None and hi is not None and (lo > 0.0 or hi < 0.0):
-        state, text = "off", f"off by {error:+.1%} (error interval {lo:+.1%}…{hi:+.1%}, predicted and measured intervals apart)"
-    else:
-        why = f"error interval {lo:+.1%}…{hi:+.1%}" if lo is not None else f"only {n} repeat(s)"
-        state, text = "too_noisy", f"{error:+.1%}, but the measurement is too noisy to tell ({why})"
-    return {"state": state, "text": text, "half_width": half, "interval": [lo, hi] if lo is not None else None}
+        iv = [p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0]
+    out = decide(error, iv, units=n, min_units=MIN_INTERVAL_REPS, unit="repeats")
+    return {"state": out["state"], "text": out["text"], "half_width": out["half_width"], "interval": out["interval"],
+            "data_needed": out["data_needed"]}

@@ -14,7 +14,8 @@ import numpy as np
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.analysis import stats, trace_walk
+from specscope.profiler.analysis import trace_walk
+from specscope.profiler.analysis.round_model import RoundModel
 
 GREEDY_ASSUMPTION = (
     "Drafts are chained: from a given prefix a drafter proposes the same tokens whatever k is. Under greedy decoding "
@@ -138,18 +139,27 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             b_steps_k = s_k[np.random.default_rng([seed, k]).integers(0, len(s_k), size=(resamples, len(s_k)))].mean(axis=1)
         else:
             t_dec_k, b_steps_k = t_dec, b_steps
-        d = stats.divide(t_dec_k, t_v + t_rb + t_book, t_d, E)
+        model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book)
+        if model.round_ms <= 0 or model.t_verify_ms + model.t_draft_ms <= 0:
+            raise SpecscopeError(f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
+                                 f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
+                                 "--component-reps on a quieter machine")
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
         j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
         b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
                else b_d1 + (b_dk - b_d1) * frac)
-        b_s = b_E * b_steps_k / (boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book)
+        b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book
+        b_s = b_E * b_steps_k / b_cost
+        b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
         rows.append({
             "k": k,
-            "predicted_speedup": d.predicted_speedup,
+            "predicted_speedup": model.speedup,
             "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
-            "division_speedup": stats.divide(t_dec_k, t_v, t_d, E).predicted_speedup,
+            # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
+            # only the timings are uncertain there (E's interval is about other content, not these prompts)
+            "predicted_ci95_timing": [float(np.percentile(b_t, 2.5)), float(np.percentile(b_t, 97.5))],
+            "division_speedup": model.division,
             "tokens_per_round": E,
             "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
             "acceptance_source": "trace" if traces else "k_max_rounds",
@@ -160,8 +170,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
             "t_rollback_ms": t_rb,
             "t_bookkeeping_ms": t_book,
-            "verify_multiple": t_v / t_dec_k,
-            "break_even_verify_ms": E * t_dec_k - t_d - t_rb - t_book,
+            "verify_multiple": model.verify_multiple,
+            "break_even_verify_ms": model.break_even_verify_ms,
         })
     return rows
 

@@ -15,9 +15,9 @@ accepted count and rounds, and the component timings taken at it; a percentile b
 interval (widened for few units by Student's t, tested by simulation to cover ≥ 93%). No worst-end combination of
 independent intervals.
 
-**The verdict.** "Within noise" only when the interval is narrow enough to matter (half-width ≤ ``JUDGEABLE``) and
-holds zero; "off" when it is narrow and excludes zero; otherwise — wider, or from fewer than ``MIN_UNITS`` independent
-units — "too little data to judge (±X%)", with how many more cases (or tokens per case) would do.
+**The verdict.** The project's one rule (``verdict_rule``): "agrees" when the error's whole 95% interval lies within
+±5%, "off" when it lies wholly beyond, otherwise — or from fewer than ``MIN_UNITS`` independent units — "too little
+data to judge", with how many more cases (or tokens per case) would decide it.
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-JUDGEABLE = 0.05            # a verdict needs the error's 95% interval no wider than ±5%
 MIN_UNITS = 8               # ... and at least this many independent units (fewer: a bootstrap has too few distinct draws)
 CASES_AS_UNIT = 6           # from this many cases on, the case is the unit (rounds of one prompt correlate)
 ROUND_BLOCK = 4             # fewer cases: blocks of this many consecutive measured rounds are the unit
 BOOTSTRAP = 2000            # resamples
 _SEED = 20261201            # a fixed seed: the same session always gives the same interval (live = reference)
 
-WITHIN_NOISE, OFF, TOO_LITTLE = "within_noise", "off", "too_little_data"
 
 
 def t95(df: int) -> float:
@@ -166,29 +164,18 @@ def error_interval(units: list[dict], reps: int = BOOTSTRAP) -> list[float] | No
 
 def judge(error: float | None, interval: list[float] | None, unit: str, n_units: int, n_cases: int,
           max_tokens: int | None) -> dict:
-    """The verdict on a prediction error and its interval: ``{"state", "half_width", "text", …}``.
+    """The verdict on a prediction error and its interval, by the one rule (``verdict_rule.decide``: "agrees" when
+    the whole interval lies within ±AGREE, "off" when it lies wholly beyond, else "too little data to judge"), plus
+    what would decide it here: how many more cases, or tokens per case. An interval from fewer than ``MIN_UNITS``
+    units decides nothing (a bootstrap over so few units has too few distinct draws to be trusted)."""
+    from specscope.profiler.analysis.verdict_rule import UNDECIDED, decide
 
-    ``state``: "within_noise" (interval holds zero and is no wider than ±JUDGEABLE), "off" (narrow, excludes
-    zero), "too_little_data" (wider: with how many more cases or tokens per case would narrow it enough), or
-    None when there is no error to judge."""
-    if error is None:
-        return {"state": None, "text": "no prediction to judge"}
-    if not interval:
-        return {"state": TOO_LITTLE, "half_width": None, "text": "too little data to judge (no interval: too few units)"}
-    lo, hi = interval
-    half = (hi - lo) / 2.0
-    out = {"half_width": half, "interval": [lo, hi], "unit": unit, "units": n_units}
-    if half > JUDGEABLE or n_units < MIN_UNITS:
-        # a half-width shrinks as 1/sqrt(units); and a verdict needs MIN_UNITS units at least
-        grow = max((half / JUDGEABLE) ** 2, MIN_UNITS / max(n_units, 1))
+    out = decide(error, interval, units=n_units, min_units=MIN_UNITS, unit=unit or "units")
+    out.update(unit=unit, units=n_units)
+    grow = out.get("data_needed")
+    if out["state"] == UNDECIDED and grow is not None and grow > 1.0:
         more_cases = max(1, math.ceil(n_cases * grow - n_cases))
         tokens = math.ceil(max_tokens * grow) if max_tokens else None
-        fix = f"run about {more_cases} more cases" + (f", or --max-tokens {tokens} per case" if tokens else "")
-        why = (f"±{half * 100:.1f}%, needs ±{JUDGEABLE * 100:.0f}%" if half > JUDGEABLE
-               else f"±{half * 100:.1f}% from only {n_units} {unit or 'units'}, needs {MIN_UNITS}")
-        out.update(state=TOO_LITTLE, more_cases=more_cases, max_tokens=tokens, text=f"too little data to judge ({why}): {fix}")
-    elif lo <= 0.0 <= hi:
-        out.update(state=WITHIN_NOISE, text=f"within noise (error {error * 100:+.1f}%, ±{half * 100:.1f}%)")
-    else:
-        out.update(state=OFF, text=f"off by {error * 100:+.1f}% (interval {lo * 100:+.1f}%…{hi * 100:+.1f}%)")
+        out.update(more_cases=more_cases, max_tokens=tokens)
+        out["text"] += f": run about {more_cases} more cases" + (f", or --max-tokens {tokens} per case" if tokens else "")
     return out

@@ -131,8 +131,9 @@ def prediction_error_text(s: Summary) -> str | None:
 
 
 def prediction_phrase(s: Summary) -> str | None:
-    """The verdict on the prediction (components timed apart) against the measurement: within noise, off, or too
-    little data to judge (with what would fix it). None before anything is measured."""
+    """The verdict on the prediction (components timed apart) against the measurement, by the one rule
+    (``verdict_rule``): agrees, off, or too little data to judge (with what would decide it). None before anything is
+    measured."""
     v = s.get("prediction_verdict") or {}
     if s.get("predicted_speedup") is None:
         why = s.get("prediction_unavailable")
@@ -142,17 +143,23 @@ def prediction_phrase(s: Summary) -> str | None:
     if v["state"] == "too_little_data":
         head = "too little data to judge"
         return head + " the prediction" + v["text"][len(head):] if v["text"].startswith(head) else v["text"]
+    if v["state"] == "agrees":
+        return "the prediction " + v["text"]
+    if v["state"] == "within_noise":  # a verdict stored by an older specscope, under its older rule
+        return "the prediction was judged " + v["text"] + " (an older rule: its interval held zero)"
     return "the prediction is " + v["text"]
 
 
 def prediction_short(s: Summary) -> str:
-    """A tile-sized verdict: "within noise (±2.1%)", "off by +8.0%", "too little data (±12%)", or "—"."""
+    """A tile-sized verdict: "agrees (+1.2% ±2.1%)", "off by +8.0% (±1.5%)", "too little data (±12%)", or "—"."""
     v = s.get("prediction_verdict") or {}
     state, half = v.get("state"), v.get("half_width")
     err = s.get("prediction_error")
-    if state == "within_noise":
-        assert half is not None  # the judge gives a half-width to every state but too_little_data
-        return f"within noise (±{half * 100:.1f}%)"
+    if state == "agrees" and err is not None:
+        assert half is not None  # only an interval decides
+        return f"agrees ({err * 100:+.1f}% ±{half * 100:.1f}%)"
+    if state == "within_noise" and half is not None:  # stored by an older specscope, under its older rule
+        return f"within noise (±{half * 100:.1f}%, older rule)"
     if state == "off" and err is not None:
         assert half is not None
         return f"off by {err * 100:+.1f}% (±{half * 100:.1f}%)"

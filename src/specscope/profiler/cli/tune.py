@@ -73,7 +73,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
     return out
 
 
-AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_noisy": "(noisy)"}
+AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_little_data": "(undecided)"}
 
 
 def format_tune(res: dict) -> str:
@@ -126,7 +126,8 @@ def bench_tune(a) -> dict:
     """Tune's prediction against its own confirmation runs, on the demo (or --model) with every real drafter it has
     (E(k) from their acceptance traces: bursty, content-dependent, not the i.i.d. oracle, which would hide a bias
     in E(k)), every k = 1..max(4, -k) confirmed, repeats until each median is known to ±5%; the figure is the largest
-    |error|, and the result says how many settings agree within 5%, are off, or were too noisy to tell."""
+    |error|, and the result says how many settings agree, are off, or are undecided by the one verdict rule
+    (``verdict_rule``: the error's whole 95% interval within ±5%, wholly beyond, or neither)."""
     from specscope.engine_adapter.engine import EngineParams
     from specscope.engine_adapter.tune_runs import TuneEngine
 
@@ -158,7 +159,7 @@ def bench_tune(a) -> dict:
         "target": f"{op} {target}",
         "met": bool(value <= target),
         "unit": "max |relative error|",
-        "agreement": {s: states.count(s) for s in ("agrees", "off", "too_noisy")},
+        "agreement": {s: states.count(s) for s in ("agrees", "off", "too_little_data")},
         "raw": {"rows": [{k: r.get(k) for k in ("drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup",
                                                  "measured_ci95", "prediction_error", "agreement", "tokens_per_round",
                                                  "measured_tokens_per_round", "predicted_round_ms", "measured_round_ms",
