@@ -54,11 +54,12 @@ def test_figures_are_the_summary_figures(session):
     tpr = _numbers(_line(text, "tokens per round"))
     assert tpr == [round(s["tokens_per_round"], 3)] + [round(a, 2) for a in s["per_position"]]
     speed = _numbers(_line(text, "speedup"))
-    lo, hi = s["prediction_error_ci"]  # the error carries its interval, and the verdict its half-width
+    lo, hi = s["prediction_error_ci"]  # the error carries its interval, and the verdict the same interval's ends
     v = s["prediction_verdict"]
+    assert v["interval"] == [lo, hi]
     assert speed == [round(s["predicted_speedup"], 3), round(s["measured_speedup"], 3),
                      round(s["prediction_error"] * 100, 1), round(lo * 100, 1), round(hi * 100, 1),
-                     round(v["half_width"] * 100, 0 if v["state"] == "too_little_data" else 1)]
+                     round(lo * 100), round(hi * 100)]  # never "±" for an interval that is not symmetric
     # 3 cases × 24 tokens: far too little to judge, and the verdict says so instead of "within noise"
     assert v["state"] == "too_little_data" and "too little data to judge" in _line(text, "speedup")
     assert "Too little data to judge the prediction" in text and "more cases" in text

@@ -269,8 +269,10 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         "t_draft_ms": t_draft,
         "alpha": alpha_run,
         # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
-        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(t_decode, t_verify, t_draft, k,
-                                                                      [alpha_run])[0]}
+        # where the curve's T_verify and T_draft came from: a prediction timed apart, or the ledger's own rounds
+        "source": s.get("division_inputs"),
+        # on the curve drawn (a T_verify what-if moves it with the curve)
+        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(t_decode, tv, t_draft, k, [alpha_run])[0]}
                       if alpha_run is not None and s.get("predicted_speedup") is not None else None),
     }
 

@@ -11,6 +11,16 @@ from .common import BaseChart, font
 _E = np.zeros(0)
 
 
+def curve_label(source: str | None) -> str:
+    """The curve's name says where its times came from: a curve from the run's own rounds is the ledger, not a
+    prediction."""
+    if source == "rounds":
+        return "ledger (not a prediction)"
+    if source == "verify curve":
+        return "predicted (verify curve)"
+    return "predicted (timed apart)"
+
+
 class DivisionChart(BaseChart):
     title = "Predicted speedup vs acceptance"
     x_label = ("per-position acceptance α (geometric: E = 1 + α + … + α^k)", "%")
@@ -25,16 +35,16 @@ class DivisionChart(BaseChart):
                                              name="break-even (1×)")
         self.measured_curve = self.plot_item.plot([], [], pen=pg.mkPen(self.theme["muted"], width=1.5),
                                                   name="measured T_verify (before what-if)")
-        self.curve = self.plot_item.plot([], [], pen=self.pen("plain", 2.5), name="predicted (whole-graph ruler)")
+        self.curve = self.plot_item.plot([], [], pen=self.pen("plain", 2.5), name=curve_label(None))
         self.block = self.plot_item.plot([], [], pen=self.pen("spec", 2, dash), name="block-sum ruler (wrong)")
         self.err = pg.ErrorBarItem(x=_E, y=_E, left=_E, right=_E, beam=0.02, pen=pg.mkPen(self.theme["fg"], width=1.5))
         self.plot_item.addItem(self.err)
         self.cases = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["muted"]), symbolPen=None,
-                                         name="measured, per case (95% CI)")
+                                         name="measured, per case (α 95% CI)")
         self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
                                         symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
-                                        name="measured, all cases (95% CI)")
+                                        name="measured, all (α 95% CI)")
         self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
                                         symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
                                         name="predicted at the run's E")
@@ -45,6 +55,11 @@ class DivisionChart(BaseChart):
         self.note.setFont(font(9))
         self.plot_item.addItem(self.note)
         self.plot_item.setXRange(0, 100, padding=0.02)
+
+    def _name(self, item, name: str) -> None:
+        label = self.legend.getLabel(item)
+        if label is not None and label.text != name:
+            label.setText(name)
 
     def _draw(self, d: dict | None) -> None:
         if not d:
@@ -57,6 +72,7 @@ class DivisionChart(BaseChart):
         self.show_empty(None)
         xs = [100 * p for p in d["ps"]]
         self.curve.setData(xs, d["curve"])
+        self._name(self.curve, curve_label(d.get("source")))
         self.block.setData(xs, d["block_curve"] or [])
         self.measured_curve.setData(xs, d["measured_curve"] or [])
         pts = d["points"]
@@ -78,7 +94,7 @@ class DivisionChart(BaseChart):
         ytop = max(ys) * 1.12
         self.plot_item.setYRange(0, ytop, padding=0)
         self.plot_item.setXRange(0, 100, padding=0.02)
-        self.note.setText(
-            f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms   T_draft {d['t_draft_ms']:.2f} ms"
-        )
+        draft = (f"T_draft {d['t_draft_ms']:.2f} ms" if d["t_draft_ms"] > 0
+                 else f"T_draft below noise ({d['t_draft_ms']:.2f} ms, used as measured)")
+        self.note.setText(f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms   {draft}")
         self.note.setPos(2, ytop * 0.99)

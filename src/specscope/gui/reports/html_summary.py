@@ -31,14 +31,16 @@ def _speed_cls(x) -> str:
 def summary_section(s) -> str:
     k = s["k"]
     rows = [
-        ["Plain decoding", rate(s["plain_tok_s"], " tok/s"), "steady state, end to end, median over repeats"],
+        ["Plain decoding", rate(s["plain_tok_s"], " tok/s"),
+         "steady state, end to end" + (", median over repeats" if (s.get("repeats") or 1) > 1 else ", one repeat")],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
-         + ("timed apart from the rounds, on a restored cache at the middle of each case"
-            if s.get("division_inputs") == "components" else "mean of this run's instrumented rounds (no components timed apart)")],
+         + {"components": "timed apart from the rounds, on a restored cache at the middle of each case",
+            "verify curve": "from the verify curve (run --roofline): whole-graph forwards timed apart from the rounds"}.get(
+             s.get("division_inputs") or "", "mean of this run's instrumented rounds (no components timed apart)")],
         [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
-         + ("; timed apart" if s.get("division_inputs") == "components" else "")],
+         + ("; timed apart" if s.get("division_inputs") in ("components", "verify curve") else "")],
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
          esc(rollback_term_text(s) or "mean per round; not in the division")],
         ["Instrumentation cost", esc(instrumentation_cost_text(s)),
@@ -84,7 +86,9 @@ def summary_section(s) -> str:
         formula = (
             f'<p class="formula">predicted speedup = E · T_decode / (T_verify + T_draft) = '
             f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}) = "
-            f"{s['predicted_speedup']:.3f}×</p>"
+            f"{s['predicted_speedup']:.3f}×"
+            + (f" (T_draft came out at {s['t_draft_ms']:.2f} ms: below noise, a difference of two timings, used as "
+               "measured)" if s["t_draft_ms"] <= 0 else "") + "</p>"
         )
     return "<h2>Summary</h2>" + formula + _table(["Figure", "Value", "What it is"], rows, numeric_from=1, numeric_to=2, cls="full summary")
 

@@ -149,7 +149,9 @@ class DivisionView(QtWidgets.QWidget):
             dv = stats.divide(s["t_decode_ms"], self.tv.value(), s["t_draft_ms"], E)
             self.result.setText(
                 f"At α = {wi['p'] * 100:.1f}% (E = {E:.2f}) and T_verify = {self.tv.value():.2f} ms:\n"
-                f"predicted speedup {dv.predicted_speedup:.3f}× ({dv.predicted_tok_s:.1f} tok/s)\n"
+                + ("speedup from the run's own rounds (the ledger, not a prediction)" if s.get("division_inputs") == "rounds"
+                   else "predicted speedup")
+                + f" {dv.predicted_speedup:.3f}× ({dv.predicted_tok_s:.1f} tok/s)\n"
                 f"verify costs {dv.verify_multiple:.2f} plain steps; break-even ≤ {dv.break_even_verify_ms:.2f} ms "
                 f"({dv.break_even_multiple:.2f}× T_decode)\n(geometric acceptance α assumed for the what-if)"
             )
@@ -236,5 +238,6 @@ def communication_details(s: dict, comm_ms: float) -> str:
     w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], s["k"], sd, sv, comm_ms)
     return (f"k = {s['k']}. Compute (measured time less its barrier-free communication share): decode "
             f"{w['compute_decode_ms']:.2f} ms, verify {w['compute_verify_ms']:.2f} ms; each plus {comm_ms:.2f} ms gives "
-            f"T_decode {w['t_decode_ms']:.2f} ms and T_verify {w['t_verify_ms']:.2f} ms; T_draft {s['t_draft_ms']:.2f} ms "
-            f"as measured. Measured communication: {measured:.2f} ms per decode step. Geometric acceptance α assumed.")
+            f"T_decode {w['t_decode_ms']:.2f} ms and T_verify {w['t_verify_ms']:.2f} ms; T_draft "
+            + (f"{s['t_draft_ms']:.2f} ms as measured." if s["t_draft_ms"] > 0
+               else f"below noise ({s['t_draft_ms']:.2f} ms, used as measured).") + f" Measured communication: {measured:.2f} ms per decode step. Geometric acceptance α assumed.")

@@ -17,6 +17,7 @@ from typing import Any
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import round_model, stats
+from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
 
 
@@ -66,7 +67,7 @@ def prediction_text(pred: dict) -> str:
         return f"prediction from components measured apart: not available ({pred['why']})"
     err = pred.get("error")
     return (f"prediction from components measured apart: {pred['speedup']:.3f}× (T_decode {pred['t_decode_ms']:.2f} ms and "
-            f"T_verify {pred['t_verify_ms']:.2f} ms from the verify curve, T_draft {pred['t_draft_ms']:.2f} ms timed on its own, "
+            f"T_verify {pred['t_verify_ms']:.2f} ms from the verify curve, T_draft {draft_time_text(pred['t_draft_ms'], unit=' ms')} timed on its own, "
             f"E {pred['tokens_per_round']:.2f} from the run)"
             + (f"; error {err * 100:+.1f}% against the measured {pred['measured_speedup']:.3f}×" if err is not None else ""))
 

@@ -52,10 +52,11 @@ class RoundModel:
         return self.tokens_per_round * self.t_decode_ms / self.round_ms
 
     @property
-    def division(self) -> float:
-        """The seed's bare division, E · T_decode / (T_verify + T_draft): what a user computes by hand."""
+    def division(self) -> float | None:
+        """The seed's bare division, E · T_decode / (T_verify + T_draft): what a user computes by hand; None where
+        T_verify + T_draft is not positive (a T_draft far below noise), never a negative speedup."""
         if self.t_decode_ms <= 0 or self.t_verify_ms + self.t_draft_ms <= 0:
-            raise ValueError("times must be positive")
+            return None
         return self.tokens_per_round * self.t_decode_ms / (self.t_verify_ms + self.t_draft_ms)
 
     @property

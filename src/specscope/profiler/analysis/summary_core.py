@@ -154,7 +154,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms)
     verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
-    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division)
+    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured)
     return {
         "k": k,
         "regime": session.regime,
@@ -175,7 +175,9 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "instrumentation_cost": (spec_tok_s / instr_tok_s - 1.0) if spec_tok_s and instr_tok_s else None,
         "t_decode_ms": t_decode,
         # the division's inputs: the prediction's (timed apart) where the session has them, else the ledger's
-        "division_inputs": "components" if pred.get("available") else ("rounds" if ledger else None),
+        # where T_verify and T_draft came from: "components" (timed apart per case), "verify curve" (run --roofline) or
+        # "rounds" (the run's own instrumented rounds: the ledger, not a prediction)
+        "division_inputs": pred.get("source") if pred.get("available") else ("rounds" if ledger else None),
         "t_verify_ms": division.t_verify_ms if division else t_verify,
         "t_draft_ms": division.t_draft_ms if division else t_draft,
         "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,

@@ -30,7 +30,7 @@ def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> t
     return acc, out
 
 
-def figure_intervals(per_case, reps, noise, pred, division) -> dict:
+def figure_intervals(per_case, reps, noise, pred, division, measured: float | None = None) -> dict:
     """95% intervals of the headline figures (what a comparison needs to say whether two sessions differ): the rates
     from their step and round times (joined with the spread over repeats), T_decode and the measured speedup from
     them, T_verify and T_draft from the samples they are means of."""
@@ -44,7 +44,7 @@ def figure_intervals(per_case, reps, noise, pred, division) -> dict:
     if plain and spec and plain[0] > 0 and all(math.isfinite(x) for x in plain + spec):
         p_mid, s_mid = (plain[0] + plain[1]) / 2, (spec[0] + spec[1]) / 2
         rel = math.hypot((plain[1] - plain[0]) / 2 / p_mid, (spec[1] - spec[0]) / 2 / s_mid)  # independent runs
-        m = s_mid / p_mid
+        m = measured if measured else s_mid / p_mid  # centred on the figure it is printed beside
         out["measured_speedup_ci95"] = [m * (1 - rel), m * (1 + rel)]
     if pred.get("source") == "components":
         comps = [c.get("components") or {} for c, _ in per_case]

@@ -151,20 +151,20 @@ def prediction_phrase(s: Summary) -> str | None:
 
 
 def prediction_short(s: Summary) -> str:
-    """A tile-sized verdict: "agrees (+1.2% ±2.1%)", "off by +8.0% (±1.5%)", "too little data (±12%)", or "—"."""
+    """A tile-sized verdict with the error's interval as it is (bootstrap intervals are not symmetric, so never
+    "±"): "agrees (+1.2%; −0.9…+3.3%)", "off by +8.0% (+6.1…+9.9%)", "too little data (−9…+14%)", or "—"."""
     v = s.get("prediction_verdict") or {}
-    state, half = v.get("state"), v.get("half_width")
+    state, iv = v.get("state"), v.get("interval")
     err = s.get("prediction_error")
-    if state == "agrees" and err is not None:
-        assert half is not None  # only an interval decides
-        return f"agrees ({err * 100:+.1f}% ±{half * 100:.1f}%)"
-    if state == "within_noise" and half is not None:  # stored by an older specscope, under its older rule
-        return f"within noise (±{half * 100:.1f}%, older rule)"
-    if state == "off" and err is not None:
-        assert half is not None
-        return f"off by {err * 100:+.1f}% (±{half * 100:.1f}%)"
+    span = f"{iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
+    if state == "agrees" and err is not None and span:
+        return f"agrees ({err * 100:+.1f}%; {span})"
+    if state == "within_noise" and span:  # stored by an older specscope, under its older rule
+        return f"within noise ({span}, older rule)"
+    if state == "off" and err is not None and span:
+        return f"off by {err * 100:+.1f}% ({span})"
     if state == "too_little_data":
-        return f"too little data to judge (±{half * 100:.0f}%)" if half is not None else "too little data to judge"
+        return f"too little data to judge ({iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv else "too little data to judge"
     return "—"
 
 
