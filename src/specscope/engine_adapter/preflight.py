@@ -19,9 +19,13 @@ Nothing here needs sudo and nothing changes the machine: every command only read
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import time
 from pathlib import Path
+
+from specscope.errors import SpecscopeError
 
 from .machine_probe import IOREG_ACCELERATOR, SYSTEM_PROFILER_DISPLAYS, gpu_cores_from, recognise_chip
 from .machine_reader import SystemReader, command_key
@@ -65,9 +69,29 @@ def gib(n: float | int) -> str:
 
 # -- readings ---------------------------------------------------------------------------------------------------------
 
+READINGS_ENV = "SPECSCOPE_PREFLIGHT_READINGS"  # a file of readings recorded elsewhere, used instead of this machine's
+
+
+def load_readings(path: str) -> dict:
+    """Readings saved by ``specscope preflight --save-readings`` (another machine's, a bug report's)."""
+    try:
+        d = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecscopeError(f"cannot read pre-flight readings {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise SpecscopeError(f"{path} is not a pre-flight readings file (not JSON)") from None
+    if not isinstance(d, dict) or not isinstance(d.get("system"), str) or not isinstance(d.get("outputs", {}), dict) \
+            or not isinstance(d.get("files", {}), dict) or not isinstance(d.get("device_info", {}), dict):
+        raise SpecscopeError(f"{path} is not a pre-flight readings file (no system, outputs, files, device_info)")
+    return d
+
+
 def take_readings(reader=None) -> dict:
     """Everything the checks read, once (JSON-able): the system, MLX's device and versions, command outputs by
-    ``command_key`` (None: could not run), files by path."""
+    ``command_key`` (None: could not run), files by path. With no reader and ``SPECSCOPE_PREFLIGHT_READINGS`` set,
+    the readings in that file instead of this machine's."""
+    if reader is None and os.environ.get(READINGS_ENV):
+        return load_readings(os.environ[READINGS_ENV])
     reader = reader or SystemReader()
     system = reader.system
     r: dict = {"system": system, "time": time.time(), "device_info": reader.device_info(),
