@@ -26,10 +26,10 @@ def test_the_command_names_the_pick():
 def test_the_line_names_what_fails_and_the_tooltip_says_the_fix():
     rep = pf.evaluate(MAC_LPM)
     line = summary_line(rep)
-    assert line.startswith("Pre-flight: ⛔ Low Power Mode: fail") and "a run stops unless you tick" in line
+    assert line.startswith("Pre-flight: ✗ a run stops here unless you tick the box below: Low Power Mode fail")
     assert "fix: turn it off" in details(rep)
     calm = pf.evaluate({**MAC_LPM, "outputs": {"pmset -g": " lowpowermode         0\n"}})
-    assert "⛔" not in summary_line(calm) and "not checked" in summary_line(calm)
+    assert "✗" not in summary_line(calm) and "not checked" in summary_line(calm)
 
 
 def test_the_panel_checks_the_picked_model_and_the_box_insists(qtbot, settings):
@@ -43,7 +43,7 @@ def test_the_panel_checks_the_picked_model_and_the_box_insists(qtbot, settings):
     assert line.label.text().startswith("Pre-flight: ") and line.report["checks"]
     assert panel.config().ignore_preflight is False
     line.show_report(pf.evaluate(MAC_LPM))
-    assert "⛔" in line.label.text() and "Low Power Mode" in line.label.toolTip()
+    assert "✗" in line.label.text() and "Low Power Mode" in line.label.toolTip()
     line.insist.setChecked(True)
     assert panel.config().ignore_preflight is True
     line.shutdown()

@@ -13,7 +13,7 @@ from specscope.profiler.run.runner import worker_env
 
 from .inspector import DEMOS, demo_variant
 from .run_process import qt_env
-from .views.common import PlainLabel
+from .views.common import ElidingLabel
 
 # a check waits this long after the last change of the pick (and the first one until the window is up): each check
 # starts a Python process that imports MLX
@@ -29,25 +29,18 @@ def preflight_command(path: str | None, drafter: str = "auto", draft_model: str 
     return [sys.executable, "-m", "specscope.profiler.cli", "preflight", *args, "--json"]
 
 
-_MARK = {"pass": "✓", "warn": "⚠", "fail": "⛔"}
-
-
 def summary_line(report: dict) -> str:
-    """One line for the panel: the status and the checks that are not passing."""
+    """One line for the panel: the status, and the checks that fail or warn (what stops a run first)."""
     checks = report.get("checks") or []
-    st = report.get("status", "?")
-    bad = [c for c in checks if c.get("status") in ("fail", "warn")]
-    bad.sort(key=lambda c: c.get("status") != "fail")
+    named = {s: ", ".join(c["name"] for c in checks if c.get("status") == s) for s in ("fail", "warn")}
     unchecked = sum(c.get("status") == "not checked" for c in checks)
-    if st == "pass":
-        text = f"✓ all {len(checks) - unchecked} checks pass"
-    else:
-        text = f"{_MARK.get(st, '')} " + "; ".join(f"{c['name']}: {c['status']}" for c in bad)
-    if unchecked:
-        text += f" ({unchecked} not checked)"
-    if st == "fail":
-        text += " — a run stops unless you tick the box below"
-    return "Pre-flight: " + text
+    parts = []
+    if named["fail"]:
+        parts.append(f"✗ a run stops here unless you tick the box below: {named['fail']} fail")
+    if named["warn"]:
+        parts.append(("⚠ " if not named["fail"] else "") + f"{named['warn']} warn")
+    text = "; ".join(parts) or f"✓ all {len(checks) - unchecked} checks pass"
+    return "Pre-flight: " + text + (f" ({unchecked} not checked)" if unchecked else "")
 
 
 def details(report: dict) -> str:
@@ -79,10 +72,7 @@ class PreflightLine(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         row = QtWidgets.QHBoxLayout()
-        self.label = PlainLabel()
-        self.label.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-        self.label.setText("Pre-flight: not run yet")
-        self.label.setWordWrap(True)
+        self.label = ElidingLabel("Pre-flight: not run yet", max_lines=2)  # two lines whatever the text; all in the tooltip
         self.label.setObjectName("preflight")
         self.again = QtWidgets.QPushButton("Check again")
         self.again.setToolTip("run the pre-flight again (`specscope preflight`)")
@@ -119,8 +109,11 @@ class PreflightLine(QtWidgets.QWidget):
         p.start(cmd[0], cmd[1:])
 
     def _done(self, p: QtCore.QProcess, args: tuple, code: int) -> None:
-        out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
-        err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
+        try:
+            out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
+            err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
+        except RuntimeError:  # the process went with its widget (the window closed): nobody to tell
+            return
         if p is self.proc:
             self.proc = None
         p.deleteLater()
@@ -145,6 +138,18 @@ class PreflightLine(QtWidgets.QWidget):
         self.label.style().unpolish(self.label)
         self.label.style().polish(self.label)
         self.checked.emit(report)
+
+    def hideEvent(self, event) -> None:  # noqa: N802 (Qt naming): a closing window ends a check still running
+        if self.proc is not None:
+            self.shutdown()
+            self.label.setText("Pre-flight: not checked yet")
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        if self.report is None and self.proc is None:
+            self.schedule()
+        super().showEvent(event)
 
     def shutdown(self) -> None:
         if self.proc is not None:
