@@ -77,3 +77,10 @@ def test_gpu_cores_read_from_mlx_then_ioreg_then_system_profiler():
     assert gpu_cores_from({}, ioreg, sp)[0] == 40
     assert gpu_cores_from({}, None, sp)[0] == 32
     assert gpu_cores_from({}, "garbage", None) == (None, "not found")
+
+
+def test_probe_machine_gives_the_roofline_the_bins_figures():
+    """What the roofline (and through it the Verify cost page and the report) reads: the nominal figure of the chip's
+    bin, with the cores and the bin beside it."""
+    m = probe_machine(dtype="float32", bandwidth_mib=1, matmul_n=32, reps=1, chip_name="Apple M3 Max", gpu_cores=30)
+    assert (m["nominal_bandwidth_gbs"], m["gpu_cores"], m["nominal_bin"]) == (307.2, 30, "30-core GPU")
