@@ -32,9 +32,10 @@ def test_the_line_names_what_fails_and_the_tooltip_says_the_fix():
     assert "✗" not in summary_line(calm) and "not checked" in summary_line(calm)
 
 
-def test_the_panel_checks_the_picked_model_and_the_box_insists(qtbot, settings):
+def test_the_panel_checks_the_picked_model_and_the_box_insists(qtbot, settings, monkeypatch):
     from specscope.gui.setup_panel import SetupPanel
 
+    monkeypatch.delenv("SPECSCOPE_PREFLIGHT_READINGS", raising=False)  # this machine, in the line's own process
     panel = SetupPanel(settings)
     qtbot.addWidget(panel)
     line = panel.preflight

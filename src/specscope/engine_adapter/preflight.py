@@ -83,6 +83,7 @@ def load_readings(path: str) -> dict:
     if not isinstance(d, dict) or not isinstance(d.get("system"), str) or not isinstance(d.get("outputs", {}), dict) \
             or not isinstance(d.get("files", {}), dict) or not isinstance(d.get("device_info", {}), dict):
         raise SpecscopeError(f"{path} is not a pre-flight readings file (no system, outputs, files, device_info)")
+    d["from_file"] = str(path)  # the report says the machine it describes is not this one
     return d
 
 
@@ -442,7 +443,8 @@ def evaluate(readings: dict, parts: list[dict] | None = None, model_bytes: int |
     worst = max((_RANK[c["status"]] for c in checks), default=0)
     counts = {s: sum(c["status"] == s for c in checks) for s in (PASS, WARN, FAIL, NOT_CHECKED)}
     return {"status": {0: PASS, 1: WARN, 2: FAIL}[worst], "system": system, "checks": checks, "parts": parts,
-            "model_bytes": model_bytes, "counts": counts, "time": readings.get("time")}
+            "model_bytes": model_bytes, "counts": counts, "time": readings.get("time"),
+            "readings_from": readings.get("from_file")}
 
 
 def failed(report: dict) -> list[dict]:
@@ -459,7 +461,10 @@ def refusal(report: dict) -> str:
 def format_report(report: dict, only_problems: bool = False) -> str:
     """The report as text: one line per check (``only_problems``: warns and fails only), its fix under it."""
     c = report.get("counts") or {}
-    head = (f"pre-flight ({report.get('system') or '?'}): {report.get('status', '?').upper()} — "
+    where = report.get("system") or "?"
+    if report.get("readings_from"):
+        where += f", readings recorded in {report['readings_from']}, not this machine's"
+    head = (f"pre-flight ({where}): {report.get('status', '?').upper()} — "
             f"{c.get(PASS, 0)} pass, {c.get(WARN, 0)} warn, {c.get(FAIL, 0)} fail, {c.get(NOT_CHECKED, 0)} not checked")
     lines = [head]
     for ch in report.get("checks", []):

@@ -33,12 +33,21 @@ def lpm(tmp_path) -> Path:
     return p
 
 
-def test_preflight_on_this_machine_exits_0_or_1_and_prints_every_check(capsys):
+def test_preflight_on_this_machine_exits_0_or_1_and_prints_every_check(capsys, monkeypatch):
+    monkeypatch.delenv("SPECSCOPE_PREFLIGHT_READINGS", raising=False)  # this machine, not the suite's calm recording
     rc = main(["preflight", "--demo", "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == (1 if rep["status"] == "fail" else 0)
     assert rep["checks"] and all(set(c) == {"name", "status", "evidence", "fix"} for c in rep["checks"])
     assert [p["part"] for p in rep["parts"]] == ["target", "MTP head"] and rep["model_bytes"] > 0
+    assert rep["readings_from"] is None
+
+
+def test_recorded_readings_say_they_are_not_this_machines(capsys):
+    """The suite's runs read a recorded calm machine (tests/conftest.py); the report says so."""
+    assert main(["preflight"]) == 0
+    out = capsys.readouterr().out
+    assert "preflight_calm_linux.json, not this machine's" in out.splitlines()[0]
 
 
 def test_recorded_readings_a_fail_exits_1_with_its_fix(lpm, capsys):
@@ -48,13 +57,15 @@ def test_recorded_readings_a_fail_exits_1_with_its_fix(lpm, capsys):
     assert "swap in use: vm.swapusage: 0 MB used" in out
 
 
-def test_save_readings_then_check_them(tmp_path, capsys):
+def test_save_readings_then_check_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SPECSCOPE_PREFLIGHT_READINGS", raising=False)
     saved = tmp_path / "mine.json"
     main(["preflight", "--save-readings", str(saved)])
     first = capsys.readouterr().out
     assert json.loads(saved.read_text())["system"]
     main(["preflight", "--readings", str(saved)])
-    assert capsys.readouterr().out.splitlines()[0] == first.splitlines()[0]
+    again = capsys.readouterr().out.splitlines()
+    assert again[1:] == first.splitlines()[1:] and f"readings recorded in {saved}" in again[0]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -29,7 +29,9 @@ def preflight_section(session) -> str:
              esc(ch.get("evidence")), esc(ch.get("fix") or "")] for ch in pf["checks"]]
     parts = pf.get("parts") or []
     dtypes = "; ".join(f"{p.get('part')}: {p.get('dtype') or '?'} ({p.get('how')})" for p in parts)
+    source = (f" From readings recorded in {esc(pf['readings_from'])}, not the measuring machine's."
+              if pf.get("readings_from") else "")
     return (head + f"<p>{esc(pf.get('system') or '?')}: <b>{esc(st)}</b> ({esc(counts)}). Taken before the weights "
-            "loaded; a check whose probe could not run says “not checked”.</p>" + note
+            f"loaded; a check whose probe could not run says “not checked”.{source}</p>" + note
             + table(["Status", "Check", "Evidence", "Fix"], rows, numeric_from=99)
             + (f'<p class="muted">Dtypes as loaded — {esc(dtypes)}.</p>' if dtypes else ""))

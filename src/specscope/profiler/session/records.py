@@ -221,6 +221,7 @@ class Preflight(TypedDict, total=False):
     counts: dict[str, int]
     time: float | None
     ignored: bool                     # a failed pre-flight the run went on past (--ignore-preflight)
+    readings_from: str | None         # readings recorded elsewhere (SPECSCOPE_PREFLIGHT_READINGS), not this machine's
 
 
 class SessionData(TypedDict):
