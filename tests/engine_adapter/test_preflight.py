@@ -175,6 +175,11 @@ def test_bf16_mtp_head_as_loaded_on_m1_max_warns_with_the_fix_for_each_part():
     assert by_name(run(mac(), FP16, 20 * GIB))["bfloat16 on this GPU"]["status"] == "pass"
 
 
+def test_parts_whose_dtype_cannot_be_read_are_not_checked():
+    parts = [{**FP16[0], "dtype": None}]
+    assert by_name(run(mac(), parts, 2 * GIB))["bfloat16 on this GPU"]["status"] == "not checked"
+
+
 def test_a_bf16_draft_model_gets_the_draft_models_fix():
     parts = [FP16[0], {"part": "draft model", "dtype": "bfloat16", "path": "/models/draft", "how": "as loaded"}]
     c = by_name(run(mac(INFO_M1), parts, 2 * GIB))["bfloat16 on this GPU"]

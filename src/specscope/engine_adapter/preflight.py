@@ -222,6 +222,8 @@ def check_bf16(r: dict, parts: list[dict]) -> dict:
     if fam is None:
         return check("bfloat16 on this GPU", NOT_CHECKED, "GPU family unknown (no architecture in MLX's device info)")
     listed = "; ".join(f"{p['part']} {p['dtype'] or '?'} ({p['how']})" for p in parts)
+    if all(p["dtype"] is None for p in parts):
+        return check("bfloat16 on this GPU", NOT_CHECKED, f"{listed}: no part's dtype could be read")
     if fam >= FIRST_NATIVE_BF16_FAMILY:
         return check("bfloat16 on this GPU", PASS, f"{listed}; this GPU ({GPU_FAMILIES.get(fam, fam)}) runs bfloat16 natively")
     bf = [p for p in parts if p["dtype"] == "bfloat16"]
