@@ -342,3 +342,20 @@ def test_this_machine_is_read_without_error():
 def test_the_system_reader_says_none_for_a_command_that_cannot_run(missing):
     assert SystemReader().run([missing]) is None
     assert SystemReader().read("/no/such/file") is None
+
+
+def test_parts_as_loaded_from_the_opened_demo_engine():
+    """The dtypes read off the loaded parameters: the shipped demo's trunk is float32, and its MTP head (a bfloat16
+    file) runs in the target's float32 once loaded."""
+    from specscope.engine_adapter.engine import Engine
+    from specscope.engine_adapter.params import EngineParams
+
+    engine = Engine.open(EngineParams(demo=True, demo_variant="trained", drafter="mtp"))
+    parts, nbytes = pf.parts_from_engine(engine)
+    assert [(p["part"], p["dtype"]) for p in parts] == [("target", "float32"), ("MTP head", "float32")]
+    assert nbytes == engine.target.checkpoint.file_bytes
+    head = engine.make_drafter()  # the head as the run loads it: its float weights are the target's dtype
+    from specscope.engine_adapter.mlx_types import flat
+
+    floats = {str(v.dtype) for k, v in flat(head.head.parameters()) if "float" in str(v.dtype)}
+    assert floats == {"mlx.core.float32"}
