@@ -21,6 +21,11 @@ if not os.environ.get("SPECSCOPE_TEST_HOME"):
     os.environ.pop("HF_HUB_CACHE", None)
     atexit.register(shutil.rmtree, _home, ignore_errors=True)  # the process that made it removes it (not a worker)
 
+# Every run in the suite takes its pre-flight from a recorded calm machine (engine_adapter.preflight), so a laptop in
+# Low Power Mode or a busy CI box cannot stop the suite's runs; the tests of the pre-flight itself read this machine
+# or their own recordings (they unset it).
+os.environ["SPECSCOPE_PREFLIGHT_READINGS"] = os.path.join(os.path.dirname(__file__), "fixtures", "preflight_calm_linux.json")
+
 # Loaded into every Python process of a test (sitecustomize): records that it is active and
 # refuses, and logs, every attempt to open a connection.
 NO_NETWORK = r'''

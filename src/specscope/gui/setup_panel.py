@@ -13,6 +13,7 @@ from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, DEMOS, Inspector, demo_variant
+from .preflight_line import PreflightLine
 from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
@@ -85,6 +86,10 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.compat.setWordWrap(True)
         self.compat.setObjectName("compat")
         form.addRow(self.compat)
+
+        box, form = self._group("Pre-flight")  # the machine checked for the picked model, before Run (gui.preflight_line)
+        self.preflight = PreflightLine(self.preflight_args)
+        form.addRow(self.preflight)
 
         box, form = self._group("Where")
         self.where = QtWidgets.QComboBox()
@@ -194,6 +199,9 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.breakdown = QtWidgets.QCheckBox("Per-block breakdown")
         self.breakdown.setChecked(True)
         form.addRow(self.breakdown)
+        self.model_changed.connect(self.preflight.schedule)
+        self.drafter.currentIndexChanged.connect(self.preflight.schedule)
+        self.preflight.schedule()
         self._layout.addStretch(1)
 
     def _browse_draft(self):
@@ -273,6 +281,10 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         if i >= 0:
             self.drafter.setCurrentIndex(i)
 
+    def preflight_args(self) -> tuple:
+        """What the pre-flight line checks: the picked model, drafter and draft model."""
+        return self.model_path(), self.drafter.currentData(), self.draft_model.text().strip() or None
+
     def config(self) -> RunConfig:
         path = self.model_path()
         demo = path in DEMOS
@@ -299,6 +311,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
             oracle_p=self.oracle_p.value(),
             oracle_draft_ms=self.oracle_ms.value(),
             mtp_hidden=self.mtp_hidden.currentText(),
+            ignore_preflight=self.preflight.insist.isChecked(),
             **self.context_fields(),
             **self.distributed(),
         )

@@ -173,3 +173,10 @@ def test_roofline_at_a_context_measures_there_and_says_where_attention_stops_bei
     fa1 = at["curve"][0]["by_block"]["full_attention"]["other_bytes"]
     assert fa1 - fa0 == pytest.approx(96 * a1["bytes_per_context_token"], rel=0.01)
     assert a1["context_at_10pct"] < a1["context_at_50pct"]
+
+
+def test_roofline_keeps_the_bin_it_took_the_nominal_figure_from():
+    machine = {**MACHINE, "chip": "Apple M4 Max", "nominal_bandwidth_gbs": 409.6, "gpu_cores": 32,
+               "nominal_bin": "32-core GPU"}
+    r = build_roofline(CURVE, COSTS, machine, k=2)
+    assert (r["nominal_bandwidth_gbs"], r["gpu_cores"], r["nominal_bin"]) == (409.6, 32, "32-core GPU")

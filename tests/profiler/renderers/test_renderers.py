@@ -417,3 +417,43 @@ def test_the_context_table_marks_a_negative_draft_time_as_noise(sweep_session, m
     monkeypatch.setattr(html_context, "sweep_figures", lambda s: rows)
     out = html_context.context_section(sweep_session, {}, "screen")
     assert "-76.1*" in out and "measurement noise" in out and "−140.3 to −11.8" in out
+
+
+def _with_preflight(session, ignored: bool):
+    """The fixture session with a pre-flight from readings recorded on Macs (Low Power Mode on: the pmset line from a
+    public repository's notes, see tests/engine_adapter/test_preflight.py) and a path under a home folder."""
+    from specscope.engine_adapter import preflight
+
+    readings = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.30.2"},
+                "device_info": {"architecture": "applegpu_g13g", "device_name": "Apple M1",
+                                "max_recommended_working_set_size": 11453251584, "memory_size": 17179869184},
+                "outputs": {"pmset -g": " lowpowermode         1\n"}, "files": {}}
+    parts = [{"part": "target", "dtype": "bfloat16", "path": "/home/alice/models/<b>x</b>", "how": "as loaded"}]
+    d = copy.deepcopy(session.data)
+    d["preflight"] = {**preflight.evaluate(readings, parts, 2 * 2**30), "ignored": ignored}
+    return Session.from_dict(d)
+
+
+def test_html_and_csv_show_the_preflight(session, tmp_path):
+    from specscope.gui.reports import html
+
+    s = _with_preflight(session, ignored=True)
+    out = html.render(s)
+    assert "Pre-flight: the machine before the run" in out
+    assert "went on anyway (--ignore-preflight)" in out
+    assert '<span class="bad">fail</span>' in out and "Low Power Mode" in out and "Low Power Mode: Never" in out
+    assert '<span class="warn">warn</span>' in out and "mlx_lm.convert" in out  # bfloat16 on an M1
+    assert '<span class="muted">not checked</span>' in out
+    assert "&lt;b&gt;x&lt;/b&gt;" in out and "/home/alice" not in out
+    assert out.index("Pre-flight: the machine") < out.index("<h2>Summary")
+    render_to_file(s, str(tmp_path / "r.csv"))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "r.preflight.csv").read_text())))
+    assert {r["check"]: r["status"] for r in rows}["Low Power Mode"] == "fail"
+    assert "/home/alice" not in (tmp_path / "r.preflight.csv").read_text()
+    # a session from before the pre-flight says so, and writes no pre-flight table
+    assert "No pre-flight in this session" in html.render(session)
+
+
+def test_pdf_carries_the_preflight(session, tmp_path):
+    render_to_file(_with_preflight(session, ignored=False), str(tmp_path / "r.pdf"))
+    assert (tmp_path / "r.pdf").read_bytes().startswith(b"%PDF")

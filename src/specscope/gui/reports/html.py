@@ -16,6 +16,7 @@ from . import charts as _charts
 from .html_breakdown import breakdown_section
 from .html_context import context_images, context_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
+from .html_preflight import preflight_section
 from .html_protocol import protocol_section
 from .html_trace import trace_images, trace_section
 from .html_cases import cases_section, outputs_section
@@ -45,12 +46,13 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
     probe = chart_figure("probe", charts, target) if session.data.get("probe") else ""
     if sweep_only(session):  # a sweep: its figures are per context; the run sections would all be empty
         parts = [header_section(session, s), verdict_section(s, target, session), environment_section(session, target),
-                 context_section(session, charts, target), protocol_section(session, s) + probe]
+                 preflight_section(session), context_section(session, charts, target), protocol_section(session, s) + probe]
     else:
         parts = [
             header_section(session, s),
             verdict_section(s, target),
             environment_section(session, target),
+            preflight_section(session),
             summary_section(s),
             protocol_section(session, s) + probe,
             division_section(s, charts, target) + prediction_paragraph(session, s),

@@ -30,7 +30,9 @@ def verify_cost_section(session, figure: str = "") -> str:
         return ""
     parts = ["<h2>Verify cost and roofline</h2>", f"<p><b>{esc(roof.get('headline', ''))}</b></p>",
              f"<p>Machine: {f(roof.get('bandwidth_gbs'), '.1f')} GB/s and {f(roof.get('peak_tflops'), '.3f')} TFLOP/s measured "
-             f"({esc(roof.get('chip') or 'unknown chip')}; nominal {f(roof.get('nominal_bandwidth_gbs'), '.0f')} GB/s). "
+             f"({esc(roof.get('chip') or 'unknown chip')}"
+             + (f", {roof['gpu_cores']}-core GPU" if roof.get("gpu_cores") else "")
+             + f"; nominal {f(roof.get('nominal_bandwidth_gbs'), '.1f')} GB/s). "
              "Floor = max(bytes ÷ bandwidth, FLOPs ÷ peak); efficiency = floor ÷ measured.</p>"]
     rows = [[str(p["positions"]), f(p.get("whole_ms")), f(p.get("multiple_of_decode")), f(p.get("ideal_multiple")),
              f(p.get("floor_ms")), pct(p.get("efficiency"))] for p in roof["curve"]]

@@ -127,6 +127,8 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
         "chip": machine.get("chip", "unknown"),
         "nominal_bandwidth_gbs": machine.get("nominal_bandwidth_gbs"),
         "nominal_tflops": machine.get("nominal_tflops"),
+        "gpu_cores": machine.get("gpu_cores"),
+        "nominal_bin": machine.get("nominal_bin"),
         "device": machine.get("device"),
         "compute_dtype": (machine.get("compute_probe") or {}).get("dtype"),
         "context": curve.get("context"),

@@ -160,8 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
     g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
     g.set_defaults(func=cmd_gui)
-    from specscope.profiler.cli import roofline as roofline_cli, trace as trace_cli, tune as tune_cli
+    from specscope.profiler.cli import preflight as preflight_cli, roofline as roofline_cli, trace as trace_cli, tune as tune_cli
 
+    preflight_cli.add_parser(sub)  # ``specscope preflight``: the machine checked before a run, or on its own
     roofline_cli.add_parser(sub)
     tune_cli.add_parser(sub)
     trace_cli.add_parser(sub)  # ``specscope trace``: acceptance traces for a saved session's cases

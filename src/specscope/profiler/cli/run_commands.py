@@ -7,6 +7,7 @@ import json
 import sys
 
 from specscope.profiler.cli.common import check_output_path, fail
+from specscope.profiler.cli.preflight import show_preflight
 from specscope.profiler.cli.run_args import config_from_args
 
 
@@ -23,8 +24,13 @@ def cmd_run(a) -> int:
         load_suite(cfg.suite)  # fail fast on a bad suite, before loading a model
     out = check_output_path(a.output, a.force) if a.output else None
     progress = Progress(enabled=progress_wanted(a))
+
+    def on_event(ev, session):
+        progress.update(ev, session)
+        show_preflight(ev)  # warns and fails, before anything is measured
+
     try:
-        res = run_worker(cfg, on_event=progress.update, autosave=str(out) if out else None)
+        res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
     except SessionSaveError as exc:  # measured, but not written where asked: show the numbers anyway
         progress.close()
         print(format_summary(exc.result.session))
@@ -67,6 +73,7 @@ def cmd_sweep(a) -> int:
 
     def on_event(ev, session):
         progress.update(ev, session)
+        show_preflight(ev)
         if not a.jsonl:
             return
         # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}

@@ -209,10 +209,19 @@ def _table(fields: list[str], rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+PREFLIGHT_COLUMNS = ["check", "status", "evidence", "fix"]
+
+
 def extra_tables(session) -> dict[str, str]:
     """The verify cost curve (one row per n and block), the tuning rows, the acceptance traces (one row per
-    case and position) and a context sweep (one row per context), when the session has them."""
+    case and position), a context sweep (one row per context) and the pre-flight (one row per check), when the
+    session has them."""
     out = {}
+    pf = session.data.get("preflight") or {}
+    if pf.get("checks"):
+        out["preflight"] = _table(PREFLIGHT_COLUMNS, [
+            {"check": c.get("name"), "status": c.get("status"), "evidence": _text(redact(c.get("evidence") or "")),
+             "fix": _text(redact(c.get("fix") or ""))} for c in pf["checks"]])
     roof = session.data.get("roofline") or {}
     rows = []
     for p in roof.get("curve") or []:

@@ -57,6 +57,8 @@ class RunConfig(EngineParams):
     context_file: str | None = None
     sweep: list[int] | None = None
     sweep_passes: int = 2
+    # a failed pre-flight (engine_adapter.preflight) stops the run before it measures anything unless this is set
+    ignore_preflight: bool = False
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:

@@ -136,6 +136,12 @@ class Thermal:
 
 
 @dataclass
+class Preflight:
+    """The pre-flight (engine_adapter.preflight), after run_started and before anything is measured."""
+    preflight: dict
+
+
+@dataclass
 class RunDone:
     status: str
 
@@ -181,12 +187,12 @@ SCHEMA: dict[str, type] = {
     "round": Round, "repeat_done": RepeatDone, "breakdown": Breakdown, "components": Components,
     "trace": Trace, "divergence": Divergence,
     "case_done": CaseDone, "memory": Memory, "run_done": RunDone, "error": Error,
-    "probe": Probe, "cooldown": Cooldown, "sensors": Sensors, "thermal": Thermal,
+    "probe": Probe, "cooldown": Cooldown, "sensors": Sensors, "thermal": Thermal, "preflight": Preflight,
 }
 
 # Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).
 AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error",
-                             "context", "sweep_visit_done"})
+                             "context", "sweep_visit_done", "preflight"})
 AUTOSAVE_SECONDS = 2.0
 # How long a worker asked to stop (SIGINT) may take to end its run before it is killed.
 STOP_GRACE_SECONDS = 10.0

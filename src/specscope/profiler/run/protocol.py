@@ -6,7 +6,9 @@ load) hits both modes alike. Every repeat is recorded. After the first plain run
 breakdown of one decode step and one verify forward is measured. A clock probe (a
 fixed compute-bound kernel on the model's device) is read before and after every
 repeat; ``cooldown`` waits before each case until it is back within 2% of its best.
-Sensors (where the machine has them, see ``profiler.run.sensors``) record each run's GPU
+A pre-flight (``engine_adapter.preflight``) reads the machine before the weights load and is emitted
+after ``run_started``; a failed one stops the run before anything is measured unless
+``ignore_preflight``. Sensors (where the machine has them, see ``profiler.run.sensors``) record each run's GPU
 frequency, power, temperature and energy, and on macOS ``pmset -g therm`` before
 and after each case. The first ``discard_first`` cases are marked: measured and
 kept, but left out of the summary. Warm-up runs come first and are not recorded.
@@ -67,6 +69,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     """Check, open the engine, encode the cases (and the contexts of ``sizes``), emit ``run_started``.
     Returns (engine, encoded cases, sensors, {size: context tokens})."""
     cfg.validate()
+    from specscope.engine_adapter import preflight
     from specscope.engine_adapter.engine import environment
 
     from specscope.profiler.run.suite import load_suite, take_cases
@@ -78,6 +81,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
         from specscope.profiler.run.context_check import precheck as _precheck
 
         precheck = _precheck(cfg, [n for n in sizes if n])  # before the weights load
+    readings = preflight.take_readings()  # the machine before the weights load (free memory, the GPU at rest)
     engine = (open_engine or globals()["open_engine"])(cfg, emit)
     ctx = engine.context_window
     contexts = {}
@@ -107,6 +111,12 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
           "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
+    report = preflight.evaluate(readings, *preflight.parts_from_engine(engine))
+    report["ignored"] = report["status"] == "fail" and cfg.ignore_preflight
+    emit({"event": "preflight", "preflight": report})
+    if report["status"] == "fail" and not cfg.ignore_preflight:
+        sensors.close()
+        raise SpecscopeError(preflight.refusal(report))
     return engine, encoded, sensors, contexts
 
 

@@ -8,7 +8,7 @@ carries, what a divergence or a context's prefill keeps) are read off these reco
 
 Data (written by the fold, ``Session.apply``): ``SessionData`` ⊃ ``Case`` ⊃ ``PlainSide`` / ``SpecSide`` ⊃
 ``Round``; a case's ``Breakdown`` (``PhaseBreakdown`` per phase), ``Components``, ``Divergence`` and ``Trace``; the
-session's ``ProbeReading``s, ``ContextFacts`` and a sweep's ``SweepPoint``s.
+session's ``ProbeReading``s, ``ContextFacts``, a sweep's ``SweepPoint``s and the ``Preflight``.
 Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStats`` per case and ``Summary``.
 """
 
@@ -200,6 +200,31 @@ class Sweep(TypedDict, total=False):
 SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
 
 
+PreflightStatus = Literal["pass", "warn", "fail", "not checked"]
+
+
+class PreflightCheck(TypedDict):
+    """One pre-flight check (``engine_adapter.preflight``): what it read and what to do about it."""
+    name: str
+    status: PreflightStatus
+    evidence: str
+    fix: str
+
+
+class Preflight(TypedDict, total=False):
+    """The pre-flight taken before the run measured anything (``engine_adapter.preflight.evaluate``): the worst status,
+    every check, and the parts of the model with the dtype each runs in as loaded."""
+    status: Literal["pass", "warn", "fail"]
+    system: str | None
+    checks: list[PreflightCheck]
+    parts: list[dict[str, Any]]       # {"part", "dtype", "path", "how"}
+    model_bytes: int | None
+    counts: dict[str, int]
+    time: float | None
+    ignored: bool                     # a failed pre-flight the run went on past (--ignore-preflight)
+    readings_from: str | None         # readings recorded elsewhere (SPECSCOPE_PREFLIGHT_READINGS), not this machine's
+
+
 class SessionData(TypedDict):
     schema: str
     schema_version: int
@@ -222,6 +247,7 @@ class SessionData(TypedDict):
     context_sweep: NotRequired[dict[str, Any]]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
+    preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------

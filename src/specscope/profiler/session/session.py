@@ -20,7 +20,7 @@ from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
 from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
-                                                Case, ContextFacts, Divergence, PlainSide, ProbeReading, Round,
+                                                Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
                                                 SessionData, SpecSide, Sweep, SweepPoint)
 
 # the events a sweep folds into the session of the context being visited (between sweep_visit and sweep_visit_done)
@@ -227,6 +227,8 @@ class Session:
             self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
         elif kind == "thermal":
             self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
+        elif kind == "preflight":  # the machine before the run (engine_adapter.preflight), kept whole
+            self.data["preflight"] = cast(Preflight, ev.get("preflight") or {})
         elif kind == "memory":
             self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
 
