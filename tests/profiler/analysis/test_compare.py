@@ -19,7 +19,23 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json"
 
 @pytest.fixture(scope="module")
 def base():
-    return Session.load(FIXTURE)
+    """The bundled session's 3 cases and the same 3 again a little slower (6 cases: a case is then the unit of every
+    interval, and T_verify and T_draft have one; with 3 cases they have none)."""
+    d = copy.deepcopy(Session.load(FIXTURE).data)
+    again = copy.deepcopy(d["cases"])
+    for i, c in enumerate(again):
+        f = 1.03 + 0.01 * i
+        c["id"] += "-again"
+        c["plain"]["step_ms"] = [x * f for x in c["plain"]["step_ms"]]
+        for r in c["spec"]["rounds"]:
+            for key in ("ms", "verify_ms", "draft_ms"):
+                if r.get(key) is not None:
+                    r[key] *= f
+        comp = c.get("components") or {}
+        for key in ("verify_ms", "draft_ms"):
+            comp[key] = [x * f for x in comp.get(key) or []]
+    d["cases"] += again
+    return Session.from_dict(d)
 
 
 def _variant(s: Session, verify_scale=0.7, spec_rate=1.25, **config) -> Session:

@@ -154,7 +154,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms)
     verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
-    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured)
+    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured,
+                            {"plain": plain_tok_s, "spec": spec_tok_s})
     return {
         "k": k,
         "regime": session.regime,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-from specscope.profiler.analysis import intervals
 
 
 def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> tuple[dict, dict]:
@@ -30,28 +29,55 @@ def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> t
     return acc, out
 
 
-def figure_intervals(per_case, reps, noise, pred, division, measured: float | None = None) -> dict:
-    """95% intervals of the headline figures (what a comparison needs to say whether two sessions differ): the rates
-    from their step and round times (joined with the spread over repeats), T_decode and the measured speedup from
-    them, T_verify and T_draft from the samples they are means of."""
-    steps = [x for c, _ in per_case for x in c["plain"]["step_ms"]]
-    plain = intervals.union(intervals.rate_interval(len(steps), steps), intervals.span(reps["plain"]) if reps else None)
-    spec = intervals.union(intervals.rate_interval(noise["rate_tokens"], noise["rate_ms"]),
-                           intervals.span(reps["spec"]) if reps else None)
+def _recentred(iv: list[float] | None, on: float | None, pooled: float | None) -> list[float] | None:
+    """An interval of the pooled figure moved (by the same ratio) onto the figure printed beside it, where the two
+    differ (several repeats: the printed rate is their median)."""
+    if not iv or not on or not pooled:
+        return iv
+    f = on / pooled
+    return [iv[0] * f, iv[1] * f]
+
+
+def figure_intervals(per_case, reps, noise, pred, division, measured: float | None = None,
+                     printed: dict | None = None) -> dict:
+    """95% intervals of the headline figures (what a comparison needs to say whether two sessions differ), by
+    independent unit (``unit_intervals``: cases, or blocks of steps and rounds with few cases; coverage simulated):
+    the rates from their steps and measured rounds, T_decode from the plain rate, the measured speedup with a case's
+    two sides paired, T_verify and T_draft from the samples they are means of (with cases as units only).
+    ``printed``: the plain and speculative rates the summary prints (medians over repeats with several)."""
+    from specscope.profiler.analysis import unit_intervals as ui
+    from specscope.profiler.analysis.prediction import measured_round_tuples
+
+    printed = printed or {}
+    plain_series = [[(1.0, float(x)) for x in c["plain"]["step_ms"] if x is not None] for c, _ in per_case]
+    spec_series = [[(float(t), float(ms)) for t, ms, _, _ in measured_round_tuples(c, 0)] for c, _ in per_case]
+    pooled_plain = _pooled(plain_series)
+    pooled_spec = _pooled(spec_series)
+    plain = _recentred(ui.ratio_interval(plain_series, 1000.0), printed.get("plain"), pooled_plain)
+    spec = _recentred(ui.ratio_interval(spec_series, 1000.0), printed.get("spec"), pooled_spec)
+    speedup = ui.speedup_interval(spec_series, plain_series)
+    pooled_speedup = pooled_spec / pooled_plain if pooled_spec and pooled_plain else None
     out = {"plain_tok_s_ci95": plain, "spec_tok_s_ci95": spec,
            "t_decode_ms_ci95": [1000.0 / plain[1], 1000.0 / plain[0]] if plain and plain[0] > 0 else None,
-           "measured_speedup_ci95": None, "t_verify_ms_ci95": None, "t_draft_ms_ci95": None}
-    if plain and spec and plain[0] > 0 and all(math.isfinite(x) for x in plain + spec):
-        p_mid, s_mid = (plain[0] + plain[1]) / 2, (spec[0] + spec[1]) / 2
-        rel = math.hypot((plain[1] - plain[0]) / 2 / p_mid, (spec[1] - spec[0]) / 2 / s_mid)  # independent runs
-        m = measured if measured else s_mid / p_mid  # centred on the figure it is printed beside
-        out["measured_speedup_ci95"] = [m * (1 - rel), m * (1 + rel)]
+           "measured_speedup_ci95": _recentred(speedup, measured, pooled_speedup),
+           "t_verify_ms_ci95": None, "t_draft_ms_ci95": None}
+
+    def mean_iv(groups):
+        return ui.ratio_interval([[(float(x), 1.0) for x in g if x is not None] for g in groups], cases_only=True)
+
     if pred.get("source") == "components":
         comps = [c.get("components") or {} for c, _ in per_case]
-        out["t_verify_ms_ci95"] = intervals.mean_ci([x for d in comps for x in d.get("verify_ms") or []])
-        out["t_draft_ms_ci95"] = intervals.mean_ci([x for d in comps for x in d.get("draft_ms") or []])
+        out["t_verify_ms_ci95"] = mean_iv([d.get("verify_ms") or [] for d in comps])
+        out["t_draft_ms_ci95"] = mean_iv([d.get("draft_ms") or [] for d in comps])
     elif division is not None:
-        rounds = [r for c, _ in per_case for r in c["spec"]["rounds"] if r.get("kind", "instrumented") == "instrumented" and r.get("verify_ms") is not None]
-        out["t_verify_ms_ci95"] = intervals.mean_ci([r["verify_ms"] for r in rounds])
-        out["t_draft_ms_ci95"] = intervals.mean_ci([r["draft_ms"] for r in rounds])
+        rounds = [[r for r in c["spec"]["rounds"] if r.get("kind", "instrumented") == "instrumented"
+                   and r.get("verify_ms") is not None] for c, _ in per_case]
+        out["t_verify_ms_ci95"] = mean_iv([[r["verify_ms"] for r in rs] for rs in rounds])
+        out["t_draft_ms_ci95"] = mean_iv([[r["draft_ms"] for r in rs] for rs in rounds])
     return out
+
+
+def _pooled(series) -> float | None:
+    a = math.fsum(x for s in series for x, _ in s)
+    b = math.fsum(y for s in series for _, y in s)
+    return 1000.0 * a / b if b > 0 else None
