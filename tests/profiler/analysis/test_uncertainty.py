@@ -119,6 +119,63 @@ def test_prediction_error_interval_covers_when_the_prediction_is_right(n_cases, 
     assert hits / trials >= 0.93, f"{unit}: the error's interval holds zero {hits / trials:.3f} of the time"
 
 
+def harsh_cases(rng, n_cases: int, rounds: int, k: int = 2, alpha: float = 0.6, reps: int = 3) -> list[dict]:
+    """As ``synthetic_cases``, on a harsher machine: a per-case cost offset shared by the case's rounds and its
+    components, AR(1) log-noise along the rounds and along the component samples, stalls (+150% with probability 4%),
+    and a drift over the run (uniform in ±20% in all, zero on average). The prediction is right on average: the rounds
+    and the components see the same machine."""
+    slope = rng.uniform(-0.2, 0.2)
+    tv, td = 60.0, 10.0
+
+    def noise(n, t0, t1):
+        x = np.empty(n)
+        x[0] = rng.normal(0, 0.1 / math.sqrt(1 - 0.7**2))
+        for i in range(1, n):
+            x[i] = 0.7 * x[i - 1] + rng.normal(0, 0.1)
+        return np.exp(x) * (1 + slope * (np.linspace(t0, t1, n) - 0.5)) * (1 + 1.5 * (rng.random(n) < 0.04))
+
+    out = []
+    for c in range(n_cases):
+        t0, t1 = c / n_cases, (c + 1) / n_cases
+        off = math.exp(rng.normal(0, 0.2))
+        acc = geometric_rounds(rng, alpha, k, rounds)
+        ms = (tv + td) * off * noise(rounds, t0, t1)
+        rs = [(int(a) + 1, float(m), int(a), True) for a, m in zip(acc, ms)]
+        comp = {"verify_ms": list(tv * off * noise(reps * (k + 1), t0, t1)),
+                "draft_ms": list(td * off * noise(reps * (k + 1), t0, t1))}
+        out.append({"rounds": rs, "components": comp})
+    return out
+
+
+def round_units(cases: list[dict]) -> list[dict]:
+    """The negative control: every round a unit, each carrying its share of the case's component samples (as the
+    round-block regime did before, with blocks of one): the rounds' and the samples' correlation goes unseen."""
+    units = []
+    for c in cases:
+        rs, comp = c["rounds"], c["components"]
+        for j, r in enumerate(rs):
+            units.append(u._unit([r], {"verify_ms": comp["verify_ms"][j::len(rs)], "draft_ms": comp["draft_ms"][j::len(rs)]}))
+    return units
+
+
+@pytest.mark.parametrize("n_cases,rounds,unit", [(18, 40, "cases"), (2, 200, "round blocks")])
+def test_prediction_error_interval_covers_on_a_harsh_machine_and_round_units_do_not(n_cases, rounds, unit):
+    """Drift, stalls, per-case offsets and autocorrelated rounds; the regime that can reach a verdict with few cases
+    (many rounds) included. The negative control resamples single rounds with the component samples spread over them
+    (no cases, no blocks): too narrow."""
+    rng = np.random.default_rng(100 + n_cases)
+    trials = 300
+    data = [harsh_cases(rng, n_cases, rounds) for _ in range(trials)]
+    hits = 0
+    for cases in data:
+        name, units = u.prediction_units(cases, 2)
+        assert name == unit
+        hits += covers(u.error_interval(units, reps=800), 0.0)
+    naive = sum(covers(u.error_interval(round_units(cases), reps=800), 0.0) for cases in data)
+    assert hits / trials >= 0.93, f"{unit}: the error's interval holds zero {hits / trials:.3f} of the time"
+    assert naive / trials < 0.90, f"negative control: round units hold zero {naive / trials:.3f} of the time"
+
+
 def test_a_biased_prediction_reads_off_and_an_unbiased_one_agrees():
     rng = np.random.default_rng(3)
     for extra, state in ((0.0, AGREES), (9.0, OFF)):  # 9 ms of a 70 ms round the division does not know

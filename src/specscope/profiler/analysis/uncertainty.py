@@ -30,6 +30,7 @@ import numpy as np
 MIN_UNITS = 8               # ... and at least this many independent units (fewer: a bootstrap has too few distinct draws)
 CASES_AS_UNIT = 6           # from this many cases on, the case is the unit (rounds of one prompt correlate)
 ROUND_BLOCK = 4             # fewer cases: blocks of this many consecutive measured rounds are the unit
+COMPONENT_BLOCK = 5         # ... and blocks of this many consecutive component samples, units of their own
 BOOTSTRAP = 2000            # resamples
 _SEED = 20261201            # a fixed seed: the same session always gives the same interval (live = reference)
 
@@ -118,11 +119,16 @@ def prediction_units(cases: list[dict], k: int) -> tuple[str, list[dict]]:
     units = []
     for c in with_rounds:
         rs = c["rounds"]
-        blocks = [rs[i:i + ROUND_BLOCK] for i in range(0, len(rs), ROUND_BLOCK)]
+        units += [_unit(rs[i:i + ROUND_BLOCK], None) for i in range(0, len(rs), ROUND_BLOCK)]
         comp = c.get("components") or {}
-        ver, dra = list(comp.get("verify_ms") or []), list(comp.get("draft_ms") or [])
-        for j, b in enumerate(blocks):  # the case's component samples spread over its blocks, each used once
-            units.append(_unit(b, {"verify_ms": ver[j::len(blocks)], "draft_ms": dra[j::len(blocks)]}))
+        ver = [x for x in comp.get("verify_ms") or [] if x is not None]
+        dra = [x for x in comp.get("draft_ms") or [] if x is not None]
+        # the case's component samples in blocks of consecutive ones, units of their own: a few correlated samples are
+        # the prediction's timing evidence, and spread thinly over many round blocks their correlation went unseen
+        n = max(len(ver), len(dra))
+        for i in range(0, n, COMPONENT_BLOCK):
+            units.append({**_unit([], {"verify_ms": ver[i:i + COMPONENT_BLOCK], "draft_ms": dra[i:i + COMPONENT_BLOCK]}),
+                          "components_only": True})
     return "round blocks", units
 
 
@@ -134,8 +140,43 @@ def _unit(rounds, comp) -> dict:
             "v_sum": math.fsum(v), "v_n": len(v), "d_sum": math.fsum(d), "d_n": len(d)}
 
 
+def _split_interval(units: list[dict]) -> list[float] | None:
+    """Round blocks: predicted ÷ measured − 1 = [E · ms ÷ tokens] ÷ [mean verify + mean draft], the two brackets from
+    independent evidence (the rounds' blocks; the component samples' blocks), each by the delta method on its log,
+    their variances added, Student's t on Welch–Satterthwaite's degrees of freedom."""
+    r = [u for u in units if not u.get("components_only")]
+    c = [u for u in units if u.get("components_only")]
+    if len(r) < 2 or len(c) < 2:
+        return None
+    cnt, acc = np.array([u["counted"] for u in r], float), np.array([u["accepted"] for u in r], float)
+    ms, tok = np.array([u["ms"] for u in r], float), np.array([u["tokens"] for u in r], float)
+    vs, vn = np.array([u["v_sum"] for u in c], float), np.array([u["v_n"] for u in c], float)
+    ds, dn = np.array([u["d_sum"] for u in c], float), np.array([u["d_n"] for u in c], float)
+    if min(cnt.sum(), ms.sum(), tok.sum(), vn.sum(), dn.sum()) <= 0:
+        return None
+    log_r = math.log((cnt.sum() + acc.sum()) / cnt.sum() * ms.sum() / tok.sum())
+    ur = (cnt + acc) / (cnt.sum() + acc.sum()) - cnt / cnt.sum() + ms / ms.sum() - tok / tok.sum()
+    v, d = vs.sum() / vn.sum(), ds.sum() / dn.sum()
+    if v + d <= 0:
+        return None
+    uc = ((vs - v * vn) / vn.sum() + (ds - d * dn) / dn.sum()) / (v + d)
+    n_r, n_c = len(r), len(c)
+    var_r = n_r / (n_r - 1) * float(((ur - ur.mean()) ** 2).sum())
+    var_c = n_c / (n_c - 1) * float(((uc - uc.mean()) ** 2).sum())
+    var = var_r + var_c
+    if var <= 0:
+        return None
+    df = var**2 / (var_r**2 / (n_r - 1) + var_c**2 / (n_c - 1)) if var_r > 0 and var_c > 0 else min(n_r, n_c) - 1
+    centre = log_r - math.log(v + d)
+    half = t95(max(int(df), 1)) * math.sqrt(var)
+    return [math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0]
+
+
 def error_interval(units: list[dict], reps: int = BOOTSTRAP) -> list[float] | None:
-    """95% percentile-bootstrap interval of predicted ÷ measured − 1 over the units, resampled together."""
+    """95% interval of predicted ÷ measured − 1 over the units: cases resampled together (percentile bootstrap,
+    widened for few units); round blocks and component blocks as independent evidence (``_split_interval``)."""
+    if any(u.get("components_only") for u in units):
+        return _split_interval(units)
     if len(units) < 2:
         return None
     cols = {key: np.array([u[key] for u in units], dtype=float) for key in units[0]}
