@@ -353,3 +353,24 @@ def test_paired_passes_draw_the_same_acceptance_so_no_gap_comes_from_it(drafter)
     sm = summarize(s)
     n_measured = sum(len(e) for _, e in measured)
     assert sm["spec_instrumented_tok_s"] is not None and n_measured == sum(len(e) for _, e in ledger)
+
+
+def test_until_decided_stops_at_the_first_decided_verdict_and_records_its_level(monkeypatch):
+    """Noiseless rounds: the error (+2.9%, the stub's 1 ms of bookkeeping) is known from the first look on, so the run
+    stops after the 8th case (the fewest a verdict takes) of 12; without --until all 12 run."""
+    s, evs = run(monkeypatch, cfg(cases=12, max_tokens=41, until="decided"), StubEngine())
+    assert len(s.cases) == 8 and s.status == "complete"
+    sm = summarize(s)
+    v = sm["prediction_verdict"]
+    assert v["state"] == "agrees" and v["level"] == pytest.approx(1 - 0.05 / 5)  # looks at cases 8..12
+    assert "looked at after every case" in v["text"]
+    looks = [e["message"] for e in evs if e["event"] == "status" and e["message"].startswith("until decided")]
+    assert looks[0].startswith("until decided, after 8 of 12 cases: agrees") and "decided after 8 of 12" in looks[-1]
+    s2, _ = run(monkeypatch, cfg(cases=12, max_tokens=41), StubEngine())
+    assert len(s2.cases) == 12 and summarize(s2)["prediction_verdict"]["level"] == 0.95
+
+
+def test_until_decided_stops_on_off_too(monkeypatch):
+    """A hidden 15 ms a round the components miss: "off" by about +43%, decided at the first look (case 8 of 9)."""
+    s, evs = run(monkeypatch, cfg(cases=9, max_tokens=41, until="decided"), StubEngine(round_extra_ms=15.0))
+    assert len(s.cases) == 8 and summarize(s)["prediction_verdict"]["state"] == "off"

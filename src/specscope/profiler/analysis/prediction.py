@@ -134,7 +134,16 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     unit, units = prediction_units([{"rounds": measured_round_tuples(c, k), "components": c.get("components")}
                                     for c in cases], k) if out["source"] == "components" else (None, [])
     iv = error_interval(units) if units else None  # as resampled: never stretched to hold the point estimate
-    verdict = judge(error, iv, unit or "", len(units), len(cases), session.config.get("max_tokens"))
+    judged, level = iv, 0.95
+    if session.config.get("until") == "decided" and iv is not None and error is not None:
+        # looked at after every case: each look's interval at the sequential level (analysis.sequential)
+        from specscope.profiler.analysis.sequential import look_level, widen
+        from specscope.profiler.analysis.uncertainty import MIN_UNITS
+
+        level = look_level(max(1, int(session.config.get("n_cases") or len(cases)) - MIN_UNITS + 1))
+        judged = widen(iv, error, max(len(units) - 1, 1), level)
+    verdict = judge(error, judged, unit or "", len(units), len(cases), session.config.get("max_tokens"), level)
+    verdict["level"] = level
     out.update(
         available=True, division=d, speedup=d.predicted_speedup, tokens_per_round=E, t_decode_ms=t_decode,
         t_rollback_ms=t_rb, speedup_with_rollback=with_rb,

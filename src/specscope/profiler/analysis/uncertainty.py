@@ -204,14 +204,14 @@ def error_interval(units: list[dict], reps: int = BOOTSTRAP) -> list[float] | No
 
 
 def judge(error: float | None, interval: list[float] | None, unit: str, n_units: int, n_cases: int,
-          max_tokens: int | None) -> dict:
+          max_tokens: int | None, level: float = 0.95) -> dict:
     """The verdict on a prediction error and its interval, by the one rule (``verdict_rule.decide``: "agrees" when
     the whole interval lies within ±AGREE, "off" when it lies wholly beyond, else "too little data to judge"), plus
     what would decide it here: how many more cases, or tokens per case. An interval from fewer than ``MIN_UNITS``
     units decides nothing (a bootstrap over so few units has too few distinct draws to be trusted)."""
     from specscope.profiler.analysis.verdict_rule import UNDECIDED, decide
 
-    out = decide(error, interval, units=n_units, min_units=MIN_UNITS, unit=unit or "units")
+    out = decide(error, interval, units=n_units, min_units=MIN_UNITS, unit=unit or "units", level=level)
     out.update(unit=unit, units=n_units)
     grow = out.get("data_needed")
     if out["state"] == UNDECIDED and grow is not None and grow > 1.0:

@@ -59,6 +59,10 @@ class RunConfig(EngineParams):
     sweep_passes: int = 2
     # a failed pre-flight (engine_adapter.preflight) stops the run before it measures anything unless this is set
     ignore_preflight: bool = False
+    # "decided": the cases one at a time, looking at the verdict after each (from the 8th on, the fewest units a
+    # verdict takes), stopping once it is decided at the sequential level (profiler.analysis.sequential); the suite's
+    # cases (or --cases) are the cap
+    until: str | None = None
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -97,6 +101,10 @@ class RunConfig(EngineParams):
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
         if self.drafter == "draft" and not self.draft_model and not self.demo:
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
+        if self.until not in (None, "decided"):
+            raise SpecscopeError(f"--until takes 'decided' (got {self.until!r})")
+        if self.until and (self.sweep or self.ranks is not None or self.hosts or self.hostfile):
+            raise SpecscopeError("--until decided is for a single run on this machine (not a sweep or several ranks)")
         if self.round_kinds not in ROUND_KINDS:
             raise SpecscopeError(f"--round-kinds must be one of {', '.join(ROUND_KINDS)}")
         if self.component_reps < 1:

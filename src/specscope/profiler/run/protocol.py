@@ -20,6 +20,7 @@ once when a run starts, inside the worker process, and called once per phase.
 
 from __future__ import annotations
 
+import copy
 import time
 
 from specscope.errors import SpecscopeError
@@ -56,13 +57,49 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
     ``cfg.sweep`` set: the protocol at each context of the sweep (``profiler.analysis.sweep``)."""
     if cfg.sweep:
         return run_sweep(cfg, emit, should_stop, open_engine)
+    enough = None
+    if cfg.until == "decided":
+        emit, enough = until_decided(cfg, emit)
     engine, encoded, sensors, contexts = start_run(cfg, emit, open_engine, [cfg.context] if cfg.context else [])
     try:
         if cfg.context:
             encoded = with_context(engine, cfg, encoded, contexts[cfg.context], emit)
-        return _measure(cfg, engine, encoded, engine.sampling.greedy, sensors, emit, should_stop)
+        return _measure(cfg, engine, encoded, engine.sampling.greedy, sensors, emit, should_stop, enough=enough)
     finally:
         sensors.close()
+
+
+def until_decided(cfg: RunConfig, emit):
+    """``--until decided``: the run's own events folded as they are emitted, and after every finished case (from the
+    MIN_UNITS-th on) the prediction's verdict at the sequential level (``analysis.sequential``: each look's interval
+    at 1 − 0.05 / looks); decided, the run stops there. Progress says the interval now and how much more would decide
+    it. Returns the emit to measure with and ``enough()``: decided, the next case does not start."""
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.analysis.uncertainty import MIN_UNITS
+    from specscope.profiler.session.session import Session
+
+    session = Session()
+    state = {"decided": None, "t0": time.monotonic(), "done": 0}
+
+    def emit_and_look(ev: dict) -> None:
+        session.apply(copy.deepcopy(ev))  # its own copy: a fold may keep what an event holds, and emit passes it on
+        emit(ev)
+        if ev.get("event") != "case_done":
+            return
+        state["done"] += 1
+        if state["done"] < MIN_UNITS:
+            return
+        v = summarize(session).get("prediction_verdict") or {}
+        per_case = (time.monotonic() - state["t0"]) / state["done"]
+        more = v.get("more_cases")
+        eta = f"; about {more} more cases (~{more * per_case / 60:.1f} min) would decide it" if more else ""
+        n_cases = session.config.get("n_cases") or "?"
+        emit({"event": "status", "message": f"until decided, after {state['done']} of {n_cases} cases: "
+                                            f"{v.get('text', 'no verdict yet')}{eta if v.get('state') == 'too_little_data' else ''}"})
+        if v.get("state") in ("agrees", "off"):
+            state["decided"] = v["state"]
+
+    return emit_and_look, (lambda: state["decided"] is not None)
 
 
 def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
@@ -134,7 +171,7 @@ def with_context(engine, cfg: RunConfig, encoded: list[dict], tokens: list[int],
 
 
 def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors, emit, should_stop,
-             repeat_offset: int = 0, warmup: bool = True, plain_memo: dict | None = None) -> str:
+             repeat_offset: int = 0, warmup: bool = True, plain_memo: dict | None = None, enough=None) -> str:
     """The cases, each repeat in ABBA order. A sweep's later visits of a context pass ``repeat_offset`` (their
     repeats continue the count, so the order alternates across visits too) and ``warmup`` False."""
     t_start = time.monotonic()
@@ -243,6 +280,9 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
 
     faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
     for i, c in enumerate(encoded):
+        if enough is not None and enough():  # --until decided: the verdict is known, the remaining cases are not run
+            emit({"event": "status", "message": f"until decided: decided after {i} of {len(encoded)} cases"})
+            break
         info = {k: c[k] for k in ("id", "content_class", "prompt")}
         info["prompt_tokens"] = c.get("own_tokens", c["prompt_tokens"])  # a long context is recorded once, not per case
         if c.get("context"):
