@@ -79,27 +79,29 @@ def until_decided(cfg: RunConfig, emit):
     from specscope.profiler.session.session import Session
 
     session = Session()
-    state = {"decided": None, "t0": time.monotonic(), "done": 0}
+    t0 = time.monotonic()
+    done = [0]  # cases finished
+    decided: list[str] = []  # the verdict, once decided
 
     def emit_and_look(ev: dict) -> None:
         session.apply(copy.deepcopy(ev))  # its own copy: a fold may keep what an event holds, and emit passes it on
         emit(ev)
         if ev.get("event") != "case_done":
             return
-        state["done"] += 1
-        if state["done"] < MIN_UNITS:
+        done[0] += 1
+        if done[0] < MIN_UNITS:
             return
         v = summarize(session).get("prediction_verdict") or {}
-        per_case = (time.monotonic() - state["t0"]) / state["done"]
+        per_case = (time.monotonic() - t0) / done[0]
         more = v.get("more_cases")
         eta = f"; about {more} more cases (~{more * per_case / 60:.1f} min) would decide it" if more else ""
         n_cases = session.config.get("n_cases") or "?"
-        emit({"event": "status", "message": f"until decided, after {state['done']} of {n_cases} cases: "
+        emit({"event": "status", "message": f"until decided, after {done[0]} of {n_cases} cases: "
                                             f"{v.get('text', 'no verdict yet')}{eta if v.get('state') == 'too_little_data' else ''}"})
         if v.get("state") in ("agrees", "off"):
-            state["decided"] = v["state"]
+            decided.append(v["state"])
 
-    return emit_and_look, (lambda: state["decided"] is not None)
+    return emit_and_look, (lambda: bool(decided))
 
 
 def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
