@@ -144,3 +144,21 @@ def test_setup_panel_cooldown_checkbox_and_discard_first(qtbot, settings):
     assert again.cooldown.isChecked() and again.discard_first.value() == 2
     panel.inspector.shutdown()
     again.inspector.shutdown()
+
+
+def test_setup_panel_run_until_decided(qtbot, settings):
+    from specscope.gui.setup_panel import SetupPanel
+
+    panel = SetupPanel(settings)
+    qtbot.addWidget(panel)
+    assert panel.config().until is None
+    panel.until_decided.setChecked(True)
+    cfg = panel.config()
+    assert cfg.until == "decided"
+    cfg.validate()
+    panel.save_settings()
+    again = SetupPanel(settings)
+    qtbot.addWidget(again)
+    assert again.until_decided.isChecked()
+    panel.inspector.shutdown()
+    again.inspector.shutdown()

@@ -199,6 +199,12 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.breakdown = QtWidgets.QCheckBox("Per-block breakdown")
         self.breakdown.setChecked(True)
         form.addRow(self.breakdown)
+        self.until_decided = QtWidgets.QCheckBox("Run until decided")
+        self.until_decided.setToolTip("measure the cases one at a time and stop as soon as the prediction's verdict is "
+                                      "decided (agrees / off), at a level corrected for looking after every case; "
+                                      "the cases above are the cap")
+        self.until_decided.toggled.connect(lambda _: self.changed.emit())
+        form.addRow(self.until_decided)
         self.model_changed.connect(self.preflight.schedule)
         self.drafter.currentIndexChanged.connect(self.preflight.schedule)
         self.preflight.schedule()
@@ -306,6 +312,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
             repeats=self.repeats.value(),
             discard_first=self.discard_first.value(),
             cooldown=self.cooldown.isChecked(),
+            until="decided" if self.until_decided.isChecked() else None,
             cooldown_timeout_s=float(self.cooldown_timeout.value()),
             breakdown=self.breakdown.isChecked(),
             oracle_p=self.oracle_p.value(),
@@ -329,6 +336,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         s.setValue("greedy", self.greedy.isChecked())
         s.setValue("breakdown", self.breakdown.isChecked())
         s.setValue("cooldown", self.cooldown.isChecked())
+        s.setValue("until_decided", self.until_decided.isChecked())
         s.setValue("draft_model", self.draft_model.text())
         s.setValue("suite", self.suite.text())
         s.setValue("mtp_hidden", self.mtp_hidden.currentText())
@@ -357,6 +365,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.greedy.setChecked(val("greedy", True, bool))
         self.breakdown.setChecked(val("breakdown", True, bool))
         self.cooldown.setChecked(val("cooldown", False, bool))
+        self.until_decided.setChecked(val("until_decided", False, bool))
         self.draft_model.setText(val("draft_model", "", str))
         self.suite.setText(val("suite", "", str))
         self.mtp_hidden.setCurrentText(val("mtp_hidden", "post-norm", str))
