@@ -184,7 +184,7 @@ def main(args=None) -> int:
 
         def busy():  # the compatibility line, and pages that read files in the background (History)
             return win.setup.inspector.proc is not None or any(
-                getattr(v, "busy", lambda: False)() for v in win.views.values())
+                getattr(v, "busy", lambda: False)() for v in win.views.built().values())
 
         def when_inspected():  # let them fill in before the picture is taken
             if not busy() or deadline.hasExpired():

@@ -88,6 +88,10 @@ class BreakdownView(QtWidgets.QWidget):
         self.notes.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.notes.setWidget(self.rulers)
         self.notes.setMinimumHeight(6 * self.rulers.fontMetrics().lineSpacing())
+        # QScrollArea keeps the size hint its widget had when it was first asked: ask now, with the short
+        # placeholder, so the notes get the same share of the page whether the page was built before a session
+        # was opened or after (the window builds pages when first shown)
+        self.notes.sizeHint()
         side.addWidget(self.notes, 1)
         side_box = QtWidgets.QWidget()
         side_box.setLayout(side)
