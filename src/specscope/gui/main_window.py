@@ -310,26 +310,28 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         return page
 
     def _make_page(self, key: str) -> QtWidgets.QWidget:
-        """Build page ``key`` into its tab (in its slot's place, current if the slot was) and give it what the
-        pages built at the start have had: the last snapshot, and the case rows for Cases."""
+        """Build page ``key`` into its tab, in its slot's place (shown if the slot was current), and give it what
+        the pages built at the start had by then: the last snapshot, and the case rows for Cases. (A widget that
+        keeps the size hint it first gave, a scroll area or a combo box, is asked for it when its page is built,
+        while empty, as the tabs asked every page when the window was shown: see the pages.)"""
         page = self._new_page(key)
         self.views.add(key, page)
         slot = self._slots.pop(key)
-        i = self.tabs.indexOf(slot)
-        self.tabs.blockSignals(True)  # the same tab stays current: no page is shown in between
+        self.tabs.blockSignals(True)  # the same tab stays current: no other page is shown in between
         try:
-            current = self.tabs.currentIndex() == i
-            self.tabs.insertTab(i, page, PAGE_TITLES[key])
-            if current:
-                self.tabs.setCurrentIndex(i)
-            self.tabs.removeTab(i + 1)
+            self.tabs.insertTab(self.tabs.indexOf(slot), page, PAGE_TITLES[key])  # hidden: the slot stays current
+            page.ensurePolished()  # as showing the window did to every page, then asked each its size hint
+            page.sizeHint()
+            if self.tabs.currentWidget() is slot:
+                self.tabs.setCurrentWidget(page)
+            self.tabs.removeTab(self.tabs.indexOf(slot))
+            if self.model.last_snapshot and hasattr(page, "update_snapshot"):
+                page.update_snapshot(self.model.last_snapshot)
+            if key == "cases" and self.model.last_cases is not None:
+                page.update_cases(self.model.last_cases)  # type: ignore[attr-defined]
         finally:
             self.tabs.blockSignals(False)
         slot.deleteLater()
-        if self.model.last_snapshot and hasattr(page, "update_snapshot"):
-            page.update_snapshot(self.model.last_snapshot)
-        if key == "cases" and self.model.last_cases is not None:
-            page.update_cases(self.model.last_cases)  # type: ignore[attr-defined]
         return page
 
     @property

@@ -88,10 +88,6 @@ class BreakdownView(QtWidgets.QWidget):
         self.notes.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.notes.setWidget(self.rulers)
         self.notes.setMinimumHeight(6 * self.rulers.fontMetrics().lineSpacing())
-        # QScrollArea keeps the size hint its widget had when it was first asked: ask now, with the short
-        # placeholder, so the notes get the same share of the page whether the page was built before a session
-        # was opened or after (the window builds pages when first shown)
-        self.notes.sizeHint()
         side.addWidget(self.notes, 1)
         side_box = QtWidgets.QWidget()
         side_box.setLayout(side)
@@ -105,6 +101,7 @@ class BreakdownView(QtWidgets.QWidget):
 
     def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
         super().resizeEvent(e)
+        self._fit_table()  # the decision reads the table's width: its columns' width, not the width it had before
         self._arrange(self._too_narrow())
 
     def _arrange(self, narrow: bool) -> None:
