@@ -152,7 +152,7 @@ def fresh_env(display: str, home: str) -> dict:
 
 
 def launch(venv: str, session: str, display: str, timeout: float = 60.0) -> dict:
-    """One launch: the app's stamps and the xdotool time, in seconds after the launch."""
+    """One launch: the app's stamps, the mapped window and xdotool, in seconds after the launch."""
     home = tempfile.mkdtemp(prefix="specscope-startup-")
     env = fresh_env(display, home)
     title = f"specscope — {Path(session).name}"
