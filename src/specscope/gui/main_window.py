@@ -311,9 +311,9 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
 
     def _make_page(self, key: str) -> QtWidgets.QWidget:
         """Build page ``key`` into its tab, in its slot's place (shown if the slot was current), and give it what
-        the pages built at the start had by then: the last snapshot, and the case rows for Cases. (A widget that
-        keeps the size hint it first gave, a scroll area or a combo box, is asked for it when its page is built,
-        while empty, as the tabs asked every page when the window was shown: see the pages.)"""
+        the pages built at the start had by then: polished and asked its size hint while empty (as showing the
+        window did to every page; a combo box or a scroll area keeps the size hint it first gave), the last
+        snapshot, and the case rows for Cases."""
         page = self._new_page(key)
         self.views.add(key, page)
         slot = self._slots.pop(key)
