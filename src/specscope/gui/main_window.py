@@ -66,6 +66,21 @@ class StatusBar(QtWidgets.QStatusBar):
         return self.message.full_text()
 
 
+class _FirstPaint(QtCore.QObject):
+    """Calls ``then`` once, when ``widget`` receives its first paint event."""
+
+    def __init__(self, widget: QtWidgets.QWidget, then) -> None:
+        super().__init__(widget)
+        self._then = then
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt naming)
+        if ev.type() == QtCore.QEvent.Type.Paint:
+            obj.removeEventFilter(self)
+            self._then()
+        return False
+
+
 class Pages(Mapping[str, QtWidgets.QWidget]):
     """The window's pages by key (``PAGES``), each built the first time it is asked for; iterating the values
     builds every page. ``built()``: the pages that exist so far, in ``PAGES`` order."""
@@ -242,13 +257,19 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
             w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
             sb.addPermanentWidget(w)
-        self.font_hint = missing_cjk_font_message()
-        if self.font_hint:  # said once, in the status bar's message label
-            sb.showMessage(self.font_hint)
+        # Is there a font for the Chinese prompts? Asked once the window has first been painted: the question reads
+        # the whole font database (some 25 ms here), which nothing on the first page needs.
+        self.font_hint: str | None = None
+        self._when_painted = _FirstPaint(self, lambda: QtCore.QTimer.singleShot(0, self, self._check_fonts))
 
         self.eta_timer = QtCore.QTimer(self)
         self.eta_timer.setInterval(1000)
         self.eta_timer.timeout.connect(self._update_progress)
+
+    def _check_fonts(self) -> None:
+        self.font_hint = missing_cjk_font_message()
+        if self.font_hint:  # said once, in the status bar's message label
+            self.statusBar().showMessage(self.font_hint)
 
     def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
         """A Verify cost or Tune measurement joins the current session (and its autosave)."""
