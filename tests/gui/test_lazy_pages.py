@@ -116,3 +116,16 @@ def test_a_page_asked_for_before_it_is_shown_has_the_session(make_window):
     assert len(w.division.chart.curve.getData()[0]) == 101
     w.show_page("breakdown")
     assert w.tabs.currentWidget() is w.breakdown and w.breakdown.table.rowCount() >= 6
+
+
+def test_a_charts_right_click_menu_is_built_when_first_asked_for(qtbot):
+    from specscope.gui.charts import ThroughputChart
+    from specscope.gui.charts.common import LIGHT
+
+    chart = ThroughputChart(LIGHT)
+    qtbot.addWidget(chart)
+    vb = chart.plot_item.vb
+    assert vb.menu is None and vb.menuEnabled()
+    menu = vb.getMenu(None)
+    assert menu is vb.menu and "View All" in [a.text() for a in menu.actions()]
+    assert vb.getContextMenus(None) and chart.plot_item.getContextMenus(None) is not None
