@@ -175,11 +175,11 @@ def download_model(repo_id: str, revision: str | None, cache: Path) -> Path:
 
 def cached_models() -> list[ModelRef]:
     """Every model in the local Hugging Face cache (its refs/main snapshot, else the newest), by repo id."""
-    from huggingface_hub import scan_cache_dir
-
     cache = hub_cache_dir()
     if not cache.is_dir():
-        return []
+        return []  # without importing the scanner (and the HTTP client under it): the app opens sooner
+    from huggingface_hub import scan_cache_dir
+
     try:
         info = scan_cache_dir(cache)
     except Exception:

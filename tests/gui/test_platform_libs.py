@@ -68,3 +68,12 @@ def test_gui_under_a_display_without_the_libraries_exits_with_the_list():
     assert p.returncode == 2, p.stderr
     assert p.stderr.startswith("specscope: error: the desktop app cannot open a window")
     assert all(so in p.stderr for so in missing) and "apt-get install" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_quick_check_agrees_with_ldd():
+    """The in-process check (the plugin and libxcb-cursor open) says yes exactly where ldd finds nothing missing."""
+    plugin = pl.xcb_plugin()
+    if plugin is None or not pl.shutil.which("ldd"):
+        pytest.skip("no xcb plugin or no ldd on this machine")
+    assert pl.plugin_loads(plugin) == (pl.missing_libraries(plugin) == [])
+    assert not pl.plugin_loads(plugin, loadable=lambda so: so != "libxcb-cursor.so.0")

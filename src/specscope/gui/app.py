@@ -6,6 +6,10 @@
     specscope gui --session a.json --compare b.json --screenshot compare.png --size 1280x800
 
 ``SPECSCOPE_THEME=dark`` (or ``light``) forces the colour scheme (see ``theme.py``).
+``SPECSCOPE_REPORT_FIRST_PAINT=1`` prints, to stderr, ``specscope-startup STAGE SECONDS`` lines (``time.monotonic()``,
+comparable across processes on one machine) as the app starts: ``main`` (the app's entry, after the CLI),
+``window_module`` (the main window's module imported), ``window_built``, ``session_opened`` and ``first_paint``
+(the page on screen painted, with the opened session's figures set on it before; ``tools/startup_time.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 
 from PySide6 import QtCore, QtWidgets
 
@@ -21,6 +26,30 @@ from specscope.profiler.cli.display import offscreen_if_headless
 from .inspector import DEMO
 
 SCREEN_SIZE = (1440, 900)
+
+
+def _stamp(stage: str) -> None:
+    """With ``SPECSCOPE_REPORT_FIRST_PAINT`` set: one start-up stage's time on stderr (module docstring)."""
+    if os.environ.get("SPECSCOPE_REPORT_FIRST_PAINT"):
+        print(f"specscope-startup {stage} {time.monotonic():.6f}", file=sys.stderr, flush=True)
+
+
+class _FirstPaint(QtCore.QObject):
+    """Stamps ``first_paint`` once the watched page has received its first paint event, after the rest of that
+    paint pass (the page's children, its charts among them) and the flush to the screen: the stamp is taken by a
+    zero timer, which runs only after the event that painted."""
+
+    def eventFilter(self, obj, ev):  # noqa: N802 (Qt naming)
+        if ev.type() == QtCore.QEvent.Type.Paint:
+            obj.removeEventFilter(self)
+            QtCore.QTimer.singleShot(0, lambda: _stamp("first_paint"))
+        return False
+
+
+def _watch_first_paint(page: QtWidgets.QWidget) -> None:
+    if os.environ.get("SPECSCOPE_REPORT_FIRST_PAINT"):
+        watcher = _FirstPaint(page)
+        page.installEventFilter(watcher)
 
 
 def _arg(args, name, default=None):
@@ -52,6 +81,7 @@ def make_app(argv=None) -> QtWidgets.QApplication:
 
 
 def main(args=None) -> int:
+    _stamp("main")
     automated = bool(_arg(args, "screenshot") or _arg(args, "exit_when_done"))
     try:
         size = parse_size(_arg(args, "size"))
@@ -70,12 +100,14 @@ def main(args=None) -> int:
     app = make_app()
     from .main_window import MainWindow
 
+    _stamp("window_module")
     settings = None
     if automated:
         # scripted runs (screenshots, tests) never overwrite the user's saved settings
         tmp = tempfile.mkdtemp(prefix="specscope-gui-")
         settings = QtCore.QSettings(os.path.join(tmp, "settings.ini"), QtCore.QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
+    _stamp("window_built")
     if automated or size:
         win.resize(*(size or SCREEN_SIZE))
     setup = win.setup
@@ -145,12 +177,14 @@ def main(args=None) -> int:
             return 2
     if view:
         win.show_page(view)
+    _stamp("session_opened")
+    _watch_first_paint(win.tabs.currentWidget())
     if automated and not _arg(args, "autorun"):  # a picture of the window as opened (session or model picked)
         deadline = QtCore.QDeadlineTimer(15000)
 
         def busy():  # the compatibility line, and pages that read files in the background (History)
             return win.setup.inspector.proc is not None or any(
-                getattr(v, "busy", lambda: False)() for v in win.views.values())
+                getattr(v, "busy", lambda: False)() for v in win.views.built().values())
 
         def when_inspected():  # let them fill in before the picture is taken
             if not busy() or deadline.hasExpired():

@@ -61,6 +61,18 @@ class Inspector(QtCore.QObject):
         cmd = inspect_command(path)
         p.finished.connect(lambda code, st, p=p, path=path: self._done(p, path, code))
         self.proc = p
+        # Started from the event loop, not now: the app's start picks the last model (an inspection) and then,
+        # with --session, the session's model, which drops that inspection before it has cost a process (one
+        # that would compete with the window's first paint on a small machine).
+        QtCore.QTimer.singleShot(0, self, lambda p=p, path=path, cmd=cmd: self._start(p, path, cmd))
+
+    def _start(self, p: QtCore.QProcess, path: str, cmd: list[str]) -> None:
+        if p is not self.proc:
+            return  # replaced or shut down meanwhile
+        if path != self.current:  # dropped meanwhile (a session's own model is shown)
+            self.proc = None
+            p.deleteLater()
+            return
         p.start(cmd[0], cmd[1:])
 
     def _done(self, p: QtCore.QProcess, path: str, code: int) -> None:

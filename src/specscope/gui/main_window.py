@@ -5,7 +5,7 @@ Running (``window_run``) and session files (``window_files``) are mixed in from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Iterator, Literal, Mapping
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -14,20 +14,22 @@ from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette, restyle_charts
-from .views.breakdown import BreakdownView
-from .views.cases import CasesView
-from .views.compare import CompareView
 from .views.common import ElidingLabel, PlainLabel
-from .views.division import DivisionView
-from .views.history import HistoryView
-from .views.live import LiveView
-from .views.context import ContextView
-from .views.tune import TuneView
-from .views.verify_cost import VerifyCostView
 from .views.verdict_bar import VerdictBar
 from .run_process import WorkerProcess
 from .window_files import SessionFiles, sessions_dir
 from .window_run import RunControl
+
+if TYPE_CHECKING:
+    from .views.breakdown import BreakdownView
+    from .views.cases import CasesView
+    from .views.compare import CompareView
+    from .views.context import ContextView
+    from .views.division import DivisionView
+    from .views.history import HistoryView
+    from .views.live import LiveView
+    from .views.tune import TuneView
+    from .views.verify_cost import VerifyCostView
 
 PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
@@ -64,10 +66,51 @@ class StatusBar(QtWidgets.QStatusBar):
         return self.message.full_text()
 
 
+class _FirstPaint(QtCore.QObject):
+    """Calls ``then`` once, when ``widget`` receives its first paint event."""
+
+    def __init__(self, widget: QtWidgets.QWidget, then) -> None:
+        super().__init__(widget)
+        self._then = then
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt naming)
+        if ev.type() == QtCore.QEvent.Type.Paint:
+            obj.removeEventFilter(self)
+            self._then()
+        return False
+
+
+class Pages(Mapping[str, QtWidgets.QWidget]):
+    """The window's pages by key (``PAGES``), each built the first time it is asked for; iterating the values
+    builds every page. ``built()``: the pages that exist so far, in ``PAGES`` order."""
+
+    def __init__(self, make) -> None:
+        self._make = make  # key -> the new page (it registers it with ``add``)
+        self._built: dict[str, QtWidgets.QWidget] = {}
+
+    def __getitem__(self, key: str) -> QtWidgets.QWidget:
+        if key not in PAGE_TITLES:
+            raise KeyError(key)
+        page = self._built.get(key)
+        return page if page is not None else self._make(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PAGES)
+
+    def __len__(self) -> int:
+        return len(PAGES)
+
+    def add(self, key: str, page: QtWidgets.QWidget) -> None:
+        self._built[key] = page
+
+    def built(self) -> dict[str, QtWidgets.QWidget]:
+        return {k: self._built[k] for k in PAGES if k in self._built}
+
+
 class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
     run_finished = QtCore.Signal(str)  # final session status
     setup: SetupPanel  # made in _build, after the pages that read its config
-    cases: CasesView
 
     def __init__(self, settings: QtCore.QSettings | None = None, autosave_dir: str | None = None, parent=None):
         super().__init__(parent)
@@ -87,7 +130,6 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         self._status_msg = ""
         self._build()
         self.model.snapshot.connect(self._on_snapshot)
-        self.model.cases_changed.connect(self.cases.update_cases)
         try:
             app.styleHints().colorSchemeChanged.connect(self._scheme_changed)
         except AttributeError:
@@ -109,27 +151,15 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         outer.addWidget(self.verdict)
         self.tabs = QtWidgets.QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.live = LiveView(self.theme)
-        self.breakdown = BreakdownView(self.theme)
-        self.division = DivisionView(self.theme, self.model)
-        session_data = lambda: self.model.session.data  # noqa: E731 (the pages read the current session's results)
-        self.verify_cost = VerifyCostView(self.theme, config=lambda: self.setup.config(), session=session_data)
-        self.tune = TuneView(self.theme, config=lambda: self.setup.config(), session=session_data)
-        self.verify_cost.result_ready.connect(lambda r: self._keep_result("roofline", r))
-        self.tune.result_ready.connect(lambda r: self._keep_result("tune", r))
-        self.context = ContextView(self.theme, config=lambda: self.setup.config(), session=session_data)
-        self.context.result_ready.connect(lambda r: self._keep_result("context_sweep", r))
-        self.cases = CasesView(self.theme)
-        self.history = HistoryView(self.theme, lambda: self.autosave_dir or sessions_dir())
-        self.compare = CompareView(self.theme)
-        self.history.open_requested.connect(self._open_from_history)
-        self.history.compare_requested.connect(self.compare_paths)
-        self.views = {"live": self.live, "breakdown": self.breakdown, "division": self.division,
-                      "verify_cost": self.verify_cost, "tune": self.tune, "context": self.context, "cases": self.cases,
-                      "history": self.history, "compare": self.compare}
+        # The pages are built when first shown or asked for (``views[key]``, ``self.breakdown``): a tab holds an
+        # empty slot until then, and a page built late is given the current session at once (``_make_page``).
+        self.views = Pages(self._make_page)
+        self._slots: dict[str, QtWidgets.QWidget] = {}
         self._stale_pages: set[QtWidgets.QWidget] = set()  # pages a snapshot skipped while hidden in a run
         for key in PAGES:
-            self.tabs.addTab(self.views[key], PAGE_TITLES[key])
+            self._slots[key] = QtWidgets.QWidget()
+            self.tabs.addTab(self._slots[key], PAGE_TITLES[key])
+        self.views["live"]  # the page on screen when the window opens
         outer.addWidget(self.tabs, 1)
         self.tabs.currentChanged.connect(self._page_shown)
         self.setCentralWidget(central)
@@ -194,8 +224,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         self.act_save = act("&Save session as…", self.save_session_dialog, QtGui.QKeySequence.StandardKey.Save)
         self.act_export = act("&Export report…", self.export_dialog, "Ctrl+E")
         self.act_compare = act("&Compare sessions…", self.compare_sessions_dialog)
-        self.compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
-        self.run_finished.connect(lambda _status: self.history.mark_stale())
+        self.run_finished.connect(self._history_stale)
         self.act_quit = act("&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
         m = self.menuBar().addMenu("&File")
         for a in (self.act_open, self.act_save, self.act_export, self.act_compare):
@@ -228,13 +257,19 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
             w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
             sb.addPermanentWidget(w)
-        self.font_hint = missing_cjk_font_message()
-        if self.font_hint:  # said once, in the status bar's message label
-            sb.showMessage(self.font_hint)
+        # Is there a font for the Chinese prompts? Asked once the window has first been painted: the question reads
+        # the whole font database (some 25 ms here), which nothing on the first page needs.
+        self.font_hint: str | None = None
+        self._when_painted = _FirstPaint(self, lambda: QtCore.QTimer.singleShot(0, self, self._check_fonts))
 
         self.eta_timer = QtCore.QTimer(self)
         self.eta_timer.setInterval(1000)
         self.eta_timer.timeout.connect(self._update_progress)
+
+    def _check_fonts(self) -> None:
+        self.font_hint = missing_cjk_font_message()
+        if self.font_hint:  # said once, in the status bar's message label
+            self.statusBar().showMessage(self.font_hint)
 
     def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
         """A Verify cost or Tune measurement joins the current session (and its autosave)."""
@@ -244,21 +279,143 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             self.model.flush()  # the Division page's prediction uses the verify curve
 
     # -- pages ----------------------------------------------------------------------
+    def _new_page(self, key: str) -> QtWidgets.QWidget:
+        """The page ``key``, made and wired to the window (its module imported now: the app opens without them)."""
+        session_data = lambda: self.model.session.data  # noqa: E731 (the pages read the current session's results)
+        config = lambda: self.setup.config()  # noqa: E731
+        page: QtWidgets.QWidget
+        if key == "live":
+            from .views.live import LiveView
+
+            page = LiveView(self.theme)
+        elif key == "breakdown":
+            from .views.breakdown import BreakdownView
+
+            page = BreakdownView(self.theme)
+        elif key == "division":
+            from .views.division import DivisionView
+
+            page = DivisionView(self.theme, self.model)
+        elif key in ("verify_cost", "tune", "context"):
+            from .views.context import ContextView
+            from .views.tune import TuneView
+            from .views.verify_cost import VerifyCostView
+
+            cls = {"verify_cost": VerifyCostView, "tune": TuneView, "context": ContextView}[key]
+            kept: Literal["roofline", "tune", "context_sweep"] = (
+                "roofline" if key == "verify_cost" else "tune" if key == "tune" else "context_sweep")
+            measured = cls(self.theme, config=config, session=session_data)
+            measured.result_ready.connect(lambda r, kept=kept: self._keep_result(kept, r))
+            page = measured
+        elif key == "cases":
+            from .views.cases import CasesView
+
+            cases = CasesView(self.theme)
+            self.model.cases_changed.connect(cases.update_cases)
+            page = cases
+        elif key == "history":
+            from .views.history import HistoryView
+
+            history = HistoryView(self.theme, lambda: self.autosave_dir or sessions_dir())
+            history.open_requested.connect(self._open_from_history)
+            history.compare_requested.connect(self.compare_paths)
+            page = history
+        elif key == "compare":
+            from .views.compare import CompareView
+
+            compare = CompareView(self.theme)
+            compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
+            page = compare
+        else:
+            raise KeyError(key)
+        return page
+
+    def _make_page(self, key: str) -> QtWidgets.QWidget:
+        """Build page ``key`` into its tab, in its slot's place (shown if the slot was current), and give it what
+        the pages built at the start had by then: polished and asked its size hint while empty (as showing the
+        window did to every page; a combo box or a scroll area keeps the size hint it first gave), the last
+        snapshot, and the case rows for Cases."""
+        page = self._new_page(key)
+        self.views.add(key, page)
+        slot = self._slots.pop(key)
+        self.tabs.blockSignals(True)  # the same tab stays current: no other page is shown in between
+        try:
+            self.tabs.insertTab(self.tabs.indexOf(slot), page, PAGE_TITLES[key])  # hidden: the slot stays current
+            page.ensurePolished()  # as showing the window did to every page, then asked each its size hint
+            page.sizeHint()
+            if self.tabs.currentWidget() is slot:
+                self.tabs.setCurrentWidget(page)
+            self.tabs.removeTab(self.tabs.indexOf(slot))
+            if self.model.last_snapshot and hasattr(page, "update_snapshot"):
+                page.update_snapshot(self.model.last_snapshot)
+            if key == "cases" and self.model.last_cases is not None:
+                page.update_cases(self.model.last_cases)  # type: ignore[attr-defined]
+        finally:
+            self.tabs.blockSignals(False)
+        slot.deleteLater()
+        return page
+
+    @property
+    def live(self) -> LiveView:
+        return self.views["live"]  # type: ignore[return-value]
+
+    @property
+    def breakdown(self) -> BreakdownView:
+        return self.views["breakdown"]  # type: ignore[return-value]
+
+    @property
+    def division(self) -> DivisionView:
+        return self.views["division"]  # type: ignore[return-value]
+
+    @property
+    def verify_cost(self) -> VerifyCostView:
+        return self.views["verify_cost"]  # type: ignore[return-value]
+
+    @property
+    def tune(self) -> TuneView:
+        return self.views["tune"]  # type: ignore[return-value]
+
+    @property
+    def context(self) -> ContextView:
+        return self.views["context"]  # type: ignore[return-value]
+
+    @property
+    def cases(self) -> CasesView:
+        return self.views["cases"]  # type: ignore[return-value]
+
+    @property
+    def history(self) -> HistoryView:
+        return self.views["history"]  # type: ignore[return-value]
+
+    @property
+    def compare(self) -> CompareView:  # type: ignore[override]
+        return self.views["compare"]  # type: ignore[return-value]
+
+    def _history_stale(self, _status: str) -> None:
+        """A run ended: History rereads its folder (not built yet: it reads it when first shown anyway)."""
+        history = self.views.built().get("history")
+        if history is not None:
+            history.mark_stale()  # type: ignore[attr-defined]
+
     def show_page(self, key: str) -> None:
         key = (key or "live").lower()
-        if key not in self.views:
+        if key not in PAGE_TITLES:
             raise ValueError(f"unknown view {key!r}; choose one of {', '.join(PAGES)}")
         self.tabs.setCurrentWidget(self.views[key])
 
     def _page_shown(self, _index: int) -> None:
         v = self.tabs.currentWidget()
+        slot = next((k for k, w in self._slots.items() if w is v), None)
+        if slot is not None:  # first shown: built now, with the current session
+            self.views[slot]
+            return
         if v in self._stale_pages and self.model.last_snapshot and hasattr(v, "update_snapshot"):
             v.update_snapshot(self.model.last_snapshot)
             self._stale_pages.discard(v)
 
     def _scheme_changed(self, *_):
         old, self.theme = self.theme, apply_palette(QtWidgets.QApplication.instance())
-        for v in self.views.values():
+        for v in self.views.built().values():
             v.apply_theme(self.theme)
         restyle_charts(self, old, self.theme)  # curves and bars drawn before the switch
         self.model.flush()
@@ -269,7 +426,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         # Only the page on screen redraws now; the others catch up when shown (CPU spent
         # drawing hidden pages is CPU taken from the engine on a small machine).
         current = self.tabs.currentWidget()
-        for v in self.views.values():
+        for v in self.views.built().values():
             if hasattr(v, "update_snapshot"):
                 if v is current or not self.is_running():
                     v.update_snapshot(snap)

@@ -1,9 +1,10 @@
 """Can Qt's X11 platform plugin load here? Said before Qt tries, since Qt's own answer is an abort.
 
 PySide6's wheel ships Qt's ``xcb`` plugin but not every X library it needs: a fresh Debian or Fedora desktop lacks
-some ``xcb-util`` libraries, and Qt then aborts naming only the first (``xcb-cursor0``). This asks the dynamic
-loader (``ldd`` on the plugin) what is missing, adds the one library Qt opens itself at run time (``libxcb-cursor``),
-and says all of them with the command that installs them. Nothing here imports Qt.
+some ``xcb-util`` libraries, and Qt then aborts naming only the first (``xcb-cursor0``). Where the plugin opens in
+this process, nothing is said; else this asks the dynamic loader (``ldd`` on the plugin) what is missing, adds the
+one library Qt opens itself at run time (``libxcb-cursor``), and says all of them with the command that installs
+them. Nothing here imports Qt.
 """
 
 from __future__ import annotations
@@ -101,6 +102,14 @@ def missing_libraries(plugin: Path | None = None, run=subprocess.run, loadable=_
     return missing + [so for so in RUNTIME_LOADED if so not in missing and not loadable(so)]
 
 
+def plugin_loads(plugin: Path | None = None, loadable=_loadable) -> bool:
+    """The quick answer, in this process: the dynamic loader opens the plugin (so finds every library it links)
+    and the library Qt opens itself. A few ms, where ``ldd`` (a process) costs 20-50 ms on every start; only when
+    this fails is ``ldd`` asked which libraries are missing. (Qt opens the same plugin file a moment later.)"""
+    plugin = plugin or xcb_plugin()
+    return plugin is not None and loadable(str(plugin)) and all(loadable(so) for so in RUNTIME_LOADED)
+
+
 def install_hint(missing: list[str]) -> str:
     deb = sorted({PACKAGES[m][0] for m in missing if m in PACKAGES})
     rpm = sorted({PACKAGES[m][1] for m in missing if m in PACKAGES})
@@ -118,6 +127,8 @@ def install_hint(missing: list[str]) -> str:
 def xcb_problem(env=os.environ, platform: str = sys.platform, **kw) -> str | None:
     """The message to show instead of Qt's abort, or None when the X11 plugin can load (or is not used)."""
     if not uses_xcb(env, platform):
+        return None
+    if not kw and plugin_loads():
         return None
     missing = missing_libraries(**kw)
     if not missing:

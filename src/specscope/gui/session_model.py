@@ -49,6 +49,7 @@ class SessionModel(QtCore.QObject):
         self._timer.timeout.connect(self._publish)
         self._timer.start()
         self.last_snapshot: dict = {}
+        self.last_cases: list | None = None  # the rows cases_changed last sent (a page built later starts from them)
 
     # -- input ------------------------------------------------------------------
     def reset(self, session: Session | None = None, autosave_path: str | None = None) -> None:
@@ -117,7 +118,8 @@ class SessionModel(QtCore.QObject):
         self.snapshot.emit(snap)
         if self._cases_dirty:
             self._cases_dirty = False
-            self.cases_changed.emit([(c, live.live.case_stats(c)) for c in s.cases])
+            self.last_cases = [(c, live.live.case_stats(c)) for c in s.cases]
+            self.cases_changed.emit(self.last_cases)
 
     def _sweep_snapshot(self, s) -> dict | None:
         """A sweep's session (its cases are in its points; its top level has none): what the verdict bar and the

@@ -209,3 +209,21 @@ def test_t_quantile():
     assert u.t95(1) == pytest.approx(12.7062, abs=1e-3)
     assert u.t95(10) == pytest.approx(2.2281, abs=1e-3)
     assert u.t95(100) == pytest.approx(1.9840, abs=1e-3)
+
+
+def test_percentiles_and_median_are_numpys_bit_for_bit():
+    """The bootstrap interval's percentiles and median, written out (numpy's import numpy.ma on first use): equal
+    to np.percentile and np.median, ==, on odd and even sizes, ties, and bootstrap-sized samples."""
+    import numpy as np
+
+    from specscope.profiler.analysis.uncertainty import percentiles_and_median
+
+    rng = np.random.default_rng(7)
+    samples = [rng.normal(1.0, 0.1, n) for n in [*range(1, 41), 999, 1000, 2000]]
+    samples += [np.round(rng.normal(1.0, 0.1, n), 2) for n in (7, 8, 500, 2000)]  # ties
+    samples += [rng.lognormal(0.0, 2.0, n) for n in (3, 64, 1999)]
+    for x in samples:
+        for q in ((2.5, 97.5), (5.0, 95.0), (0.0, 100.0), (50.0, 50.0)):
+            lo, hi, mid = percentiles_and_median(x, q)
+            want_lo, want_hi = np.percentile(x, list(q))
+            assert (lo, hi, mid) == (float(want_lo), float(want_hi), float(np.median(x))), (len(x), q)

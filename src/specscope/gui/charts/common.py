@@ -86,6 +86,30 @@ def font(pt: float = 10, bold: bool = False) -> QtGui.QFont:
     return f
 
 
+class LazyMenuViewBox(pg.ViewBox):
+    """pyqtgraph's ViewBox, its right-click menu built when first asked for rather than with the chart (a few ms a
+    chart, at the app's start: the Live page has four)."""
+
+    def __init__(self) -> None:
+        super().__init__(enableMenu=False)
+        self.state["enableMenu"] = True  # enabled, not built yet
+
+    def _built_menu(self):
+        if self.menu is None and self.menuEnabled():
+            from pyqtgraph.graphicsItems.ViewBox.ViewBoxMenu import ViewBoxMenu
+
+            self.menu = ViewBoxMenu(self)
+            self.updateViewLists()
+        return self.menu
+
+    def getMenu(self, ev):  # noqa: N802 (pyqtgraph naming)
+        return self._built_menu()
+
+    def getContextMenus(self, event):  # noqa: N802 (pyqtgraph naming)
+        self._built_menu()
+        return super().getContextMenus(event)
+
+
 class BaseChart(pg.PlotWidget):
     """A PlotWidget with a title, labelled axes (with units), a legend and an empty-state text (``empty_text``,
     shown until the first data arrives and whenever there is nothing to draw)."""
@@ -98,7 +122,8 @@ class BaseChart(pg.PlotWidget):
     empty_text = ""
 
     def __init__(self, theme: dict | None = None, parent=None):
-        super().__init__(parent=parent, axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")})
+        super().__init__(parent=parent, axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")},
+                         viewBox=LazyMenuViewBox())
         self.theme = theme or LIGHT
         self._drawn = _NOTHING  # the data on screen (set_data skips a redraw of the same data)
         self.setMinimumSize(260, 180)

@@ -101,6 +101,7 @@ class BreakdownView(QtWidgets.QWidget):
 
     def resizeEvent(self, e) -> None:  # noqa: N802 (Qt naming)
         super().resizeEvent(e)
+        self._fit_table()  # the decision reads the table's width: its columns' width, not the width it had before
         self._arrange(self._too_narrow())
 
     def _arrange(self, narrow: bool) -> None:
