@@ -3,9 +3,14 @@
 Layers: ``gui`` (Qt) → ``profiler`` (no Qt, no MLX at import) → ``engine_adapter`` (MLX).
 """
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("specscope")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # the version on demand: importing importlib.metadata costs every process's start 20-50 ms here
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("specscope")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module 'specscope' has no attribute {name!r}")
