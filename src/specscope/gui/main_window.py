@@ -139,7 +139,9 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             self.restoreGeometry(geo)
         else:
             self.resize(1440, 900)
-        self.model.flush()
+        # the empty session is published by the model's next frame, not now: a window opened on a session (gui
+        # --session, History) publishes that one at once and never draws the empty one first (10-15 ms of its start)
+        self.model.mark_dirty()
         self._update_buttons()
 
     # -- building -----------------------------------------------------------------

@@ -88,6 +88,10 @@ class SessionModel(QtCore.QObject):
             self._last_save = time.monotonic()
 
     # -- output -----------------------------------------------------------------
+    def mark_dirty(self) -> None:
+        """Publish with the next frame."""
+        self._dirty = True
+
     def flush(self) -> None:
         """Publish now (used when a run ends or a file is opened)."""
         self._dirty = True
