@@ -9,7 +9,7 @@ from PySide6 import QtCore
 
 from specscope.profiler.run.runner import worker_env
 
-from .run_process import qt_env
+from .run_process import discard, qt_env
 
 DEMO = "__demo__"  # the built-in demo (the tiny trained one, unless SPECSCOPE_DEMO=random)
 DEMO_RANDOM = "__demo_random__"  # the random (synthetic) demo, as a session recorded with it ran
@@ -44,15 +44,8 @@ class Inspector(QtCore.QObject):
             self.result.emit(path, self.cache[path])
             return
         if self.proc is not None:
-            old = self.proc
-            self.proc = None
-            try:
-                old.finished.disconnect()
-            except (RuntimeError, TypeError):
-                pass
-            old.kill()
-            old.waitForFinished(1000)
-            old.deleteLater()
+            old, self.proc = self.proc, None
+            discard(old)
         p = QtCore.QProcess(self)
         env = worker_env()
         if demo_variant(path) == "random":

@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtWidgets
 from specscope.profiler.run.runner import worker_env
 
 from .inspector import DEMOS, demo_variant
-from .run_process import qt_env
+from .run_process import discard, qt_env
 from .views.common import ElidingLabel
 
 # a check waits this long after the last change of the pick (and the first one until the window is up): each check
@@ -154,10 +154,4 @@ class PreflightLine(QtWidgets.QWidget):
     def shutdown(self) -> None:
         if self.proc is not None:
             old, self.proc = self.proc, None
-            try:
-                old.finished.disconnect()
-            except (RuntimeError, TypeError):
-                pass
-            old.kill()
-            old.waitForFinished(1000)
-            old.deleteLater()
+            discard(old)

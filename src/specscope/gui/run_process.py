@@ -32,6 +32,17 @@ def qt_env(env: dict) -> QtCore.QProcessEnvironment:
     return qenv
 
 
+def discard(proc: QtCore.QProcess) -> None:
+    """A helper process whose answer is no longer wanted: disconnected (its late answer is dropped), killed, freed."""
+    try:
+        proc.finished.disconnect()
+    except (RuntimeError, TypeError):
+        pass
+    proc.kill()
+    proc.waitForFinished(1000)
+    proc.deleteLater()
+
+
 def _killpg(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
