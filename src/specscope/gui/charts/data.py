@@ -221,6 +221,9 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
     t_decode, t_verify, t_draft = s.get("t_decode_ms"), s.get("t_verify_ms"), s.get("t_draft_ms")
     if not t_decode or t_verify is None or t_draft is None:
         return None
+    # the judged round model: the rollback, timed apart, is part of the round the curve divides by
+    t_rollback = (s.get("t_rollback_ms") or 0.0) if s.get("division_inputs") == "components" else 0.0
+    t_draft_only, t_draft = t_draft, t_draft + t_rollback
     k = s["k"]
     tv = t_verify if t_verify_ms is None else t_verify_ms
     ps = [i / 100.0 for i in range(101)]
@@ -266,7 +269,8 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         "what_if": what_if,
         "t_decode_ms": t_decode,
         "t_verify_ms": tv,
-        "t_draft_ms": t_draft,
+        "t_draft_ms": t_draft_only,
+        "t_rollback_ms": t_rollback,
         "alpha": alpha_run,
         # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
         # where the curve's T_verify and T_draft came from: a prediction timed apart, or the ledger's own rounds

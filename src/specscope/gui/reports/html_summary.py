@@ -7,6 +7,7 @@ from specscope.profiler.analysis.verdict import (
     SAMPLED_NOTE,
     acceptance_phrase,
     ledger_text,
+    model_formula,
     rollback_term_text,
     audit_answers,
     divergence_note,
@@ -53,7 +54,7 @@ def summary_section(s) -> str:
          "share of rounds whose first i drafts were all accepted (measured, not i.i.d.)"],
         ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
         ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
-         (f"E · T_decode / (T_verify + T_draft), T_verify and T_draft timed apart, only E from the run → "
+         (f"{esc(model_formula(s))}, timed apart, only E from the run → "
           f"{rate(s['predicted_tok_s'], ' tok/s')}") if s.get("predicted_speedup") is not None
          else esc(f"not available: {s.get('prediction_unavailable')}")],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
@@ -83,9 +84,11 @@ def summary_section(s) -> str:
                      f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times)"])
     formula = ""
     if s.get("predicted_speedup") is not None:
+        rb = s.get("t_rollback_ms") if s.get("division_inputs") == "components" else None
+        terms = f"{s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}" + (f" + {rb:.2f}" if rb is not None else "")
         formula = (
-            f'<p class="formula">predicted speedup = E · T_decode / (T_verify + T_draft) = '
-            f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}) = "
+            f'<p class="formula">predicted speedup = {esc(model_formula(s).split(" (")[0])} = '
+            f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({terms}) = "
             f"{s['predicted_speedup']:.3f}×"
             + (f" (T_draft came out at {s['t_draft_ms']:.2f} ms: below noise, a difference of two timings, used as "
                "measured)" if s["t_draft_ms"] <= 0 else "") + "</p>"

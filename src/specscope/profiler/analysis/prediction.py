@@ -103,10 +103,12 @@ def expected_rollback_ms(cases: list[dict], hist, k: int) -> tuple[float | None,
 
 def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: float | None, spec_tok_s: float | None,
                        measured: float | None) -> dict:
-    """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1) and
-    T_draft(k) from each case's separate forwards and drafts, only E from the run; rollback (timed apart too) as its own
-    term. Its error's interval resamples E, the measured speed and the component timings together by unit, and its
-    verdict can fail. Falls back to the verify curve (``run --roofline``) for sessions that timed no components; says
+    """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1),
+    T_draft(k) and the rollback (by the run's accepted counts) from each case's separate forwards, drafts and rollbacks,
+    only E from the run. The judged figure is the round model (``round_model.RoundModel``: E · T_decode over verify +
+    draft + rollback; the bookkeeping after the read-back is not timed apart yet, and said); the seed's bare division
+    E · T_decode / (T_verify + T_draft) stays beside it (``division_speedup``). Its error's interval resamples E, the
+    measured speed and the component timings together by unit, and its verdict can fail. Falls back to the verify curve (``run --roofline``) for sessions that timed no components; says
     why when neither exists."""
     from specscope.profiler.analysis.uncertainty import error_interval, judge, prediction_units
 
@@ -129,11 +131,15 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
         return {**out, "why": "the run has no plain decoding or no speculative rounds yet"}
     d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
     t_rb, rb_untimed = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else (None, [])
-    with_rb = E * t_decode / (out["t_verify_ms"] + out["t_draft_ms"] + t_rb) if t_rb is not None else None
-    error = stats.relative_error(d.predicted_speedup, measured)
+    # the judged figure: the whole round as far as it was timed apart (round_model); the seed's bare division beside it
+    model = round_model.RoundModel(E, t_decode, out["t_verify_ms"], out["t_draft_ms"], t_rb, None)
+    judged_speedup = model.speedup if model.round_ms > 0 else d.predicted_speedup
+    with_rb = judged_speedup if t_rb is not None else None
+    error = stats.relative_error(judged_speedup, measured)
     unit, units = prediction_units([{"rounds": measured_round_tuples(c, k), "components": c.get("components")}
                                     for c in cases], k) if out["source"] == "components" else (None, [])
-    iv = error_interval(units) if units else None  # as resampled: never stretched to hold the point estimate
+    # as resampled (never stretched to hold the point estimate); the rollback term, timed apart, as a constant
+    iv = error_interval(units, extra_ms=t_rb or 0.0) if units else None
     judged, level = iv, 0.95
     if session.config.get("until") == "decided" and iv is not None and error is not None:
         # looked at after every case: each look's interval at the sequential level (analysis.sequential)
@@ -145,8 +151,9 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     verdict = judge(error, judged, unit or "", len(units), len(cases), session.config.get("max_tokens"), level)
     verdict["level"] = level
     out.update(
-        available=True, division=d, speedup=d.predicted_speedup, tokens_per_round=E, t_decode_ms=t_decode,
-        t_rollback_ms=t_rb, speedup_with_rollback=with_rb,
+        available=True, division=d, model=model, speedup=judged_speedup, division_speedup=d.predicted_speedup,
+        division_error=stats.relative_error(d.predicted_speedup, measured), untimed=model.untimed,
+        tokens_per_round=E, t_decode_ms=t_decode, t_rollback_ms=t_rb, speedup_with_rollback=with_rb,
         rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
         error=error, error_ci=iv, unit=unit, units=len(units), verdict=verdict,
         error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,

@@ -151,7 +151,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
                  if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
     block_pred = None
     if division and bd and bd["decode"]["block_sum_ms"]:
-        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms)
+        rest = (pred.get("t_rollback_ms") or 0.0) if pred.get("available") else 0.0  # the judged model's round
+        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms + rest)
     verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
     cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured,
@@ -193,7 +194,12 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "low_sample": acc["low_sample"],
         "acceptance_by_content_class": by_content_class,
         "predicted_speedup": pred.get("speedup"),
-        "predicted_tok_s": pred["division"].predicted_tok_s if pred.get("available") else None,
+        "predicted_tok_s": pred["speedup"] * 1000.0 / t_decode if pred.get("available") and t_decode else None,
+        # the seed's bare division E·T_decode / (T_verify + T_draft), beside the judged round model (what a user computes
+        # by hand), and what the judged model has not timed apart yet
+        "division_speedup": pred.get("division_speedup"),
+        "division_error": pred.get("division_error"),
+        "prediction_untimed": pred.get("untimed"),
         "prediction_source": pred.get("source") if pred.get("available") else None,
         "prediction_unavailable": None if pred.get("available") else pred.get("why"),
         "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),
@@ -217,8 +223,10 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         # measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest
         "ledger_residual": (1.0 - ledger_parts * (measured_round_tokens / acc["tokens_per_round"]) / measured_round_ms)
         if ledger_parts and measured_round_ms and measured_round_tokens and acc["tokens_per_round"] else None,
-        "break_even_verify_ms": division.break_even_verify_ms if division else None,
-        "break_even_multiple": division.break_even_multiple if division else None,
+        "break_even_verify_ms": (pred["model"].break_even_verify_ms if pred.get("available")
+                                 else division.break_even_verify_ms if division else None),
+        "break_even_multiple": (pred["model"].break_even_verify_ms / t_decode if pred.get("available") and t_decode
+                                else division.break_even_multiple if division else None),
         "verify_multiple": division.verify_multiple if division else None,
         "block_sum_predicted_speedup": block_pred,
         "match_rate": match_rate,

@@ -15,6 +15,7 @@ from specscope.profiler.analysis.verdict import (
     break_even_text,
     ledger_text,
     prediction_short,
+    model_formula,
     rollback_term_text,
     divergence_note,
     engine_fault_line,
@@ -125,11 +126,11 @@ def format_summary(session: Session) -> str:
         f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
-        "  prediction        " + (f"E·T_decode / (T_verify + T_draft), T_verify and T_draft timed apart from the rounds "
+        "  prediction        " + (f"{model_formula(s)}, timed apart from the rounds "
                                    f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
                                    if s.get("predicted_speedup") is not None
                                    else f"not available: {s.get('prediction_unavailable')}"),
-        *([f"  rollback term     {rollback_term_text(s)}"] if rollback_term_text(s) else []),
+        *([f"  the division      {rollback_term_text(s)}"] if rollback_term_text(s) else []),
         f"  break-even        {break_even_text(s)}",
         *([f"  ledger            {ledger_text(s)}"] if ledger_text(s) else []),
         *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),

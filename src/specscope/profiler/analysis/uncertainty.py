@@ -140,7 +140,7 @@ def _unit(rounds, comp) -> dict:
             "v_sum": math.fsum(v), "v_n": len(v), "d_sum": math.fsum(d), "d_n": len(d)}
 
 
-def _split_interval(units: list[dict]) -> list[float] | None:
+def _split_interval(units: list[dict], extra_ms: float = 0.0) -> list[float] | None:
     """Round blocks: predicted ÷ measured − 1 = [E · ms ÷ tokens] ÷ [mean verify + mean draft], the two brackets from
     independent evidence (the rounds' blocks; the component samples' blocks), each by the delta method on its log,
     their variances added, Student's t on Welch–Satterthwaite's degrees of freedom."""
@@ -157,9 +157,9 @@ def _split_interval(units: list[dict]) -> list[float] | None:
     log_r = math.log((cnt.sum() + acc.sum()) / cnt.sum() * ms.sum() / tok.sum())
     ur = (cnt + acc) / (cnt.sum() + acc.sum()) - cnt / cnt.sum() + ms / ms.sum() - tok / tok.sum()
     v, d = vs.sum() / vn.sum(), ds.sum() / dn.sum()
-    if v + d <= 0:
+    if v + d + extra_ms <= 0:
         return None
-    uc = ((vs - v * vn) / vn.sum() + (ds - d * dn) / dn.sum()) / (v + d)
+    uc = ((vs - v * vn) / vn.sum() + (ds - d * dn) / dn.sum()) / (v + d + extra_ms)
     n_r, n_c = len(r), len(c)
     var_r = n_r / (n_r - 1) * float(((ur - ur.mean()) ** 2).sum())
     var_c = n_c / (n_c - 1) * float(((uc - uc.mean()) ** 2).sum())
@@ -167,16 +167,16 @@ def _split_interval(units: list[dict]) -> list[float] | None:
     if var <= 0:
         return None
     df = var**2 / (var_r**2 / (n_r - 1) + var_c**2 / (n_c - 1)) if var_r > 0 and var_c > 0 else min(n_r, n_c) - 1
-    centre = log_r - math.log(v + d)
+    centre = log_r - math.log(v + d + extra_ms)
     half = t95(max(int(df), 1)) * math.sqrt(var)
     return [math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0]
 
 
-def error_interval(units: list[dict], reps: int = BOOTSTRAP) -> list[float] | None:
+def error_interval(units: list[dict], reps: int = BOOTSTRAP, extra_ms: float = 0.0) -> list[float] | None:
     """95% interval of predicted ÷ measured − 1 over the units: cases resampled together (percentile bootstrap,
     widened for few units); round blocks and component blocks as independent evidence (``_split_interval``)."""
     if any(u.get("components_only") for u in units):
-        return _split_interval(units)
+        return _split_interval(units, extra_ms)
     if len(units) < 2:
         return None
     cols = {key: np.array([u[key] for u in units], dtype=float) for key in units[0]}
@@ -189,7 +189,7 @@ def error_interval(units: list[dict], reps: int = BOOTSTRAP) -> list[float] | No
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = 1000.0 * s("tokens") / s("ms")                 # measured speculative tok/s
         e = 1.0 + s("accepted") / s("counted")                # tokens per round
-        round_ms = s("v_sum") / s("v_n") + s("d_sum") / s("d_n")
+        round_ms = s("v_sum") / s("v_n") + s("d_sum") / s("d_n") + extra_ms
         ratio = e * 1000.0 / (rate * round_ms)
     ratio = ratio[np.isfinite(ratio)]
     if len(ratio) < reps // 2:

@@ -328,6 +328,9 @@ class Summary(TypedDict, total=False):
     prediction_source: str | None
     prediction_unavailable: str | None
     predicted_speedup_with_rollback: float | None
+    division_speedup: float | None    # the seed's bare division, beside the judged round model
+    division_error: float | None
+    prediction_untimed: list[str] | None  # terms of the round model not timed apart (e.g. t_bookkeeping_ms)
     prediction_error_with_rollback: float | None
     rollback_share: float | None
     prediction_components: dict[str, Any] | None
