@@ -57,3 +57,24 @@ def test_the_legend_fits_inside_the_plot(qtbot, width):
     view = chart.plot_item.vb.sceneBoundingRect()
     assert chart.legend.isVisible() and len(chart.legend.items) >= 6
     assert view.left() <= legend.left() and legend.right() <= view.right(), (legend, view)
+
+
+def test_a_curve_from_the_runs_own_rounds_is_the_ledger_not_a_prediction(qtbot):
+    """A session with no components timed apart: the curve is drawn from the ledger's inputs and says so."""
+    import copy
+
+    from specscope.gui.charts.division import DivisionChart
+
+    s = Session.load(FIXTURE)
+    d = copy.deepcopy(s.data)
+    for c in d["cases"]:
+        c.pop("components", None)
+    ledger_only = Session.from_dict(d)
+    sm = summarize(ledger_only)
+    assert sm["division_inputs"] == "rounds" and sm["predicted_speedup"] is None
+    chart = DivisionChart()
+    qtbot.addWidget(chart)
+    chart.set_data(division_data(ledger_only, sm))
+    assert chart.legend.getLabel(chart.curve).text == "ledger (not a prediction)"
+    chart.set_data(division_data(s, summarize(s)))
+    assert chart.legend.getLabel(chart.curve).text == "predicted (timed apart)"
