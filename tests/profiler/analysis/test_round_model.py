@@ -33,3 +33,43 @@ def test_a_count_the_run_had_but_never_timed_is_said_not_taken_as_zero():
     t, missing = expected_rollback_ms({0: [4.0]}, {0: 3, 1: 5, 2: 2}, k=2)
     assert t is None and missing == [1]  # a full acceptance (2 = k) needs no rollback: not missing
     assert expected_rollback_ms({}, {}, k=2) == (None, [])
+
+
+def test_run_and_tune_give_one_prediction_for_one_input():
+    """The bundled session's own timings fed through run's path (the summary) and tune's (tune_predict.predict): the
+    same E, T_decode, T_verify, T_draft and rollback give the same judged figure and the same bare division. (Before the
+    one model, run judged the bare division and tune the whole round: they differed by the rollback's share.)"""
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.prediction import measured_round_tuples
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.analysis.tune_predict import predict
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text())
+    d = copy.deepcopy(d)
+    for c in d["cases"]:  # one draft cost whatever the earlier round accepted (tune weights by it, run pools)
+        c["components"]["draft_ms"] = [4.0] * len(c["components"]["draft_ms"])
+    s = Session.from_dict(d)
+    sm = summarize(s)
+    k = sm["k"]
+    counted = [acc for c in s.cases for (_, _, acc, ok) in measured_round_tuples(c, k) if ok]
+    comps = [c["components"] for c in s.cases]
+    rollback: dict[int, list[float]] = {}
+    for comp in comps:
+        for a, xs in comp["rollback_ms"].items():
+            rollback.setdefault(int(a), []).extend(xs)
+    verify = [x for comp in comps for x in comp["verify_ms"]]
+    rounds = [{"accepted": a, "draft_ms": 4.0, "verify_ms": 10.0, "rollback_ms": 0.0, "ms": 14.0} for a in counted]
+    steps = [x for c in s.cases for x in c["plain"]["step_ms"]]
+    row = predict(rounds, k, {n: verify for n in range(2, k + 2)}, [], steps, draft_by_k={k: [4.0] * 9},
+                  rollback_by_k={k: rollback})[k - 1]
+    assert row["tokens_per_round"] == pytest.approx(sm["tokens_per_round"], rel=1e-12)
+    assert row["t_decode_ms"] == pytest.approx(sm["t_decode_ms"], rel=1e-9)
+    assert row["t_verify_ms"] == pytest.approx(sm["t_verify_ms"], rel=1e-12)
+    assert row["t_rollback_ms"] == pytest.approx(sm["t_rollback_ms"], rel=1e-12)
+    assert row["t_bookkeeping_ms"] == 0.0  # tune's K_max rounds here pay nothing beyond their parts
+    assert row["predicted_speedup"] == pytest.approx(sm["predicted_speedup"], rel=1e-9)
+    assert row["division_speedup"] == pytest.approx(sm["division_speedup"], rel=1e-9)
