@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from specscope.engine_adapter import preflight as pf
+from specscope.engine_adapter.preflight_parts import parts_from_checkpoints, parts_from_engine
 from specscope.engine_adapter.machine_reader import RecordedReader, SystemReader, command_key
 from specscope.engine_adapter.model.demo_model import default_demo_path
 
@@ -187,7 +188,7 @@ def test_a_bf16_draft_model_gets_the_draft_models_fix():
 
 
 def test_the_shipped_demo_runs_its_bf16_mtp_file_in_float32_so_it_passes_on_m1():
-    parts, nbytes = pf.parts_from_checkpoints(str(default_demo_path("hybrid")))
+    parts, nbytes = parts_from_checkpoints(str(default_demo_path("hybrid")))
     assert [(p["part"], p["dtype"]) for p in parts] == [("target", "float32"), ("MTP head", "float32")]
     assert nbytes and nbytes > 0
     assert by_name(run(mac(INFO_M1), parts, nbytes))["bfloat16 on this GPU"]["status"] == "pass"
@@ -351,7 +352,7 @@ def test_parts_as_loaded_from_the_opened_demo_engine():
     from specscope.engine_adapter.params import EngineParams
 
     engine = Engine.open(EngineParams(demo=True, demo_variant="trained", drafter="mtp"))
-    parts, nbytes = pf.parts_from_engine(engine)
+    parts, nbytes = parts_from_engine(engine)
     assert [(p["part"], p["dtype"]) for p in parts] == [("target", "float32"), ("MTP head", "float32")]
     assert nbytes == engine.target.checkpoint.file_bytes
     head = engine.make_drafter()  # the head as the run loads it: its float weights are the target's dtype

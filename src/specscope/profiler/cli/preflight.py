@@ -39,10 +39,11 @@ def cmd_preflight(a) -> int:
     resolve_model_args(a)
     from specscope.engine_adapter import preflight
     from specscope.engine_adapter.model.demo_model import default_demo_path
+    from specscope.engine_adapter.preflight_parts import parts_from_checkpoints
 
     target = str(default_demo_path("hybrid")) if a.demo else a.model
     readings = preflight.load_readings(a.readings) if a.readings else preflight.take_readings()
-    parts, nbytes = preflight.parts_from_checkpoints(target, a.drafter, a.draft_model, a.mtp_weights)
+    parts, nbytes = parts_from_checkpoints(target, a.drafter, a.draft_model, a.mtp_weights)
     report = preflight.evaluate(readings, parts, nbytes)
     report["model"] = target
     if save:

@@ -109,6 +109,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     Returns (engine, encoded cases, sensors, {size: context tokens})."""
     cfg.validate()
     from specscope.engine_adapter import preflight
+    from specscope.engine_adapter.preflight_parts import parts_from_engine
     from specscope.engine_adapter.engine import environment
 
     from specscope.profiler.run.suite import load_suite, take_cases
@@ -150,7 +151,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
           "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
-    report = preflight.evaluate(readings, *preflight.parts_from_engine(engine))
+    report = preflight.evaluate(readings, *parts_from_engine(engine))
     report["ignored"] = report["status"] == "fail" and cfg.ignore_preflight
     emit({"event": "preflight", "preflight": report})
     if report["status"] == "fail" and not cfg.ignore_preflight:
