@@ -59,7 +59,17 @@ PDF_VOLATILE = re.compile(rb"D:\d{14}Z?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\
 
 
 @pytest.mark.parametrize("ext", EXTS)
-def test_every_format_renders_and_writes(session, tmp_path, ext):
+def test_every_format_renders_and_writes(session, tmp_path, ext, monkeypatch):
+    import datetime
+
+    from specscope.gui.reports import html as html_report
+
+    class Clock(datetime.datetime):  # one minute for both renders: the footer's stamp, not the document, may differ
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 12, 2, 12, 0)
+
+    monkeypatch.setattr(html_report._dt, "datetime", Clock)
     out = renderer_for(f"x{ext}").render(session)
     assert out and len(out) > 200
     path = tmp_path / f"report{ext}"

@@ -148,14 +148,16 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
 
         level = look_level(max(1, int(session.config.get("n_cases") or len(cases)) - MIN_UNITS + 1))
         judged = widen(iv, error, max(len(units) - 1, 1), level)
-    verdict = judge(error, judged, unit or "", len(units), len(cases), session.config.get("max_tokens"), level)
+    # the units a verdict counts toward MIN_UNITS: cases, or the round blocks (component blocks are the other source)
+    n_units = sum(1 for u in units if not u.get("components_only"))
+    verdict = judge(error, judged, unit or "", n_units, len(cases), session.config.get("max_tokens"), level)
     verdict["level"] = level
     out.update(
         available=True, division=d, model=model, speedup=judged_speedup, division_speedup=d.predicted_speedup,
         division_error=stats.relative_error(d.predicted_speedup, measured), untimed=model.untimed,
         tokens_per_round=E, t_decode_ms=t_decode, t_rollback_ms=t_rb, speedup_with_rollback=with_rb,
         rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
-        error=error, error_ci=iv, unit=unit, units=len(units), verdict=verdict,
+        error=error, error_ci=iv, unit=unit, units=n_units, verdict=verdict,
         error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,
         rollback_untimed_counts=rb_untimed,  # accepted counts the run had whose rollback was never timed: no figure
     )
