@@ -50,6 +50,14 @@ def simulate(rng, n_cases: int, steps: int, offsets: np.ndarray, base: float = 3
     return plain, spec
 
 
+def case_offsets(rng, n_cases: int, random_offsets: bool, fixed: np.ndarray) -> tuple[np.ndarray, float]:
+    """This trial's per-case cost offsets and the mean the truth takes: drawn anew (the case population: its mean
+    exp(σ²/2)) or the fixed ones (these cases)."""
+    if random_offsets:
+        return np.exp(rng.normal(0, CASE_SIGMA, n_cases)), math.exp(CASE_SIGMA**2 / 2)
+    return fixed, float(fixed.mean())
+
+
 def covers(iv, x) -> bool:
     return iv is not None and iv[0] <= x <= iv[1]
 
@@ -68,8 +76,7 @@ def test_rate_and_t_decode_intervals_cover_95_percent_and_the_step_interval_does
     fixed = np.exp(rng.normal(0, CASE_SIGMA, n_cases))
     ours = naive = 0
     for _ in range(TRIALS):
-        offsets = np.exp(rng.normal(0, CASE_SIGMA, n_cases)) if random_offsets else fixed
-        mean_offset = math.exp(CASE_SIGMA**2 / 2) if random_offsets else float(fixed.mean())
+        offsets, mean_offset = case_offsets(rng, n_cases, random_offsets, fixed)
         truth = 1000.0 / (30.0 * mean_offset * noise_mean())  # plain tok/s: E[tokens] / E[time]
         plain, _ = simulate(rng, n_cases, steps, offsets)
         assert ui.units(plain)[0] == ("cases" if n_cases >= 6 else "blocks")
@@ -114,8 +121,7 @@ def test_component_mean_interval_covers_95_percent(n_cases, random_offsets):
     fixed = np.exp(rng.normal(0, CASE_SIGMA, n_cases))
     ours = naive = 0
     for _ in range(TRIALS):
-        offsets = np.exp(rng.normal(0, CASE_SIGMA, n_cases)) if random_offsets else fixed
-        mean_offset = math.exp(CASE_SIGMA**2 / 2) if random_offsets else float(fixed.mean())
+        offsets, mean_offset = case_offsets(rng, n_cases, random_offsets, fixed)
         truth = 60.0 * mean_offset * noise_mean()
         slope = rng.uniform(-DRIFT, DRIFT)
         samples = [case_series(rng, 9, 60.0, offsets[c], c / n_cases, (c + 1) / n_cases, slope) for c in range(n_cases)]
