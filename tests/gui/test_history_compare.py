@@ -30,7 +30,6 @@ def _variant(path: Path, *, later: float = DAY, plain_scale: float = 1.0, regime
     for c in d["cases"]:
         c["plain"]["repeats_tok_s"] = [x * plain_scale for x in c["plain"]["repeats_tok_s"]]
         c["plain"]["step_ms"] = [x / plain_scale for x in c["plain"]["step_ms"]]  # the steps it was measured from
-        c["plain"]["step_ms"] = [x / plain_scale for x in c["plain"]["step_ms"]]
     if regime:
         d["config"]["sampling"] = {"temp": 0.7, "top_p": 1.0, "seed": 0, "regime": regime}
         d["config"]["temp"] = 0.7

@@ -84,7 +84,7 @@ def test_repeats_spread_and_prediction_interval_on_the_live_tiles(qtbot):
     view.update_snapshot(snapshot(s))
     sm = summarize(s)
     lo, hi = sm["plain_tok_s_spread"]
-    assert view.t_plain.caption.text() == f"Plain decoding · median, repeats {lo:.1f}–{hi:.1f}"
+    assert view.t_plain.caption.text() == f"Plain decoding · pooled, repeats {lo:.1f}–{hi:.1f}"
     # the error with its interval, and the verdict: 3 cases × 24 tokens are too little to judge, and it says so
     from specscope.profiler.analysis.verdict import prediction_short
 

@@ -208,12 +208,12 @@ class Engine:
 
         return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
 
-    def components(self, prompt: list[int], continuation: list[int], reps: int = 3) -> dict:
+    def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> dict:
         """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
         from specscope.engine_adapter.measure.components import measure_components
 
         return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
-                                  continuation, self.params.num_draft_tokens, reps=reps)
+                                  continuation, self.params.num_draft_tokens, reps=reps, at=at)
 
     def trace(self, prompt: list[int], continuation: list[int]) -> dict | None:
         """The run's drafter's acceptance trace along ``continuation`` (``acceptance_trace.engine_trace``)."""

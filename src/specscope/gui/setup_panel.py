@@ -182,7 +182,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         form.addRow("Warm-up runs", self.warmup)
         self.repeats = self._spin(1, 50, 1)
         self.repeats.setToolTip("measured repeats per case, plain and speculative in ABBA order; "
-                                "rates are medians over repeats, shown with their spread")
+                                "rates are pooled over repeats (tokens ÷ time), shown with their spread")
         form.addRow("Repeats", self.repeats)
         self.discard_first = self._spin(0, 99, 0)
         self.discard_first.setToolTip("the first N cases are measured and kept in the session, marked, "

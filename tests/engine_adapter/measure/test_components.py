@@ -28,3 +28,21 @@ def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_w
         assert comp["round_drafts_agree"] == 1.0
     else:
         assert comp["round_drafts_agree"] is not None
+
+
+def test_components_time_the_bookkeeping_and_stand_where_they_are_told(hybrid, prompt):
+    """Each timed round's work after the read-back (the rollback's record and the drafter's update) is timed apart
+    beside the earlier accepted count its draft caught up from; ``at`` moves the timed rounds along the case."""
+    k, reps = 2, 1
+    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 24)))
+    early = measure_components(hybrid.model, lambda: load_mtp_drafter(hybrid), Sampling(), prompt, cont, k, reps=reps, at=0.25)
+    late = measure_components(hybrid.model, lambda: load_mtp_drafter(hybrid), Sampling(), prompt, cont, k, reps=reps, at=0.75)
+    n = reps * (k + 1)
+    for comp in (early, late):
+        assert comp["prior_accepted"] == [a % (k + 1) for a in range(n)]
+        assert len(comp["bookkeeping_ms"]) == n and all(x > 0 for x in comp["bookkeeping_ms"])
+        assert comp["round_drafts_agree"] == 1.0  # the drafter was left where a real round leaves it
+    assert early["context"] == len(prompt) + 6 - 1 and late["context"] == len(prompt) + 18 - 1
+    assert early["at"] == 0.25 and late["at"] == 0.75
+    with pytest.raises(ValueError):
+        measure_components(hybrid.model, NgramDrafter, Sampling(), prompt, cont, k, at=1.5)

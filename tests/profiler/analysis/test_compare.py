@@ -44,7 +44,7 @@ def _variant(s: Session, verify_scale=0.7, spec_rate=1.25, **config) -> Session:
         for r in c["spec"]["rounds"]:
             if r.get("verify_ms") is not None:
                 r["verify_ms"] *= verify_scale
-            r["ms"] *= verify_scale
+            r["ms"] /= spec_rate  # the measured speed is the rounds' tokens over their time
         comp = c.get("components") or {}
         comp["verify_ms"] = [x * verify_scale for x in comp.get("verify_ms") or []]
         c["spec"]["repeats_tok_s"] = [x * spec_rate for x in c["spec"]["repeats_tok_s"]]

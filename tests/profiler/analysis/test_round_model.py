@@ -73,3 +73,31 @@ def test_run_and_tune_give_one_prediction_for_one_input():
     assert row["t_bookkeeping_ms"] == 0.0  # tune's K_max rounds here pay nothing beyond their parts
     assert row["predicted_speedup"] == pytest.approx(sm["predicted_speedup"], rel=1e-9)
     assert row["division_speedup"] == pytest.approx(sm["division_speedup"], rel=1e-9)
+
+
+def test_draft_and_bookkeeping_are_weighted_by_the_runs_accepted_counts():
+    """A draft caught up over a+1 positions costs more after a long acceptance; components time every earlier count
+    alike (a cycles 0..k), the run accepts mostly a = 2. T_draft is each count's mean weighted by the run's histogram
+    (as tune weights it and as the rollback is weighted); the plain mean of the samples (the negative control) misses."""
+    from specscope.profiler.analysis.prediction import histogram_weighted
+
+    k = 2
+    cost = {0: 1.0, 1: 2.0, 2: 4.0}
+    prior = [i % (k + 1) for i in range(30)]
+    cases = [{"components": {"draft_ms": [cost[a] for a in prior], "prior_accepted": prior}},
+             {"components": {"draft_ms": [cost[a] for a in prior[:12]], "prior_accepted": prior[:12]}}]
+    hist = {0: 10, 1: 10, 2: 80}
+    truth = (10 * 1.0 + 10 * 2.0 + 80 * 4.0) / 100
+    per_case = histogram_weighted(cases, "draft_ms", hist, k)
+    assert per_case is not None and [len(x) for x in per_case] == [30, 12]
+    xs = [x for c in per_case for x in c]
+    assert sum(xs) / len(xs) == pytest.approx(truth)
+    plain = [x for c in cases for x in c["components"]["draft_ms"]]
+    assert abs(sum(plain) / len(plain) - truth) > 0.5  # unweighted: 2.33 ms against 3.5 ms
+    # a count the run had that was never timed: no reweighting can stand for it, the samples are kept as they are
+    untimed = histogram_weighted(cases, "draft_ms", {0: 1, 3: 5}, 3)
+    assert untimed == [c["components"]["draft_ms"] for c in cases]
+    # older sessions (no recorded counts): kept as they are
+    old = [{"components": {"draft_ms": [1.0, 2.0]}}]
+    assert histogram_weighted(old, "draft_ms", hist, k) == [[1.0, 2.0]]
+    assert histogram_weighted([{"components": {}}], "bookkeeping_ms", hist, k) is None

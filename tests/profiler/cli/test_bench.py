@@ -67,32 +67,66 @@ def test_spec_bench_checks_identical_tokens(results):
     assert res["raw"]["identical_tokens"] is True
 
 
-def test_interleaved_pairs_stop_when_the_median_is_stable():
+def test_interleaved_pairs_stop_when_the_target_is_decided():
     from types import SimpleNamespace
 
-    from specscope.profiler.cli.bench_common import interleaved_pairs, median_ci95, stable
+    from specscope.profiler.cli.bench_common import interleaved_pairs, median_ci95
 
-    noisy = iter([1.3, 0.7] * 50)
-    a = SimpleNamespace(pairs=3, until_stable=True, max_pairs=12)
-    got = interleaved_pairs(a, lambda: (next(noisy), 1.0, "extra"))  # extra fields ride along
-    assert len(got) == 12 and not stable([x / y for x, y, _ in got])  # never stable: capped
-    calm = interleaved_pairs(a, lambda: (1.0, 1.0))
-    assert len(calm) == 3 and stable([1.0, 1.0, 1.0])  # stable at once: the minimum only
+    noisy = iter([1.3, 0.7] * 50)  # capture's target is <= 1.01: a median at 1.0 with this spread never decides
+    a = SimpleNamespace(pairs=3, until="decided", max_pairs=12)
+    got = interleaved_pairs(a, lambda: (next(noisy), 1.0, "extra"), "capture")  # extra fields ride along
+    assert len(got) == 12  # never decided: capped
+    calm = interleaved_pairs(a, lambda: (0.9, 1.0), "capture")
+    # decided as soon as the rule can be: the median interval at 1 − 0.05/10 first exists at 9 pairs (2·0.5^9 < 0.5%)
+    assert len(calm) == 9
+    assert len(interleaved_pairs(SimpleNamespace(pairs=3, until=None, max_pairs=12), lambda: (1.3, 1.0), "capture")) == 3
     assert median_ci95([1.0, 2.0]) is None
     lo, hi = median_ci95([0.99, 1.0, 1.01, 1.0, 1.0])
     assert lo <= 1.0 <= hi
 
 
-def test_rounds_side_by_side_alternates_and_drains_both():
-    from specscope.profiler.cli.bench import rounds_side_by_side
+def _decides(ratios_of_trial, level_of_look, interval) -> bool:
+    xs = []
+    for x in ratios_of_trial:
+        xs.append(x)
+        ci = interval(xs, level_of_look)
+        if ci and (ci[0] > 1.0 or ci[1] < 1.0):
+            return True
+    return False
 
-    seen = []
 
-    def gen(name, n):
-        for i in range(n):
-            seen.append(name)
-            yield (name, i)
+def test_until_decided_rarely_decides_when_the_truth_is_on_the_target():
+    """The sequential rule (each look's median interval at 1 − 0.05 / looks) decides against a truth that sits on the
+    target in at most about 5% of runs, for skewed, stalling noise too; two negative controls decide far more often:
+    the naive repeated look (a 95% interval at every look) and the bootstrap interval of the median at few pairs."""
+    import numpy as np
 
-    a, b = rounds_side_by_side(gen("a", 4), gen("b", 2))
-    assert a == [("a", i) for i in range(4)] and b == [("b", 0), ("b", 1)]
-    assert seen == ["a", "b", "b", "a", "a", "a"]  # A B, then B A, …; the longer one runs on alone
+    from specscope.profiler.analysis.sequential import look_level
+    from specscope.profiler.cli.bench_common import median_ci95, median_interval
+
+    rng = np.random.default_rng(7)
+    cap, first = 20, 3
+    level = look_level(cap - first + 1)
+
+    def stalls(n):  # right-skewed: a stall now and then, the median kept at 1.0
+        x = rng.standard_normal(n) * 0.02 + np.where(rng.random(n) < 0.15, 0.2, 0.0)
+        return list(1.0 + x - np.median(rng.standard_normal(20001) * 0.02 + np.where(rng.random(20001) < 0.15, 0.2, 0.0)))
+
+    for draw in (lambda n: list(1.0 + 0.02 * rng.standard_normal(n)), stalls):
+        trials = [draw(cap) for _ in range(150)]
+        assert sum(_decides(t, level, median_interval) for t in trials) / len(trials) <= 0.07
+    trials = [list(1.0 + 0.02 * rng.standard_normal(cap)) for _ in range(300)]
+    assert sum(_decides(t, 0.95, median_interval) for t in trials) / len(trials) >= 0.08  # naive looks (11% seen)
+
+    def boot(xs, lv):
+        return median_ci95(xs, level=lv)
+
+    assert sum(_decides(t, level, boot) for t in trials) / len(trials) >= 0.15  # the bootstrap at few pairs
+
+
+def test_median_interval_is_the_binomial_order_statistics():
+    from specscope.profiler.cli.bench_common import median_interval
+
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) is None  # 2·0.5^5 = 6.25% > 5%: no interval yet
+    assert median_interval([float(i) for i in range(1, 7)], 0.95) == (1.0, 6.0)  # 2·0.5^6 = 3.1%
+    assert median_interval([float(i) for i in range(1, 21)], 0.95) == (6.0, 15.0)  # the textbook l = 6 at n = 20

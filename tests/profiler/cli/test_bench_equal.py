@@ -17,31 +17,33 @@ def test_abba_alternates_the_order_and_keeps_a_and_b_apart():
             return value, name.lower()
         return f
 
-    a = SimpleNamespace(pairs=4, until_stable=False, max_pairs=0)
+    a = SimpleNamespace(pairs=4, until=None, max_pairs=0)
     pairs = abba_pairs(a, run("A", 2.0), run("B", 1.0))
     assert calls == ["A", "B", "B", "A", "A", "B", "B", "A"]
     assert pairs == [(2.0, 1.0, "a", "b")] * 4  # whatever ran first, A's value is first
 
 
-def test_predict_reads_the_genuine_prediction_and_reports_the_ledger_apart():
+def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
     seen = []
 
     def run(cfg):
-        seen.append((cfg.num_draft_tokens, cfg.oracle_p, cfg.drafter, cfg.max_tokens))
+        seen.append((cfg.num_draft_tokens, cfg.oracle_p, cfg.drafter, cfg.max_tokens, cfg.until, cfg.cases))
         return {"predicted_speedup": 0.5 + cfg.oracle_p / 10, "ledger_speedup": 0.7, "measured_speedup": 0.5,
-                "prediction_source": "components", "p": cfg.oracle_p, "tokens_per_round": 1.5}
+                "prediction_source": "components", "p": cfg.oracle_p, "tokens_per_round": 1.5, "cases_measured": 9,
+                "prediction_verdict": {"state": "agrees"}, "prediction_error_ci": [-0.01, 0.01]}
 
-    rows = predict_sweep(SimpleNamespace(model=None), [0.0, 1.0], [1, 3], 16, 1, run=run)
-    assert seen == [(1, 0.0, "oracle", 16), (1, 1.0, "oracle", 16), (3, 0.0, "oracle", 16), (3, 1.0, "oracle", 16)]
+    points = []
+    rows = predict_sweep(SimpleNamespace(model=None), [0.0, 1.0], [1, 3], 16, 12, run=run, on_point=points.append)
+    # every point: the oracle, until its verdict is decided, at most the cap's cases of the prompt
+    assert seen == [(k, p, "oracle", 16, "decided", 12) for k in (1, 3) for p in (0.0, 1.0)]
     assert [r["error"] for r in rows] == pytest.approx([0.0, 0.2, 0.0, 0.2])
     assert all(r["ledger_error"] == pytest.approx(0.4) and r["prediction_source"] == "components" for r in rows)
+    assert all(r["verdict"] == "agrees" and r["cases"] == 9 and r["seconds"] >= 0 for r in rows)
+    assert points == rows  # each point reported as it is decided
 
 
-def test_predict_says_when_it_only_has_a_ledger_or_nothing():
-    old = predict_sweep(SimpleNamespace(model=None), [0.5], [1], 16, 1,
-                        run=lambda cfg: {"predicted_speedup": 0.6, "measured_speedup": 0.5})
-    assert old[0]["prediction_source"].startswith("ledger")
+def test_predict_says_when_a_point_has_no_prediction():
     with pytest.raises(SpecscopeError, match="no prediction"):
-        predict_sweep(SimpleNamespace(model=None), [0.5], [1], 16, 1,
+        predict_sweep(SimpleNamespace(model=None), [0.5], [1], 16, 8,
                       run=lambda cfg: {"predicted_speedup": None, "measured_speedup": 0.5,
                                        "prediction_unavailable": "no verify curve"})

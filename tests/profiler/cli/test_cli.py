@@ -164,7 +164,7 @@ def test_demo_model_kinds_are_exclusive(tmp_path, capsys):
 # -- repeats -----------------------------------------------------------------------------------------------------
 
 def test_repeats_keep_every_repeat(tmp_path, capsys):
-    """--repeats 2: both repeats are kept, their tok/s (the summary reports their median and spread) and their
+    """--repeats 2: both repeats are kept, their tok/s (the summary reports the pooled rate and their spread) and their
     steps and rounds; the tokens are the last repeat's output."""
     out = tmp_path / "s.json"
     assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "8",
@@ -182,9 +182,13 @@ def test_repeats_keep_every_repeat(tmp_path, capsys):
     assert sum(len(r["emitted"]) for r in c["spec"]["rounds"] if r["pass"] == "measured") == 2 * 7
     assert {r.get("repeat", 0) for r in c["spec"]["rounds"]} == {0, 1}
     st = session_case_stats(s, c)
-    assert st["plain_tok_s"] == pytest.approx(statistics.median(c["plain"]["repeats_tok_s"]))
-    assert st["spec_tok_s"] == pytest.approx(statistics.median(c["spec"]["repeats_tok_s"]))
-    # two complete repeats: the session rate is the median over repeats (one case: its own median), with the spread
+    # pooled over both repeats (tokens over time: every step, every measured round), not their median
+    assert st["plain_tok_s"] == pytest.approx(1000.0 * len(c["plain"]["step_ms"]) / sum(c["plain"]["step_ms"]))
+    measured = [r for r in c["spec"]["rounds"] if r["pass"] == "measured"]
+    assert st["spec_tok_s"] == pytest.approx(1000.0 * sum(len(r["emitted"]) for r in measured) / sum(r["ms"] for r in measured))
+    # equal tokens in each repeat: the pooled rate is the repeats' harmonic mean
+    assert st["plain_tok_s"] == pytest.approx(statistics.harmonic_mean(c["plain"]["repeats_tok_s"]), rel=1e-4)
+    # two complete repeats: the session rate is pooled (one case: its own), with the repeats' spread
     assert summary["plain_tok_s"] == pytest.approx(st["plain_tok_s"])
     assert summary["plain_tok_s_spread"] == pytest.approx(sorted(c["plain"]["repeats_tok_s"]))
 

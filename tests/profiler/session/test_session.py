@@ -255,3 +255,30 @@ def test_an_in_round_draft_time_may_be_negative_noise_but_nothing_else_may():
         d["cases"][0]["components"] = {**comp, **bad}
         with pytest.raises(SessionError, match="malformed components"):
             Session.from_dict(d)
+
+
+def test_components_from_several_calls_fold_into_one_record_that_keeps_every_call():
+    from specscope.profiler.session.session import Session
+
+    s = Session()
+    s.apply({"event": "run_started", "config": {}, "environment": {}, "model": {}, "cases": []})
+    s.apply({"event": "case_started", "case": {"id": "c1"}, "index": 0, "phase": "plain"})
+
+    def call(at, v, book, agree):
+        return {"context": 100 + int(at * 40), "k": 1, "reps": 1, "at": at, "verify_ms": [v, v], "draft_ms": [1.0, 2.0],
+                "prior_accepted": [0, 1], "bookkeeping_ms": [book, book], "round_ms": [v + 1, v + 2],
+                "draft_alone_ms": [1.5], "rollback_ms": {"0": [0.2], "1": [0.1]}, "rollback_mode": "exact",
+                "round_drafts_agree": agree, "wall_ms": 50.0}
+
+    s.apply({"event": "components", "case": "c1", "components": call(0.25, 10.0, 0.1, 1.0), "repeat": 0, "when": "before"})
+    s.apply({"event": "components", "case": "c1", "components": call(0.75, 12.0, 0.3, 0.5), "repeat": 0, "when": "after"})
+    comp = s.cases[0]["components"]
+    assert comp["verify_ms"] == [10.0, 10.0, 12.0, 12.0] and comp["bookkeeping_ms"] == [0.1, 0.1, 0.3, 0.3]
+    assert comp["prior_accepted"] == [0, 1, 0, 1] and comp["draft_alone_ms"] == [1.5, 1.5]
+    assert comp["rollback_ms"] == {"0": [0.2, 0.2], "1": [0.1, 0.1]}
+    assert comp["reps"] == 2 and comp["wall_ms"] == 100.0 and comp["context"] == 120
+    assert comp["round_drafts_agree"] == pytest.approx(0.75)  # pooled over both calls' rounds
+    assert [(c["at"], c["when"], c["context"]) for c in comp["calls"]] == [(0.25, "before", 110), (0.75, "after", 130)]
+    # the session round-trips through its file format with the folded record
+    again = Session.from_dict(s.to_dict())
+    assert again.cases[0]["components"] == comp

@@ -1,8 +1,9 @@
 """The prediction's inputs, timed apart from the speculative rounds they predict.
 
 The division (DESIGN §1) is a prediction only when its inputs are measured separately from the rounds it is
-held against. Per case, after the plain run, this prefills the case's prompt and the first half of its greedy
-continuation (the mean cache length the rounds see) and then, ``reps`` times, on a cache restored before each:
+held against. A run calls this beside each speculative pass (before and after it, never inside), each call at
+another point ``at`` of the case, so the calls together spread over the case as its rounds do. A call prefills the
+case's prompt and its greedy continuation up to that point and then, ``reps`` times, on a cache restored before each:
 
 - **verify**: one forward over ``k+1`` positions exactly as a round verifies (the same inputs shape, hybrid state
   capture, the hidden-state tap when the drafter needs it, the same accept/reject read-back), timed to the sync;
@@ -14,7 +15,9 @@ continuation (the mean cache length the rounds see) and then, ``reps`` times, on
   end-to-end round runs it — ``k`` drafts left lazy where the drafter allows, the verify forward built on them,
   one sync for all of it — and the verify forward timed alone just before is subtracted. On a small model a draft
   timed alone behind barriers costs up to twice what it adds inside a round (the lazy chain's graph building
-  overlaps its own compute); the round is what the run pays. ``draft_alone_ms`` keeps the draft timed alone.
+  overlaps its own compute); the round is what the run pays. ``draft_alone_ms`` keeps the draft timed alone;
+- **bookkeeping**: the same round's work after the read-back other than its rollback (the verify's record for the
+  rollback, the drafter's update, the emitted tokens), as ``speculative_generate`` does it.
 
 None of these are the rounds' own forwards: the speculative runs never see this cache.
 """
@@ -44,18 +47,24 @@ def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | No
 
 
 def measure_components(model, make_drafter, sampling, prompt: list[int], continuation: list[int], k: int,
-                       reps: int = DEFAULT_REPS) -> dict:
-    """T_verify(k+1), T_draft(k) and rollback per accepted count, timed apart at the middle of the case.
+                       reps: int = DEFAULT_REPS, at: float = 0.5) -> dict:
+    """T_verify(k+1), T_draft(k), T_bookkeeping and rollback per accepted count, timed apart at a point of the case.
 
     ``continuation``: the target's own (plain) output for ``prompt``; ``make_drafter()`` a fresh drafter of the run's
-    kind. Returns plain numbers: ``{"context", "k", "verify_ms": [...], "draft_ms": [...], "rollback_ms": {a: [...]}}``
-    (``draft_ms``: what drafting adds to a round, paired with the verify before it; ``round_ms``, ``draft_alone_ms``).
+    kind; ``at``: where in the continuation the timed rounds stand (0.5: its middle; a run spreads its calls over the
+    case). Returns plain numbers: ``{"context", "k", "verify_ms": [...], "draft_ms": [...], "rollback_ms": {a: [...]}}``
+    (``draft_ms``: what drafting adds to a round, paired with the verify before it; ``prior_accepted``: the accepted
+    count of the earlier round each draft caught up from; ``bookkeeping_ms``: the round's work after the read-back
+    other than the rollback — the rollback's record of the verify, the drafter's update, the emitted tokens;
+    ``round_ms``, ``draft_alone_ms``).
     """
     if k < 1:
         raise ValueError("k must be >= 1")
+    if not 0.0 <= at <= 1.0:
+        raise ValueError("at must lie in [0, 1]")
     t_start = time.perf_counter()
     cont = list(continuation)
-    m = max(1, len(cont) // 2)
+    m = min(max(1, round(len(cont) * at)), max(1, len(cont)))
     if len(cont) < m + k + 1:  # a short continuation: verify its own last tokens, repeated where it runs out
         cont = cont + [cont[-1] if cont else prompt[-1]] * (m + k + 1 - len(cont))
     context = list(prompt) + cont[:m - 1]  # the token at m-1 is "last": the round's first verify input
@@ -78,19 +87,20 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     inputs = mx.array([last] + tokens, dtype=mx.uint32)
     draft = Draft(list(tokens))
 
-    def verify(verify_inputs, verify_draft, t0: float) -> float:
-        """The verify forward as a round runs it (capture, tap, accept read-back), timed from ``t0`` to the sync."""
+    def verify(verify_inputs, verify_draft, t0: float):
+        """The verify forward as a round runs it (capture, tap, accept read-back), timed from ``t0`` to the sync;
+        returns the time, what the read-back gave (accepted, bonus) and what the round's work after it needs."""
         rollback.before_verify()
-        with capturing() as cap, tapping(drafter.needs_hidden):
+        with capturing() as cap, tapping(drafter.needs_hidden) as tap:
             logits = model(verify_inputs[None], cache=cache)[0]
-        sampling.verify(logits, verify_draft, len(context))
-        t = _ms(t0)
-        rollback.record(cap, k + 1, verify_inputs)
-        return t
+        _, bonus, _ = sampling.verify(logits, verify_draft, len(context))
+        return _ms(t0), bonus, cap, tap
 
     def verify_once() -> float:
         snapshot.restore()
-        return verify(inputs, draft, time.perf_counter())
+        t, _, cap, _ = verify(inputs, draft, time.perf_counter())
+        rollback.record(cap, k + 1, inputs)
+        return t
 
     drafts_seen: dict[str, list] = {"alone": [], "round": []}
 
@@ -122,16 +132,25 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
         return d
 
-    def round_once(a_prev: int) -> float:
-        """One round as an end-to-end round runs it: lazy drafts, the verify built on them, one sync."""
+    def round_once(a_prev: int) -> tuple[float, float]:
+        """One round as an end-to-end round runs it: lazy drafts, the verify built on them, one sync; then the round's
+        work after the read-back but its rollback (timed apart), as ``accepted = a_prev`` (the bookkeeping). Returns
+        (the round to the read-back, the bookkeeping), ms."""
         snapshot.restore()
         d = drafter_after_round(a_prev)
         t0 = time.perf_counter()
         out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
-        t_round = verify(mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)]), out, t0)
+        round_inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)])
+        t_round, bonus, cap, tap = verify(round_inputs, out, t0)
+        t1 = time.perf_counter()  # as speculative_generate after the read-back (its rollback is timed apart)
+        rollback.record(cap, k + 1, round_inputs)
         out.materialize()
+        assert out.tokens is not None
+        emitted = out.tokens[:a_prev] + [bonus]
+        d.update(a_prev, out, emitted, hidden=tap.hidden(mode) if tap else None)
+        t_book = _ms(t1)
         drafts_seen["round"].append(list(out.tokens))
-        return t_round
+        return t_round, t_book
 
     # warm-up: every shape once (not recorded)
     verify_once()
@@ -139,7 +158,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     snapshot.restore()
     draft_once()
     round_once(0)
-    verify_ms, draft_ms, draft_alone_ms, round_ms = [], [], [], []
+    verify_ms, draft_ms, draft_alone_ms, round_ms, prior, book_ms = [], [], [], [], [], []
     rollback_ms: dict[int, list[float]] = {a: [] for a in range(k + 1)}
     for r in range(max(reps, 1) * (k + 1)):
         a = r % (k + 1)
@@ -150,9 +169,11 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
             mx.eval(touched)
         rollback_ms[a].append(_ms(t0))
         verify_ms.append(t_verify)
-        t_round = round_once(a)  # the earlier round accepted a: the draft catches up a+1 positions
+        t_round, t_book = round_once(a)  # the earlier round accepted a: the draft catches up a+1 positions
         round_ms.append(t_round)
         draft_ms.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
+        prior.append(a)
+        book_ms.append(t_book)
         if r % (k + 1) == 0:
             draft_alone_ms.append(draft_once())
     snapshot.restore()
@@ -163,6 +184,9 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "verify_ms": verify_ms,
         "draft_ms": draft_ms,
         "draft_method": "in_round",
+        "prior_accepted": prior,
+        "bookkeeping_ms": book_ms,
+        "at": at,
         "round_ms": round_ms,
         "draft_alone_ms": draft_alone_ms,
         # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check

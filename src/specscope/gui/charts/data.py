@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import judged_rest_ms
 from specscope.profiler.analysis.drift import drift_warning, judged
 from specscope.profiler.analysis.summary import BLOCK_LABELS, session_case_stats, summarize
 from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
@@ -221,9 +222,10 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
     t_decode, t_verify, t_draft = s.get("t_decode_ms"), s.get("t_verify_ms"), s.get("t_draft_ms")
     if not t_decode or t_verify is None or t_draft is None:
         return None
-    # the judged round model: the rollback, timed apart, is part of the round the curve divides by
+    # the judged round model: the rollback and bookkeeping, timed apart, are part of the round the curve divides by
     t_rollback = (s.get("t_rollback_ms") or 0.0) if s.get("division_inputs") == "components" else 0.0
-    t_draft_only, t_draft = t_draft, t_draft + t_rollback
+    t_book = (s.get("t_bookkeeping_ms") or 0.0) if s.get("division_inputs") == "components" else 0.0
+    t_draft_only, t_draft = t_draft, t_draft + judged_rest_ms(s)
     k = s["k"]
     tv = t_verify if t_verify_ms is None else t_verify_ms
     ps = [i / 100.0 for i in range(101)]
@@ -271,6 +273,7 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         "t_verify_ms": tv,
         "t_draft_ms": t_draft_only,
         "t_rollback_ms": t_rollback,
+        "t_bookkeeping_ms": t_book,
         "alpha": alpha_run,
         # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
         # where the curve's T_verify and T_draft came from: a prediction timed apart, or the ledger's own rounds

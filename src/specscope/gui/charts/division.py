@@ -97,5 +97,7 @@ class DivisionChart(BaseChart):
         draft = (f"T_draft {d['t_draft_ms']:.2f} ms" if d["t_draft_ms"] > 0
                  else f"T_draft below noise ({d['t_draft_ms']:.2f} ms, used as measured)")
         rollback = f"   T_rollback {d['t_rollback_ms']:.2f} ms" if d.get("t_rollback_ms") else ""
+        if d.get("t_bookkeeping_ms"):
+            rollback += f"   T_bookkeeping {d['t_bookkeeping_ms']:.2f} ms"
         self.note.setText(f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms   {draft}{rollback}")
         self.note.setPos(2, ytop * 0.99)

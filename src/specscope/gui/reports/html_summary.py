@@ -33,17 +33,20 @@ def summary_section(s) -> str:
     k = s["k"]
     rows = [
         ["Plain decoding", rate(s["plain_tok_s"], " tok/s"),
-         "steady state, end to end" + (", median over repeats" if (s.get("repeats") or 1) > 1 else ", one repeat")],
+         "steady state, end to end" + (", pooled over repeats (tokens ÷ time)" if (s.get("repeats") or 1) > 1 else ", one repeat")],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
          f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
-         + {"components": "timed apart from the rounds, on a restored cache at the middle of each case",
+         + {"components": "timed apart from the rounds, on a restored cache, beside each pass and spread over each case",
             "verify curve": "from the verify curve (run --roofline): whole-graph forwards timed apart from the rounds"}.get(
              s.get("division_inputs") or "", "mean of this run's instrumented rounds (no components timed apart)")],
         [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
          + ("; timed apart" if s.get("division_inputs") in ("components", "verify curve") else "")],
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
          esc(rollback_term_text(s) or "mean per round; not in the division")],
+        ["Bookkeeping", f(s.get("t_bookkeeping_ms"), ".3f", " ms"),
+         "the round's work after the read-back but its rollback (the rollback's record, the drafter's update), "
+         "timed apart; weighted by the run's accepted counts"] if s.get("t_bookkeeping_ms") is not None else None,
         ["Instrumentation cost", esc(instrumentation_cost_text(s)),
          "end-to-end rounds (one sync per round, as a production engine) vs instrumented rounds (draft, verify and "
          f"rollback timed apart): {rate(s.get('spec_tok_s'), ' tok/s')} vs {rate(s.get('spec_instrumented_tok_s'), ' tok/s')}; "
@@ -85,7 +88,9 @@ def summary_section(s) -> str:
     formula = ""
     if s.get("predicted_speedup") is not None:
         rb = s.get("t_rollback_ms") if s.get("division_inputs") == "components" else None
-        terms = f"{s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}" + (f" + {rb:.2f}" if rb is not None else "")
+        book = s.get("t_bookkeeping_ms") if s.get("division_inputs") == "components" else None
+        terms = (f"{s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}" + (f" + {rb:.2f}" if rb is not None else "")
+                 + (f" + {book:.2f}" if rb is not None and book is not None else ""))
         formula = (
             f'<p class="formula">predicted speedup = {esc(model_formula(s).split(" (")[0])} = '
             f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({terms}) = "

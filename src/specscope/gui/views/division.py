@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import judged_rest_ms
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
 
@@ -146,8 +147,7 @@ class DivisionView(QtWidgets.QWidget):
         if self._touched and d and d.get("what_if"):
             wi = d["what_if"]
             E = stats.tokens_per_round_from_p(wi["p"], s["k"])
-            rb = s.get("t_rollback_ms") or 0.0 if s.get("division_inputs") == "components" else 0.0
-            dv = stats.divide(s["t_decode_ms"], self.tv.value(), s["t_draft_ms"] + rb, E)  # the round model
+            dv = stats.divide(s["t_decode_ms"], self.tv.value(), s["t_draft_ms"] + judged_rest_ms(s), E)  # the round model
             self.result.setText(
                 f"At α = {wi['p'] * 100:.1f}% (E = {E:.2f}) and T_verify = {self.tv.value():.2f} ms:\n"
                 + ("speedup from the run's own rounds (the ledger, not a prediction)" if s.get("division_inputs") == "rounds"

@@ -17,8 +17,8 @@ from .common import Tile, fmt
 
 
 def _repeats(iv) -> str:
-    """The spread of a median over repeats, for a tile's caption ("" for one repeat)."""
-    return f" · median, repeats {iv[0]:.1f}–{iv[1]:.1f}" if iv else ""
+    """The spread of the repeats around a pooled rate, for a tile's caption ("" for one repeat)."""
+    return f" · pooled, repeats {iv[0]:.1f}–{iv[1]:.1f}" if iv else ""
 
 
 class LiveView(QtWidgets.QWidget):

@@ -88,6 +88,36 @@ def _pooled(cases: list[dict], key: str) -> tuple[float | None, int]:
     return (math.fsum(xs) / len(xs) if xs else None), len(xs)
 
 
+def histogram_weighted(cases: list[dict], key: str, hist, k: int) -> list[list[float]] | None:
+    """Per case, its ``key`` samples (``draft_ms`` or ``bookkeeping_ms``, one per timed round) reweighted so that their
+    plain mean is the mean at each earlier accepted count weighted by how often the run accepted that many (as the
+    rollback is): x · w_a ÷ p_a, with p_a the share of samples timed after a and w_a the run's share of rounds that
+    accepted a. Samples with no recorded count (older sessions) are kept as they are; None when no case has any."""
+    per_case = []
+    for c in cases:
+        comp = c.get("components") or {}
+        xs = comp.get(key)
+        per_case.append((list(xs) if xs else [], list(comp.get("prior_accepted") or [])))
+    if not any(xs for xs, _ in per_case):
+        return None
+    rounds = {int(a): n for a, n in (hist or {}).items() if n}
+    total = sum(rounds.values())
+    counted = [a for xs, prior in per_case if len(prior) == len(xs) for a in prior]
+    if not total or not counted:
+        return [[x for x in xs if x is not None] for xs, _ in per_case]
+    share = {a: counted.count(a) / len(counted) for a in set(counted)}
+    if any(a not in share for a in rounds):  # a count the run had was never timed: no reweighting can stand for it
+        return [[x for x in xs if x is not None] for xs, _ in per_case]
+    w = {a: rounds.get(a, 0) / total for a in share}
+    return [[x * w[a] / share[a] for x, a in zip(xs, prior) if x is not None] if len(prior) == len(xs)
+             else [x for x in xs if x is not None] for xs, prior in per_case]
+
+
+def _mean_of(per_case: list[list[float]] | None) -> tuple[float | None, int]:
+    xs = [x for xs in per_case or [] for x in xs]
+    return (math.fsum(xs) / len(xs) if xs else None), len(xs)
+
+
 def expected_rollback_ms(cases: list[dict], hist, k: int) -> tuple[float | None, list[int]]:
     """Rollback per round, timed apart, by the one rule (``round_model.expected_rollback_ms``): the mean rollback time
     at each accepted count weighted by how often the run accepted that many; (None, the counts) when a count the run
@@ -106,7 +136,8 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1),
     T_draft(k) and the rollback (by the run's accepted counts) from each case's separate forwards, drafts and rollbacks,
     only E from the run. The judged figure is the round model (``round_model.RoundModel``: E · T_decode over verify +
-    draft + rollback; the bookkeeping after the read-back is not timed apart yet, and said); the seed's bare division
+    draft + rollback + bookkeeping, the draft and bookkeeping weighted by the run's accepted counts; a term a session did
+    not time is said); the seed's bare division
     E · T_decode / (T_verify + T_draft) stays beside it (``division_speedup``). Its error's interval resamples E, the
     measured speed and the component timings together by unit, and its verdict can fail. Falls back to the verify curve (``run --roofline``) for sessions that timed no components; says
     why when neither exists."""
@@ -116,9 +147,13 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     E = acc.get("tokens_per_round")
     out: dict[str, Any] = {"available": False, "source": None}
     t_verify, n_v = _pooled(cases, "verify_ms")
-    t_draft, n_d = _pooled(cases, "draft_ms")
+    # the draft's catch-up and the bookkeeping by the earlier round's accepted count, weighted by the run's histogram
+    drafts, books = histogram_weighted(cases, "draft_ms", hist, k), histogram_weighted(cases, "bookkeeping_ms", hist, k)
+    t_draft, n_d = _mean_of(drafts)
+    t_book, n_b = _mean_of(books)
     if t_verify is not None and t_draft is not None:
-        out.update(source="components", t_verify_ms=t_verify, t_draft_ms=t_draft, samples={"verify": n_v, "draft": n_d},
+        out.update(source="components", t_verify_ms=t_verify, t_draft_ms=t_draft, t_bookkeeping_ms=t_book,
+                   samples={"verify": n_v, "draft": n_d, "bookkeeping": n_b},
                    cases_timed=sum(1 for c in cases if c.get("components")))
     else:
         curve = component_prediction(session.data.get("roofline"), {"k": k, "tokens_per_round": E}, _drafter(session))
@@ -132,12 +167,14 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
     t_rb, rb_untimed = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else (None, [])
     # the judged figure: the whole round as far as it was timed apart (round_model); the seed's bare division beside it
-    model = round_model.RoundModel(E, t_decode, out["t_verify_ms"], out["t_draft_ms"], t_rb, None)
+    model = round_model.RoundModel(E, t_decode, out["t_verify_ms"], out["t_draft_ms"], t_rb, out.get("t_bookkeeping_ms"))
     judged_speedup = model.speedup if model.round_ms > 0 else d.predicted_speedup
     with_rb = judged_speedup if t_rb is not None else None
     error = stats.relative_error(judged_speedup, measured)
-    unit, units = prediction_units([{"rounds": measured_round_tuples(c, k), "components": c.get("components")}
-                                    for c in cases], k) if out["source"] == "components" else (None, [])
+    unit, units = prediction_units([{"rounds": measured_round_tuples(c, k),
+                                     "components": _round_rest(c.get("components"), d, b)}
+                                    for c, d, b in zip(cases, _or_none(drafts, cases), _or_none(books, cases))],
+                                   k) if out["source"] == "components" else (None, [])
     # as resampled (never stretched to hold the point estimate); the rollback term, timed apart, as a constant
     iv = error_interval(units, extra_ms=t_rb or 0.0) if units else None
     judged, level = iv, 0.95
@@ -159,9 +196,25 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
         rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
         error=error, error_ci=iv, unit=unit, units=n_units, verdict=verdict,
         error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,
+        draft_samples=drafts,  # per case, the draft samples T_draft is the mean of (its interval reads them)
         rollback_untimed_counts=rb_untimed,  # accepted counts the run had whose rollback was never timed: no figure
     )
     return out
+
+
+def _or_none(per_case: list[list[float]] | None, cases: list) -> list[list[float] | None]:
+    return list(per_case) if per_case is not None else [None] * len(cases)
+
+
+def _round_rest(comp: dict | None, drafts: list[float] | None, books: list[float] | None) -> dict | None:
+    """A case's components as the error's units read them: the verify samples, and per timed round what it adds to the
+    verify (its draft and its bookkeeping, each weighted by the run's accepted counts)."""
+    if not comp:
+        return comp
+    d = list(drafts if drafts is not None else comp.get("draft_ms") or [])
+    if books and len(books) == len(d):
+        d = [x + y for x, y in zip(d, books)]
+    return {"verify_ms": comp.get("verify_ms") or [], "draft_ms": d}
 
 
 def _drafter(session) -> str | None:

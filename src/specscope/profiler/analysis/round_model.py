@@ -91,3 +91,11 @@ def expected_rollback_ms(by_count: Mapping[int, Sequence[float]], histogram: Map
         return None, missing
     total = math.fsum(n * means.get(int(a), 0.0) for a, n in histogram.items() if n)
     return total / rounds, []
+
+
+def judged_rest_ms(summary: Mapping) -> float:
+    """What the judged round pays beside T_verify and T_draft (rollback and bookkeeping, timed apart), from a summary:
+    the one place the app's curve, what-if and formulas take it from (0 where the terms came from no components)."""
+    if summary.get("division_inputs") != "components":
+        return 0.0
+    return (summary.get("t_rollback_ms") or 0.0) + (summary.get("t_bookkeeping_ms") or 0.0)

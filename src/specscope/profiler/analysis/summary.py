@@ -47,12 +47,14 @@ def _rate(rounds: list[Round]) -> float | None:
 
 def case_stats(case: Case, k: int) -> CaseStats:
     plain, spec = case["plain"], case["spec"]
-    plain_tok_s = stats.median(plain.get("repeats_tok_s") or []) or tok_s(len(plain["step_ms"]), math.fsum(plain["step_ms"]))
+    # pooled rates: every repeat's tokens over every repeat's time (a ratio of means, the last short round included),
+    # the one definition of a measured speed (the prediction's error and its units read the same rounds)
+    plain_tok_s = tok_s(len(plain["step_ms"]), math.fsum(plain["step_ms"])) or stats.median(plain.get("repeats_tok_s") or [])
     e2e = [r for r in spec["rounds"] if not instrumented(r)]
     timed = [r for r in spec["rounds"] if instrumented(r)]
     # the measured speed: end-to-end rounds where the run has them (production-like, one sync per round)
-    spec_tok_s = stats.median(spec.get("repeats_tok_s") or []) or _rate(e2e or spec["rounds"])
-    instr_tok_s = (stats.median(spec.get("repeats_instrumented_tok_s") or []) or _rate(timed)) if e2e else None
+    spec_tok_s = _rate(e2e or spec["rounds"]) or stats.median(spec.get("repeats_tok_s") or [])
+    instr_tok_s = (_rate(timed) or stats.median(spec.get("repeats_instrumented_tok_s") or [])) if e2e else None
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
     acc = stats.acceptance_from_rounds([r["accepted"] for r in full if counts_for_acceptance(r)], k)

@@ -54,7 +54,7 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draf
     return {
         "plain_tok_s": plain_tok_s,
         "spec_tok_s": spec_tok_s,
-        # medians over repeats, and their spread (lowest–highest repeat) when there are several
+        # pooled over repeats, and their spread (lowest–highest repeat) when there are several
         "repeats": max(len(plain_reps), len(spec_reps)),
         "plain_tok_s_spread": span(plain_reps) if len(plain_reps) > 1 else None,
         "spec_tok_s_spread": span(spec_reps) if len(spec_reps) > 1 else None,
@@ -76,7 +76,7 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draf
 
 
 def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
-    """Tokens over time across cases, each case at its median rate."""
+    """Tokens over time across cases, each case at its pooled rate."""
     toks = sum(n for n, r in case_rates if r)
     ms = sum(1000.0 * n / r for n, r in case_rates if r)
     return tok_s(toks, ms)
@@ -121,11 +121,10 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
     several = sum(1 for x in reps["speedup"] if x is not None) > 1
-    if several:  # rates are medians over the complete repeats (each pooled over cases), shown with their spread
-        plain_tok_s, spec_tok_s = stats.median(reps["plain"]), stats.median(reps["spec"])
-    else:
-        plain_tok_s = pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
-        spec_tok_s = pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
+    # pooled rates (tokens over time, every repeat of every case), the one measured estimand; with several repeats each
+    # repeat's own rate is shown beside it as the spread
+    plain_tok_s = pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
+    spec_tok_s = pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
     instr_tok_s = pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
                                  if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
@@ -151,7 +150,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
                  if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
     block_pred = None
     if division and bd and bd["decode"]["block_sum_ms"]:
-        rest = (pred.get("t_rollback_ms") or 0.0) if pred.get("available") else 0.0  # the judged model's round
+        rest = ((pred.get("t_rollback_ms") or 0.0) + (pred.get("t_bookkeeping_ms") or 0.0)
+                if pred.get("available") else 0.0)  # the judged model's round
         block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms + rest)
     verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
@@ -183,6 +183,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "t_verify_ms": division.t_verify_ms if division else t_verify,
         "t_draft_ms": division.t_draft_ms if division else t_draft,
         "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
+        "t_bookkeeping_ms": pred.get("t_bookkeeping_ms") if pred.get("available") else None,
         "p": acc["p"],
         "p_ci95": acc["p_ci95"],
         "p_ci95_unit": acc.get("p_ci95_unit"),
@@ -205,7 +206,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),
         "prediction_error_with_rollback": pred.get("error_with_rollback"),
         "rollback_share": pred.get("rollback_share"),
-        "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "samples",
+        "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "t_bookkeeping_ms", "samples",
                                                                "cases_timed")} if pred.get("available") else None,
         "measured_speedup": measured,
         **cis,

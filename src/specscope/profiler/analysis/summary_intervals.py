@@ -44,7 +44,7 @@ def figure_intervals(per_case, reps, noise, pred, division, measured: float | No
     independent unit (``unit_intervals``: cases, or blocks of steps and rounds with few cases; coverage simulated):
     the rates from their steps and measured rounds, T_decode from the plain rate, the measured speedup with a case's
     two sides paired, T_verify and T_draft from the samples they are means of (with cases as units only).
-    ``printed``: the plain and speculative rates the summary prints (medians over repeats with several)."""
+    ``printed``: the plain and speculative rates the summary prints (pooled over every repeat)."""
     from specscope.profiler.analysis import unit_intervals as ui
     from specscope.profiler.analysis.prediction import measured_round_tuples
 
@@ -68,7 +68,9 @@ def figure_intervals(per_case, reps, noise, pred, division, measured: float | No
     if pred.get("source") == "components":
         comps = [c.get("components") or {} for c, _ in per_case]
         out["t_verify_ms_ci95"] = mean_iv([d.get("verify_ms") or [] for d in comps])
-        out["t_draft_ms_ci95"] = mean_iv([d.get("draft_ms") or [] for d in comps])
+        # the draft samples as T_draft is their mean (weighted by the run's accepted counts, prediction.histogram_weighted)
+        drafts = pred.get("draft_samples") or [d.get("draft_ms") or [] for d in comps]
+        out["t_draft_ms_ci95"] = mean_iv(drafts)
     elif division is not None:
         rounds = [[r for r in c["spec"]["rounds"] if r.get("kind", "instrumented") == "instrumented"
                    and r.get("verify_ms") is not None] for c, _ in per_case]

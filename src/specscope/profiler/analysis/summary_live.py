@@ -161,14 +161,15 @@ class _CaseFold:
         key = (self.version, bool(c.get("discarded"))) + tuple(len(o) if isinstance(o, list) else -1 for o in objs)  # lists grow in place
         if self._stats is not None and key == self._stats_key and all(a is b for a, b in zip(objs, self._stats_objs)):
             return self._stats
-        plain_tok_s = stats.median(objs[0] or []) or tok_s(self.n_steps, self.step_ms.value())
+        # pooled rates, as case_stats: every repeat's tokens over every repeat's time
+        plain_tok_s = tok_s(self.n_steps, self.step_ms.value()) or stats.median(objs[0] or [])
         has_e2e = self.kind_rounds["end_to_end"] > 0
         if has_e2e:
-            fallback = tok_s(self.kind_emitted["end_to_end"], self.kind_ms["end_to_end"].value())
-            instr = stats.median(objs[5] or []) or tok_s(self.kind_emitted["instrumented"], self.kind_ms["instrumented"].value())
+            pooled = tok_s(self.kind_emitted["end_to_end"], self.kind_ms["end_to_end"].value())
+            instr = tok_s(self.kind_emitted["instrumented"], self.kind_ms["instrumented"].value()) or stats.median(objs[5] or [])
         else:
-            fallback, instr = tok_s(self.emitted, self.spec_ms.value()), None
-        spec_tok_s = stats.median(objs[1] or []) or fallback
+            pooled, instr = tok_s(self.emitted, self.spec_ms.value()), None
+        spec_tok_s = pooled or stats.median(objs[1] or [])
         acc = stats.acceptance_from_histogram(self.hist, self.k)
         stats_now = self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
         self._stats_objs, self._stats_key = objs, key

@@ -181,8 +181,10 @@ def ledger_text(s: Summary) -> str | None:
 def model_formula(s: Summary) -> str:
     """The judged figure's formula, with the terms it holds and says it lacks."""
     if s.get("division_inputs") == "components" and s.get("t_rollback_ms") is not None:
-        lacks = " (T_bookkeeping, the round's work after the read-back, not timed apart yet)" if "t_bookkeeping_ms" in (
-            s.get("prediction_untimed") or []) else ""
+        if s.get("t_bookkeeping_ms") is not None:
+            return "E·T_decode / (T_verify + T_draft + T_rollback + T_bookkeeping)"
+        lacks = " (T_bookkeeping, the round's work after the read-back, not timed apart in this session)" if (
+            "t_bookkeeping_ms" in (s.get("prediction_untimed") or [])) else ""
         return f"E·T_decode / (T_verify + T_draft + T_rollback){lacks}"
     return "E·T_decode / (T_verify + T_draft)"
 
@@ -196,7 +198,8 @@ def rollback_term_text(s: Summary) -> str | None:
     err = s.get("division_error")
     return (f"E·T_decode / (T_verify + T_draft) = {div:.3f}×" + (f" (error {err * 100:+.1f}%)" if err is not None else "")
             + f": by hand, without the rollback the round pays ({rb:.2f} ms, {share * 100:.1f}% of T_verify + T_draft, "
-              "timed apart)")
+              "timed apart)" + (f" and its bookkeeping ({s['t_bookkeeping_ms']:.2f} ms)" if s.get("t_bookkeeping_ms")
+                               is not None else ""))
 
 
 def audit_answers(s: Summary) -> list[tuple[str, str]]:

@@ -68,7 +68,7 @@ def bench_spec_vs_mlx_lm(a) -> dict:
         return len(toks) / (time.perf_counter() - t0), toks
 
     ours(), theirs()
-    raw_pairs = abba_pairs(a, ours, theirs)  # A B, B A, …
+    raw_pairs = abba_pairs(a, ours, theirs, "spec-vs-mlx-lm")  # A B, B A, …
     identical = all(tx == ty and len(tx) == n for _, _, tx, ty in raw_pairs)
     pairs = [(x, y) for x, y, _, _ in raw_pairs]
     if not identical:
@@ -233,7 +233,7 @@ def bench_capture(a) -> dict:
 
     try:
         verify_ms(True), verify_ms(False)  # warm-up
-        pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False))  # A B, B A, …
+        pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False), "capture")  # A B, B A, …
     finally:
         install_capture(model)
     return bench_result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],

@@ -67,7 +67,7 @@ def bench_overhead(a) -> dict:
             lm.tokenizer.eos_token_ids = eos
 
     ours(), theirs()  # warm-up
-    pairs = abba_pairs(a, ours, theirs)
+    pairs = abba_pairs(a, ours, theirs, "overhead")
     if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
         raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
     return bench_result("overhead", [x / y for x, y, *_ in pairs],
@@ -119,7 +119,7 @@ def bench_memory(a) -> dict:
     programs = _memory_programs(a)
     rows = {}
     for what, (ours, theirs) in programs.items():
-        a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until_stable": False, "max_pairs": 0})()
+        a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until": None, "max_pairs": 0})()
         pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs))
         if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):
             raise SpecscopeError(f"memory ({what}): the two sides produced different tokens; the comparison is void")
@@ -136,8 +136,10 @@ def bench_memory(a) -> dict:
 
 
 # -- predict -------------------------------------------------------------------------------------------------------
-def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[dict]:
-    """One ``run`` per (k, P): the summary's genuine prediction and its ledger vs the end-to-end measurement."""
+def predict_sweep(a, ps, ks, max_tokens: int, cap: int, run=None, on_point=None) -> list[dict]:
+    """One ``run --until decided`` per (k, P): the prompt as up to ``cap`` cases, added one at a time until the
+    prediction's verdict is decided at the sequential level (``analysis.sequential``); the summary's judged prediction
+    and its ledger vs the end-to-end measurement, with how many cases the point took and how long."""
     from specscope.profiler.run.config import RunConfig
     from specscope.profiler.run.runner import run_worker
     from specscope.profiler.analysis.summary import summarize
@@ -145,32 +147,47 @@ def predict_sweep(a, ps, ks, max_tokens: int, repeats: int, run=None) -> list[di
     run = run or (lambda cfg: summarize(run_worker(cfg).session))
     folder = tempfile.mkdtemp(prefix="specscope-bench-predict-")
     suite = os.path.join(folder, "suite.json")
-    with open(suite, "w", encoding="utf-8") as f:
-        json.dump({"name": "bench", "cases": [{"id": "bench", "content_class": "en", "prompt": PROMPT}]}, f)
+    with open(suite, "w", encoding="utf-8") as f:  # the prompt again and again: each case another repeat of the point
+        json.dump({"name": "bench", "cases": [{"id": f"bench-{i + 1}", "content_class": "en", "prompt": PROMPT}
+                                              for i in range(cap)]}, f)
     rows = []
     for k in ks:
         for p in ps:
             cfg = RunConfig(model=a.model, demo=a.model is None, drafter="oracle", oracle_p=p, num_draft_tokens=k,
-                            max_tokens=max_tokens, suite=suite, cases=1, warmup=1, repeats=repeats, breakdown=False)
+                            max_tokens=max_tokens, suite=suite, cases=cap, warmup=1, repeats=1, breakdown=False,
+                            until="decided")
+            t0 = time.perf_counter()
             s = run(cfg)
-            genuine = "ledger_speedup" in s
             pred = s.get("predicted_speedup")
             meas = s.get("measured_speedup")
             if pred is None or meas is None:
                 raise SpecscopeError(f"predict: no prediction at k={k}, P={p}: {s.get('prediction_unavailable') or 'no measurement'}")
+            verdict = s.get("prediction_verdict") or {}
             rows.append({"k": k, "oracle_p": p, "measured_p": s.get("p"), "tokens_per_round": s.get("tokens_per_round"),
                          "predicted": pred, "measured": meas, "error": pred / meas - 1.0,
+                         "error_interval": s.get("prediction_error_ci"), "verdict": verdict.get("state"),
+                         "cases": s.get("cases_measured"), "seconds": time.perf_counter() - t0,
+                         "division": s.get("division_speedup"), "division_error": s.get("division_error"),
                          "ledger": s.get("ledger_speedup"),
                          "ledger_error": (s["ledger_speedup"] / meas - 1.0) if s.get("ledger_speedup") else None,
-                         "prediction_source": s.get("prediction_source") if genuine else "ledger (no genuine prediction in this build)"})
+                         "prediction_source": s.get("prediction_source")})
+            if on_point:
+                on_point(rows[-1])
     return rows
 
 
 def bench_predict(a) -> dict:
-    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the genuine prediction."""
-    reps = max(1, min(a.pairs, 3))
-    rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, reps)
+    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction, each point
+    run until its verdict is decided (at most ``--max-pairs`` cases of the prompt)."""
+    from specscope.profiler.cli.bench_common import report_point
+
+    cap = max(a.max_pairs, 8)  # a verdict needs 8 units (analysis.uncertainty.MIN_UNITS)
+    t0 = time.perf_counter()
+    rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, cap, on_point=report_point)
     errs = [abs(r["error"]) for r in rows]
-    return bench_result("predict", [], {"sweep": rows, "repeats": reps,
-                                        "what": "run's genuine prediction (components timed apart) vs end-to-end"},
-                        unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs)}
+    return bench_result("predict", [], {"sweep": rows, "cap": cap, "seconds": time.perf_counter() - t0,
+                                        "undecided": sum(1 for r in rows if r["verdict"] not in ("agrees", "off")),
+                                        "what": "run's judged prediction (components timed apart) vs end-to-end, each "
+                                                "point until its verdict is decided"},
+                        unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs),
+                                                                        "pairs": sum(r["cases"] or 0 for r in rows)}

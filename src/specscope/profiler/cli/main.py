@@ -113,10 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--model")
     b.add_argument("--draft-model")
     add_download_arg(b)
-    b.add_argument("--pairs", type=int, default=5, help="interleaved pairs (the minimum with --until-stable)")
-    b.add_argument("--until-stable", action="store_true",
-                   help="add pairs until the median ratio's 95%% interval is within ±1%% (up to --max-pairs)")
-    b.add_argument("--max-pairs", type=int, default=30)
+    b.add_argument("--pairs", type=int, default=5, help="interleaved pairs (the minimum with --until decided)")
+    b.add_argument("--until", choices=["decided"], default=None,
+                   help="add pairs until the median ratio's interval lies wholly on one side of the benchmark's target, "
+                        "at the sequential level (each look's interval widened so looking again and again does not bias "
+                        "it; up to --max-pairs); predict always runs each point until its verdict is decided")
+    b.add_argument("--until-stable", dest="until", action="store_const", const="decided",
+                   help=argparse.SUPPRESS)  # the older name: --until decided replaces it
+    b.add_argument("--max-pairs", type=int, default=30,
+                   help="the cap of --until decided (for predict: the most cases a point may take)")
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
     b.add_argument("--component-reps", type=int, default=8,

@@ -33,7 +33,7 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--warmup", type=int, default=RunConfig.warmup, help="warm-up runs before measuring")
     ap.add_argument("--repeats", type=int, default=RunConfig.repeats,
                     help="measured repeats per case, plain and speculative in ABBA order; every repeat is kept, rates "
-                         "are medians over repeats with their spread")
+                         "are pooled over repeats (tokens ÷ time), with their spread")
     ap.add_argument("--discard-first", type=int, default=RunConfig.discard_first, metavar="N",
                     help="measure the first N cases but leave them out of the summary (kept in the session, marked)")
     ap.add_argument("--cooldown", action="store_true",

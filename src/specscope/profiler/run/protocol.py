@@ -272,6 +272,21 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
             out[pass_name] = (toks, rates[kinds])
         return out[MEASURED][0], (out[MEASURED][1], out[LEDGER][1])
 
+    def time_components(c, r: int, when: str, plain_tokens) -> None:
+        """The prediction's inputs, timed apart from the rounds they predict (``engine_adapter.measure.components``):
+        beside each speculative pass, before and after it (never inside), each call at its own point of the case so
+        the calls spread over it as the rounds do (call j of 2·repeats at (j + ½) / (2·repeats) of the continuation),
+        ``component_reps`` split between the two."""
+        if not callable(getattr(engine, "components", None)) or not plain_tokens:
+            return
+        calls = 2 * cfg.repeats
+        j = 2 * (r - repeat_offset) + (when == "after")
+        at = (j + 0.5) / calls
+        emit({"event": "status", "message": f"{c['id']}: verify forwards, drafts and bookkeeping timed apart {when} the "
+                                            f"speculative pass (the prediction's inputs, at {at:.0%} of the case)"})
+        comp = engine.components(c["prompt_tokens"], plain_tokens, reps=max(1, -(-cfg.component_reps // 2)), at=at)
+        emit({"event": "components", "case": c["id"], "components": comp, "repeat": r, "when": when})
+
     # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
     for w in range(cfg.warmup if warmup else 0):
         emit({"event": "status", "message": f"warm-up {w + 1}/{cfg.warmup}"})
@@ -301,6 +316,8 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
             order = abba(r)
             probe(c["id"], r, "before")
             for phase in order:
+                if phase == "spec":  # beside the pass, never inside it (nor inside its sensor window)
+                    time_components(c, r, "before", plain_tokens)
                 emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": phase,
                       "order": "AB" if order[0] == "plain" else "BA", "discarded": discarded})
                 sensors.start()
@@ -321,6 +338,8 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                           "instrumented_tok_s": rates[1]})
                     made = len(spec_tokens)
                 w = sensors.stop()
+                if phase == "spec":
+                    time_components(c, r, "after", plain_tokens)
                 if w:
                     emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
                           "t": time.monotonic() - t_start, **w})
@@ -328,11 +347,6 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
                     emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
-                if phase == "plain" and r == repeat_offset == 0 and callable(getattr(engine, "components", None)):
-                    # the prediction's inputs, timed apart from the rounds they predict (engine_adapter.measure.components)
-                    emit({"event": "status", "message": f"{c['id']}: verify forwards and drafts timed apart (the prediction's inputs)"})
-                    comp = engine.components(c["prompt_tokens"], plain_tokens, reps=cfg.component_reps)
-                    emit({"event": "components", "case": c["id"], "components": comp})
                 if phase == "plain" and r == repeat_offset == 0 and cfg.trace and callable(getattr(engine, "trace", None)):
                     emit({"event": "status", "message": f"{c['id']}: the drafter's acceptance trace along the plain output"})
                     tr = engine.trace(c["prompt_tokens"], plain_tokens)

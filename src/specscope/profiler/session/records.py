@@ -93,6 +93,9 @@ class Components(TypedDict, total=False):
     rollback_ms: dict[str, list[float]]  # accepted count -> times
     rollback_mode: str
     wall_ms: float
+    prior_accepted: list[int]          # per draft sample: the earlier round's accepted count it caught up from
+    bookkeeping_ms: list[float]        # per timed round: its work after the read-back but the rollback
+    calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
 
 
 class Divergence(TypedDict, total=False):
@@ -313,6 +316,7 @@ class Summary(TypedDict, total=False):
     t_verify_ms: float | None
     t_draft_ms: float | None
     t_rollback_ms: float | None
+    t_bookkeeping_ms: float | None  # the round's work after the read-back but the rollback, timed apart (components)
     p: float | None
     p_ci95: list[float] | None
     p_ci95_unit: str | None

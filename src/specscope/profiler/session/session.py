@@ -18,6 +18,7 @@ from typing import cast
 
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
+from specscope.profiler.session.components_fold import fold_components
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
 from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
                                                 Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
@@ -189,7 +190,8 @@ class Session:
             else:
                 traced["trace"] = ev.get("trace")
         elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
-            self._index[ev["case"]]["components"] = ev["components"]
+            case = self._index[ev["case"]]
+            case["components"] = fold_components(case.get("components"), ev["components"], ev.get("when"), ev.get("repeat"))
         elif kind == "divergence":
             # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
             # is an engine fault, and an engine fault fails the session, loudly.
