@@ -14,7 +14,7 @@ import numpy as np
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.analysis import trace_walk
+from specscope.profiler.analysis import resample, trace_walk
 from specscope.profiler.analysis.round_model import RoundModel
 
 GREEDY_ASSUMPTION = (
@@ -88,11 +88,10 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
     steps = np.asarray(plain_steps, dtype=float)
     rb_by, rb_partial, rb_full = _rollback_by_accepted(acc, rb, k_max)
-    rng = np.random.default_rng(seed)
+    rng = resample.generator(seed)
 
     def boot(x, stat):
-        idx = rng.integers(0, len(x), size=(resamples, len(x)))
-        return stat(x[idx], axis=1)
+        return resample.statistic(x, stat, rng, resamples)
 
     def rollback_of(a: np.ndarray, k: int) -> np.ndarray:
         part = np.vectorize(lambda x: rb_by.get(int(x), rb_partial), otypes=[float])(a) if a.size else a
@@ -100,7 +99,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
 
     b_steps = boot(steps, np.mean)
     b_d1 = boot(d1, np.mean)
-    idx = rng.integers(0, len(acc), size=(resamples, len(acc)))  # K_max rounds resampled whole
+    idx = resample.indices(rng, len(acc), resamples)  # K_max rounds resampled whole
     b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
     t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
     rows = []
@@ -136,7 +135,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
             s_k = np.asarray(own, dtype=float)
             t_dec_k = float(s_k.mean())
-            b_steps_k = s_k[np.random.default_rng([seed, k]).integers(0, len(s_k), size=(resamples, len(s_k)))].mean(axis=1)
+            b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, k]), resamples)
         else:
             t_dec_k, b_steps_k = t_dec, b_steps
         model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book)
@@ -145,7 +144,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
                                  f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
                                  "--component-reps on a quieter machine")
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
-        j = rng.integers(0, len(at_k), size=(resamples, len(at_k)))  # rounds at k resampled whole
+        j = resample.indices(rng, len(at_k), resamples)  # rounds at k resampled whole
         b_E = 1.0 + at_k[j].mean(axis=1)
         b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
                else b_d1 + (b_dk - b_d1) * frac)

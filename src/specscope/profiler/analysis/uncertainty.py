@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from specscope.profiler.analysis import resample
+
 MIN_UNITS = 8               # ... and at least this many independent units (fewer: a bootstrap has too few distinct draws)
 CASES_AS_UNIT = 6           # from this many cases on, the case is the unit (rounds of one prompt correlate)
 ROUND_BLOCK = 4             # fewer cases: blocks of this many consecutive measured rounds are the unit
@@ -180,8 +182,7 @@ def error_interval(units: list[dict], reps: int = BOOTSTRAP, extra_ms: float = 0
     if len(units) < 2:
         return None
     cols = {key: np.array([u[key] for u in units], dtype=float) for key in units[0]}
-    rng = np.random.default_rng(_SEED)
-    idx = rng.integers(0, len(units), size=(reps, len(units)))
+    idx = resample.indices(resample.generator(_SEED), len(units), reps)
 
     def s(key):
         return cols[key][idx].sum(axis=1)

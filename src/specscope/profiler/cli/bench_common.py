@@ -36,9 +36,9 @@ def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0, level: fl
 
     if len(xs) < MIN_LOOK_PAIRS:
         return None
-    a = np.asarray(xs, dtype=float)
-    rng = np.random.default_rng(seed)
-    meds = np.median(a[rng.integers(0, len(a), size=(resamples, len(a)))], axis=1)
+    from specscope.profiler.analysis import resample
+
+    meds = resample.statistic(np.asarray(xs, dtype=float), np.median, resample.generator(seed), resamples)
     tail = 100.0 * (1.0 - level) / 2.0
     return float(np.percentile(meds, tail)), float(np.percentile(meds, 100.0 - tail))
 
