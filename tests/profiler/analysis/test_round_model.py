@@ -75,6 +75,49 @@ def test_run_and_tune_give_one_prediction_for_one_input():
     assert row["division_speedup"] == pytest.approx(sm["division_speedup"], rel=1e-9)
 
 
+def test_run_and_tune_weight_the_draft_and_the_bookkeeping_alike():
+    """Draft and bookkeeping that cost more after a longer earlier acceptance, timed apart per count (components):
+    run's summary and tune's predict weight both by the same accepted counts and judge the same round."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.prediction import measured_round_tuples
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.analysis.tune_predict import predict
+    from specscope.profiler.session.session import Session
+
+    d = copy.deepcopy(json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text()))
+    draft_cost, book_cost = {0: 3.0, 1: 4.0, 2: 6.0}, {0: 0.1, 1: 0.2, 2: 0.4}
+    k = 2
+    prior = [i % (k + 1) for i in range(9)]
+    for c in d["cases"]:
+        c["components"].update(draft_ms=[draft_cost[a] for a in prior], prior_accepted=prior,
+                               bookkeeping_ms=[book_cost[a] for a in prior])
+    s = Session.from_dict(d)
+    sm = summarize(s)
+    assert sm["k"] == k
+    counted = [acc for c in s.cases for (_, _, acc, ok) in measured_round_tuples(c, k) if ok]
+    n = len(counted)
+    assert sm["t_draft_ms"] == pytest.approx(sum(draft_cost[a] for a in counted) / n, rel=1e-12)
+    assert sm["t_bookkeeping_ms"] == pytest.approx(sum(book_cost[a] for a in counted) / n, rel=1e-12)
+    comps = [c["components"] for c in s.cases]
+    rollback: dict[int, list[float]] = {}
+    for comp in comps:
+        for a, xs in comp["rollback_ms"].items():
+            rollback.setdefault(int(a), []).extend(xs)
+    verify = [x for comp in comps for x in comp["verify_ms"]]
+    rounds = [{"accepted": a, "draft_ms": 4.0, "verify_ms": 10.0, "rollback_ms": 0.0, "ms": 15.0} for a in counted]
+    steps = [x for c in s.cases for x in c["plain"]["step_ms"]]
+    row = predict(rounds, k, {m: verify for m in range(2, k + 2)}, [], steps,
+                  draft_by_k={k: [draft_cost[a] for a in prior]}, rollback_by_k={k: rollback},
+                  bookkeeping_by_k={k: [book_cost[a] for a in prior]})[k - 1]
+    assert row["t_draft_ms"] == pytest.approx(sm["t_draft_ms"], rel=1e-12)
+    assert row["t_bookkeeping_ms"] == pytest.approx(sm["t_bookkeeping_ms"], rel=1e-12)
+    assert row["t_bookkeeping_source"] == "in_round"  # not the K_max rounds' rest (1 ms here)
+    assert row["predicted_speedup"] == pytest.approx(sm["predicted_speedup"], rel=1e-9)
+
+
 def test_draft_and_bookkeeping_are_weighted_by_the_runs_accepted_counts():
     """A draft caught up over a+1 positions costs more after a long acceptance; components time every earlier count
     alike (a cycles 0..k), the run accepts mostly a = 2. T_draft is each count's mean weighted by the run's histogram

@@ -155,15 +155,19 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for t in tr:
                 check_trace(t)
             traces[name] = tr
-        in_round = {}
+        in_round: dict[int, list[float]] = {}
+        book: dict[int, list[float]] = {}
         if hasattr(seam, "components") and name not in WHAT_IF:
-            # what drafting adds to a round at each k, timed apart as the run's own prediction times it
+            # what drafting adds to a round at each k, and the round's bookkeeping, timed apart as run's prediction does
             progress(f"{name}: rounds timed apart at k = 1..{k_max}")
             for k in range(1, k_max + 1):
-                in_round[k] = [x for p, pl in zip(prompts, plain)
-                               for x in seam.components(name, p, pl["tokens"], k, component_reps)["draft_ms"]]
-        inputs[name] = (full, draft_1, tr, in_round)
-        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round)
+                comps = [seam.components(name, p, pl["tokens"], k, component_reps) for p, pl in zip(prompts, plain)]
+                in_round[k] = [x for c in comps for x in c["draft_ms"]]
+                if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
+                    book[k] = [x for c in comps for x in c["bookkeeping_ms"]]
+        inputs[name] = (full, draft_1, tr, in_round, book)
+        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round,
+                             bookkeeping_by_k=book)
         lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
         per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
                              "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
@@ -177,7 +181,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     plan = confirm_set(pred, k_max, confirm)
     spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per repeat
     plain_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms) of the plain run beside it
-    beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}} for c in plan}
+    beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []} for c in plan}
     confirm_steps: list[float] = []
     steps_beside: dict[tuple[str, int], list[float]] = {c: [] for c in plan}  # each setting's own plain steps
 
@@ -191,6 +195,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             i = rep % len(prompts)
             c = seam.components(name, prompts[i], plain[i]["tokens"], k, beside_reps)
             got["draft"] += c["draft_ms"]
+            if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
+                got["bookkeeping"] += c["bookkeeping_ms"]
             for a, xs in (c.get("rollback_ms") or {}).items():
                 got["rollback"].setdefault(int(a), []).extend(xs)
             if c.get("verify_ms"):
@@ -208,14 +214,16 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         # curve, the components timed before the confirmations, and every plain run so far.
         rows = []
         for name in names:
-            full, draft_1, tr, in_round = inputs[name]
+            full, draft_1, tr, in_round, book = inputs[name]
             mine = {k: beside[(n, k)] for n, k in plan if n == name and beside[(n, k)]["verify"]}
             verify_n = {**verify, **{k + 1: b["verify"] for k, b in mine.items()}}
             draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
             rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
+            book_n = {**book, **{k: b["bookkeeping"] for k, b in mine.items()
+                                 if b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])}}
             steps_n = {k: own for (n, k), own in steps_beside.items() if n == name and own}
             for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
-                             rollback_by_k=rollback_n, plain_steps_by_k=steps_n):
+                             rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
                 c = (name, p["k"])
                 rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine,
                                  e_exact=info.get("greedy", True) and p.get("acceptance_source") == "trace"))

@@ -57,7 +57,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             plain_steps: list[float], traces: list[dict] | None = None, resamples: int = 2000, seed: int = 0,
             draft_by_k: dict[int, list[float]] | None = None,
             rollback_by_k: dict[int, dict[int, list[float]]] | None = None,
-            plain_steps_by_k: dict[int, list[float]] | None = None) -> list[dict]:
+            plain_steps_by_k: dict[int, list[float]] | None = None,
+            bookkeeping_by_k: dict[int, list[float]] | None = None) -> list[dict]:
     """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
@@ -68,7 +69,9 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     timed alone); without it, T_draft(k) is the line through the instrumented draft times at 1 and K_max;
     ``rollback_by_k``: k -> accepted count -> rollback times at k timed apart (``components``), used for that k in place
     of the K_max run's; ``plain_steps_by_k``: k -> plain step times for T_decode at that k in place of ``plain_steps``
-    (a confirmed k's own pairs' plain runs).
+    (a confirmed k's own pairs' plain runs); ``bookkeeping_by_k``: k -> each timed round's work after the read-back
+    (``components``, in the order of ``draft_by_k``), weighted by accepted count as the draft is, in place of the
+    K_max run's rest.
 
         predicted(k) = E(k) · T_decode / (T_verify(k+1) + T_draft(k) + T_rollback(k) + T_bookkeeping)
 
@@ -130,6 +133,11 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         else:
             rb_k = rollback_of(at_k, k)
         t_rb = float(rb_k.mean())
+        book_prev = _by_prior_accepted((bookkeeping_by_k or {}).get(k), k)
+        w_book = _weights(at_k, book_prev)
+        # the bookkeeping timed apart at k (components: the round's work after the read-back but its rollback), weighted
+        # by the accepted count as the draft is; without it, the rest of the K_max run's instrumented rounds
+        t_book_k = sum(w * float(np.mean(book_prev[a])) for a, w in w_book.items()) if book_prev else t_book
         E = 1.0 + float(at_k.mean())
         own = (plain_steps_by_k or {}).get(k)
         if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
@@ -138,7 +146,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, k]), resamples)
         else:
             t_dec_k, b_steps_k = t_dec, b_steps
-        model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book)
+        model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book_k)
         if model.round_ms <= 0:
             raise SpecscopeError(f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
                                  f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
@@ -148,7 +156,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         b_E = 1.0 + at_k[j].mean(axis=1)
         b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
                else b_d1 + (b_dk - b_d1) * frac)
-        b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book
+        b_book_k = sum(w * boot(book_prev[a], np.mean) for a, w in w_book.items()) if book_prev else b_book
+        b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book_k
         b_s = b_E * b_steps_k / b_cost
         b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
         rows.append({
@@ -168,7 +177,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_draft_source": "in_round" if in_round.size else "line",
             "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
             "t_rollback_ms": t_rb,
-            "t_bookkeeping_ms": t_book,
+            "t_bookkeeping_ms": t_book_k,
+            "t_bookkeeping_source": "in_round" if book_prev else "k_max_run",
             "verify_multiple": model.verify_multiple,
             "break_even_verify_ms": model.break_even_verify_ms,
         })
