@@ -179,7 +179,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             per_drafter[name]["trace"] = _trace_facts(tr, full, k_max)
 
     plan = confirm_set(pred, k_max, confirm)
-    spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms, rounds) per repeat
+    # per repeat: (tokens, ms) over every round, then (rounds, tokens, ms) of its full rounds
+    spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}
     plain_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms) of the plain run beside it
     beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []} for c in plan}
     confirm_steps: list[float] = []
@@ -279,8 +280,11 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             rr = [r for p, pl in zip(prompts, plain)
                   for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
             time_beside(name, k, rep)
-            rr = [r for r in rr if r["drafted"] == k]  # steady state: the last, shorter round of a run is left out
-            spec_reps[(name, k)].append((sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr), len(rr)))
+            # the pooled rate over every round, the last short one included: the one measured estimand (as run's); the
+            # full rounds (k drafts) apart, for the tokens per round the walked trace predicts exactly
+            full_k = [r for r in rr if r["drafted"] == k]
+            spec_reps[(name, k)].append((sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr), len(full_k),
+                                         sum(r["emitted"] for r in full_k), sum(r["ms"] for r in full_k)))
         if on_update is not None and rep + 1 < n_reps:
             on_update(result(partial=True))
     return result(partial=False)
@@ -338,9 +342,9 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
     measured, ci = _measured(spec or [], plain or [])
     if spec and plain and measured:
         n_rounds = sum(x[2] for x in spec)
-        # what the confirmation runs themselves had: tokens per round and round time (the error's two halves)
-        row["measured_tokens_per_round"] = sum(x[0] for x in spec) / n_rounds
-        row["measured_round_ms"] = sum(x[1] for x in spec) / n_rounds
+        # what the confirmation runs' full rounds had: tokens per round and round time (the error's two halves)
+        row["measured_tokens_per_round"] = sum(x[3] if len(x) > 3 else x[0] for x in spec) / n_rounds
+        row["measured_round_ms"] = sum(x[4] if len(x) > 4 else x[1] for x in spec) / n_rounds
         row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
         # the pooled rates (a ratio of means, as the prediction is), its interval over the paired repeats; beside it the
         # per-repeat ratios' range and median, for a look at the spread
