@@ -337,7 +337,7 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
            "timed_beside": timed_beside,  # T_verify, T_draft and T_rollback re-taken beside the confirmation runs
            **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
-                                      "t_rollback_ms", "t_bookkeeping_ms", "break_even_verify_ms", "t_draft_source",
+                                      "t_rollback_ms", "t_bookkeeping_ms", "t_bookkeeping_source", "break_even_verify_ms", "t_draft_source",
                                       "t_draft_below_noise")}}
     measured, ci = _measured(spec or [], plain or [])
     if spec and plain and measured:
