@@ -74,6 +74,12 @@ def test_session_screenshot_of_a_chosen_view(tmp_path):
     assert autosaved(tmp_path) == []  # opening a session runs nothing and writes no new session
 
 
+def test_an_unknown_view_is_a_clear_error(tmp_path):
+    r = gui(tmp_path, "--session", FIXTURE, "--screenshot", "x.png", "--view", "summary")
+    assert r.returncode == 2 and "unknown --view 'summary'" in r.stderr and "division" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x.png").exists()
+
+
 def test_screenshot_of_a_bad_session_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "specscope.session"', encoding="utf-8")

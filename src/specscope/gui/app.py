@@ -98,7 +98,11 @@ def main(args=None) -> int:
             print(f"specscope: error: {problem}", file=sys.stderr)
             return 2
     app = make_app()
-    from .main_window import MainWindow
+    from .main_window import PAGES, MainWindow
+
+    if _arg(args, "view") and args.view not in PAGES:
+        print(f"specscope: error: unknown --view {args.view!r}; choose one of {', '.join(PAGES)}", file=sys.stderr)
+        return 2
 
     _stamp("window_module")
     settings = None

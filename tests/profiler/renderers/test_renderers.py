@@ -132,6 +132,21 @@ def test_html_escapes_prompt_and_model_text(hostile):
     assert "~/models/evil" in text
 
 
+def test_html_formula_writes_the_whole_judged_round(session, html_text):
+    """The formula line holds the judged model's whole denominator (it once printed "E·T_decode / =", cut at the
+    bracket), and its terms add up to the figure printed."""
+    import re
+
+    s = summarize(session)
+    m = re.search(r'<p class="formula">predicted speedup = (.*?) = ([0-9.]+) × ([0-9.]+) / \(([^)]*)\) = ([0-9.]+)×',
+                  html_text)
+    assert m, "no formula line"
+    assert m.group(1).startswith("E·T_decode / (T_verify + T_draft")
+    terms = [float(x) for x in m.group(4).split(" + ")]
+    assert float(m.group(5)) == pytest.approx(float(m.group(2)) * float(m.group(3)) / sum(terms), abs=2e-3)
+    assert float(m.group(5)) == pytest.approx(s["predicted_speedup"], abs=6e-4)
+
+
 def test_html_survives_a_broken_chart(session, monkeypatch):
     import specscope.gui.charts.export as export
     from specscope.gui.reports import html

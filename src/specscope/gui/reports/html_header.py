@@ -168,7 +168,7 @@ def environment_section(session, target) -> str:
         ("Draft tokens k", esc(cfg.get("num_draft_tokens"))),
         ("Sampling regime", esc(f"{samp.get('regime', 'greedy')} (temp {samp.get('temp', cfg.get('temp'))}, top-p {samp.get('top_p', cfg.get('top_p'))}, seed {samp.get('seed', cfg.get('seed'))})")),
         ("Suite", esc(f"{cfg.get('suite_name') or cfg.get('suite') or 'default'} · {cfg.get('n_cases', cfg.get('cases', '?'))} cases × {cfg.get('max_tokens')} new tokens")),
-        ("Protocol", esc(f"{cfg.get('warmup', 0)} warm-up, {cfg.get('repeats', 1)} measured repeat(s), medians reported; breakdown {'on, ' + str(cfg.get('breakdown_reps')) + ' reps' if cfg.get('breakdown') else 'off'}")),
+        ("Protocol", esc(f"{cfg.get('warmup', 0)} warm-up, {cfg.get('repeats', 1)} measured repeat(s), rates pooled over them; breakdown {'on, ' + str(cfg.get('breakdown_reps')) + ' reps' if cfg.get('breakdown') else 'off'}")),
         ("MTP hidden state", esc(cfg.get("mtp_hidden")) if (cfg.get("drafter") or {}).get("kind") == "mtp" else None),
         ("Started / finished", esc(f"{_when(session.data.get('started_at'))} / {_when(session.data.get('finished_at'))}") if session.data.get("started_at") else None),
     ]

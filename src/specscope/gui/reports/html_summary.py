@@ -92,7 +92,7 @@ def summary_section(s) -> str:
         terms = (f"{s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}" + (f" + {rb:.2f}" if rb is not None else "")
                  + (f" + {book:.2f}" if rb is not None and book is not None else ""))
         formula = (
-            f'<p class="formula">predicted speedup = {esc(model_formula(s).split(" (")[0])} = '
+            f'<p class="formula">predicted speedup = {esc(model_formula(s, say_lacks=False))} = '
             f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({terms}) = "
             f"{s['predicted_speedup']:.3f}×"
             + (f" (T_draft came out at {s['t_draft_ms']:.2f} ms: below noise, a difference of two timings, used as "

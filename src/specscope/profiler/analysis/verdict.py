@@ -178,13 +178,13 @@ def ledger_text(s: Summary) -> str | None:
             "(the run's own instrumented rounds: a consistency check, not a forecast)")
 
 
-def model_formula(s: Summary) -> str:
-    """The judged figure's formula, with the terms it holds and says it lacks."""
+def model_formula(s: Summary, say_lacks: bool = True) -> str:
+    """The judged figure's formula, with the terms it holds and (``say_lacks``) the ones it says it lacks."""
     if s.get("division_inputs") == "components" and s.get("t_rollback_ms") is not None:
         if s.get("t_bookkeeping_ms") is not None:
             return "E·T_decode / (T_verify + T_draft + T_rollback + T_bookkeeping)"
         lacks = " (T_bookkeeping, the round's work after the read-back, not timed apart in this session)" if (
-            "t_bookkeeping_ms" in (s.get("prediction_untimed") or [])) else ""
+            say_lacks and "t_bookkeeping_ms" in (s.get("prediction_untimed") or [])) else ""
         return f"E·T_decode / (T_verify + T_draft + T_rollback){lacks}"
     return "E·T_decode / (T_verify + T_draft)"
 
