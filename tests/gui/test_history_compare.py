@@ -158,6 +158,7 @@ def test_compare_two_rows_from_history_shows_deltas(window, qtbot, autosaved):
     assert window.tabs.currentWidget() is c
     assert c.paths == (autosaved["old"], autosaved["new"])  # older is A
     assert not c.refused.isVisible()
+    assert c.why.isVisible() and c.why.text().startswith("Why: ") and "log(speedup A ÷ speedup B)" in c.why.text()
     plain = c.figure("plain_tok_s")
     assert plain["winner"] == "B" and plain["delta"] == pytest.approx(plain["a"] * 0.25, rel=1e-3)
     rows = {r[0].strip(): r for r in c.row_texts()}

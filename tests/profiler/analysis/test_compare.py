@@ -66,6 +66,9 @@ def test_compare_names_deltas_and_winners(base):
     assert v["winner"] == "faster" and v["by"].endswith("lower") and v["judged"] == "intervals separate"
     m = _row(r, "measured_speedup")
     assert m["winner"] == "faster" and m["relative"] == pytest.approx(1.5, rel=1e-6)
+    # a measured winner: the why-line names the round model's term without the point-estimate label
+    assert r["why"]["measured_difference"] and r["why"]["cause"] == "verify"
+    assert r["why"]["answer"].startswith("faster is faster than base")
     assert _row(r, "plain_tok_s")["winner"] == "tie"
     assert _row(r, "p")["winner"] == "tie"
     keys = {row["key"] for row in r["figures"]}

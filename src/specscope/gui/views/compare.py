@@ -133,6 +133,10 @@ class CompareView(QtWidgets.QWidget):
         self.headline = plain_label(EMPTY_HINT)
         self.headline.setObjectName("compareHead")
         lay.addWidget(self.headline)
+        self.why = plain_label("")  # which term of the round model makes the faster one faster (analysis.why_faster)
+        self.why.setWordWrap(True)
+        self.why.hide()
+        lay.addWidget(self.why)
         self.refused = plain_label("")
         self.refused.setObjectName("errorBanner")
         self.refused.hide()
@@ -183,6 +187,7 @@ class CompareView(QtWidgets.QWidget):
             self.label_a.setText("A: —")
             self.label_b.setText("B: —")
             self.headline.setText(EMPTY_HINT)
+            self.why.hide()
             self.refused.hide()
             self.table.setRowCount(0)
             self.notes.setText("")
@@ -193,6 +198,7 @@ class CompareView(QtWidgets.QWidget):
             lab.setToolTip(home_relative(p) if p else "")
         if self.refusal:
             self.headline.setText("Not compared.")
+            self.why.hide()
             self.refused.setText(self.refusal + "  Tick “Timings only” to compare the timings alone.")
             self.refused.show()
             self.table.setRowCount(0)
@@ -200,7 +206,10 @@ class CompareView(QtWidgets.QWidget):
             return
         self.refused.hide()
         r = self.result
+        why = r.get("why")
         self.headline.setText(r["headline"])
+        self.why.setText(f"Why: {why['answer']}." if why else "")
+        self.why.setVisible(bool(why))
         self._fill(r)
         self.notes.setText("\n".join(f"• {n}" for n in r["notes"]))
 

@@ -17,6 +17,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
+from specscope.profiler.analysis.why_faster import decompose
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -215,12 +216,27 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
         "same_regime": same_regime,
         "acceptance_compared": accept_ok,
         "headline": headline(winner, names),
+        # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
+        "why": _why(sa, sb, names, m) if accept_ok else None,
         "figures": figures,
         "ratios": ratios,
         "breakdown": breakdown,
         "acceptance_by_content_class": by_content_class,
         "notes": notes,
     }
+
+
+def _why(sa, sb, names, measured_row) -> dict | None:
+    """The why-line (``why_faster.decompose``), labelled as point estimates when the measured speedups do not differ
+    measurably (a cause named for a difference nobody can vouch for would read as a finding)."""
+    d = decompose(sa, sb, names)
+    if d is None:
+        return None
+    d["measured_difference"] = bool(measured_row and measured_row["winner"] not in (None, "tie"))
+    if not d["measured_difference"] and d["cause"] is not None:
+        d["answer"] = ("the measured speedups do not differ measurably; of the round models' point estimates: "
+                       + d["answer"])
+    return d
 
 
 def _spread(side: dict, block: str):

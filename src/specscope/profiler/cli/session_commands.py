@@ -38,6 +38,9 @@ def cmd_compare(a) -> int:
         sa, sb = Session.load(a.a), Session.load(a.b)
     except SessionError as exc:
         raise SpecscopeError(str(exc)) from None
-    compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem), timings_only=a.timings_only)
+    result = compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem), timings_only=a.timings_only)
     print(f"wrote {out}")
+    print(result["headline"])
+    if result.get("why"):
+        print(f"why: {result['why']['answer']}")
     return 0

@@ -92,6 +92,14 @@ def render_comparison(result: dict) -> str:
         f"<h1>specscope comparison — {esc(names[0])} vs {esc(names[1])}</h1>",
         f'<p class="headline">{esc(result["headline"])}</p>',
     ]
+    why = result.get("why")
+    if why:
+        parts.append(f'<p class="note why"><b>Why:</b> {esc(why["answer"])}.</p>')
+        parts.append('<table cellspacing="0" cellpadding="4" border="1"><tr><th align="left">term of the round model</th>'
+                     '<th>part of log(speedup ratio)</th><th>share</th></tr>'
+                     + "".join(f'<tr><td>{esc(t["label"])}</td><td align="right">{t["log"]:+.3f}</td>'
+                               f'<td align="right">{"—" if t["share"] is None else format(t["share"] * 100, "+.0f") + "%"}</td></tr>'
+                               for t in why["terms"]) + "</table>")
     if not result["acceptance_compared"]:
         parts.append('<p class="note error"><b>Acceptance not compared.</b> The two sessions were measured in different '
                      "sampling regimes; only timings are compared below.</p>")
@@ -118,7 +126,8 @@ def render_comparison(result: dict) -> str:
     )
 
 
-def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> None:
+def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> dict:
+    """Write the comparison (HTML or JSON by the extension); returns it."""
     out = Path(out_path)
     name = out.name.lower()
     if not (name.endswith(".html") or name.endswith(".htm") or name.endswith(".json")):
@@ -132,3 +141,4 @@ def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False
         atomic_write(out, content)
     except OSError as exc:
         raise SpecscopeError(f"could not write {out}: {exc.strerror or exc}") from None
+    return result
