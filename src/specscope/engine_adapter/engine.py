@@ -71,6 +71,7 @@ class Engine:
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
         self._probe = None
+        self.foreign = None  # another engine's loop (engines.seam), when the run names one
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
@@ -102,7 +103,13 @@ class Engine:
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:
             raise SpecscopeError(f"{compat['reasons'][0]} (see `specscope check`)")
-        return cls(params, target, draft, name, compat)
+        engine = cls(params, target, draft, name, compat)
+        if params.engine != "specscope":  # another engine's loop behind the seam; plain decoding and the rest stay ours
+            from specscope.engine_adapter.engines.registry import engine_class
+
+            status(f"opening engine {params.engine}")
+            engine.foreign = engine_class(params.engine)(target, draft, params)
+        return engine
 
     def make_drafter(self, plain_tokens: list[int] | None = None):
         from specscope.engine_adapter.drafters import drafter as drafters
@@ -141,6 +148,8 @@ class Engine:
             "compatibility": {"class": c["class"], "reasons": c["reasons"],
                               "rollback": {k: c["rollback"][k] for k in ("mode", "methods", "text")}},
             "clock_probe": self.probe_describe(),
+            # whose speculative loop ran, and which timings it reports (the rest: "not reported by this engine")
+            "engine": self.foreign.describe() if self.foreign is not None else {"name": "specscope"},
         }
 
     @property
@@ -196,6 +205,8 @@ class Engine:
         """Speculative decoding; ``round_kinds`` overrides the run's (a paired run asks for each pass's kind)."""
         from specscope.engine_adapter.decode.decoding import speculative_generate
 
+        if self.foreign is not None:  # its own loop, as it runs it (end to end); what it does not time stays None
+            return self.foreign.speculative(prompt, max_tokens, self.sampling)
         p = self.params
         kinds = round_kinds or p.round_kinds
         if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.run.protocol); alone: the measured one

@@ -32,3 +32,6 @@ class EngineParams:
     # sessions); "instrumented" or "end_to_end": one pass of that kind.
     round_kinds: str = "paired"
     allow_oversize: bool = False
+    # whose speculative loop runs: "specscope" (its own engine) or another engine behind the seam
+    # (``engine_adapter.engines``: built in, or registered under the entry-point group "specscope.engines")
+    engine: str = "specscope"

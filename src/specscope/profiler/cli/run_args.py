@@ -53,6 +53,10 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                          "apart: the ledger) on the same drafts; alternate: the two kinds round by round in one pass")
     ap.add_argument("--component-reps", type=int, default=RunConfig.component_reps,
                     help="verify forwards and drafts timed apart per case for the prediction (default 3)")
+    ap.add_argument("--engine", default="specscope", metavar="NAME",
+                    help="whose speculative loop runs: specscope (its own), mlx-lm (mlx-lm's own loop with the draft "
+                         "model), or an engine a plugin registers (entry-point group specscope.engines); plain "
+                         "decoding, the components timed apart and the parity check stay specscope's")
     ap.add_argument("--until", choices=["decided"], default=None,
                     help="decided: measure the cases one at a time and stop as soon as the prediction's verdict is "
                          "decided (agrees / off), at a level corrected for looking after every case; the suite's cases "
@@ -104,7 +108,7 @@ def config_from_args(a) -> RunConfig:
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, ignore_preflight=getattr(a, "ignore_preflight", False),
-        until=getattr(a, "until", None),
+        until=getattr(a, "until", None), engine=getattr(a, "engine", None) or "specscope",
         **distributed_from_args(a), **_context_from_args(a),
     )
     cfg.validate()

@@ -83,6 +83,21 @@ class RunConfig(EngineParams):
     def validate(self) -> None:
         if not self.demo and not self.model:
             raise SpecscopeError("no model: pass --model PATH or --demo")
+        if self.engine != "specscope":
+            from specscope.engine_adapter.engines.registry import available
+
+            if self.engine not in available():
+                names = ", ".join(["specscope", *sorted(available())])
+                raise SpecscopeError(f"unknown engine {self.engine!r}; engines here: {names} (a plugin registers "
+                                     "under the entry-point group 'specscope.engines')")
+            if self.round_kinds == "paired":  # another engine runs its own loop: one end-to-end pass, no ledger pass
+                self.round_kinds = "end_to_end"
+            elif self.round_kinds != "end_to_end":
+                raise SpecscopeError(f"--engine {self.engine} runs its own loop end to end: --round-kinds "
+                                     f"{self.round_kinds} needs specscope's instrumented rounds")
+            if self.sweep or self.ranks is not None or self.hosts or self.hostfile:
+                raise SpecscopeError(f"--engine {self.engine} is for a single run on this machine (not a sweep or "
+                                     "several ranks)")
         if self.drafter not in DRAFTERS:
             raise SpecscopeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(DRAFTERS)}")
         if not 1 <= self.num_draft_tokens <= MAX_K:

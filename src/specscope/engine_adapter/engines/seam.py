@@ -1,0 +1,53 @@
+"""The engine seam: how another engine's speculative loop reports what specscope needs.
+
+An engine is a class registered under the entry-point group ``specscope.engines`` (a package's ``pyproject.toml``:
+``[project.entry-points."specscope.engines"] my-engine = "my_package.module:MyEngine"``), or built in (``registry``).
+specscope loads the target (and the draft model, when the run names one) with its own loader and hands the loaded
+models to the engine; the engine decodes and yields the same plain records specscope's own generators yield
+(``engine_adapter.decode.records``):
+
+- one ``Prefill(n_prompt, token, ms)``: the prompt forward and the first token;
+- one ``SpecRound`` per cycle: ``drafted`` (the tokens proposed; a rejected draft the engine does not expose is
+  ``UNKNOWN_TOKEN``), ``accepted`` (how many drafts were kept), ``emitted`` (the tokens the cycle added: the accepted
+  drafts and the target's own token), ``ms`` (the cycle's wall time, to the sync), and ``draft_ms``, ``verify_ms``,
+  ``rollback_ms`` where the engine times them — ``None`` where it does not, which every surface shows as "not
+  reported by this engine", never as a guess. ``kind`` is "end_to_end" for an uninstrumented cycle.
+
+The speed is the engine's own (its cycles' wall time, as it runs them); the plain baseline, the divergence auditor
+(greedy parity with plain decoding from the same weights, position and logit margin at the first difference) and the
+components timed apart are specscope's, on the same loaded weights. What the engine reports is declared in
+``reports`` and recorded in the session.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from specscope.engine_adapter.decode.records import Prefill, SpecRound
+
+UNKNOWN_TOKEN = -1  # a drafted token the engine does not expose (a rejected draft)
+TIMINGS = ("ms", "draft_ms", "verify_ms", "rollback_ms")
+
+
+class SpeculativeEngine:
+    """The seam. Subclass it (or match it), register it, and ``specscope run --engine NAME`` profiles it."""
+
+    name = "engine"
+    version = ""                       # the engine's own version, for the session
+    reports: frozenset[str] = frozenset({"ms"})  # the timings it gives (TIMINGS); the rest are "not reported"
+    needs_draft_model = True           # it drafts with the run's --draft-model
+    greedy_only = False                # it cannot sample at temperature > 0
+
+    def __init__(self, target, draft, params) -> None:
+        """``target``, ``draft``: specscope's loaded models (``model.loader``; ``.model`` is the mlx-lm module);
+        ``params``: the run's ``EngineParams`` (k, sampling, seed)."""
+        self.target, self.draft, self.params = target, draft, params
+
+    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[Prefill | SpecRound]:
+        """Decode ``max_tokens`` tokens after ``prompt`` (the first from the prefill) with ``params.num_draft_tokens``
+        drafts a cycle; ``sampling`` is the run's (``decode.sampling.Sampling``: temp, top_p, seed)."""
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"name": self.name, "version": self.version, "reports": sorted(self.reports),
+                "not_reported": sorted(set(TIMINGS) - set(self.reports))}
