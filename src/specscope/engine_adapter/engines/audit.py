@@ -17,19 +17,20 @@ import numpy as np
 
 from specscope.chi_square import two_sample
 from specscope.engine_adapter.decode.sampling import Sampling
+from specscope.errors import SpecscopeError
 
 ALPHA = 0.01   # a wrong rule is named at p below this
 POSITION = 1   # the token after the prefill's: decided by the engine's first cycle, with k drafts
 SEED_OFFSET = 1_000_000  # the engine's seeds, disjoint from plain decoding's
 
 
-def _token_at(records, position: int) -> int | None:
+def _token_at(records, position: int) -> int:
     out: list[int] = []
     for rec in records:
         out += [rec.token] if rec.type in ("prefill", "step") else list(rec.emitted)
         if len(out) > position:
             return out[position]
-    return None
+    raise SpecscopeError(f"the engine ended after {len(out)} tokens: no token at position {position} to audit")
 
 
 def sampling_audit(engine, prompt: list[int], draws: int = 100, temp: float = 0.25, top_p: float = 0.9) -> dict:
@@ -40,7 +41,9 @@ def sampling_audit(engine, prompt: list[int], draws: int = 100, temp: float = 0.
     k = engine.params.num_draft_tokens
     n_tokens = POSITION + k + 1
     saved = engine.sampling
-    plain, spec, broken = Counter(), Counter(), Counter()
+    plain: Counter[int] = Counter()
+    spec: Counter[int] = Counter()
+    broken: Counter[int] = Counter()
     try:
         for s in range(draws):
             engine.sampling = Sampling(temp, top_p, s)
