@@ -110,3 +110,39 @@ def test_compare_carries_the_why_line_and_labels_it_without_a_measured_differenc
     assert next(f for f in r["figures"] if f["key"] == "measured_speedup")["winner"] in (None, "tie")
     assert not r["why"]["measured_difference"]
     assert r["why"]["answer"].startswith("the measured speedups do not differ measurably")
+
+
+def test_an_engine_that_does_not_report_its_parts_is_compared_on_its_measured_cycle():
+    """specscope's components time specscope's rounds, not another engine's: against such an engine the measured
+    speedups are split into acceptance and the whole cycle per position, exactly."""
+    from specscope.profiler.analysis.why_faster import decompose_measured
+
+    a = {"k": 2, "tokens_per_round": 1.8, "t_decode_ms": 10.0, "measured_speedup": 0.9}
+    b = {"k": 7, "tokens_per_round": 2.4, "t_decode_ms": 10.0, "measured_speedup": 1.2}
+    d = decompose_measured(a, b, ("ours", "theirs"), "theirs does not report its round's parts")
+    assert sum(t["log"] for t in d["terms"]) == pytest.approx(math.log(0.9 / 1.2), abs=1e-12)
+    assert d["cause"] == "cycle" and d["answer"].startswith("theirs is faster than ours (1.33× measured)")
+    assert "theirs does not report its round's parts" in d["answer"]
+    assert decompose_measured({"k": 2}, b) is None
+
+
+def test_compare_splits_the_measured_cycle_when_an_engine_does_not_report_its_parts():
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.compare import compare
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text())
+    other = copy.deepcopy(d)
+    other["config"]["engine"] = {"name": "mlx-lm", "reports": ["ms"], "not_reported": ["draft_ms", "rollback_ms",
+                                                                                        "verify_ms"]}
+    for c in other["cases"]:
+        for rnd in c["spec"]["rounds"]:
+            rnd["ms"] *= 0.8  # its cycles 20% quicker, its acceptance the same
+    r = compare(Session.from_dict(copy.deepcopy(d)), Session.from_dict(other), names=("ours", "mlx"))
+    why = r["why"]
+    assert why["basis"] == "measured" and why["cause"] == "cycle"
+    assert "mlx does not report its round's parts" in why["answer"]
+    assert sum(t["log"] for t in why["terms"]) == pytest.approx(math.log(why["measured_ratio"]), abs=1e-9)

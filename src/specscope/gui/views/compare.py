@@ -92,7 +92,9 @@ def describe(path: str | None, session) -> str:
     drafter = (cfg.get("drafter") or {}).get("name") or "?"
     started = session.data.get("started_at")
     when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") if isinstance(started, (int, float)) else ""
-    bits = [Path(path).name if path else "open session", model, f"{drafter}, k = {session.k}", session.regime,
+    engine = (cfg.get("engine") or {}).get("name") or "specscope"
+    bits = [Path(path).name if path else "open session", model,
+            f"{drafter}, k = {session.k}" + ("" if engine == "specscope" else f", engine {engine}"), session.regime,
             f"{len(session.cases)} case{'' if len(session.cases) == 1 else 's'}", session.status]
     if when:
         bits.insert(1, when)

@@ -17,7 +17,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
-from specscope.profiler.analysis.why_faster import decompose
+from specscope.profiler.analysis.why_faster import decompose, decompose_measured
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -111,6 +111,7 @@ def _describe(session) -> dict:
         "demo_trained": isinstance(model.get("demo"), dict) and model["demo"].get("kind") == "trained",
         "device": f"{env.get('device_name', '?')} ({env.get('chip', '')})",
         "mlx": env.get("mlx"),
+        "engine": (cfg.get("engine") or {}).get("name") or "specscope",  # whose speculative loop ran
         "drafter": d.get("name"),
         "drafter_kind": d.get("kind"),
         "what_if": session.what_if,
@@ -217,7 +218,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
         "acceptance_compared": accept_ok,
         "headline": headline(winner, names),
         # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
-        "why": _why(sa, sb, names, m) if accept_ok else None,
+        "why": _why(sa, sb, names, m, (a, b)) if accept_ok else None,
         "figures": figures,
         "ratios": ratios,
         "breakdown": breakdown,
@@ -226,16 +227,25 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     }
 
 
-def _why(sa, sb, names, measured_row) -> dict | None:
+def _why(sa, sb, names, measured_row, sessions) -> dict | None:
     """The why-line (``why_faster.decompose``), labelled as point estimates when the measured speedups do not differ
-    measurably (a cause named for a difference nobody can vouch for would read as a finding)."""
-    d = decompose(sa, sb, names)
+    measurably (a cause named for a difference nobody can vouch for would read as a finding). Where a session's
+    engine does not report its round's parts (another engine's loop), the measured speedups are split instead, into
+    acceptance and the whole cycle (``decompose_measured``): specscope's components time specscope's rounds, not the
+    other engine's, so their terms would explain nothing about it."""
+    whole = [n for n, s in zip(names, sessions)
+             if "verify_ms" not in ((s.config.get("engine") or {}).get("reports") or ["verify_ms"])]
+    if whole:
+        d = decompose_measured(sa, sb, names, f"{' and '.join(whole)} do{'es' if len(whole) == 1 else ''} not report "
+                                              "its round's parts: the cycle is compared whole")
+    else:
+        d = decompose(sa, sb, names)
     if d is None:
         return None
     d["measured_difference"] = bool(measured_row and measured_row["winner"] not in (None, "tie"))
     if not d["measured_difference"] and d["cause"] is not None:
-        d["answer"] = ("the measured speedups do not differ measurably; of the round models' point estimates: "
-                       + d["answer"])
+        of = "the point estimates" if d.get("basis") == "measured" else "the round models' point estimates"
+        d["answer"] = f"the measured speedups do not differ measurably; of {of}: " + d["answer"]
     return d
 
 

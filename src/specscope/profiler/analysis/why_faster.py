@@ -42,6 +42,32 @@ def factors(s: Mapping) -> dict[str, float] | None:
             **{f"x_{key}": v / float(t_v) for key, v in rest.items()}}
 
 
+def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B"), why_whole: str = "") -> dict | None:
+    """For an engine that does not report its round's parts: the measured speedup as E/(k+1) times (k+1)·T_decode
+    over the measured cycle (E · T_decode ÷ measured speedup), so log(S_A ÷ S_B) splits exactly into acceptance and the
+    whole cycle's cost per position; its parts are not split (``why_whole`` says why)."""
+    parts = {}
+    for side in (a, b):
+        E, k, t_dec, s = side.get("tokens_per_round"), side.get("k"), side.get("t_decode_ms"), side.get("measured_speedup")
+        if not E or not k or not t_dec or not s:
+            return None
+    def cycle_per_position(x):  # ms a verified position costs, the whole cycle
+        return x["tokens_per_round"] * x["t_decode_ms"] / x["measured_speedup"] / (x["k"] + 1)
+
+    parts["acceptance"] = math.log((a["tokens_per_round"] / (a["k"] + 1)) / (b["tokens_per_round"] / (b["k"] + 1)))
+    parts["cycle"] = math.log((cycle_per_position(b) / b["t_decode_ms"]) / (cycle_per_position(a) / a["t_decode_ms"]))
+    total = sum(parts.values())
+    labels = {"acceptance": LABELS["acceptance"], "cycle": "the whole cycle's cost per position"}
+    terms = [{"key": key, "label": labels[key], "log": v, "share": v / total if abs(total) >= NOTHING else None}
+             for key, v in parts.items()]
+    out = {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": None,
+           "measured_ratio": a["measured_speedup"] / b["measured_speedup"], "unexplained_log": None,
+           "basis": "measured", "why_whole": why_whole}
+    out["cause"] = _cause(terms, total)
+    out["answer"] = _answer(out, names) + (f" ({why_whole})" if why_whole and out["cause"] else "")
+    return out
+
+
 def model_speedup(f: Mapping[str, float]) -> float:
     return f["E"] * f["t_decode"] / (f["t_verify"] * (1.0 + f["x_draft"] + f["x_rollback"] + f["x_bookkeeping"]))
 
@@ -71,7 +97,7 @@ def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> di
     terms = [{"key": key, "label": LABELS[key], "log": parts[key],
               "share": parts[key] / total if abs(total) >= NOTHING else None} for key, _ in TERMS]
     out = {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": model_ratio,
-           "measured_ratio": measured_ratio,
+           "measured_ratio": measured_ratio, "basis": "round model",
            # what the round model leaves of the measured ratio (its prediction errors): said apart, never shared out
            "unexplained_log": math.log(measured_ratio) - total if measured_ratio else None}
     out["cause"] = _cause(terms, total)  # the term's key, None when there is nothing to explain
@@ -96,7 +122,8 @@ def _answer(d: dict, names: tuple[str, str]) -> str:
     assert key is not None  # a nonzero total has a term on its side
     term = next(t for t in d["terms"] if t["key"] == key)
     ratio = math.exp(abs(total))
-    text = (f"{faster} is faster than {slower} ({ratio:.2f}× by the round model) mainly through {term['label']}: "
+    basis = "measured" if d.get("basis") == "measured" else "by the round model"
+    text = (f"{faster} is faster than {slower} ({ratio:.2f}× {basis}) mainly through {term['label']}: "
             f"{term['share'] * 100:.0f}% of log(speedup {names[0]} ÷ speedup {names[1]})")
     against = [t for t in d["terms"] if t["log"] * total < 0 and abs(t["log"]) >= 0.1 * abs(total)]
     if against:

@@ -77,8 +77,8 @@ def _rows_table(rows, names, title_col="Figure", unit_default=None):
 def render_comparison(result: dict) -> str:
     names = result["names"]
     sess = result["sessions"]
-    keys = ["model", "device", "mlx", "drafter", "what_if", "k", "regime", "cases", "max_tokens", "status"]
-    labels = {"model": "Model", "device": "Device", "mlx": "MLX", "drafter": "Drafter", "what_if": "What-if (oracle)",
+    keys = ["model", "device", "mlx", "engine", "drafter", "what_if", "k", "regime", "cases", "max_tokens", "status"]
+    labels = {"model": "Model", "device": "Device", "mlx": "MLX", "engine": "Engine (speculative loop)", "drafter": "Drafter", "what_if": "What-if (oracle)",
               "k": "Draft tokens k", "regime": "Sampling regime", "cases": "Cases", "max_tokens": "New tokens per case",
               "status": "Status"}
     def cell(v):
