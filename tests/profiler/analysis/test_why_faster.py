@@ -146,3 +146,29 @@ def test_compare_splits_the_measured_cycle_when_an_engine_does_not_report_its_pa
     assert why["basis"] == "measured" and why["cause"] == "cycle"
     assert "mlx does not report its round's parts" in why["answer"]
     assert sum(t["log"] for t in why["terms"]) == pytest.approx(math.log(why["measured_ratio"]), abs=1e-9)
+
+
+def test_a_wrong_engine_is_named_before_any_speed():
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.compare import compare
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text())
+    wrong = copy.deepcopy(d)
+    c0 = wrong["cases"][0]
+    c0["divergence"] = {"position": 5, "plain_token": 1, "spec_token": 2, "plain_margin": 1.5, "verify_margin": 1.5,
+                        "plain_lead": 1.5, "verify_lead": 1.5, "verdict": "engine_fault", "tolerance": 0.001}
+    c0["spec"]["tokens"] = list(c0["plain"]["tokens"])
+    c0["spec"]["tokens"][5] += 1
+    for c in wrong["cases"]:
+        for rnd in c["spec"]["rounds"]:
+            rnd["ms"] *= 0.5  # and it runs twice as fast
+    r = compare(Session.from_dict(wrong), Session.from_dict(copy.deepcopy(d)), names=("fast", "right"))
+    assert r["headline"].startswith(f"fast is wrong: its greedy output left plain decoding at case {c0['id']} position 5")
+    assert "so its speed is no win" in r["headline"]
+    assert r["correct"] == {"fast": False, "right": True}
+    ok = compare(Session.from_dict(copy.deepcopy(d)), Session.from_dict(copy.deepcopy(d)))
+    assert "wrong" not in ok["headline"] and all(ok["correct"].values())

@@ -8,7 +8,8 @@ from specscope.errors import SpecscopeError
 
 GROUP = "specscope.engines"
 OWN = "specscope"  # specscope's own engine: no seam
-BUILT_IN = {"mlx-lm": "specscope.engine_adapter.engines.mlx_lm_loop:MlxLmLoop"}
+BUILT_IN = {"mlx-lm": "specscope.engine_adapter.engines.mlx_lm_loop:MlxLmLoop",
+            "dflash-mlx": "specscope.engine_adapter.engines.dflash_mlx_loop:DFlashMlxLoop"}
 
 
 def _load(ref: str):

@@ -216,7 +216,10 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
         "sessions": {names[0]: da, names[1]: db},
         "same_regime": same_regime,
         "acceptance_compared": accept_ok,
-        "headline": headline(winner, names),
+        # correctness before speed: a session whose greedy output left plain decoding with a clear margin is wrong,
+        # and its speed is no win
+        "headline": correctness_line(sa, sb, names) + headline(winner, names),
+        "correct": {names[0]: not sa.get("engine_faults"), names[1]: not sb.get("engine_faults")},
         # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
         "why": _why(sa, sb, names, m, (a, b)) if accept_ok else None,
         "figures": figures,
@@ -252,6 +255,18 @@ def _why(sa, sb, names, measured_row, sessions) -> dict | None:
 def _spread(side: dict, block: str):
     """A breakdown block's spread over reps (its interval for a comparison), or None."""
     return ((side.get("spread") or {}).get("blocks") or {}).get(block)
+
+
+def correctness_line(sa, sb, names) -> str:
+    """"" when both sessions' outputs are right; else which is wrong and where, said before any speed."""
+    wrong = []
+    for name, s in zip(names, (sa, sb)):
+        faults = s.get("engine_faults") or []
+        if faults:
+            f = faults[0]
+            wrong.append(f"{name} is wrong: its greedy output left plain decoding at case {f['case']} position "
+                         f"{f.get('position')} with a clear margin ({len(faults)} case{'s' if len(faults) != 1 else ''})")
+    return ("; ".join(wrong) + ", so its speed is no win. ") if wrong else ""
 
 
 def headline(row, names) -> str:
