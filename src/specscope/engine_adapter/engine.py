@@ -206,7 +206,10 @@ class Engine:
         from specscope.engine_adapter.decode.decoding import speculative_generate
 
         if self.foreign is not None:  # its own loop, as it runs it (end to end); what it does not time stays None
-            return self.foreign.speculative(prompt, max_tokens, self.sampling)
+            from specscope.engine_adapter.engines.seam import watched
+
+            return watched(self.foreign.speculative(prompt, max_tokens, self.sampling), self.params.engine_timeout_s,
+                           self.params.engine)
         p = self.params
         kinds = round_kinds or p.round_kinds
         if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.run.protocol); alone: the measured one

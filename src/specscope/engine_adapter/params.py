@@ -35,3 +35,4 @@ class EngineParams:
     # whose speculative loop runs: "specscope" (its own engine) or another engine behind the seam
     # (``engine_adapter.engines``: built in, or registered under the entry-point group "specscope.engines")
     engine: str = "specscope"
+    engine_timeout_s: float = 300.0  # another engine that yields nothing for this long is stopped and reported

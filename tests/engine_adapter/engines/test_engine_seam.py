@@ -112,3 +112,27 @@ def test_unknown_engines_and_impossible_settings_are_refused(model_dirs):
         _cfg(model_dirs, "mlx-lm", round_kinds="instrumented").validate()
     with pytest.raises(SpecscopeError, match="trimmable cache"):
         _run(_cfg(model_dirs, "mlx-lm", model=str(model_dirs["hybrid"])))
+
+
+def test_an_engine_that_hangs_is_stopped_and_says_so():
+    """The watchdog around another engine's loop: records that come in time pass through; one that does not come
+    ends the process with exit code 3 and a message (a hang inside native code cannot be interrupted otherwise)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time\n"
+            "from specscope.engine_adapter.engines.seam import watched\n"
+            "def loop():\n"
+            "    yield 1\n"
+            "    yield 2\n"
+            "    time.sleep(30)\n"
+            "    yield 3\n"
+            "for r in watched(loop(), 1.0, 'stuck'):\n"
+            "    print('record', r, flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3
+    assert r.stdout.split() == ["record", "1", "record", "2"]  # what came before the hang is out
+    assert "engine stuck produced nothing for 1 s: stopped" in r.stderr
+    from specscope.engine_adapter.engines.seam import watched
+
+    assert list(watched(iter([1, 2, 3]), 5.0, "quick")) == [1, 2, 3]

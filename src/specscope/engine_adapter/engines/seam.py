@@ -51,3 +51,33 @@ class SpeculativeEngine:
     def describe(self) -> dict:
         return {"name": self.name, "version": self.version, "reports": sorted(self.reports),
                 "not_reported": sorted(set(TIMINGS) - set(self.reports))}
+
+
+def watched(records: Iterator, timeout_s: float, name: str) -> Iterator:
+    """``records`` (an engine's loop) with a watchdog: when the next record takes longer than ``timeout_s``, the process
+    says so on stderr and ends at once (exit code 3) — another engine's loop may hang inside native code, where no
+    exception can reach it. The run's parent keeps every event already received and marks the session incomplete
+    with this message (``profiler.run.pump``)."""
+    import os
+    import sys
+    import threading
+
+    def expire() -> None:
+        sys.stderr.write(f"specscope: engine {name} produced nothing for {timeout_s:g} s: stopped (a hang, or "
+                         "--engine-timeout too short for this model)\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(3)
+
+    it = iter(records)
+    while True:
+        timer = threading.Timer(timeout_s, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            rec = next(it)
+        except StopIteration:
+            return
+        finally:
+            timer.cancel()
+        yield rec

@@ -57,6 +57,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                     help="whose speculative loop runs: specscope (its own), mlx-lm (mlx-lm's own loop with the draft "
                          "model), or an engine a plugin registers (entry-point group specscope.engines); plain "
                          "decoding, the components timed apart and the parity check stay specscope's")
+    ap.add_argument("--engine-timeout", type=float, default=300.0, metavar="S",
+                    help="stop another engine that yields nothing for S seconds; what it measured is kept")
     ap.add_argument("--until", choices=["decided"], default=None,
                     help="decided: measure the cases one at a time and stop as soon as the prediction's verdict is "
                          "decided (agrees / off), at a level corrected for looking after every case; the suite's cases "
@@ -109,6 +111,7 @@ def config_from_args(a) -> RunConfig:
         allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, ignore_preflight=getattr(a, "ignore_preflight", False),
         until=getattr(a, "until", None), engine=getattr(a, "engine", None) or "specscope",
+        engine_timeout_s=getattr(a, "engine_timeout", None) or 300.0,
         **distributed_from_args(a), **_context_from_args(a),
     )
     cfg.validate()

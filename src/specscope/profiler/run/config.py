@@ -90,6 +90,8 @@ class RunConfig(EngineParams):
                 names = ", ".join(["specscope", *sorted(available())])
                 raise SpecscopeError(f"unknown engine {self.engine!r}; engines here: {names} (a plugin registers "
                                      "under the entry-point group 'specscope.engines')")
+            if self.engine_timeout_s <= 0:
+                raise SpecscopeError(f"--engine-timeout must be positive (got {self.engine_timeout_s:g})")
             if self.round_kinds == "paired":  # another engine runs its own loop: one end-to-end pass, no ledger pass
                 self.round_kinds = "end_to_end"
             elif self.round_kinds != "end_to_end":
