@@ -182,11 +182,7 @@ class DFlashDrafter(Drafter):
         if k > self.spec.max_draft_tokens:
             raise SpecscopeError(f"DFlash drafts at most block size − 1 = {self.spec.max_draft_tokens} tokens a round "
                                  f"(asked for {k})")
-        block = mx.array([last_token] + [self.spec.mask_token_id] * k, dtype=mx.uint32)
-        feats = self.pending if self.pending is not None else mx.zeros((0, self.model.fc.weight.shape[1]))
-        self.pending = None
-        out = self.model(self.embed(block[None]), feats[None], self.cache)
-        logits = self.head(out[0, 1:])  # [k, vocab]: block positions 1..k
+        logits = self.block_logits(last_token, k)
         probs = None
         if self.sampling.greedy:
             toks = mx.argmax(logits, axis=-1).astype(mx.uint32)
@@ -200,6 +196,15 @@ class DFlashDrafter(Drafter):
             return Draft(None, probs=probs, array=toks, extra=extra)
         mx.eval(toks, *([probs] if probs is not None else []))
         return Draft(toks.tolist(), probs=probs, extra=extra)  # type: ignore[arg-type]  # a list of ints
+
+    def block_logits(self, last_token: int, k: int) -> mx.array:
+        """One drafter forward over the block ``[last_token, mask × k]`` after reading the pending context: the
+        logits of block positions 1..k, [k, vocab] (lazy)."""
+        block = mx.array([last_token] + [self.spec.mask_token_id] * k, dtype=mx.uint32)
+        feats = self.pending if self.pending is not None else mx.zeros((0, self.model.fc.weight.shape[1]))
+        self.pending = None
+        out = self.model(self.embed(block[None]), feats[None], self.cache)
+        return self.head(out[0, 1:])
 
     def update(self, accepted, draft, emitted, hidden=None):
         if hidden is None:

@@ -74,6 +74,7 @@ class DFlashSpec:
     derived_layer_ids: bool = False
     weight_files: list[Path] = field(default_factory=list)
     tensor_shapes: dict[str, list[int]] = field(default_factory=dict)
+    tensor_dtypes: dict[str, str] = field(default_factory=dict)
     prefix: str = ""
 
     @property
@@ -206,6 +207,7 @@ def read_dflash(path: str | os.PathLike) -> DFlashSpec:
         for name, meta in read_safetensors_header(f).items():
             if name != "__metadata__":
                 spec.tensor_shapes[name] = list(meta["shape"])
+                spec.tensor_dtypes[name] = meta["dtype"]
     if any(k.startswith("model.") for k in spec.tensor_shapes):
         spec.prefix = "model."
     _check_weights(spec, where)

@@ -149,3 +149,23 @@ def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:
                       attention_bias=False, block_size=c["block_size"], target_layer_ids=tuple(dc["target_layer_ids"]),
                       num_target_layers=c["num_target_layers"], mask_token_id=dc["mask_token_id"])
     return spec.expected_shapes()
+
+
+def default_dflash_path(target) -> Path:
+    """The random demo DFlash drafter for a loaded demo ``target`` (``run --demo --drafter dflash`` without
+    ``--draft-model``), built once into specscope's cache beside the demo models."""
+    import shutil
+
+    from specscope.engine_adapter.model.demo_model import _lock, hash_name, specscope_home
+
+    text = target.checkpoint.text_config
+    key = hash_name(f"{target.path.resolve()}|{text.get('hidden_size')}|{text.get('num_hidden_layers')}")
+    out = specscope_home() / f"demo-dflash-{key}-v{DFLASH_FORMAT_VERSION}"
+    if (out / "config.json").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(out.parent / ".demo-dflash.lock"):
+        if not (out / "config.json").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            build_dflash_demo(out, text, target.path.name)
+    return out
