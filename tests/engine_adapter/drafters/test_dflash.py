@@ -283,3 +283,27 @@ def test_engine_runs_dflash_end_to_end_and_refuses_a_misfit(model_dirs, dflash_d
     with pytest.raises(SpecscopeError, match="block size 8 drafts at most 7"):
         Engine.open(EngineParams(model=str(model_dirs["hybrid"]), drafter="dflash", draft_model=str(dflash_dir),
                                  num_draft_tokens=B))
+
+
+def test_demo_drafter_and_a_stored_long_context():
+    """``--demo --drafter dflash`` without a folder builds the demo's drafter once; a long context stored once gives
+    the drafter the same features (the same drafts, acceptances and output) as prefilling everything."""
+    from specscope.engine_adapter.cache import context
+    from specscope.engine_adapter.engine import Engine, EngineParams
+    from specscope.profiler.run.context import context_tokens
+
+    context.clear()
+    try:
+        e = Engine.open(EngineParams(demo=True, drafter="dflash", num_draft_tokens=3))
+        assert e.dflash is not None and e.dflash.block_size == 16
+        ctx = context_tokens(e.encode, 96, "mixed")
+        prompt = ctx + e.encode("def add(a, b):")
+        ref_plain = [r.token for r in e.plain(prompt, 10)]
+        ref = [(r.drafted, r.accepted, r.emitted) for r in list(e.speculative(prompt, ref_plain, 10))[1:]]
+        facts = e.prepare_context(ctx)
+        assert facts["tokens"] == 96 and not facts["reused"]
+        assert context.find(e.target.model, prompt) is not None
+        assert [(r.drafted, r.accepted, r.emitted) for r in list(e.speculative(prompt, ref_plain, 10))[1:]] == ref
+        assert [t for _, _, em in ref for t in em] == ref_plain[1:]
+    finally:
+        context.clear()
