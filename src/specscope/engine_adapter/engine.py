@@ -80,7 +80,7 @@ class Engine:
     def open(cls, params: EngineParams, status=lambda message: None) -> "Engine":
         from specscope.model_ref import resolve_model
 
-        from specscope.engine_adapter.drafters.dflash_format import is_dflash_folder
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
         from specscope.engine_adapter.measure.doctor import REFUSED, cheap_report
         from specscope.engine_adapter.model.demo_model import default_demo_path
         from specscope.engine_adapter.model.inspect_model import mtp_status
@@ -271,7 +271,7 @@ def open_dflash(params: EngineParams, target, label: str, status=lambda message:
     DFlash2, or more drafts a round than its block holds."""
     from specscope.model_ref import resolve_model
 
-    from specscope.engine_adapter.drafters.dflash_format import check_fits, read_dflash
+    from specscope.engine_adapter.model.dflash_format import check_fits, read_dflash
 
     if params.draft_model:
         path = resolve_model(params.draft_model, what="DFlash drafter").path

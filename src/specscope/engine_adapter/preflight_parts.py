@@ -39,7 +39,7 @@ def parts_from_checkpoints(target: str | None, drafter: str = "auto", draft_mode
         parts.append({"part": "MTP head", "dtype": dtype, "path": str(mtp_weights or ck.path),
                       "how": "cast to the target's dtype when the head loads"})
     if draft_model and name in ("auto", "dflash", "draft"):
-        from .drafters.dflash_format import is_dflash_folder, read_dflash
+        from .model.dflash_format import is_dflash_folder, read_dflash
 
         if is_dflash_folder(draft_model):  # its own weights, as stored; it reads the target's embedding and head
             spec = read_dflash(draft_model)

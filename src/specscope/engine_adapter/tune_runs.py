@@ -80,7 +80,7 @@ class TuneEngine:
     def open(cls, params: EngineParams, status=lambda message: None) -> "TuneEngine":
         from specscope.engine_adapter.model.inspect_model import mtp_status
 
-        from specscope.engine_adapter.drafters.dflash_format import is_dflash_folder
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
 
         name = "draft" if (params.draft_model or params.demo) else "ngram"
         if params.drafter == "dflash" or (params.draft_model and is_dflash_folder(params.draft_model)):

@@ -209,8 +209,8 @@ def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> dict
     with tapping(with_hidden) as tap:
         logits = run_prefill(model, cache, tokens)
         mx.eval(logits, [c.state for c in cache])
-        hidden = {"post-norm": tap.hidden("post-norm"), "pre-norm": tap.hidden("pre-norm")} if tap else None
-        if tap and tap.layers:  # tapped decoder layers (a DFlash drafter's): kept per layer, fed to later taps too
+        hidden: dict[str, Any] | None = {"post-norm": tap.hidden("post-norm"), "pre-norm": tap.hidden("pre-norm")} if tap else None
+        if tap is not None and hidden is not None and tap.layers:  # tapped decoder layers (a DFlash drafter's): kept per layer, fed to later taps too
             hidden["layers"] = {i: tap.hidden((i,)) for i in sorted(tap.layers)}
         if hidden:
             mx.eval(hidden)

@@ -28,14 +28,15 @@ greedily and accepts a draft when the target's own sample equals it; also exact,
 
 from __future__ import annotations
 
+from typing import Any
+
 import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
 from specscope.engine_adapter.cache.hidden import install_tap, trunk_parts
-from specscope.engine_adapter.decode.sampling import Sampling
-from specscope.engine_adapter.drafters.dflash_format import DFlashSpec, check_fits, read_dflash
+from specscope.engine_adapter.model.dflash_format import DFlashSpec, check_fits, read_dflash
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.errors import SpecscopeError
 
@@ -147,10 +148,10 @@ class DFlashDrafter(Drafter):
     needs_hidden = True
     lazy_drafts = True
 
-    def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Sampling | None = None):
+    def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Any = None):
         self.target_model = target.model
         self.model, self.spec = model, spec
-        self.sampling = sampling or Sampling()
+        self.sampling = sampling  # the run's decode.sampling.Sampling; None: greedy
         install_tap(self.target_model, layers=spec.target_layer_ids)  # the verify forward records these layers
         self.hidden_mode: tuple[int, ...] = tuple(spec.target_layer_ids)  # Tap.hidden(mode): their outputs side by side
         parts = trunk_parts(self.target_model)
@@ -184,7 +185,7 @@ class DFlashDrafter(Drafter):
                                  f"(asked for {k})")
         logits = self.block_logits(last_token, k)
         probs = None
-        if self.sampling.greedy:
+        if self.sampling is None or self.sampling.greedy:
             toks = mx.argmax(logits, axis=-1).astype(mx.uint32)
         else:
             probs = self.sampling.probs(logits)
@@ -218,10 +219,10 @@ class DFlashDrafter(Drafter):
         s = self.spec
         return {**super().describe(), "weights": str(s.path), "variant": s.variant, "block_size": s.block_size,
                 "target_layer_ids": list(s.target_layer_ids), "mask_token_id": s.mask_token_id,
-                "drafts": "greedy" if self.sampling.greedy else "sampled from the drafter (rejection sampling)"}
+                "drafts": "greedy" if self.sampling is None or self.sampling.greedy else "sampled from the drafter (rejection sampling)"}
 
 
-def load_dflash_drafter(target, path, sampling: Sampling | None = None) -> DFlashDrafter:
+def load_dflash_drafter(target, path, sampling: Any = None) -> DFlashDrafter:
     """Read, check against ``target`` (refusing a misfit before anything runs) and load a DFlash drafter folder."""
     spec = read_dflash(path)
     check_fits(spec, target.checkpoint.text_config, target.path.name)

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from specscope.engine_adapter.drafters.dflash_format import build_target_layer_ids
+from specscope.engine_adapter.model.dflash_format import build_target_layer_ids
 from specscope.errors import SpecscopeError
 
 DFLASH_DEMO_LAYERS = 2  # drafter depth of the demo drafters (the published drafters' depth is not assumed here)
@@ -51,9 +51,9 @@ def demo_target_config(kind: str, shape: str | None = None, layers: int | None =
         n = layers if layers is not None else 4
         return text_config(shape, n), f"{shape} ({n} of {FULL_LAYERS[shape]} layers)", FULL_LAYERS[shape]
     if kind == "random":
-        from specscope.engine_adapter.model.demo_model import VOCAB_TARGET, _text_config
+        from specscope.engine_adapter.model.demo_model import VOCAB_TARGET, demo_text_config
 
-        t = _text_config("hybrid", VOCAB_TARGET)
+        t = demo_text_config("hybrid", VOCAB_TARGET)
         return t, "the random demo model", t["num_hidden_layers"]
     from specscope.engine_adapter.model.demo_model import trained_demo_path
 
@@ -104,7 +104,7 @@ def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, ful
     """Write a random DFlash drafter for a target with this text config at ``path`` (atomically)."""
     import mlx.core as mx
 
-    from specscope.engine_adapter.drafters.dflash_format import read_dflash
+    from specscope.engine_adapter.model.dflash_format import read_dflash
     from specscope.engine_adapter.model.demo_model import BRANCH_GAIN, model_folder
 
     path = Path(path).expanduser()
@@ -137,7 +137,7 @@ def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, ful
 
 def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:
     """The weight names and shapes a drafter with this folder's config.json must have."""
-    from specscope.engine_adapter.drafters.dflash_format import DFlashSpec, variant_of
+    from specscope.engine_adapter.model.dflash_format import DFlashSpec, variant_of
 
     c = json.loads((folder / "config.json").read_text())
     dc = c["dflash_config"]
@@ -156,7 +156,7 @@ def default_dflash_path(target) -> Path:
     ``--draft-model``), built once into specscope's cache beside the demo models."""
     import shutil
 
-    from specscope.engine_adapter.model.demo_model import _lock, hash_name, specscope_home
+    from specscope.engine_adapter.model.demo_model import file_lock, hash_name, specscope_home
 
     text = target.checkpoint.text_config
     key = hash_name(f"{target.path.resolve()}|{text.get('hidden_size')}|{text.get('num_hidden_layers')}")
@@ -164,7 +164,7 @@ def default_dflash_path(target) -> Path:
     if (out / "config.json").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(out.parent / ".demo-dflash.lock"):
+    with file_lock(out.parent / ".demo-dflash.lock"):
         if not (out / "config.json").exists():
             shutil.rmtree(out, ignore_errors=True)
             build_dflash_demo(out, text, target.path.name)

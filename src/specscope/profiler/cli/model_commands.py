@@ -66,7 +66,7 @@ def cmd_inspect(a) -> int:
     if not a.path and not a.demo:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)  # before the engine is imported: it switches the hub libraries offline
-    from specscope.engine_adapter.drafters.dflash_format import is_dflash_folder
+    from specscope.engine_adapter.model.dflash_format import is_dflash_folder
 
     if a.path and is_dflash_folder(a.path):
         return _inspect_dflash(a)
@@ -80,7 +80,7 @@ def cmd_inspect(a) -> int:
 def _inspect_dflash(a) -> int:
     """A DFlash drafter folder: its block, the target layers it reads, the target shape it fits, and whether it fits
     the demo targets (and ``--target``, when given)."""
-    from specscope.engine_adapter.drafters.dflash_format import format_spec, misfits, read_dflash
+    from specscope.engine_adapter.model.dflash_format import format_spec, misfits, read_dflash
     from specscope.engine_adapter.model.dflash_demo import demo_target_config
 
     spec = read_dflash(a.path)
@@ -120,7 +120,7 @@ def cmd_check(a) -> int:
     if getattr(a, "drafter", None) == "dflash":
         if not a.draft_model:
             raise SpecscopeError("--drafter dflash needs --draft-model FOLDER (a DFlash drafter)")
-        from specscope.engine_adapter.drafters.dflash_format import read_dflash
+        from specscope.engine_adapter.model.dflash_format import read_dflash
 
         dflash = a.draft_model
         B1 = read_dflash(dflash).max_draft_tokens  # a folder that is not a DFlash drafter is refused here

@@ -131,7 +131,7 @@ def default_k(a) -> int:
     k = getattr(a, "num_draft_tokens", None)
     if k is not None:
         return int(k)
-    from specscope.engine_adapter.drafters.dflash_format import is_dflash_folder, read_dflash
+    from specscope.engine_adapter.model.dflash_format import is_dflash_folder, read_dflash
 
     draft = getattr(a, "draft_model", None)
     if draft and getattr(a, "drafter", "auto") in ("dflash", "auto") and is_dflash_folder(draft):

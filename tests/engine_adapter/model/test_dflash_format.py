@@ -9,7 +9,7 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from specscope.engine_adapter.drafters.dflash_format import (build_target_layer_ids, check_fits, is_dflash_folder,
+from specscope.engine_adapter.model.dflash_format import (build_target_layer_ids, check_fits, is_dflash_folder,
                                                              misfits, read_dflash)
 from specscope.engine_adapter.model.dflash_demo import build_dflash_demo, dflash_config, map_layer_ids
 from specscope.errors import SpecscopeError
