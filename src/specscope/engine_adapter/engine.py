@@ -104,6 +104,8 @@ class Engine:
         draft = dflash = None
         if name == "dflash":  # read and checked against the target before anything runs; its weights load with the drafter
             dflash = open_dflash(params, target, label, status)
+        if name == "draft" and params.draft_model and is_dflash_folder(resolve_model(params.draft_model, what="draft model").path):
+            raise SpecscopeError(f"{params.draft_model} is a DFlash drafter, not a draft model: use --drafter dflash (or auto)")
         if name == "draft":
             draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)

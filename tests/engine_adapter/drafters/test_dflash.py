@@ -280,6 +280,8 @@ def test_engine_runs_dflash_end_to_end_and_refuses_a_misfit(model_dirs, dflash_d
     assert tokens_of(list(eng.speculative(prompt, plain, N, round_kinds="end_to_end"))) == plain
     with pytest.raises(SpecscopeError, match="does not fit"):
         Engine.open(EngineParams(model=str(model_dirs["draft"]), drafter="dflash", draft_model=str(dflash_dir)))
+    with pytest.raises(SpecscopeError, match="is a DFlash drafter, not a draft model: use --drafter dflash"):
+        Engine.open(EngineParams(model=str(model_dirs["hybrid"]), drafter="draft", draft_model=str(dflash_dir)))
     with pytest.raises(SpecscopeError, match="block size 8 drafts at most 7"):
         Engine.open(EngineParams(model=str(model_dirs["hybrid"]), drafter="dflash", draft_model=str(dflash_dir),
                                  num_draft_tokens=B))

@@ -52,3 +52,21 @@ def test_check_with_a_dflash_drafter(tmp_path):
     assert ctx["exact"] and [row["accepted"] for row in ctx["rows"]] == [0, 1, 2, 3]
     r = specscope("check", str(target), "--drafter", "dflash", "--draft-model", str(tmp_path / "fits"), "--max-k", "1")
     assert "DFlash drafter" in r.stdout and "its context after 0..3 accepted exact" in r.stdout, r.stdout
+
+
+def test_run_config_refuses_dflash_with_several_ranks_or_without_a_folder(tmp_path):
+    import pytest
+
+    from specscope.engine_adapter.model.dflash_demo import build_dflash_demo, dflash_config
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.run.config import RunConfig
+
+    text = {"hidden_size": 64, "vocab_size": 256, "num_hidden_layers": 4, "max_position_embeddings": 4096}
+    assert dflash_config(text, 4)["dflash_config"]["target_layer_ids"] == [1, 3]
+    folder = build_dflash_demo(tmp_path / "d", text, "tiny", block_size=4)
+    with pytest.raises(SpecscopeError, match="needs --draft-model"):
+        RunConfig(model="m", drafter="dflash").validate()
+    for drafter in ("dflash", "auto"):
+        with pytest.raises(SpecscopeError, match="not supported with several ranks"):
+            RunConfig(model="m", drafter=drafter, draft_model=str(folder), ranks=2).validate()
+    RunConfig(model="m", drafter="dflash", draft_model=str(folder), num_draft_tokens=3).validate()

@@ -80,6 +80,12 @@ class RunConfig(EngineParams):
             raise SpecscopeError(f"unknown run settings: {', '.join(sorted(unknown))}")
         return cls(**d)
 
+    def _dflash_draft(self) -> bool:
+        """``draft_model`` is a DFlash drafter folder (read from its config.json; no MLX)."""
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
+
+        return bool(self.draft_model) and is_dflash_folder(str(self.draft_model))
+
     def validate(self) -> None:
         if not self.demo and not self.model:
             raise SpecscopeError("no model: pass --model PATH or --demo")
@@ -103,7 +109,7 @@ class RunConfig(EngineParams):
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
         if self.drafter == "dflash" and not self.draft_model and not self.demo:
             raise SpecscopeError("--drafter dflash needs --draft-model FOLDER (a DFlash drafter)")
-        if self.drafter == "dflash" and (self.ranks is not None or self.hosts or self.hostfile):
+        if (self.ranks is not None or self.hosts or self.hostfile) and (self.drafter == "dflash" or self._dflash_draft()):
             raise SpecscopeError("--drafter dflash is not supported with several ranks yet")
         if self.until not in (None, "decided"):
             raise SpecscopeError(f"--until takes 'decided' (got {self.until!r})")
