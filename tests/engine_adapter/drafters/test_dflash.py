@@ -248,6 +248,20 @@ def test_speculative_sampling_with_dflash_keeps_the_target_distribution(tiny):
     assert bins >= 3 and p > ALPHA, (p, bins, tokens.most_common(5))
 
 
+def test_sampled_rounds_end_to_end_equal_instrumented_ones(tiny):
+    """At temperature an end-to-end round hands the verify unevaluated drafts and their distribution: the same draws,
+    the same decisions, the same output as rounds that read the drafts back first."""
+    lm, base_drafter, prompt = tiny
+    runs = []
+    for kinds in ("instrumented", "end_to_end"):
+        s = Sampling(**REGIME, seed=11)
+        d = DFlashDrafter(lm, base_drafter.model, base_drafter.spec, s)
+        ev = list(speculative_generate(lm.model, prompt, d, 3, 16, s, round_kinds=kinds))
+        runs.append([(r.drafted, r.accepted, r.emitted) for r in ev[1:]])
+    assert runs[0] == runs[1]
+    assert any(a for _, a, _ in runs[0]) and any(len(dr) > a for dr, a, _ in runs[0])  # accepts and rejects
+
+
 @pytest.mark.slow  # a check of the test above (its power), not of specscope: `pytest -m slow`
 def test_the_fit_detects_a_broken_rule_with_dflash(tiny, monkeypatch):
     """The same test with a rule that accepts every draft: the emitted token is then the drafter's draw, whose
