@@ -20,6 +20,11 @@ forward's features for the ``accepted + 1`` positions the target verified (the l
 for the next draft. Rejected drafts never reach the drafter's caches, so a rejection needs no rollback of them: the
 only provisional state is the block, which is never stored.
 
+Because the block attends to itself in both directions, the first k drafts of a block of B are not the drafts of a
+block of k+1: DFlash drafts are not chained across k as the other drafters' are. An acceptance trace recorded at
+K_max (``tune``) therefore reads E(k < K_max) from the K_max block, an approximation for DFlash; the confirmation runs
+and ``run`` at a given k use the block of that k.
+
 Greedy: drafts are the argmax. At temperature the drafts are drawn from the drafter's own distribution under the
 run's sampling (temperature, top-p) and handed to the verify as ``Draft.probs``, so the standard rejection rule
 (``Sampling.verify``) judges them against the distribution they were drawn from. (The z-lab reference instead drafts
