@@ -22,11 +22,10 @@ import json
 import os
 from pathlib import Path
 
-from specscope.engine_adapter.model.dflash_format import build_target_layer_ids
+from specscope.engine_adapter.model.dflash_format import DFLASH_DEMO_BLOCK, build_target_layer_ids
 from specscope.errors import SpecscopeError
 
 DFLASH_DEMO_LAYERS = 2  # drafter depth of the demo drafters (the published drafters' depth is not assumed here)
-DFLASH_DEMO_BLOCK = 16  # the published Qwen drafters' block size
 DFLASH_FORMAT_VERSION = 1
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 ARCHITECTURES = {"DFlashDraftModel": "dflash", "DFlash2DraftModel": "dflash2"}
+DFLASH_DEMO_BLOCK = 16  # the block of the demo drafters (``dflash_demo``): the published Qwen drafters' block size
 
 
 def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -155,7 +156,7 @@ def _int(config: dict, key: str, where: str, minimum: int = 1) -> int:
 
 def read_dflash(path: str | os.PathLike) -> DFlashSpec:
     """Read and check a DFlash drafter folder (config and safetensors headers; no weights are loaded)."""
-    from specscope.engine_adapter.model.checkpoint import read_safetensors_header
+    from specscope.engine_adapter.model.safetensors_header import read_safetensors_header
 
     d = Path(path).expanduser()
     if not d.is_dir():

@@ -137,7 +137,7 @@ def default_k(a) -> int:
     if draft and getattr(a, "drafter", "auto") in ("dflash", "auto") and is_dflash_folder(draft):
         return min(read_dflash(draft).max_draft_tokens, MAX_K)
     if getattr(a, "drafter", None) == "dflash" and getattr(a, "demo", False) and not draft:
-        from specscope.engine_adapter.model.dflash_demo import DFLASH_DEMO_BLOCK
+        from specscope.engine_adapter.model.dflash_format import DFLASH_DEMO_BLOCK
 
         return DFLASH_DEMO_BLOCK - 1
     return RunConfig.num_draft_tokens
