@@ -13,8 +13,9 @@ the format and where implementations differ: ``dflash_format``):
 - a Qwen3-style layer (RMSNorm, attention with q/k norms and RoPE, SiLU-gated MLP), then ``norm`` and the *target's*
   output head. Block position ``i >= 1`` gives draft ``i``; position 0 (the known last token) is not read.
 
-The round (``Drafter`` contract): ``begin`` holds the prompt's features; ``draft`` feeds the features not yet read
-(the prompt's, then the previous round's verified positions) into the caches and proposes ``k`` tokens from a block
+The round (``Drafter`` contract): ``begin`` reads the prompt's features into the caches (all but the last position:
+the drafter's own prefill); ``draft`` feeds the features not yet read (the prompt's last, then the previous round's
+verified positions) into the caches and proposes ``k`` tokens from a block
 of ``k + 1`` (the references shrink the block the same way when fewer drafts are wanted); ``update`` keeps the verify
 forward's features for the ``accepted + 1`` positions the target verified (the last token and the accepted drafts)
 for the next draft. Rejected drafts never reach the drafter's caches, so a rejection needs no rollback of them: the
@@ -44,6 +45,8 @@ from specscope.engine_adapter.cache.hidden import install_tap, trunk_parts
 from specscope.engine_adapter.model.dflash_format import DFlashSpec, check_fits, read_dflash
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.errors import SpecscopeError
+
+PREFILL_STEP = 2048  # context positions the drafter reads per forward in its own prefill
 
 
 class _Attention(nn.Module):
@@ -125,6 +128,13 @@ class DFlashModel(nn.Module):
     def make_cache(self) -> list[KVCache]:
         return [KVCache() for _ in self.layers]
 
+    def read_context(self, features: mx.array, cache: list[KVCache]) -> None:
+        """Append context positions to every layer's cache without a block (every layer reads the same projected
+        context, so no layer needs another's output): the drafter's own prefill. ``features`` [1, S, n·H]."""
+        ctx = self.hidden_norm(self.fc(features))
+        for layer, c in zip(self.layers, cache):
+            c.update_and_fetch(*layer.self_attn._kv(ctx, c.offset))
+
     def __call__(self, block_embedded: mx.array, features: mx.array, cache: list[KVCache]) -> mx.array:
         """``block_embedded`` [1, L, H]; ``features`` [1, S, n·H] (S may be 0): the normed block output [1, L, H]."""
         ctx = self.hidden_norm(self.fc(features)) if features.shape[1] else features[..., : block_embedded.shape[-1]]
@@ -175,8 +185,14 @@ class DFlashDrafter(Drafter):
         if hidden.shape[0] != len(prompt):
             raise RuntimeError(f"the target's hidden states cover {hidden.shape[0]} of {len(prompt)} prompt positions")
         self.cache = self.model.make_cache()
-        self.pending = hidden
         self.draws = 0
+        # The drafter's own prefill, here (timed with the target's prefill, as the MTP head's): every prompt position
+        # but the last goes into its caches now, so the first round reads one new position like a round that accepted
+        # nothing, and its draft time does not hold the whole prompt.
+        for i in range(0, hidden.shape[0] - 1, PREFILL_STEP):
+            self.model.read_context(hidden[i:min(i + PREFILL_STEP, hidden.shape[0] - 1)][None], self.cache)
+            mx.eval([c.state for c in self.cache])
+        self.pending = hidden[-1:]
 
     def read_positions(self) -> int:
         """Context positions in the drafter's caches (every verified position before the last token, after a draft)."""
