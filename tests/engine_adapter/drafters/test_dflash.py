@@ -292,6 +292,8 @@ def test_engine_runs_dflash_end_to_end_and_refuses_a_misfit(model_dirs, dflash_d
     assert facts["drafter"]["name"] == "dflash" and facts["drafter"]["block_size"] == B
     assert facts["draft_model_path"] == str(dflash_dir)
     assert tokens_of(list(eng.speculative(prompt, plain, N, round_kinds="end_to_end"))) == plain
+    trace = eng.trace(prompt, plain)  # the acceptance trace walks the drafter along the target's own output
+    assert trace is not None and trace["drafter"] == "dflash" and len(trace["A"]) == N - 1
     with pytest.raises(SpecscopeError, match="does not fit"):
         Engine.open(EngineParams(model=str(model_dirs["draft"]), drafter="dflash", draft_model=str(dflash_dir)))
     with pytest.raises(SpecscopeError, match="is a DFlash drafter, not a draft model: use --drafter dflash"):
