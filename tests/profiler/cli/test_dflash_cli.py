@@ -70,3 +70,9 @@ def test_run_config_refuses_dflash_with_several_ranks_or_without_a_folder(tmp_pa
         with pytest.raises(SpecscopeError, match="not supported with several ranks"):
             RunConfig(model="m", drafter=drafter, draft_model=str(folder), ranks=2).validate()
     RunConfig(model="m", drafter="dflash", draft_model=str(folder), num_draft_tokens=3).validate()
+
+
+def test_check_demo_with_its_own_dflash_drafter():
+    r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
+    assert r.returncode == 0, r.stderr
+    assert "k = 1, 15, every accepted count" in r.stdout and "its context after 0..15 accepted exact" in r.stdout, r.stdout

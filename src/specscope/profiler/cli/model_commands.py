@@ -118,10 +118,16 @@ def cmd_check(a) -> int:
     ks = tuple(range(1, a.max_k + 1))
     dflash = None
     if getattr(a, "drafter", None) == "dflash":
-        if not a.draft_model:
+        if not a.draft_model and not a.demo:
             raise SpecscopeError("--drafter dflash needs --draft-model FOLDER (a DFlash drafter)")
         from specscope.engine_adapter.model.dflash_format import read_dflash
 
+        if not a.draft_model:  # the demo's own random DFlash drafter, as `run --demo --drafter dflash`
+            from specscope.engine_adapter.model.demo_model import default_demo_path
+            from specscope.engine_adapter.model.dflash_demo import default_dflash_path
+            from specscope.engine_adapter.model.loader import load_model
+
+            a.draft_model = str(default_dflash_path(load_model(a.path or default_demo_path("hybrid"))))
         dflash = a.draft_model
         B1 = read_dflash(dflash).max_draft_tokens  # a folder that is not a DFlash drafter is refused here
         ks = tuple(sorted(set(ks) | {B1}))

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_preflight(a) -> int:
-    if a.drafter in ("draft", "dflash") and not a.draft_model:
+    if a.drafter in ("draft", "dflash") and not a.draft_model and not (a.drafter == "dflash" and a.demo):
         raise SpecscopeError(f"--drafter {a.drafter} needs --draft-model")
     save = check_output_path(a.save_readings, a.force) if a.save_readings else None
     resolve_model_args(a)
