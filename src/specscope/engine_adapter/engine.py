@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 
@@ -65,10 +66,12 @@ def _chip() -> str:
 
 
 class Engine:
-    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict):
+    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict, dflash=None):
         from specscope.engine_adapter.decode.sampling import Sampling
 
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
+        self.dflash = dflash  # the DFlash drafter's checked folder (dflash_format.DFlashSpec), when one was given
+        self._dflash_model: Any = None  # drafters.dflash.DFlashModel, loaded by the first make_drafter
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
         self._probe = None
         self.foreign = None  # another engine's loop (engines.seam), when the run names one
@@ -78,6 +81,7 @@ class Engine:
     def open(cls, params: EngineParams, status=lambda message: None) -> "Engine":
         from specscope.model_ref import resolve_model
 
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
         from specscope.engine_adapter.measure.doctor import REFUSED, cheap_report
         from specscope.engine_adapter.model.demo_model import default_demo_path
         from specscope.engine_adapter.model.inspect_model import mtp_status
@@ -96,14 +100,20 @@ class Engine:
         name = params.drafter
         if name == "auto":
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
-        draft = None
+            if params.draft_model and is_dflash_folder(resolve_model(params.draft_model, what="draft model").path):
+                name = "dflash"
+        draft = dflash = None
+        if name == "dflash":  # read and checked against the target before anything runs; its weights load with the drafter
+            dflash = open_dflash(params, target, label, status)
+        if name == "draft" and params.draft_model and is_dflash_folder(resolve_model(params.draft_model, what="draft model").path):
+            raise SpecscopeError(f"{params.draft_model} is a DFlash drafter, not a draft model: use --drafter dflash (or auto)")
         if name == "draft":
             draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)), allow_oversize=params.allow_oversize)
             check_same_vocabulary(target, draft)
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:
             raise SpecscopeError(f"{compat['reasons'][0]} (see `specscope check`)")
-        engine = cls(params, target, draft, name, compat)
+        engine = cls(params, target, draft, name, compat, dflash=dflash)
         if params.engine != "specscope":  # another engine's loop behind the seam; plain decoding and the rest stay ours
             from specscope.engine_adapter.engines.registry import engine_class
 
@@ -128,6 +138,14 @@ class Engine:
             from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
 
             return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden)
+        if name == "dflash":
+            from specscope.engine_adapter.drafters.dflash import DFlashDrafter, load_dflash_model
+
+            if self.dflash is None:
+                raise SpecscopeError("the DFlash drafter needs --draft-model FOLDER (a DFlash drafter)")
+            if self._dflash_model is None:  # loaded once per engine; every drafter made from it resets its own caches
+                self._dflash_model = load_dflash_model(self.dflash)
+            return DFlashDrafter(self.target, self._dflash_model, self.dflash, self.sampling)
         raise SpecscopeError(f"unknown drafter {name!r}")
 
     # -- what a session records about the run ------------------------------------------------------
@@ -142,7 +160,7 @@ class Engine:
         c = self.compat
         return {
             "model_path": str(self.target.path),
-            "draft_model_path": str(self.draft.path) if self.draft else None,
+            "draft_model_path": str(self.draft.path) if self.draft else (str(self.dflash.path) if self.dflash else None),
             "sampling": self.sampling.to_dict(),
             "drafter": {"name": self.drafter_name, **probe.describe()},
             "compatibility": {"class": c["class"], "reasons": c["reasons"],
@@ -175,7 +193,9 @@ class Engine:
         if entry is not None and entry.extra.get("facts"):
             return {**entry.extra["facts"], "reused": True}
         mtp = self.drafter_name == "mtp"
-        res = context.prefill_context(self.target.model, list(tokens), with_hidden=mtp)
+        if self.drafter_name == "dflash":
+            self.make_drafter()  # installs the taps on its target layers: the stored context keeps their outputs
+        res = context.prefill_context(self.target.model, list(tokens), with_hidden=mtp or self.drafter_name == "dflash")
         facts = {"tokens": len(tokens), "prefill_ms": res["ms"], "prefill_tok_s": len(tokens) / max(res["ms"], 1e-9) * 1000.0,
                  "kv_bytes": res["bytes"], "draft_prefill_ms": None, "draft_kv_bytes": None}
         if mtp:
@@ -259,3 +279,28 @@ class Engine:
 
     def peak_memory(self) -> int:
         return int(mx.get_peak_memory())
+
+
+def open_dflash(params: EngineParams, target, label: str, status=lambda message: None):
+    """The DFlash drafter folder of ``params`` (``--draft-model``; with ``--demo`` and none given, the random demo
+    drafter for the demo target, built once into the cache), read and checked against ``target``; refuses a misfit,
+    DFlash2, or more drafts a round than its block holds."""
+    from specscope.model_ref import resolve_model
+
+    from specscope.engine_adapter.model.dflash_format import check_fits, read_dflash
+
+    if params.draft_model:
+        path = resolve_model(params.draft_model, what="DFlash drafter").path
+    elif params.demo:
+        from specscope.engine_adapter.model.dflash_demo import default_dflash_path
+
+        status("building/loading the demo DFlash drafter")
+        path = str(default_dflash_path(target))
+    else:
+        raise SpecscopeError("--drafter dflash needs --draft-model FOLDER (a DFlash drafter folder or cached repo id)")
+    spec = read_dflash(path)
+    check_fits(spec, target.checkpoint.text_config, label)
+    if params.num_draft_tokens > spec.max_draft_tokens:
+        raise SpecscopeError(f"--num-draft-tokens {params.num_draft_tokens} is more than {spec.path.name}'s block holds: "
+                             f"block size {spec.block_size} drafts at most {spec.max_draft_tokens} a round")
+    return spec

@@ -38,6 +38,15 @@ def parts_from_checkpoints(target: str | None, drafter: str = "auto", draft_mode
     if name == "mtp":
         parts.append({"part": "MTP head", "dtype": dtype, "path": str(mtp_weights or ck.path),
                       "how": "cast to the target's dtype when the head loads"})
+    if draft_model and name in ("auto", "dflash", "draft"):
+        from .model.dflash_format import is_dflash_folder, read_dflash
+
+        if is_dflash_folder(draft_model):  # its own weights, as stored; it reads the target's embedding and head
+            spec = read_dflash(draft_model)
+            parts.append({"part": "DFlash drafter", "dtype": _compute_dtype(spec.tensor_dtypes),
+                          "path": str(spec.path), "how": "as stored"})
+            total += sum(f.stat().st_size for f in spec.weight_files)
+            return parts, total
     if name == "draft" and draft_model:
         dk = open_checkpoint(draft_model)
         parts.append({"part": "draft model", "dtype": _compute_dtype(dk.tensor_dtypes), "path": str(dk.path),

@@ -31,8 +31,9 @@ from specscope.engine_adapter.decode.records import Prefill
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
     from specscope.engine_adapter.measure.verify_curve import VerifyPoint
 
-REAL_DRAFTERS = ("mtp", "draft", "ngram")
-LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
+REAL_DRAFTERS = ("mtp", "draft", "dflash", "ngram")
+LABELS = {"mtp": "the MTP head", "draft": "the draft model", "dflash": "the DFlash drafter", "ngram": "n-gram lookup",
+          "oracle": "the oracle (what-if)"}
 
 
 class PositionalOracle(OracleDrafter):
@@ -79,14 +80,20 @@ class TuneEngine:
     def open(cls, params: EngineParams, status=lambda message: None) -> "TuneEngine":
         from specscope.engine_adapter.model.inspect_model import mtp_status
 
-        p = replace(params, drafter="draft" if (params.draft_model or params.demo) else "ngram")
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
+
+        name = "draft" if (params.draft_model or params.demo) else "ngram"
+        if params.drafter == "dflash" or (params.draft_model and is_dflash_folder(params.draft_model)):
+            name = "dflash"  # a DFlash --draft-model is the DFlash drafter, not a draft model
+        p = replace(params, drafter=name)
         eng = Engine.open(p, status)
         mtp = bool(params.mtp_weights) or mtp_status(eng.target.checkpoint)["available"]
         return cls(eng, mtp)
 
     # -- what there is ------------------------------------------------------------------------------------------
     def available_drafters(self) -> list[str]:
-        return [d for d in REAL_DRAFTERS if d == "ngram" or (d == "mtp" and self.mtp) or (d == "draft" and self.engine.draft)]
+        return [d for d in REAL_DRAFTERS if d == "ngram" or (d == "mtp" and self.mtp) or (d == "draft" and self.engine.draft)
+                or (d == "dflash" and self.engine.dflash is not None)]
 
     def describe(self) -> dict:
         e = self.engine
@@ -103,7 +110,8 @@ class TuneEngine:
         if name not in self.available_drafters():
             raise ValueError(f"drafter {name!r} is not available for this model")
         if name not in self._drafters:  # begin() resets every stateful drafter, so one instance serves every run
-            eng = Engine(replace(self.engine.params, drafter=name), self.engine.target, self.engine.draft, name, self.engine.compat)
+            eng = Engine(replace(self.engine.params, drafter=name), self.engine.target, self.engine.draft, name, self.engine.compat,
+                         dflash=self.engine.dflash)
             self._drafters[name] = eng.make_drafter(plain_tokens)
         return self._drafters[name]
 

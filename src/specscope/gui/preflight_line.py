@@ -22,9 +22,9 @@ SETTLE_MS = 1500
 
 def preflight_command(path: str | None, drafter: str = "auto", draft_model: str | None = None) -> list[str]:
     args = ["--demo"] if path in DEMOS else (["--model", path] if path else [])
-    if drafter in ("mtp", "draft", "ngram", "oracle"):
+    if drafter in ("mtp", "draft", "ngram", "oracle", "dflash"):
         args += ["--drafter", drafter]
-    if drafter == "draft" and draft_model:
+    if drafter in ("draft", "dflash") and draft_model:
         args += ["--draft-model", draft_model]
     return [sys.executable, "-m", "specscope.profiler.cli", "preflight", *args, "--json"]
 

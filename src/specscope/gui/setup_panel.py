@@ -18,7 +18,8 @@ from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
 
-DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if")]
+DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if"),
+            ("dflash", "DFlash drafter (block diffusion)")]
 WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 
@@ -236,7 +237,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
     def _drafter_changed(self, *_):
         key = self.drafter.currentData()
         f = self._drafter_form
-        f.setRowVisible(self.draft_row, key == "draft")
+        f.setRowVisible(self.draft_row, key in ("draft", "dflash"))  # dflash: the drafter folder
         f.setRowVisible(self.oracle_p, key == "oracle")
         f.setRowVisible(self.oracle_ms, key == "oracle")
         f.setRowVisible(self.mtp_hidden, key == "mtp")
@@ -300,7 +301,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
             demo=demo,
             demo_variant=demo_variant(path),
             drafter=key,
-            draft_model=(self.draft_model.text().strip() or None) if key == "draft" else None,
+            draft_model=(self.draft_model.text().strip() or None) if key in ("draft", "dflash") else None,
             num_draft_tokens=self.k.value(),
             max_tokens=self.max_tokens.value(),
             temp=0.0 if self.greedy.isChecked() else self.temp.value(),

@@ -1,11 +1,11 @@
 """Speculative sampling at temperature keeps the plain sampling distribution (tested statistically)."""
 
-import math
 from collections import Counter
 
 import mlx.core as mx
 import numpy as np
 import pytest
+from chi2 import chi2_goodness_of_fit, chi2_sf, chi2_two_sample
 
 from specscope.engine_adapter.decode import sampling as sampling_mod
 from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
@@ -15,66 +15,10 @@ from specscope.engine_adapter.decode.sampling import Sampling
 ALPHA = 1e-3  # a correct rule fails a test 1 time in 1000
 
 
-def chi2_sf(x: float, dof: int) -> float:
-    """P(X ≥ x) for X ~ chi-square(dof): the regularized upper incomplete gamma Q(dof/2, x/2)."""
-    a, x = dof / 2.0, x / 2.0
-    if x <= 0:
-        return 1.0
-    log_front = -x + a * math.log(x) - math.lgamma(a)
-    if x < a + 1:  # series for P(a, x)
-        term = total = 1.0 / a
-        n = a
-        while abs(term) > abs(total) * 1e-15:
-            n += 1
-            term *= x / n
-            total += term
-        return max(0.0, 1.0 - total * math.exp(log_front))
-    # continued fraction for Q(a, x) (modified Lentz)
-    tiny = 1e-300
-    b = x + 1 - a
-    c, d = 1 / tiny, 1 / b
-    h = d
-    for i in range(1, 10_000):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = d if abs(d) > tiny else tiny
-        c = b + an / c
-        c = c if abs(c) > tiny else tiny
-        d = 1 / d
-        h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return math.exp(log_front) * h
-
-
 def test_chi2_sf_matches_tables():
     for x, dof, p in [(3.841, 1, 0.05), (6.635, 1, 0.01), (16.266, 3, 0.001), (22.458, 6, 0.001), (9.488, 4, 0.05),
                       (0.352, 3, 0.95), (29.588, 10, 0.001)]:
         assert chi2_sf(x, dof) == pytest.approx(p, rel=2e-3), (x, dof)
-
-
-def chi2_two_sample(a: Counter, b: Counter, min_count=5):
-    """Chi-square homogeneity statistic and degrees of freedom, rare tokens pooled."""
-    keys = sorted(set(a) | set(b))
-    common = [k for k in keys if a[k] + b[k] >= min_count]
-    rows = [(a[k], b[k]) for k in common]
-    rest = (sum(a[k] for k in keys if k not in common), sum(b[k] for k in keys if k not in common))
-    if sum(rest):
-        rows.append(rest)
-    na, nb = sum(a.values()), sum(b.values())
-    stat = 0.0
-    for x, y in rows:
-        tot = x + y
-        ea, eb = tot * na / (na + nb), tot * nb / (na + nb)
-        stat += (x - ea) ** 2 / ea + (y - eb) ** 2 / eb
-    return stat, len(rows) - 1
-
-
-def chi2_goodness_of_fit(counts: np.ndarray, probs: np.ndarray) -> float:
-    """P-value of observed counts against known probabilities."""
-    expected = probs * counts.sum()
-    return chi2_sf(float(((counts - expected) ** 2 / expected).sum()), len(counts) - 1)
 
 
 def test_accept_reject_rule_preserves_target_distribution():

@@ -175,7 +175,7 @@ def restore_prefix(owner, cache: list, tokens: list[int]) -> int:
     if e.extra.get("hidden"):
         from specscope.engine_adapter.cache.hidden import feed
 
-        feed(e.extra["hidden"]["pre-norm"], e.extra["hidden"]["post-norm"])
+        feed(e.extra["hidden"]["pre-norm"], e.extra["hidden"]["post-norm"], e.extra["hidden"].get("layers"))
     return len(e.tokens)
 
 
@@ -194,7 +194,8 @@ def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> dict
     """Prefill ``tokens`` into a fresh cache of ``model`` once, store it, and time it (ms, to the sync).
 
     ``with_hidden``: also keep the trunk's hidden states of every context position (for an MTP head's own
-    context prefill, ``mtp.MTPDrafter.prefill_context``), returned under "hidden" ({"pre-norm", "post-norm"})."""
+    context prefill, ``mtp.MTPDrafter.prefill_context``), returned under "hidden" ({"pre-norm", "post-norm"}, and
+    "layers": {index: outputs} for the decoder layers a tap is installed on, a DFlash drafter's target layers)."""
     from mlx_lm.models.cache import make_prompt_cache
 
     from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -208,7 +209,9 @@ def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> dict
     with tapping(with_hidden) as tap:
         logits = run_prefill(model, cache, tokens)
         mx.eval(logits, [c.state for c in cache])
-        hidden = {"post-norm": tap.hidden("post-norm"), "pre-norm": tap.hidden("pre-norm")} if tap else None
+        hidden: dict[str, Any] | None = {"post-norm": tap.hidden("post-norm"), "pre-norm": tap.hidden("pre-norm")} if tap else None
+        if tap is not None and hidden is not None and tap.layers:  # tapped decoder layers (a DFlash drafter's): kept per layer, fed to later taps too
+            hidden["layers"] = {i: tap.hidden((i,)) for i in sorted(tap.layers)}
         if hidden:
             mx.eval(hidden)
     ms = (time.perf_counter() - t0) * 1000.0

@@ -1,17 +1,24 @@
-"""Taps on the trunk's final norm: the hidden states a drafter like MTP needs.
+"""Taps on the trunk: the hidden states a drafter like MTP or DFlash needs.
 
 The final norm's class is swapped for a subclass that, while a tap is open,
-records its input (pre-norm) and output (post-norm) for every forward. No
-cost when no tap is open.
+records its input (pre-norm) and output (post-norm) for every forward. Decoder
+layers asked for by index (``install_tap(model, layers=...)``, DFlash's
+``target_layer_ids``) are swapped the same way, one instance at a time, and
+record their output (the residual stream after that layer: what the DFlash
+references read as ``hidden_states[i + 1]``). One mechanism for both: the same
+``tapping`` block records whatever is installed, and ``Tap.hidden(mode)`` picks
+"post-norm", "pre-norm", or a tuple of layer indices (their outputs side by side,
+in that order). No cost when no tap is open.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Any
 
 import mlx.core as mx
 
-_tap = None
+_tap: dict[str, Any] | None = None
 _tapped_classes: dict[type, type] = {}
 
 
@@ -40,25 +47,70 @@ def _tapped(cls):
     return _tapped_classes[cls]
 
 
-def feed(pre: mx.array, post: mx.array) -> None:
+_tapped_layer_classes: dict[type, type] = {}
+
+
+def _tapped_layer(cls):
+    """A decoder layer class that records its output under its ``_specscope_tap_index`` while a tap is open."""
+    if cls not in _tapped_layer_classes:
+
+        def __call__(self, x, *a, **kw):
+            out = cls.__call__(self, x, *a, **kw)
+            if _tap is not None:
+                _tap["layers"].setdefault(self._specscope_tap_index, []).append(out[0])
+            return out
+
+        _tapped_layer_classes[cls] = type(f"TappedLayer{cls.__name__}", (cls,), {"__call__": __call__})
+    return _tapped_layer_classes[cls]
+
+
+def feed(pre: mx.array, post: mx.array, layers: dict | None = None) -> None:
     """Hidden states computed earlier (a stored long context's, ``context``) recorded as if this forward made them."""
     if _tap is not None:
         _tap["pre"].append(pre)
         _tap["post"].append(post)
+        for i, h in (layers or {}).items():
+            _tap["layers"].setdefault(i, []).append(h)
 
 
-def install_tap(model) -> None:
+def trunk_layers(model) -> list:
+    return list(getattr(model, "language_model", model).model.layers)
+
+
+def install_tap(model, layers: tuple[int, ...] | list[int] = ()) -> None:
+    """Install the final-norm tap, and a tap on the output of each decoder layer in ``layers`` (0-based)."""
     norm = trunk_parts(model)["norm"]
     if type(norm) not in _tapped_classes.values():
         norm.__class__ = _tapped(type(norm))
+    trunk = trunk_layers(model)
+    for i in layers:
+        if not 0 <= i < len(trunk):
+            raise ValueError(f"layer {i} is not one of the trunk's {len(trunk)} layers")
+        layer = trunk[i]
+        if type(layer) not in _tapped_layer_classes.values():
+            layer.__class__ = _tapped_layer(type(layer))
+        layer._specscope_tap_index = i
+
+
+def tapped_layers(model) -> tuple[int, ...]:
+    """The decoder layers whose outputs a tap records (``install_tap(model, layers=...)``)."""
+    return tuple(i for i, layer in enumerate(trunk_layers(model)) if type(layer) in _tapped_layer_classes.values())
 
 
 class Tap:
     def __init__(self) -> None:
         self.pre: list[mx.array] = []
         self.post: list[mx.array] = []
+        self.layers: dict[int, list[mx.array]] = {}
 
-    def hidden(self, mode: str) -> mx.array:
+    def hidden(self, mode: str | tuple[int, ...]) -> mx.array:
+        """"post-norm" / "pre-norm": the final norm's output / input, [positions, H]; a tuple of layer indices: those
+        layers' outputs side by side, [positions, len(mode) * H] (DFlash's context feature)."""
+        if isinstance(mode, tuple):
+            missing = [i for i in mode if not self.layers.get(i)]
+            if missing:
+                raise RuntimeError(f"no tap on the output of layer(s) {missing} (install_tap(model, layers=...))")
+            return mx.concatenate([mx.concatenate(self.layers[i], axis=0) for i in mode], axis=-1)
         parts = self.post if mode == "post-norm" else self.pre
         return mx.concatenate(parts, axis=0)
 
@@ -71,7 +123,7 @@ def tapping(enabled: bool = True):
         yield None
         return
     t = Tap()
-    prev, _tap = _tap, {"pre": t.pre, "post": t.post}
+    prev, _tap = _tap, {"pre": t.pre, "post": t.post, "layers": t.layers}
     try:
         yield t
     finally:

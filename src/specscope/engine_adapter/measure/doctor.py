@@ -4,6 +4,9 @@ Cheap part (no forward pass): the rollback plan per layer, sliding windows (``co
 Full part: rollback exactness at the logit level — for k = 1..4 and every acceptance
 count n, a verify over k+1 positions followed by a rollback to n must leave the caches
 in a state whose next logits equal those of a fresh cache fed the same accepted tokens.
+With a DFlash drafter (``--drafter dflash --draft-model FOLDER``): the drafter is checked against the
+target first (refused before anything runs if it does not fit), rollback is checked at k = block size − 1
+too, and the drafter's own context after every accepted count 0..B−1 (``dflash_check``).
 """
 
 from __future__ import annotations
@@ -97,8 +100,16 @@ def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str 
     return out[: max(need, len(prompt))], note
 
 
-def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None) -> dict:
-    """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``."""
+def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None,
+                dflash: str | None = None) -> dict:
+    """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``.
+    ``dflash``: a DFlash drafter folder to check with it (refused with a SpecscopeError if it does not fit)."""
+    drafter = None
+    if dflash:
+        from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+
+        drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
+        ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))
     rep = cheap_report(lm.model)
     desc = describe(lm)
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
@@ -113,6 +124,19 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
             rep["class"] = REFUSED
             rep["reasons"].insert(0, f"rollback is not exact: after a verify of k={bad['k']} and {bad['accepted']} "
                                      f"accepted, logits differ by {bad['relative_error']:.3g} (relative) from a fresh cache")
+        if drafter is not None:
+            from specscope.engine_adapter.drafters.dflash import DFlashDrafter
+            from specscope.engine_adapter.measure.dflash_check import drafter_context_exactness
+
+            d = drafter
+            ctx = drafter_context_exactness(lm.model, lambda: DFlashDrafter(lm, d.model, d.spec), prompt,
+                                            d.spec.max_draft_tokens, EXACT_TOLERANCE, progress=progress)
+            rep["dflash"] = {**d.spec.describe(), "context": ctx}
+            if not ctx["exact"]:
+                bad = [r for r in ctx["rows"] if not r["exact"] or r["context_positions"] != r["expected_positions"]][0]
+                rep["class"] = REFUSED
+                rep["reasons"].insert(0, f"the DFlash drafter's context is not exact after {bad['accepted']} accepted: "
+                                         f"draft logits differ by {bad['relative_error']:.3g} (relative) from a fresh drafter's")
     rep["mtp"] = {**mtp_status(lm.checkpoint), "loadable": None}
     if mtp and rep["mtp"]["available"]:
         progress(None, None, "loading the MTP head")
@@ -148,6 +172,13 @@ def format_report(rep: dict) -> str:
                      f"{ex['max_relative_error']:.2g} (tolerance {ex['tolerance']:g}), {ex['seconds']:.1f} s")
     if rep["sliding_windows"]:
         lines.append(f"  sliding windows   {', '.join(map(str, rep['sliding_windows']))} tokens")
+    df = rep.get("dflash")
+    if df:
+        c = df["context"]
+        lines.append(f"  DFlash drafter    {df['path']}: block {df['block_size']}, target layers "
+                     f"{', '.join(map(str, df['target_layer_ids']))}; its context after 0..{c['k']} accepted "
+                     f"{'exact' if c['exact'] else 'NOT EXACT'} (max relative error {c['max_relative_error']:.2g}, "
+                     f"{c['seconds']:.1f} s)")
     mtp = rep.get("mtp") or {}
     if mtp:
         state = "no" if not mtp.get("available") else ("yes, loads" if mtp.get("loadable") else

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from specscope.errors import SpecscopeError
+
+from specscope.engine_adapter.model.safetensors_header import read_safetensors_header
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
 
@@ -86,26 +87,6 @@ def resolve_model_dir(path: str | os.PathLike) -> Path:
     from specscope.model_ref import resolve_model
 
     return Path(resolve_model(path).path)
-
-
-def read_safetensors_header(path: Path) -> dict:
-    """The JSON header of a safetensors file (names, dtypes, shapes), checked against the file size."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        raw = f.read(8)
-        if len(raw) < 8:
-            raise SpecscopeError(f"{path.name} is truncated (no safetensors header)")
-        (n,) = struct.unpack("<Q", raw)
-        if n <= 0 or n > min(size - 8, 100 * 2**20):
-            raise SpecscopeError(f"{path.name} is not a valid safetensors file (bad header length)")
-        try:
-            header = json.loads(f.read(n))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SpecscopeError(f"{path.name} is not a valid safetensors file ({exc})") from None
-    end = 8 + n + max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-    if end > size:
-        raise SpecscopeError(f"{path.name} is truncated: {size} bytes on disk, header says {end}")
-    return header
 
 
 def open_checkpoint(path: str | os.PathLike) -> Checkpoint:

@@ -42,7 +42,7 @@ VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the 
 BRANCH_GAIN = float(os.environ.get("SPECSCOPE_GAIN", "0.15"))
 
 
-def _text_config(kind: str, vocab: int) -> dict:
+def demo_text_config(kind: str, vocab: int) -> dict:
     common = {
         "hidden_size": HIDDEN,
         "vocab_size": vocab,
@@ -94,7 +94,7 @@ def _text_config(kind: str, vocab: int) -> dict:
 
 
 def _config(kind: str, vocab: int) -> dict:
-    text = _text_config(kind, vocab)
+    text = demo_text_config(kind, vocab)
     if kind == "hybrid":
         return {
             "model_type": "qwen3_5_moe",
@@ -269,7 +269,7 @@ def demo_model_path(kind: str = "hybrid") -> Path:
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(target.parent / f".demo-{kind}.lock"):
+    with file_lock(target.parent / f".demo-{kind}.lock"):
         if (target / "config.json").exists():
             return target
         if target.exists():
@@ -287,7 +287,7 @@ def demo_model_path(kind: str = "hybrid") -> Path:
 
 
 @contextlib.contextmanager
-def _lock(path: Path):
+def file_lock(path: Path):
     try:
         import fcntl
     except ImportError:  # no advisory locks here: rely on the atomic rename

@@ -42,7 +42,8 @@ from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_A
                                                       per_position, predict)
 from specscope.profiler.session.trace_record import check as check_trace
 
-LABELS = {"mtp": "the MTP head", "draft": "the draft model", "ngram": "n-gram lookup", "oracle": "the oracle (what-if)"}
+LABELS = {"mtp": "the MTP head", "draft": "the draft model", "dflash": "the DFlash drafter", "ngram": "n-gram lookup",
+          "oracle": "the oracle (what-if)"}
 WHAT_IF = {"oracle"}
 
 

@@ -40,7 +40,8 @@ def add_download_arg(ap: argparse.ArgumentParser) -> None:
                          "files only; nothing touches the network without this)")
 
 
-MODEL_ARGS = {"model": "model", "draft_model": "draft model", "mtp_weights": "MTP weights", "path": "model"}
+MODEL_ARGS = {"model": "model", "draft_model": "draft model", "mtp_weights": "MTP weights", "path": "model",
+              "target": "target model"}
 
 
 def resolve_model_args(a) -> None:

@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     kind = d.add_mutually_exclusive_group()
     kind.add_argument("--dense", action="store_true", help="a plain qwen3 model instead of the hybrid MoE")
     kind.add_argument("--draft", action="store_true", help="a small qwen3 draft model")
+    kind.add_argument("--dflash", action="store_true", help="a random DFlash drafter (published format) for the demo target "
+                      "(the trained one; --random: the random one; --shape/--layers: that slice)")
+    d.add_argument("--block-size", type=int, default=16, help="with --dflash: the drafter's block size (default 16: "
+                   "up to 15 drafts a round)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shape", metavar="NAME", help="random weights at a released model's dimensions instead "
                    "(qwen3.5-35b-a3b), written a layer at a time")
@@ -65,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("path", nargs="?", metavar="MODEL", help="a model folder, or a repo id (org/name[@revision]) "
                    "from the local Hugging Face cache")
     i.add_argument("--demo", action="store_true")
+    i.add_argument("--target", metavar="MODEL", help="with a DFlash drafter folder: also say whether it fits this target")
     add_download_arg(i)
     i.add_argument("--json", action="store_true")
     i.add_argument("--allow-oversize", action="store_true")
@@ -76,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--json", action="store_true")
     ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")
     ck.add_argument("--no-mtp", action="store_true", help="skip loading the MTP head")
+    ck.add_argument("--drafter", choices=["dflash"], help="also check this drafter: dflash checks rollback at k = block "
+                    "size - 1 and the drafter's own context at every accepted length 0..block size - 1")
+    ck.add_argument("--draft-model", help="with --drafter dflash: the DFlash drafter folder (or cached repo id)")
     ck.add_argument("--allow-oversize", action="store_true")
     add_progress_args(ck)
     add_download_arg(ck)

@@ -19,8 +19,8 @@ def add_parser(sub) -> None:
     src.add_argument("--model", help="the model a run would load (a folder or a cached repo id): its parts' dtypes "
                                      "and its size are checked too")
     src.add_argument("--demo", action="store_true", help="the built-in demo model")
-    p.add_argument("--drafter", choices=["auto", "mtp", "draft", "ngram", "oracle"], default="auto")
-    p.add_argument("--draft-model", help="a draft model folder or cached repo id")
+    p.add_argument("--drafter", choices=["auto", "mtp", "draft", "ngram", "oracle", "dflash"], default="auto")
+    p.add_argument("--draft-model", help="a draft model folder or cached repo id (with --drafter dflash: a DFlash drafter)")
     p.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--save-readings", metavar="FILE", help="also write the raw readings (command outputs, files, "
@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_preflight(a) -> int:
-    if a.drafter == "draft" and not a.draft_model:
-        raise SpecscopeError("--drafter draft needs --draft-model")
+    if a.drafter in ("draft", "dflash") and not a.draft_model and not (a.drafter == "dflash" and a.demo):
+        raise SpecscopeError(f"--drafter {a.drafter} needs --draft-model")
     save = check_output_path(a.save_readings, a.force) if a.save_readings else None
     resolve_model_args(a)
     from specscope.engine_adapter import preflight

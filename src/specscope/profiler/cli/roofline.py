@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     add_model_args(r)
     r.add_argument("--positions", type=int, default=9, help="verify forwards over n = 1..N positions (1-17, default 9)")
     r.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="the headline verify covers k+1 positions")
-    r.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle"], default="auto",
+    r.add_argument("--drafter", choices=["auto", "ngram", "draft", "mtp", "oracle", "dflash"], default="auto",
                    help="drafter whose acceptance and draft cost the division at the floor uses")
     r.add_argument("--max-tokens", type=int, default=48, help="tokens of the short speculative run for acceptance")
     r.add_argument("--no-division", action="store_true", help="skip the speculative run (no division at the floor)")
@@ -89,6 +89,7 @@ def roofline_data(a, say=lambda m: None, partial=None) -> dict:
         if name == "auto":
             have = eng.available_drafters()
             name = "draft" if a.draft_model and "draft" in have else ("mtp" if "mtp" in have else "ngram")
+            name = "dflash" if "dflash" in have else name
         say(f"a short speculative run with {name} at k = {k} (acceptance, draft cost)")
         plain = eng.plain(prompt, a.max_tokens)
         run = eng.speculative(name, prompt, plain["tokens"], k, a.max_tokens, "instrumented")

@@ -8,7 +8,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg, resolve_model_args
 from specscope.profiler.cli.preflight import add_ignore_arg
-from specscope.profiler.run.config import BACKENDS, DRAFTERS, ROUND_KINDS, RunConfig, parse_hosts
+from specscope.profiler.run.config import BACKENDS, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts
 from specscope.profiler.run.context import add_context_args
 
 
@@ -21,9 +21,11 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     # defaults: the run configuration's own (config.RunConfig, its engine share engine_adapter.params.EngineParams)
     ap.add_argument("--drafter", choices=DRAFTERS, default=RunConfig.drafter,
                     help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
-    ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target)")
-    ap.add_argument("--num-draft-tokens", "-k", type=int, default=RunConfig.num_draft_tokens,
-                    help="draft tokens per round, k (1-16)")
+    ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target); with "
+                    "--drafter dflash: a DFlash drafter folder")
+    ap.add_argument("--num-draft-tokens", "-k", type=int, default=None,
+                    help=f"draft tokens per round, k (1-16; default {RunConfig.num_draft_tokens}, with --drafter dflash "
+                         "the block size - 1)")
     ap.add_argument("--max-tokens", type=int, default=RunConfig.max_tokens, help="new tokens per case")
     ap.add_argument("--temp", type=float, default=RunConfig.temp, help="sampling temperature (0 = greedy)")
     ap.add_argument("--top-p", type=float, default=RunConfig.top_p, help="nucleus sampling mass")
@@ -104,7 +106,7 @@ def distributed_from_args(a) -> dict:
 def config_from_args(a) -> RunConfig:
     resolve_model_args(a)
     cfg = RunConfig(
-        model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=a.num_draft_tokens,
+        model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=default_k(a),
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
@@ -128,3 +130,21 @@ def _context_from_args(a) -> dict:
     if "," in str(text):
         raise SpecscopeError(f"--context {text}: `run` takes one size; `specscope sweep --context {text}` runs several")
     return {**out, "context": parse_size(text)}
+
+
+def default_k(a) -> int:
+    """``--num-draft-tokens`` as given; unset: the block size − 1 of a DFlash drafter (``--drafter dflash``, or ``auto``
+    with a DFlash ``--draft-model``), read from its config.json; else the run's default."""
+    k = getattr(a, "num_draft_tokens", None)
+    if k is not None:
+        return int(k)
+    from specscope.engine_adapter.model.dflash_format import is_dflash_folder, read_dflash
+
+    draft = getattr(a, "draft_model", None)
+    if draft and getattr(a, "drafter", "auto") in ("dflash", "auto") and is_dflash_folder(draft):
+        return min(read_dflash(draft).max_draft_tokens, MAX_K)
+    if getattr(a, "drafter", None) == "dflash" and getattr(a, "demo", False) and not draft:
+        from specscope.engine_adapter.model.dflash_format import DFLASH_DEMO_BLOCK
+
+        return DFLASH_DEMO_BLOCK - 1
+    return RunConfig.num_draft_tokens

@@ -132,7 +132,7 @@ def _add_roofline(a, cfg, session, out) -> None:
                             drafter=(session.config.get("drafter") or {}).get("name") or cfg.drafter, max_tokens=48,
                             no_division=False, reps=5, block_reps=2, bandwidth_mib=512, matmul_n=None,
                             temp=cfg.temp, top_p=cfg.top_p)
-    if ns.drafter not in ("ngram", "draft", "mtp", "oracle"):
+    if ns.drafter not in ("ngram", "draft", "mtp", "oracle", "dflash"):
         ns.drafter = "auto"
     say = (lambda m: print(f"specscope: {m}", file=sys.stderr)) if not a.quiet else (lambda m: None)
     say("measuring the verify cost curve apart from the run (--roofline)")

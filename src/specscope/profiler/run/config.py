@@ -14,7 +14,7 @@ from typing import Any
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
-DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle")
+DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle", "dflash")
 MAX_K = 16
 ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
 BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.run.launch)
@@ -80,6 +80,12 @@ class RunConfig(EngineParams):
             raise SpecscopeError(f"unknown run settings: {', '.join(sorted(unknown))}")
         return cls(**d)
 
+    def _dflash_draft(self) -> bool:
+        """``draft_model`` is a DFlash drafter folder (read from its config.json; no MLX)."""
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder
+
+        return bool(self.draft_model) and is_dflash_folder(str(self.draft_model))
+
     def validate(self) -> None:
         if not self.demo and not self.model:
             raise SpecscopeError("no model: pass --model PATH or --demo")
@@ -118,6 +124,10 @@ class RunConfig(EngineParams):
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
         if self.drafter == "draft" and not self.draft_model and not self.demo:
             raise SpecscopeError("--drafter draft needs --draft-model PATH")
+        if self.drafter == "dflash" and not self.draft_model and not self.demo:
+            raise SpecscopeError("--drafter dflash needs --draft-model FOLDER (a DFlash drafter)")
+        if (self.ranks is not None or self.hosts or self.hostfile) and (self.drafter == "dflash" or self._dflash_draft()):
+            raise SpecscopeError("--drafter dflash is not supported with several ranks yet")
         if self.until not in (None, "decided"):
             raise SpecscopeError(f"--until takes 'decided' (got {self.until!r})")
         if self.until and (self.sweep or self.ranks is not None or self.hosts or self.hostfile):

@@ -1,0 +1,78 @@
+"""DFlash from the command line: a run end to end (k defaults to block size − 1, greedy output equal to plain) and
+``check --drafter dflash`` (rollback at k = B−1, the drafter's context at every accepted length)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def specscope(*args):
+    return subprocess.run([sys.executable, "-m", "specscope.profiler.cli.main", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_run_demo_with_a_dflash_drafter_folder(tmp_path):
+    r = specscope("demo-model", str(tmp_path / "d"), "--dflash")  # for the shipped trained demo, block 16
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "s.json"
+    r = specscope("run", "--demo", "--drafter", "dflash", "--draft-model", str(tmp_path / "d"), "--cases", "1",
+                  "--max-tokens", "20", "--warmup", "0", "--no-breakdown", "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["match_rate"] == 1.0  # greedy: speculative output equals plain
+    d = json.loads(out.read_text())
+    assert d["config"]["num_draft_tokens"] == 15  # block size - 1 by default
+    drafter = d["config"]["drafter"]
+    assert drafter["name"] == "dflash" and drafter["block_size"] == 16 and drafter["weights"] == str(tmp_path / "d")
+    assert all(len(r["drafted"]) <= 15 for c in d["cases"] for r in c["spec"]["rounds"])
+
+
+def test_check_with_a_dflash_drafter(tmp_path):
+    from specscope.engine_adapter.model.demo_model import demo_model_path
+
+    target = demo_model_path("draft")  # a small qwen3 (2 layers)
+    r = specscope("demo-model", str(tmp_path / "d"), "--dflash", "--random", "--block-size", "4")
+    assert r.returncode == 0, r.stderr
+    r = specscope("check", str(target), "--drafter", "dflash", "--draft-model",
+                  str(tmp_path / "d"), "--max-k", "1", "--json")
+    assert r.returncode == 2 and "does not fit" in r.stderr  # written for the 8-layer random demo, not this one
+    from specscope.engine_adapter.model.dflash_demo import build_dflash_demo
+    from specscope.engine_adapter.model.checkpoint import open_checkpoint
+
+    build_dflash_demo(tmp_path / "fits", open_checkpoint(target).text_config, "draft", block_size=4)
+    r = specscope("check", str(target), "--drafter", "dflash", "--draft-model", str(tmp_path / "fits"), "--max-k", "1",
+                  "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert sorted({row["k"] for row in rep["exactness"]["rows"]}) == [1, 3]  # --max-k and block size - 1
+    ctx = rep["dflash"]["context"]
+    assert ctx["exact"] and [row["accepted"] for row in ctx["rows"]] == [0, 1, 2, 3]
+    r = specscope("check", str(target), "--drafter", "dflash", "--draft-model", str(tmp_path / "fits"), "--max-k", "1")
+    assert "DFlash drafter" in r.stdout and "its context after 0..3 accepted exact" in r.stdout, r.stdout
+
+
+def test_run_config_refuses_dflash_with_several_ranks_or_without_a_folder(tmp_path):
+    import pytest
+
+    from specscope.engine_adapter.model.dflash_demo import build_dflash_demo, dflash_config
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.run.config import RunConfig
+
+    text = {"hidden_size": 64, "vocab_size": 256, "num_hidden_layers": 4, "max_position_embeddings": 4096}
+    assert dflash_config(text, 4)["dflash_config"]["target_layer_ids"] == [1, 3]
+    folder = build_dflash_demo(tmp_path / "d", text, "tiny", block_size=4)
+    with pytest.raises(SpecscopeError, match="needs --draft-model"):
+        RunConfig(model="m", drafter="dflash").validate()
+    for drafter in ("dflash", "auto"):
+        with pytest.raises(SpecscopeError, match="not supported with several ranks"):
+            RunConfig(model="m", drafter=drafter, draft_model=str(folder), ranks=2).validate()
+    RunConfig(model="m", drafter="dflash", draft_model=str(folder), num_draft_tokens=3).validate()
+
+
+def test_check_demo_with_its_own_dflash_drafter():
+    r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
+    assert r.returncode == 0, r.stderr
+    assert "k = 1, 15, every accepted count" in r.stdout and "its context after 0..15 accepted exact" in r.stdout, r.stdout
