@@ -172,3 +172,24 @@ def test_a_wrong_engine_is_named_before_any_speed():
     assert r["correct"] == {"fast": False, "right": True}
     ok = compare(Session.from_dict(copy.deepcopy(d)), Session.from_dict(copy.deepcopy(d)))
     assert "wrong" not in ok["headline"] and all(ok["correct"].values())
+
+
+def test_every_surface_says_what_another_engine_does_not_report():
+    import copy
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.summary_text import engine_line, format_summary
+    from specscope.profiler.session.session import Session
+
+    d = copy.deepcopy(json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text()))
+    assert engine_line(d["config"]) == ""  # specscope's own engine: nothing to say
+    d["config"]["engine"] = {"name": "mlx-lm", "version": "0.32.2", "reports": ["ms"],
+                             "not_reported": ["draft_ms", "rollback_ms", "verify_ms"]}
+    for c in d["cases"]:  # its rounds are end to end only
+        c["spec"]["rounds"] = [{**r, "kind": "end_to_end", "draft_ms": None, "verify_ms": None, "rollback_ms": None}
+                               for r in c["spec"]["rounds"] if r.get("pass") != "ledger"]
+    text = format_summary(Session.from_dict(d))
+    assert "engine mlx-lm 0.32.2: its own speculative loop" in text
+    assert "not reported by this engine: draft, rollback, verify" in text
+    assert "ledger            not reported by this engine (mlx-lm" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from specscope.profiler.analysis.summary_text import engine_line
 from specscope.profiler.analysis.verdict import divergence_note, verdict
 
 from .html_protocol import drift_note
@@ -164,6 +165,7 @@ def environment_section(session, target) -> str:
     ]
     cfg_rows = [
         ("Drafter", esc(_drafter_text(cfg))),
+        *([("Engine", esc(engine_line(cfg)))] if engine_line(cfg) else []),
         ("Draft model path", esc(cfg.get("draft_model_path")) if cfg.get("draft_model_path") else None),
         ("Draft tokens k", esc(cfg.get("num_draft_tokens"))),
         ("Sampling regime", esc(f"{samp.get('regime', 'greedy')} (temp {samp.get('temp', cfg.get('temp'))}, top-p {samp.get('top_p', cfg.get('top_p'))}, seed {samp.get('seed', cfg.get('seed'))})")),

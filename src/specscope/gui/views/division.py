@@ -171,7 +171,9 @@ class DivisionView(QtWidgets.QWidget):
                             + (f" · vs measured {err * 100:+.1f}%" if err is not None else ""))
             self.t_comp.setToolTip(ledger_text(s) or "")
         else:
-            self.t_comp.set("—", "no instrumented rounds: no ledger")
+            eng = (self.model.session.config.get("engine") or {}).get("name", "specscope")
+            self.t_comp.set("—", "no instrumented rounds: no ledger" if eng == "specscope"
+                            else f"not reported by this engine ({eng} does not time its rounds' parts)")
         has = snap["division"] is not None
         self.calc.setEnabled(has)
         self.comm.setEnabled(has)

@@ -102,6 +102,9 @@ def format_summary(session: Session) -> str:
 
         lines.append(TRAINED_NOTE if demo_kind(model["demo"]) == "trained"
                      else "synthetic demo model: timings are real; text and acceptance are not meaningful")
+    line = engine_line(cfg)
+    if line:
+        lines.append(line)
     comp = cfg.get("compatibility") or {}
     if comp.get("class") and comp["class"] != "supported":
         lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))
@@ -132,7 +135,9 @@ def format_summary(session: Session) -> str:
                                    else f"not available: {s.get('prediction_unavailable')}"),
         *([f"  the division      {rollback_term_text(s)}"] if rollback_term_text(s) else []),
         f"  break-even        {break_even_text(s)}",
-        *([f"  ledger            {ledger_text(s)}"] if ledger_text(s) else []),
+        *([f"  ledger            {ledger_text(s)}"] if ledger_text(s)
+          else [f"  ledger            not reported by this engine ({(cfg.get('engine') or {}).get('name')}: it does "
+                "not time its rounds' parts)"] if engine_line(cfg) else []),
         *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
     ]
     if s["regime"] == "greedy":
@@ -209,3 +214,14 @@ def rank_lines(bd: dict) -> list[str]:
     lines.append(f"    communication's share: decode {_pct(sd.get('barrier_free'))} barrier-free ({_pct(sd.get('barrier'))} "
                  f"barrier-timed), verify {_pct(sv.get('barrier_free'))} ({_pct(sv.get('barrier'))})")
     return lines
+
+
+def engine_line(cfg: dict) -> str:
+    """Whose speculative loop ran, when it is not specscope's, and what it does not report ("" for specscope's)."""
+    eng = cfg.get("engine") or {}
+    if not eng or eng.get("name", "specscope") == "specscope":
+        return ""
+    missing = ", ".join(x.removesuffix("_ms") for x in eng.get("not_reported") or []) or "nothing"
+    return (f"engine {eng['name']} {eng.get('version', '')}".rstrip() + f": its own speculative loop, end to end; "
+            f"not reported by this engine: {missing} (plain decoding, the components timed apart and the parity "
+            "check are specscope's)")
