@@ -81,3 +81,16 @@ def test_mlx_lms_rule_is_consistent_and_the_audit_has_the_power_to_say_so(model_
     good = sampling_audit(eng, eng.encode("Why is the sky blue?"), draws=100)
     assert good["power_p"] < 0.01  # the test tells a wrong rule apart on this model at 100 draws
     assert good["verdict"] == "consistent", good
+
+
+def test_check_engine_on_the_command_line(model_dirs, capsys):
+    from specscope.profiler.cli.main import main
+
+    m = str(model_dirs["draft"])
+    rc = main(["check", m, "--engine", "mlx-lm", "--draft-model", m, "--draws", "30", "--quiet"])
+    out = capsys.readouterr().out
+    assert out.startswith("engine mlx-lm at temperature 0.25, top-p 0.9, k = 2, 30 draws: ")
+    assert rc == (1 if "differ from plain decoding" in out else 0)
+    assert "differ from plain decoding" not in out  # mlx-lm's rule is exact
+    assert main(["check", m, "--engine", "mlx-lm", "--draft-model", m, "--temp", "0"]) == 2
+    assert "give --temp above 0" in capsys.readouterr().err

@@ -81,8 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--json", action="store_true")
     ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")
     ck.add_argument("--no-mtp", action="store_true", help="skip loading the MTP head")
-    ck.add_argument("--drafter", choices=["dflash"], help="also check this drafter: dflash checks rollback at k = block "
+    ck.add_argument("--drafter", choices=["dflash", "draft", "auto"], help="also check this drafter: dflash checks rollback at k = block "
                     "size - 1 and the drafter's own context at every accepted length 0..block size - 1")
+    ck.add_argument("--engine", metavar="NAME", help="check another engine's acceptance rule at temperature instead: its "
+                    "sampled tokens against plain decoding's (two-sample chi-square) with the test's power")
+    ck.add_argument("--temp", type=float, help="with --engine: the temperature (default 0.25)")
+    ck.add_argument("--top-p", type=float, default=0.9, help="with --engine (default 0.9)")
+    ck.add_argument("--draws", type=int, default=100, help="with --engine: sampled draws per side (default 100)")
+    ck.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="with --engine (default 2)")
+    ck.add_argument("--prompt", default="Why is the sky blue?", help="with --engine: the prompt the draws start from")
     ck.add_argument("--draft-model", help="with --drafter dflash: the DFlash drafter folder (or cached repo id)")
     ck.add_argument("--allow-oversize", action="store_true")
     add_progress_args(ck)

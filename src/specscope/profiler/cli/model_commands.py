@@ -115,6 +115,10 @@ def cmd_check(a) -> int:
 
     from specscope.profiler.cli.progress import progress_bar, progress_wanted
 
+    if getattr(a, "engine", None):
+        return _check_engine(a)
+    if getattr(a, "drafter", None) in ("draft", "auto"):
+        raise SpecscopeError(f"--drafter {a.drafter} is for check --engine NAME (the drafter the engine drafts with)")
     ks = tuple(range(1, a.max_k + 1))
     dflash = None
     if getattr(a, "drafter", None) == "dflash":
@@ -145,3 +149,28 @@ def cmd_check(a) -> int:
         rep = full_report(lm, ks=ks, mtp=not a.no_mtp, progress=step, dflash=dflash)
     print(json.dumps(rep, indent=1) if a.json else format_report(rep))
     return 1 if rep["class"] == REFUSED else 0
+
+
+def _check_engine(a) -> int:
+    """``check --engine NAME``: is another engine right at temperature? Its sampled tokens at a drafted position
+    against plain decoding's, with the test's power (``engines.audit``); greedy parity is every run's own check."""
+    from specscope.engine_adapter.engine import Engine
+    from specscope.engine_adapter.engines.audit import sampling_audit
+    from specscope.engine_adapter.params import EngineParams
+
+    from specscope.profiler.cli.progress import progress_bar, progress_wanted
+
+    temp = a.temp if a.temp is not None else 0.25
+    if temp <= 0:
+        raise SpecscopeError("check --engine tests the acceptance rule at temperature: give --temp above 0")
+    with progress_bar("check", total=None, unit="draws", enabled=progress_wanted(a)) as bar:
+        bar.status(f"opening engine {a.engine}")
+        eng = Engine.open(EngineParams(model=a.path, demo=a.demo and not a.path, draft_model=a.draft_model,
+                                       drafter=getattr(a, "drafter", None) or "auto", engine=a.engine, temp=temp,
+                                       top_p=a.top_p, num_draft_tokens=a.num_draft_tokens, allow_oversize=a.allow_oversize))
+        bar.status(f"{a.draws} sampled draws from plain decoding, the engine and a known-wrong rule")
+        rep = sampling_audit(eng, eng.encode(a.prompt), draws=a.draws, temp=temp, top_p=a.top_p)
+    rep["engine"] = eng.foreign.describe() if eng.foreign is not None else {"name": "specscope"}
+    print(json.dumps(rep, indent=1) if a.json else f"engine {a.engine} at temperature {temp:g}, top-p {a.top_p:g}, "
+          f"k = {rep['k']}, {rep['draws']} draws: {rep['text']}")
+    return 1 if rep["verdict"] == "differs" else 0
