@@ -182,8 +182,13 @@ def test_every_surface_says_what_another_engine_does_not_report():
     from specscope.profiler.analysis.summary_text import engine_line, format_summary
     from specscope.profiler.session.session import Session
 
+    from specscope.profiler.session.records import engine_facts
+
     d = copy.deepcopy(json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text()))
     assert engine_line(d["config"]) == ""  # specscope's own engine: nothing to say
+    # the run setting alone (a string: a stub engine's session, or an older one) reads as a name, never a crash
+    assert engine_line({"engine": "specscope"}) == "" and engine_facts({"engine": "mlx-lm"}) == {"name": "mlx-lm"}
+    assert engine_facts({}) == {"name": "specscope"}
     d["config"]["engine"] = {"name": "mlx-lm", "version": "0.32.2", "reports": ["ms"],
                              "not_reported": ["draft_ms", "rollback_ms", "verify_ms"]}
     for c in d["cases"]:  # its rounds are end to end only

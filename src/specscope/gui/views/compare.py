@@ -16,6 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.compare import compare
 from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.session.records import engine_facts
 
 from ..text import home_relative
 from .common import plain_label
@@ -92,7 +93,7 @@ def describe(path: str | None, session) -> str:
     drafter = (cfg.get("drafter") or {}).get("name") or "?"
     started = session.data.get("started_at")
     when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") if isinstance(started, (int, float)) else ""
-    engine = (cfg.get("engine") or {}).get("name") or "specscope"
+    engine = engine_facts(cfg)["name"]
     bits = [Path(path).name if path else "open session", model,
             f"{drafter}, k = {session.k}" + ("" if engine == "specscope" else f", engine {engine}"), session.regime,
             f"{len(session.cases)} case{'' if len(session.cases) == 1 else 's'}", session.status]

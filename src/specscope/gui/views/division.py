@@ -7,6 +7,7 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.round_model import judged_rest_ms
+from specscope.profiler.session.records import engine_facts
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
 
@@ -171,7 +172,7 @@ class DivisionView(QtWidgets.QWidget):
                             + (f" · vs measured {err * 100:+.1f}%" if err is not None else ""))
             self.t_comp.setToolTip(ledger_text(s) or "")
         else:
-            eng = (self.model.session.config.get("engine") or {}).get("name", "specscope")
+            eng = engine_facts(self.model.session.config)["name"]
             self.t_comp.set("—", "no instrumented rounds: no ledger" if eng == "specscope"
                             else f"not reported by this engine ({eng} does not time its rounds' parts)")
         has = snap["division"] is not None

@@ -18,6 +18,7 @@ from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.why_faster import decompose, decompose_measured
+from specscope.profiler.session.records import engine_facts
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -111,7 +112,7 @@ def _describe(session) -> dict:
         "demo_trained": isinstance(model.get("demo"), dict) and model["demo"].get("kind") == "trained",
         "device": f"{env.get('device_name', '?')} ({env.get('chip', '')})",
         "mlx": env.get("mlx"),
-        "engine": (cfg.get("engine") or {}).get("name") or "specscope",  # whose speculative loop ran
+        "engine": engine_facts(cfg)["name"],  # whose speculative loop ran
         "drafter": d.get("name"),
         "drafter_kind": d.get("kind"),
         "what_if": session.what_if,
@@ -237,7 +238,7 @@ def _why(sa, sb, names, measured_row, sessions) -> dict | None:
     acceptance and the whole cycle (``decompose_measured``): specscope's components time specscope's rounds, not the
     other engine's, so their terms would explain nothing about it."""
     whole = [n for n, s in zip(names, sessions)
-             if "verify_ms" not in ((s.config.get("engine") or {}).get("reports") or ["verify_ms"])]
+             if "verify_ms" not in (engine_facts(s.config).get("reports") or ["verify_ms"])]
     if whole:
         d = decompose_measured(sa, sb, names, f"{' and '.join(whole)} do{'es' if len(whole) == 1 else ''} not report "
                                               "its round's parts: the cycle is compared whole")

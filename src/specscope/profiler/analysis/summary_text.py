@@ -136,7 +136,7 @@ def format_summary(session: Session) -> str:
         *([f"  the division      {rollback_term_text(s)}"] if rollback_term_text(s) else []),
         f"  break-even        {break_even_text(s)}",
         *([f"  ledger            {ledger_text(s)}"] if ledger_text(s)
-          else [f"  ledger            not reported by this engine ({(cfg.get('engine') or {}).get('name')}: it does "
+          else [f"  ledger            not reported by this engine ({engine_line_name(cfg)}: it does "
                 "not time its rounds' parts)"] if engine_line(cfg) else []),
         *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
     ]
@@ -218,10 +218,18 @@ def rank_lines(bd: dict) -> list[str]:
 
 def engine_line(cfg: dict) -> str:
     """Whose speculative loop ran, when it is not specscope's, and what it does not report ("" for specscope's)."""
-    eng = cfg.get("engine") or {}
-    if not eng or eng.get("name", "specscope") == "specscope":
+    from specscope.profiler.session.records import engine_facts
+
+    eng = engine_facts(cfg)
+    if eng["name"] == "specscope":
         return ""
     missing = ", ".join(x.removesuffix("_ms") for x in eng.get("not_reported") or []) or "nothing"
     return (f"engine {eng['name']} {eng.get('version', '')}".rstrip() + f": its own speculative loop, end to end; "
             f"not reported by this engine: {missing} (plain decoding, the components timed apart and the parity "
             "check are specscope's)")
+
+
+def engine_line_name(cfg: dict) -> str:
+    from specscope.profiler.session.records import engine_facts
+
+    return engine_facts(cfg)["name"]

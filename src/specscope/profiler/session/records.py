@@ -13,7 +13,7 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, Mapping, NotRequired, TypedDict
 
 RoundKind = Literal["instrumented", "end_to_end"]
 PassName = Literal["measured", "ledger"]  # a paired run's two passes: end-to-end (measured) and instrumented (ledger)
@@ -368,3 +368,13 @@ class Summary(TypedDict, total=False):
     breakdown: dict[str, Any] | None
     probe: dict[str, Any] | None
     energy: dict[str, Any] | None
+
+
+def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Whose speculative loop a session ran, from its config: the engine's own facts (``run_facts``: name, version,
+    reports, not_reported), or ``{"name": …}`` where only the run setting's name is there (a string: a stub engine,
+    or an older session), or specscope's own."""
+    eng = config.get("engine")
+    if isinstance(eng, dict):
+        return {"name": "specscope", **eng}
+    return {"name": eng if isinstance(eng, str) and eng else "specscope"}
