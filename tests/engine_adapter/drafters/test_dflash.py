@@ -325,3 +325,36 @@ def test_demo_drafter_and_a_stored_long_context():
         assert [t for _, _, em in ref for t in em] == ref_plain[1:]
     finally:
         context.clear()
+
+
+def test_uninstall_tap_gives_the_trunk_its_own_classes_back(hybrid, prompt):
+    """``bench capture``'s side without hooks: after uninstall_tap the norm and the layers are mlx-lm's own classes,
+    and the forward's logits are the same with the tap in place and without it."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    from specscope.engine_adapter.cache.hidden import (install_tap, tapped_layers, tapping, trunk_layers, trunk_parts,
+                                                       uninstall_tap)
+
+    model = hybrid.model
+    norm_was_tapped, layers_were = type(trunk_parts(model)["norm"]).__name__.startswith("Tapped"), tapped_layers(model)
+
+    def logits():
+        out = model(mx.array([prompt]), cache=make_prompt_cache(model))
+        mx.eval(out)
+        return out
+
+    try:
+        install_tap(model, layers=(1, 2))
+        with tapping() as tap:
+            tapped = logits()
+        assert tap.hidden((1, 2)).shape[-1] == 2 * tap.hidden((1,)).shape[-1]
+        uninstall_tap(model)
+        assert not type(trunk_parts(model)["norm"]).__name__.startswith("Tapped")
+        assert not any(type(x).__name__.startswith("TappedLayer") for x in trunk_layers(model))
+        assert tapped_layers(model) == ()
+        assert mx.array_equal(logits(), tapped).item()
+    finally:  # leave the session's shared model as this test found it
+        uninstall_tap(model)
+        if norm_was_tapped or layers_were:
+            install_tap(model, layers=layers_were)

@@ -92,6 +92,16 @@ def install_tap(model, layers: tuple[int, ...] | list[int] = ()) -> None:
         layer._specscope_tap_index = i
 
 
+def uninstall_tap(model) -> None:
+    """Give the final norm and every tapped layer back their own classes (``bench capture``'s side without hooks)."""
+    norm = trunk_parts(model)["norm"]
+    if type(norm) in _tapped_classes.values():
+        norm.__class__ = type(norm).__bases__[0]
+    for layer in trunk_layers(model):
+        if type(layer) in _tapped_layer_classes.values():
+            layer.__class__ = type(layer).__bases__[0]
+
+
 def tapped_layers(model) -> tuple[int, ...]:
     """The decoder layers whose outputs a tap records (``install_tap(model, layers=...)``)."""
     return tuple(i for i, layer in enumerate(trunk_layers(model)) if type(layer) in _tapped_layer_classes.values())

@@ -197,12 +197,15 @@ def _process_cpu_s() -> float | None:
 
 # -- capture: the verify forward with rollback capture vs the same forward with no hooks at all ---
 def bench_capture(a) -> dict:
-    """Capture must cost nothing: the verify forward stays mlx-lm's own, capture only keeps references."""
+    """Capture and the hidden-state tap must cost nothing: the verify forward stays mlx-lm's own; the rollback capture
+    and the tap (the final norm's output, as MTP reads it, and two decoder layers' outputs, as a DFlash drafter reads
+    them) only keep references."""
     import mlx.core as mx
     from mlx_lm.models.cache import make_prompt_cache
 
     from specscope.engine_adapter.decode.decoding import plain_generate, prefill
     from specscope.engine_adapter.cache.capture import capturing, install_capture, uninstall_capture
+    from specscope.engine_adapter.cache.hidden import install_tap, tapping, trunk_layers, uninstall_tap
     from specscope.engine_adapter.cache.rollback import VerifyRollback
 
     lm = load_bench_model(a)
@@ -212,9 +215,15 @@ def bench_capture(a) -> dict:
     cont = [r.token for r in plain_generate(model, prompt, k + 2)]
     inputs = mx.array(cont[: k + 1], dtype=mx.uint32)
     reps = 5
+    n_layers = len(trunk_layers(model))
+    tapped = tuple(sorted({min(1, n_layers - 1), max(0, n_layers - 2)}))  # as a DFlash drafter's target_layer_ids
 
     def verify_ms(hooked: bool) -> float:
         (install_capture if hooked else uninstall_capture)(model)
+        if hooked:
+            install_tap(model, layers=tapped)
+        else:
+            uninstall_tap(model)
         times = []
         for _ in range(reps):
             cache = make_prompt_cache(model)
@@ -224,7 +233,7 @@ def bench_capture(a) -> dict:
             if hooked:
                 assert rb is not None
                 rb.before_verify()
-                with capturing():
+                with capturing(), tapping():  # the tap keeps references to what the forward computes anyway
                     mx.eval(model(inputs[None], cache=cache))
             else:
                 mx.eval(model(inputs[None], cache=cache))
@@ -236,8 +245,10 @@ def bench_capture(a) -> dict:
         pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False), "capture")  # A B, B A, …
     finally:
         install_capture(model)
+        uninstall_tap(model)
     return bench_result("capture", [x / y for x, y, *_ in pairs], {"capture_verify_ms": [p[0] for p in pairs],
                                                                    "no_hooks_verify_ms": [p[1] for p in pairs],
+                                                                   "tapped_layers": list(tapped),
                                                                    "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
