@@ -243,3 +243,23 @@ def test_roofline_headline_does_not_call_an_unsplit_gap_no_gap():
     text = headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 4.0, "gap_shares": {}})
     assert "no gap" not in text and "a gap of 1.0 plain steps, not split by block" in text
     assert headline({"k": 2, "ideal_verify_multiple": 3.0, "verify_multiple": 2.9, "gap_shares": {}}).endswith("no gap to close.")
+
+
+def test_the_setup_panel_takes_the_sessions_draft_model_too(qtbot, settings, tmp_path):
+    """A draft-model session opened: the draft-model field holds its folder (it showed the demo placeholder), so Run
+    repeats the session; a demo session with the demo's own draft model leaves the field empty."""
+    d = json.loads(DEMO.read_text())
+    d["config"].update(drafter={"name": "draft", "kind": "draft"}, draft_model="/somewhere/my-draft")
+    p = tmp_path / "draft.json"
+    p.write_text(json.dumps(d))
+    w = _window(qtbot, settings, tmp_path)
+    try:
+        w.open_session(str(p))
+        assert w.setup.drafter.currentData() == "draft"
+        assert w.setup.draft_model.text() == "/somewhere/my-draft" and w.setup.config().draft_model == "/somewhere/my-draft"
+        d["config"]["draft_model"] = None
+        p.write_text(json.dumps(d))
+        w.open_session(str(p))
+        assert w.setup.draft_model.text() == ""
+    finally:
+        w.setup.inspector.shutdown()

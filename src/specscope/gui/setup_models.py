@@ -128,6 +128,8 @@ class ModelChoice(PanelBase):
         drafter = (cfg.get("drafter") or {}).get("name") if isinstance(cfg.get("drafter"), dict) else cfg.get("drafter")
         if drafter:
             self.set_drafter(drafter)
+        if drafter in ("draft", "dflash"):  # its draft model or DFlash folder too (none: the demo's own, the placeholder)
+            self.draft_model.setText(cfg.get("draft_model") or "")
         if cfg.get("num_draft_tokens"):
             self.k.setValue(int(cfg["num_draft_tokens"]))
         if not cfg.get("sweep"):  # a single run's context (a sweep's sizes are the Context page's)
