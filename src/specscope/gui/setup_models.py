@@ -43,6 +43,7 @@ class ModelChoice(PanelBase):
     model_combo: QtWidgets.QComboBox
     compat: PlainLabel
     k: Any
+    draft_model: QtWidgets.QLineEdit
     set_drafter: Callable[[str], None]
     set_context: Callable[..., None]
 
