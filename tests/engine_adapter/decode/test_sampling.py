@@ -111,13 +111,9 @@ def test_speculative_sampling_matches_plain_on_a_tiny_model(tiny, plain_counts):
 def test_the_chi_square_detects_a_broken_rule(tiny, plain_counts, monkeypatch):
     """The same test, with a rule that accepts every draft: the distribution shifts and the test sees it."""
 
-    def always_accept(self, logits, draft, position):
-        p = np.array(self.probs(logits), dtype=np.float64)
-        k = len(draft.tokens)
-        rng = np.random.default_rng([self.seed, position])
-        return k, int(rng.choice(p.shape[1], p=p[k] / p[k].sum())), {}
+    from specscope.engine_adapter.engines.audit import AlwaysAccept  # the known-wrong rule check --engine's power uses
 
-    monkeypatch.setattr(sampling_mod.Sampling, "verify", always_accept)
+    monkeypatch.setattr(sampling_mod.Sampling, "verify", AlwaysAccept.verify)
     spec, accepted = speculative_counts(*tiny)
     assert accepted == Counter({K: N})
     stat, dof = chi2_two_sample(plain_counts, spec)

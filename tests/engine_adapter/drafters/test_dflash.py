@@ -267,13 +267,9 @@ def test_the_fit_detects_a_broken_rule_with_dflash(tiny, monkeypatch):
     """The same test with a rule that accepts every draft: the emitted token is then the drafter's draw, whose
     distribution is not the target's, and the test sees it."""
 
-    def always_accept(self, logits, draft, position):
-        p = np.array(self.probs(logits), dtype=np.float64)
-        k = len(draft.tokens)
-        rng = np.random.default_rng([self.seed, position])
-        return k, int(rng.choice(p.shape[1], p=p[k] / p[k].sum())), {}
+    from specscope.engine_adapter.engines.audit import AlwaysAccept  # the known-wrong rule check --engine's power uses
 
-    monkeypatch.setattr(sampling_mod.Sampling, "verify", always_accept)
+    monkeypatch.setattr(sampling_mod.Sampling, "verify", AlwaysAccept.verify)
     tokens, accepted, p0 = first_tokens(tiny)
     assert accepted == Counter({1: DRAWS})
     p, bins = goodness_of_fit(tokens, p0)

@@ -35,6 +35,22 @@ def test_a_count_the_run_had_but_never_timed_is_said_not_taken_as_zero():
     assert expected_rollback_ms({}, {}, k=2) == (None, [])
 
 
+def _tune_inputs(session, k: int):
+    """A session's own timings as tune's predict takes them: the counted rounds' accepted counts, the verify samples,
+    the rollback samples by accepted count, the plain steps."""
+    from specscope.profiler.analysis.prediction import measured_round_tuples
+
+    counted = [acc for c in session.cases for (_, _, acc, ok) in measured_round_tuples(c, k) if ok]
+    comps = [c["components"] for c in session.cases]
+    rollback: dict[int, list[float]] = {}
+    for comp in comps:
+        for a, xs in comp["rollback_ms"].items():
+            rollback.setdefault(int(a), []).extend(xs)
+    verify = [x for comp in comps for x in comp["verify_ms"]]
+    steps = [x for c in session.cases for x in c["plain"]["step_ms"]]
+    return counted, verify, rollback, steps
+
+
 def test_run_and_tune_give_one_prediction_for_one_input():
     """The bundled session's own timings fed through run's path (the summary) and tune's (tune_predict.predict): the
     same E, T_decode, T_verify, T_draft and rollback give the same judged figure and the same bare division. (Before the
@@ -43,7 +59,6 @@ def test_run_and_tune_give_one_prediction_for_one_input():
     import json
     from pathlib import Path
 
-    from specscope.profiler.analysis.prediction import measured_round_tuples
     from specscope.profiler.analysis.summary import summarize
     from specscope.profiler.analysis.tune_predict import predict
     from specscope.profiler.session.session import Session
@@ -55,15 +70,8 @@ def test_run_and_tune_give_one_prediction_for_one_input():
     s = Session.from_dict(d)
     sm = summarize(s)
     k = sm["k"]
-    counted = [acc for c in s.cases for (_, _, acc, ok) in measured_round_tuples(c, k) if ok]
-    comps = [c["components"] for c in s.cases]
-    rollback: dict[int, list[float]] = {}
-    for comp in comps:
-        for a, xs in comp["rollback_ms"].items():
-            rollback.setdefault(int(a), []).extend(xs)
-    verify = [x for comp in comps for x in comp["verify_ms"]]
+    counted, verify, rollback, steps = _tune_inputs(s, k)
     rounds = [{"accepted": a, "draft_ms": 4.0, "verify_ms": 10.0, "rollback_ms": 0.0, "ms": 14.0} for a in counted]
-    steps = [x for c in s.cases for x in c["plain"]["step_ms"]]
     row = predict(rounds, k, {n: verify for n in range(2, k + 2)}, [], steps, draft_by_k={k: [4.0] * 9},
                   rollback_by_k={k: rollback})[k - 1]
     assert row["tokens_per_round"] == pytest.approx(sm["tokens_per_round"], rel=1e-12)
@@ -101,14 +109,8 @@ def test_run_and_tune_weight_the_draft_and_the_bookkeeping_alike():
     n = len(counted)
     assert sm["t_draft_ms"] == pytest.approx(sum(draft_cost[a] for a in counted) / n, rel=1e-12)
     assert sm["t_bookkeeping_ms"] == pytest.approx(sum(book_cost[a] for a in counted) / n, rel=1e-12)
-    comps = [c["components"] for c in s.cases]
-    rollback: dict[int, list[float]] = {}
-    for comp in comps:
-        for a, xs in comp["rollback_ms"].items():
-            rollback.setdefault(int(a), []).extend(xs)
-    verify = [x for comp in comps for x in comp["verify_ms"]]
+    _, verify, rollback, steps = _tune_inputs(s, k)
     rounds = [{"accepted": a, "draft_ms": 4.0, "verify_ms": 10.0, "rollback_ms": 0.0, "ms": 15.0} for a in counted]
-    steps = [x for c in s.cases for x in c["plain"]["step_ms"]]
     row = predict(rounds, k, {m: verify for m in range(2, k + 2)}, [], steps,
                   draft_by_k={k: [draft_cost[a] for a in prior]}, rollback_by_k={k: rollback},
                   bookkeeping_by_k={k: [book_cost[a] for a in prior]})[k - 1]
