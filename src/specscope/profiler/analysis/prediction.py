@@ -164,6 +164,13 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
         out.update(source="verify curve", t_verify_ms=curve["t_verify_ms"], t_draft_ms=curve["t_draft_ms"])
     if not t_decode or E is None:
         return {**out, "why": "the run has no plain decoding or no speculative rounds yet"}
+    if out["t_verify_ms"] + out["t_draft_ms"] <= 0:
+        # the draft is a paired difference (a round minus the verify before it): a verify spike on a busy machine can
+        # drive its mean below minus the verify; no round can be priced from that, and none is printed
+        return {**out, "why": (f"the components timed apart cannot price a round: T_verify {out['t_verify_ms']:.2f} ms "
+                               f"and T_draft {out['t_draft_ms']:.2f} ms (a round minus the verify before it) sum to "
+                               "zero or less, so the timings were disturbed (a busy machine); time more rounds "
+                               "(--component-reps) on a quieter machine")}
     d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
     t_rb, rb_untimed = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else (None, [])
     # the judged figure: the whole round as far as it was timed apart (round_model); the seed's bare division beside it

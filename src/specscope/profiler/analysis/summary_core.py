@@ -46,7 +46,7 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draf
     comp = case.get("components") or {}
     c_verify, c_draft = stats.mean(comp.get("verify_ms") or []), stats.mean(comp.get("draft_ms") or [])
     pred = None  # the case's own prediction from its components timed apart (None in sessions without them)
-    if t_decode and c_verify is not None and c_draft is not None and acc["rounds"]:
+    if t_decode and c_verify is not None and c_draft is not None and c_verify + c_draft > 0 and acc["rounds"]:
         pred = stats.divide(t_decode, c_verify, c_draft, acc["tokens_per_round"]).predicted_speedup
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
     plain_tokens, spec_tokens = case["plain"]["tokens"], case["spec"]["tokens"]
