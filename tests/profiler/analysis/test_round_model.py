@@ -177,3 +177,74 @@ def test_a_disturbed_draft_difference_refuses_the_prediction_and_never_crashes()
     assert "cannot price a round" in disturbed["prediction_unavailable"]
     assert disturbed["prediction_verdict"]["state"] is None
     assert all(c.get("predicted_speedup") is None for c in disturbed["per_case"])
+
+
+def _with_tail(d: dict, tail_ms: float | None, rounds_per_case: int = 40, tail: int = 6, seed: int = 5) -> dict:
+    """The bundled session's cases rebuilt as ``rounds_per_case`` full end-to-end rounds (k drafts, geometric
+    acceptance) then ``tail`` shorter last rounds (one draft fewer each, as an engine near a case's end); every full
+    round costs ``tail_ms`` (None: 1.0 placeholder) and every short one a quarter of it."""
+    import copy
+
+    import numpy as np
+
+    d = copy.deepcopy(d)
+    k = d["config"]["num_draft_tokens"]
+    rng = np.random.default_rng(seed)
+    for c in d["cases"]:
+        rounds = []
+        for _ in range(rounds_per_case):
+            a = int(min(rng.geometric(0.4) - 1, k))
+            rounds.append({"drafted": [7] * k, "accepted": a, "emitted": [7] * (a + 1), "draft_ms": None,
+                           "verify_ms": None, "rollback_ms": None, "ms": tail_ms or 1.0, "kind": "end_to_end",
+                           "pass": "measured"})
+        for j in range(tail):
+            m = max(0, k - 1 - j)
+            rounds.append({"drafted": [7] * m, "accepted": 0, "emitted": [7], "draft_ms": None, "verify_ms": None,
+                           "rollback_ms": None, "ms": (tail_ms or 1.0) / 4, "kind": "end_to_end", "pass": "measured"})
+        c["spec"]["rounds"] = rounds
+    return d
+
+
+def test_the_prediction_is_judged_against_the_full_rounds_it_prices():
+    """Near a case's end an engine drafts only the tokens left: shorter, cheaper rounds the round model (a round of k
+    drafts) does not price. Simulated: full rounds that cost exactly the predicted round, and a cheap tail. Judged
+    against the full rounds the error is zero (and the verdict says why the tail is left out); the negative control,
+    the same prediction against every measured round, reads far off."""
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.summary import session_case_stats, summarize
+    from specscope.profiler.analysis.summary_text import format_summary
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text())
+    first = summarize(Session.from_dict(_with_tail(d, None)))
+    round_ms = first["tokens_per_round"] * first["t_decode_ms"] / first["predicted_speedup"]  # what the model prices
+    s = Session.from_dict(_with_tail(d, round_ms, tail=14))
+    sm = summarize(s)
+    assert sm["predicted_speedup"] == pytest.approx(first["predicted_speedup"], rel=1e-12)  # E and components only
+    assert sm["judged_measured_speedup"] == pytest.approx(sm["predicted_speedup"], rel=1e-9)
+    assert abs(sm["prediction_error"]) < 1e-9
+    assert sm["tail_tokens"] == 14 * len(s.cases)
+    # the negative control: against every round (the cheap tail included) the same prediction reads low
+    assert sm["predicted_speedup"] / sm["measured_speedup"] - 1 < -0.05
+    per_case = [session_case_stats(s, c) for c in s.cases]
+    assert all(abs(c["prediction_error"] or 0.0) < 0.2 for c in per_case)
+    assert all(c["judged_measured_speedup"] < c["measured_speedup"] for c in per_case)
+    text = format_summary(s)
+    assert "full rounds" in text and f"{sm['tail_tokens']} tokens" in text
+
+
+def test_a_session_whose_rounds_are_all_full_judges_every_round():
+    import json
+    from pathlib import Path
+
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.analysis.summary_text import format_summary
+    from specscope.profiler.session.session import Session
+
+    d = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json").read_text())
+    s = Session.from_dict(_with_tail(d, 30.0, tail=0))
+    sm = summarize(s)
+    assert sm["tail_tokens"] == 0 and sm["judged_measured_speedup"] == sm["measured_speedup"]
+    assert "full rounds       " not in format_summary(s)

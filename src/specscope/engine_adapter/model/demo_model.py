@@ -303,7 +303,8 @@ def file_lock(path: Path):
 
 # -- the tiny trained demo (shipped) -------------------------------------------------------------------
 
-TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft"}  # folder names: the model names shown
+# folder names: the model names shown; "dflash" is the DFlash drafter trained for the hybrid (training/train_dflash.py)
+TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft", "dflash": "tiny-trained-demo-dflash"}
 
 
 def trained_demo_path(kind: str = "hybrid") -> Path | None:

@@ -151,11 +151,16 @@ def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:
 
 
 def default_dflash_path(target) -> Path:
-    """The random demo DFlash drafter for a loaded demo ``target`` (``run --demo --drafter dflash`` without
-    ``--draft-model``), built once into specscope's cache beside the demo models."""
+    """The demo DFlash drafter for a loaded demo ``target`` (``run --demo --drafter dflash`` without
+    ``--draft-model``): the shipped trained one for the shipped trained demo, else a random one built once into
+    specscope's cache beside the demo models."""
     import shutil
 
-    from specscope.engine_adapter.model.demo_model import file_lock, hash_name, specscope_home
+    from specscope.engine_adapter.model.demo_model import file_lock, hash_name, specscope_home, trained_demo_path
+
+    trained, drafter = trained_demo_path("hybrid"), trained_demo_path("dflash")
+    if trained is not None and drafter is not None and target.path.resolve() == trained.resolve():
+        return drafter
 
     text = target.checkpoint.text_config
     key = hash_name(f"{target.path.resolve()}|{text.get('hidden_size')}|{text.get('num_hidden_layers')}")

@@ -4,6 +4,7 @@ position, and the three questions for judging a benchmark."""
 from __future__ import annotations
 
 from specscope.profiler.analysis.verdict import (
+    tail_text,
     SAMPLED_NOTE,
     acceptance_phrase,
     ledger_text,
@@ -61,7 +62,9 @@ def summary_section(s) -> str:
           f"{rate(s['predicted_tok_s'], ' tok/s')}") if s.get("predicted_speedup") is not None
          else esc(f"not available: {s.get('prediction_unavailable')}")],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
-         f"speculative {rate(s['spec_tok_s'], ' tok/s')} ÷ plain {rate(s['plain_tok_s'], ' tok/s')}, same prompts and token budget"],
+         f"speculative {rate(s['spec_tok_s'], ' tok/s')} ÷ plain {rate(s['plain_tok_s'], ' tok/s')}, same prompts and token budget"
+         + (f"; over the full rounds {f(s.get('judged_measured_speedup'), '.3f', '×')}, which the prediction meets: "
+            + esc(tail_text(s) or "") if tail_text(s) else "")],
         ["Prediction error", esc(prediction_error_text(s) or "—"),
          "(predicted − measured) / measured, with its 95% interval (E, the measured speed and the component timings "
          f"resampled together by {esc(s.get('prediction_unit') or 'unit')}): "

@@ -9,7 +9,8 @@ from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.round_model import judged_rest_ms
 from specscope.profiler.session.records import engine_facts
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.verdict import audit_answers, ledger_text, prediction_error_text, prediction_short, rollback_term_text
+from specscope.profiler.analysis.verdict import (audit_answers, ledger_text, prediction_error_text, prediction_short,
+                                                rollback_term_text, tail_text)
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data
@@ -192,7 +193,9 @@ class DivisionView(QtWidgets.QWidget):
         self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"), note)
         self.t_pred.setToolTip(note)
         meas_note = (f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
-                     f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
+                     + (f" · judged against the full rounds, {fmt(s.get('judged_measured_speedup'), '.3f', '×')}"
+                        if tail_text(s) else "")
+                     + f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"), meas_note)
         self.t_meas.setToolTip(((s.get("prediction_verdict") or {}).get("text") or "") + "\n" + meas_note)
         be = s.get("break_even_verify_ms")

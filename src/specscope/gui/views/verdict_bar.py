@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6 import QtWidgets
 
 from specscope.profiler.analysis.drift import drift_warning
-from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, acceptance_phrase, divergence_note, engine_fault_line,
+from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, tail_text, acceptance_phrase, divergence_note, engine_fault_line,
                                         prediction_error_text, verdict)
 
 from .common import plain_label
@@ -47,8 +47,10 @@ class VerdictBar(QtWidgets.QFrame):
         bits = [acceptance_phrase(s)]
         if s.get("predicted_speedup") is not None and s.get("measured_speedup") is not None:
             err = prediction_error_text(s)
+            judged = (f"{s['judged_measured_speedup']:.3f}× over the full rounds (end to end {s['measured_speedup']:.3f}×)"
+                      if tail_text(s) else f"{s['measured_speedup']:.3f}×")
             bits.append(f"predicted {s['predicted_speedup']:.3f}× (components timed apart) vs measured "
-                        f"{s['measured_speedup']:.3f}×" + (f" (error {err})" if err is not None else ""))
+                        f"{judged}" + (f" (error {err})" if err is not None else ""))
         if s.get("ledger_speedup") is not None:
             bits.append(f"ledger {s['ledger_speedup']:.3f}× (a consistency check)")
         if s.get("regime", "greedy") != "greedy":

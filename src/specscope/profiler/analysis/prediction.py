@@ -18,7 +18,7 @@ from typing import Any
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
+from specscope.profiler.analysis.rounds import counts_for_acceptance, judged_rounds, measured_rounds
 
 
 def for_session(session, summary: Summary) -> dict:
@@ -74,13 +74,13 @@ def prediction_text(pred: dict) -> str:
 
 # -- the prediction a run makes by default: components timed apart per case ---------------------------------------
 
-def measured_round_tuples(case: dict, k: int) -> list[tuple]:
+def measured_round_tuples(case: dict, k: int, judged: bool = False) -> list[tuple]:
     """The rounds a case's measured speed comes from, in order, as (tokens, ms, accepted, counted): end-to-end
-    rounds where the case has them, else all; ``counted``: a full round (k drafts) that acceptance counts."""
-    rounds = case["spec"]["rounds"]
-    e2e = [r for r in rounds if not instrumented(r)]
+    rounds where the case has them, else all (``judged``: only the full ones the prediction is judged against,
+    ``rounds.judged_rounds``); ``counted``: a full round (k drafts) that acceptance counts."""
+    rounds = judged_rounds(case, k) if judged else measured_rounds(case["spec"]["rounds"])
     return [(len(r["emitted"]), r["ms"], r["accepted"], len(r["drafted"]) == k and counts_for_acceptance(r))
-            for r in (e2e or rounds)]
+            for r in rounds]
 
 
 def _pooled(cases: list[dict], key: str) -> tuple[float | None, int]:
@@ -178,7 +178,7 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     judged_speedup = model.speedup if model.round_ms > 0 else d.predicted_speedup
     with_rb = judged_speedup if t_rb is not None else None
     error = stats.relative_error(judged_speedup, measured)
-    unit, units = prediction_units([{"rounds": measured_round_tuples(c, k),
+    unit, units = prediction_units([{"rounds": measured_round_tuples(c, k, judged=True),
                                      "components": _round_rest(c.get("components"), d, b)}
                                     for c, d, b in zip(cases, _or_none(drafts, cases), _or_none(books, cases))],
                                    k) if out["source"] == "components" else (None, [])

@@ -20,3 +20,18 @@ def counts_for_acceptance(r: Round) -> bool:
     """A round acceptance counts: of the first repeat, and not of a paired run's ledger pass (which repeats the
     measured pass's drafts on the same case)."""
     return not r.get("repeat") and r.get("pass") != "ledger"
+
+
+def measured_rounds(rounds: list[Round]) -> list[Round]:
+    """The rounds a case's measured speed comes from: its end-to-end rounds where it has them, else all."""
+    return [r for r in rounds if not instrumented(r)] or list(rounds)
+
+
+def judged_rounds(case, k: int) -> list[Round]:
+    """The measured rounds the prediction is judged against: the full ones (k drafts). The round model prices a round
+    of k drafts; near a case's end the engine drafts fewer (only the tokens left), and those cheaper, shorter rounds
+    are no round the division describes (at k = 15 with 48 tokens a case they were a third of its rounds, and the
+    prediction read 13% low against all of them). A case without a full round keeps all its measured rounds."""
+    rounds = measured_rounds(case["spec"]["rounds"])
+    full = [r for r in rounds if len(r["drafted"]) == k]
+    return full or rounds

@@ -21,7 +21,7 @@ from collections import Counter
 
 from specscope.profiler.session.records import Case, CaseStats, Round, Summary
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.rounds import counts_for_acceptance, first_repeat, instrumented
+from specscope.profiler.analysis.rounds import counts_for_acceptance, first_repeat, instrumented, judged_rounds
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_core import (
     BLOCK_LABELS,
@@ -58,9 +58,11 @@ def case_stats(case: Case, k: int) -> CaseStats:
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
     acc = stats.acceptance_from_rounds([r["accepted"] for r in full if counts_for_acceptance(r)], k)
+    judged = judged_rounds(case, k)
     return case_result(case, plain_tok_s, spec_tok_s, acc,
                        stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
-                       instr_tok_s)
+                       instr_tok_s, judged=(_rate(judged) if len(judged) != len(e2e or spec["rounds"]) else spec_tok_s,
+                                            sum(len(r["emitted"]) for r in judged)))
 
 
 def session_case_stats(session, case: Case) -> CaseStats:

@@ -38,7 +38,10 @@ WITHIN_NOISE: dict[str | None, bool] = {"agrees": True, "off": False}  # the pre
 
 # -- divergence verdicts ------------------------------------------------------------------
 
-def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None) -> CaseStats:
+def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None,
+                judged: tuple[float | None, int] | None = None) -> CaseStats:
+    """``judged``: (tok/s, tokens) of the full rounds the prediction is judged against (``rounds.judged_rounds``);
+    None: all measured rounds."""
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     ledger = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
@@ -49,6 +52,8 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draf
     if t_decode and c_verify is not None and c_draft is not None and c_verify + c_draft > 0 and acc["rounds"]:
         pred = stats.divide(t_decode, c_verify, c_draft, acc["tokens_per_round"]).predicted_speedup
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
+    judged_tok_s = judged[0] if judged else spec_tok_s
+    judged_measured = judged_tok_s / plain_tok_s if judged_tok_s and plain_tok_s else None
     plain_tokens, spec_tokens = case["plain"]["tokens"], case["spec"]["tokens"]
     plain_reps, spec_reps = case["plain"].get("repeats_tok_s") or [], case["spec"].get("repeats_tok_s") or []
     return {
@@ -68,7 +73,10 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draf
         "components_t_verify_ms": c_verify,
         "components_t_draft_ms": c_draft,
         "measured_speedup": measured,
-        "prediction_error": stats.relative_error(pred, measured),
+        "judged_tok_s": judged_tok_s,
+        "judged_tokens": judged[1] if judged else None,
+        "judged_measured_speedup": judged_measured,
+        "prediction_error": stats.relative_error(pred, judged_measured),
         "match": stats.match_stats(plain_tokens, spec_tokens) if spec_tokens else None,
         "divergence": case_divergence(case),
         "discarded": bool(case.get("discarded")),
@@ -129,6 +137,12 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
                                  if c["spec"]["rounds"]])
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
+    # what the prediction is judged against: the full rounds (rounds.judged_rounds), pooled alike
+    judged_tok_s = pooled_tok_s([(s.get("judged_tokens") or n, s.get("judged_tok_s", s["spec_tok_s"]))
+                                 for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
+    judged = judged_tok_s / plain_tok_s if judged_tok_s and plain_tok_s else None
+    judged_tokens = sum((s.get("judged_tokens") or 0) for c, s in per_case if c["spec"]["rounds"])
+    tail_tokens = max(0, noise["rate_tokens"] - judged_tokens) if judged_tokens else 0
     acc, by_content_class = _acceptance_by_unit(per_case, acc, by_content_class, k)
     # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
     # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
@@ -139,7 +153,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     measured_round_tokens = noise["rate_tokens"] / len(noise["rate_ms"]) if noise["rate_ms"] else None
     # The prediction: components timed apart from the rounds (profiler.analysis.prediction.genuine_prediction).
     pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
-                                         measured)
+                                         judged)
     division = pred["division"] if pred.get("available") else ledger
     matches = [s["match"] for _, s in per_case if s["match"] is not None]
     match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
@@ -209,6 +223,11 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "t_bookkeeping_ms", "samples",
                                                                "cases_timed")} if pred.get("available") else None,
         "measured_speedup": measured,
+        # the full rounds the prediction is judged against, and the measured tokens of the shorter last rounds left
+        # out of that (rounds.judged_rounds); equal to measured_speedup when every round drafted k
+        "judged_measured_speedup": judged,
+        "tail_tokens": tail_tokens,
+        "tail_share": tail_tokens / noise["rate_tokens"] if noise["rate_tokens"] else None,
         **cis,
         "prediction_error": pred.get("error"),
         "prediction_error_ci": pred.get("error_ci"),
@@ -217,7 +236,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "prediction_within_noise": WITHIN_NOISE.get(verdict.get("state")),
         # the same-round accounting (a consistency check, not a forecast)
         "ledger_speedup": ledger.predicted_speedup if ledger else None,
-        "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, measured),
+        "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, judged),
         "ledger_t_verify_ms": t_verify,
         "ledger_t_draft_ms": t_draft,
         "ledger_t_rollback_ms": t_rollback,

@@ -104,6 +104,10 @@ class _CaseFold:
         self.kind_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
         self.kind_emitted = {"instrumented": 0, "end_to_end": 0}
         self.kind_rounds = {"instrumented": 0, "end_to_end": 0}
+        # the full rounds (k drafts) by kind: the judged measurement (prediction.judged_rounds)
+        self.full_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
+        self.full_emitted = {"instrumented": 0, "end_to_end": 0}
+        self.full_rounds = {"instrumented": 0, "end_to_end": 0}
         self.hist: Counter = Counter()  # accepted count -> rounds, over first-repeat rounds that drafted k
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
         self.round_ms: list = []  # T_verify + T_draft of each instrumented full round (its interval)
@@ -135,6 +139,9 @@ class _CaseFold:
                 self.kind_rounds[kind] += 1
                 self.kind_ms_list[kind].append(r["ms"])
                 if len(r["drafted"]) == k:
+                    self.full_ms[kind].add(r["ms"])
+                    self.full_emitted[kind] += len(r["emitted"])
+                    self.full_rounds[kind] += 1
                     if counts_for_acceptance(r):
                         self.hist[r["accepted"]] += 1
                     if kind == "instrumented":
@@ -171,7 +178,14 @@ class _CaseFold:
             pooled, instr = tok_s(self.emitted, self.spec_ms.value()), None
         spec_tok_s = pooled or stats.median(objs[1] or [])
         acc = stats.acceptance_from_histogram(self.hist, self.k)
-        stats_now = self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr)
+        kind = "end_to_end" if has_e2e else "instrumented"
+        n_measured = self.kind_rounds[kind] if has_e2e else self.n_rounds
+        if self.full_emitted[kind] and self.full_rounds[kind] != n_measured:  # as rounds.judged_rounds
+            judged = (tok_s(self.full_emitted[kind], self.full_ms[kind].value()), self.full_emitted[kind])
+        else:
+            judged = (spec_tok_s, self.measured_rounds()[0])
+        stats_now = self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr,
+                                              judged=judged)
         self._stats_objs, self._stats_key = objs, key
         return stats_now
 

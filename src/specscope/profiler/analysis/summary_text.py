@@ -11,6 +11,7 @@ from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.verdict import (
     SAMPLED_NOTE,
+    tail_text,
     acceptance_phrase,
     break_even_text,
     ledger_text,
@@ -127,8 +128,9 @@ def format_summary(session: Session) -> str:
         f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
         f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
-        f"{_spread(s.get('measured_speedup_spread'), '.3f')}   error {prediction_error_text(s) or '—'}"
+        f"{_spread(s.get('measured_speedup_spread'), '.3f')}{_judged(s)}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
+        *([f"  full rounds       {tail_text(s)}"] if tail_text(s) else []),
         "  prediction        " + (f"{model_formula(s)}, timed apart from the rounds "
                                    f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
                                    if s.get("predicted_speedup") is not None
@@ -233,3 +235,8 @@ def engine_line_name(cfg: dict) -> str:
     from specscope.profiler.session.records import engine_facts
 
     return engine_facts(cfg)["name"]
+
+
+def _judged(s: Summary) -> str:
+    return f" (full rounds {fmt(s.get('judged_measured_speedup'), '.3f', '×')})" if tail_text(s) else ""
+

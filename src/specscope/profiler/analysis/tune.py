@@ -281,8 +281,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             rr = [r for p, pl in zip(prompts, plain)
                   for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
             time_beside(name, k, rep)
-            # the pooled rate over every round, the last short one included: the one measured estimand (as run's); the
-            # full rounds (k drafts) apart, for the tokens per round the walked trace predicts exactly
+            # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
+            # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
             full_k = [r for r in rr if r["drafted"] == k]
             spec_reps[(name, k)].append((sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr), len(full_k),
                                          sum(r["emitted"] for r in full_k), sum(r["ms"] for r in full_k)))
@@ -292,8 +292,10 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
 
 def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list[float] | None]:
-    """The pooled speedup of a setting's repeats and its 95% interval (``tune_confirm.rate_ratio``)."""
-    pairs = [(s[:2], p) for s, p in zip(spec, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
+    """The pooled speedup of a setting's repeats over their full rounds (all rounds where a repeat has no full one) and
+    its 95% interval (``tune_confirm.rate_ratio``)."""
+    judged = [(s[3], s[4]) if len(s) > 4 and s[2] and s[4] > 0 else s[:2] for s in spec]
+    pairs = [(s, p) for s, p in zip(judged, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
     return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
 
 
@@ -324,7 +326,8 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
           "read-back), T_draft and T_rollback are re-timed apart right before and after each confirmation pair, T_decode "
           "is its own pairs' plain runs, and its prediction uses those. "
           "Measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
-          "full rounds only (a run's last, shorter round is left out on both sides); the pooled rates' ratio, a 95% "
+          "the speculative side's full rounds (k drafts: the rounds the prediction prices; each prompt's last, shorter "
+          "rounds are left out, as run judges), the plain side's every step; the pooled rates' ratio, a 95% "
           "interval by the delta method over the paired repeats (Student t)")
 
 

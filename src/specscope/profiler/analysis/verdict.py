@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
+from specscope.profiler.analysis.formatting import fmt
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 
 
@@ -237,3 +238,13 @@ def instrumentation_cost_text(s: Summary) -> str | None:
     if cost <= 0:
         return "none measurable (end-to-end rounds were not faster: within noise)"
     return f"+{cost * 100:.1f}%"
+
+
+def tail_text(s: Summary) -> str | None:
+    """Why the prediction is judged against the full rounds, where some rounds drafted fewer than k (None if none)."""
+    if not s.get("tail_tokens") or s.get("judged_measured_speedup") is None:
+        return None
+    return (f"the prediction prices rounds of k = {s['k']} drafts, so it is judged against the full rounds "
+            f"({fmt(s['judged_measured_speedup'], '.3f', '×')}); near each case's end the engine drafts only the tokens "
+            f"left, and those shorter rounds ({s['tail_tokens']} tokens, {fmt((s.get('tail_share') or 0) * 100, '.0f', '%')}"
+            f" of the measured) are in the end-to-end figure only")

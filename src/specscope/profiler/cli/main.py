@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ck = sub.add_parser("check", help="can specscope profile this model correctly? (rollback exactness, MTP, windows)")
     ck.add_argument("path", nargs="?", metavar="MODEL", help="a model folder or a cached repo id")
+    ck.add_argument("--model", dest="model_flag", metavar="MODEL", help="the same, as run and tune spell it")
     ck.add_argument("--demo", action="store_true")
     ck.add_argument("--json", action="store_true")
     ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")

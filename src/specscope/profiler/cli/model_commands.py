@@ -106,6 +106,10 @@ def _inspect_dflash(a) -> int:
 
 
 def cmd_check(a) -> int:
+    if getattr(a, "model_flag", None):
+        if a.path and a.path != a.model_flag:
+            raise SpecscopeError(f"two models given: {a.path} and --model {a.model_flag}; give one")
+        a.path = a.model_flag
     if not a.path and not a.demo:
         raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
     resolve_model_args(a)

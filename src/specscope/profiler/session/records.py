@@ -286,6 +286,9 @@ class CaseStats(TypedDict):
     components_t_verify_ms: float | None
     components_t_draft_ms: float | None
     measured_speedup: float | None
+    judged_tok_s: float | None            # the full rounds' rate (``rounds.judged_rounds``): what the prediction meets
+    judged_tokens: int | None
+    judged_measured_speedup: float | None
     prediction_error: float | None
     match: dict[str, Any] | None
     divergence: dict[str, Any] | None
@@ -339,6 +342,9 @@ class Summary(TypedDict, total=False):
     rollback_share: float | None
     prediction_components: dict[str, Any] | None
     measured_speedup: float | None
+    judged_measured_speedup: float | None  # the full rounds' (``rounds.judged_rounds``): what the prediction meets
+    tail_tokens: int                       # measured tokens of the shorter last rounds, left out of the judged figure
+    tail_share: float | None
     plain_tok_s_ci95: list[float] | None
     spec_tok_s_ci95: list[float] | None
     t_decode_ms_ci95: list[float] | None
