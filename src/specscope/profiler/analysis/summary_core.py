@@ -149,8 +149,10 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     ledger = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
         ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
-    measured_round_ms = stats.mean(noise["rate_ms"])
-    measured_round_tokens = noise["rate_tokens"] / len(noise["rate_ms"]) if noise["rate_ms"] else None
+    # the ledger's residual over the judged (full) rounds, the rounds its parts were timed in
+    round_ms_list, round_tokens = noise.get("judged_ms") or noise["rate_ms"], noise.get("judged_tokens") or noise["rate_tokens"]
+    measured_round_ms = stats.mean(round_ms_list)
+    measured_round_tokens = round_tokens / len(round_ms_list) if round_ms_list else None
     # The prediction: components timed apart from the rounds (profiler.analysis.prediction.genuine_prediction).
     pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
                                          judged)

@@ -108,6 +108,7 @@ class _CaseFold:
         self.full_ms = {"instrumented": ExactSum(), "end_to_end": ExactSum()}
         self.full_emitted = {"instrumented": 0, "end_to_end": 0}
         self.full_rounds = {"instrumented": 0, "end_to_end": 0}
+        self.full_ms_list: dict[str, list] = {"instrumented": [], "end_to_end": []}
         self.hist: Counter = Counter()  # accepted count -> rounds, over first-repeat rounds that drafted k
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
         self.round_ms: list = []  # T_verify + T_draft of each instrumented full round (its interval)
@@ -142,6 +143,7 @@ class _CaseFold:
                     self.full_ms[kind].add(r["ms"])
                     self.full_emitted[kind] += len(r["emitted"])
                     self.full_rounds[kind] += 1
+                    self.full_ms_list[kind].append(r["ms"])
                     if counts_for_acceptance(r):
                         self.hist[r["accepted"]] += 1
                     if kind == "instrumented":
@@ -158,6 +160,13 @@ class _CaseFold:
         if self.kind_rounds["end_to_end"]:
             return self.kind_emitted["end_to_end"], self.kind_ms_list["end_to_end"]
         return self.emitted, self.kind_ms_list["instrumented"]
+
+    def judged_rounds(self) -> tuple[int, list]:
+        """Tokens and round times of the rounds the prediction is judged against (``rounds.judged_rounds``)."""
+        kind = "end_to_end" if self.kind_rounds["end_to_end"] else "instrumented"
+        if self.full_rounds[kind]:
+            return self.full_emitted[kind], self.full_ms_list[kind]
+        return self.measured_rounds()
 
     def stats(self) -> CaseStats:
         """``case_stats(case, k)``, recomputed only when something it reads has changed."""
@@ -247,7 +256,9 @@ class LiveSummary:
             bd=self._breakdown([b for c in cases if (b := c["breakdown"])]),
             noise={"hist": hist, "round_ms": [x for f in folds for x in f.round_ms],
                    "rate_tokens": sum(f.measured_rounds()[0] for f in folds),
-                   "rate_ms": [x for f in folds for x in f.measured_rounds()[1]]},
+                   "rate_ms": [x for f in folds for x in f.measured_rounds()[1]],
+                   "judged_tokens": sum(f.judged_rounds()[0] for f in folds),
+                   "judged_ms": [x for f in folds for x in f.judged_rounds()[1]]},
         )
 
     def _breakdown(self, bds: list[Breakdown]) -> dict | None:
