@@ -227,3 +227,13 @@ def test_percentiles_and_median_are_numpys_bit_for_bit():
             lo, hi, mid = percentiles_and_median(x, q)
             want_lo, want_hi = np.percentile(x, list(q))
             assert (lo, hi, mid) == (float(want_lo), float(want_hi), float(np.median(x))), (len(x), q)
+
+
+def test_an_error_near_the_edge_suggests_no_impractical_run():
+    """+5.1% with an interval of -6.8…+18.9% (a real DFlash run): at that estimate only ~8700× the data would decide,
+    which is said as such, never as 'run 157220 more cases'; a nearer decision still gets its count."""
+    v = u.judge(0.051, [-0.068, 0.189], "cases", 18, 18, 128)
+    assert v["state"] == UNDECIDED and v["data_needed"] > 1000
+    assert "more than any practical run" in v["text"] and "more cases" not in v["text"] and "more_cases" not in v
+    near = u.judge(0.02, [-0.15, 0.19], "round blocks", 5, 2, 16)
+    assert near["more_cases"] > 0 and "more cases" in near["text"]

@@ -229,12 +229,12 @@ def judge(error: float | None, interval: list[float] | None, unit: str, n_units:
     the whole interval lies within ±AGREE, "off" when it lies wholly beyond, else "too little data to judge"), plus
     what would decide it here: how many more cases, or tokens per case. An interval from fewer than ``MIN_UNITS``
     units decides nothing (a bootstrap over so few units has too few distinct draws to be trusted)."""
-    from specscope.profiler.analysis.verdict_rule import UNDECIDED, decide
+    from specscope.profiler.analysis.verdict_rule import PRACTICAL_GROWTH, UNDECIDED, decide
 
     out = decide(error, interval, units=n_units, min_units=MIN_UNITS, unit=unit or "units", level=level)
     out.update(unit=unit, units=n_units)
     grow = out.get("data_needed")
-    if out["state"] == UNDECIDED and grow is not None and grow > 1.0:
+    if out["state"] == UNDECIDED and grow is not None and 1.0 < grow <= PRACTICAL_GROWTH:
         more_cases = max(1, math.ceil(n_cases * grow - n_cases))
         tokens = math.ceil(max_tokens * grow) if max_tokens else None
         out.update(more_cases=more_cases, max_tokens=tokens)

@@ -24,6 +24,9 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
+PRACTICAL_GROWTH = 100.0  # more than this many times the data is no run anyone makes: said so, no count suggested
+
+
 def data_needed(error: float, half_width: float) -> float | None:
     """How many times the data (units, or tokens per unit) a decided verdict needs, if the error stays where it is and
     the half-width shrinks as 1/√data; None when the error sits on the boundary (no amount of data decides it)."""
@@ -63,6 +66,8 @@ def decide(error: float | None, interval: list[float] | tuple[float, float] | No
         else:
             why = f"{name} {_pct(lo)}…{_pct(hi)} crosses ±{AGREE * 100:.0f}%"
         more = ("; the error sits on the boundary: no amount of data decides it" if grow is None
+                else (f"; the error sits near the ±{AGREE * 100:.0f}% edge: at this estimate about {grow:.0f}× the data "
+                      "would decide it, more than any practical run") if grow > PRACTICAL_GROWTH
                 else f"; about {grow:.1f}× the data would decide it" if grow > 1.0 else "")
         out.update(state=UNDECIDED, data_needed=grow, text=f"too little data to judge (error {_pct(error)}, {why}){more}")
     return out

@@ -77,13 +77,13 @@ def check_oracle(a) -> None:
         raise SpecscopeError("--oracle-draft-ms must be >= 0")
 
 
-def open_engine(a, say):
+def open_engine(a, say, drafter: str = "auto"):
     from specscope.engine_adapter.tune_runs import TuneEngine
 
     if not a.model and not a.demo:
         raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
     resolve_model_args(a)
-    return TuneEngine.open(engine_params(a), status=say)
+    return TuneEngine.open(engine_params(a, drafter), status=say)
 
 
 def run_and_print(a, key: str, say, measure: Callable, fmt: Callable[[dict], str]) -> int:

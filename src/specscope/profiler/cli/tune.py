@@ -17,7 +17,8 @@ TUNE_TARGET = ("<=", 0.05)
 def add_parser(sub) -> None:
     t = sub.add_parser("tune", help="predict the speedup of every k with every drafter, confirm the best, recommend one")
     add_model_args(t)
-    t.add_argument("--k-max", type=int, default=4, help="the speculative run that measures acceptance drafts K_max (1-16)")
+    t.add_argument("--k-max", type=int, help="the speculative run that measures acceptance drafts K_max (1-16; default "
+                   "4, and a DFlash drafter's block size - 1)")
     t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
     t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
     t.add_argument("--reps", type=int, default=None,
@@ -49,7 +50,7 @@ def _prompts(a, eng) -> list[list[int]]:
 def tune_data(a, say=lambda m: None, partial=None) -> dict:
     from specscope.profiler.analysis.tune import run_tune
 
-    if not 1 <= a.k_max <= 16:
+    if a.k_max is not None and not 1 <= a.k_max <= 16:
         raise SpecscopeError("--k-max must be between 1 and 16")
     if a.max_tokens < 4:
         raise SpecscopeError("--max-tokens must be at least 4")
@@ -67,7 +68,19 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
         from specscope.profiler.run.suite import load_suite
 
         load_suite(a.suite)  # fail fast, before loading a model
-    eng = open_engine(a, say)
+    if drafters and "dflash" in drafters and "draft" in drafters:
+        raise SpecscopeError("--drafters dflash and draft: one run holds either a DFlash drafter or a draft model "
+                             "(--draft-model); tune them in two runs")
+    eng = open_engine(a, say, drafter="dflash" if drafters and "dflash" in drafters else "auto")
+    block = eng.engine.dflash  # the DFlash drafter's checked folder, when this run has one
+    if block is not None and (drafters is None or "dflash" in drafters):
+        if a.k_max is None:
+            a.k_max = block.max_draft_tokens
+        elif a.k_max > block.max_draft_tokens:
+            raise SpecscopeError(f"--k-max {a.k_max} is more than {block.path.name}'s block holds: block size "
+                                 f"{block.block_size} drafts at most {block.max_draft_tokens} a round")
+    if a.k_max is None:
+        a.k_max = 4
     out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
                    confirm=a.confirm, progress=say, on_update=partial)
     return out
