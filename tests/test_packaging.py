@@ -68,6 +68,8 @@ def test_wheel_ships_the_trained_demo_small(wheel):
     for part in ("tiny-trained-demo", "tiny-trained-demo-draft"):
         assert {f"{part}/config.json", f"{part}/tokenizer.json", f"{part}/model.safetensors"} <= names, names
     assert "tiny-trained-demo/model-mtp.safetensors" in names
+    # the DFlash drafter trained for it (no tokenizer of its own: it reads the target's)
+    assert {"tiny-trained-demo-dflash/config.json", "tiny-trained-demo-dflash/model.safetensors"} <= names, names
     assert sum(i.file_size for i in demo) <= 12.5 * 2**20
     assert sum(i.compress_size for i in demo) <= 12 * 2**20
 
