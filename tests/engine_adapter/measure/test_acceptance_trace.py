@@ -87,3 +87,27 @@ def test_bad_input(hybrid, code_prompt):
         record_trace(hybrid.model, code_prompt, [1], NgramDrafter(), 2)
     with pytest.raises(ValueError):
         record_trace(hybrid.model, code_prompt, [1, 2, 3], NgramDrafter(), 0)
+
+
+def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
+    """DFlash drafts depend on k (the block attends both ways): the trace records every k's own proposals, and walking
+    each gives exactly the accepted counts of a real greedy run at that k. The negative control: the K_max block's
+    A(s) walked at a smaller k does not reproduce every run (the approximation the per-k trace replaces)."""
+    from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+
+    make = lambda: load_dflash_drafter(hybrid, trained_demo_path("dflash"))  # noqa: E731
+    n, k_max = 32, 6
+    prompt = hybrid.encode("The quick brown fox jumps over the lazy dog. The quick brown")  # blocks differ by k here
+    plain = tokens_of(list(plain_generate(hybrid.model, prompt, n)))
+    tr = record_trace(hybrid.model, prompt, plain, make(), k_max, name="dflash")
+    assert tr["chained"] is False and sorted(tr["A_by_k"], key=int) == [str(k) for k in range(1, k_max + 1)]
+    assert tr["A_by_k"][str(k_max)] == tr["A"] and max(tr["A"]) >= 2, tr["A"]  # trained: not all misses
+    check_trace(tr)
+    naive_matches = []
+    for k in range(1, k_max + 1):
+        recs = list(speculative_generate(hybrid.model, prompt, make(), k, n, round_kinds="instrumented"))[1:]
+        assert tokens_of(recs) == plain[1:]
+        real = [r.accepted for r in recs]
+        assert [a for *_, a in tw.walk(tr["A_by_k"][str(k)], k)] == real, f"k={k}"
+        naive_matches.append([a for *_, a in tw.walk(tr["A"], k)] == real)
+    assert not all(naive_matches), "the K_max block's trace reproduced every k: the negative control cannot fail"

@@ -162,6 +162,7 @@ class DFlashDrafter(Drafter):
     kind = "dflash"
     needs_hidden = True
     lazy_drafts = True
+    chained = False  # the block attends both ways: the first k drafts of a block of B are not a block of k+1's
 
     def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Any = None):
         self.target_model = target.model

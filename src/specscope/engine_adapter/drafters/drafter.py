@@ -58,6 +58,9 @@ class Drafter:
     what_if = False  # True for drafters that are not real drafters (the oracle)
     needs_hidden = False  # True: begin/update receive the target's hidden states (MTP)
     lazy_drafts = False  # True: draft(..., lazy=True) may return unevaluated drafts (device drafters)
+    # True: from a given prefix the first k drafts are the same whatever k is (chain drafters); False: they depend on
+    # k (DFlash's block attends both ways), so an acceptance trace records each k apart
+    chained = True
 
     def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass

@@ -103,17 +103,28 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     t1 = time.perf_counter()
     drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
     A = []
+    by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
+        if by_k is not None:  # drafts that depend on k (DFlash's block): every k's own proposals from this prefix
+            for j in range(1, k_max + 1):
+                dj = drafter.draft(c[s], min(j, k))
+                dj.materialize()
+                by_k[str(j)].append(_agree(dj.tokens, c[s + 1 : s + 1 + min(j, k)]))
         d = drafter.draft(c[s], k)
         d.materialize()
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = _ms(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
-    return {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
-            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
-            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
+    out = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
+           "estimate": False, "target_agrees": agrees, "cost_ms": cost,
+           "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
+    if by_k is not None:
+        out.update(A_by_k=by_k, chained=False,
+                   method="exact: at every k, the drafter's own proposals for a block of that k from every true prefix "
+                          "(its drafts depend on k), compared with the target's output")
+    return out
 
 
 def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws: int, name) -> dict:

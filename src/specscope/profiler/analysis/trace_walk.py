@@ -63,7 +63,9 @@ def at_k(trace: dict, k: int) -> dict:
     """E(k), acceptance by depth and tokens per round for one trace (a mean over draws under sampling)."""
     if k > trace["k_max"]:
         raise TraceError(f"the trace holds {trace['k_max']} proposals per position; k = {k} is beyond it")
-    series = list(trace.get("draws") or []) or [trace["A"]]
+    # a drafter whose drafts depend on k (DFlash) has each k's own A(s); a chain drafter's one A(s) serves every k
+    own = (trace.get("A_by_k") or {}).get(str(k))
+    series = list(trace.get("draws") or []) or [own if own is not None else trace["A"]]
     per = [_figures(walk(a, k), k) for a in series]
     if len(per) == 1:
         return {**per[0], "estimate": bool(trace.get("estimate"))}

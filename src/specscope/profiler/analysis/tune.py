@@ -39,6 +39,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.analysis import stats, trace_walk
 from specscope.profiler.analysis.tune_confirm import AGREE, MAX_REPS, MIN_REPS, agreement, precise, rate_ratio
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
+                                                       UNCHAINED_NOTE,
                                                       per_position, predict)
 from specscope.profiler.session.trace_record import check as check_trace
 
@@ -233,7 +234,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
             "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
-                           GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION),
+                           GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION)
+            + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in traces.values() for t in tr) else ""),
             "acceptance_source": "trace" if traces else "k_max_rounds",
             "traces": traces,
             "regime": info.get("regime", "greedy"),

@@ -22,6 +22,10 @@ GREEDY_ASSUMPTION = (
     "the acceptance trace A(s) (how many of the drafter's next K_max proposals from each position of the target's "
     "own output agree with it) therefore determines the rounds of a run at every k <= K_max: E(k) is the trace "
     "walked at k, exactly, with no assumption that acceptance at depth i is the same in every round.")
+UNCHAINED_NOTE = (
+    " A DFlash drafter's drafts are not chained (its block attends both ways, so the first k drafts of a block of "
+    "K_max + 1 are not a block of k + 1's): its trace records every k's own proposals from every position, and each k "
+    "is walked on its own.")
 K_MAX_ASSUMPTION = (
     "No acceptance trace: E(k) from the K_max rounds' a_1..a_K assumes acceptance at depth i does not depend on k, "
     "which holds for i.i.d. acceptance only (bursty acceptance makes the K_max rounds a length-biased sample).")
