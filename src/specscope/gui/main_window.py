@@ -457,6 +457,10 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         QtWidgets.QApplication.processEvents()
         return self.grab().save(path, "PNG")
 
+    def resizeEvent(self, e: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt naming)
+        self.verdict.fit_window_height(e.size().height())  # a long verdict leaves a small window's page its room
+        super().resizeEvent(e)
+
     def closeEvent(self, e: QtGui.QCloseEvent) -> None:
         if self.is_running():
             self.worker.stop_and_wait()
