@@ -150,5 +150,39 @@ def test_probe_title_fits(dflash_window):
     from PySide6 import QtGui
 
     assert QtGui.QFontMetrics(font(11)).horizontalAdvance(probe._shown_title) < probe.width()
-    assert probe.plot_item.vb.width() < probe.width()
+    assert probe.plot_item.titleLabel.item.boundingRect().width() <= probe.plot_item.vb.width()
     assert probe.title_for(2000, True) == "Clock probe: device speed over the run — DRIFT"
+
+
+def test_probe_title_fits_without_drift(qtbot):
+    """No drift: the full title (303 px rendered) on a 330 px chart widened its plot past the right edge."""
+    from specscope.gui.charts.probe import ProbeChart
+
+    c = ProbeChart()
+    qtbot.addWidget(c)
+    c.resize(330, 220)
+    c.show()
+    c.set_data({"x": [1, 2], "y": [100, 90], "cool_x": [], "cool_y": [], "gpu_x": [], "gpu_y": [], "noise": 0.4, "drift": False})
+    for _ in range(4):
+        QtWidgets.QApplication.processEvents()
+    assert c.plot_item.titleLabel.item.boundingRect().width() <= c.plot_item.vb.width()
+    axis = c.plot_item.getAxis("left").width()
+    assert c.plot_item.vb.width() <= c.width() - axis, "the plot runs past the chart's right edge"
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1600, 1000)])
+def test_breakdown_ratio_labels_keep_apart(dflash_window, size):
+    """The verify bar's five "×ratio" labels were placed for the plot's height before the window's resize reached it,
+    and overlapped on a 1280×800 window."""
+    import pyqtgraph as pg
+
+    w = dflash_window
+    w.resize(*size)
+    w.show_page("breakdown")
+    _settle(w)
+    chart = w.views["breakdown"].chart
+    vb = chart.plot_item.vb
+    ys = sorted(vb.mapViewToScene(t.pos()).y() for t in chart.items
+                if isinstance(t, pg.TextItem) and t.toPlainText().startswith("×") and t.anchor.x() == 1)
+    assert len(ys) == 5, ys
+    assert min(b - a for a, b in zip(ys, ys[1:])) >= 12, ys

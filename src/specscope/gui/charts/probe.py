@@ -43,8 +43,9 @@ class ProbeChart(BaseChart):
         right edge, cutting off the latest readings)."""
         tail = " — DRIFT" if drift else ""
         fm = QtGui.QFontMetrics(font(11))
+        room = width - self.plot_item.getAxis("left").width() - 24  # the title sits over the plot, right of the axis
         for title in (self.title, SHORT_TITLE):
-            if fm.horizontalAdvance(title + tail) + 16 <= width:
+            if fm.horizontalAdvance(title + tail) * 1.05 <= room:  # rich text lays it out a little wider
                 return title + tail
         return (SHORT_TITLE + tail) if not drift else "DRIFT"
 
@@ -54,10 +55,11 @@ class ProbeChart(BaseChart):
         if title != getattr(self, "_shown_title", None):
             self._shown_title: str | None = title
             self.plot_item.setTitle(title, color=self.theme["spec"] if drift else self.theme["fg"], size="11pt")
+            pg.GraphicsView.resizeEvent(self, None)  # lay the plot out again: a shorter title lets it shrink back
 
     def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt naming)
         super().resizeEvent(ev)
-        if hasattr(self, "band"):  # built (pyqtgraph resizes while constructing)
+        if hasattr(self, "band") and not getattr(self, "closed", False):  # built, and not closing (its scene is gone)
             self._fit_title()
 
     def apply_theme(self, theme: dict) -> None:
