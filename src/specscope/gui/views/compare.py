@@ -33,6 +33,21 @@ EMPTY_HINT = ("Pick two sessions to compare: select two rows on the History page
               "or use File → Compare sessions….")
 
 
+BREAK_EVEN_KEYS = {"break_even_verify_ms", "break_even_multiple"}
+OUT_OF_REACH = "out of reach"
+
+
+def out_of_reach(row: dict) -> dict:
+    """A break-even at or below zero is no verify time at all (T_draft alone exceeds E·T_decode, as a DFlash
+    block of 15 drafts on the demo does): said in words, as the report and the verdict say it, with no delta."""
+    if row.get("key") not in BREAK_EVEN_KEYS:
+        return row
+    gone = [side for side in ("a", "b") if isinstance(row.get(side), (int, float)) and row[side] <= 0]
+    if not gone:
+        return row
+    return {**row, **{side: OUT_OF_REACH for side in gone}, "delta": None, "relative": None, "by": None}
+
+
 def _is_percent(row: dict, unit: str | None) -> bool:
     return unit == "%" or row.get("key", "").split(".")[-1] in PERCENT_KEYS
 
@@ -235,7 +250,7 @@ class CompareView(QtWidgets.QWidget):
             head.setFlags(QtCore.Qt.ItemFlag.ItemIsEnabled)
             t.setItem(n, 0, head)
             t.setSpan(n, 0, 1, len(HEADERS))
-            for row in rows:
+            for row in map(out_of_reach, rows):
                 unit = row.get("unit", default_unit if default_unit not in (None, "%") else "")
                 if default_unit == "×":
                     unit = "×"
