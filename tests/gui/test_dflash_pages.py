@@ -62,3 +62,27 @@ def test_the_drafter_field_names_a_dflash_folder(window):
     assert label.text() == "DFlash folder" and "DFlash" in s.draft_model.placeholderText()
     s.set_drafter("draft")
     assert label.text() == "Draft model" and s.draft_model.placeholderText() == "demo draft model"
+
+
+def test_compare_winner_column_in_view_at_1280(window, tmp_path):
+    """DFlash (k = 15) against the demo at 1280×800: one long B value ("ruler bias …") widened its column and
+    pushed Winner behind a horizontal scroll bar; the columns now narrow (eliding, tooltips whole) to fit it."""
+    from pathlib import Path
+
+    from PySide6 import QtWidgets
+
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json"
+    a, b = tmp_path / DFLASH.name, tmp_path / demo.name
+    shutil.copy(DFLASH, a)
+    shutil.copy(demo, b)
+    window.resize(1280, 800)
+    window.compare_paths(str(a), str(b))
+    for _ in range(6):
+        QtWidgets.QApplication.processEvents()
+    t = window.views["compare"].table
+    hh = t.horizontalHeader()
+    last = t.columnCount() - 1
+    assert sum(hh.sectionSize(c) for c in range(t.columnCount())) <= t.viewport().width() + 1
+    assert hh.sectionSize(last) >= t.sizeHintForColumn(last)
+    cut = [t.item(r, c) for r in range(t.rowCount()) for c in range(4) if t.item(r, c) and t.columnSpan(r, c) == 1]
+    assert all(it.toolTip() == it.text().strip() for it in cut)
