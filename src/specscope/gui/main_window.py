@@ -308,6 +308,9 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
                 "roofline" if key == "verify_cost" else "tune" if key == "tune" else "context_sweep")
             measured = cls(self.theme, config=config, session=session_data)
             measured.result_ready.connect(lambda r, kept=kept: self._keep_result(kept, r))
+            if isinstance(measured, (VerifyCostView, TuneView)):  # their n / K_max cover the setup's k (DFlash: 15)
+                self.setup.k.valueChanged.connect(measured.follow_k)
+                measured.follow_k(self.setup.k.value())
             page = measured
         elif key == "cases":
             from .views.cases import CasesView
@@ -456,6 +459,10 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         self.model.flush()
         QtWidgets.QApplication.processEvents()
         return self.grab().save(path, "PNG")
+
+    def resizeEvent(self, e: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt naming)
+        self.verdict.fit_window_height(e.size().height())  # a long verdict leaves a small window's page its room
+        super().resizeEvent(e)
 
     def closeEvent(self, e: QtGui.QCloseEvent) -> None:
         if self.is_running():

@@ -238,6 +238,10 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         key = self.drafter.currentData()
         f = self._drafter_form
         f.setRowVisible(self.draft_row, key in ("draft", "dflash"))  # dflash: the drafter folder
+        label = f.labelForField(self.draft_row)  # the field names what it holds: a draft model or a DFlash folder
+        if isinstance(label, QtWidgets.QLabel):
+            label.setText("DFlash folder" if key == "dflash" else "Draft model")
+        self.draft_model.setPlaceholderText("demo's trained DFlash drafter" if key == "dflash" else "demo draft model")
         f.setRowVisible(self.oracle_p, key == "oracle")
         f.setRowVisible(self.oracle_ms, key == "oracle")
         f.setRowVisible(self.mtp_hidden, key == "mtp")

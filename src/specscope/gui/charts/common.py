@@ -137,6 +137,7 @@ class BaseChart(pg.PlotWidget):
         self.items: list = []  # what the last draw added (``_add``), removed at once by ``_clear``
         self.apply_theme(self.theme)
         self.build()
+        self.plot_item.vb.sigResized.connect(self.fit_legend)
         if self.empty_text:
             self.show_empty(self.empty_text)
 
@@ -188,6 +189,44 @@ class BaseChart(pg.PlotWidget):
         self._drawn = data
         if self.legend is not None:  # a legend of nothing (no named items, or an empty chart) is an empty box
             self.legend.setVisible(bool(self.legend.items) and not self._empty.isVisible())
+            self.fit_legend()
+
+    def legend_width(self, cols: int) -> float:
+        """The legend's width laid out in ``cols`` columns (pyqtgraph fills it row by row)."""
+        widths = [sample.boundingRect().width() + label.item.boundingRect().width() + 6 for sample, label in self.legend.items]
+        return sum(max(widths[c::cols]) for c in range(min(cols, len(widths)))) + 4
+
+    def fit_legend(self, *_) -> None:
+        """As many legend columns as fit the plot's width, up to ``legend_cols`` (one long row of entries on a
+        narrow chart runs past its right edge, its last entry cut off)."""
+        lg = self.legend
+        if lg is None or not lg.items or self.legend_cols <= 1:
+            return
+        room = self.plot_item.vb.width() - 2 * abs(self.legend_offset[0])
+        if room <= 0:
+            return
+        cols = self.legend_cols
+        while cols > 1 and self.legend_width(cols) > room:
+            cols -= 1
+        if cols != lg.columnCount:  # laid out afresh (pyqtgraph's setColumnCount keeps the old grid's widths)
+            entries = [(sample.item, label.text) for sample, label in lg.items]
+            lg.clear()
+            lg.columnCount = cols
+            for item, name in entries:
+                lg.addItem(item, name)
+        self.legend_changed()
+
+    def legend_changed(self) -> None:
+        """The legend or the plot under it changed size (a chart that keeps room for the legend re-ranges here)."""
+
+    def legend_headroom(self, least: float) -> float:
+        """How far above the data the y axis must reach (a factor, at least ``least``) for the data to stay under
+        the legend in the top left corner, at the legend's current height."""
+        vb_h = self.plot_item.vb.height()
+        if self.legend is None or not self.legend.items or vb_h <= 0:
+            return least
+        under = (self.legend.height() + abs(self.legend_offset[1]) + 6) / vb_h
+        return least if under >= 0.8 else max(least, 1.0 / (1.0 - under))
 
     def set_range(self, x: tuple[float, float] | None = None, y: tuple[float, float] | None = None) -> None:
         """Show exactly these ranges (no padding); a no-op when they are shown already (a range change

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore
+from PySide6 import QtCore, QtGui
 
-from .common import BaseChart, nice_ceil
+from .common import BaseChart, font, nice_ceil
 
+SHORT_TITLE = "Clock probe"
 WAITING = "the clock probe is read before and after every repeat…"
 TOP = 180.0  # room above 100% for the legend, so it never covers a reading
 
@@ -37,6 +38,36 @@ class ProbeChart(BaseChart):
         self._legend_gpu(False)  # listed only when the machine's sensors recorded a GPU clock
         self.plot_item.setYRange(0, TOP)
 
+    def title_for(self, width: float, drift: bool) -> str:
+        """The title, shortened to what fits ``width`` px (a title wider than the chart widens the plot past its
+        right edge, cutting off the latest readings)."""
+        tail = " — DRIFT" if drift else ""
+        fm = QtGui.QFontMetrics(font(11))
+        room = width - self.plot_item.getAxis("left").width() - 24  # the title sits over the plot, right of the axis
+        for title in (self.title, SHORT_TITLE):
+            if fm.horizontalAdvance(title + tail) * 1.05 <= room:  # rich text lays it out a little wider
+                return title + tail
+        return (SHORT_TITLE + tail) if not drift else "DRIFT"
+
+    def _fit_title(self, *_) -> None:
+        drift = getattr(self, "_drift", False)
+        title = self.title_for(self.width(), drift)
+        if title != getattr(self, "_shown_title", None):
+            self._shown_title: str | None = title
+            self.plot_item.setTitle(title, color=self.theme["spec"] if drift else self.theme["fg"], size="11pt")
+            pg.GraphicsView.resizeEvent(self, None)  # lay the plot out again: a shorter title lets it shrink back
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt naming)
+        super().resizeEvent(ev)
+        if hasattr(self, "band") and not getattr(self, "closed", False):  # built, and not closing (its scene is gone)
+            self._fit_title()
+
+    def apply_theme(self, theme: dict) -> None:
+        super().apply_theme(theme)
+        self._shown_title = None  # the base class wrote the plain title: the next fit writes the right one
+        if hasattr(self, "band"):
+            self._fit_title()
+
     def _legend_gpu(self, show: bool) -> None:
         if show and not self._gpu_in_legend:
             self.legend.addItem(self.gpu, "GPU clock (% of highest)")
@@ -55,8 +86,8 @@ class ProbeChart(BaseChart):
             self.band.show()
         else:
             self.band.hide()
-        title = self.title + (" — DRIFT" if d.get("drift") else "")
-        self.plot_item.setTitle(title, color=self.theme["spec"] if d.get("drift") else self.theme["fg"], size="11pt")
+        self._drift = bool(d.get("drift"))
+        self._fit_title()
         xs = list(d["x"]) + list(d["cool_x"]) + list(d["gpu_x"])
         ys = list(d["y"]) + list(d["cool_y"]) + list(d["gpu_y"])
         if xs:

@@ -34,9 +34,21 @@ class ThroughputChart(BaseChart):
         else:
             self.pred.setData([], [])
         ys = list(d["plain_y"]) + list(d["spec_y"]) + ([d["predicted_tok_s"]] if d.get("predicted_tok_s") else [])
+        self._top: tuple[float, float] | None = (xmax, max(ys)) if ys else None
         if ys:
-            # 0 .. a nice number: the axes move a few times a run, not at every redraw (room above for the legend)
-            self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(max(ys) * 1.6)))
+            self._fit_range()
             self.show_empty(None)
         else:
             self.show_empty(self.empty_text)
+
+    def _fit_range(self) -> None:
+        # 0 .. a nice number: the axes move a few times a run, not at every redraw; room above for the legend
+        # (three rows of it on a narrow chart)
+        if self._top is None:
+            return
+        xmax, ymax = self._top
+        self.set_range(x=(0.0, nice_ceil(xmax)), y=(0.0, nice_ceil(ymax * self.legend_headroom(1.6))))
+
+    def legend_changed(self) -> None:
+        if getattr(self, "_top", None) is not None:
+            self._fit_range()

@@ -27,6 +27,31 @@ class TokensPerRoundChart(BaseChart):
         self.labels: list[pg.TextItem] = []
         self._bins: list | None = None
         self.plot_item.getAxis("bottom").setTickSpacing(1, 1)
+        self._tick_step = 0
+        self.plot_item.vb.sigResized.connect(self._fit_ticks)
+
+    def tick_step(self, width: float) -> int:
+        """Label every bar while the labels fit apart (k + 1 = 16 bars on a narrow chart do not): every 2nd, 4th, …
+        otherwise, starting at 1; every bar keeps a tick."""
+        n = len(self._bins or [])
+        if not n or width <= 0:
+            return 1
+        widest = self.fontMetrics().horizontalAdvance("00") * 9 / max(self.font().pointSizeF(), 1) + 8  # 9 pt tick labels
+        step = 1
+        while step < n and width * step / n < widest:
+            step *= 2
+        return step
+
+    def _fit_ticks(self, *_) -> None:
+        if not self._bins:
+            return
+        step = self.tick_step(self.plot_item.vb.width())
+        if step == self._tick_step:
+            return
+        self._tick_step = step
+        major = [(b, str(b)) for i, b in enumerate(self._bins) if i % step == 0]
+        minor = [(b, "") for i, b in enumerate(self._bins) if i % step]
+        self.plot_item.getAxis("bottom").setTicks([major, minor])
 
     def apply_theme(self, theme: dict) -> None:
         super().apply_theme(theme)
@@ -39,7 +64,8 @@ class TokensPerRoundChart(BaseChart):
         top = max(counts) if counts else 0
         if bins != self._bins:  # k changed: new ticks, one count label per bar
             self._bins = list(bins)
-            self.plot_item.getAxis("bottom").setTicks([[(b, str(b)) for b in bins]])
+            self._tick_step = 0
+            self._fit_ticks()
             for t in self.labels:
                 self.plot_item.removeItem(t)
             self.labels = []

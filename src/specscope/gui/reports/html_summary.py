@@ -30,6 +30,21 @@ def _speed_cls(x) -> str:
     return "good" if x >= 1 else "bad"
 
 
+# Up to this many positions a_i are listed in a row's value cell, and as columns beside each content class; a
+# block drafter's 15 (DFlash, block size 16) would make the cell, or the table, wider than the page.
+POSITIONS_INLINE = 6
+
+
+def _per_position_row(per_position) -> list[str]:
+    what = "share of rounds whose first i drafts were all accepted (measured, not i.i.d.)"
+    listed = ", ".join(f"a{i + 1} = {a:.2f}" for i, a in enumerate(per_position or []))
+    if len(per_position or []) <= POSITIONS_INLINE:
+        return ["Per-position a_i", esc(listed) or "—", what]
+    first, last = per_position[0], per_position[-1]
+    return ["Per-position a_i", esc(f"a1 = {first:.2f} … a{len(per_position)} = {last:.2f}"),
+            f"{what}: {esc(listed)}"]
+
+
 def summary_section(s) -> str:
     k = s["k"]
     rows = [
@@ -54,8 +69,7 @@ def summary_section(s) -> str:
          "the measured speed is end to end"] if s.get("instrumentation_cost") is not None else None,
         ["Acceptance p", f"{pct(s['p'])}" if s.get("p") is not None else "—",
          esc(acceptance_phrase(s))],
-        ["Per-position a_i", esc(", ".join(f"a{i + 1} = {a:.2f}" for i, a in enumerate(s["per_position"]))) or "—",
-         "share of rounds whose first i drafts were all accepted (measured, not i.i.d.)"],
+        _per_position_row(s["per_position"]),
         ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
         ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
          (f"{esc(model_formula(s))}, timed apart, only E from the run → "
@@ -75,7 +89,7 @@ def summary_section(s) -> str:
          if (s.get("break_even_verify_ms") or 0) > 0 else "out of reach",
          (f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft)" if (s.get("break_even_verify_ms") or 0) > 0
           else "T_draft alone exceeds E·T_decode: no verify, however fast, can pay")
-         + f"; measured {f(s['verify_multiple'], '.2f')} ×"],
+         + f"; measured {f(s['verify_multiple'], '.2f')} × T_decode"],
     ]
     rows = [r for r in rows if r is not None]
     if s["regime"] != "greedy":  # outputs differ by design: no match rate, say what is checked instead
@@ -109,11 +123,18 @@ def division_section(s, charts, target) -> str:
     if s.get("verify_multiple") is not None:
         vm, be = s["verify_multiple"], s["break_even_multiple"]
         ok = vm <= be
-        parts.append(
-            f"<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft, here ≤ {be:.2f} × T_decode. "
-            f'This run\'s verify costs <span class="{"good" if ok else "bad"}">{vm:.2f} × T_decode</span>, '
-            f"so it is {'inside' if ok else 'outside'} the break-even line.</p>"
-        )
+        if be is not None and be <= 0:  # T_draft alone exceeds E·T_decode: no break-even verify to quote ("≤ -1.79 ×")
+            parts.append(
+                "<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft. Here T_draft alone exceeds E·T_decode, "
+                "so the break-even line is out of reach: no verify, however fast, can pay. "
+                f'This run\'s verify costs <span class="bad">{vm:.2f} × T_decode</span>.</p>'
+            )
+        else:
+            parts.append(
+                f"<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft, here ≤ {be:.2f} × T_decode. "
+                f'This run\'s verify costs <span class="{"good" if ok else "bad"}">{vm:.2f} × T_decode</span>, '
+                f"so it is {'inside' if ok else 'outside'} the break-even line.</p>"
+            )
         if s["k"] == 1 and vm >= 2:
             parts.append("<p>Verifying 2 positions costs two plain steps or more: for k = 1 the speedup is below (1+p)/2 ≤ 1 for every p. No drafter can save it; only a cheaper verify can.</p>")
     parts.append(chart_figure("division", charts, target))
@@ -124,17 +145,32 @@ def division_section(s, charts, target) -> str:
 def acceptance_section(s, charts, target) -> str:
     k = s["k"]
     parts = ["<h2>Acceptance</h2>", f"<p>{esc(acceptance_phrase(s))}.</p>"]
-    head = ["Content", "Rounds", "Drafted", "Accepted", "p", "95% CI", "E (tokens / round)"] + [f"a{i + 1}" for i in range(k)]
+    classes = s.get("acceptance_by_content_class") or {}
+    positions = {cat: (a["per_position"] if a["rounds"] else [None] * k) for cat, a in classes.items()}
+    positions["all"] = s["per_position"] or [None] * k
+    inline = k <= POSITIONS_INLINE  # a column per position beside each class; a block drafter's get a table of their own
+    head = ["Content", "Rounds", "Drafted", "Accepted", "p", "95% CI", "E (tokens / round)"] + (
+        [f"a{i + 1}" for i in range(k)] if inline else [])
     rows = []
-    for cat, a in (s.get("acceptance_by_content_class") or {}).items():
+    for cat, a in classes.items():
         low = ' <span class="warn">(low sample)</span>' if a.get("low_sample") else ""
         rows.append([esc(cat) + low, str(a["rounds"]), str(a["drafted"]), str(a["accepted"]), pct(a["p"]), ci(a["p_ci95"]),
-                     f(a["tokens_per_round"], ".3f")] + [f(x, ".2f") for x in (a["per_position"] if a["rounds"] else [None] * k)])
-    rows.append(["<b>all</b>", str(sum(a["rounds"] for a in (s.get("acceptance_by_content_class") or {}).values())),
+                     f(a["tokens_per_round"], ".3f")] + ([f(x, ".2f") for x in positions[cat]] if inline else []))
+    rows.append(["<b>all</b>", str(sum(a["rounds"] for a in classes.values())),
                  str(s["drafted"]), str(s["accepted"]), pct(s["p"]), ci(s["p_ci95"]), f(s["tokens_per_round"], ".3f")]
-                + [f(x, ".2f") for x in (s["per_position"] or [None] * k)])
-    parts.append("<h3>Per content class and per position</h3>")
-    parts.append(_table(head, rows, row_classes={len(rows) - 1: "total"}))
+                + ([f(x, ".2f") for x in positions["all"]] if inline else []))
+    if inline:
+        parts.append("<h3>Per content class and per position</h3>")
+        parts.append(_table(head, rows, row_classes={len(rows) - 1: "total"}))
+    else:
+        parts.append("<h3>Per content class</h3>")
+        parts.append(_table(head, rows, row_classes={len(rows) - 1: "total"}))
+        parts.append(f"<h3>Per position (k = {k})</h3>")
+        cols = list(positions)
+        pos_rows = [[f"a{i + 1}"] + [f(positions[c][i] if i < len(positions[c]) else None, ".2f") for c in cols]
+                    for i in range(k)]
+        parts.append(_table(["Position"] + [esc(c) if c != "all" else "<b>all</b>" for c in cols], pos_rows,
+                            cls="positions"))
     parts.append(f'<p class="muted">Regime: {esc(s["regime"])}. a_i is the share of rounds whose first i drafts were all '
                  "accepted; greedy and sampled acceptance are not comparable.</p>")
     parts.append(chart_figure("acceptance", charts, target))

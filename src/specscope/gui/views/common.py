@@ -123,6 +123,47 @@ class ElidingLabel(QtWidgets.QLabel):
         return QtCore.QSize(self.fontMetrics().horizontalAdvance("…") * 4, hint.height())
 
 
+class FittingLabel(ElidingLabel):
+    """An ElidingLabel only as tall as its text needs at the width it gets, up to ``max_lines`` lines (then "…",
+    the whole text in the tooltip): a short verdict takes one line, a long one never pushes the page under it
+    off a small screen. ``set_max_lines`` changes the budget (the window's height decides it)."""
+
+    def __init__(self, text: str = "", max_lines: int = 3, parent=None):
+        super().__init__(text, max_lines, parent)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+
+    def set_max_lines(self, n: int) -> None:
+        if n != self.max_lines:
+            self.max_lines = n
+            self._relayout()
+
+    def _relayout(self) -> None:
+        super()._relayout()
+        shown = self.shown_text().count("\n") + 1 if self.shown_text() else 0
+        if shown != getattr(self, "_shown_lines", None):  # a new height: the layout asks heightForWidth again
+            self._shown_lines = shown
+            self.updateGeometry()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt naming)
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt naming)
+        self.ensurePolished()
+        m = self.contentsMargins()
+        inner = width - m.left() - m.right()
+        n = len(self._lines(inner)[0]) if inner > 0 and self._full else (1 if self._full else 0)
+        return n * self.fontMetrics().lineSpacing() + m.top() + m.bottom()
+
+    def sizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt naming)
+        hint = super().sizeHint()
+        return QtCore.QSize(hint.width(), self.heightForWidth(self.width() if self.width() > 1 else hint.width()))
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt naming): one line; the layout asks heightForWidth
+        m = self.contentsMargins()
+        return QtCore.QSize(self.fontMetrics().horizontalAdvance("…") * 4,
+                            (self.fontMetrics().lineSpacing() if self._full else 0) + m.top() + m.bottom())
+
+
 class Tile(QtWidgets.QFrame):
     """A metric: small caption, big value, small note (up to NOTE_LINES lines, then elided with a tooltip)."""
 

@@ -33,6 +33,22 @@ EMPTY_HINT = ("Pick two sessions to compare: select two rows on the History page
               "or use File → Compare sessions….")
 
 
+FIGURE_MIN_PX, VALUE_MIN_PX = 200, 110  # the narrowest the Figure and the A, B, Δ columns get to fit the Winner
+BREAK_EVEN_KEYS = {"break_even_verify_ms", "break_even_multiple"}
+OUT_OF_REACH = "out of reach"
+
+
+def out_of_reach(row: dict) -> dict:
+    """A break-even at or below zero is no verify time at all (T_draft alone exceeds E·T_decode, as a DFlash
+    block of 15 drafts on the demo does): said in words, as the report and the verdict say it, with no delta."""
+    if row.get("key") not in BREAK_EVEN_KEYS:
+        return row
+    gone = [side for side in ("a", "b") if isinstance(row.get(side), (int, float)) and row[side] <= 0]
+    if not gone:
+        return row
+    return {**row, **{side: OUT_OF_REACH for side in gone}, "delta": None, "relative": None, "by": None}
+
+
 def _is_percent(row: dict, unit: str | None) -> bool:
     return unit == "%" or row.get("key", "").split(".")[-1] in PERCENT_KEYS
 
@@ -153,9 +169,9 @@ class CompareView(QtWidgets.QWidget):
         self.table.setWordWrap(False)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 10)
         hh = self.table.horizontalHeader()
-        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        hh.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Interactive)
+        hh.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Interactive)  # sized by _fit_columns
         hh.setStretchLastSection(True)
+        self.table.viewport().installEventFilter(self)  # the columns refit to its width (_fit_columns)
         lay.addWidget(self.table, 1)
         self.notes = plain_label("")
         self.notes.setObjectName("muted")
@@ -235,7 +251,7 @@ class CompareView(QtWidgets.QWidget):
             head.setFlags(QtCore.Qt.ItemFlag.ItemIsEnabled)
             t.setItem(n, 0, head)
             t.setSpan(n, 0, 1, len(HEADERS))
-            for row in rows:
+            for row in map(out_of_reach, rows):
                 unit = row.get("unit", default_unit if default_unit not in (None, "%") else "")
                 if default_unit == "×":
                     unit = "×"
@@ -246,6 +262,7 @@ class CompareView(QtWidgets.QWidget):
                 t.insertRow(n)
                 for col, text in enumerate(cells):
                     it = QtWidgets.QTableWidgetItem(text)
+                    it.setToolTip(text)  # the whole text where a narrowed column elides it
                     it.setData(QtCore.Qt.ItemDataRole.UserRole, row.get("key"))
                     if col in (1, 2, 3):
                         it.setTextAlignment(right)
@@ -262,8 +279,30 @@ class CompareView(QtWidgets.QWidget):
                     if col == 4:
                         it.setForeground(muted)
                     t.setItem(n, col, it)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Columns sized to their content, then narrowed (long cells end in "…", the whole text in their tooltip)
+        until the Winner column fits beside them: on a 13" window one long B value ("ruler bias …") pushed it
+        out of view, behind a horizontal scroll bar."""
+        t = self.table
+        hh = t.horizontalHeader()
         t.resizeColumnsToContents()
-        t.horizontalHeader().resizeSection(0, min(max(t.horizontalHeader().sectionSize(0), 220), 360))
+        hh.resizeSection(0, min(max(hh.sectionSize(0), 220), 360))
+        last = len(HEADERS) - 1
+        room = t.viewport().width() - max(t.sizeHintForColumn(last), hh.sectionSizeHint(last))
+        floors = {0: FIGURE_MIN_PX, 1: VALUE_MIN_PX, 2: VALUE_MIN_PX, 3: VALUE_MIN_PX}
+        while sum(hh.sectionSize(c) for c in range(last)) > room:
+            wide = max((c for c in floors if hh.sectionSize(c) > floors[c]), key=hh.sectionSize, default=None)
+            if wide is None:
+                break  # as narrow as they read: the table scrolls
+            over = sum(hh.sectionSize(c) for c in range(last)) - room
+            hh.resizeSection(wide, max(floors[wide], hh.sectionSize(wide) - over))
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt naming): the table's viewport, resized after the page
+        if ev.type() == QtCore.QEvent.Type.Resize and obj is self.table.viewport() and self.table.rowCount():
+            self._fit_columns()
+        return False
 
     def _update_enabled(self) -> None:
         have = self.a is not None and self.b is not None

@@ -3,7 +3,7 @@ warning), acceptance with its band, tokens per round."""
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.verdict import (acceptance_phrase, instrumentation_cost_text, ledger_text, prediction_error_text,
                                        prediction_short)
@@ -14,6 +14,8 @@ from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
 
 from .common import Tile, fmt
+
+COMPACT_BELOW = 640  # a Live page shorter than this (px) puts the clock probe beside the throughput
 
 
 def _repeats(iv) -> str:
@@ -46,20 +48,40 @@ class LiveView(QtWidgets.QWidget):
         self.tpr = TokensPerRoundChart(theme)
         self.probe = ProbeChart(theme)
         self.probe.setMinimumHeight(150)
-        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        split.addWidget(self.throughput)
-        split.addWidget(self.probe)
+        # throughput over the clock probe, over acceptance beside tokens per round; on a short page (a 13" laptop)
+        # the probe goes beside the throughput instead: three charts stacked there leave each too little height
+        self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.top = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.top.addWidget(self.throughput)
+        self.top.addWidget(self.probe)
+        self.top.setStretchFactor(0, 3)
+        self.top.setStretchFactor(1, 2)
+        self.split.addWidget(self.top)
         bottom = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         bottom.addWidget(self.acceptance)
         bottom.addWidget(self.tpr)
         bottom.setStretchFactor(0, 3)
         bottom.setStretchFactor(1, 2)
-        split.addWidget(bottom)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        split.setStretchFactor(2, 3)
-        lay.addWidget(split, 1)
+        self.split.addWidget(bottom)
+        self.split.setStretchFactor(0, 5)
+        self.split.setStretchFactor(1, 3)
+        lay.addWidget(self.split, 1)
         self.charts = [self.throughput, self.probe, self.acceptance, self.tpr]
+
+    def compact(self) -> bool:
+        """Whether the clock probe sits beside the throughput (a page under COMPACT_BELOW px high)."""
+        return self.top.orientation() == QtCore.Qt.Orientation.Horizontal
+
+    def resizeEvent(self, e: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt naming)
+        super().resizeEvent(e)
+        compact = e.size().height() < COMPACT_BELOW
+        if compact == self.compact():
+            return  # sizes the user dragged stay
+        self.top.setOrientation(QtCore.Qt.Orientation.Horizontal if compact else QtCore.Qt.Orientation.Vertical)
+        along = self.top.width() if compact else self.top.height()
+        self.top.setSizes([along * 3 // 5, along - along * 3 // 5])
+        h = self.split.height()
+        self.split.setSizes([h // 2, h - h // 2] if compact else [h * 5 // 8, h - h * 5 // 8])
 
     def apply_theme(self, theme: dict) -> None:
         for c in self.charts:

@@ -15,6 +15,7 @@ from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
+DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "95% interval",
            "measured\n(95% interval)", "error", "at ±5%"]
@@ -55,7 +56,7 @@ class TuneView(MeasurementPage):
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
-        self.k_max = spin_box(1, 8, 4, "K_max = ")
+        self.k_max = spin_box(1, MAX_K_MAX, DEFAULT_K_MAX, "K_max = ")
         self.add_button_row("Tune k", "One speculative run at K_max per drafter, predictions for every k, then "
                             "confirmation runs", self.k_max)
         self.run_btn = self.start_btn
@@ -74,6 +75,10 @@ class TuneView(MeasurementPage):
         split.setStretchFactor(1, 2)
         split.setSizes([540, 420])  # rows for every k of three drafters at K_max 4 without scrolling, at 900 px high
         lay.addWidget(split, 1)
+
+    def follow_k(self, k: int) -> None:
+        """Tune up to the setup's k at least (DFlash: 15), never below the default 4."""
+        self.k_max.setValue(min(self.k_max.maximum(), max(DEFAULT_K_MAX, k)))
 
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.drift import drift_warning
 from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, tail_text, acceptance_phrase, divergence_note, engine_fault_line,
                                         prediction_error_text, verdict)
 
-from .common import plain_label
+from .common import FittingLabel, plain_label
+
+# Lines each part of the bar may take before it ends in "…" (the whole text in its tooltip), for a window
+# under COMPACT_BELOW px high (a 13" laptop) and for a taller one: a long verdict must leave the page room.
+COMPACT_BELOW = 900
+LINES = {"compact": {"headline": 3, "detail": 2, "drift": 2}, "tall": {"headline": 5, "detail": 3, "drift": 3}}
+
+
+def _fitting(text: str, lines: int) -> FittingLabel:
+    lab = FittingLabel(text, lines)
+    lab.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+    return lab
 
 
 class VerdictBar(QtWidgets.QFrame):
@@ -18,20 +29,27 @@ class VerdictBar(QtWidgets.QFrame):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(14, 8, 14, 8)
         lay.setSpacing(2)
-        self.headline = plain_label("Pick a model and press Run (Ctrl+R), or open a saved session (Ctrl+O).")
+        tall = LINES["tall"]
+        self.headline = _fitting("Pick a model and press Run (Ctrl+R), or open a saved session (Ctrl+O).", tall["headline"])
         self.headline.setObjectName("verdictHead")
-        self.detail = plain_label("")
+        self.detail = _fitting("", tall["detail"])
         self.detail.setObjectName("verdictDetail")
         self.error = plain_label("")
         self.error.setObjectName("errorBanner")
         self.error.hide()
-        self.drift = plain_label("")  # the clock probe slowed by more than its own noise during the run
+        self.drift = _fitting("", tall["drift"])  # the clock probe slowed by more than its own noise during the run
         self.drift.setObjectName("driftWarning")
         self.drift.hide()
         lay.addWidget(self.headline)
         lay.addWidget(self.detail)
         lay.addWidget(self.drift)
         lay.addWidget(self.error)
+
+    def fit_window_height(self, height: int) -> None:
+        """Give each part its line budget for a window ``height`` px high (the window calls it on resizes)."""
+        budget = LINES["compact" if height < COMPACT_BELOW else "tall"]
+        for key, n in budget.items():
+            getattr(self, key).set_max_lines(n)
 
     def update_snapshot(self, snap: dict) -> None:
         s = snap["summary"]

@@ -12,6 +12,7 @@ from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
 
+DEFAULT_POSITIONS, MAX_POSITIONS = 9, 17  # specscope roofline --positions: default 9, 1..17
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
 
 
@@ -34,7 +35,7 @@ class VerifyCostView(MeasurementPage):
         super().__init__(config, session, parent)
         lay = self.page_layout
 
-        self.positions = spin_box(2, 17, 9, "up to n = ")
+        self.positions = spin_box(2, MAX_POSITIONS, DEFAULT_POSITIONS, "up to n = ")
         self.add_button_row("Measure verify cost", "Time whole-graph forwards over 1..N positions, probe the machine, "
                             "and compute the roofline", self.positions)
         self.measure_btn = self.start_btn
@@ -71,6 +72,10 @@ class VerifyCostView(MeasurementPage):
         grid.setColumnStretch(1, 2)
         lay.addLayout(grid, 1)
 
+    def follow_k(self, k: int) -> None:
+        """Measure up to the setup's verify (k + 1 positions; a DFlash block of 16), at least the default 9."""
+        self.positions.setValue(min(self.positions.maximum(), max(DEFAULT_POSITIONS, k + 1)))
+
     def apply_theme(self, theme: dict) -> None:
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
@@ -92,7 +97,8 @@ class VerifyCostView(MeasurementPage):
         for n in ns:
             self.cat_n.addItem(str(n), n)
         if ns:
-            want = cur if cur in ns else (3 if 3 in ns else ns[-1])
+            verify = ((roof or {}).get("k") or 2) + 1  # the run's own verify (3 positions for k = 2, 16 for DFlash's 15)
+            want = cur if cur in ns else (verify if verify in ns else ns[-1])
             self.cat_n.setCurrentIndex(ns.index(want))
         self.cat_n.blockSignals(False)
         self._draw_blocks()
