@@ -21,3 +21,27 @@ def test_setup_panel_offers_dflash_with_its_folder(window):
 def test_preflight_names_the_dflash_drafter():
     assert preflight_command("/m", "dflash", "/d")[3:] == ["preflight", "--model", "/m", "--drafter", "dflash",
                                                            "--draft-model", "/d", "--json"]
+
+
+def test_an_opened_session_sets_the_protocol_so_run_repeats_it(window):
+    """Opening a session sets its drafter, k, tokens, cases, warm-ups, repeats, discarded cases and sampling in the
+    setup: Run then measures the same thing again (it had kept 128 tokens and all cases beside a 3 × 64 session)."""
+    import json
+    from pathlib import Path
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "session_dflash_quick.json").read_text())
+    s = window.setup
+    s.max_tokens.setValue(128)
+    s.cases.setValue(0)
+    s.repeats.setValue(4)
+    s.greedy.setChecked(False)
+    s.show_session(d)
+    cfg = s.config()
+    want = d["config"]
+    assert (cfg.max_tokens, cfg.cases, cfg.repeats, cfg.warmup) == (want["max_tokens"], want["cases"], want["repeats"],
+                                                                    want["warmup"])
+    assert cfg.drafter == "dflash" and cfg.num_draft_tokens == want["num_draft_tokens"] and cfg.temp == 0.0
+    sampled = {**d, "config": {**want, "temp": 0.7, "top_p": 0.9, "cases": None}}
+    s.show_session(sampled)
+    cfg = s.config()
+    assert cfg.temp == 0.7 and cfg.top_p == 0.9 and cfg.cases is None

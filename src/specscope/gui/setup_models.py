@@ -44,6 +44,15 @@ class ModelChoice(PanelBase):
     compat: PlainLabel
     k: Any
     draft_model: QtWidgets.QLineEdit
+    max_tokens: Any
+    cases: Any
+    warmup: Any
+    repeats: Any
+    discard_first: Any
+    greedy: QtWidgets.QCheckBox
+    temp: Any
+    top_p: Any
+    seed: Any
     set_drafter: Callable[[str], None]
     set_context: Callable[..., None]
 
@@ -103,7 +112,8 @@ class ModelChoice(PanelBase):
         """Describe the model a shown session measured (opened from a file, ``gui --session`` or the History
         page), from the session's own record of it: the model box picks it (or names it, when its folder is
         not on this machine) and the line under it says what the session says, never a stale inspection of
-        the model picked before. The drafter and k follow the session too, so Run repeats it."""
+        the model picked before. The drafter and k, the protocol (tokens, cases, warm-ups, repeats, discarded
+        cases) and the sampling follow the session too, so Run repeats it."""
         cfg = data.get("config") or {}
         model = data.get("model") or {}
         path = session_model_entry(cfg, model)
@@ -133,10 +143,25 @@ class ModelChoice(PanelBase):
             self.draft_model.setText(cfg.get("draft_model") or "")
         if cfg.get("num_draft_tokens"):
             self.k.setValue(int(cfg["num_draft_tokens"]))
+        self._show_protocol(cfg)
         if not cfg.get("sweep"):  # a single run's context (a sweep's sizes are the Context page's)
             self.set_context(int(cfg.get("context") or 0), cfg.get("context_kind") or "mixed", cfg.get("context_file"))
         self.model_changed.emit(path)
         self.changed.emit()
+
+    def _show_protocol(self, cfg: dict) -> None:
+        """The session's protocol and sampling into the setup (what it does not record keeps the user's setting)."""
+        for box, key in ((self.max_tokens, "max_tokens"), (self.warmup, "warmup"), (self.repeats, "repeats"),
+                         (self.discard_first, "discard_first"), (self.seed, "seed")):
+            if isinstance(cfg.get(key), int):
+                box.setValue(int(cfg[key]))
+        if "cases" in cfg:
+            self.cases.setValue(int(cfg.get("cases") or 0))  # none: "all"
+        if isinstance(cfg.get("temp"), (int, float)):
+            self.greedy.setChecked(float(cfg["temp"]) == 0.0)
+            if cfg["temp"]:
+                self.temp.setValue(float(cfg["temp"]))
+                self.top_p.setValue(float(cfg.get("top_p") or 1.0))
 
     def _inspected(self, path: str, d: dict) -> None:
         if path == self.model_path():
