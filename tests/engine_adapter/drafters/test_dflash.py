@@ -354,3 +354,26 @@ def test_uninstall_tap_gives_the_trunk_its_own_classes_back(hybrid, prompt):
         uninstall_tap(model)
         if norm_was_tapped or layers_were:
             install_tap(model, layers=layers_were)
+
+
+def test_the_demo_drafts_with_the_shipped_trained_drafter_and_it_is_accepted(tmp_path):
+    """``--demo --drafter dflash`` with no folder takes the DFlash drafter trained against the shipped demo
+    (training/train_dflash.py, in the package), and the target accepts its drafts; a random drafter in the same
+    format is the negative control: never accepted here. Greedy, so the counts are the same every run."""
+    from specscope.engine_adapter.decode.decoding import speculative_generate
+    from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+    from specscope.engine_adapter.model.demo_model import trained_demo_path
+    from specscope.engine_adapter.model.dflash_demo import build_dflash_demo, default_dflash_path
+    from specscope.engine_adapter.model.loader import load_model
+
+    target = load_model(trained_demo_path("hybrid"))
+    shipped = trained_demo_path("dflash")
+    assert shipped is not None and default_dflash_path(target) == shipped
+    build_dflash_demo(tmp_path / "random", target.checkpoint.text_config, "the trained demo")
+    accepted = {}
+    for name, folder in (("trained", shipped), ("random", tmp_path / "random")):
+        accepted[name] = sum(r.accepted for prompt in ("def total(xs):\n    s = 0\n",
+                                                        "The quick brown fox jumps over the lazy dog.", "春眠不觉晓，")
+                             for r in list(speculative_generate(target.model, target.encode(prompt),
+                                                                load_dflash_drafter(target, folder), 15, 32))[1:])
+    assert accepted["trained"] >= 15 and accepted["random"] <= 2, accepted

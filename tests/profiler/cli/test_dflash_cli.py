@@ -30,30 +30,6 @@ def test_run_demo_with_a_dflash_drafter_folder(tmp_path):
     assert all(len(r["drafted"]) <= 15 for c in d["cases"] for r in c["spec"]["rounds"])
 
 
-def test_run_demo_drafts_with_the_shipped_trained_dflash_drafter(tmp_path):
-    """``run --demo --drafter dflash`` with no folder takes the DFlash drafter trained against the shipped demo
-    (training/train_dflash.py, in the package), which the target accepts; a random drafter in the same format is
-    the negative control: its drafts are almost never accepted."""
-    from specscope.engine_adapter.model.demo_model import trained_demo_path
-
-    shipped = trained_demo_path("dflash")
-    assert shipped is not None and (shipped / "model.safetensors").exists()
-    figures = {}
-    for label, extra in (("trained", []), ("random", ["--draft-model", str(tmp_path / "random")])):
-        if extra:
-            r = specscope("demo-model", str(tmp_path / "random"), "--dflash")
-            assert r.returncode == 0, r.stderr
-        out = tmp_path / f"{label}.json"
-        r = specscope("run", "--demo", "--drafter", "dflash", *extra, "--cases", "3", "--max-tokens", "24",
-                      "--warmup", "0", "--no-breakdown", "--component-reps", "1", "-o", str(out), "--json")
-        assert r.returncode == 0, r.stderr
-        summary = json.loads(r.stdout)
-        assert summary["match_rate"] == 1.0
-        figures[label] = (summary["tokens_per_round"], json.loads(out.read_text())["config"]["drafter"]["weights"])
-    assert figures["trained"][1] == str(shipped)
-    assert figures["trained"][0] > 1.2 and figures["random"][0] < 1.1, figures  # greedy: the same every run
-
-
 def test_check_with_a_dflash_drafter(tmp_path):
     from specscope.engine_adapter.model.demo_model import demo_model_path
 
