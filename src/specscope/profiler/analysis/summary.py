@@ -21,7 +21,8 @@ from collections import Counter
 
 from specscope.profiler.session.records import Case, CaseStats, Round, Summary
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.rounds import counts_for_acceptance, first_repeat, instrumented, judged_rounds
+from specscope.profiler.analysis.rounds import (counts_for_acceptance, first_repeat, instrumented, judged_rounds,
+                                                measured_rounds)
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_core import (
     BLOCK_LABELS,
@@ -82,11 +83,10 @@ def summarize(session) -> Summary:
     for cat in sorted({c["content_class"] for c in cases}):
         rs = [r for c in cases if c["content_class"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
         by_content_class[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
-    measured_rounds: list[Round] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
+    measured: list[Round] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     judged: list[Round] = []  # of those, the full ones the prediction is judged against (rounds.judged_rounds)
     for c in cases:
-        e2e = [r for r in c["spec"]["rounds"] if not instrumented(r)]
-        measured_rounds += e2e or c["spec"]["rounds"]
+        measured += measured_rounds(c["spec"]["rounds"])
         judged += judged_rounds(c, k)
     return assemble(
         session, per_case=per_case, spec_emitted=spec_emitted,
@@ -99,6 +99,6 @@ def summarize(session) -> Summary:
         by_content_class=by_content_class,
         bd=aggregate_breakdown([b for c in cases if (b := c["breakdown"])]),
         noise={"hist": Counter(counted), "round_ms": [round_time(r) for r in full_timed],
-               "rate_tokens": sum(len(r["emitted"]) for r in measured_rounds), "rate_ms": [r["ms"] for r in measured_rounds],
+               "rate_tokens": sum(len(r["emitted"]) for r in measured), "rate_ms": [r["ms"] for r in measured],
                "judged_tokens": sum(len(r["emitted"]) for r in judged), "judged_ms": [r["ms"] for r in judged]},
     )
