@@ -171,7 +171,7 @@ def main():
     ap.add_argument("--eval-every", type=int, default=200)
     a = ap.parse_args()
 
-    from specscope.engine_adapter.model.dflash_demo import dflash_config, read_dflash_shapes
+    from specscope.engine_adapter.model.dflash_demo import dflash_config, spec_of_config
     from specscope.engine_adapter.model.dflash_format import read_dflash
     from specscope.engine_adapter.drafters.dflash import DFlashModel
     from specscope.engine_adapter.cache.hidden import trunk_parts
@@ -218,7 +218,7 @@ def main():
     gen_s = time.time() - t_gen
     print(f"data: {len(tr_seqs)} train, {len(val_seqs)} val sequences of {T} tokens, {gen_s:.0f}s", flush=True)
 
-    drafter = DFlashModel(read_dflash_spec(config, a.out, read_dflash_shapes))
+    drafter = DFlashModel(spec_of_config(config, a.out))
     init(drafter, SEED)
     parts = trunk_parts(target.model)
     embed, head = parts["embed"], parts["head"]
@@ -289,25 +289,6 @@ def main():
            "params": sum(v.size for _, v in tree_flatten(drafter.parameters())), "curve": curve}
     (a.out / "training_log.json").write_text(json.dumps(log, indent=1))
     print(f"done {it} steps in {train_s:.0f}s; exported {export}", flush=True)
-
-
-def read_dflash_spec(config: dict, out: Path, read_shapes):
-    """A DFlashSpec for ``config`` (written to a scratch folder, read back as the format reader reads it)."""
-    from specscope.engine_adapter.model.dflash_format import DFlashSpec, variant_of
-
-    scratch = out / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    (scratch / "config.json").write_text(json.dumps(config))
-    read_shapes(scratch)
-    c, dc = config, config["dflash_config"]
-    return DFlashSpec(path=scratch, config=c, variant=variant_of(c) or "dflash", hidden_size=c["hidden_size"],
-                      num_layers=c["num_hidden_layers"], num_heads=c["num_attention_heads"],
-                      num_kv_heads=c["num_key_value_heads"], head_dim=c["head_dim"],
-                      intermediate_size=c["intermediate_size"], vocab_size=c["vocab_size"],
-                      rms_norm_eps=c["rms_norm_eps"], rope_theta=c["rope_theta"], rope_scaling=None,
-                      max_position_embeddings=c["max_position_embeddings"], attention_bias=False,
-                      block_size=c["block_size"], target_layer_ids=tuple(dc["target_layer_ids"]),
-                      num_target_layers=c["num_target_layers"], mask_token_id=dc["mask_token_id"])
 
 
 def init(drafter, seed: int):

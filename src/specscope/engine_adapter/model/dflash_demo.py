@@ -136,18 +136,21 @@ def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, ful
 
 def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:
     """The weight names and shapes a drafter with this folder's config.json must have."""
+    return spec_of_config(json.loads((folder / "config.json").read_text()), folder).expected_shapes()
+
+
+def spec_of_config(c: dict, folder: Path):
+    """The ``DFlashSpec`` a config this module writes describes (no weights read: for writing or training one)."""
     from specscope.engine_adapter.model.dflash_format import DFlashSpec, variant_of
 
-    c = json.loads((folder / "config.json").read_text())
     dc = c["dflash_config"]
-    spec = DFlashSpec(path=folder, config=c, variant=variant_of(c) or "dflash", hidden_size=c["hidden_size"],
+    return DFlashSpec(path=folder, config=c, variant=variant_of(c) or "dflash", hidden_size=c["hidden_size"],
                       num_layers=c["num_hidden_layers"], num_heads=c["num_attention_heads"],
                       num_kv_heads=c["num_key_value_heads"], head_dim=c["head_dim"],
                       intermediate_size=c["intermediate_size"], vocab_size=c["vocab_size"], rms_norm_eps=c["rms_norm_eps"],
                       rope_theta=c["rope_theta"], rope_scaling=None, max_position_embeddings=c["max_position_embeddings"],
                       attention_bias=False, block_size=c["block_size"], target_layer_ids=tuple(dc["target_layer_ids"]),
                       num_target_layers=c["num_target_layers"], mask_token_id=dc["mask_token_id"])
-    return spec.expected_shapes()
 
 
 def default_dflash_path(target) -> Path:
