@@ -96,7 +96,7 @@ class Engine:
         if params.mtp_weights and not Path(params.mtp_weights).expanduser().is_dir():
             params.mtp_weights = resolve_model(params.mtp_weights, what="MTP weights").path
         status(f"loading {label}")
-        target = load_model(path, allow_oversize=params.allow_oversize)
+        target = load_model(path, allow_oversize=params.allow_oversize, dtype=params.dtype)
         name = params.drafter
         if name == "auto":
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
@@ -108,7 +108,8 @@ class Engine:
         if name == "draft" and params.draft_model and is_dflash_folder(resolve_model(params.draft_model, what="draft model").path):
             raise SpecscopeError(f"{params.draft_model} is a DFlash drafter, not a draft model: use --drafter dflash (or auto)")
         if name == "draft":
-            draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)), allow_oversize=params.allow_oversize)
+            draft = load_model(params.draft_model or str(default_demo_path("draft", params.demo_variant)),
+                               allow_oversize=params.allow_oversize, dtype=params.dtype)
             check_same_vocabulary(target, draft)
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:
@@ -144,7 +145,7 @@ class Engine:
             if self.dflash is None:
                 raise SpecscopeError("the DFlash drafter needs --draft-model FOLDER (a DFlash drafter)")
             if self._dflash_model is None:  # loaded once per engine; every drafter made from it resets its own caches
-                self._dflash_model = load_dflash_model(self.dflash)
+                self._dflash_model = load_dflash_model(self.dflash, dtype=self.target.compute_dtype)
             return DFlashDrafter(self.target, self._dflash_model, self.dflash, self.sampling)
         raise SpecscopeError(f"unknown drafter {name!r}")
 

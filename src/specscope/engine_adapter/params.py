@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+COMPUTE_DTYPES = ("float32", "float16", "bfloat16")
+
 
 @dataclass
 class EngineParams:
@@ -32,6 +34,11 @@ class EngineParams:
     # sessions); "instrumented" or "end_to_end": one pass of that kind.
     round_kinds: str = "paired"
     allow_oversize: bool = False
+    # the arithmetic's dtype: None keeps the checkpoint's; "float32" (or "float16", "bfloat16") casts every floating
+    # parameter (norms, embeddings, quantization scales and biases; 4-bit weights stay 4-bit) of the target and the
+    # drafter. MLX's CPU backend has no native bfloat16: its bf16 quantized matmuls run about 10x slower than float32
+    # (``COMPUTE_DTYPES``; labelled in the session wherever it is set)
+    dtype: str | None = None
     # whose speculative loop runs: "specscope" (its own engine) or another engine behind the seam
     # (``engine_adapter.engines``: built in, or registered under the entry-point group "specscope.engines")
     engine: str = "specscope"

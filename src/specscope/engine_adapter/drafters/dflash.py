@@ -144,7 +144,7 @@ class DFlashModel(nn.Module):
         return self.norm(h)
 
 
-def load_dflash_model(spec: DFlashSpec) -> DFlashModel:
+def load_dflash_model(spec: DFlashSpec, dtype: str | None = None) -> DFlashModel:
     model = DFlashModel(spec)
     weights: dict[str, mx.array] = {}
     for f in spec.weight_files:
@@ -154,6 +154,9 @@ def load_dflash_model(spec: DFlashSpec) -> DFlashModel:
         model.load_weights(list(weights.items()), strict=True)
     except ValueError as exc:
         raise SpecscopeError(f"could not load DFlash weights from {spec.path}: {exc}") from None
+    from specscope.engine_adapter.model.loader import cast_floating
+
+    cast_floating(model, dtype)  # the run's --dtype, as the target's
     mx.eval(model.parameters())
     return model
 
@@ -248,4 +251,4 @@ def load_dflash_drafter(target, path, sampling: Any = None) -> DFlashDrafter:
     """Read, check against ``target`` (refusing a misfit before anything runs) and load a DFlash drafter folder."""
     spec = read_dflash(path)
     check_fits(spec, target.checkpoint.text_config, target.path.name)
-    return DFlashDrafter(target, load_dflash_model(spec), spec, sampling)
+    return DFlashDrafter(target, load_dflash_model(spec, dtype=getattr(target, "compute_dtype", None)), spec, sampling)

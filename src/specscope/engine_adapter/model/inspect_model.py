@@ -196,6 +196,8 @@ def describe(lm: LoadedModel) -> dict:
         "hidden_size": tc.get("hidden_size"),
         "vocab_size": tc.get("vocab_size"),
         "quantization": {"bits": q.get("bits"), "group_size": q.get("group_size"), "mode": q.get("mode", "affine")} if q else None,
+        # --dtype: the floating parameters were cast to this on load (None: the checkpoint's own)
+        "compute_dtype": getattr(lm, "compute_dtype", None),
         "parameters": params,
         "active_parameters": active,
         "weight_bytes": nbytes,

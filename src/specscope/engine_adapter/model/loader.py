@@ -29,6 +29,7 @@ class LoadedModel:
     model: nn.Module
     tokenizer: TokenizerWrapper
     config: dict
+    compute_dtype: str | None = None  # set: the floating parameters were cast to it on load (``cast_floating``)
 
     @property
     def path(self) -> Path:
@@ -65,7 +66,22 @@ def check_memory(ck: Checkpoint, allow_oversize: bool = False) -> None:
         )
 
 
-def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedModel:
+def cast_floating(module, dtype: str | None) -> None:
+    """Cast a module's floating parameters (norms, embeddings, quantization scales and biases) to ``dtype``; packed
+    quantized weights stay as they are. None: nothing changes."""
+    if dtype is None:
+        return
+    import mlx.core as mx
+
+    from specscope.engine_adapter.params import COMPUTE_DTYPES
+
+    if dtype not in COMPUTE_DTYPES:
+        raise SpecscopeError(f"unknown dtype {dtype!r}: one of {', '.join(COMPUTE_DTYPES)}")
+    module.set_dtype(getattr(mx, dtype))  # mlx.nn casts floating arrays only
+    mx.eval(module.parameters())
+
+
+def load_model(path: str | os.PathLike, allow_oversize: bool = False, dtype: str | None = None) -> LoadedModel:
     ck = open_checkpoint(path)
     check_memory(ck, allow_oversize)
     from mlx_lm.utils import load_model as mlx_load_model
@@ -81,7 +97,8 @@ def load_model(path: str | os.PathLike, allow_oversize: bool = False) -> LoadedM
         tokenizer = load_tokenizer(ck.path, eos_token_ids=config.get("eos_token_id"))
     except Exception as exc:
         raise SpecscopeError(f"could not load the tokenizer in {ck.path}: {type(exc).__name__}: {exc}") from None
-    return LoadedModel(checkpoint=ck, model=model, tokenizer=tokenizer, config=config)
+    cast_floating(model, dtype)
+    return LoadedModel(checkpoint=ck, model=model, tokenizer=tokenizer, config=config, compute_dtype=dtype)
 
 
 def model_classes_without_mtp(config: dict):

@@ -151,6 +151,8 @@ def environment_section(session, target) -> str:
         ("Experts", esc(experts) if experts else None),
         ("Parameters", esc(f"{count(model.get('parameters'))} total, {count(model.get('active_parameters'))} active") if model.get("parameters") else None),
         ("Quantization", esc(f"{q.get('bits')}-bit, group {q.get('group_size')} ({q.get('mode', '')})") if q else None),
+        ("Compute dtype", esc(f"{model['compute_dtype']} (floating parameters cast on load with --dtype)")
+         if model.get("compute_dtype") else None),
         ("Weights", esc(mib(model.get("weight_bytes"))) if model.get("weight_bytes") else None),
         ("MTP head", esc("present" if (model.get("mtp") or {}).get("available") else "absent") if "mtp" in model else None),
     ]

@@ -103,6 +103,9 @@ def format_summary(session: Session) -> str:
 
         lines.append(TRAINED_NOTE if demo_kind(model["demo"]) == "trained"
                      else "synthetic demo model: timings are real; text and acceptance are not meaningful")
+    if model.get("compute_dtype"):  # --dtype: what was measured is not the checkpoint's own arithmetic
+        lines.append(f"compute dtype {model['compute_dtype']}: floating parameters cast on load (--dtype); the timings "
+                     "are this cast's, not necessarily the checkpoint's own dtype's")
     line = engine_line(cfg)
     if line:
         lines.append(line)

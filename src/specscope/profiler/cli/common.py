@@ -40,6 +40,15 @@ def add_download_arg(ap: argparse.ArgumentParser) -> None:
                          "files only; nothing touches the network without this)")
 
 
+def add_dtype_arg(ap: argparse.ArgumentParser) -> None:
+    from specscope.engine_adapter.params import COMPUTE_DTYPES
+
+    ap.add_argument("--dtype", choices=COMPUTE_DTYPES, default=None,
+                    help="cast the model's floating parameters (norms, embeddings, quantization scales; 4-bit weights stay "
+                         "4-bit) to this dtype before running: on a CPU, MLX's bfloat16 kernels run about 10x slower than "
+                         "float32 (default: the checkpoint's own; the session records it)")
+
+
 MODEL_ARGS = {"model": "model", "draft_model": "draft model", "mtp_weights": "MTP weights", "path": "model",
               "target": "target model"}
 

@@ -8,7 +8,7 @@ import sys
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.common import add_download_arg, fail
+from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, fail
 from specscope.profiler.cli.model_commands import cmd_check, cmd_demo_model, cmd_inspect
 from specscope.profiler.cli.predict_command import cmd_predict
 from specscope.profiler.cli.progress import add_progress_args
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--prompt", default="Why is the sky blue?", help="with --engine: the prompt the draws start from")
     ck.add_argument("--draft-model", help="with --drafter dflash: the DFlash drafter folder (or cached repo id)")
     ck.add_argument("--allow-oversize", action="store_true")
+    add_dtype_arg(ck)
     add_progress_args(ck)
     add_download_arg(ck)
     ck.set_defaults(func=cmd_check)

@@ -143,7 +143,7 @@ def cmd_check(a) -> int:
         raise SpecscopeError("--draft-model needs --drafter dflash here")
     with progress_bar("check", total=sum(k + 1 for k in ks), unit="checks", enabled=progress_wanted(a)) as bar:
         bar.status("loading the model")
-        lm = load_model(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize)
+        lm = load_model(a.path or default_demo_path("hybrid"), allow_oversize=a.allow_oversize, dtype=a.dtype)
 
         def step(done, total, what):
             if done is None:

@@ -6,7 +6,7 @@ import argparse
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.common import add_download_arg, resolve_model_args
+from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, resolve_model_args
 from specscope.profiler.cli.preflight import add_ignore_arg
 from specscope.profiler.run.config import BACKENDS, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts
 from specscope.profiler.run.context import add_context_args
@@ -71,6 +71,7 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--mtp-hidden", choices=["post-norm", "pre-norm"], default=RunConfig.mtp_hidden,
                     help="hidden state fed to the MTP head")
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
+    add_dtype_arg(ap)
     add_context_args(ap, "N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
                          "on its own; `sweep`: a list, e.g. 0,1k,4k,16k (see README: Long context)")
     add_ignore_arg(ap)
@@ -110,7 +111,7 @@ def config_from_args(a) -> RunConfig:
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
-        allow_oversize=a.allow_oversize, discard_first=a.discard_first, cooldown=a.cooldown,
+        allow_oversize=a.allow_oversize, dtype=getattr(a, "dtype", None), discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, ignore_preflight=getattr(a, "ignore_preflight", False),
         until=getattr(a, "until", None), engine=getattr(a, "engine", None) or "specscope",
         engine_timeout_s=getattr(a, "engine_timeout", None) or 300.0,
