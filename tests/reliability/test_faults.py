@@ -101,9 +101,10 @@ def _start_cli(tmp_path, *extra, new_session=True):
     return p, out, suite
 
 
-@pytest.mark.parametrize("to", ["group", pytest.param("cli-only", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("to", ["group", "sigterm", pytest.param("cli-only", marks=pytest.mark.slow)])
 def test_ctrl_c_in_specscope_run(tmp_path, to):
-    """Ctrl+C in a terminal signals the whole foreground group; ``kill -INT <cli pid>`` only the CLI."""
+    """Ctrl+C in a terminal signals the whole foreground group; ``kill -INT <cli pid>`` only the CLI; ``kill <cli
+    pid>`` (SIGTERM) ends the run as Ctrl+C does (before, the session was left "running" and unsaved)."""
     p, out, suite = _start_cli(tmp_path)
     try:
         first_case = wait_until(lambda: _load_when(out, lambda s: any(c["complete"] for c in s.cases)), timeout=180)
@@ -111,6 +112,8 @@ def test_ctrl_c_in_specscope_run(tmp_path, to):
         assert worker_pids(str(suite)), "the worker should be running"
         if to == "group":
             os.killpg(p.pid, signal.SIGINT)
+        elif to == "sigterm":
+            p.send_signal(signal.SIGTERM)
         else:
             p.send_signal(signal.SIGINT)
         stdout, stderr = p.communicate(timeout=60)

@@ -33,6 +33,10 @@ from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session
 
 
+def _terminate_as_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 class RunResult:
     def __init__(self, session: Session, returncode: int | None, stderr: str, save_error: str | None = None,
                  saved_to: str | None = None):
@@ -161,6 +165,11 @@ class EventPump:
         self._last_save = time.monotonic()
         interrupted = False
         rc = None
+        # SIGTERM (a closed terminal's session, `kill`, a CI timeout) ends the run as Ctrl+C does: the child asked to
+        # stop, what it measured drained and saved with the session marked incomplete, never left "running"
+        term_before = None
+        if threading.current_thread() is threading.main_thread():
+            term_before = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
         try:
             if on_start:
                 on_start(proc)
@@ -195,6 +204,8 @@ class EventPump:
             self.save()
             raise
         finally:
+            if term_before is not None:
+                signal.signal(signal.SIGTERM, term_before)
             for tm in self._timers:
                 tm.cancel()
             if kill_at_end or proc.poll() is None:
