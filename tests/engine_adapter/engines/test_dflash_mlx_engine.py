@@ -31,6 +31,7 @@ def _run(model, drafter, engine: str, **kw) -> Session:
     return s
 
 
+@pytest.mark.slow  # two runs of the random dense demo at k = 7: about 60 s of the default suite (pytest -m slow)
 def test_dflash_mlx_beside_specscopes_own_dflash_drafter_on_one_checkpoint(model_dirs, dense_drafter):
     ours, theirs = _run(model_dirs["dense"], dense_drafter, "specscope"), _run(model_dirs["dense"], dense_drafter, "dflash-mlx")
     for s in (ours, theirs):
