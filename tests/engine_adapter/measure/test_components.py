@@ -46,3 +46,38 @@ def test_components_time_the_bookkeeping_and_stand_where_they_are_told(hybrid, p
     assert early["at"] == 0.25 and late["at"] == 0.75
     with pytest.raises(ValueError):
         measure_components(hybrid.model, NgramDrafter, Sampling(), prompt, cont, k, at=1.5)
+
+
+def test_the_timed_round_follows_a_verify_not_the_drafters_own_preparation(hybrid, draft, prompt, monkeypatch):
+    """What runs just before a real round's draft is the earlier round's verify and rollback. A round timed straight
+    after the drafter was made ready (its weights and cache just touched) priced a draft model's round 5.6% low
+    (0.944 of the real rounds it was interleaved with, 400 rounds), so each sample readies the drafter first, then
+    runs the verify and the rollback, then the timed round. The log of who ran in which order says so."""
+    log: list[str] = []
+    target_cls = type(hybrid.model)
+    target_call = target_cls.__call__
+
+    def logged_target(self, inputs, *a, **kw):
+        log.append(f"target{inputs.shape[-1]}")
+        return target_call(self, inputs, *a, **kw)
+
+    class LoggedDrafter(DraftModelDrafter):
+        def begin(self, prompt, first_token, hidden=None):
+            log.append("ready")
+            super().begin(prompt, first_token, hidden)
+
+        def draft(self, last_token, k, lazy=False):
+            log.append("draft")
+            return super().draft(last_token, k, lazy)
+
+    k = 2
+    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 16)))
+    monkeypatch.setattr(target_cls, "__call__", logged_target)
+    measure_components(hybrid.model, lambda: LoggedDrafter(draft.model), Sampling(), prompt, cont, k, reps=1)
+    # a sample: ready, its earlier round's draft, then the verify alone (k+1 positions), then the timed round's draft
+    # and its verify; the drafter's preparation is never what the timed draft follows
+    timed = [i for i in range(2, len(log)) if log[i] == "draft" and log[i - 1] != "ready" and log[i + 1:i + 2] == [f"target{k + 1}"]]
+    assert len(timed) >= k + 1, log
+    for i in timed[-(k + 1):]:
+        assert log[i - 1] == f"target{k + 1}", log[i - 4:i + 2]  # the verify (and its rollback) ran just before
+        assert "ready" in log[max(0, i - 4):i], log[i - 4:i + 2]  # the drafter was readied within the same sample
