@@ -131,10 +131,9 @@ class MTPDrafter(Drafter):
         return out
 
 
-def load_mtp_drafter(target, weights_path: str | None = None, hidden: str = "post-norm",
-                     dtype: str | None = None) -> MTPDrafter:
+def load_mtp_drafter(target, weights_path: str | None = None, hidden: str = "post-norm") -> MTPDrafter:
     from specscope.engine_adapter.model.loader import cast_floating
 
     head = build_mtp_head(target, weights_path)
-    cast_floating(head, dtype or getattr(target, "compute_dtype", None))  # the run's --dtype, as the target's
+    cast_floating(head, getattr(target, "compute_dtype", None))  # the run's --dtype, as the target's
     return MTPDrafter(target, head, hidden=hidden, source=str(weights_path or target.path))
