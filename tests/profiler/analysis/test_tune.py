@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import random
 import json
 
@@ -14,6 +15,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.cli.main import main
 from specscope.profiler.cli.tune import bench_tune
 from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation, run_tune
+from specscope.profiler.analysis.tune_confirm import agreement
 from specscope.profiler.analysis.tune_predict import GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, draft_ms_at, per_position, predict
 
 ROW_KEYS = {"drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup", "prediction_error"}
@@ -234,6 +236,7 @@ def test_tune_command_json_shape(capsys):
     (["tune", "--demo", "--k-max", "0"], "--k-max"),
     (["tune", "--demo", "--max-tokens", "2"], "--max-tokens"),
     (["tune", "--demo", "--reps", "0"], "--reps"),
+    (["tune", "--demo", "--beside-reps", "0"], "--beside-reps"),
     (["tune"], "--demo"),
     (["tune", "--demo", "--drafters", ","], "--drafters"),
     (["tune", "--demo", "--drafters", "telepathy", "--max-tokens", "4"], "telepathy"),
@@ -436,3 +439,62 @@ def test_drift_between_the_first_timings_and_the_confirmations_hits_both_sides()
         assert r["timed_beside"] and r["prediction_error"] == pytest.approx(0.0, abs=1e-9)
         assert r["t_draft_ms"] == pytest.approx(DriftEngine().draft_cost(r["drafter"], r["k"]) * 2.0)
         assert before[(r["drafter"], r["k"])] / r["measured_speedup"] - 1.0 > 0.05
+
+
+class PairDriftEngine(BurstyEngine):
+    """The bursty drafter on a machine whose speed wanders from one confirmation pair to the next (a random walk, a
+    step of log sd 0.08 at every plain run) with jitter of every timing call's own (0.02): the timings beside a pair
+    share most of its speed, the pairs far apart do not. The end-to-end rounds cost ``bias`` more than the parts timed
+    apart."""
+
+    def __init__(self, bias=0.0, seed=4, **kw):
+        super().__init__(**kw)
+        self.bias, self.rng, self.factor = bias, random.Random(seed), 1.0
+
+    def _f(self):
+        return self.factor * math.exp(self.rng.gauss(0.0, 0.02))
+
+    def plain(self, prompt, n):
+        self.factor *= math.exp(self.rng.gauss(0.0, 0.08))
+        out = super().plain(prompt, n)
+        f = self._f()
+        out["step_ms"] = [ms * f for ms in out["step_ms"]]
+        return out
+
+    def verify_samples(self, context, tokens, positions, reps, ns=None):
+        f = self._f()
+        return {n: [ms * f for ms in xs] for n, xs in super().verify_samples(context, tokens, positions, reps, ns).items()}
+
+    def components(self, name, prompt, plain_tokens, k, reps=3):
+        f, extra = self._f(), 0.0 if name == "ngram" else 1.0
+        m = reps * (k + 1)
+        return {"draft_ms": [f * (1.0 + 0.5 * k + extra)] * m, "verify_ms": [f * self.verify_ms(k + 1)] * m,
+                "bookkeeping_ms": [f * 0.2] * m, "rollback_ms": {a: [f * (0.5 + 0.1 * a)] * reps for a in range(k)}}
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        out = super().speculative(name, prompt, plain_tokens, k, n, kinds, seed)
+        if kinds == "end_to_end":
+            f = self._f() * (1.0 + self.bias)
+            for r in out["rounds"]:
+                r["ms"] *= f
+        return out
+
+
+@pytest.mark.parametrize("bias, state", [(0.0, "agrees"), (0.12, "off")])
+def test_a_greedy_confirmation_is_judged_on_the_paired_interval(bias, state):
+    """Drift from pair to pair moves a repeat's rounds and the timings beside it alike: the paired interval (each
+    repeat's predicted round from its own beside timings) decides, where the unpaired bound on the same repeats (the
+    prediction's interval over the measured one) is wider. A round dearer than its parts reads "off" (the check can
+    fail)."""
+    eng = PairDriftEngine(bias=bias)
+    res = run_tune(eng, [[1, 2, 3]], k_max=2, max_tokens=eng.n, confirm="best")
+    confirmed = [r for r in res["rows"] if r.get("agreement")]
+    assert confirmed
+    for r in confirmed:
+        ag = r["agreement"]
+        assert ag["interval_kind"] == "paired" and ag["state"] == state, ag["text"]
+        assert len(r["paired_repeats"]) == res["confirm_reps"]  # each repeat's rounds and priced round, kept
+        unpaired = agreement(r["prediction_error"], r["predicted_speedup"], r["measured_ci95"], res["confirm_reps"],
+                             r["predicted_ci95"])
+        assert unpaired["half_width"] > ag["half_width"]
+    assert "paired interval" in res["confirm_reps_rule"]

@@ -21,7 +21,8 @@
    the pooled speculative tok/s ÷ the pooled plain tok/s over the repeats (a ratio of means, as the
    prediction is; ``profiler.analysis.tune_confirm`` gives its interval), over full rounds (a run's last,
    shorter round — fewer drafts because max-tokens is near — is left out, as it is from the K_max run's
-   acceptance); prediction error = predicted ÷ measured − 1.
+   acceptance); prediction error = predicted ÷ measured − 1, its interval paired repeat by repeat where E(k) is
+   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``).
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
@@ -33,11 +34,13 @@ k_max, seed=0)``; tests may pass any object that does.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import stats, trace_walk
-from specscope.profiler.analysis.tune_confirm import AGREE, MAX_REPS, MIN_REPS, agreement, precise, rate_ratio
+from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
+                                                      precise, rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
                                                        UNCHAINED_NOTE,
                                                       per_position, predict)
@@ -185,6 +188,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}
     plain_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms) of the plain run beside it
     beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []} for c in plan}
+    # the same, repeat by repeat (what was timed before and after that repeat's pair): each repeat's own predicted round
+    beside_by_rep: dict[tuple[str, int], list[dict]] = {c: [] for c in plan}
+    rep_cost: dict[tuple[str, int, int], float] = {}  # (drafter, k, repeat) -> its predicted round (ms), once known
     confirm_steps: list[float] = []
     steps_beside: dict[tuple[str, int], list[float]] = {c: [] for c in plan}  # each setting's own plain steps
 
@@ -193,19 +199,47 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         on a shared machine hits the prediction and the measurement alike: for a real drafter, one round per earlier
         accepted count run as an end-to-end round runs it (``components``: verify with the drafter's hidden-state tap
         and accept read-back, what drafting adds, rollback by accepted count); else the whole-graph verify forward."""
-        got = beside[(name, k)]
+        got: dict[str, Any] = {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []}
         if hasattr(seam, "components") and name not in WHAT_IF:
             i = rep % len(prompts)
             c = seam.components(name, prompts[i], plain[i]["tokens"], k, beside_reps)
-            got["draft"] += c["draft_ms"]
+            got["draft"] = list(c["draft_ms"])
             if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
-                got["bookkeeping"] += c["bookkeeping_ms"]
+                got["bookkeeping"] = list(c["bookkeeping_ms"])
             for a, xs in (c.get("rollback_ms") or {}).items():
                 got["rollback"].setdefault(int(a), []).extend(xs)
-            if c.get("verify_ms"):
-                got["verify"] += c["verify_ms"]
-                return
-        got["verify"] += seam.verify_samples(context, plain[0]["tokens"][mid:], k + 1, 2, ns=[k + 1])[k + 1]
+            got["verify"] = list(c.get("verify_ms") or [])
+        if not got["verify"]:
+            got["verify"] = list(seam.verify_samples(context, plain[0]["tokens"][mid:], k + 1, 2, ns=[k + 1])[k + 1])
+        per = beside_by_rep[(name, k)]
+        if len(per) <= rep:
+            per.append({"verify": [], "draft": [], "rollback": {}, "bookkeeping": []})
+        for into in (beside[(name, k)], per[rep]):
+            for key in ("verify", "draft", "bookkeeping"):
+                into[key] += got[key]
+            for a, xs in got["rollback"].items():
+                into["rollback"].setdefault(a, []).extend(xs)
+
+    def rep_costs(name: str, k: int, steps: list[float]) -> list[float] | None:
+        """Each finished repeat's predicted round (ms) at k, priced by the one prediction (``predict``) from the
+        timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
+        if name in WHAT_IF:
+            return None
+        full, draft_1, tr, in_round, book = inputs[name]
+        out = []
+        for r, b in enumerate(beside_by_rep[(name, k)][:len(spec_reps[(name, k)])]):
+            if (name, k, r) not in rep_cost:
+                if not b["verify"]:
+                    return None
+                own_book = b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])
+                row = predict(full, k_max, {**verify, k + 1: b["verify"]}, draft_1, steps, traces=tr,
+                              draft_by_k={**in_round, **({k: b["draft"]} if b["draft"] else {})},
+                              rollback_by_k={k: b["rollback"]} if b["rollback"] else None,
+                              bookkeeping_by_k={**book, **({k: b["bookkeeping"]} if own_book else {})},
+                              resamples=20, only_k=k)[0]
+                rep_cost[(name, k, r)] = row["round_ms"]
+            out.append(rep_cost[(name, k, r)])
+        return out
 
     def result(partial: bool) -> dict:
         all_plain = [x for xs in plain_reps.values() for x in xs]
@@ -228,8 +262,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
                              rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
                 c = (name, p["k"])
-                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine,
-                                 e_exact=info.get("greedy", True) and p.get("acceptance_source") == "trace"))
+                e_exact = info.get("greedy", True) and p.get("acceptance_source") == "trace"
+                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
+                                 costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
         out = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
@@ -247,7 +282,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
             "measured_method": "pooled",
             "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
-                                  f"until each measured speedup is known to ±{AGREE:.0%} ({MIN_REPS}–{MAX_REPS} repeats)"),
+                                  f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower (a what-if: "
+                                  f"each measured speedup known to ±{AGREE:.0%}), {MIN_REPS}–{MAX_REPS} repeats"),
             "t_decode_ms": statistics.fmean(steps),
             "plain_tok_s": plain_rate,
             # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
@@ -263,11 +299,12 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     if on_update is not None:
         on_update(result(partial=True))
-    # ``reps`` None: repeat until every confirmed setting's measured speedup is known to ±AGREE (or MAX_REPS)
+    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``_precise_enough``: by
+    # the interval's width, never by where it lies), or MAX_REPS
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and all(_known(spec_reps[c], plain_reps[c]) for c in plan):
+        if not fixed and rep >= MIN_REPS and _precise_enough(result(partial=True)["rows"], plan):
             break
         progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
                  f"{len(plan)} speculative settings, each beside its own plain run")
@@ -301,10 +338,20 @@ def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list
     return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
 
 
-def _known(spec: list[tuple], plain: list[tuple]) -> bool:
-    """A setting's measured speedup is known to ±AGREE (``tune_confirm.precise``)."""
-    ratio, ci = _measured(spec, plain)
-    return precise(ci, ratio)
+def _precise_enough(rows: list[dict], plan: list[tuple[str, int]]) -> bool:
+    """Every confirmed setting known well enough to stop: its error's paired interval no wider than ±PRECISE_HALF, or,
+    with no paired interval (a what-if, sampled acceptance), its measured speedup known to ±AGREE
+    (``tune_confirm.precise``). Width only: stopping on where the interval lies would bias the verdict."""
+    by = {(r["drafter"], r["k"]): r for r in rows}
+    for c in plan:
+        r = by.get(c) or {}
+        ag = r.get("agreement") or {}
+        if ag.get("interval_kind") == "paired":
+            if ag.get("half_width") is None or ag["half_width"] > PRECISE_HALF:
+                return False
+        elif not precise(r.get("measured_ci95"), r.get("measured_speedup")):
+            return False
+    return True
 
 
 def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
@@ -330,14 +377,17 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
           "Measured: end-to-end speculative runs, each after a plain run of its own (whose T_decode both sides use), "
           "the speculative side's full rounds (k drafts: the rounds the prediction prices; each prompt's last, shorter "
           "rounds are left out, as run judges), the plain side's every step; the pooled rates' ratio, a 95% "
-          "interval by the delta method over the paired repeats (Student t)")
+          "interval by the delta method over the paired repeats (Student t). The error's interval: under greedy decoding "
+          "with a trace (E(k) exact), paired repeat by repeat, each repeat's round priced from the timings beside its own "
+          "pair (T_decode cancels; delta method, Student t); else the prediction's interval over the measured one")
 
 
 def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool,
-         e_exact: bool = False) -> dict:
+         e_exact: bool = False, costs: list[float] | None = None) -> dict:
     """One row: the prediction at k, and the confirmation runs' measurement when there are some. ``e_exact``: the
-    confirmation's rounds are the walked ones (greedy, a trace of the same prompts), so the error's interval takes the
-    prediction's timing interval alone."""
+    confirmation's rounds are the walked ones (greedy, a trace of the same prompts), so only the timings are uncertain:
+    with ``costs`` (each repeat's predicted round from the timings beside its pair) the error's interval is the paired
+    one (``tune_confirm.paired_error``), else the prediction's timing interval over the measured one."""
     row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
            "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
            "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
@@ -361,6 +411,12 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         row["measured_range"] = [min(per_rep), max(per_rep)] if per_rep else None
         row["measured_ci95"] = ci
         row["prediction_error"] = stats.relative_error(row["predicted_speedup"], measured)
+        half = None
+        if e_exact and costs and len(costs) == len(spec) and all(len(s) > 4 and s[2] and s[4] > 0 for s in spec):
+            _, half = paired_error([(s[3], s[4]) for s in spec], costs)
+            # each repeat's full rounds (tokens, ms) and its round priced from the timings beside it, to look at
+            row["paired_repeats"] = [[s[3], s[4], c] for s, c in zip(spec, costs)]
         row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], ci, len(spec),
-                                     p.get("predicted_ci95_timing") if e_exact else row.get("predicted_ci95"))
+                                     p.get("predicted_ci95_timing") if e_exact else row.get("predicted_ci95"),
+                                     paired_half=half)
     return row

@@ -10,6 +10,16 @@ Its 95% interval is the delta method over the paired repeats (each repeat a spec
 right before it) with Student's t on n − 1 degrees of freedom. Simulated coverage (``tests/profiler/analysis/
 test_tune_confirm.py``) on skewed, drifting, stalling repeats: 96% from 3 to 10 repeats, 94–95% at 15; a percentile
 bootstrap over the same repeats covers 84–90%, and the normal quantile in place of t 83% at three.
+
+The error's interval. Where the confirmation's rounds are the walked ones (greedy decoding, a trace of the same
+prompts: E(k) exact), the prediction and the measurement are paired repeat by repeat: each repeat's predicted round is
+priced from the timings re-taken right before and after its own pair, and T_decode is the same plain runs' on both
+sides, so it cancels: predicted ÷ measured = E(k) · Σ round ms ÷ (Σ tokens · mean predicted round). Its interval is
+the delta method over the repeats (``paired_error``), Student's t: drift that moves a repeat's timings and its rounds
+alike cancels instead of adding, as it does in the unpaired bound (the prediction's interval over the measured one,
+half-widths added), which stays for a what-if or sampled acceptance. The confirmations stop on the width of that
+interval (``PRECISE_HALF``), never on where it lies, so looking after every repeat does not bias the verdict
+(simulated, with a negative control that stops on the verdict itself, in ``test_tune_confirm.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +29,9 @@ import math
 from specscope.profiler.analysis.uncertainty import t95
 
 from specscope.profiler.analysis.verdict_rule import AGREE
-MIN_REPS, MAX_REPS = 6, 15
+MIN_REPS, MAX_REPS = 6, 30  # adaptive repeats: the first look, and the cap
 MIN_INTERVAL_REPS = 3  # fewer paired repeats: no interval (the spread of two pairs says little)
+PRECISE_HALF = AGREE / 2  # the confirmations stop once every error interval's half-width is this narrow (or MAX_REPS)
 
 
 def _mean(xs: list[float]) -> float:
@@ -54,24 +65,50 @@ def rate_ratio(spec: list[tuple[float, float]], plain: list[tuple[float, float]]
     return ratio, [ratio - half, ratio + half]
 
 
+def paired_error(rounds: list[tuple[float, float]], costs: list[float],
+                 t_quantile=t95) -> tuple[float | None, float | None]:
+    """Predicted ÷ measured over paired repeats, as a factor of E(k): ``rounds`` each repeat's (tokens, ms) over its
+    full rounds, ``costs`` each repeat's predicted round (ms) from the timings taken beside its pair. Returns
+    (Σms ÷ (Σtokens · mean cost), the 95% interval's relative half-width: Student t × the delta method's standard
+    error over the repeats), the half-width None with fewer than ``MIN_INTERVAL_REPS`` repeats. ``t_quantile(df)``:
+    replaceable (the coverage test's negative control)."""
+    if len(rounds) != len(costs):
+        raise ValueError("rounds and predicted costs must pair up")
+    if not rounds or min(sum(t for t, _ in rounds), sum(m for _, m in rounds), min(costs)) <= 0:
+        return None, None
+    a, b = [float(t) for t, _ in rounds], [float(m) for _, m in rounds]
+    ma, mb, mc = _mean(a), _mean(b), _mean(costs)
+    n = len(rounds)
+    factor = mb / (ma * mc)
+    if n < MIN_INTERVAL_REPS:
+        return factor, None
+    z = [bi / mb - ai / ma - ci / mc for ai, bi, ci in zip(a, b, costs)]
+    zm = _mean(z)
+    se = math.sqrt(sum((x - zm) ** 2 for x in z) / (n - 1) / n)
+    return factor, t_quantile(n - 1) * se
+
+
 def precise(interval: list[float] | None, value: float | None) -> bool:
     """Known to ±AGREE: the interval's half-width within AGREE of the value."""
     return bool(interval and value and (interval[1] - interval[0]) / 2.0 <= AGREE * value)
 
 
 def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
-              predicted_ci: list[float] | None = None) -> dict | None:
+              predicted_ci: list[float] | None = None, paired_half: float | None = None) -> dict | None:
     """What a confirmation says about a prediction, by the project's one rule (``verdict_rule.decide``) on the error's
-    interval — the prediction's interval over the measured one: ``agrees`` (wholly within ±AGREE), ``off`` (wholly
-    beyond) or ``too_little_data``. No interval (fewer than ``MIN_INTERVAL_REPS`` repeats) decides nothing."""
+    interval: ``agrees`` (wholly within ±AGREE), ``off`` (wholly beyond) or ``too_little_data``. The interval is the
+    paired one (``paired_half``, relative, from ``paired_error``) when given, else the prediction's interval over the
+    measured one. No interval (fewer than ``MIN_INTERVAL_REPS`` repeats) decides nothing."""
     from specscope.profiler.analysis.verdict_rule import decide
 
     if error is None:
         return None
     iv = None
-    if measured_ci and measured_ci[0] > 0:
+    if paired_half is not None:
+        iv = [(1.0 + error) * (1.0 - paired_half) - 1.0, (1.0 + error) * (1.0 + paired_half) - 1.0]
+    elif measured_ci and measured_ci[0] > 0:
         p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
         iv = [p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0]
     out = decide(error, iv, units=n, min_units=MIN_INTERVAL_REPS, unit="repeats")
     return {"state": out["state"], "text": out["text"], "half_width": out["half_width"], "interval": out["interval"],
-            "data_needed": out["data_needed"]}
+            "data_needed": out["data_needed"], "interval_kind": "paired" if paired_half is not None else "unpaired"}

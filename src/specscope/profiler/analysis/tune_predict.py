@@ -62,8 +62,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             draft_by_k: dict[int, list[float]] | None = None,
             rollback_by_k: dict[int, dict[int, list[float]]] | None = None,
             plain_steps_by_k: dict[int, list[float]] | None = None,
-            bookkeeping_by_k: dict[int, list[float]] | None = None) -> list[dict]:
-    """Predicted speedup for k = 1..K_max with its bootstrap 95% interval.
+            bookkeeping_by_k: dict[int, list[float]] | None = None, only_k: int | None = None) -> list[dict]:
+    """Predicted speedup for k = 1..K_max (or ``only_k`` alone) with its bootstrap 95% interval.
 
     ``rounds``: the full rounds (K_max drafts each) of the instrumented K_max run, with ``accepted``,
     ``draft_ms``, ``verify_ms``, ``rollback_ms`` and ``ms``; ``verify``: n -> whole-graph verify times;
@@ -110,7 +110,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
     t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
     rows = []
-    for k in range(1, k_max + 1):
+    for k in ([only_k] if only_k else range(1, k_max + 1)):
         if traces:  # the rounds a run at k makes, walked on the traces
             at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
         else:
@@ -185,6 +185,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_bookkeeping_source": "in_round" if book_prev else "k_max_run",
             "verify_multiple": model.verify_multiple,
             "break_even_verify_ms": model.break_even_verify_ms,
+            "round_ms": model.round_ms,
         })
     return rows
 

@@ -22,8 +22,11 @@ def add_parser(sub) -> None:
     t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
     t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
     t.add_argument("--reps", type=int, default=None,
-                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 15, until each measured "
-                        "speedup's median is known to ±5%%)")
+                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 30, until each error's "
+                        "paired interval is ±2.5%% or narrower)")
+    t.add_argument("--beside-reps", type=int, default=1,
+                   help="rounds per earlier accepted count re-timed right before and after each confirmation pair "
+                        "(default 1; more prices each repeat's round more precisely, at more time a repeat)")
     t.add_argument("--confirm", choices=["best", "all"], default="best",
                    help="confirm each drafter's best predicted k and its neighbours (default), or every k")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
@@ -36,7 +39,7 @@ def add_parser(sub) -> None:
 def status(a):
     """The status of a tune run: JSON lines (--jsonl) or a bar counting its phases."""
     n_drafters = len([d for d in a.drafters.split(",") if d.strip()]) if a.drafters else 3
-    return status_for(a, "tune", 2 + 2 + 4 * n_drafters + (a.reps or 9))  # unset reps: 6-15 confirmation repeats, about 9
+    return status_for(a, "tune", 2 + 2 + 4 * n_drafters + (a.reps or 12))  # unset reps: 6-30 confirmation repeats, about 12
 
 
 def _prompts(a, eng) -> list[list[int]]:
@@ -56,6 +59,8 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
         raise SpecscopeError("--max-tokens must be at least 4")
     if a.reps is not None and a.reps < 1:
         raise SpecscopeError("--reps must be at least 1")
+    if getattr(a, "beside_reps", 1) < 1:
+        raise SpecscopeError("--beside-reps must be at least 1")
     if a.cases is not None and a.cases < 1:
         raise SpecscopeError("--cases must be at least 1")
     if a.temp < 0 or not 0 < a.top_p <= 1:
@@ -82,7 +87,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
     if a.k_max is None:
         a.k_max = 4
     out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
-                   confirm=a.confirm, progress=say, on_update=partial)
+                   confirm=a.confirm, progress=say, on_update=partial, beside_reps=getattr(a, "beside_reps", 1))
     return out
 
 

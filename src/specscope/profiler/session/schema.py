@@ -21,7 +21,9 @@ SCHEMA_VERSION = 2
 #      Tune's confirmation (optional keys, no bump: ``tune["measured_method"]`` "pooled" says a row's
 #      ``measured_speedup`` is the pooled rates with a delta-method ``measured_ci95``, ``timed_beside`` that its
 #      prediction used timings re-taken beside its runs, ``measured_speedup_median`` the per-repeat ratios' median;
-#      a tune without ``measured_method`` took the median of per-repeat ratios and is shown as such).
+#      a tune without ``measured_method`` took the median of per-repeat ratios and is shown as such; a row's
+#      ``agreement["interval_kind"]`` "paired" says its error's interval was paired repeat by repeat, "unpaired" or
+#      absent the prediction's interval over the measured one).
 #      Long context (optional keys, absent from older files): ``config["context"]``/``context_kind``/``context_file``
 #      and ``session["context"]`` (the context's own prefill: tokens, prefill_ms, draft_prefill_ms, kv_bytes) for a
 #      run with ``--context``; ``session["sweep"]`` for ``specscope sweep``: contexts, order, passes and per point
