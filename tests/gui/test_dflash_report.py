@@ -62,3 +62,17 @@ def test_break_even_out_of_reach_in_words(pages):
     assert "here ≤ -" not in page
     assert "the break-even line is out of reach" in page
     assert re.search(r"measured 9\.02 × T_decode", page)
+
+
+def _row(page: str, name: str) -> str:
+    rows = [r for r in re.findall(r"<tr[^>]*>(.*?)</tr>", page, flags=re.S)
+            if re.match(rf"\s*<td[^>]*>{re.escape(name)}</td>", r)]
+    assert len(rows) == 1, (name, rows)
+    return rows[0]
+
+
+def test_the_rollback_row_says_what_rollback_is_and_the_division_has_its_own(pages):
+    """The Summary's Rollback row described itself with the bare division's sentence; the division is its own row."""
+    rollback = _row(pages["screen"], "Rollback")
+    assert "restoring the caches" in rollback and "by hand" not in rollback
+    assert "by hand, without the rollback" in _row(pages["screen"], "The division")

@@ -59,7 +59,11 @@ def summary_section(s) -> str:
         [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
          + ("; timed apart" if s.get("division_inputs") in ("components", "verify curve") else "")],
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
-         esc(rollback_term_text(s) or "mean per round; not in the division")],
+         "restoring the caches after a partial round, by accepted count, timed apart; weighted by the run's accepted "
+         "counts, in the predicted round" if s.get("division_inputs") == "components"
+         else "mean per round of this run's instrumented rounds; not in the division"],
+        ["The division", f(s.get("division_speedup"), ".3f", "×"), esc(rollback_term_text(s) or "")]
+        if rollback_term_text(s) else None,
         ["Bookkeeping", f(s.get("t_bookkeeping_ms"), ".3f", " ms"),
          "the round's work after the read-back but its rollback (the rollback's record, the drafter's update), "
          "timed apart; weighted by the run's accepted counts"] if s.get("t_bookkeeping_ms") is not None else None,
