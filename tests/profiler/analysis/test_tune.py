@@ -250,7 +250,7 @@ def test_bad_input_is_a_clear_message(args, message, capsys):
 
 def test_bench_tune_result_shape():
     res = bench_tune(argparse.Namespace(pairs=1, max_tokens=8, num_draft_tokens=2, model=None, json=True, prompt="Hi there",
-                                        component_reps=2))  # the shape, not the figures: few rounds timed apart
+                                        component_reps=2, beside_reps=1))  # the shape, not the figures: few rounds timed apart
     assert res["benchmark"] == "tune" and res["unit"] == "max |relative error|" and res["target"] == "<= 0.05"
     assert isinstance(res["ratio"], float) and res["ratio_min"] <= res["ratio"] == res["ratio_max"]
     assert isinstance(res["met"], bool)
@@ -416,7 +416,7 @@ class DriftEngine(FakeEngine):
         return (1.0 + 0.5 * k + (0.0 if name == "ngram" else 1.0)) * (2.0 if self.slow else 1.0)
 
     def components(self, name, prompt, plain_tokens, k, reps=3):
-        if reps == 1:  # run_tune's beside timings (the ones before the confirmations use component_reps = 2 here)
+        if reps != 2:  # run_tune's beside timings (the ones before the confirmations use component_reps = 2 here)
             self.slow = True
         return {"draft_ms": [self.draft_cost(name, k)] * reps * (k + 1)}
 

@@ -105,7 +105,7 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 1) -> dict:
+             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
@@ -241,6 +241,21 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             out.append(rep_cost[(name, k, r)])
         return out
 
+    def known(c: tuple[str, int]) -> bool:
+        """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
+        judges it) no wider than ±PRECISE_HALF; else its measured speedup known to ±AGREE (``tune_confirm.precise``).
+        Width only: stopping on where the interval lies would bias the verdict. Without the final prediction's
+        bootstrap, which grows with every repeat's plain steps."""
+        name, k = c
+        spec = spec_reps[c]
+        if info.get("greedy", True) and inputs[name][2] and name not in WHAT_IF:
+            costs = rep_costs(name, k, confirm_steps or plain_steps)
+            if costs and len(costs) == len(spec) and all(len(s) > 4 and s[2] and s[4] > 0 for s in spec):
+                _, half = paired_error([(s[3], s[4]) for s in spec], costs)
+                return half is not None and half <= PRECISE_HALF
+        ratio, ci = _measured(spec, plain_reps[c])
+        return precise(ci, ratio)
+
     def result(partial: bool) -> dict:
         all_plain = [x for xs in plain_reps.values() for x in xs]
         plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
@@ -304,7 +319,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and _precise_enough(result(partial=True)["rows"], plan):
+        if not fixed and rep >= MIN_REPS and all(known(c) for c in plan):
             break
         progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
                  f"{len(plan)} speculative settings, each beside its own plain run")
@@ -336,22 +351,6 @@ def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list
     judged = [(s[3], s[4]) if len(s) > 4 and s[2] and s[4] > 0 else s[:2] for s in spec]
     pairs = [(s, p) for s, p in zip(judged, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
     return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
-
-
-def _precise_enough(rows: list[dict], plan: list[tuple[str, int]]) -> bool:
-    """Every confirmed setting known well enough to stop: its error's paired interval no wider than ±PRECISE_HALF, or,
-    with no paired interval (a what-if, sampled acceptance), its measured speedup known to ±AGREE
-    (``tune_confirm.precise``). Width only: stopping on where the interval lies would bias the verdict."""
-    by = {(r["drafter"], r["k"]): r for r in rows}
-    for c in plan:
-        r = by.get(c) or {}
-        ag = r.get("agreement") or {}
-        if ag.get("interval_kind") == "paired":
-            if ag.get("half_width") is None or ag["half_width"] > PRECISE_HALF:
-                return False
-        elif not precise(r.get("measured_ci95"), r.get("measured_speedup")):
-            return False
-    return True
 
 
 def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:

@@ -24,9 +24,9 @@ def add_parser(sub) -> None:
     t.add_argument("--reps", type=int, default=None,
                    help="confirmation repeats (plain and speculative interleaved; default: 6 to 30, until each error's "
                         "paired interval is ±2.5%% or narrower)")
-    t.add_argument("--beside-reps", type=int, default=1,
+    t.add_argument("--beside-reps", type=int, default=4,
                    help="rounds per earlier accepted count re-timed right before and after each confirmation pair "
-                        "(default 1; more prices each repeat's round more precisely, at more time a repeat)")
+                        "(default 4; more prices each repeat's round more precisely, at more time a repeat)")
     t.add_argument("--confirm", choices=["best", "all"], default="best",
                    help="confirm each drafter's best predicted k and its neighbours (default), or every k")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
@@ -59,7 +59,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
         raise SpecscopeError("--max-tokens must be at least 4")
     if a.reps is not None and a.reps < 1:
         raise SpecscopeError("--reps must be at least 1")
-    if getattr(a, "beside_reps", 1) < 1:
+    if getattr(a, "beside_reps", 4) < 1:
         raise SpecscopeError("--beside-reps must be at least 1")
     if a.cases is not None and a.cases < 1:
         raise SpecscopeError("--cases must be at least 1")
@@ -87,7 +87,7 @@ def tune_data(a, say=lambda m: None, partial=None) -> dict:
     if a.k_max is None:
         a.k_max = 4
     out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
-                   confirm=a.confirm, progress=say, on_update=partial, beside_reps=getattr(a, "beside_reps", 1))
+                   confirm=a.confirm, progress=say, on_update=partial, beside_reps=getattr(a, "beside_reps", 4))
     return out
 
 
@@ -156,9 +156,11 @@ def bench_tune(a) -> dict:
     params = EngineParams(model=getattr(a, "model", None), demo=not getattr(a, "model", None))
     eng = TuneEngine.open(params)
     prompt = eng.encode(getattr(a, "prompt", None) or PROMPT)
-    # --pairs below bench's default of 5 fixes the repeats (a quick look); otherwise repeat until ±5%
+    # --pairs below bench's default of 5 fixes the repeats (a quick look); otherwise repeat as tune does (6-30, until
+    # every error's paired interval is ±2.5%)
     res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, reps=a.pairs if a.pairs < 5 else None,
-                   confirm="all", component_reps=getattr(a, "component_reps", 8))
+                   confirm="all", component_reps=getattr(a, "component_reps", 8),
+                   beside_reps=getattr(a, "beside_reps", 4))
     confirmed = [r for r in res["rows"] if r["prediction_error"] is not None]
     if not confirmed:
         raise SpecscopeError("tune: no confirmation run was measured")
