@@ -121,7 +121,7 @@ def ioreg_m1_max(busy: int) -> str:
             .replace('"Renderer Utilization %"=29', f'"Renderer Utilization %"={busy}'))
 
 
-MAC_VERSIONS = {"mlx": "0.30.4", "mlx-lm": "0.30.2", "python": "3.11.16", "os": "Darwin 24.1.0"}
+MAC_VERSIONS = {"mlx": "0.30.4", "mlx-lm": "0.32.2", "python": "3.11.16", "os": "Darwin 24.1.0"}
 
 
 def mac(info=INFO_M1_MAX, **outputs) -> RecordedReader:

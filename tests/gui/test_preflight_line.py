@@ -10,7 +10,7 @@ from specscope.gui.inspector import DEMO
 from specscope.gui.preflight_line import details, preflight_command, summary_line
 
 # An Apple M1 with Low Power Mode on: readings recorded on real Macs (sources in tests/engine_adapter/test_preflight.py)
-MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.30.2"},
+MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.32.2"},
            "device_info": {"architecture": "applegpu_g13g", "device_name": "Apple M1",
                            "max_recommended_working_set_size": 11453251584},
            "outputs": {"pmset -g": " lowpowermode         1\n"}, "files": {}}

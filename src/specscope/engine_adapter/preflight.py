@@ -29,6 +29,7 @@ from specscope.errors import SpecscopeError
 
 from .machine_probe import IOREG_ACCELERATOR, SYSTEM_PROFILER_DISPLAYS, gpu_cores_from, recognise_chip
 from .machine_reader import SystemReader, command_key
+from .mlx_lm_compat import untested
 from .preflight_parts import parts_from_checkpoints
 
 PASS, WARN, FAIL, NOT_CHECKED = "pass", "warn", "fail", "not checked"
@@ -296,6 +297,10 @@ def check_versions(r: dict) -> dict:
     if r.get("system") == "Darwin" and "gpu" not in dev:
         return check("versions and device", FAIL, ", ".join(parts) + f"; MLX runs on {dev}, not the GPU",
                      "install MLX's Metal build (`pip install -U mlx`) on an Apple-silicon Mac, in a native arm64 Python")
+    why = untested(v.get("mlx-lm"))
+    if why:  # specscope builds models through mlx-lm's private names (engine_adapter.mlx_lm_compat)
+        return check("versions and device", WARN, ", ".join(parts) + f"; MLX device {dev}; {why.split('; ')[0]}",
+                     why.split("; ", 1)[1])
     return check("versions and device", PASS, ", ".join(parts) + f"; MLX device {dev}")
 
 

@@ -17,7 +17,7 @@ from specscope.profiler.cli.main import main
 ROOT = Path(__file__).resolve().parents[3]
 # An Apple M1 with Low Power Mode on (device info and pmset line recorded on real Macs; sources in
 # tests/engine_adapter/test_preflight.py)
-MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.30.2"},
+MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.32.2"},
            "device_info": {"resource_limit": 499000, "max_buffer_length": 8589934592, "architecture": "applegpu_g13g",
                            "memory_size": 17179869184, "max_recommended_working_set_size": 11453251584,
                            "device_name": "Apple M1"},

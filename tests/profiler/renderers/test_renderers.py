@@ -455,7 +455,7 @@ def _with_preflight(session, ignored: bool):
     public repository's notes, see tests/engine_adapter/test_preflight.py) and a path under a home folder."""
     from specscope.engine_adapter import preflight
 
-    readings = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.30.2"},
+    readings = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.32.2"},
                 "device_info": {"architecture": "applegpu_g13g", "device_name": "Apple M1",
                                 "max_recommended_working_set_size": 11453251584, "memory_size": 17179869184},
                 "outputs": {"pmset -g": " lowpowermode         1\n"}, "files": {}}

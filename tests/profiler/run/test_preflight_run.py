@@ -19,7 +19,7 @@ from test_protocol import StubEngine  # noqa: E402 - the stand-in engine, from t
 
 # A Mac with Low Power Mode on: the pmset line verbatim from a public repository's measurement notes (see
 # tests/engine_adapter/test_preflight.py); the device info is the Apple M1's recorded there.
-MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.30.2"},
+MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.32.2"},
            "device_info": {"resource_limit": 499000, "max_buffer_length": 8589934592, "architecture": "applegpu_g13g",
                            "memory_size": 17179869184, "max_recommended_working_set_size": 11453251584,
                            "device_name": "Apple M1"},

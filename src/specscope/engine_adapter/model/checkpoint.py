@@ -121,13 +121,13 @@ def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
 
 def check_architecture(config: dict) -> None:
     """Refuse a model_type mlx-lm has no module for, with a clear message."""
-    from mlx_lm.utils import _get_classes
+    from specscope.engine_adapter.mlx_lm_compat import get_classes
 
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type.replace("_", "").replace("-", "").isalnum():
         raise SpecscopeError(f"config.json has an invalid model_type {model_type!r}")
     try:
-        _get_classes(config)
+        get_classes(config)
     except (ValueError, ImportError):
         raise SpecscopeError(
             f"unknown architecture model_type={model_type!r}: the installed mlx-lm has no model for it"

@@ -218,7 +218,9 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
     if kind not in DEMO_KINDS:
         raise SpecscopeError(f"unknown demo model kind {kind!r}; choose one of {', '.join(DEMO_KINDS)}")
     import mlx.core as mx
-    from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
+    from mlx_lm.utils import quantize_model, save_config, save_model
+
+    from specscope.engine_adapter.mlx_lm_compat import get_classes
 
     from specscope.engine_adapter.model.demo_tokenizer import build_tokenizer
 
@@ -228,7 +230,7 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
     with model_folder(path, prefix=".demo-") as tmp:
         n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
         config = _config(kind, VOCAB_TARGET)
-        model_class, args_class = _get_classes(config)
+        model_class, args_class = get_classes(config)
         model = model_class(args_class.from_dict(config))
         _random_params(model, seed=seed * 10 + DEMO_KINDS.index(kind), shared_seed=seed, n_tokens=n_tokens)
         predicate = getattr(model, "quant_predicate", None)

@@ -105,9 +105,9 @@ def model_classes_without_mtp(config: dict):
     """mlx-lm's classes, with a sanitize that also drops MTP layers stored as ``model.layers.{N}`` (N >= the
     trunk's layer count). mlx-lm drops only ``model.layers.61`` (DeepSeek-V3's own count); other depths
     would fail its strict load. The MTP drafter reads those tensors from the files itself."""
-    from mlx_lm.utils import _get_classes
+    from specscope.engine_adapter.mlx_lm_compat import get_classes
 
-    model_class, args_class = _get_classes(config)
+    model_class, args_class = get_classes(config)
     n = (config.get("text_config") or {}).get("num_hidden_layers") or config.get("num_hidden_layers")
     original = getattr(model_class, "sanitize", None)
     if not n or original is None:

@@ -155,7 +155,9 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
     import mlx.core as mx
     import mlx.nn as nn
     from specscope.engine_adapter.mlx_types import flat
-    from mlx_lm.utils import _get_classes, save_config
+    from mlx_lm.utils import save_config
+
+    from specscope.engine_adapter.mlx_lm_compat import get_classes
 
     from specscope.engine_adapter.model.demo_model import VOCAB_TARGET, model_folder
     from specscope.engine_adapter.model.demo_tokenizer import build_tokenizer
@@ -167,7 +169,7 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
         raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
     with model_folder(path, prefix=".shape-") as tmp:
         n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
-        model_class, args_class = _get_classes(config)
+        model_class, args_class = get_classes(config)
         model = model_class(args_class.from_dict(config))  # lazy: nothing is allocated yet
         predicate = getattr(model, "quant_predicate", None)
         lm = model.language_model
