@@ -297,8 +297,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
             "measured_method": "pooled",
             "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
-                                  f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower (a what-if: "
-                                  f"each measured speedup known to ±{AGREE:.0%}), {MIN_REPS}–{MAX_REPS} repeats"),
+                                  f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower, a what-if's "
+                                  f"measured speedup known to ±{AGREE:.0%}; {MIN_REPS}–{MAX_REPS} repeats"),
             "t_decode_ms": statistics.fmean(steps),
             "plain_tok_s": plain_rate,
             # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
