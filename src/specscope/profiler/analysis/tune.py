@@ -249,10 +249,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         name, k = c
         spec = spec_reps[c]
         if info.get("greedy", True) and inputs[name][2] and name not in WHAT_IF:
-            costs = rep_costs(name, k, confirm_steps or plain_steps)
-            if costs and len(costs) == len(spec) and all(len(s) > 4 and s[2] and s[4] > 0 for s in spec):
-                _, half = paired_error([(s[3], s[4]) for s in spec], costs)
-                return half is not None and half <= PRECISE_HALF
+            half = _paired_half(spec, rep_costs(name, k, confirm_steps or plain_steps))
+            if half is not None:
+                return half <= PRECISE_HALF
         ratio, ci = _measured(spec, plain_reps[c])
         return precise(ci, ratio)
 
@@ -314,7 +313,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     if on_update is not None:
         on_update(result(partial=True))
-    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``_precise_enough``: by
+    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``known``: by
     # the interval's width, never by where it lies), or MAX_REPS
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
@@ -351,6 +350,14 @@ def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list
     judged = [(s[3], s[4]) if len(s) > 4 and s[2] and s[4] > 0 else s[:2] for s in spec]
     pairs = [(s, p) for s, p in zip(judged, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
     return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
+
+
+def _paired_half(spec: list[tuple], costs: list[float] | None) -> float | None:
+    """The paired error interval's relative half-width (``tune_confirm.paired_error``) over a setting's repeats, each
+    with full rounds and a priced round; None when some repeat lacks either, or too few repeats for an interval."""
+    if not costs or len(costs) != len(spec) or not all(len(s) > 4 and s[2] and s[4] > 0 for s in spec):
+        return None
+    return paired_error([(s[3], s[4]) for s in spec], costs)[1]
 
 
 def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
@@ -410,9 +417,8 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         row["measured_range"] = [min(per_rep), max(per_rep)] if per_rep else None
         row["measured_ci95"] = ci
         row["prediction_error"] = stats.relative_error(row["predicted_speedup"], measured)
-        half = None
-        if e_exact and costs and len(costs) == len(spec) and all(len(s) > 4 and s[2] and s[4] > 0 for s in spec):
-            _, half = paired_error([(s[3], s[4]) for s in spec], costs)
+        half = _paired_half(spec, costs) if e_exact else None
+        if half is not None and costs:
             # each repeat's full rounds (tokens, ms) and its round priced from the timings beside it, to look at
             row["paired_repeats"] = [[s[3], s[4], c] for s, c in zip(spec, costs)]
         row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], ci, len(spec),
