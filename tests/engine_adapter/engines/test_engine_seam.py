@@ -24,7 +24,7 @@ def _run(cfg: RunConfig) -> Session:
 
 def _cfg(model_dirs, engine: str, **kw) -> RunConfig:
     base = dict(model=str(model_dirs["dense"]), draft_model=str(model_dirs["draft"]), drafter="draft", engine=engine,
-                cases=1, max_tokens=24, warmup=0, breakdown=False, component_reps=1, ignore_preflight=True)
+                cases=1, max_tokens=24, warmup=0, breakdown=False, component_reps=1, ignore_preflight=True, repeats=1)
     base.update(kw)
     return RunConfig(**base)
 

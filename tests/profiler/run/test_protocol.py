@@ -112,7 +112,7 @@ def run(monkeypatch, cfg: RunConfig, engine: StubEngine, source=None):
 
 
 def cfg(**kw) -> RunConfig:
-    base = dict(demo=True, cases=2, max_tokens=9, warmup=0, breakdown=False)
+    base = dict(demo=True, cases=2, max_tokens=9, warmup=0, breakdown=False, repeats=1)
     base.update(kw)
     return RunConfig(**base)
 
@@ -421,3 +421,43 @@ def test_until_decided_stops_on_off_too(monkeypatch):
     """A hidden 15 ms a round the components miss: "off" by about +43%, decided at the first look (case 8 of 9)."""
     s, evs = run(monkeypatch, cfg(cases=9, max_tokens=41, until="decided"), StubEngine(round_extra_ms=15.0))
     assert len(s.cases) == 8 and summarize(s)["prediction_verdict"]["state"] == "off"
+
+
+class CountingEngine(StubEngine):
+    """Counts the steps and rounds its passes have yielded, so an emit can tell when it was called."""
+
+    yielded = 0
+
+    def plain(self, prompt, max_tokens):
+        for rec in super().plain(prompt, max_tokens):
+            self.yielded += 1
+            yield rec
+
+    def speculative(self, prompt, plain_tokens, max_tokens, round_kinds="instrumented"):
+        for rec in super().speculative(prompt, plain_tokens, max_tokens, round_kinds):
+            self.yielded += 1
+            yield rec
+
+
+@pytest.mark.parametrize("interval_s, paused", [(3600.0, False), (0.0, True)])
+def test_a_pass_is_not_paused_for_its_events_until_it_ends(monkeypatch, interval_s, paused):
+    """The consumer's work between two rounds slows the round after it (1.9% in process on the demo), and the
+    components are timed back to back: a pass's step and round events are held and emitted together at its end (or
+    every PASS_FLUSH_S). Negative control: a flush interval of 0 emits each one as it comes, the pass paused per round."""
+    monkeypatch.setattr(protocol, "PASS_FLUSH_S", interval_s)
+    engine = CountingEngine()
+    monkeypatch.setattr(protocol, "open_engine", lambda cfg, emit: engine)
+    s, at_emit = Session(), []
+
+    def emit(ev):
+        if ev["event"] in ("step", "round", "prefill"):
+            at_emit.append(engine.yielded)
+        s.apply(ev)
+
+    protocol.run_protocol(cfg(repeats=1, max_tokens=21), emit)
+    s.apply({"event": "run_done", "status": "complete"})
+    moments = len(set(at_emit))  # the distinct points of the decoding loops at which events were handed on
+    passes = 2 * 3  # 2 cases × a plain, a measured and a ledger pass (a paired speculative phase is two passes)
+    assert len(at_emit) > 3 * passes
+    assert (moments > passes + 2) is paused
+    assert len(s.cases) == 2 and all(c["spec"]["tokens"] == c["plain"]["tokens"] for c in s.cases)  # nothing lost
