@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from specscope.engine_adapter.drafters.drafter import Draft
+from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
 from specscope.engine_adapter.drafters.oracle import OracleDrafter
 from specscope.engine_adapter.decode.records import Prefill
@@ -31,9 +32,8 @@ from specscope.engine_adapter.decode.records import Prefill
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
     from specscope.engine_adapter.measure.verify_curve import VerifyPoint
 
-REAL_DRAFTERS = ("mtp", "draft", "dflash", "ngram")
-LABELS = {"mtp": "the MTP head", "draft": "the draft model", "dflash": "the DFlash drafter", "ngram": "n-gram lookup",
-          "oracle": "the oracle (what-if)"}
+# the drafters tune can run (the what-ifs apart), n-gram lookup (the one that needs nothing) last in its table
+REAL_DRAFTERS = tuple(sorted((n for n in DRAFTER_NAMES if n not in WHAT_IF_DRAFTERS), key=lambda n: n == "ngram"))
 
 
 class PositionalOracle(OracleDrafter):

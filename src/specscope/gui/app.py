@@ -21,7 +21,7 @@ import time
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.cli.display import offscreen_if_headless
+from specscope.display import offscreen_if_headless
 
 from .inspector import DEMO
 

@@ -9,6 +9,7 @@ import sys
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.profiler.run.runner import worker_env
 
 from .inspector import DEMOS, demo_variant
@@ -22,7 +23,7 @@ SETTLE_MS = 1500
 
 def preflight_command(path: str | None, drafter: str = "auto", draft_model: str | None = None) -> list[str]:
     args = ["--demo"] if path in DEMOS else (["--model", path] if path else [])
-    if drafter in ("mtp", "draft", "ngram", "oracle", "dflash"):
+    if drafter in DRAFTER_NAMES:
         args += ["--drafter", drafter]
     if drafter in ("draft", "dflash") and draft_model:
         args += ["--draft-model", draft_model]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.drafter_kinds import DRAFTER_KINDS
 from specscope.profiler.run.config import MAX_K, RunConfig
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
@@ -18,8 +19,7 @@ from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
 
-DRAFTERS = [("auto", "Auto (MTP if present)"), ("mtp", "MTP head"), ("draft", "Draft model"), ("ngram", "N-gram (prompt lookup)"), ("oracle", "Oracle what-if"),
-            ("dflash", "DFlash drafter (block diffusion)")]
+DRAFTERS = [("auto", "Auto (MTP if present)")] + [(d.name, d.title) for d in DRAFTER_KINDS]
 WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 

@@ -79,7 +79,10 @@ def test_interleaved_pairs_stop_when_the_target_is_decided():
     calm = interleaved_pairs(a, lambda: (0.9, 1.0), "capture")
     # decided as soon as the rule can be: the median interval at 1 − 0.05/10 first exists at 9 pairs (2·0.5^9 < 0.5%)
     assert len(calm) == 9
-    assert len(interleaved_pairs(SimpleNamespace(pairs=3, until=None, max_pairs=12), lambda: (1.3, 1.0), "capture")) == 3
+    seen: list[int] = []  # the progress bar's hook is handed in, not set on the module
+    assert len(interleaved_pairs(SimpleNamespace(pairs=3, until=None, max_pairs=12), lambda: (1.3, 1.0), "capture",
+                                 on_pair=seen.append)) == 3
+    assert seen == [1, 2, 3]
     assert median_ci95([1.0, 2.0]) is None
     lo, hi = median_ci95([0.99, 1.0, 1.01, 1.0, 1.0])
     assert lo <= 1.0 <= hi

@@ -488,3 +488,29 @@ def test_html_and_csv_show_the_preflight(session, tmp_path):
 def test_pdf_carries_the_preflight(session, tmp_path):
     render_to_file(_with_preflight(session, ignored=False), str(tmp_path / "r.pdf"))
     assert (tmp_path / "r.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_a_charts_reason_travels_with_its_report_not_through_the_module(session, monkeypatch, tmp_path):
+    """Why a chart was left out is held by the charts it belongs to (``Charts.left_out``): a report drawn later in
+    the same process neither loses it nor inherits it. It used to sit in a module-level dict that every report
+    shared, read back after the fact."""
+    import specscope.gui.charts.export as export
+    from specscope.gui.reports import html
+    from specscope.profiler.renderers import render_to_file
+
+    real = export.chart_image
+
+    def boom(name, *a, **k):
+        if name == "division":
+            raise RuntimeError("no chart today")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(export, "chart_image", boom)
+    broken = html.collect_charts(session)
+    monkeypatch.setattr(export, "chart_image", real)
+    drawn = html.collect_charts(session)
+    assert "no chart today" in html.build(session, broken)  # still known after another report was drawn
+    assert "chart unavailable" not in html.build(session, drawn)
+    assert render_to_file(session, tmp_path / "r.html") == []
+    monkeypatch.setattr(export, "chart_image", boom)
+    assert render_to_file(session, tmp_path / "r2.html") == ["chart division left out: RuntimeError: no chart today"]

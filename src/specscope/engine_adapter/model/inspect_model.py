@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 
+from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.engine_adapter.model.checkpoint import Checkpoint, mtp_layer_index, mtp_naming, open_checkpoint
 from specscope.engine_adapter.model.compat_class import cheap_report
 from specscope.engine_adapter.model.loader import MEMORY_LIMIT_FRACTION, LoadedModel, system_memory_bytes
@@ -173,7 +174,8 @@ def describe(lm: LoadedModel) -> dict:
     kv = _kv_cache_estimate(model, structure, tc, ctx)
     kv_bytes = kv["bytes"]
     mem = system_memory_bytes()
-    drafters = ["draft", "ngram", "oracle"] + (["mtp"] if mtp["available"] else [])
+    # every drafter but those a model must carry (its MTP head, a DFlash drafter for it), then its head if it has one
+    drafters = [n for n in DRAFTER_NAMES if n not in ("mtp", "dflash")] + (["mtp"] if mtp["available"] else [])
     return {
         "path": str(ck.path),
         **_naming(ck.path),

@@ -12,10 +12,11 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from specscope.profiler.analysis import trace_walk
+from specscope.profiler.run.suite import CONTENT_CLASS_NAMES
 
 from .common import BaseChart
 
-CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
+CLASS_NAMES = CONTENT_CLASS_NAMES
 
 
 def trace_case_data(case: dict | None) -> dict | None:

@@ -1,21 +1,42 @@
 """Chart images for reports, drawn by the app's own chart code, offscreen.
 
-``image(name, session)`` returns PNG bytes, or ``None`` with the reason in
-``last_error[name]`` so the report can say "chart unavailable" instead of failing.
+``draw(charts, name, session)`` puts a chart's PNG bytes into a ``Charts`` set, or the reason it could not be
+drawn into the set's ``left_out``, so the report can say "chart unavailable" (and why) instead of failing. The
+reasons travel with the charts they belong to: nothing is kept between two reports.
 """
 
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from specscope.errors import SpecscopeError
-from specscope.profiler.cli.display import offscreen_if_headless
+from specscope.display import offscreen_if_headless
 from specscope.profiler.renderers.plugins import import_error_message
 from specscope.profiler.renderers.html_common import esc
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
 
-last_error: dict[str, str] = {}
+
+
+class Charts(dict):
+    """A report's chart images by key (PNG bytes), and ``left_out``: the charts that could not be drawn, and why."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.left_out: dict[str, str] = {}
+
+    def merge(self, other: "Charts") -> "Charts":
+        self.update(other)
+        self.left_out.update(other.left_out)
+        return self
+
+    def leave_out(self, name: str, exc: BaseException) -> None:
+        self.left_out[name] = f"{type(exc).__name__}: {exc}"
+
+    def warnings(self) -> list[str]:
+        """What the report had to leave out, said to the user beside it."""
+        return [f"chart {name} left out: {why}" for name, why in sorted(self.left_out.items())]
 
 
 def ensure_app():
@@ -29,7 +50,9 @@ def ensure_app():
     return app
 
 
-def image(name: str, session, width: int = 900, height: int = 420) -> bytes | None:
+def draw(charts: Charts, name: str, session, width: int = 900, height: int = 420) -> None:
+    """``charts[name]``: the chart's PNG bytes, or ``None`` with the reason in ``charts.left_out[name]``."""
+    charts[name] = None
     try:
         ensure_app()
         from specscope.gui.charts.export import chart_image
@@ -37,16 +60,13 @@ def image(name: str, session, width: int = 900, height: int = 420) -> bytes | No
         data = chart_image(name, session, width=width, height=height, fmt="png")
         if not data:
             raise ValueError("the chart drew nothing")
-        last_error.pop(name, None)
-        return bytes(data)
+        charts[name] = bytes(data)
     except ImportError as exc:
         if (exc.name or "").startswith("specscope"):  # a broken installation is not a chart to skip
             raise SpecscopeError(import_error_message(exc, "report charts")) from None
-        last_error[name] = f"{type(exc).__name__}: {exc}"
-        return None
+        charts.leave_out(name, exc)
     except Exception as exc:  # a missing chart must never cost the whole report
-        last_error[name] = f"{type(exc).__name__}: {exc}"
-        return None
+        charts.leave_out(name, exc)
 
 
 def widget_png(widget, width: int, height: int) -> bytes | None:

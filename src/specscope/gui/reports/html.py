@@ -27,13 +27,16 @@ from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, esc
 
 
-def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> dict:
+def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> _charts.Charts:
     have = {"verify_cost": session.data.get("roofline"), "tune": session.data.get("tune"), "probe": session.data.get("probe")}
     if sweep_only(session):  # no run of its own to draw: the clock probe over the whole sweep, and the sweep's charts
         names = [n for n in names if n == "probe"]
-    out = {n: _charts.image(n, session, width=width, height=height) for n in names if have.get(n, True)}
-    return {**out, **trace_images(session, width=width, height=int(height * 0.6)),  # acceptance traces, when held
-            **context_images(session, width=width, height=int(height * 0.9))}  # a context sweep, when held
+    out = _charts.Charts()
+    for n in names:
+        if have.get(n, True):
+            _charts.draw(out, n, session, width=width, height=height)
+    out.merge(trace_images(session, width=width, height=int(height * 0.6)))  # acceptance traces, when held
+    return out.merge(context_images(session, width=width, height=int(height * 0.9)))  # a context sweep, when held
 
 
 def build(session, charts: dict | None = None, target: str = "screen") -> str:
@@ -81,10 +84,11 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
 
 
 def render(session) -> str:
-    return build(session, collect_charts(session), target="screen")
+    return render_with_warnings(session)[0]
 
 
-def render_warnings() -> list[str]:
-    """Charts the last render had to leave out, and why (the report says so too)."""
-    return [f"chart {name} left out: {why}" for name, why in sorted(_charts.last_error.items())]
+def render_with_warnings(session) -> tuple[str, list[str]]:
+    """The report, and the charts it had to leave out and why (the report says so too)."""
+    charts = collect_charts(session)
+    return build(session, charts, target="screen"), charts.warnings()
 

@@ -35,24 +35,24 @@ def _rows(session) -> list[dict]:
     return sweep_figures(session) if (session.data.get("sweep") or {}).get("points") else []
 
 
-def context_images(session, width: int = 900, height: int = 380) -> dict:
+def context_images(session, width: int = 900, height: int = 380) -> _charts.Charts:
+    out = _charts.Charts()
     rows = _rows(session)
     if not rows:
-        return {}
+        return out
     _charts.ensure_app()
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.charts.context import ContextChart
     from specscope.gui.views.context import chart_data  # what the Context page draws
 
     data = chart_data(rows)
-    out = {}
     try:
         for key, title, ylabel, _cap in CHARTS:
             w = ContextChart(LIGHT, title, ylabel)
             w.set_data(data[key])
             out[f"context_{key}"] = _charts.widget_png(w, width, height)
     except Exception as exc:  # a missing chart must never cost the whole report
-        _charts.last_error["context"] = f"{type(exc).__name__}: {exc}"
+        out.leave_out("context", exc)
     return out
 
 

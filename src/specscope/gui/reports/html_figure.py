@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 
-from . import charts as _charts
 from specscope.profiler.renderers.html_common import esc
 
 
@@ -26,7 +25,7 @@ def chart_figure(name, charts, target, width=640) -> str:
     data = charts.get(name)
     cap = esc(CHART_CAPTIONS.get(name, ""))
     if not data:
-        why = _charts.last_error.get(name, "not drawn")
+        why = getattr(charts, "left_out", {}).get(name, "not drawn")
         return f'<figure><p class="unavailable muted">chart unavailable ({esc(name)}: {esc(why)})</p><figcaption>{cap}</figcaption></figure>'
     if target == "print":
         src = f"chart-{name}.png"

@@ -24,15 +24,15 @@ def _cases(session) -> list[dict]:
     return [c for c in session.cases if isinstance(c.get("trace"), dict) and c["trace"].get("A") and not c.get("discarded")]
 
 
-def trace_images(session, width: int = 900, height: int = 300) -> dict:
+def trace_images(session, width: int = 900, height: int = 300) -> _charts.Charts:
+    out = _charts.Charts()
     cases = _cases(session)
     if not cases:
-        return {}
+        return out
     _charts.ensure_app()
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.charts.trace import TraceChart, TraceClassChart, trace_case_data, trace_class_data
 
-    out = {}
     try:
         w = TraceClassChart(LIGHT)
         w.set_data(trace_class_data(session.cases))
@@ -42,7 +42,7 @@ def trace_images(session, width: int = 900, height: int = 300) -> dict:
             w.set_data(trace_case_data(c))
             out[f"trace_case-{i}"] = _charts.widget_png(w, width, height)
     except Exception as exc:  # a missing chart must never cost the whole report
-        _charts.last_error["trace"] = f"{type(exc).__name__}: {exc}"
+        out.leave_out("trace", exc)
     return out
 
 

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from . import charts as _charts
 from specscope.profiler.renderers.html_common import PRINT_CSS
-from .html import build, collect_charts, render_warnings  # noqa: F401  (the same charts)
+from .html import build, collect_charts  # the same charts
 
 PAGE_MARGIN_MM = 14
 RESOLUTION = 300  # dpi of the PDF coordinate system (text stays vector)
 
 
 def render(session) -> bytes:
+    return render_with_warnings(session)[0]
+
+
+def render_with_warnings(session) -> tuple[bytes, list[str]]:
+    """The PDF, and the charts it had to leave out and why (the report says so too)."""
     _charts.ensure_app()
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSizeF, Qt, QUrl
     from PySide6.QtGui import (QAbstractTextDocumentLayout, QFont, QImage, QPageLayout, QPageSize,
@@ -85,4 +90,4 @@ def render(session) -> bytes:
     finally:
         painter.end()
     buf.close()
-    return bytes(ba.data())
+    return bytes(ba.data()), images.warnings()

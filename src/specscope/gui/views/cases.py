@@ -14,6 +14,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
+from specscope.profiler.run.suite import CONTENT_CLASS_NAMES
 
 from ..text import breakable
 from .common import fmt, plain_label, sortable_table
@@ -21,7 +22,6 @@ from .trace_panel import TracePanel
 
 COLUMNS = ["Case", "Content", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
            "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px
-CONTENT_CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import stats, trace_walk
@@ -46,9 +47,8 @@ from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_A
                                                       per_position, predict)
 from specscope.profiler.session.trace_record import check as check_trace
 
-LABELS = {"mtp": "the MTP head", "draft": "the draft model", "dflash": "the DFlash drafter", "ngram": "n-gram lookup",
-          "oracle": "the oracle (what-if)"}
-WHAT_IF = {"oracle"}
+LABELS = DRAFTER_LABELS
+WHAT_IF = set(WHAT_IF_DRAFTERS)
 
 
 def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:

@@ -21,13 +21,13 @@ from specscope.profiler.cli.bench_common import (
     bench_result,
     load_bench_model,
     median_ci95,
-    set_pair_hook,
+    PairHook,
 )
 from specscope.profiler.cli.bench_equal import bench_memory, bench_overhead, bench_predict
 
 # -- overhead, memory, predict: equal work on both sides (profiler.cli.bench_equal) -------------------------------------
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
-def bench_spec_vs_mlx_lm(a) -> dict:
+def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
     """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.
 
     Same target and draft model, same prompt, same ``k``, greedy, the same ``--max-tokens`` tokens
@@ -68,7 +68,7 @@ def bench_spec_vs_mlx_lm(a) -> dict:
         return len(toks) / (time.perf_counter() - t0), toks
 
     ours(), theirs()
-    raw_pairs = abba_pairs(a, ours, theirs, "spec-vs-mlx-lm")  # A B, B A, …
+    raw_pairs = abba_pairs(a, ours, theirs, "spec-vs-mlx-lm", on_pair)  # A B, B A, …
     identical = all(tx == ty and len(tx) == n for _, _, tx, ty in raw_pairs)
     pairs = [(x, y) for x, y, _, _ in raw_pairs]
     if not identical:
@@ -81,7 +81,7 @@ def bench_spec_vs_mlx_lm(a) -> dict:
 
 
 # -- rollback: share of a round spent restoring linear-attention state ---------------------------
-def bench_rollback(a) -> dict:
+def bench_rollback(a, on_pair: PairHook | None = None) -> dict:
     from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.drafters.oracle import OracleDrafter
     from specscope.engine_adapter.decode.records import SpecRound
@@ -146,8 +146,8 @@ def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
 
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
-def bench_gui(a) -> dict:
-    from specscope.profiler.cli.display import offscreen_if_headless
+def bench_gui(a, on_pair: PairHook | None = None) -> dict:
+    from specscope.display import offscreen_if_headless
 
     offscreen_if_headless()
     from specscope.profiler.run.config import RunConfig
@@ -196,7 +196,7 @@ def _process_cpu_s() -> float | None:
 
 
 # -- capture: the verify forward with rollback capture vs the same forward with no hooks at all ---
-def bench_capture(a) -> dict:
+def bench_capture(a, on_pair: PairHook | None = None) -> dict:
     """Capture and the hidden-state tap must cost nothing: the verify forward stays mlx-lm's own; the rollback capture
     and the tap (the final norm's output, as MTP reads it, and two decoder layers' outputs, as a DFlash drafter reads
     them) only keep references."""
@@ -242,7 +242,7 @@ def bench_capture(a) -> dict:
 
     try:
         verify_ms(True), verify_ms(False)  # warm-up
-        pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False), "capture")  # A B, B A, …
+        pairs = abba_pairs(a, lambda: verify_ms(True), lambda: verify_ms(False), "capture", on_pair)  # A B, B A, …
     finally:
         install_capture(model)
         uninstall_tap(model)
@@ -252,7 +252,7 @@ def bench_capture(a) -> dict:
                                                                    "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
-def bench_tune(a) -> dict:
+def bench_tune(a, on_pair: PairHook | None = None) -> dict:
     """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
     from specscope.profiler.cli.tune import bench_tune as run
 
@@ -296,13 +296,11 @@ def run_bench(a) -> int:
             def on_pair(n: int, base: int = base, name: str = name) -> None:
                 bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}")
 
-            set_pair_hook(on_pair)
-            res = BENCHES[name](a)
+            res = BENCHES[name](a, on_pair)
             results.append(res)
             if not a.json:
                 bar.write_out(_line(res))
     finally:
-        set_pair_hook(None)
         bar.close()
     if a.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=1))

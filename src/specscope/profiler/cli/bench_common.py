@@ -23,11 +23,7 @@ STABLE_HALF_WIDTH = 0.01  # the result's "stable to ±1%" flag: the median's 95%
 MIN_LOOK_PAIRS = 3        # --until decided: the fewest pairs whose median has an interval to look at
 
 
-def _no_hook(n: int) -> None:
-    pass
-
-
-_on_pair: Callable[[int], None] = _no_hook  # set_pair_hook: run_bench points it at the progress bar
+PairHook = Callable[[int], None]  # called with n after a benchmark's n-th pair (run_bench's progress bar)
 
 
 def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
@@ -92,25 +88,21 @@ def report_point(row: dict) -> None:
           file=sys.stderr, flush=True)
 
 
-def set_pair_hook(hook: Callable[[int], None] | None) -> None:
-    """Call ``hook(n)`` after the n-th pair of every benchmark (``run_bench``'s progress bar); None: nothing."""
-    global _on_pair
-    _on_pair = hook or _no_hook
-
-
-def interleaved_pairs(a, one_pair, name: str | None = None) -> list[tuple]:
+def interleaved_pairs(a, one_pair, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
     """``one_pair()`` (A then B) ``--pairs`` times; with ``--until decided``, more (up to ``--max-pairs``) until the
-    median ratio A/B is decided against the benchmark ``name``'s target (``decided``). Returns the pairs."""
+    median ratio A/B is decided against the benchmark ``name``'s target (``decided``). Returns the pairs;
+    ``on_pair(n)`` after each."""
     pairs = []
+    on_pair = on_pair or (lambda n: None)
     for _ in range(a.pairs):
         pairs.append(one_pair())
-        _on_pair(len(pairs))
+        on_pair(len(pairs))
     if getattr(a, "until", None) == "decided" and name in TARGETS:
         cap = max(a.max_pairs, a.pairs)
         looks = cap - max(a.pairs, MIN_LOOK_PAIRS) + 1  # one look after each pair from the first that has an interval
         while len(pairs) < cap and not decided(name, [x / y for x, y, *_ in pairs], looks):
             pairs.append(one_pair())
-            _on_pair(len(pairs))
+            on_pair(len(pairs))
     return pairs
 
 
@@ -143,7 +135,7 @@ def load_bench_model(a, kind="hybrid"):
     return load_model(path)
 
 
-def abba_pairs(a, run_a, run_b, name: str | None = None) -> list[tuple]:
+def abba_pairs(a, run_a, run_b, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
     """(A, B, extra_a, extra_b) per pair, the order alternating: A B, B A, A B, … (``--pairs``, ``--until decided``
     against the target of the benchmark ``name``).
 
@@ -164,4 +156,4 @@ def abba_pairs(a, run_a, run_b, name: str | None = None) -> list[tuple]:
             y, ey = split(run_b())
         return x, y, ex, ey
 
-    return interleaved_pairs(a, one, name)
+    return interleaved_pairs(a, one, name, on_pair)

@@ -26,13 +26,13 @@ import time
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.bench_common import PROMPT, abba_pairs, bench_result, load_bench_model
+from specscope.profiler.cli.bench_common import PROMPT, PairHook, abba_pairs, bench_result, load_bench_model
 
 ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
 
 
 # -- overhead ------------------------------------------------------------------------------------------------------
-def bench_overhead(a) -> dict:
+def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
     from mlx_lm.generate import stream_generate
 
     from specscope.engine_adapter.decode.decoding import plain_generate
@@ -67,7 +67,7 @@ def bench_overhead(a) -> dict:
             lm.tokenizer.eos_token_ids = eos
 
     ours(), theirs()  # warm-up
-    pairs = abba_pairs(a, ours, theirs, "overhead")
+    pairs = abba_pairs(a, ours, theirs, "overhead", on_pair)
     if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
         raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
     return bench_result("overhead", [x / y for x, y, *_ in pairs],
@@ -115,12 +115,12 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
     return {"plain": (ours_plain, theirs_plain), "speculative": (ours_spec, theirs_spec)}
 
 
-def bench_memory(a) -> dict:
+def bench_memory(a, on_pair: PairHook | None = None) -> dict:
     programs = _memory_programs(a)
     rows = {}
     for what, (ours, theirs) in programs.items():
         a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until": None, "max_pairs": 0})()
-        pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs))
+        pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs), on_pair=on_pair)
         if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):
             raise SpecscopeError(f"memory ({what}): the two sides produced different tokens; the comparison is void")
         ours_b, theirs_b = [x["mlx_peak"] for x, *_ in pairs], [y["mlx_peak"] for _, y, *_ in pairs]
@@ -176,7 +176,7 @@ def predict_sweep(a, ps, ks, max_tokens: int, cap: int, run=None, on_point=None)
     return rows
 
 
-def bench_predict(a) -> dict:
+def bench_predict(a, on_pair: PairHook | None = None) -> dict:
     """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction, each point
     run until its verdict is decided (at most ``--max-pairs`` cases of the prompt)."""
     from specscope.profiler.cli.bench_common import report_point

@@ -17,8 +17,7 @@ from specscope.profiler.cli.common import add_download_arg, resolve_model_args
 from specscope.profiler.cli.progress import add_progress_args
 from specscope.profiler.session.file_io import finite_json
 
-DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
-                  "decoding them.")
+from specscope.profiler.run.roofline_run import DEFAULT_PROMPT
 
 
 def jsonl_status(message: str) -> None:

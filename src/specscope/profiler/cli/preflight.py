@@ -10,6 +10,7 @@ import sys
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg, check_output_path, resolve_model_args
+from specscope.profiler.run.config import DRAFTERS
 
 
 def add_parser(sub) -> None:
@@ -19,7 +20,7 @@ def add_parser(sub) -> None:
     src.add_argument("--model", help="the model a run would load (a folder or a cached repo id): its parts' dtypes "
                                      "and its size are checked too")
     src.add_argument("--demo", action="store_true", help="the built-in demo model")
-    p.add_argument("--drafter", choices=["auto", "mtp", "draft", "ngram", "oracle", "dflash"], default="auto")
+    p.add_argument("--drafter", choices=DRAFTERS, default="auto")
     p.add_argument("--draft-model", help="a draft model folder or cached repo id (with --drafter dflash: a DFlash drafter)")
     p.add_argument("--mtp-weights", help="folder or cached repo id with the original checkpoint's mtp.* tensors")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

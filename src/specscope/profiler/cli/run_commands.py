@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.profiler.cli.common import check_output_path, fail
 from specscope.profiler.cli.preflight import show_preflight
 from specscope.profiler.cli.run_args import config_from_args
@@ -122,20 +122,13 @@ def finite_rows(x):
 def _add_roofline(a, cfg, session, out) -> None:
     """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
     measured apart from the run and kept in the session (saved again, atomically)."""
-    from specscope.profiler.cli.roofline import roofline_data
+    from specscope.profiler.run.roofline_run import RooflineConfig, roofline_data
     from specscope.profiler.analysis.session_file import save_session
 
-    ns = argparse.Namespace(model=cfg.model, demo=cfg.demo, draft_model=cfg.draft_model, mtp_weights=cfg.mtp_weights,
-                            mtp_hidden=cfg.mtp_hidden, oracle_p=cfg.oracle_p, oracle_draft_ms=cfg.oracle_draft_ms,
-                            seed=cfg.seed, prompt=None, allow_oversize=cfg.allow_oversize, download=False,
-                            positions=max(9, cfg.num_draft_tokens + 1), num_draft_tokens=cfg.num_draft_tokens,
-                            drafter=(session.config.get("drafter") or {}).get("name") or cfg.drafter, max_tokens=48,
-                            no_division=False, reps=5, block_reps=2, bandwidth_mib=512, matmul_n=None,
-                            temp=cfg.temp, top_p=cfg.top_p)
-    if ns.drafter not in ("ngram", "draft", "mtp", "oracle", "dflash"):
-        ns.drafter = "auto"
+    drafter = (session.config.get("drafter") or {}).get("name") or cfg.drafter
+    rl = RooflineConfig.beside_run(cfg, drafter if drafter in DRAFTER_NAMES else "auto")
     say = (lambda m: print(f"specscope: {m}", file=sys.stderr)) if not a.quiet else (lambda m: None)
     say("measuring the verify cost curve apart from the run (--roofline)")
-    session.data["roofline"] = roofline_data(ns, say)
+    session.data["roofline"] = roofline_data(rl, say)
     if out:
         save_session(session, out)

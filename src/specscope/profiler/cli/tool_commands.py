@@ -36,7 +36,7 @@ def cmd_capture(a) -> int:
 
 def cmd_gui(a) -> int:
     scripted = a.screenshot or a.exit_when_done
-    from specscope.profiler.cli.display import headless
+    from specscope.display import headless
 
     if not scripted and headless():
         raise SpecscopeError("no display to open the app on; use `specscope run` here, or set QT_QPA_PLATFORM=offscreen")

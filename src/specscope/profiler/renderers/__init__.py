@@ -1,4 +1,5 @@
-"""Renderers: one module per output format, each ``render(session) -> str | bytes``.
+"""Renderers: one module per output format, each ``render(session) -> str | bytes``; one that can leave a part
+out (a chart it could not draw) also has ``render_with_warnings(session) -> (str | bytes, [what was left out])``.
 
 The format comes from the output file's extension. Every renderer is registered
 as a ``specscope.renderers`` entry point named by its extension (pyproject.toml);
@@ -65,14 +66,15 @@ def renderer_for(path: str | Path):
 def render_to_file(session, path: str | Path) -> list[str]:
     """Render and write atomically; returns what the renderer could not include (e.g. a chart), to be said."""
     mod = renderer_for(path)
-    out = mod.render(session)
+    with_warnings = getattr(mod, "render_with_warnings", None)
+    out, warnings = with_warnings(session) if with_warnings else (mod.render(session), [])
     try:
         atomic_write(path, out)
         for side, text in side_tables(session, path, mod).items():
             atomic_write(side, text)
     except OSError as exc:
         raise SpecscopeError(f"could not write {path}: {exc.strerror or exc}") from None
-    return list(getattr(mod, "render_warnings", lambda: [])())
+    return list(warnings)
 
 
 def side_tables(session, path: str | Path, mod=None) -> dict[Path, str]:

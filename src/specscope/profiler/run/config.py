@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
-DRAFTERS = ("auto", "ngram", "draft", "mtp", "oracle", "dflash")
+DRAFTERS = ("auto", *DRAFTER_NAMES)
 MAX_K = 16
 ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
 BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.run.launch)

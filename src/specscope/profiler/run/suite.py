@@ -18,6 +18,10 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
+# The shipped suite's content classes and what a person reads for them, in the order they are shown; a suite's own
+# classes show as they are named
+CONTENT_CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
+
 
 def load_suite(path: str | None = None) -> dict:
     if path is None:

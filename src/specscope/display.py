@@ -1,4 +1,5 @@
-"""Is there a screen to draw on? One answer for the CLI, the app, reports and benchmarks."""
+"""Is there a screen to draw on? One answer for the CLI, the app, reports and benchmarks: a shared leaf (no layer
+imported), so the app need not reach into the CLI for it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,135 @@
+"""The verify cost curve as a measurement of its own: what ``specscope roofline`` and ``run --roofline`` measure.
+
+``RooflineConfig`` says what to measure (the engine's share, ``EngineParams``, plus the curve's settings), built by
+the CLI from its flags or by ``run --roofline`` from the run's configuration: no argument namespace is built
+outside argument parsing. ``roofline_data(cfg)`` opens the engine and measures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from specscope.engine_adapter.params import EngineParams
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.run.config import RunConfig
+
+# the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
+DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
+                  "decoding them.")
+
+
+@dataclass
+class RooflineConfig(EngineParams):
+    """A verify-curve measurement: the engine (``EngineParams``; ``drafter`` is the one the division at the floor
+    uses, "auto" the best it has) and the curve's settings, defaults as ``specscope roofline`` has them."""
+
+    positions: int = 9           # verify forwards over n = 1..positions
+    max_tokens: int = 48         # the short speculative run for acceptance
+    no_division: bool = False    # skip that run (no division at the floor)
+    reps: int = 5                # whole-graph repeats per n
+    block_reps: int = 2          # per-block ruler repeats per n
+    bandwidth_mib: float = 512.0
+    matmul_n: int | None = None  # the compute probe's matmul (None: 1024 on a CPU, 4096 on a GPU)
+    prompt: str | None = None    # None: DEFAULT_PROMPT
+    context: int = 0             # tokens of a long document before the prompt
+    context_kind: str = "mixed"
+    context_file: str | None = None
+
+    def engine_params(self) -> EngineParams:
+        return EngineParams(**{f.name: getattr(self, f.name) for f in fields(EngineParams)})
+
+    def validate(self) -> None:
+        if not self.model and not self.demo:
+            raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+        if not 1 <= self.positions <= 17:
+            raise SpecscopeError("--positions must be between 1 and 17")
+        if not 1 <= self.num_draft_tokens + 1 <= self.positions:
+            raise SpecscopeError(f"-k must be between 0 and --positions − 1 ({self.positions - 1}): "
+                                 "the headline verify is k+1 positions")
+        if self.reps < 1 or self.block_reps < 0:
+            raise SpecscopeError("--reps must be >= 1 and --block-reps >= 0")
+        if self.max_tokens < 4:
+            raise SpecscopeError("--max-tokens must be at least 4")
+        if self.bandwidth_mib <= 0 or (self.matmul_n is not None and self.matmul_n < 16):
+            raise SpecscopeError("--bandwidth-mib must be positive and --matmul-n at least 16")
+        if not 0.0 <= self.oracle_p <= 1.0:
+            raise SpecscopeError("--oracle-p must be between 0 and 1")
+        if self.oracle_draft_ms < 0:
+            raise SpecscopeError("--oracle-draft-ms must be >= 0")
+
+    @classmethod
+    def beside_run(cls, run: RunConfig, drafter: str) -> "RooflineConfig":
+        """``run --roofline``: the run's model, drafter and k, the curve to at least k+1 positions (9 by default),
+        measured apart from the run."""
+        shared = {f.name: getattr(run, f.name) for f in fields(EngineParams)}
+        # specscope's own forwards are what the curve times, whichever engine's loop the run measured
+        return cls(**{**shared, "drafter": drafter, "engine": "specscope"}, positions=max(9, run.num_draft_tokens + 1),
+                   context=run.context, context_kind=run.context_kind, context_file=run.context_file)
+
+
+def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:
+    """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json`` (``run --roofline``
+    keeps it in the session)."""
+    from specscope.engine_adapter.tune_runs import TuneEngine
+    from specscope.profiler.analysis.roofline import build_roofline
+
+
+    cfg.validate()
+    from specscope.profiler.run.context import context_tokens
+
+    n_context = cfg.context
+    if n_context:  # refused before the weights load: beyond the model's window or this machine's memory
+        from specscope.profiler.run.context_check import precheck
+
+        precheck(RunConfig(demo=cfg.demo, model=cfg.model, max_tokens=cfg.max_tokens,
+                           num_draft_tokens=max(cfg.positions, cfg.num_draft_tokens)), [n_context])
+    # the engine opens with every drafter it can make ("auto"); ``cfg.drafter`` names the one the division uses
+    eng = TuneEngine.open(replace(cfg.engine_params(), drafter="auto"), status=say)
+    prompt = eng.encode(cfg.prompt or DEFAULT_PROMPT)
+    if not prompt:
+        raise SpecscopeError("the prompt encodes to no tokens")
+    context_info = None
+    if n_context:
+        ctx = context_tokens(eng.encode, n_context, cfg.context_kind, cfg.context_file)
+        say(f"prefilling {len(ctx):,} tokens of context once")
+        context_info = {**eng.store_context(ctx), "kind": "file" if cfg.context_file else cfg.context_kind}
+        prompt = ctx + prompt  # every forward below starts from a copy of the stored context
+    sweep = (lambda pts: partial({"curve": pts, "partial": True})) if partial else None
+    ins = eng.roofline_inputs(prompt, cfg.positions, cfg.reps, cfg.block_reps, cfg.bandwidth_mib, cfg.matmul_n, progress=say,
+                              on_sweep=sweep)
+    division = None
+    k = cfg.num_draft_tokens
+    if not cfg.no_division and k >= 1:
+        name = cfg.drafter
+        if name == "auto":
+            have = eng.available_drafters()
+            name = "draft" if cfg.draft_model and "draft" in have else ("mtp" if "mtp" in have else "ngram")
+            name = "dflash" if "dflash" in have else name
+        say(f"a short speculative run with {name} at k = {k} (acceptance, draft cost)")
+        plain = eng.plain(prompt, cfg.max_tokens)
+        run = eng.speculative(name, prompt, plain["tokens"], k, cfg.max_tokens, "instrumented")
+        full = [r for r in run["rounds"] if r["drafted"] == k]
+        if full:
+            from specscope.profiler.analysis import stats
+
+            acc = stats.acceptance_from_rounds([r["accepted"] for r in full], k)
+            division = {"drafter": name, "k": k, "rounds": len(full), "acceptance": acc["per_position"],
+                        "p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
+                        "t_draft_ms": stats.mean([r["draft_ms"] for r in full]),
+                        "plain_t_decode_ms": stats.mean(plain["step_ms"])}
+    out = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
+    out.update(model=eng.describe()["model"], prompt_tokens=len(prompt), weight_bytes_total=ins["weight_bytes_total"],
+               machine=ins["machine"], labels=ins["curve"]["labels"], verify_tokens=ins["curve"]["tokens"])
+    out["notes"] += ins["cost_notes"]
+    out["context_prefill"] = context_info
+    kv = ins.get("kv") or {}
+    if kv.get("bytes_per_context_token"):
+        per, base = kv["bytes_per_context_token"], kv["step_bytes_no_context"]
+        at = out.get("context") or len(prompt)
+        out["attention_at_context"] = {
+            "bytes_per_context_token": per, "step_bytes_no_context": base,
+            "kv_share_of_step": per * at / (base + per * at),  # of a decode step's bytes at this context
+            # the context at which full attention's KV reads are 10% (and 50%) of a decode step's bytes
+            "context_at_10pct": 0.1 * base / (0.9 * per), "context_at_50pct": base / per}
+    return out
