@@ -42,14 +42,20 @@ def test_mypy_is_clean(tmp_path):
 
 
 def test_mypy_checks_session_keys_against_the_records(tmp_path):
-    """The key strings are checked in one place: code that reads a case key its record lacks fails mypy."""
+    """The key strings are checked in one place: code that reads a case key its record lacks fails mypy, and so does a
+    summary built without one of its keys (all required). The bodies of unannotated functions are checked too
+    (``check_untyped_defs``): a wrong call inside one fails."""
     bad = tmp_path / "misspelled.py"
-    bad.write_text("from specscope.profiler.session.records import Case\n\n\n"
-                   "def content(case: Case) -> str:\n    return case[\"contnet_class\"]\n")
+    bad.write_text("from specscope.profiler.session.records import Case, Summary\n\n\n"
+                   "def content(case: Case) -> str:\n    return case[\"contnet_class\"]\n\n\n"
+                   "def untyped(x):\n    return len(3)\n\n\n"
+                   "def partial() -> Summary:\n    return {\"k\": 2}\n")
     r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir",
                         str(tmp_path / "mypy-cache"), str(bad)], capture_output=True, text=True, cwd=ROOT, timeout=300,
                        env={**os.environ, "MYPYPATH": str(ROOT / "src")})
     assert r.returncode == 1 and 'TypedDict "Case" has no key "contnet_class"' in r.stdout, r.stdout + r.stderr
+    assert 'Argument 1 to "len" has incompatible type "int"' in r.stdout, r.stdout
+    assert 'Missing keys ("regime"' in r.stdout, r.stdout  # the summary's keys are required: none goes missing
 
 
 # -- no module reaches into another's private names --------------------------------------------------------

@@ -73,7 +73,7 @@ class Engine:
         self.dflash = dflash  # the DFlash drafter's checked folder (dflash_format.DFlashSpec), when one was given
         self._dflash_model: Any = None  # drafters.dflash.DFlashModel, loaded by the first make_drafter
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
-        self._probe = None
+        self._probe: Any = None  # the ClockProbe, made on first use (its import loads the probe's kernel)
         self.foreign = None  # another engine's loop (engines.seam), when the run names one
 
     # -- building ----------------------------------------------------------------------------------

@@ -419,9 +419,11 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             self._stale_pages.discard(v)
 
     def _scheme_changed(self, *_):
-        old, self.theme = self.theme, apply_palette(QtWidgets.QApplication.instance())
+        app = QtWidgets.QApplication.instance()
+        assert isinstance(app, QtWidgets.QApplication)  # the app's own window: a widget application
+        old, self.theme = self.theme, apply_palette(app)
         for v in self.views.built().values():
-            v.apply_theme(self.theme)
+            getattr(v, "apply_theme")(self.theme)  # every page has one (views.PAGES); the registry holds QWidgets
         restyle_charts(self, old, self.theme)  # curves and bars drawn before the switch
         self.model.flush()
 

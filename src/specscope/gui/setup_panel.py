@@ -51,6 +51,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         return box, form
 
     def _spin(self, lo, hi, val, step=1, decimals=None, suffix=""):
+        w: QtWidgets.QSpinBox | QtWidgets.QDoubleSpinBox
         if decimals is None:
             w = QtWidgets.QSpinBox()
         else:
@@ -192,9 +193,14 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.cooldown = QtWidgets.QCheckBox("Cool down before each case")
         self.cooldown.setToolTip("before each case, wait until the clock probe is back within 2% of its best "
                                  "(at most the timeout)")
-        self.cooldown.toggled.connect(lambda on: (self.cooldown_timeout.setEnabled(on), self.changed.emit()))
-        form.addRow(self.cooldown)
         self.cooldown_timeout = self._spin(5, 3600, 120, suffix=" s")
+
+        def cooldown_toggled(on: bool) -> None:
+            self.cooldown_timeout.setEnabled(on)
+            self.changed.emit()
+
+        self.cooldown.toggled.connect(cooldown_toggled)
+        form.addRow(self.cooldown)
         self.cooldown_timeout.setEnabled(False)
         form.addRow("Cooldown timeout", self.cooldown_timeout)
         self.breakdown = QtWidgets.QCheckBox("Per-block breakdown")

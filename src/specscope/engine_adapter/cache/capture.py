@@ -56,7 +56,7 @@ def _make_capturing_update(original):
             _capture.recurrences.append(((q, k, v, a, b, A_log, dt_bias, state, mask), kw))
         return original(q, k, v, a, b, A_log, dt_bias, state, mask, **kw)
 
-    gated_delta_update.specscope_original = original
+    setattr(gated_delta_update, "specscope_original", original)  # how uninstall finds what it wrapped
     return gated_delta_update
 
 

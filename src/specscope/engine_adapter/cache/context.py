@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
@@ -34,7 +34,7 @@ def _frozen(a):
     return None if a is None else mx.stop_gradient(a)
 
 
-def freeze(cache: list) -> list:
+def freeze(cache: Sequence) -> list:
     """Frozen copies of a cache list's contents (references later in-place writes cannot change)."""
     out: list[tuple[Any, ...]] = []
     for c in cache:
@@ -52,7 +52,7 @@ def freeze(cache: list) -> list:
     return out
 
 
-def thaw(cache: list, saved: list) -> None:
+def thaw(cache: Sequence, saved: list) -> None:
     """Put ``saved`` (from ``freeze``) into ``cache`` (fresh caches of the same kinds)."""
     for c, s in zip(cache, saved):
         kind = s[0]
@@ -70,7 +70,7 @@ def thaw(cache: list, saved: list) -> None:
             thaw(c.caches, s[1])
 
 
-def is_fresh(cache: list) -> bool:
+def is_fresh(cache: Sequence) -> bool:
     for c in cache:
         if isinstance(c, CacheList):
             if not is_fresh(c.caches):

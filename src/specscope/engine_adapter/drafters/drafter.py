@@ -136,7 +136,7 @@ class DraftModelDrafter(Drafter):
     def __init__(self, model, name: str = ""):
         self.model = model
         self.name = name
-        self.cache = None
+        self.cache: list = []  # begin() makes it
         self.pending: list[int] = []
         self.checkpoints: list[CacheSnapshot] = []
 

@@ -35,8 +35,8 @@ class MTPDrafter(Drafter):
         self.hidden_mode = hidden
         self.source = source
         self.embed, self.lm_head = trunk_parts(self.model)["embed"], trunk_parts(self.model)["head"]
-        self.cache: KVCache | None = None
-        self.pending_hidden = None
+        self.cache = KVCache()  # begin() starts a fresh one
+        self.pending_hidden: mx.array | None = None
         self.pending_tokens: list[int] = []
         self.after_catchup = 0
         self.drafted = False
@@ -64,7 +64,7 @@ class MTPDrafter(Drafter):
             mx.eval(self.cache.state)
         ms = (time.perf_counter() - t0) * 1000.0
         entry = context.store(self.context_key, tokens, [self.cache])
-        self.cache = None
+        self.cache = KVCache()
         return {"ms": ms, "bytes": context.nbytes(entry.saved)}
 
     def begin(self, prompt, first_token, hidden=None):
@@ -99,6 +99,7 @@ class MTPDrafter(Drafter):
         self.drafted = k > 0
         if k == 0:
             return Draft([])
+        assert self.pending_hidden is not None, "begin() comes first"
         chain_h, normed = self._step(mx.array(self.pending_tokens, dtype=mx.uint32), self.pending_hidden)
         self.after_catchup = self.cache.offset
         y = mx.argmax(self._logits(normed[-1:]), axis=-1).astype(mx.uint32)
@@ -118,6 +119,7 @@ class MTPDrafter(Drafter):
                 self.cache.trim(extra)  # drop provisional chained entries
             self.pending_hidden, self.pending_tokens = new_hidden, list(emitted)
         else:  # nothing was fed this round: keep accumulating verified pairs
+            assert self.pending_hidden is not None, "begin() comes first"
             self.pending_hidden = mx.concatenate([self.pending_hidden, new_hidden], axis=0)
             self.pending_tokens += list(emitted)
 

@@ -90,6 +90,8 @@ class LazyMenuViewBox(pg.ViewBox):
     """pyqtgraph's ViewBox, its right-click menu built when first asked for rather than with the chart (a few ms a
     chart, at the app's start: the Live page has four)."""
 
+    menu: Any  # pyqtgraph's, set in its __init__ (None here until first asked for)
+
     def __init__(self) -> None:
         super().__init__(enableMenu=False)
         self.state["enableMenu"] = True  # enabled, not built yet

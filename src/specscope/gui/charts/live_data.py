@@ -21,7 +21,7 @@ class _Segment:
 
     def __init__(self, case, src, start, ncols):
         self.case, self.src, self.n, self.start, self.end = case, src, 0, start, start
-        self.cols = [[] for _ in range(ncols)]
+        self.cols: list[list] = [[] for _ in range(ncols)]
 
 
 class _SeriesFold:

@@ -13,7 +13,7 @@ short round cost.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import round_model, stats
@@ -28,9 +28,11 @@ def for_session(session, summary: Summary) -> dict:
     return component_prediction(session.data.get("roofline"), summary, name)
 
 
-def component_prediction(roof: dict | None, summary: Summary, drafter: str | None = None) -> dict:
+def component_prediction(roof: dict | None, summary: Mapping[str, Any], drafter: str | None = None) -> dict:
     """``{"available": False, "why": …}`` or the prediction with its inputs and its error against the measured
-    speedup. A prediction needs a curve point at k+1 positions and a draft time for the run's drafter at k."""
+    speedup. A prediction needs a curve point at k+1 positions and a draft time for the run's drafter at k.
+    ``summary``: a session's ``Summary``, or as much of one as is known (``k``, ``tokens_per_round``, and the measured
+    and ledger figures when there are any)."""
     k, E = summary.get("k"), summary.get("tokens_per_round")
     if not roof or not roof.get("curve"):
         return {"available": False, "why": "no verify cost measured for this session (Verify cost page, or run --roofline)"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from specscope.profiler.session.records import FigureIntervals
 
 
 def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> tuple[dict, dict]:
@@ -39,7 +40,7 @@ def _recentred(iv: list[float] | None, on: float | None, pooled: float | None) -
 
 
 def figure_intervals(per_case, reps, noise, pred, division, measured: float | None = None,
-                     printed: dict | None = None) -> dict:
+                     printed: dict | None = None) -> FigureIntervals:
     """95% intervals of the headline figures (what a comparison needs to say whether two sessions differ), by
     independent unit (``unit_intervals``: cases, or blocks of steps and rounds with few cases; coverage simulated):
     the rates from their steps and measured rounds, T_decode from the plain rate, the measured speedup with a case's
@@ -57,7 +58,7 @@ def figure_intervals(per_case, reps, noise, pred, division, measured: float | No
     spec = _recentred(ui.ratio_interval(spec_series, 1000.0), printed.get("spec"), pooled_spec)
     speedup = ui.speedup_interval(spec_series, plain_series)
     pooled_speedup = pooled_spec / pooled_plain if pooled_spec and pooled_plain else None
-    out = {"plain_tok_s_ci95": plain, "spec_tok_s_ci95": spec,
+    out: FigureIntervals = {"plain_tok_s_ci95": plain, "spec_tok_s_ci95": spec,
            "t_decode_ms_ci95": [1000.0 / plain[1], 1000.0 / plain[0]] if plain and plain[0] > 0 else None,
            "measured_speedup_ci95": _recentred(speedup, measured, pooled_speedup),
            "t_verify_ms_ci95": None, "t_draft_ms_ci95": None}

@@ -43,6 +43,7 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
     from mlx_lm.generate import speculative_generate_step
 
     from specscope.engine_adapter.decode.decoding import speculative_generate
+    from specscope.engine_adapter.decode.records import Prefill
     from specscope.engine_adapter.drafters.drafter import DraftModelDrafter
 
     from specscope.engine_adapter.model.loader import load_model
@@ -53,11 +54,11 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
     k, n = a.num_draft_tokens, a.max_tokens
 
     def ours():
-        toks = []
+        toks: list[int] = []
         t0 = time.perf_counter()
         # end-to-end rounds: what a production engine does (drafts chained into the verify, one sync per round)
         for rec in speculative_generate(target.model, prompt, DraftModelDrafter(draft.model), k, n, round_kinds="end_to_end"):
-            toks.extend([rec.token] if rec.type == "prefill" else rec.emitted)
+            toks.extend([rec.token] if isinstance(rec, Prefill) else rec.emitted)
         return len(toks) / (time.perf_counter() - t0), toks
 
     def theirs():

@@ -36,32 +36,41 @@ def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
     from mlx_lm.generate import stream_generate
 
     from specscope.engine_adapter.decode.decoding import plain_generate
+    from specscope.profiler.run.protocol import PassEvents
 
     lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
     n = a.max_tokens
     sink = open(os.devnull, "w")
 
+    def write(ev: dict) -> None:  # what the worker does per event: serialise, write, flush
+        sink.write(json.dumps(ev) + "\n")
+        sink.flush()
+
     def ours():
-        toks, t_first = [], None
+        toks: list[int] = []
+        t_first: float | None = None
+        held = PassEvents(write)  # as run's protocol holds a pass's events (at most every PASS_FLUSH_S, and at its end)
         for rec in plain_generate(lm.model, prompt, n):
-            # exactly what the worker does per event: build the dict, serialise, write, flush
-            sink.write(json.dumps({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms}) + "\n")
-            sink.flush()
+            held({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms})
             toks.append(rec.token)
             if t_first is None:
                 t_first = time.perf_counter()
+        held.flush()
+        assert t_first is not None
         return (len(toks) - 1) / (time.perf_counter() - t_first), toks
 
     def theirs():
         eos = lm.tokenizer.eos_token_ids
         lm.tokenizer.eos_token_ids = set()  # EOS off, as on our side: both generate exactly N tokens
         try:
-            toks, t_first = [], None
+            toks: list[int] = []
+            t_first: float | None = None
             for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=n):
                 toks.append(int(r.token))
                 if t_first is None:
                     t_first = time.perf_counter()
+            assert t_first is not None
             return (len(toks) - 1) / (time.perf_counter() - t_first), toks
         finally:
             lm.tokenizer.eos_token_ids = eos

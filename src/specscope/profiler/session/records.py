@@ -296,10 +296,22 @@ class CaseStats(TypedDict):
     regime: NotRequired[str]          # with the session's sampling regime (``session_case_stats``)
 
 
-class Summary(TypedDict, total=False):
+class FigureIntervals(TypedDict):
+    """The headline figures' 95% intervals (``analysis.summary_intervals.figure_intervals``); None: no interval."""
+    plain_tok_s_ci95: list[float] | None
+    spec_tok_s_ci95: list[float] | None
+    t_decode_ms_ci95: list[float] | None
+    measured_speedup_ci95: list[float] | None
+    t_verify_ms_ci95: list[float] | None
+    t_draft_ms_ci95: list[float] | None
+
+
+class Summary(TypedDict):
     """The session's figures (``analysis.summary.summarize``): speeds, the division's inputs, acceptance, the
     prediction and its verdict, the ledger, break-even, matches and divergences, the breakdown, drift, energy; each
-    figure's 95% interval under ``<figure>_ci95`` (``prediction_error_ci`` for the error)."""
+    figure's 95% interval under ``<figure>_ci95`` (``prediction_error_ci`` for the error). Every key is always there
+    (a figure that cannot be had is None, with the reason where one is said): a missing one is a mypy error where the
+    summary is built."""
     k: int
     regime: str
     what_if: bool
