@@ -1,0 +1,69 @@
+"""Count the functions in the engine and the core annotated as returning a dict of any form (issue 35, item 3).
+
+``dict``, ``dict[...]``, ``Dict``, ``Dict[...]``, and any of them in a union (``dict | None``), in the annotation or
+as its string. A typed record (a dataclass, a TypedDict) is not counted: that is the point of the count.
+
+    python tools/count_dict_returns.py [--list] [ROOT]
+
+prints the count (and with ``--list`` each function as path:line name); exit 0.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGES = ("engine_adapter", "profiler")
+
+
+def _is_dict(node: ast.expr | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a string annotation
+        try:
+            return _is_dict(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return False
+    if isinstance(node, ast.Name):
+        return node.id in ("dict", "Dict")
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("Dict",)
+    if isinstance(node, ast.Subscript):
+        if _is_dict(node.value):
+            return True
+        if isinstance(node.value, (ast.Name, ast.Attribute)) and getattr(node.value, "id", getattr(node.value, "attr", "")) == "Optional":
+            return _is_dict(node.slice)
+        return False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _is_dict(node.left) or _is_dict(node.right)
+    return False
+
+
+def dict_returning(root: Path) -> list[tuple[str, int, str]]:
+    """(path relative to ``root``, line, name) of every such function under ``root/src/specscope/{engine_adapter,profiler}``."""
+    out = []
+    base = root / "src" / "specscope"
+    for pkg in PACKAGES:
+        for path in sorted((base / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_dict(node.returns):
+                    out.append((path.relative_to(root).as_posix(), node.lineno, node.name))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    show = "--list" in argv
+    args = [a for a in argv if a != "--list"]
+    root = Path(args[0]) if args else Path(__file__).resolve().parents[1]
+    found = dict_returning(root)
+    if show:
+        for path, line, name in found:
+            print(f"{path}:{line} {name}")
+    print(f"{len(found)} functions in {', '.join(PACKAGES)} are annotated as returning a dict")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
