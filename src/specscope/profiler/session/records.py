@@ -306,10 +306,10 @@ class FigureIntervals(TypedDict):
     t_draft_ms_ci95: list[float] | None
 
 
-class Summary(TypedDict):
+class Summary(FigureIntervals):
     """The session's figures (``analysis.summary.summarize``): speeds, the division's inputs, acceptance, the
     prediction and its verdict, the ledger, break-even, matches and divergences, the breakdown, drift, energy; each
-    figure's 95% interval under ``<figure>_ci95`` (``prediction_error_ci`` for the error). Every key is always there
+    figure's 95% interval under ``<figure>_ci95`` (``FigureIntervals``; ``prediction_error_ci`` for the error). Every key is always there
     (a figure that cannot be had is None, with the reason where one is said): a missing one is a mypy error where the
     summary is built."""
     k: int
@@ -357,12 +357,6 @@ class Summary(TypedDict):
     judged_measured_speedup: float | None  # the full rounds' (``rounds.judged_rounds``): what the prediction meets
     tail_tokens: int                       # measured tokens of the shorter last rounds, left out of the judged figure
     tail_share: float | None
-    plain_tok_s_ci95: list[float] | None
-    spec_tok_s_ci95: list[float] | None
-    t_decode_ms_ci95: list[float] | None
-    measured_speedup_ci95: list[float] | None
-    t_verify_ms_ci95: list[float] | None
-    t_draft_ms_ci95: list[float] | None
     prediction_error: float | None
     prediction_error_ci: list[float] | None
     prediction_unit: str | None
