@@ -76,3 +76,11 @@ def test_the_rollback_row_says_what_rollback_is_and_the_division_has_its_own(pag
     rollback = _row(pages["screen"], "Rollback")
     assert "restoring the caches" in rollback and "by hand" not in rollback
     assert "by hand, without the rollback" in _row(pages["screen"], "The division")
+
+
+def test_the_protocol_section_calls_the_rates_what_they_are(pages):
+    """The rates beside it are pooled over every repeat (tokens ÷ time, as the summary computes them), not medians:
+    the section said "Medians over repeats" while printing pooled rates."""
+    for page in pages.values():
+        section = page[page.index("Protocol: order, repeats, drift"):]
+        assert "pooled over every repeat" in section[:600] and "Medians over repeats" not in page

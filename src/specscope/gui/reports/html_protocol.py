@@ -96,6 +96,7 @@ def protocol_section(session, s: Summary) -> str:
         *_sensor_rows(session, s),
     ]
     return ("<h2>Protocol: order, repeats, drift</h2>"
-            "<p>Medians over repeats, with the spread (lowest–highest repeat) in brackets. The clock probe is a fixed "
+            "<p>Rates pooled over every repeat (all tokens ÷ all time), with the spread (lowest–highest repeat) in "
+            "brackets. The clock probe is a fixed "
             "compute-bound kernel on the model's device; its speed tracks the clock the device actually runs at.</p>"
             + kv_table(rows))
