@@ -33,9 +33,11 @@ def test_the_count_sees_every_form_of_dict_and_no_record(tmp_path):
         "class K:\n    def f(self) -> Dict: ...\n"
         "def g() -> Rec: ...\n"
         "def h() -> list[dict]: ...\n"
-        "def i(): ...\n")
+        "def i(): ...\n"
+        "def j(x: int,\n      y: int) -> dict:  # dict: the keys are the caller's\n    return {}\n")
     found = _tool().dict_returning(tmp_path)
-    assert [name for _, _, name in found] == ["a", "b", "c", "d", "e", "f"]
+    assert [name for _, _, name, _ in found] == ["a", "b", "c", "d", "e", "f", "j"]
+    assert [reason for *_, reason in found] == [None] * 6 + ["the keys are the caller's"]
 
 
 def test_the_count_only_goes_down():

@@ -43,16 +43,24 @@ def test_mypy_is_clean(tmp_path):
 
 def test_mypy_checks_session_keys_against_the_records(tmp_path):
     """The key strings are checked in one place: code that reads a case key its record lacks fails mypy, and so does a
-    summary built without one of its keys (all required). The bodies of unannotated functions are checked too
+    summary built without one of its keys (all required), and an event emitted with a field its kind does not have
+    (``specscope.events``). The bodies of unannotated functions are checked too
     (``check_untyped_defs``): a wrong call inside one fails."""
     bad = tmp_path / "misspelled.py"
     bad.write_text("from specscope.profiler.session.records import Case, Summary\n\n\n"
                    "def content(case: Case) -> str:\n    return case[\"contnet_class\"]\n\n\n"
                    "def untyped(x):\n    return len(3)\n\n\n"
                    "def partial() -> Summary:\n    return {\"k\": 2}\n")
+    # an emit site with a misspelled field: the run's protocol as it is, one field name changed
+    protocol = (SRC / "profiler" / "run" / "protocol.py").read_text()
+    site = '"mode": "plain", "repeat": r, "tok_s": tps}'
+    assert protocol.count(site) == 1
+    (tmp_path / "planted_protocol.py").write_text(protocol.replace(site, site.replace('"tok_s"', '"tok_sec"')))
     r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir",
-                        str(tmp_path / "mypy-cache"), str(bad)], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       env={**os.environ, "MYPYPATH": str(ROOT / "src")})
+                        str(tmp_path / "mypy-cache"), str(bad), str(tmp_path / "planted_protocol.py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "MYPYPATH": str(ROOT / "src")})
+    planted = [line for line in r.stdout.splitlines() if line.startswith(str(tmp_path / "planted_protocol.py"))]
+    assert len(planted) == 1 and "StatusEvent | RunStartedEvent" in planted[0], r.stdout  # that site, and only it
     assert r.returncode == 1 and 'TypedDict "Case" has no key "contnet_class"' in r.stdout, r.stdout + r.stderr
     assert 'Argument 1 to "len" has incompatible type "int"' in r.stdout, r.stdout
     missing = next((line for line in r.stdout.splitlines() if "Missing keys" in line), "")

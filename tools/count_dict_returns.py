@@ -5,7 +5,9 @@ as its string. A typed record (a dataclass, a TypedDict) is not counted: that is
 
     python tools/count_dict_returns.py [--list] [ROOT]
 
-prints the count (and with ``--list`` each function as path:line name); exit 0.
+prints the count (and with ``--list`` each function as path:line name, and the reason it still returns a dict).
+A function left returning a dict says why in a comment on its signature, ``# dict: <reason>`` (JSON passed through
+whole, keys that are data, ...); the count says how many have no reason.
 """
 
 from __future__ import annotations
@@ -40,17 +42,31 @@ def _is_dict(node: ast.expr | None) -> bool:
     return False
 
 
-def dict_returning(root: Path) -> list[tuple[str, int, str]]:
-    """(path relative to ``root``, line, name) of every such function under ``root/src/specscope/{engine_adapter,profiler}``."""
+REASON = "# dict: "
+
+
+def _reason(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The ``# dict: <reason>`` comment on the function's signature (its def line to the line before its body)."""
+    last = node.body[0].lineno - 1 if node.body else node.lineno
+    for line in lines[node.lineno - 1:max(last, node.lineno)]:
+        if REASON in line:
+            return line.split(REASON, 1)[1].strip() or None
+    return None
+
+
+def dict_returning(root: Path) -> list[tuple[str, int, str, str | None]]:
+    """(path relative to ``root``, line, name, reason or None) of every such function under
+    ``root/src/specscope/{engine_adapter,profiler}``."""
     out = []
     base = root / "src" / "specscope"
     for pkg in PACKAGES:
         for path in sorted((base / pkg).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-            for node in ast.walk(tree):
+            text = path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            for node in ast.walk(ast.parse(text, filename=str(path))):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_dict(node.returns):
-                    out.append((path.relative_to(root).as_posix(), node.lineno, node.name))
-    return out
+                    out.append((path.relative_to(root).as_posix(), node.lineno, node.name, _reason(lines, node)))
+    return sorted(out)
 
 
 def main(argv: list[str]) -> int:
@@ -59,9 +75,11 @@ def main(argv: list[str]) -> int:
     root = Path(args[0]) if args else Path(__file__).resolve().parents[1]
     found = dict_returning(root)
     if show:
-        for path, line, name in found:
-            print(f"{path}:{line} {name}")
-    print(f"{len(found)} functions in {', '.join(PACKAGES)} are annotated as returning a dict")
+        for path, line, name, reason in found:
+            print(f"{path}:{line} {name}" + (f"  ({reason})" if reason else ""))
+    unsaid = sum(1 for *_, reason in found if not reason)
+    print(f"{len(found)} functions in {', '.join(PACKAGES)} are annotated as returning a dict ({unsaid} without a "
+          f"reason)")
     return 0
 
 

@@ -160,7 +160,7 @@ def test_callback_error_kills_worker_and_keeps_data(tmp_path):
     cfg = RunConfig(demo=True, cases=1, max_tokens=64, warmup=0, breakdown=False, suite=str(suite))
 
     def on_event(ev, session):
-        if ev.get("event") == "step" and ev.get("i") == 3:
+        if ev.get("event") == "step" and ev.get("index") == 3:
             raise RuntimeError("boom in a progress callback")
 
     with pytest.raises(RuntimeError, match="boom"):

@@ -18,6 +18,7 @@ from typing import Any
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
+from specscope.events import DivergenceEvent, PrefilledContext
 
 from .params import EngineParams
 
@@ -182,7 +183,7 @@ class Engine:
         return self.target.decode(tokens)
 
     # -- long context (engine_adapter.cache.context) ------------------------------------------------------
-    def prepare_context(self, tokens: list[int]) -> dict:
+    def prepare_context(self, tokens: list[int]) -> PrefilledContext:
         """Prefill a long context once for the target and the drafter's own model or head, and store it: every
         later prefill that starts with these tokens starts from a copy (``context``). A context already stored is
         reused (``reused``: True, with the times of its first prefill). Times in ms, to the sync, on their own."""
@@ -192,24 +193,26 @@ class Engine:
             return {"tokens": 0, "prefill_ms": 0.0, "draft_prefill_ms": None, "kv_bytes": 0, "reused": False}
         entry = context.lookup(self.target.model, list(tokens))
         if entry is not None and entry.extra.get("facts"):
-            return {**entry.extra["facts"], "reused": True}
+            first: PrefilledContext = entry.extra["facts"]
+            return {**first, "reused": True}
         mtp = self.drafter_name == "mtp"
         if self.drafter_name == "dflash":
             self.make_drafter()  # installs the taps on its target layers: the stored context keeps their outputs
         res = context.prefill_context(self.target.model, list(tokens), with_hidden=mtp or self.drafter_name == "dflash")
-        facts = {"tokens": len(tokens), "prefill_ms": res["ms"], "prefill_tok_s": len(tokens) / max(res["ms"], 1e-9) * 1000.0,
-                 "kv_bytes": res["bytes"], "draft_prefill_ms": None, "draft_kv_bytes": None}
+        facts: PrefilledContext = {"tokens": len(tokens), "prefill_ms": res["ms"], "reused": False,
+                                   "prefill_tok_s": len(tokens) / max(res["ms"], 1e-9) * 1000.0,
+                                   "kv_bytes": res["bytes"], "draft_prefill_ms": None, "draft_kv_bytes": None}
         if mtp:
             d = self.make_drafter()
             r = d.prefill_context(list(tokens), res["hidden"])
-            facts.update(draft_prefill_ms=r["ms"], draft_kv_bytes=r["bytes"])
+            facts["draft_prefill_ms"], facts["draft_kv_bytes"] = r["ms"], r["bytes"]
         elif self.drafter_name == "draft":
             r = context.prefill_context(self.draft.model, list(tokens))
-            facts.update(draft_prefill_ms=r["ms"], draft_kv_bytes=r["bytes"])
+            facts["draft_prefill_ms"], facts["draft_kv_bytes"] = r["ms"], r["bytes"]
         stored = context.lookup(self.target.model, list(tokens))
         assert stored is not None  # prefill_context stored it
         stored.extra["facts"] = facts
-        return {**facts, "reused": False}
+        return facts
 
     def forget_contexts(self) -> None:
         from specscope.engine_adapter.cache import context
@@ -256,7 +259,7 @@ class Engine:
 
         return engine_trace(self, prompt, continuation)
 
-    def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> dict | None:
+    def divergence(self, case_id: str, prompt: list[int], plain: list[int], spec: list[int]) -> DivergenceEvent | None:
         """The divergence event of a greedy case whose outputs differ (None if they are equal)."""
         from specscope.engine_adapter.decode.divergence import divergence_event
 

@@ -24,6 +24,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any, Mapping
 
 from specscope.errors import SpecscopeError
 
@@ -384,11 +385,11 @@ def evaluate(readings: dict, parts: list[dict] | None = None, model_bytes: int |
             "readings_from": readings.get("from_file")}
 
 
-def failed(report: dict) -> list[dict]:
+def failed(report: Mapping[str, Any]) -> list[dict]:
     return [c for c in report.get("checks", []) if c["status"] == FAIL]
 
 
-def refusal(report: dict) -> str:
+def refusal(report: Mapping[str, Any]) -> str:
     """The message a run that a failed pre-flight stops says."""
     names = "; ".join(f"{c['name']}: {c['evidence']}" for c in failed(report))
     return f"pre-flight failed ({names}); its numbers would measure the machine, not the method. " \

@@ -27,7 +27,6 @@ from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
 from specscope.engine_adapter.drafters.oracle import OracleDrafter
-from specscope.engine_adapter.decode.records import Prefill
 
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
     from specscope.engine_adapter.measure.verify_curve import VerifyPoint
@@ -120,7 +119,7 @@ class TuneEngine:
         from specscope.engine_adapter.decode.decoding import plain_generate
 
         recs = list(plain_generate(self.model, prompt, max_tokens, self.engine.sampling))
-        return {"tokens": [r.token for r in recs], "step_ms": [r.ms for r in recs[1:]], "prefill_ms": recs[0].ms}
+        return {"tokens": [r["token"] for r in recs], "step_ms": [r["ms"] for r in recs[1:]], "prefill_ms": recs[0]["ms"]}
 
     def speculative(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, max_tokens: int,
                     round_kinds: str = "end_to_end", seed: int = 0) -> dict:
@@ -129,12 +128,12 @@ class TuneEngine:
         drafter = self.drafter(name, plain_tokens, seed)
         rounds, tokens = [], []
         for r in speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds):
-            if isinstance(r, Prefill):  # the one record of type "prefill"
-                tokens.append(r.token)
+            if r["event"] == "prefill":
+                tokens.append(r["token"])
                 continue
-            tokens += r.emitted
-            rounds.append({"drafted": len(r.drafted), "accepted": r.accepted, "emitted": len(r.emitted), "ms": r.ms,
-                           "draft_ms": r.draft_ms, "verify_ms": r.verify_ms, "rollback_ms": r.rollback_ms, "kind": r.kind})
+            tokens += r["emitted"]
+            rounds.append({"drafted": len(r["drafted"]), "accepted": r["accepted"], "emitted": len(r["emitted"]), "ms": r["ms"],
+                           "draft_ms": r["draft_ms"], "verify_ms": r["verify_ms"], "rollback_ms": r["rollback_ms"], "kind": r["kind"]})
         return {"rounds": rounds, "tokens": tokens}
 
     def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> dict:

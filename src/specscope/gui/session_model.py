@@ -17,6 +17,7 @@ import time
 
 from PySide6 import QtCore
 
+from specscope.events import Event
 from specscope.profiler.run.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session
@@ -60,7 +61,7 @@ class SessionModel(QtCore.QObject):
         self.session_replaced.emit()
         self.flush()
 
-    def apply(self, ev: dict) -> None:
+    def apply(self, ev: Event) -> None:
         self.session.apply(ev)
         self._dirty = True
         if ev.get("event") in ("case_started", "case_done", "breakdown", "run_started", "run_done", "error", "repeat_done"):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from specscope.events import Event
 from specscope.errors import SpecscopeError
 from specscope.profiler.run.events import finish_run
 from specscope.profiler.session.session import Session
@@ -85,14 +86,13 @@ class RunControl(WindowBase):
             self.run_status.setText(self._status_msg)
             self.worker.stop()
 
-    def _on_event(self, ev: dict) -> None:
-        kind = ev.get("event")
-        if kind == "status":
-            self._status_msg = ev.get("message", "")
-        elif kind == "case_started":
-            self._status_msg = f"case {ev['case']['id']} ({ev.get('phase')}, repeat {ev.get('repeat', 0) + 1})"
-        elif kind == "breakdown":
-            self._status_msg = f"case {ev.get('case')}: breakdown measured"
+    def _on_event(self, ev: Event) -> None:
+        if ev["event"] == "status":
+            self._status_msg = ev["message"]
+        elif ev["event"] == "case_started":
+            self._status_msg = f"case {ev['case']['id']} ({ev['phase']}, repeat {ev.get('repeat', 0) + 1})"
+        elif ev["event"] == "breakdown":
+            self._status_msg = f"case {ev['case']}: breakdown measured"
         self.model.apply(ev)
 
     def _on_worker_finished(self, code: int, stderr_tail: str, stopped: bool) -> None:

@@ -83,7 +83,7 @@ def test_family_profiles_correctly_or_is_refused(family, families_root):
     plain = tokens_of(list(plain_generate(model, long_prompt, N_TOKENS)))
     assert len(set(plain)) >= 5, f"{family}: output collapsed onto {len(set(plain))} tokens; rollback errors would hide"
     rounds = list(speculative_generate(model, long_prompt, CyclingDrafter(plain, lm.vocab_size), K, N_TOKENS))
-    accepted = {r.accepted for r in rounds[1:] if len(r.drafted) == K}
+    accepted = {r["accepted"] for r in rounds[1:] if len(r["drafted"]) == K}
     assert set(range(K + 1)) <= accepted, accepted  # every acceptance count was exercised
     spec = tokens_of(rounds)
     row["greedy_match"] = sum(a == b for a, b in zip(spec, plain)) / len(plain)

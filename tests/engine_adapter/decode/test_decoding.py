@@ -30,9 +30,9 @@ def test_plain_greedy_equals_mlx_lm(which, request, prompt):
 
 def test_plain_records_times(hybrid, prompt):
     ev = list(plain_generate(hybrid.model, prompt, 6))
-    assert ev[0].type == "prefill" and ev[0].n_prompt == len(prompt)
-    assert [e.index for e in ev[1:]] == [1, 2, 3, 4, 5]
-    assert all(e.ms > 0 for e in ev)
+    assert ev[0]["event"] == "prefill" and ev[0]["n_prompt"] == len(prompt)
+    assert [e["index"] for e in ev[1:]] == [1, 2, 3, 4, 5]
+    assert all(e["ms"] > 0 for e in ev)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])
@@ -41,8 +41,8 @@ def test_speculative_greedy_equals_plain_on_hybrid(k, kind, hybrid, draft, promp
     drafter = DraftModelDrafter(draft.model) if kind == "draft" else NgramDrafter()
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N))
     rounds = ev[1:]
-    assert all(len(r.drafted) <= k and 0 <= r.accepted <= len(r.drafted) for r in rounds)
-    assert sum(len(r.emitted) for r in rounds) + 1 == N
+    assert all(len(r["drafted"]) <= k and 0 <= r["accepted"] <= len(r["drafted"]) for r in rounds)
+    assert sum(len(r["emitted"]) for r in rounds) + 1 == N
     # On the CPU backend batched and single-row kernels agree exactly; a mismatch is a bug here.
     assert tokens_of(ev) == plain_hybrid
 
@@ -70,8 +70,8 @@ def test_rollback_at_every_acceptance_count(k, hybrid, prompt, plain_hybrid):
     for n in range(k + 1):
         drafter = ForcedDrafter(plain_hybrid, n, hybrid.vocab_size)
         ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N))
-        full = [r for r in ev[1:] if len(r.drafted) == k]
-        assert full and all(r.accepted == n for r in full), (n, [r.accepted for r in full])
+        full = [r for r in ev[1:] if len(r["drafted"]) == k]
+        assert full and all(r["accepted"] == n for r in full), (n, [r["accepted"] for r in full])
         assert tokens_of(ev) == plain_hybrid, f"output diverged after rollback to {n} of {k}"
 
 

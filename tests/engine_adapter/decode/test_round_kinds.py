@@ -21,15 +21,15 @@ def test_round_kinds_keep_greedy_output(kinds, drafter, hybrid, draft, prompt):
     rounds = list(speculative_generate(hybrid.model, prompt, d, 3, N, round_kinds=kinds))
     assert tokens_of(rounds) == plain
     spec = rounds[1:]
-    kinds_seen = [r.kind for r in spec]
+    kinds_seen = [r["kind"] for r in spec]
     if kinds == "end_to_end":
         assert set(kinds_seen) == {"end_to_end"}
     else:
         assert kinds_seen[:4] == ["instrumented", "end_to_end", "instrumented", "end_to_end"][: len(kinds_seen[:4])]
     for r in spec:
-        timed_apart = (r.draft_ms, r.verify_ms, r.rollback_ms)
-        assert (None not in timed_apart) if r.kind == "instrumented" else timed_apart == (None, None, None)
-        assert r.ms > 0
+        timed_apart = (r["draft_ms"], r["verify_ms"], r["rollback_ms"])
+        assert (None not in timed_apart) if r["kind"] == "instrumented" else timed_apart == (None, None, None)
+        assert r["ms"] > 0
 
 
 def test_unknown_round_kind_is_refused(hybrid, prompt):

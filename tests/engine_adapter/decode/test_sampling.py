@@ -76,7 +76,7 @@ def plain_counts(tiny):
     model, prompt = tiny
     out = Counter()
     for seed in range(N):
-        toks = [e.token for e in plain_generate(model, prompt, POSITION + 1, Sampling(**REGIME, seed=seed))]
+        toks = [e["token"] for e in plain_generate(model, prompt, POSITION + 1, Sampling(**REGIME, seed=seed))]
         out[toks[POSITION]] += 1
     return out
 
@@ -88,9 +88,9 @@ def speculative_counts(model, prompt) -> tuple[Counter, Counter]:
         ev = list(speculative_generate(model, prompt, DraftModelDrafter(model), K, POSITION + K + 1,
                                        Sampling(**REGIME, seed=1_000_000 + seed)))
         first_round = ev[1]
-        assert len(first_round.drafted) == K  # the token at POSITION is decided by a verify with K drafts
-        accepted[first_round.accepted] += 1
-        out = [ev[0].token] + [t for r in ev[1:] for t in r.emitted]
+        assert len(first_round["drafted"]) == K  # the token at POSITION is decided by a verify with K drafts
+        accepted[first_round["accepted"]] += 1
+        out = [ev[0]["token"]] + [t for r in ev[1:] for t in r["emitted"]]
         tokens[out[POSITION]] += 1
     return tokens, accepted
 

@@ -122,8 +122,8 @@ def test_greedy_equals_plain_at_every_accepted_length(wrong_at, hybrid, prompt, 
     k = B - 1
     drafter = ForcedDFlash(hybrid, base, plain, wrong_at)
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N))
-    full = [r for r in ev[1:] if len(r.drafted) == k]
-    assert full and all(r.accepted == wrong_at for r in full), [r.accepted for r in full]
+    full = [r for r in ev[1:] if len(r["drafted"]) == k]
+    assert full and all(r["accepted"] == wrong_at for r in full), [r["accepted"] for r in full]
     assert tokens_of(ev) == plain, f"output diverged with {wrong_at} of {k} accepted"
 
 
@@ -133,7 +133,7 @@ def test_greedy_equals_plain_with_the_drafters_own_drafts(k, round_kinds, hybrid
     drafter = DFlashDrafter(hybrid, base.model, base.spec)
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N, round_kinds=round_kinds))
     assert tokens_of(ev) == plain
-    assert all(r.extra.get("block") == len(r.drafted) + 1 for r in ev[1:] if r.drafted)
+    assert all(r["extra"].get("block") == len(r["drafted"]) + 1 for r in ev[1:] if r["drafted"])
 
 
 def test_more_drafts_than_the_block_holds_are_refused(hybrid, base):
@@ -257,7 +257,7 @@ def test_sampled_rounds_end_to_end_equal_instrumented_ones(tiny):
         s = Sampling(**REGIME, seed=11)
         d = DFlashDrafter(lm, base_drafter.model, base_drafter.spec, s)
         ev = list(speculative_generate(lm.model, prompt, d, 3, 16, s, round_kinds=kinds))
-        runs.append([(r.drafted, r.accepted, r.emitted) for r in ev[1:]])
+        runs.append([(r["drafted"], r["accepted"], r["emitted"]) for r in ev[1:]])
     assert runs[0] == runs[1]
     assert any(a for _, a, _ in runs[0]) and any(len(dr) > a for dr, a, _ in runs[0])  # accepts and rejects
 
@@ -312,12 +312,12 @@ def test_demo_drafter_and_a_stored_long_context():
         assert e.dflash is not None and e.dflash.block_size == 16
         ctx = context_tokens(e.encode, 96, "mixed")
         prompt = ctx + e.encode("def add(a, b):")
-        ref_plain = [r.token for r in e.plain(prompt, 10)]
-        ref = [(r.drafted, r.accepted, r.emitted) for r in list(e.speculative(prompt, ref_plain, 10))[1:]]
+        ref_plain = [r["token"] for r in e.plain(prompt, 10)]
+        ref = [(r["drafted"], r["accepted"], r["emitted"]) for r in list(e.speculative(prompt, ref_plain, 10))[1:]]
         facts = e.prepare_context(ctx)
         assert facts["tokens"] == 96 and not facts["reused"]
         assert context.find(e.target.model, prompt) is not None
-        assert [(r.drafted, r.accepted, r.emitted) for r in list(e.speculative(prompt, ref_plain, 10))[1:]] == ref
+        assert [(r["drafted"], r["accepted"], r["emitted"]) for r in list(e.speculative(prompt, ref_plain, 10))[1:]] == ref
         assert [t for _, _, em in ref for t in em] == ref_plain[1:]
     finally:
         context.clear()
@@ -372,7 +372,7 @@ def test_the_demo_drafts_with_the_shipped_trained_drafter_and_it_is_accepted(tmp
     build_dflash_demo(tmp_path / "random", target.checkpoint.text_config, "the trained demo")
     accepted = {}
     for name, folder in (("trained", shipped), ("random", tmp_path / "random")):
-        accepted[name] = sum(r.accepted for prompt in ("def total(xs):\n    s = 0\n",
+        accepted[name] = sum(r["accepted"] for prompt in ("def total(xs):\n    s = 0\n",
                                                         "The quick brown fox jumps over the lazy dog.", "春眠不觉晓，")
                              for r in list(speculative_generate(target.model, target.encode(prompt),
                                                                 load_dflash_drafter(target, folder), 15, 32))[1:])

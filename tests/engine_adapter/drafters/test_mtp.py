@@ -43,7 +43,7 @@ def test_mtp_greedy_equals_plain(k, hidden_mode, hybrid, prompt, plain):
     drafter = CheckedMTP(hybrid, base.head, hidden=hidden_mode)
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N))
     assert tokens_of(ev) == plain
-    acc = sum(r.accepted for r in ev[1:])
+    acc = sum(r["accepted"] for r in ev[1:])
     assert acc > 0  # the demo head agrees with the trunk part of the time
     if k == 3:
         assert len(drafter.accepted_seen) >= 2  # the MTP cache was rolled back at several acceptance counts

@@ -10,7 +10,7 @@ import pytest
 from mlx_lm.models.cache import make_prompt_cache, trim_prompt_cache
 
 from specscope.chi_square import chi2_sf
-from specscope.engine_adapter.decode.records import Prefill, SpecRound
+from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.engine import Engine
 from specscope.engine_adapter.engines import registry
 from specscope.engine_adapter.engines.audit import sampling_audit
@@ -31,7 +31,7 @@ class ExactMatch(SpeculativeEngine):
         tc, dc = make_prompt_cache(target), make_prompt_cache(draft)
         first = int(sampling.sample(target(mx.array([prompt]), cache=tc)[0, -1], 0))
         draft(mx.array([prompt]), cache=dc)
-        yield Prefill(n_prompt=len(prompt), token=first, ms=0.0)
+        yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=first, ms=0.0)
         last, made, i = first, 1, 0
         while made < max_tokens:
             n = min(k, max_tokens - made - 1)
@@ -49,8 +49,8 @@ class ExactMatch(SpeculativeEngine):
             if a == n and n:
                 draft(mx.array([[drafts[-1]]]), cache=dc)
             emitted = drafts[:a] + [bonus]
-            yield SpecRound(index=i, drafted=drafts, accepted=a, emitted=emitted, draft_ms=None, verify_ms=None,
-                            rollback_ms=None, ms=1.0, kind="end_to_end")
+            yield RoundRecord(event="round", index=i, drafted=drafts, accepted=a, emitted=emitted, draft_ms=None, verify_ms=None,
+                            rollback_ms=None, ms=1.0, extra={}, kind="end_to_end")
             last, made, i = emitted[-1], made + len(emitted), i + 1
 
 

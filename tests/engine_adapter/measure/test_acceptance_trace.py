@@ -56,10 +56,10 @@ def test_walking_the_trace_gives_the_real_runs_accepted_counts(hybrid, draft, co
     for k in range(1, K_MAX + 1):
         recs = list(speculative_generate(hybrid.model, code_prompt, make(), k, N, round_kinds="instrumented"))[1:]
         assert tokens_of(recs) == plain[1:]
-        assert [a for *_, a in tw.walk(tr["A"], k)] == [r.accepted for r in recs], f"k={k}"
-        full = [r for r in recs if len(r.drafted) == k]
+        assert [a for *_, a in tw.walk(tr["A"], k)] == [r["accepted"] for r in recs], f"k={k}"
+        full = [r for r in recs if len(r["drafted"]) == k]
         if full:
-            assert tw.at_k(tr, k)["tokens_per_round"] == 1 + sum(r.accepted for r in full) / len(full)
+            assert tw.at_k(tr, k)["tokens_per_round"] == 1 + sum(r["accepted"] for r in full) / len(full)
 
 
 def test_a_trace_is_not_the_continuation_it_was_not_given(hybrid, draft, code_prompt):
@@ -107,7 +107,7 @@ def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
     for k in range(1, k_max + 1):
         recs = list(speculative_generate(hybrid.model, prompt, make(), k, n, round_kinds="instrumented"))[1:]
         assert tokens_of(recs) == plain[1:]
-        real = [r.accepted for r in recs]
+        real = [r["accepted"] for r in recs]
         assert [a for *_, a in tw.walk(tr["A_by_k"][str(k)], k)] == real, f"k={k}"
         naive_matches.append([a for *_, a in tw.walk(tr["A"], k)] == real)
     assert not all(naive_matches), "the K_max block's trace reproduced every k: the negative control cannot fail"

@@ -73,21 +73,21 @@ def test_replay_rollback_is_billed_to_its_own_round(mamba, monkeypatch):
     by_kind = {kinds: run(mamba, prompt, plain, kinds, n_heavy) for kinds in ("instrumented", "alternate", "end_to_end")}
     for rounds in by_kind.values():
         assert tokens_of(rounds) == plain[1:]  # the cost changes no value
-        assert sum(1 for r in rounds if r.accepted < len(r.drafted)) >= 3  # enough partial rounds to bill
+        assert sum(1 for r in rounds if r["accepted"] < len(r["drafted"])) >= 3  # enough partial rounds to bill
 
     # the rollback figure holds it: every instrumented partial round's rollback pays the injected cost
-    timed = [r for r in by_kind["instrumented"] + by_kind["alternate"] if r.kind == "instrumented"]
-    partial = [r.rollback_ms for r in timed if r.accepted < len(r.drafted)]
+    timed = [r for r in by_kind["instrumented"] + by_kind["alternate"] if r["kind"] == "instrumented"]
+    partial = [r["rollback_ms"] for r in timed if r["accepted"] < len(r["drafted"])]
     assert statistics.median(partial) >= 0.5 * heavy_ms
 
     # instrumented T_verify does not depend on the round order: no instrumented verify pays another round's rollback
-    verify_alone = statistics.median(r.verify_ms for r in by_kind["instrumented"])
-    after_e2e = [r.verify_ms for prev, r in zip(by_kind["alternate"], by_kind["alternate"][1:])
-                 if r.kind == "instrumented" and prev.accepted < len(prev.drafted)]
+    verify_alone = statistics.median(r["verify_ms"] for r in by_kind["instrumented"])
+    after_e2e = [r["verify_ms"] for prev, r in zip(by_kind["alternate"], by_kind["alternate"][1:])
+                 if r["kind"] == "instrumented" and prev["accepted"] < len(prev["drafted"])]
     assert after_e2e, "no instrumented round followed a partial end-to-end round"
     assert statistics.median(after_e2e) < verify_alone + 0.5 * heavy_ms
 
     # the measured speed includes every rollback: end-to-end rounds pay all of them between them
     e2e = by_kind["end_to_end"]
-    n_partial = sum(1 for r in e2e if r.accepted < len(r.drafted))
-    assert sum(r.ms for r in e2e) >= 0.5 * heavy_ms * n_partial
+    n_partial = sum(1 for r in e2e if r["accepted"] < len(r["drafted"]))
+    assert sum(r["ms"] for r in e2e) >= 0.5 * heavy_ms * n_partial

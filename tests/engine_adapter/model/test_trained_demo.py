@@ -70,8 +70,8 @@ def test_mtp_head_acceptance_on_code_is_above_the_floor(target):
     prompt = target.encode(CODE_PROMPT)
     ev = list(speculative_generate(target.model, prompt, load_mtp_drafter(target), 3, 48))
     assert tokens_of(ev) == tokens_of(list(plain_generate(target.model, prompt, 48)))
-    rounds = [r for r in ev[1:] if len(r.drafted) == 3]
-    p = sum(r.accepted for r in rounds) / (3 * len(rounds))
+    rounds = [r for r in ev[1:] if len(r["drafted"]) == 3]
+    p = sum(r["accepted"] for r in rounds) / (3 * len(rounds))
     assert p >= MTP_FLOOR, p
 
 

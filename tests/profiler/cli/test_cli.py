@@ -143,7 +143,7 @@ def test_demo_model_command_writes_a_folder_that_loads(tmp_path, capsys):
         assert (out / f).is_file(), f
     lm = load_model(out)  # mlx-lm's own loader, like a real checkpoint
     prompt = lm.encode("Hello")
-    assert len([e.token for e in plain_generate(lm.model, prompt, 4)]) == 4
+    assert len([e["token"] for e in plain_generate(lm.model, prompt, 4)]) == 4
     assert main(["inspect", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["model_type"] == "qwen3" and d["name"] == "draft-model" and not d["mtp"]["available"]

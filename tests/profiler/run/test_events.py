@@ -11,8 +11,8 @@ from specscope.profiler.session.session import Session
 
 
 def test_parse_keeps_well_formed_events_and_drops_the_rest():
-    ok = {"event": "round", "case": "c1", "drafted": [1], "accepted": 1, "emitted": [1, 2], "draft_ms": 1.0,
-          "verify_ms": 2.0, "ms": 3.5, "rollback_ms": 0.1}
+    ok = {"event": "round", "case": "c1", "index": 0, "drafted": [1], "accepted": 1, "emitted": [1, 2], "draft_ms": 1.0,
+          "verify_ms": 2.0, "ms": 3.5, "rollback_ms": 0.1, "extra": {}, "kind": "instrumented"}
     assert parse(json.dumps(ok)) == ok
     assert parse(json.dumps(ok).encode()) == ok
     for bad in ("", "   ", "not json", "[1, 2]", json.dumps({"event": "no_such_kind"}),
@@ -21,9 +21,23 @@ def test_parse_keeps_well_formed_events_and_drops_the_rest():
 
 
 def test_every_kind_has_its_required_fields():
-    assert required_fields("error") == ["message"]  # kind has a default: "input"
-    assert "accepted" in required_fields("round")
+    assert required_fields("error") == {"event", "message"}  # its kind is optional ("input" when absent)
+    assert {"case", "accepted", "drafted", "emitted", "ms"} <= required_fields("round")
     assert set(SCHEMA) >= {"run_started", "step", "round", "breakdown", "case_done", "run_done", "error"}
+
+
+def test_the_engines_round_is_the_events_and_the_sessions_core():
+    """A round is defined once: the event is the engine's record plus its case, and the session keeps the record's
+    core (the same fields, read off the one definition)."""
+    from specscope import events
+    from specscope.engine_adapter.decode import records
+    from specscope.profiler.session.records import ROUND_FIELDS, Round
+
+    assert records.RoundRecord is events.RoundRecord and records.PrefillRecord is events.PrefillRecord
+    assert set(events.RoundEvent.__annotations__) == set(events.RoundRecord.__annotations__) | {"case", "pass"}
+    assert ROUND_FIELDS == tuple(events.RoundCore.__annotations__)
+    assert set(ROUND_FIELDS) < set(Round.__annotations__) and set(ROUND_FIELDS) < set(events.RoundRecord.__annotations__)
+    assert not hasattr(__import__("specscope.profiler.run.events", fromlist=["Round"]), "Round")  # no second spelling
 
 
 def test_reader_joins_partial_lines():

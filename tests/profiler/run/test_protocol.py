@@ -52,21 +52,21 @@ class StubEngine:
         return {"name": "stub"}
 
     def plain(self, prompt, max_tokens):
-        yield types.SimpleNamespace(type="prefill", token=5, ms=10.0, n_prompt=len(prompt), index=0)
+        yield {"event": "prefill", "token": 5, "ms": 10.0, "n_prompt": len(prompt)}
         for i in range(1, max_tokens):
-            yield types.SimpleNamespace(type="step", token=5 + i, ms=20.0, index=i)
+            yield {"event": "step", "token": 5 + i, "ms": 20.0, "index": i}
 
     def speculative(self, prompt, plain_tokens, max_tokens, round_kinds="instrumented"):
-        yield types.SimpleNamespace(type="prefill", token=5, ms=10.0, n_prompt=len(prompt))
+        yield {"event": "prefill", "token": 5, "ms": 10.0, "n_prompt": len(prompt)}
         made, i = 1, 0
         e2e = round_kinds == "end_to_end"
         verify = self.verify_ms + self.round_extra_ms  # the extra cost lands in the rounds' verify (and their wall time)
         while made < max_tokens:
             emitted = plain_tokens[made:made + 2] if plain_tokens else [0, 0]
-            yield types.SimpleNamespace(type="round", index=i, drafted=[0] * self.k, accepted=1, emitted=emitted,
-                                        draft_ms=None if e2e else 5.0, verify_ms=None if e2e else verify,
-                                        rollback_ms=None if e2e else 0.1, ms=5.0 + verify + 1.0, extra={},
-                                        kind="end_to_end" if e2e else "instrumented")
+            yield {"event": "round", "index": i, "drafted": [0] * self.k, "accepted": 1, "emitted": emitted,
+                   "draft_ms": None if e2e else 5.0, "verify_ms": None if e2e else verify,
+                   "rollback_ms": None if e2e else 0.1, "ms": 5.0 + verify + 1.0, "extra": {},
+                   "kind": "end_to_end" if e2e else "instrumented"}
             made += len(emitted)
             i += 1
 

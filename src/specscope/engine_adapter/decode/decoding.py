@@ -18,7 +18,7 @@ from specscope.engine_adapter.cache import context as _context
 from specscope.engine_adapter.drafters.drafter import Drafter
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
 from specscope.engine_adapter.mlx_types import token
-from specscope.engine_adapter.decode.records import PlainStep, Prefill, SpecRound
+from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord, StepRecord
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.sampling import Sampling
@@ -47,7 +47,7 @@ def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.arr
 
 def plain_generate(
     model, prompt: list[int], max_tokens: int, sampling: Sampling | None = None
-) -> Iterator[Prefill | PlainStep]:
+) -> Iterator[PrefillRecord | StepRecord]:
     """Plain decoding: one forward per token. Yields ``Prefill`` then ``PlainStep``s."""
     sampling = sampling or Sampling()
     cache = make_prompt_cache(model)
@@ -62,9 +62,9 @@ def plain_generate(
         tok = token(y)
         t = _now_ms()
         if n == 0:
-            yield Prefill(n_prompt=len(prompt), token=tok, ms=t - t0)
+            yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=tok, ms=t - t0)
         else:
-            yield PlainStep(index=n, token=tok, ms=t - t_prev)
+            yield StepRecord(event="step", index=n, token=tok, ms=t - t_prev)
         t_prev = t
         n += 1
         if n >= max_tokens:
@@ -80,7 +80,7 @@ def speculative_generate(
     max_tokens: int,
     sampling: Sampling | None = None,
     round_kinds: str = "instrumented",
-) -> Iterator[Prefill | SpecRound]:
+) -> Iterator[PrefillRecord | RoundRecord]:
     """Speculative decoding: draft ``k``, verify ``k+1`` positions in one forward, keep the accepted prefix.
 
     ``round_kinds``: "instrumented" rounds wait after drafting, after verifying and after
@@ -111,7 +111,7 @@ def speculative_generate(
     with tapping(drafter.needs_hidden) as tap:
         last = token(sampling.sample(prefill(model, cache, prompt), 0))
     drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
-    yield Prefill(n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
+    yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
     emitted, r = 1, 0
     if round_kinds not in ROUND_KINDS:
         raise ValueError(f"round_kinds must be one of {', '.join(ROUND_KINDS)}")
@@ -146,7 +146,7 @@ def speculative_generate(
         last = out[-1]
         emitted += len(out)
         t_end = _now_ms()
-        yield SpecRound(
+        yield RoundRecord(event="round",
             index=r,
             drafted=list(draft.tokens),
             accepted=accepted,

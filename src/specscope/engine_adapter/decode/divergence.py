@@ -27,9 +27,10 @@ kinds of kernels; the tolerance covers that difference, which is rounding too.
 
 from __future__ import annotations
 
-from typing import Any
 
 import mlx.core as mx
+
+from specscope.events import DivergenceEvent
 from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.decode.decoding import prefill
@@ -166,29 +167,33 @@ def first_divergence(plain: list[int], spec: list[int]) -> int | None:
     return None if len(plain) == len(spec) else n
 
 
-def divergence_event(model, case_id: str, prompt: list[int], plain: list[int], spec: list[int], width: int) -> dict | None:
+def divergence_event(model, case_id: str, prompt: list[int], plain: list[int], spec: list[int],
+                     width: int) -> DivergenceEvent | None:
     """The ``divergence`` event for one greedy case, or None when the two outputs are equal."""
     i = first_divergence(plain, spec)
     if i is None:
         return None
-    ev: dict[str, Any] = {"event": "divergence", "case": case_id, "position": i,
-          "plain_token": plain[i] if i < len(plain) else None, "spec_token": spec[i] if i < len(spec) else None}
-    if ev["plain_token"] is None or ev["spec_token"] is None:
-        ev.update(verdict="engine_fault", reason=f"the outputs have different lengths ({len(plain)} vs {len(spec)} tokens)")
+    plain_token, spec_token = plain[i] if i < len(plain) else None, spec[i] if i < len(spec) else None
+    ev: DivergenceEvent = {"event": "divergence", "case": case_id, "position": i, "plain_token": plain_token,
+                           "spec_token": spec_token}
+    if plain_token is None or spec_token is None:
+        ev["verdict"] = "engine_fault"
+        ev["reason"] = f"the outputs have different lengths ({len(plain)} vs {len(spec)} tokens)"
         return ev
     try:
-        m = divergence_margins(model, prompt, plain[:i], ev["plain_token"], ev["spec_token"], width)
+        m = divergence_margins(model, prompt, plain[:i], plain_token, spec_token, width)
     except Exception as exc:  # never lose the divergence itself; without a margin it is never rounding
-        ev.update(verdict="engine_fault", reason=f"the margin could not be computed ({type(exc).__name__}: {exc})")
+        ev["verdict"] = "engine_fault"
+        ev["reason"] = f"the margin could not be computed ({type(exc).__name__}: {exc})"
         return ev
     p, v = m["plain"], m["verify"]
-    ev.update(
-        plain_margin=p["margin"], verify_margin=v["margin"],
-        plain_lead=p["lead"], verify_lead=v["lead"],
-        plain_top=[p["top1"], p["top2"]], verify_top=[v["top1"], v["top2"]],
-        plain_logits={"plain": p["plain_logit"], "spec": p["spec_logit"]},
-        verify_logits={"plain": v["plain_logit"], "spec": v["spec_logit"]},
-        verify_row=v["row"], verify_width=v["width"],
-        dtype=m["dtype"], tolerance=m["tolerance"], verdict=m["verdict"],
-    )
+    ev.update({
+        "plain_margin": p["margin"], "verify_margin": v["margin"],
+        "plain_lead": p["lead"], "verify_lead": v["lead"],
+        "plain_top": [p["top1"], p["top2"]], "verify_top": [v["top1"], v["top2"]],
+        "plain_logits": {"plain": p["plain_logit"], "spec": p["spec_logit"]},
+        "verify_logits": {"plain": v["plain_logit"], "spec": v["spec_logit"]},
+        "verify_row": v["row"], "verify_width": v["width"],
+        "dtype": m["dtype"], "tolerance": m["tolerance"], "verdict": m["verdict"],
+    })
     return ev

@@ -224,7 +224,7 @@ class DistributedEngine(Engine):
     def _checked(self, what: str, records):
         toks: list[int] = []
         for rec in records:
-            toks.extend(rec.emitted if rec.type == "round" else [rec.token])
+            toks.extend(rec["emitted"] if rec["event"] == "round" else [rec["token"]])
             yield rec
         self._agree(what, toks)
 

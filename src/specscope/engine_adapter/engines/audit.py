@@ -27,7 +27,7 @@ SEED_OFFSET = 1_000_000  # the engine's seeds, disjoint from plain decoding's
 def _token_at(records, position: int) -> int:
     out: list[int] = []
     for rec in records:
-        out += [rec.token] if rec.type in ("prefill", "step") else list(rec.emitted)
+        out += [rec["token"]] if rec["event"] in ("prefill", "step") else list(rec["emitted"])
         if len(out) > position:
             return out[position]
     raise SpecscopeError(f"the engine ended after {len(out)} tokens: no token at position {position} to audit")

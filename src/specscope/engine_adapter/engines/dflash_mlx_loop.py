@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from specscope.engine_adapter.decode.records import Prefill, SpecRound
+from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.engines.seam import UNKNOWN_TOKEN, SpeculativeEngine
 from specscope.errors import SpecscopeError
 
@@ -73,7 +73,7 @@ class DFlashMlxLoop(SpeculativeEngine):
                                            verify_config=self._ctx.verify)
         self.block = int(self._bundle.draft_model.block_size)
 
-    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[Prefill | SpecRound]:
+    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[PrefillRecord | RoundRecord]:
         from dflash_mlx.engine.events import PrefillCompleteEvent, TokenEvent
         from dflash_mlx.runtime import stream_dflash_generate
 
@@ -96,7 +96,7 @@ class DFlashMlxLoop(SpeculativeEngine):
                 continue
             now = _now_ms()
             if made == 0:  # the prefill's token
-                yield Prefill(n_prompt=len(prompt), token=int(ev.token_id),
+                yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=int(ev.token_id),
                               ms=prefill_ms if prefill_ms is not None else now - t0)
                 made, cycle, t_cycle = 1, ev.cycles_completed, now
                 continue
@@ -110,8 +110,8 @@ class DFlashMlxLoop(SpeculativeEngine):
         if pending:
             yield self._round(index, pending, k, t_end - t_cycle)
 
-    def _round(self, index: int, tokens: list[int], k: int, ms: float) -> SpecRound:
+    def _round(self, index: int, tokens: list[int], k: int, ms: float) -> RoundRecord:
         accepted = len(tokens) - 1  # a cycle commits its accepted drafts and the target's own token
-        return SpecRound(index=index, drafted=tokens[:accepted] + [UNKNOWN_TOKEN] * (k - accepted), accepted=accepted,
+        return RoundRecord(event="round", index=index, drafted=tokens[:accepted] + [UNKNOWN_TOKEN] * (k - accepted), accepted=accepted,
                          emitted=list(tokens), draft_ms=None, verify_ms=None, rollback_ms=None, ms=ms,
                          extra={"engine": self.name}, kind="end_to_end")

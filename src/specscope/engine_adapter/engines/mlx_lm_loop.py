@@ -18,7 +18,7 @@ from typing import Iterator
 
 import mlx.core as mx
 
-from specscope.engine_adapter.decode.records import Prefill, SpecRound
+from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.engines.seam import UNKNOWN_TOKEN, SpeculativeEngine
 from specscope.errors import SpecscopeError
 
@@ -47,7 +47,7 @@ class MlxLmLoop(SpeculativeEngine):
                                  f"and the target has {', '.join(sorted(kinds))} (mlx-lm raises the same); use "
                                  "specscope's own engine for this model")
 
-    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[Prefill | SpecRound]:
+    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[PrefillRecord | RoundRecord]:
         from mlx_lm.generate import speculative_generate_step
         from mlx_lm.models.cache import make_prompt_cache
         from mlx_lm.sample_utils import make_sampler
@@ -62,7 +62,7 @@ class MlxLmLoop(SpeculativeEngine):
         first = token(sampling.sample(prefill(target, t_cache, prompt), 0))
         mx.eval(prefill(draft, d_cache, prompt))  # the draft model reads the prompt too, as mlx-lm's own prefill does
         mx.eval([c.state for c in t_cache + d_cache])
-        yield Prefill(n_prompt=len(prompt), token=first, ms=_now_ms() - t0)
+        yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=first, ms=_now_ms() - t0)
         if max_tokens <= 1:
             return
         if not sampling.greedy:
@@ -83,7 +83,7 @@ class MlxLmLoop(SpeculativeEngine):
             emitted = pending + ([] if from_draft else [tok])
             drafted_n = min(k, max_tokens - made)  # what mlx-lm drafted this cycle (it drafts fewer near the end)
             accepted = len(pending)
-            yield SpecRound(index=index, drafted=pending + [UNKNOWN_TOKEN] * max(0, drafted_n - accepted),
+            yield RoundRecord(event="round", index=index, drafted=pending + [UNKNOWN_TOKEN] * max(0, drafted_n - accepted),
                             accepted=accepted, emitted=emitted, draft_ms=None, verify_ms=None, rollback_ms=None,
                             ms=t_end - t_start, extra={"engine": self.name}, kind="end_to_end")
             made += len(emitted)

@@ -4,14 +4,15 @@ An engine is a class registered under the entry-point group ``specscope.engines`
 ``[project.entry-points."specscope.engines"] my-engine = "my_package.module:MyEngine"``), or built in (``registry``).
 specscope loads the target (and the draft model, when the run names one) with its own loader and hands the loaded
 models to the engine; the engine decodes and yields the same plain records specscope's own generators yield
-(``engine_adapter.decode.records``):
+(``engine_adapter.decode.records``, defined once in ``specscope.events``):
 
-- one ``Prefill(n_prompt, token, ms)``: the prompt forward and the first token;
-- one ``SpecRound`` per cycle: ``drafted`` (the tokens proposed; a rejected draft the engine does not expose is
+- one ``PrefillRecord(event="prefill", n_prompt, token, ms)``: the prompt forward and the first token;
+- one ``RoundRecord(event="round", …)`` per cycle: ``drafted`` (the tokens proposed; a rejected draft the engine does not expose is
   ``UNKNOWN_TOKEN``), ``accepted`` (how many drafts were kept), ``emitted`` (the tokens the cycle added: the accepted
   drafts and the target's own token), ``ms`` (the cycle's wall time, to the sync), and ``draft_ms``, ``verify_ms``,
   ``rollback_ms`` where the engine times them — ``None`` where it does not, which every surface shows as "not
-  reported by this engine", never as a guess. ``kind`` is "end_to_end" for an uninstrumented cycle.
+  reported by this engine", never as a guess. ``kind`` is "end_to_end" for an uninstrumented cycle; ``extra`` is
+  free (``{}`` will do).
 
 The speed is the engine's own (its cycles' wall time, as it runs them); the plain baseline, the divergence auditor
 (greedy parity with plain decoding from the same weights, position and logit margin at the first difference) and the
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from specscope.engine_adapter.decode.records import Prefill, SpecRound
+from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 
 UNKNOWN_TOKEN = -1  # a drafted token the engine does not expose (a rejected draft)
 TIMINGS = ("ms", "draft_ms", "verify_ms", "rollback_ms")
@@ -43,7 +44,7 @@ class SpeculativeEngine:
         ``params``: the run's ``EngineParams`` (k, sampling, seed)."""
         self.target, self.draft, self.params = target, draft, params
 
-    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[Prefill | SpecRound]:
+    def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[PrefillRecord | RoundRecord]:
         """Decode ``max_tokens`` tokens after ``prompt`` (the first from the prefill) with ``params.num_draft_tokens``
         drafts a cycle; ``sampling`` is the run's (``decode.sampling.Sampling``: temp, top_p, seed)."""
         raise NotImplementedError

@@ -43,7 +43,6 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
     from mlx_lm.generate import speculative_generate_step
 
     from specscope.engine_adapter.decode.decoding import speculative_generate
-    from specscope.engine_adapter.decode.records import Prefill
     from specscope.engine_adapter.drafters.drafter import DraftModelDrafter
 
     from specscope.engine_adapter.model.loader import load_model
@@ -58,7 +57,7 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
         t0 = time.perf_counter()
         # end-to-end rounds: what a production engine does (drafts chained into the verify, one sync per round)
         for rec in speculative_generate(target.model, prompt, DraftModelDrafter(draft.model), k, n, round_kinds="end_to_end"):
-            toks.extend([rec.token] if isinstance(rec, Prefill) else rec.emitted)
+            toks.extend([rec["token"]] if rec["event"] == "prefill" else rec["emitted"])
         return len(toks) / (time.perf_counter() - t0), toks
 
     def theirs():
@@ -85,11 +84,10 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> dict:
 def bench_rollback(a, on_pair: PairHook | None = None) -> dict:
     from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.drafters.oracle import OracleDrafter
-    from specscope.engine_adapter.decode.records import SpecRound
 
     lm = load_bench_model(a)
     prompt = lm.encode(PROMPT)
-    plain = [r.token for r in plain_generate(lm.model, prompt, a.max_tokens)]
+    plain = [r["token"] for r in plain_generate(lm.model, prompt, a.max_tokens)]
     calls = {"n": 0}
     model_cls = type(lm.model)
     original = model_cls.__call__
@@ -111,11 +109,12 @@ def bench_rollback(a, on_pair: PairHook | None = None) -> dict:
                     r = next(gen)
                 except StopIteration:
                     break
+                assert r["event"] == "round"  # after the prefill
                 per_round_calls.append(calls["n"] - before)
                 rounds_seen += 1
-                assert isinstance(r, SpecRound) and r.rollback_ms is not None  # after the prefill: instrumented rounds
-                if r.accepted < len(r.drafted):
-                    shares.append(r.rollback_ms / r.ms)
+                assert r["rollback_ms"] is not None  # after the prefill: instrumented rounds
+                if r["accepted"] < len(r["drafted"]):
+                    shares.append(r["rollback_ms"] / r["ms"])
     finally:
         model_cls.__call__ = original
     if not shares:
@@ -213,7 +212,7 @@ def bench_capture(a, on_pair: PairHook | None = None) -> dict:
     model = lm.model
     prompt = lm.encode(PROMPT)
     k = a.num_draft_tokens
-    cont = [r.token for r in plain_generate(model, prompt, k + 2)]
+    cont = [r["token"] for r in plain_generate(model, prompt, k + 2)]
     inputs = mx.array(cont[: k + 1], dtype=mx.uint32)
     reps = 5
     n_layers = len(trunk_layers(model))

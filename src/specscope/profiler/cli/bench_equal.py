@@ -36,6 +36,7 @@ def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
     from mlx_lm.generate import stream_generate
 
     from specscope.engine_adapter.decode.decoding import plain_generate
+    from specscope.events import Event
     from specscope.profiler.run.protocol import PassEvents
 
     lm = load_bench_model(a)
@@ -43,7 +44,7 @@ def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
     n = a.max_tokens
     sink = open(os.devnull, "w")
 
-    def write(ev: dict) -> None:  # what the worker does per event: serialise, write, flush
+    def write(ev: Event) -> None:  # what the worker does per event: serialise, write, flush
         sink.write(json.dumps(ev) + "\n")
         sink.flush()
 
@@ -52,8 +53,8 @@ def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
         t_first: float | None = None
         held = PassEvents(write)  # as run's protocol holds a pass's events (at most every PASS_FLUSH_S, and at its end)
         for rec in plain_generate(lm.model, prompt, n):
-            held({"event": rec.type, "case": "bench", "token": rec.token, "ms": rec.ms})
-            toks.append(rec.token)
+            held({**rec, "case": "bench", "mode": "plain"} if rec["event"] == "prefill" else {**rec, "case": "bench"})
+            toks.append(rec["token"])
             if t_first is None:
                 t_first = time.perf_counter()
         held.flush()
@@ -107,7 +108,7 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
     tail = "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'tokens': toks}))\n"
     plain = head + f"lm = load_model({model_arg} or demo_model_path('hybrid'))\nprompt = lm.encode({PROMPT!r})\nmx.reset_peak_memory()\n"
     ours_plain = plain + ("from specscope.engine_adapter.decode.decoding import plain_generate\n"
-                          f"toks = [r.token for r in plain_generate(lm.model, prompt, {n})]\n") + tail
+                          f"toks = [r['token'] for r in plain_generate(lm.model, prompt, {n})]\n") + tail
     theirs_plain = plain + ("from mlx_lm.generate import stream_generate\nlm.tokenizer.eos_token_ids = set()\n"
                             f"toks = [int(r.token) for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={n})]\n") + tail
     draft_arg = repr(a.draft_model) if getattr(a, "draft_model", None) else "None"
@@ -117,7 +118,7 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
                         "from specscope.engine_adapter.drafters.drafter import DraftModelDrafter\n"
                         "toks = []\n"
                         f"for r in speculative_generate(t.model, prompt, DraftModelDrafter(d.model), {k}, {n}, round_kinds='end_to_end'):\n"
-                        "    toks += [r.token] if r.type == 'prefill' else r.emitted\n") + tail
+                        "    toks += [r['token']] if r['event'] == 'prefill' else r['emitted']\n") + tail
     theirs_spec = spec + ("from mlx_lm.generate import speculative_generate_step\n"
                           f"toks = [int(x) for x, _, _ in speculative_generate_step(mx.array(prompt), t.model, d.model, "
                           f"num_draft_tokens={k}, max_tokens={n})]\n") + tail

@@ -1,23 +1,25 @@
-"""What ``specscope roofline`` and ``specscope tune`` share: both run the engine in this process.
-
-The model arguments, the engine they open (``engine_adapter.tune_runs.TuneEngine``; MLX is imported only when a
-command runs), the status they report as they go (JSON lines for a program, else a progress bar) and how they print
-their result.
+"""What ``specscope roofline`` and ``specscope tune`` share: the model arguments, the status they report as they go
+(JSON lines for a program, else a progress bar), the worker they measure in (``run.measurement``, through the pump
+and into a session, as a run is measured) and how they print their result.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Callable
+import sys
+from typing import TYPE_CHECKING, Callable
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.common import add_download_arg, resolve_model_args
+from specscope.profiler.cli.common import add_download_arg
 from specscope.profiler.cli.progress import add_progress_args
 from specscope.profiler.session.file_io import finite_json
 
 from specscope.profiler.run.roofline_run import DEFAULT_PROMPT
+
+if TYPE_CHECKING:
+    from specscope.profiler.run.measurement import Measurement
 
 
 def jsonl_status(message: str) -> None:
@@ -56,45 +58,52 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     add_progress_args(p)
     p.add_argument("--jsonl", action="store_true",
                    help="JSON lines on stdout for a program (the app): {\"status\": …} as it goes, then the result")
+    p.add_argument("-o", "--output", help="keep the measurement's session (JSON: its result and how it was run)")
     add_download_arg(p)
 
 
 
-def engine_params(a, drafter: str = "auto"):
-    from specscope.engine_adapter.engine import EngineParams
-
-    return EngineParams(model=a.model, demo=bool(a.demo), drafter=drafter, draft_model=a.draft_model,
-                        mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, oracle_p=a.oracle_p,
-                        oracle_draft_ms=a.oracle_draft_ms, temp=a.temp, top_p=a.top_p, seed=a.seed,
-                        allow_oversize=a.allow_oversize)
-
-
-def check_oracle(a) -> None:
-    if not 0.0 <= a.oracle_p <= 1.0:
-        raise SpecscopeError("--oracle-p must be between 0 and 1")
-    if a.oracle_draft_ms < 0:
-        raise SpecscopeError("--oracle-draft-ms must be >= 0")
-
-
-def open_engine(a, say, drafter: str = "auto"):
-    from specscope.engine_adapter.tune_runs import TuneEngine
-
-    if not a.model and not a.demo:
-        raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
-    resolve_model_args(a)
-    return TuneEngine.open(engine_params(a, drafter), status=say)
-
-
-def run_and_print(a, key: str, say, measure: Callable, fmt: Callable[[dict], str]) -> int:
-    """Run ``measure(a, say, partial)`` and print its result: ``{key: result}`` lines with ``--jsonl`` (each partial
-    result as it comes, then the whole), else the result as JSON (``--json``) or as text (``fmt``)."""
-    partial = (lambda res: print(json.dumps({key: finite_json(res)}), flush=True)) if a.jsonl else None
-    try:
-        out = measure(a, say, partial)
-    finally:
-        close_status(say)
+def print_result(a, key: str, out: dict, fmt: Callable[[dict], str]) -> None:
     if a.jsonl:
         print(json.dumps({key: finite_json(out)}), flush=True)
     else:
         print(json.dumps(finite_json(out), indent=1) if a.json else fmt(out))
+
+
+def measure_and_print(a, cfg: "Measurement", say, fmt: Callable[[dict], str]) -> int:
+    """Measure ``cfg`` (roofline, tune) in the worker, as a run is measured (``run.measurement``: its events through
+    the pump, folded into a session; ``-o`` keeps that session), and print the result: ``{key: result}`` lines with
+    ``--jsonl`` (each partial result as it comes, then the whole), else JSON (``--json``) or text (``fmt``)."""
+    from specscope.profiler.run.measurement import kind_of
+    from specscope.profiler.run.runner import run_worker
+
+    key = kind_of(cfg)
+
+    def on_event(ev, session) -> None:
+        if ev["event"] == "status":
+            say(ev["message"])
+        elif ev["event"] == key and ev.get("partial") and a.jsonl:
+            print(json.dumps({key: ev[key]}), flush=True)
+
+    out_path = getattr(a, "output", None)
+    try:
+        res = run_worker(cfg, on_event=on_event, autosave=out_path)
+    finally:
+        close_status(say)
+    s = res.session
+    if s.status == "failed":
+        msg = s.data["errors"][-1] if s.data["errors"] else "the worker failed"
+        if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
+            if res.stderr.strip():
+                print(res.stderr.rstrip(), file=sys.stderr)
+            msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
+        raise SpecscopeError(msg)
+    if s.status != "complete" or key not in s.data:
+        why = "; ".join(s.data["errors"][-1:]) or "no result"
+        print(f"specscope: {key} {s.status}: {why}" + (f" (what was measured is in {out_path})" if out_path else ""),
+              file=sys.stderr)
+        return 130 if "stopped by the user" in s.data["errors"] else 1
+    print_result(a, key, s.data[key], fmt)  # type: ignore[literal-required]
+    if out_path:
+        print(f"session saved to {out_path}", file=sys.stderr)
     return 0

@@ -14,9 +14,9 @@ from dataclasses import fields
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.run.config import DRAFTERS
 from specscope.profiler.run.context import add_context_args, parse_size
-from specscope.profiler.run.roofline_run import RooflineConfig, roofline_data
+from specscope.profiler.run.roofline_run import RooflineConfig
 from specscope.profiler.cli.common import resolve_model_args
-from specscope.profiler.cli.engine import add_model_args, check_oracle, run_and_print, status_for
+from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
 
 
 def add_parser(sub) -> None:
@@ -47,7 +47,6 @@ def roofline_config(a) -> RooflineConfig:
     """The measurement the flags ask for (model references resolved to folders first)."""
     if not a.model and not a.demo:
         raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
-    check_oracle(a)
     resolve_model_args(a)
     shared = {f.name: getattr(a, f.name) for f in fields(EngineParams) if hasattr(a, f.name)}
     return RooflineConfig(**{**shared, "demo": bool(a.demo)}, positions=a.positions, max_tokens=a.max_tokens,
@@ -60,5 +59,5 @@ def cmd_roofline(a) -> int:
     from specscope.profiler.analysis.roofline import format_roofline
 
     cfg = roofline_config(a)
-    return run_and_print(a, "roofline", status(a), lambda _a, say, partial: roofline_data(cfg, say, partial),
-                         format_roofline)
+    cfg.validate()  # refused here, before a worker starts
+    return measure_and_print(a, cfg, status(a), format_roofline)

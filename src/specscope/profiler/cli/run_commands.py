@@ -122,13 +122,22 @@ def finite_rows(x):
 def _add_roofline(a, cfg, session, out) -> None:
     """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
     measured apart from the run and kept in the session (saved again, atomically)."""
-    from specscope.profiler.run.roofline_run import RooflineConfig, roofline_data
+    from specscope.profiler.run.roofline_run import RooflineConfig
+    from specscope.profiler.run.runner import run_worker
     from specscope.profiler.analysis.session_file import save_session
 
     drafter = (session.config.get("drafter") or {}).get("name") or cfg.drafter
     rl = RooflineConfig.beside_run(cfg, drafter if drafter in DRAFTER_NAMES else "auto")
     say = (lambda m: print(f"specscope: {m}", file=sys.stderr)) if not a.quiet else (lambda m: None)
     say("measuring the verify cost curve apart from the run (--roofline)")
-    session.data["roofline"] = roofline_data(rl, say)
+    # measured in a worker of its own, as `specscope roofline` is, and its result kept with the run
+    res = run_worker(rl, on_event=lambda ev, _s: say(ev["message"]) if ev["event"] == "status" else None)
+    measured = res.session
+    if measured.status != "complete" or "roofline" not in measured.data:
+        why = "; ".join(measured.data["errors"][-1:]) or measured.status
+        print(f"specscope: --roofline: the verify cost curve was not measured ({why}); the run is kept without it",
+              file=sys.stderr)
+        return
+    session.data["roofline"] = measured.data["roofline"]
     if out:
         save_session(session, out)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.engine import add_model_args, check_oracle, open_engine, run_and_print, status_for
+from dataclasses import fields
+
+from specscope.engine_adapter.params import EngineParams
+from specscope.profiler.cli.common import resolve_model_args
+from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
+from specscope.profiler.run.tune_run import TuneConfig
 from specscope.profiler.analysis.intervals import draft_time_text
 
 TUNE_TARGET = ("<=", 0.05)
@@ -42,53 +47,16 @@ def status(a):
     return status_for(a, "tune", 2 + 2 + 4 * n_drafters + (a.reps or 12))  # unset reps: 6-30 confirmation repeats, about 12
 
 
-def _prompts(a, eng) -> list[list[int]]:
-    if a.prompt:
-        return [eng.encode(a.prompt)]
-    from specscope.profiler.run.suite import load_suite, take_cases
-
-    return [eng.encode(c["prompt"]) for c in take_cases(load_suite(a.suite)["cases"], a.cases)]
-
-
-def tune_data(a, say=lambda m: None, partial=None) -> dict:
-    from specscope.profiler.analysis.tune import run_tune
-
-    if a.k_max is not None and not 1 <= a.k_max <= 16:
-        raise SpecscopeError("--k-max must be between 1 and 16")
-    if a.max_tokens < 4:
-        raise SpecscopeError("--max-tokens must be at least 4")
-    if a.reps is not None and a.reps < 1:
-        raise SpecscopeError("--reps must be at least 1")
-    if getattr(a, "beside_reps", 4) < 1:
-        raise SpecscopeError("--beside-reps must be at least 1")
-    if a.cases is not None and a.cases < 1:
-        raise SpecscopeError("--cases must be at least 1")
-    if a.temp < 0 or not 0 < a.top_p <= 1:
-        raise SpecscopeError("--temp must be >= 0 and --top-p in (0, 1]")
-    check_oracle(a)
-    drafters = [d.strip() for d in a.drafters.split(",") if d.strip()] if a.drafters else None
-    if drafters is not None and not drafters:
-        raise SpecscopeError("--drafters lists no drafter")
-    if a.suite and not a.prompt:
-        from specscope.profiler.run.suite import load_suite
-
-        load_suite(a.suite)  # fail fast, before loading a model
-    if drafters and "dflash" in drafters and "draft" in drafters:
-        raise SpecscopeError("--drafters dflash and draft: one run holds either a DFlash drafter or a draft model "
-                             "(--draft-model); tune them in two runs")
-    eng = open_engine(a, say, drafter="dflash" if drafters and "dflash" in drafters else "auto")
-    block = eng.engine.dflash  # the DFlash drafter's checked folder, when this run has one
-    if block is not None and (drafters is None or "dflash" in drafters):
-        if a.k_max is None:
-            a.k_max = block.max_draft_tokens
-        elif a.k_max > block.max_draft_tokens:
-            raise SpecscopeError(f"--k-max {a.k_max} is more than {block.path.name}'s block holds: block size "
-                                 f"{block.block_size} drafts at most {block.max_draft_tokens} a round")
-    if a.k_max is None:
-        a.k_max = 4
-    out = run_tune(eng, _prompts(a, eng), k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters, reps=a.reps,
-                   confirm=a.confirm, progress=say, on_update=partial, beside_reps=getattr(a, "beside_reps", 4))
-    return out
+def tune_config(a) -> TuneConfig:
+    """The tune the flags ask for (model references resolved to folders first)."""
+    if not a.model and not a.demo:
+        raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+    resolve_model_args(a)
+    shared = {f.name: getattr(a, f.name) for f in fields(EngineParams) if hasattr(a, f.name)}
+    drafters = [d.strip() for d in a.drafters.split(",") if d.strip()] if a.drafters is not None else None
+    return TuneConfig(**{**shared, "demo": bool(a.demo)}, k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters,
+                      reps=a.reps, beside_reps=a.beside_reps, confirm=a.confirm, suite=a.suite, cases=a.cases,
+                      prompt=a.prompt)
 
 
 AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_little_data": "(undecided)"}
@@ -135,7 +103,9 @@ def format_tune(res: dict) -> str:
 
 
 def cmd_tune(a) -> int:
-    return run_and_print(a, "tune", status(a), tune_data, format_tune)
+    cfg = tune_config(a)
+    cfg.validate()  # refused here, before a worker starts
+    return measure_and_print(a, cfg, status(a), format_tune)
 
 
 # -- bench tune -------------------------------------------------------------------------------------------------------

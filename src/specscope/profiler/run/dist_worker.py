@@ -28,6 +28,7 @@ import time
 import traceback
 
 from specscope.errors import SpecscopeError
+from specscope.events import Event
 
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.rank_monitor import EXIT_PEER_LOST, RANK_ERROR_MARK, RANK_MARK
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints stay off the event channel, on every rank
 
-    def emit(ev: dict) -> None:
+    def emit(ev: Event) -> None:
         if rank == 0:
             out.write(json.dumps(ev, ensure_ascii=False) + "\n")
             out.flush()

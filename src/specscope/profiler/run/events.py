@@ -1,4 +1,4 @@
-"""The worker's event stream, written down once: one record per event kind, one reader, one ending.
+"""The worker's event stream: one reader, one ending. The events themselves are defined once, in ``specscope.events``.
 
 The worker writes one JSON object per line. The CLI (``runner``) and the app (``gui.worker``)
 both read it with :class:`EventReader`, fold it with ``Session.apply``, autosave on the same
@@ -9,200 +9,21 @@ events, give a stopping worker the same grace period, and decide how a run ended
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, dataclass, fields
-from typing import Iterator
+from typing import Iterator, cast
 
-# -- the schema: required fields per kind (extra fields are allowed and kept) ------------------------------
+from specscope.events import EVENT_TYPES, Event, required_fields
 
-
-@dataclass
-class Status:
-    message: str
-
-
-@dataclass
-class RunStarted:
-    config: dict
-    environment: dict
-    model: dict
-    cases: list
-
-
-@dataclass
-class CaseStarted:
-    case: dict
-    index: int
-    phase: str
-
-
-@dataclass
-class Prefill:
-    case: str
-    mode: str
-    token: int
-    ms: float
-
-
-@dataclass
-class Step:
-    case: str
-    i: int
-    token: int
-    ms: float
-
-
-@dataclass
-class Round:
-    case: str
-    drafted: list
-    accepted: int
-    emitted: list
-    draft_ms: float
-    verify_ms: float
-    ms: float
-
-
-@dataclass
-class RepeatDone:
-    case: str
-    mode: str
-
-
-@dataclass
-class Breakdown:
-    case: str
-    breakdown: dict
-
-
-@dataclass
-class Components:
-    """The prediction's inputs timed apart for one case (engine_adapter.measure.components)."""
-    case: str
-    components: dict
-
-
-@dataclass
-class Trace:
-    """A case's acceptance trace A(s) along its plain output (engine_adapter.measure.acceptance_trace), with ``run --trace``."""
-    case: str
-    trace: dict
-
-
-@dataclass
-class Divergence:
-    case: str
-
-
-@dataclass
-class CaseDone:
-    case: str
-
-
-@dataclass
-class Memory:
-    peak_bytes: int
-
-
-@dataclass
-class Probe:
-    """A clock-probe reading (``when``: before / after a repeat, or while cooling down before a case)."""
-    case: str
-    when: str
-    ms: float
-
-
-@dataclass
-class Cooldown:
-    """How a --cooldown wait before a case ended (``reached``: the probe came back within 2% of its best)."""
-    case: str
-    waited_s: float
-    reached: bool
-
-
-@dataclass
-class Sensors:
-    """One run's sensor window (profiler.run.sensors): seconds, GPU frequency/power/temperature, joules."""
-    case: str
-    mode: str
-    seconds: float
-
-
-@dataclass
-class Thermal:
-    """``pmset -g therm`` before or after a case (macOS)."""
-    case: str
-    when: str
-    text: str
-
-
-@dataclass
-class Preflight:
-    """The pre-flight (engine_adapter.preflight), after run_started and before anything is measured."""
-    preflight: dict
-
-
-@dataclass
-class RunDone:
-    status: str
-
-
-@dataclass
-class Error:
-    message: str
-    kind: str = "input"  # "input": the user can fix it; "internal": a specscope bug (traceback on stderr)
-
-
-@dataclass
-class Context:
-    """A long context prefilled once (or its stored cache reused), timed on its own (profiler.run.protocol.with_context)."""
-    context: int
-    tokens: int
-    prefill_ms: float
-
-
-@dataclass
-class SweepStarted:
-    """A context sweep (profiler.analysis.sweep): the contexts and the order they are visited in."""
-    contexts: list
-    order: list
-
-
-@dataclass
-class SweepVisit:
-    """Before one visit of a context: the case events up to ``sweep_visit_done`` belong to that context."""
-    context: int
-    visit: int
-
-
-@dataclass
-class SweepVisitDone:
-    context: int
-    visit: int
-    status: str
-
-
-SCHEMA: dict[str, type] = {
-    "context": Context, "sweep_started": SweepStarted, "sweep_visit": SweepVisit, "sweep_visit_done": SweepVisitDone,
-    "status": Status, "run_started": RunStarted, "case_started": CaseStarted, "prefill": Prefill, "step": Step,
-    "round": Round, "repeat_done": RepeatDone, "breakdown": Breakdown, "components": Components,
-    "trace": Trace, "divergence": Divergence,
-    "case_done": CaseDone, "memory": Memory, "run_done": RunDone, "error": Error,
-    "probe": Probe, "cooldown": Cooldown, "sensors": Sensors, "thermal": Thermal, "preflight": Preflight,
-}
+SCHEMA = EVENT_TYPES  # kind -> its record (``specscope.events``)
 
 # Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).
 AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error",
-                             "context", "sweep_visit_done", "preflight"})
+                             "context", "sweep_visit_done", "preflight", "roofline", "tune"})
 AUTOSAVE_SECONDS = 2.0
 # How long a worker asked to stop (SIGINT) may take to end its run before it is killed.
 STOP_GRACE_SECONDS = 10.0
 
 
-def required_fields(kind: str) -> list[str]:
-    return [f.name for f in fields(SCHEMA[kind]) if f.default is MISSING and f.default_factory is MISSING]
-
-
-def parse(line: str | bytes) -> dict | None:
+def parse(line: str | bytes) -> Event | None:
     """One event from one line, or None for anything that is not a well-formed event (never raises)."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", "replace")
@@ -217,7 +38,7 @@ def parse(line: str | bytes) -> dict | None:
         return None
     if any(k not in ev for k in required_fields(ev["event"])):
         return None
-    return ev
+    return cast(Event, ev)  # its kind's required fields are there; the types are the emitter's (checked by mypy)
 
 
 class EventReader:
@@ -226,7 +47,7 @@ class EventReader:
     def __init__(self):
         self._buf = b""
 
-    def feed(self, chunk: str | bytes) -> Iterator[dict]:
+    def feed(self, chunk: str | bytes) -> Iterator[Event]:
         if isinstance(chunk, str):
             chunk = chunk.encode("utf-8")
         self._buf += chunk
@@ -236,7 +57,7 @@ class EventReader:
             if ev is not None:
                 yield ev
 
-    def close(self) -> Iterator[dict]:
+    def close(self) -> Iterator[Event]:
         """The last line, if the stream ended without a newline."""
         rest, self._buf = self._buf, b""
         ev = parse(rest)

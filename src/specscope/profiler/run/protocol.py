@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import cast
 
 from specscope.errors import SpecscopeError
+from specscope.events import Emit, Event, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, StepRecord
 
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
@@ -31,7 +33,8 @@ from specscope.profiler.analysis.stats import tok_s
 
 COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its best reading
 COOLDOWN_POLL_S = 2.0      # between two probe readings while cooling down
-MEASURED, LEDGER = "measured", "ledger"  # the two passes of a paired speculative phase
+MEASURED: PassName = "measured"  # the two passes of a paired speculative phase
+LEDGER: PassName = "ledger"
 # A pass's step and round events are held and handed on together at most this often (and at the pass's end): the
 # consumer's work between two rounds (an event encoded, written, read and folded on the other side) slows the round
 # after it. Emitted per round, a worker-like consumer made the demo's end-to-end rounds 1.9% slower (1.6-3.7%, 18
@@ -43,12 +46,12 @@ class PassEvents:
     """A pass's events, held and emitted in order, at most every ``interval_s`` and at ``flush()``: one pause of the
     decoding loop for the consumer instead of one per step."""
 
-    def __init__(self, emit, interval_s: float | None = None):
+    def __init__(self, emit: Emit, interval_s: float | None = None):
         self.emit, self.interval_s = emit, PASS_FLUSH_S if interval_s is None else interval_s
-        self.held: list[dict] = []
+        self.held: list[Event] = []
         self.since = time.monotonic()
 
-    def __call__(self, ev: dict) -> None:
+    def __call__(self, ev: Event) -> None:
         self.held.append(ev)
         if time.monotonic() - self.since >= self.interval_s:
             self.flush()
@@ -60,12 +63,12 @@ class PassEvents:
         self.since = time.monotonic()
 
 
-def abba(repeat: int) -> tuple[str, str]:
+def abba(repeat: int) -> tuple[Mode, Mode]:
     """The order of the two modes in a case's repeat: AB, BA, AB, … (A = plain, B = speculative)."""
     return ("plain", "spec") if repeat % 2 == 0 else ("spec", "plain")
 
 
-def open_engine(cfg: RunConfig, emit):
+def open_engine(cfg: RunConfig, emit: Emit):
     """The engine, built once from the run's plain settings (the only call down for loading)."""
     from specscope.engine_adapter.engine import Engine
 
@@ -75,7 +78,7 @@ def open_engine(cfg: RunConfig, emit):
     return engine
 
 
-def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=None) -> str:
+def run_protocol(cfg: RunConfig, emit: Emit, should_stop=lambda: False, open_engine=None) -> str:
     """Run the whole protocol, emitting events; return the final status.
 
     ``open_engine(cfg, emit)`` builds the engine: by default this module's ``open_engine`` (looked up at
@@ -95,7 +98,7 @@ def run_protocol(cfg: RunConfig, emit, should_stop=lambda: False, open_engine=No
         sensors.close()
 
 
-def until_decided(cfg: RunConfig, emit):
+def until_decided(cfg: RunConfig, emit: Emit):
     """``--until decided``: the run's own events folded as they are emitted, and after every finished case (from the
     MIN_UNITS-th on) the prediction's verdict at the sequential level (``analysis.sequential``: each look's interval
     at 1 − 0.05 / looks); decided, the run stops there. Progress says the interval now and how much more would decide
@@ -109,7 +112,7 @@ def until_decided(cfg: RunConfig, emit):
     done = [0]  # cases finished
     decided: list[str] = []  # the verdict, once decided
 
-    def emit_and_look(ev: dict) -> None:
+    def emit_and_look(ev: Event) -> None:
         session.apply(copy.deepcopy(ev))  # its own copy: a fold may keep what an event holds, and emit passes it on
         emit(ev)
         if ev.get("event") != "case_done":
@@ -130,7 +133,7 @@ def until_decided(cfg: RunConfig, emit):
     return emit_and_look, (lambda: bool(decided))
 
 
-def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
+def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
     """Check, open the engine, encode the cases (and the contexts of ``sizes``), emit ``run_started``.
     Returns (engine, encoded cases, sensors, {size: context tokens})."""
     cfg.validate()
@@ -177,7 +180,7 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
           "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
-    report = preflight.evaluate(readings, *parts_from_engine(engine))
+    report = cast(Preflight, preflight.evaluate(readings, *parts_from_engine(engine)))  # its record: specscope.events
     report["ignored"] = report["status"] == "fail" and cfg.ignore_preflight
     emit({"event": "preflight", "preflight": report})
     if report["status"] == "fail" and not cfg.ignore_preflight:
@@ -186,20 +189,20 @@ def start_run(cfg: RunConfig, emit, open_engine, sizes: list[int]):
     return engine, encoded, sensors, contexts
 
 
-def with_context(engine, cfg: RunConfig, encoded: list[dict], tokens: list[int], emit) -> list[dict]:
+def with_context(engine, cfg: RunConfig, encoded: list[dict], tokens: list[int], emit: Emit) -> list[dict]:
     """Prefill the context once (or reuse its stored cache), emit a ``context`` event with its own timing, and
     return the cases with the context before each prompt (``own_tokens``: the prompt alone, for the session)."""
     n = len(tokens)
     if n:
         emit({"event": "status", "message": f"prefilling the context: {n:,} tokens ({cfg.context_kind if not cfg.context_file else cfg.context_file})"})
-    facts = engine.prepare_context(tokens)
+    facts: PrefilledContext = engine.prepare_context(tokens)
     emit({"event": "context", "context": n, "kind": "file" if cfg.context_file else cfg.context_kind,
           "file": cfg.context_file, **facts})
     return [{**c, "own_tokens": c.get("own_tokens", c["prompt_tokens"]),
              "prompt_tokens": list(tokens) + list(c.get("own_tokens", c["prompt_tokens"])), "context": n} for c in encoded]
 
 
-def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors, emit, should_stop,
+def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors: _sensors.SensorSource, emit: Emit, should_stop,
              repeat_offset: int = 0, warmup: bool = True, plain_memo: dict | None = None, enough=None) -> str:
     """The cases, each repeat in ABBA order. A sweep's later visits of a context pass ``repeat_offset`` (their
     repeats continue the count, so the order alternates across visits too) and ``warmup`` False."""
@@ -247,24 +250,23 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
         finally:
             out.flush()
 
-    def plain_pass(c, record: bool, emit):
+    def plain_pass(c, record: bool, emit: Emit):
         toks, ms = [], []
+        rec: PrefillRecord | StepRecord
         for rec in engine.plain(c["prompt_tokens"], cfg.max_tokens):
-            toks.append(rec.token)
-            if rec.type == "step":
-                ms.append(rec.ms)
+            toks.append(rec["token"])
             if record:
-                ev = {"event": rec.type, "case": c["id"], "token": rec.token, "ms": rec.ms}
-                if rec.type == "prefill":
-                    ev.update(mode="plain", n_prompt=rec.n_prompt)
+                if rec["event"] == "prefill":
+                    emit({**rec, "case": c["id"], "mode": "plain"})
                 else:
-                    ev["i"] = rec.index
-                emit(ev)
+                    emit({**rec, "case": c["id"]})
+            if rec["event"] == "step":
+                ms.append(rec["ms"])
             if should_stop():
                 return toks, None
         return toks, tok_s(len(ms), sum(ms))
 
-    def spec_pass(c, plain_tokens, record: bool, kinds: str | None, pass_name: str | None):
+    def spec_pass(c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None):
         """One speculative pass: tokens and tok/s per round kind ({"instrumented": …, "end_to_end": …})."""
         out = PassEvents(emit)
         try:
@@ -272,26 +274,22 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
         finally:
             out.flush()
 
-    def spec_rounds(c, plain_tokens, record: bool, kinds: str | None, pass_name: str | None, emit):
+    def spec_rounds(c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
         toks = []
         n = {"instrumented": 0, "end_to_end": 0}
         total = {"instrumented": 0.0, "end_to_end": 0.0}
+        rec: PrefillRecord | RoundRecord
         for rec in engine.speculative(c["prompt_tokens"], plain_tokens, cfg.max_tokens, **({"round_kinds": kinds} if kinds else {})):
-            if rec.type == "prefill":
-                toks.append(rec.token)
+            if rec["event"] == "prefill":
+                toks.append(rec["token"])
                 if record and pass_name != LEDGER:  # the session's output is the measured pass's
-                    emit({"event": "prefill", "case": c["id"], "mode": "spec", "token": rec.token, "ms": rec.ms, "n_prompt": rec.n_prompt})
+                    emit({**rec, "case": c["id"], "mode": "spec"})
             else:
-                toks.extend(rec.emitted)
-                n[rec.kind] += len(rec.emitted)
-                total[rec.kind] += rec.ms
+                toks.extend(rec["emitted"])
+                n[rec["kind"]] += len(rec["emitted"])
+                total[rec["kind"]] += rec["ms"]
                 if record:
-                    ev = {"event": "round", "case": c["id"], "index": rec.index, "drafted": rec.drafted, "accepted": rec.accepted,
-                          "emitted": rec.emitted, "draft_ms": rec.draft_ms, "verify_ms": rec.verify_ms,
-                          "rollback_ms": rec.rollback_ms, "ms": rec.ms, "extra": rec.extra, "kind": rec.kind}
-                    if pass_name:
-                        ev["pass"] = pass_name
-                    emit(ev)
+                    emit({**rec, "case": c["id"], "pass": pass_name} if pass_name else {**rec, "case": c["id"]})
             if should_stop():
                 return toks, None
         return toks, {kind: tok_s(n[kind], total[kind]) for kind in n}
@@ -377,12 +375,12 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
                     emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
                           "instrumented_tok_s": rates[1]})
                     made = len(spec_tokens)
-                w = sensors.stop()
+                window = sensors.stop()
                 if phase == "spec":
                     time_components(c, r, "after", plain_tokens)
-                if w:
+                if window:
                     emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
-                          "t": time.monotonic() - t_start, **w})
+                          "t": time.monotonic() - t_start, **window})
                 if phase == "plain" and r == repeat_offset == 0 and cfg.breakdown:
                     emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
                     bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
@@ -411,7 +409,7 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors,
     return "failed" if faults else "complete"
 
 
-def run_sweep(cfg: RunConfig, emit, should_stop, open_engine=None) -> str:
+def run_sweep(cfg: RunConfig, emit: Emit, should_stop, open_engine=None) -> str:
     """The protocol at each context of ``cfg.sweep`` (order, reuse and events: ``profiler.analysis.sweep``)."""
     from specscope.profiler.analysis.sweep import sweep_order
 

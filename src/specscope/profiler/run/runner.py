@@ -32,24 +32,28 @@ import sys
 from specscope.profiler.run import launch
 from specscope.profiler.run.config import DistSpec, RunConfig
 from specscope.profiler.run.events import finish_run
+from specscope.profiler.run.measurement import Measurement, worker_argument
 from specscope.profiler.run.pump import EventPump, RunResult, SessionSaveError, describe_exit, worker_env
 
 __all__ = ["RunResult", "SessionSaveError", "run_worker", "worker_command", "worker_env"]
 
 
-def worker_command(cfg: RunConfig) -> list[str]:
-    return [sys.executable, "-m", "specscope.profiler.run.worker", json.dumps(cfg.to_dict())]
+def worker_command(cfg: RunConfig | Measurement) -> list[str]:
+    arg = json.dumps(cfg.to_dict()) if isinstance(cfg, RunConfig) else worker_argument(cfg)
+    return [sys.executable, "-m", "specscope.profiler.run.worker", arg]
 
 
-def run_worker(cfg: RunConfig, on_event=None, autosave: str | None = None, on_start=None) -> RunResult:
-    """Run the protocol in a worker; Ctrl+C stops it and keeps what was measured.
+def run_worker(cfg: RunConfig | Measurement, on_event=None, autosave: str | None = None, on_start=None) -> RunResult:
+    """Run the protocol (or a measurement besides a run: roofline, tune) in a worker; Ctrl+C stops it and keeps what
+    was measured.
 
     ``on_event(event, session)`` is called for every event; ``on_start(popen)`` once the worker runs.
     A distributed run (``cfg.ranks`` / ``hosts`` / ``hostfile``) goes to ``launch.run_distributed``: the same
     guarantees, the ranks under ``mlx.launch``.
     """
-    spec = DistSpec.from_config(cfg)
+    spec = DistSpec.from_config(cfg) if isinstance(cfg, RunConfig) else None
     if spec is not None:
+        assert isinstance(cfg, RunConfig)
         return launch.run_distributed(cfg, spec, on_event=on_event, autosave=autosave, on_start=on_start)
     pump = EventPump(autosave, on_event)  # an unwritable path is refused here, before a model is loaded
     proc = subprocess.Popen(

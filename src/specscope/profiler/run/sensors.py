@@ -23,6 +23,9 @@ import re
 import subprocess
 import sys
 import time
+from typing import cast
+
+from specscope.events import SensorWindow, ThermalReading
 
 MAC_EXTRA = "pip install 'specscope[mac]'"
 
@@ -35,7 +38,7 @@ def _machine() -> str:
     return f"{platform.system()} {platform.machine()}"
 
 
-def pmset_therm() -> dict | None:
+def pmset_therm() -> ThermalReading | None:
     """``pmset -g therm`` on macOS: the raw text and the limits it names (e.g. CPU_Speed_Limit = 100);
     None elsewhere or when it cannot run."""
     if sys.platform != "darwin":
@@ -47,7 +50,7 @@ def pmset_therm() -> dict | None:
     return parse_therm(out)
 
 
-def parse_therm(text: str) -> dict:
+def parse_therm(text: str) -> ThermalReading:
     limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+)\s*=\s*(\d+)", text or "")}
     warnings = [ln.strip() for ln in (text or "").splitlines() if "warning" in ln.lower() and ln.strip()]
     return {"text": (text or "").strip()[:2000], "limits": limits, "warnings": warnings}
@@ -67,12 +70,12 @@ class SensorSource:
     def start(self) -> None:
         """Open a window (before a run)."""
 
-    def stop(self) -> dict | None:
+    def stop(self) -> SensorWindow | None:
         """Close the window: ``{"seconds", "gpu_freq_mhz", "gpu_power_w", "package_power_w", "gpu_temp_c",
         "joules"}`` (any of them None when the source lacks it), or None when nothing is available."""
         return None
 
-    def thermal(self) -> dict | None:
+    def thermal(self) -> ThermalReading | None:
         return pmset_therm()
 
     def close(self) -> None:
@@ -99,10 +102,10 @@ class RecordedSource(SensorSource):
     def start(self) -> None:
         self.started += 1
 
-    def stop(self) -> dict | None:
-        return dict(self._windows.pop(0)) if self._windows else None
+    def stop(self) -> SensorWindow | None:
+        return cast(SensorWindow, dict(self._windows.pop(0))) if self._windows else None  # as recorded
 
-    def thermal(self) -> dict | None:
+    def thermal(self) -> ThermalReading | None:
         return parse_therm(self._thermal.pop(0)) if self._thermal else None
 
 
@@ -130,7 +133,7 @@ class MacmonSource(SensorSource):
         self._sampler.metrics()  # ends the previous averaging window
         self._t0 = _now()
 
-    def stop(self) -> dict | None:
+    def stop(self) -> SensorWindow | None:
         if self._t0 is None:
             return None
         m = self._sampler.metrics()
@@ -147,7 +150,7 @@ class MacmonSource(SensorSource):
             pass
 
 
-def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=None, gpu_temp_c=None) -> dict:
+def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=None, gpu_temp_c=None) -> SensorWindow:
     """One run's sensor record; energy is the package's mean power over the window (the GPU's when the
     package is not reported)."""
     power = package_power_w if package_power_w is not None else gpu_power_w

@@ -1,6 +1,7 @@
 """The worker process: runs the protocol and streams events as JSON lines on stdout.
 
     python -m specscope.profiler.run.worker '<RunConfig as JSON>'
+    python -m specscope.profiler.run.worker '{"measure": "roofline" | "tune", "config": {…}}'
 
 One event per line, flushed as it happens, so a reader that is stopped or
 crashes loses nothing already written. SIGINT/SIGTERM end the run cleanly
@@ -23,6 +24,7 @@ import time
 import traceback
 
 from specscope.errors import SpecscopeError
+from specscope.events import Event
 
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.protocol import run_protocol
@@ -67,15 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     # Keep stray prints (e.g. from libraries) off the event channel.
     sys.stdout = sys.stderr
 
-    def emit(ev: dict) -> None:
+    def emit(ev: Event) -> None:
         out.write(json.dumps(ev, ensure_ascii=False) + "\n")
         out.flush()
 
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)
     try:
-        cfg = RunConfig.from_dict(json.loads(argv[0]))
-        status = run_protocol(cfg, emit, should_stop=lambda: _stop["requested"])
+        spec = json.loads(argv[0])
+        if "measure" in spec:  # a measurement besides a run (roofline, tune): run.measurement
+            from specscope.profiler.run.measurement import from_argument, run_measurement
+
+            status = run_measurement(from_argument(spec), emit, should_stop=lambda: _stop["requested"])
+        else:
+            status = run_protocol(RunConfig.from_dict(spec), emit, should_stop=lambda: _stop["requested"])
         if _stop["requested"]:
             status = "incomplete"
         emit({"event": "run_done", "status": status, "time": time.time()})

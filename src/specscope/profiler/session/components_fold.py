@@ -15,14 +15,14 @@ LISTS = ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "prior_accepted"
 CALL_FACTS = ("context", "at", "reps", "wall_ms")
 
 
-def call_of(comp: dict, when: str | None = None, repeat: int | None = None) -> dict[str, Any]:
+def call_of(comp: Components, when: str | None = None, repeat: int | None = None) -> dict[str, Any]:
     """What a single call measured beside which pass: its context, point of the case, repetitions and cost."""
     out = {key: comp.get(key) for key in CALL_FACTS}
     out.update(when=when, repeat=repeat, rounds=len(comp.get("round_ms") or []))
     return out
 
 
-def fold_components(previous: Components | None, comp: dict, when: str | None = None,
+def fold_components(previous: Components | None, comp: Components, when: str | None = None,
                     repeat: int | None = None) -> Components:
     """``previous`` (the case's record so far, or None) with one more call's ``comp`` added."""
     new: dict[str, Any] = {key: value for key, value in comp.items()}
@@ -31,7 +31,7 @@ def fold_components(previous: Components | None, comp: dict, when: str | None = 
         return new  # type: ignore[return-value]
     prev: dict[str, Any] = dict(previous)
     out: dict[str, Any] = dict(prev)
-    calls = list(prev.get("calls") or [call_of(prev)]) + new["calls"]
+    calls = list(prev.get("calls") or [call_of(previous)]) + new["calls"]
     for key in LISTS:
         if key in prev or key in new:
             out[key] = list(prev.get(key) or []) + list(new.get(key) or [])

@@ -13,32 +13,33 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, Literal, Mapping, NotRequired, TypedDict
+from typing import Any, Mapping, NotRequired, TypedDict
 
-RoundKind = Literal["instrumented", "end_to_end"]
-PassName = Literal["measured", "ledger"]  # a paired run's two passes: end-to-end (measured) and instrumented (ledger)
+# defined once, with the events that carry them; the session's readers find them here too
+from specscope.events import (Breakdown, Components, Divergence, PassName, Preflight, ProbeReading, RoundCore, RoundKind,
+                              Trace)
+from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
+from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
 
-# A speculative round. "pass" is a Python keyword, hence the functional form.
-Round = TypedDict("Round", {
-    "drafted": list[int],       # the draft tokens proposed
-    "accepted": int,            # how many of them the target accepted
-    "emitted": list[int],       # the tokens the round emitted (accepted + one from the target)
-    "draft_ms": float | None,   # an instrumented round's segments (None in an end-to-end round)
-    "verify_ms": float | None,
-    "rollback_ms": float | None,
-    "ms": float,                # the whole round
-    "kind": NotRequired[RoundKind],  # absent in sessions from before end-to-end rounds: all instrumented
-    "pass": NotRequired[PassName],
-    "repeat": NotRequired[int],      # absent for repeat 0
-})
-ROUND_FIELDS = ("drafted", "accepted", "emitted", "draft_ms", "verify_ms", "rollback_ms", "ms")  # what every round has
+
+_RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
+
+
+class Round(RoundCore, _RoundPass):
+    """A speculative round as the session keeps it: the event's ``RoundCore`` (``specscope.events``), its kind, and
+    the pass and repeat it belongs to."""
+    kind: NotRequired[RoundKind]     # absent in sessions from before end-to-end rounds: all instrumented
+    repeat: NotRequired[int]         # absent for repeat 0
+
+
+ROUND_FIELDS = tuple(RoundCore.__annotations__)  # what every round has, in the event's order
 
 
 class PlainSide(TypedDict):
     tokens: list[int]
     prefill_ms: float | None
     step_ms: list[float]
-    repeats_tok_s: list[float]
+    repeats_tok_s: list[float | None]  # None: a repeat with no timed step (tok_s had nothing to divide)
     repeat_starts: NotRequired[list[list[int]]]  # [repeat, index of its first step]
 
 
@@ -46,92 +47,12 @@ class SpecSide(TypedDict):
     tokens: list[int]
     prefill_ms: float | None
     rounds: list[Round]
-    repeats_tok_s: list[float]
+    repeats_tok_s: list[float | None]
     repeat_starts: NotRequired[list[list[int]]]
     repeats_instrumented_tok_s: NotRequired[list[float]]
 
 
-class PhaseBreakdown(TypedDict, total=False):
-    """One forward's time by block (``engine_adapter.measure.breakdown``): the whole forward, the sum of the timed
-    blocks and what lies between them."""
-    positions: int
-    reps: int
-    whole_ms: float
-    instrumented_ms: float
-    blocks: dict[str, float]          # block name -> ms
-    block_sum_ms: float
-    inter_block_ms: float
-    barrier_distortion: float
-    skip_estimates: dict[str, float]
-    samples: dict[str, Any]           # every rep's figures (the medians above are over these)
-    uncalled_blocks: list[str]        # blocks the model has that this forward never entered
-    spread: dict[str, Any]
-    per_rank: dict[str, Any]          # a sharded model's figures rank by rank (lists indexed by rank)
-    collectives: dict[str, Any]       # a sharded model: collective calls and bytes per forward
-    communication_split: dict[str, float]  # waiting for the slowest rank vs transfer
-
-
-class Breakdown(TypedDict, total=False):
-    decode: PhaseBreakdown
-    verify: PhaseBreakdown
-    ratios: dict[str, float]          # block -> verify ms / decode ms
-    labels: dict[str, str]            # block -> its label for this model
-    distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
-
-
-class Components(TypedDict, total=False):
-    """The prediction's inputs timed apart for one case (``engine_adapter.measure.components``)."""
-    context: int
-    k: int
-    reps: int
-    verify_ms: list[float]
-    draft_ms: list[float]
-    round_ms: list[float]
-    draft_alone_ms: list[float]
-    draft_method: str                 # "in_round": a round less the verify before it
-    round_drafts_agree: float | None  # share of timed rounds whose draft equals drafting alone from the prefix
-    rollback_ms: dict[str, list[float]]  # accepted count -> times
-    rollback_mode: str
-    wall_ms: float
-    prior_accepted: list[int]          # per draft sample: the earlier round's accepted count it caught up from
-    bookkeeping_ms: list[float]        # per timed round: its work after the read-back but the rollback
-    calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
-
-
-class Divergence(TypedDict, total=False):
-    """Where greedy speculative output left plain decoding, and the logits either side."""
-    position: int
-    plain_token: int
-    spec_token: int
-    plain_margin: float
-    verify_margin: float
-    plain_lead: float
-    verify_lead: float
-    plain_top: list[Any]
-    verify_top: list[Any]
-    plain_logits: list[float]
-    verify_logits: list[float]
-    verify_row: int
-    verify_width: int
-    dtype: str
-    tolerance: float
-    verdict: str
-    reason: str
-
-
 DIVERGENCE_FIELDS = tuple(Divergence.__annotations__)
-
-
-class Trace(TypedDict, total=False):
-    """A case's acceptance trace (``engine_adapter.measure.acceptance_trace``; checked by ``trace_record``)."""
-    A: list[int]
-    k_max: int
-    drafter: str
-    tokens: list[int]
-    regime: str
-    estimate: bool
-    draws: list[list[int]]
-    cost_ms: dict[str, float]
 
 
 class Case(TypedDict):
@@ -151,16 +72,6 @@ class Case(TypedDict):
     components: NotRequired[Components]
     divergence: NotRequired[Divergence]
     trace: NotRequired[Trace | None]
-
-
-class ProbeReading(TypedDict, total=False):
-    """One clock-probe reading (a fixed kernel timed before and after each case's phases)."""
-    case: str
-    repeat: int
-    when: str
-    ms: float
-    reps_ms: list[float]
-    t: float
 
 
 PROBE_FIELDS = tuple(ProbeReading.__annotations__)
@@ -201,31 +112,6 @@ class Sweep(TypedDict, total=False):
 
 
 SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
-
-
-PreflightStatus = Literal["pass", "warn", "fail", "not checked"]
-
-
-class PreflightCheck(TypedDict):
-    """One pre-flight check (``engine_adapter.preflight``): what it read and what to do about it."""
-    name: str
-    status: PreflightStatus
-    evidence: str
-    fix: str
-
-
-class Preflight(TypedDict, total=False):
-    """The pre-flight taken before the run measured anything (``engine_adapter.preflight.evaluate``): the worst status,
-    every check, and the parts of the model with the dtype each runs in as loaded."""
-    status: Literal["pass", "warn", "fail"]
-    system: str | None
-    checks: list[PreflightCheck]
-    parts: list[dict[str, Any]]       # {"part", "dtype", "path", "how"}
-    model_bytes: int | None
-    counts: dict[str, int]
-    time: float | None
-    ignored: bool                     # a failed pre-flight the run went on past (--ignore-preflight)
-    readings_from: str | None         # readings recorded elsewhere (SPECSCOPE_PREFLIGHT_READINGS), not this machine's
 
 
 class SessionData(TypedDict):

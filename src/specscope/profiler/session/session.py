@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import cast
 
+from specscope.events import Event
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
@@ -81,15 +82,15 @@ class Session:
             self._subs[n] = Session(self._point(n)["session"])
         return self._subs[n]
 
-    def _apply_sweep(self, kind: str | None, ev: dict) -> bool:
+    def _apply_sweep(self, kind: str, ev: Event) -> bool:
         """A sweep's own events, and the events of a visit routed to its point; True when handled."""
-        if kind == "sweep_started":
+        if ev["event"] == "sweep_started":
             self.data["sweep"] = cast(Sweep, {k: ev.get(k) for k in SWEEP_FIELDS})
             self.data["sweep"]["points"] = []
             for n in ev.get("contexts") or []:
                 self._point(n)
             return True
-        if kind == "context":
+        if ev["event"] == "context":
             facts = cast(ContextFacts, {k: ev.get(k) for k in CONTEXT_FACTS})  # the fields are the record's
             if "sweep" in self.data:
                 p = self._point(ev.get("context", 0))
@@ -100,10 +101,10 @@ class Session:
             else:
                 self.data["context"] = facts
             return True
-        if kind == "sweep_visit" and "sweep" in self.data:
+        if ev["event"] == "sweep_visit" and "sweep" in self.data:
             self._visit = self.point_session(ev.get("context", 0))
             return True
-        if kind == "sweep_visit_done" and "sweep" in self.data:
+        if ev["event"] == "sweep_visit_done" and "sweep" in self.data:
             p = self._point(ev.get("context", 0))
             p["visits"] += 1
             if ev.get("last") and ev.get("status") == "complete":
@@ -117,14 +118,14 @@ class Session:
             if len(self._visit.data["errors"]) > n_err:  # an engine fault at one context fails the sweep
                 self.data["errors"] += self._visit.data["errors"][n_err:]
                 self.data["status"] = "failed"
-            if kind == "probe":  # drift is judged over the whole sweep too
+            if ev["event"] == "probe":  # drift is judged over the whole sweep too
                 return False
             return True
         return False
 
     # -- folding events ----------------------------------------------------
-    def apply(self, ev: dict) -> None:
-        kind = ev.get("event")
+    def apply(self, ev: Event) -> None:
+        kind = ev["event"]
         if kind in ("sweep_started", "context", "sweep_visit", "sweep_visit_done") or self._visit is not None:
             if self._apply_sweep(kind, ev):
                 return
@@ -132,12 +133,13 @@ class Session:
             # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
             self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             return
-        if kind == "run_started":
+        if ev["event"] == "run_started":
             self.data["status"] = "running"
-            for key in ("config", "environment", "model"):
-                self.data[key] = ev.get(key, {})
+            self.data["config"] = ev.get("config", {})
+            self.data["environment"] = ev.get("environment", {})
+            self.data["model"] = ev.get("model", {})
             self.data["started_at"] = ev.get("time")
-        elif kind == "case_started":
+        elif ev["event"] == "case_started":
             if ev["case"]["id"] not in self._index:
                 case = _new_case(ev["case"])
                 self.data["cases"].append(case)
@@ -145,27 +147,27 @@ class Session:
             c = self._index[ev["case"]["id"]]
             if ev.get("discarded"):  # --discard-first: measured and kept, left out of the summary
                 c["discarded"] = True
-            side = ev.get("phase")
-            if side in ("plain", "spec"):
+            phase = ev.get("phase")
+            if phase == "plain" or phase == "spec":
                 # Every repeat is kept: its steps or rounds are appended (rounds carry their repeat), and
                 # where each repeat starts is written down; tokens are the latest repeat's output.
                 r = int(ev.get("repeat") or 0)
-                self._repeat[(c["id"], side)] = r
-                record = side_of(c, side)
-                items = len(c["plain"]["step_ms"] if side == "plain" else c["spec"]["rounds"])
+                self._repeat[(c["id"], phase)] = r
+                record = side_of(c, phase)
+                items = len(c["plain"]["step_ms"] if phase == "plain" else c["spec"]["rounds"])
                 record["tokens"], record["prefill_ms"] = [], None
                 record.setdefault("repeat_starts", []).append([r, items])
-        elif kind == "prefill":
+        elif ev["event"] == "prefill":
             record = side_of(self._index[ev["case"]], ev["mode"])
             record["prefill_ms"] = ev["ms"]
             record["tokens"] = [ev["token"]]
-        elif kind == "step":
-            side = self._index[ev["case"]]["plain"]
-            side["tokens"].append(ev["token"])
-            side["step_ms"].append(ev["ms"])
-        elif kind == "round":
-            side = self._index[ev["case"]]["spec"]
-            rnd = cast(Round, {k: ev[k] for k in ROUND_FIELDS})
+        elif ev["event"] == "step":
+            plain = self._index[ev["case"]]["plain"]
+            plain["tokens"].append(ev["token"])
+            plain["step_ms"].append(ev["ms"])
+        elif ev["event"] == "round":
+            spec = self._index[ev["case"]]["spec"]
+            rnd = cast(Round, {k: v for k, v in ev.items() if k in ROUND_FIELDS})  # the event's RoundCore
             if "kind" in ev:  # absent in sessions from before end-to-end rounds: those are all instrumented
                 rnd["kind"] = ev["kind"]
             if ev.get("pass"):  # a paired run: "measured" (end-to-end) or "ledger" (instrumented) pass
@@ -173,65 +175,70 @@ class Session:
             r = self._repeat.get((ev["case"], "spec"), 0)
             if r:  # repeat 0 is written as no key (as every round of an older session reads)
                 rnd["repeat"] = r
-            side["rounds"].append(rnd)
+            spec["rounds"].append(rnd)
             if ev.get("pass") != "ledger":  # the output is the measured pass's; the ledger pass repeats it
-                side["tokens"].extend(ev["emitted"])
-        elif kind == "repeat_done":
+                spec["tokens"].extend(ev["emitted"])
+        elif ev["event"] == "repeat_done":
             c = self._index[ev["case"]]
             side_of(c, ev["mode"])["repeats_tok_s"].append(ev["tok_s"])
-            if ev.get("instrumented_tok_s") is not None and ev["mode"] == "spec":
-                c["spec"].setdefault("repeats_instrumented_tok_s", []).append(ev["instrumented_tok_s"])
-        elif kind == "breakdown":
+            instrumented = ev.get("instrumented_tok_s")
+            if instrumented is not None and ev["mode"] == "spec":
+                c["spec"].setdefault("repeats_instrumented_tok_s", []).append(instrumented)
+        elif ev["event"] == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
-        elif kind == "trace":  # the case's acceptance trace A(s) (engine_adapter.measure.acceptance_trace), kept whole
+        elif ev["event"] == "trace":  # the case's acceptance trace A(s) (engine_adapter.measure.acceptance_trace), kept whole
             traced = self._index.get(ev.get("case", ""))
             if traced is None:
                 self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             else:
                 traced["trace"] = ev.get("trace")
-        elif kind == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
+        elif ev["event"] == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
             case = self._index[ev["case"]]
             case["components"] = fold_components(case.get("components"), ev["components"], ev.get("when"), ev.get("repeat"))
-        elif kind == "divergence":
+        elif ev["event"] == "divergence":
             # Greedy speculative output left plain decoding: a near-tie is kernel rounding, a clear margin
             # is an engine fault, and an engine fault fails the session, loudly.
             diverged = self._index.get(ev.get("case", ""))
             if diverged is not None:
-                diverged["divergence"] = cast(Divergence, {k: ev[k] for k in DIVERGENCE_FIELDS if k in ev})
+                diverged["divergence"] = cast(Divergence, {k: v for k, v in ev.items() if k in DIVERGENCE_FIELDS})
                 d = case_divergence(diverged)
                 assert d is not None  # the case has its divergence record now
                 if d["verdict"] == ENGINE_FAULT:
                     self.data["errors"].append(divergence_message(diverged["id"], d))
                     self.data["status"] = "failed"
-        elif kind == "case_done":
+        elif ev["event"] == "case_done":
             c = self._index[ev["case"]]
             c["complete"] = True
             c["plain_text"] = ev.get("plain_text", "")
             c["spec_text"] = ev.get("spec_text", "")
             c["plain_pieces"] = ev.get("plain_pieces")
             c["spec_pieces"] = ev.get("spec_pieces")
-        elif kind == "run_done":
+        elif ev["event"] == "run_done":
             # An engine fault or an error already failed the run; a later "complete" does not undo that.
             self.data["status"] = "failed" if self.data["status"] == "failed" else ev.get("status", "complete")
             self.data["finished_at"] = ev.get("time")
-        elif kind == "error":
+        elif ev["event"] == "error":
             self.data["errors"].append(ev.get("message", "unknown error"))
             if ev.get("kind") == "internal":  # a specscope bug, not something the user can fix: keep it marked
                 self.data.setdefault("internal_errors", []).append(ev.get("message", "unknown error"))
             self.data["status"] = "failed"
-        elif kind == "probe":
+        elif ev["event"] == "probe":
             self.data.setdefault("probe", []).append(
-                cast(ProbeReading, {k: ev[k] for k in PROBE_FIELDS if k in ev}))
-        elif kind == "cooldown":
+                cast(ProbeReading, {k: v for k, v in ev.items() if k in PROBE_FIELDS}))
+        elif ev["event"] == "cooldown":
             self.data.setdefault("cooldowns", []).append(
                 {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
-        elif kind == "sensors":
+        elif ev["event"] == "sensors":
             self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
-        elif kind == "thermal":
+        elif ev["event"] == "thermal":
             self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
-        elif kind == "preflight":  # the machine before the run (engine_adapter.preflight), kept whole
+        elif ev["event"] == "preflight":  # the machine before the run (engine_adapter.preflight), kept whole
             self.data["preflight"] = cast(Preflight, ev.get("preflight") or {})
-        elif kind == "memory":
+        elif ev["event"] == "roofline":  # the verify cost curve, measured beside a run or on its own
+            self.data["roofline"] = ev["roofline"]
+        elif ev["event"] == "tune":
+            self.data["tune"] = ev["tune"]
+        elif ev["event"] == "memory":
             self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
 
     def mark_incomplete(self, reason: str) -> None:

@@ -1,0 +1,416 @@
+"""Every event a run emits, defined once: what the engine's decoding generators yield, what the worker writes (one
+JSON object a line), what ``Session.apply`` folds.
+
+A leaf below the engine, the run and the session (it imports nothing of specscope's). The events stay plain JSON,
+so each is a ``TypedDict`` tagged by its ``event`` key: no conversion on the wire, and mypy checks every emit site
+against its kind (a misspelled field, a missing one or a wrong type is an error in the suite's mypy run), and
+``Session.apply`` narrows on the tag. The reader (``profiler.run.events.parse``) refuses a line without its kind's
+required fields. A new event kind is one class here and one entry in ``EVENT_TYPES``.
+
+The engine's records (``PrefillRecord``, ``StepRecord``, ``RoundRecord``) are the case-less core of the ``prefill``,
+``step`` and ``round`` events: the protocol adds the case (``{**record, "case": …}``), nothing is copied by hand.
+"""
+
+# no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
+from typing import Any, Callable, Literal, NotRequired, TypedDict, Union, get_args
+
+RoundKind = Literal["instrumented", "end_to_end"]
+PassName = Literal["measured", "ledger"]  # a paired run's two passes: end-to-end (measured) and instrumented (ledger)
+Mode = Literal["plain", "spec"]
+
+
+# -- the engine's records: what the decoding generators yield -------------------------------------------------------
+
+class PrefillRecord(TypedDict):
+    """The prompt forward; it also produces the first token."""
+    event: Literal["prefill"]
+    n_prompt: int
+    token: int
+    ms: float
+
+
+class StepRecord(TypedDict):
+    """One plain decode step: one token, wall time since the previous token was ready."""
+    event: Literal["step"]
+    index: int
+    token: int
+    ms: float
+
+
+class RoundCore(TypedDict):
+    """What every speculative round has, in the engine's record, the event and the session's ``Round``."""
+    drafted: list[int]          # the draft tokens proposed
+    accepted: int               # how many of them the target accepted
+    emitted: list[int]          # the tokens the round emitted (accepted + one from the target)
+    draft_ms: float | None      # an instrumented round's segments (None in an end-to-end round: nothing timed apart)
+    verify_ms: float | None
+    rollback_ms: float | None
+    ms: float                   # whole round, wall clock, including bookkeeping
+
+
+class RoundRecord(RoundCore):
+    """One speculative round: draft ``len(drafted)`` tokens, verify them in one forward, keep a prefix."""
+    event: Literal["round"]
+    index: int
+    extra: dict[str, Any]
+    kind: RoundKind             # "instrumented", or "end_to_end": drafts chained lazily into the verify, one sync a round
+
+
+DecodeRecord = Union[PrefillRecord, StepRecord, RoundRecord]
+
+
+# -- records shared by an event and the session ----------------------------------------------------------------------
+
+class ProbeReading(TypedDict):
+    """One clock-probe reading (a fixed kernel timed before and after each case's phases, or while cooling down)."""
+    case: str
+    repeat: int
+    when: str
+    ms: float
+    reps_ms: list[float]
+    t: float
+
+
+class Divergence(TypedDict, total=False):
+    """Where greedy speculative output left plain decoding, and the logits either side."""
+    position: int
+    plain_token: int | None
+    spec_token: int | None
+    plain_margin: float
+    verify_margin: float
+    plain_lead: float
+    verify_lead: float
+    plain_top: list[Any]
+    verify_top: list[Any]
+    plain_logits: dict[str, float]    # the plain and the speculative token's logits
+    verify_logits: dict[str, float]
+    verify_row: int
+    verify_width: int
+    dtype: str
+    tolerance: float
+    verdict: str
+    reason: str
+
+
+class PrefilledContext(TypedDict):
+    """A long context prefilled once (``Engine.prepare_context``), its times on their own."""
+    tokens: int
+    prefill_ms: float
+    prefill_tok_s: NotRequired[float]
+    draft_prefill_ms: float | None
+    kv_bytes: int
+    draft_kv_bytes: NotRequired[int | None]
+    reused: bool                # a stored context reused: the times are its first prefill's
+
+
+class SensorWindow(TypedDict):
+    """One pass's sensor window (``profiler.run.sensors.window``); energy from the package's mean power."""
+    seconds: float
+    gpu_freq_mhz: float | None
+    gpu_power_w: float | None
+    package_power_w: float | None
+    gpu_temp_c: float | None
+    joules: float | None
+
+
+class ThermalReading(TypedDict):
+    """``pmset -g therm`` (macOS): the text and what it names."""
+    text: str
+    limits: dict[str, int]
+    warnings: list[str]
+
+
+# -- the payloads events carry --------------------------------------------------------------------------------
+
+class PhaseBreakdown(TypedDict, total=False):
+    """One forward's time by block (``engine_adapter.measure.breakdown``): the whole forward, the sum of the timed
+    blocks and what lies between them."""
+    positions: int
+    reps: int
+    whole_ms: float
+    instrumented_ms: float
+    blocks: dict[str, float]          # block name -> ms
+    block_sum_ms: float
+    inter_block_ms: float
+    barrier_distortion: float
+    skip_estimates: dict[str, float]
+    samples: dict[str, Any]           # every rep's figures (the medians above are over these)
+    uncalled_blocks: list[str]        # blocks the model has that this forward never entered
+    spread: dict[str, Any]
+    per_rank: dict[str, Any]          # a sharded model's figures rank by rank (lists indexed by rank)
+    collectives: dict[str, Any]       # a sharded model: collective calls and bytes per forward
+    communication_split: dict[str, float]  # waiting for the slowest rank vs transfer
+
+
+class Breakdown(TypedDict, total=False):
+    decode: PhaseBreakdown
+    verify: PhaseBreakdown
+    ratios: dict[str, float]          # block -> verify ms / decode ms
+    labels: dict[str, str]            # block -> its label for this model
+    distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
+
+
+class Components(TypedDict, total=False):
+    """The prediction's inputs timed apart for one case (``engine_adapter.measure.components``)."""
+    context: int
+    k: int
+    reps: int
+    verify_ms: list[float]
+    draft_ms: list[float]
+    round_ms: list[float]
+    draft_alone_ms: list[float]
+    draft_method: str                 # "in_round": a round less the verify before it
+    round_drafts_agree: float | None  # share of timed rounds whose draft equals drafting alone from the prefix
+    rollback_ms: dict[str, list[float]]  # accepted count -> times
+    rollback_mode: str
+    wall_ms: float
+    prior_accepted: list[int]          # per draft sample: the earlier round's accepted count it caught up from
+    bookkeeping_ms: list[float]        # per timed round: its work after the read-back but the rollback
+    calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
+
+
+class Trace(TypedDict, total=False):
+    """A case's acceptance trace (``engine_adapter.measure.acceptance_trace``; checked by ``trace_record``)."""
+    A: list[int]
+    k_max: int
+    drafter: str
+    tokens: list[int]
+    regime: str
+    estimate: bool
+    draws: list[list[int]]
+    cost_ms: dict[str, float]
+
+
+PreflightStatus = Literal["pass", "warn", "fail", "not checked"]
+
+
+class PreflightCheck(TypedDict):
+    """One pre-flight check (``engine_adapter.preflight``): what it read and what to do about it."""
+    name: str
+    status: PreflightStatus
+    evidence: str
+    fix: str
+
+
+class Preflight(TypedDict, total=False):
+    """The pre-flight taken before the run measured anything (``engine_adapter.preflight.evaluate``): the worst status,
+    every check, and the parts of the model with the dtype each runs in as loaded."""
+    status: Literal["pass", "warn", "fail"]
+    system: str | None
+    checks: list[PreflightCheck]
+    parts: list[dict[str, Any]]       # {"part", "dtype", "path", "how"}
+    model_bytes: int | None
+    counts: dict[str, int]
+    time: float | None
+    ignored: bool                     # a failed pre-flight the run went on past (--ignore-preflight)
+    readings_from: str | None         # readings recorded elsewhere (SPECSCOPE_PREFLIGHT_READINGS), not this machine's
+
+
+# -- the events ---------------------------------------------------------------------------------------------------------
+
+class StatusEvent(TypedDict):
+    event: Literal["status"]
+    message: str
+
+
+class RunStartedEvent(TypedDict):
+    event: Literal["run_started"]
+    config: dict[str, Any]
+    environment: dict[str, Any]
+    model: dict[str, Any]
+    cases: list[dict[str, Any]]     # id, content_class, prompt
+    time: NotRequired[float]
+
+
+class PreflightEvent(TypedDict):
+    """The pre-flight (engine_adapter.preflight), after run_started and before anything is measured."""
+    event: Literal["preflight"]
+    preflight: Preflight
+
+
+class CaseStartedEvent(TypedDict):
+    event: Literal["case_started"]
+    case: dict[str, Any]            # id, content_class, prompt, prompt_tokens (and a context's own_tokens)
+    index: int
+    phase: str                      # "plain" or "spec"
+    repeat: NotRequired[int]
+    order: NotRequired[Literal["AB", "BA"]]
+    discarded: NotRequired[bool]
+
+
+class PrefillEvent(PrefillRecord):
+    case: str
+    mode: Mode
+
+
+class StepEvent(StepRecord):
+    case: str
+
+
+_Pass = TypedDict("_Pass", {"pass": NotRequired[PassName]})  # "pass" is a Python keyword, hence the functional form
+
+
+class RoundEvent(RoundRecord, _Pass):
+    case: str
+
+
+class RepeatDoneEvent(TypedDict):
+    event: Literal["repeat_done"]
+    case: str
+    mode: Mode
+    tok_s: float | None
+    repeat: NotRequired[int]
+    instrumented_tok_s: NotRequired[float | None]
+
+
+class BreakdownEvent(TypedDict):
+    event: Literal["breakdown"]
+    case: str
+    breakdown: Breakdown
+
+
+class ComponentsEvent(TypedDict):
+    """The prediction's inputs timed apart for one case (engine_adapter.measure.components), beside a pass."""
+    event: Literal["components"]
+    case: str
+    components: Components
+    repeat: NotRequired[int]
+    when: NotRequired[str]
+
+
+class TraceEvent(TypedDict):
+    """A case's acceptance trace A(s) along its plain output (engine_adapter.measure.acceptance_trace)."""
+    event: Literal["trace"]
+    case: str
+    trace: Trace | None
+
+
+class DivergenceEvent(Divergence):
+    event: Literal["divergence"]
+    case: str
+
+
+class CaseDoneEvent(TypedDict):
+    event: Literal["case_done"]
+    case: str
+    plain_text: NotRequired[str]
+    spec_text: NotRequired[str]
+    plain_pieces: NotRequired[list[str] | None]
+    spec_pieces: NotRequired[list[str] | None]
+
+
+class MemoryEvent(TypedDict):
+    event: Literal["memory"]
+    peak_bytes: int
+
+
+class ProbeEvent(ProbeReading):
+    event: Literal["probe"]
+
+
+class CooldownEvent(TypedDict):
+    """How a --cooldown wait before a case ended (``reached``: the probe came back within 2% of its best)."""
+    event: Literal["cooldown"]
+    case: str
+    waited_s: float
+    reached: bool
+    probe_ms: NotRequired[float]
+    best_ms: NotRequired[float | None]
+
+
+class SensorsEvent(SensorWindow):
+    event: Literal["sensors"]
+    case: str
+    mode: Mode
+    repeat: NotRequired[int]
+    tokens: NotRequired[int]
+    t: NotRequired[float]
+
+
+class ThermalEvent(ThermalReading):
+    """``pmset -g therm`` before or after a case (macOS)."""
+    event: Literal["thermal"]
+    case: str
+    when: str
+
+
+class ContextEvent(PrefilledContext):
+    """A long context prefilled once (or its stored cache reused), timed on its own (profiler.run.protocol.with_context)."""
+    event: Literal["context"]
+    context: int
+    kind: str | None
+    file: str | None
+
+
+class SweepStartedEvent(TypedDict):
+    """A context sweep (profiler.analysis.sweep): the contexts and the order they are visited in."""
+    event: Literal["sweep_started"]
+    contexts: list[int]
+    order: list[int]
+    passes: NotRequired[int]
+    kind: NotRequired[str | None]
+    file: NotRequired[str | None]
+
+
+_SweepPass = TypedDict("_SweepPass", {"pass": NotRequired[int]})
+
+
+class SweepVisitEvent(_SweepPass):
+    """Before one visit of a context: the case events up to ``sweep_visit_done`` belong to that context."""
+    event: Literal["sweep_visit"]
+    context: int
+    visit: int
+    of: NotRequired[int]
+
+
+class SweepVisitDoneEvent(_SweepPass):
+    event: Literal["sweep_visit_done"]
+    context: int
+    visit: int
+    status: str
+    last: NotRequired[bool]
+
+
+class RooflineEvent(TypedDict):
+    """``specscope roofline`` (or ``run --roofline``): the verify cost curve and the roofline (profiler.run.measurement);
+    ``partial``: the curve so far, while it is measured."""
+    event: Literal["roofline"]
+    roofline: dict[str, Any]
+    partial: NotRequired[bool]
+
+
+class TuneEvent(TypedDict):
+    """``specscope tune``: every drafter's predicted speedup per k, the confirmations, the recommendation
+    (profiler.run.measurement); ``partial``: the result so far."""
+    event: Literal["tune"]
+    tune: dict[str, Any]
+    partial: NotRequired[bool]
+
+
+class RunDoneEvent(TypedDict):
+    event: Literal["run_done"]
+    status: str
+    time: NotRequired[float]
+
+
+class ErrorEvent(TypedDict):
+    event: Literal["error"]
+    message: str
+    kind: NotRequired[Literal["input", "internal"]]  # "input": the user can fix it; "internal": a specscope bug
+
+
+Event = Union[StatusEvent, RunStartedEvent, PreflightEvent, CaseStartedEvent, PrefillEvent, StepEvent, RoundEvent,
+              RepeatDoneEvent, BreakdownEvent, ComponentsEvent, TraceEvent, DivergenceEvent, CaseDoneEvent, MemoryEvent,
+              ProbeEvent, CooldownEvent, SensorsEvent, ThermalEvent, ContextEvent, SweepStartedEvent, SweepVisitEvent,
+              SweepVisitDoneEvent, RooflineEvent, TuneEvent, RunDoneEvent, ErrorEvent]
+
+# kind -> its record, read off the union (each class's ``event`` literal): nothing spelled twice
+EVENT_TYPES: dict[str, type] = {get_args(cls.__annotations__["event"])[0]: cls for cls in get_args(Event)}
+
+
+def required_fields(kind: str) -> frozenset[str]:
+    """The fields an event of this kind must carry (its record's required keys, the tag included)."""
+    return EVENT_TYPES[kind].__required_keys__  # type: ignore[attr-defined]
+
+
+Emit = Callable[[Event], None]  # where a run's events go (the worker's stdout, a test's list, the pump's fold)

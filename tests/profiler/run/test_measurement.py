@@ -1,0 +1,52 @@
+"""Roofline and tune are measured as a run is: in the worker, their events through the pump, folded into a session."""
+
+from __future__ import annotations
+
+import json
+
+from specscope.profiler.cli.main import main
+from specscope.profiler.run.measurement import from_argument, worker_argument
+from specscope.profiler.run.roofline_run import RooflineConfig
+from specscope.profiler.run.runner import run_worker, worker_command
+from specscope.profiler.run.tune_run import TuneConfig
+from specscope.profiler.session.session import Session
+
+SMALL = ["--positions", "3", "--reps", "1", "--block-reps", "1", "--bandwidth-mib", "8", "--matmul-n", "64",
+         "--max-tokens", "8", "-k", "1", "--prompt", "Hello there"]
+
+
+def test_a_measurement_crosses_to_the_worker_whole():
+    cfg = TuneConfig(demo=True, drafters=["ngram", "mtp"], k_max=3, reps=2, prompt="hi")
+    cmd = worker_command(cfg)
+    assert cmd[1:3] == ["-m", "specscope.profiler.run.worker"]
+    assert from_argument(json.loads(worker_argument(cfg))) == cfg
+    rl = RooflineConfig(demo=True, positions=4, context=512)
+    assert from_argument(json.loads(worker_argument(rl))) == rl
+
+
+def test_roofline_arrives_in_a_session_through_the_worker(tmp_path, capsys):
+    out = tmp_path / "roofline.json"
+    assert main(["roofline", "--demo", *SMALL, "--json", "-o", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    s = Session.load(out)
+    assert s.status == "complete" and s.config["measure"] == "roofline" and s.config["measurement"]["positions"] == 3
+    assert [row["positions"] for row in s.data["roofline"]["curve"]] == [1, 2, 3]
+    assert printed["headline"] == s.data["roofline"]["headline"]  # what it printed is what the session holds
+
+
+def test_tune_arrives_in_a_session_through_the_worker():
+    seen: list[str] = []
+    res = run_worker(TuneConfig(demo=True, drafters=["ngram"], k_max=2, max_tokens=8, reps=1, beside_reps=1,
+                                prompt="def add(a, b):\n    return a + b\n"),
+                     on_event=lambda ev, _s: seen.append(ev["event"]))
+    s = res.session
+    assert res.returncode == 0 and s.status == "complete", s.data["errors"]
+    assert seen[0] == "run_started" and "status" in seen and seen[-2:] == ["tune", "run_done"]
+    assert {r["drafter"] for r in s.data["tune"]["rows"]} == {"ngram"} and s.data["tune"]["recommendation"]["text"]
+
+
+def test_a_refusal_in_the_worker_is_a_clear_message(capsys):
+    """The context check runs in the worker now: its refusal still reaches the user as one line, exit code 2."""
+    assert main(["roofline", "--demo", "--context", "300k"]) == 2
+    err = capsys.readouterr().err
+    assert "window is 262,144" in err and "Traceback" not in err
