@@ -94,8 +94,8 @@ def _events():
            "model": {"name": "m"}, "cases": [case]}
     yield {"event": "case_started", "case": case, "index": 0, "phase": "plain"}
     yield {"event": "prefill", "case": "c1", "mode": "plain", "token": 5, "ms": 3.0, "n_prompt": 2}
-    yield {"event": "step", "case": "c1", "i": 1, "token": 6, "ms": 1.0}
-    yield {"event": "step", "case": "c1", "i": 2, "token": 7, "ms": 1.0}
+    yield {"event": "step", "case": "c1", "index": 1, "token": 6, "ms": 1.0}
+    yield {"event": "step", "case": "c1", "index": 2, "token": 7, "ms": 1.0}
 
 
 def test_save_as_to_unwritable_path_shows_dialog(window, monkeypatch):

@@ -178,7 +178,7 @@ emit({"event": "run_started", "config": {"num_draft_tokens": 1, "n_cases": 1, "r
 emit({"event": "case_started", "case": case, "index": 0, "phase": "plain"})
 emit({"event": "prefill", "case": "c1", "mode": "plain", "token": 3, "ms": 5.0, "n_prompt": 2})
 for i in range(5):
-    emit({"event": "step", "case": "c1", "i": i + 1, "token": 4 + i, "ms": 1.0})
+    emit({"event": "step", "case": "c1", "index": i + 1, "token": 4 + i, "ms": 1.0})
 emit({"event": "case_done", "case": "c1", "plain_text": "x", "spec_text": ""})
 emit({"event": "run_done", "status": "complete"})
 """

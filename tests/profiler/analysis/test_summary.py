@@ -40,7 +40,7 @@ def replay_events(d: dict):
             yield {"event": "case_started", "case": info, "index": i, "repeat": r, "phase": "plain"}
             yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
             for j, (tok, ms) in enumerate(zip(plain["tokens"][1:n_steps + 1], plain["step_ms"][:n_steps])):
-                yield {"event": "step", "case": c["id"], "i": j + 1, "token": tok, "ms": ms}
+                yield {"event": "step", "case": c["id"], "index": j + 1, "token": tok, "ms": ms}
             for x in plain["repeats_tok_s"][:1] if r == len(passes) - 1 else [plain["repeats_tok_s"][0] * 0.9]:
                 yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": x}
             if r == 0 and c.get("breakdown"):
@@ -86,7 +86,7 @@ def paired_events(d: dict):
         yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "plain"}
         yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
         for j, (tok, ms) in enumerate(zip(plain["tokens"][1:], plain["step_ms"])):
-            yield {"event": "step", "case": c["id"], "i": j + 1, "token": tok, "ms": ms}
+            yield {"event": "step", "case": c["id"], "index": j + 1, "token": tok, "ms": ms}
         yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": 0, "tok_s": plain["repeats_tok_s"][0]}
         yield {"event": "breakdown", "case": c["id"], "breakdown": c["breakdown"]}
         yield {"event": "components", "case": c["id"], "components": c["components"]}

@@ -89,7 +89,7 @@ def test_session_keeps_the_kind_of_an_error():
 
 def test_events_for_a_case_that_never_started_are_counted_not_fatal():
     s = Session()
-    s.apply({"event": "step", "case": "ghost", "i": 1, "token": 3, "ms": 1.0})
+    s.apply({"event": "step", "case": "ghost", "index": 1, "token": 3, "ms": 1.0})
     s.apply({"event": "round", "case": "ghost", "drafted": [1], "accepted": 0, "emitted": [2], "draft_ms": 1.0,
              "verify_ms": 1.0, "rollback_ms": 0.0, "ms": 2.0})
     assert s.data["dropped_events"] == 2 and s.cases == []

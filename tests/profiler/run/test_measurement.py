@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 from specscope.profiler.cli.main import main
-from specscope.profiler.run.measurement import from_argument, worker_argument
-from specscope.profiler.run.roofline_run import RooflineConfig
+from specscope.profiler.run.measure_config import RooflineConfig, TuneConfig, from_argument, worker_argument
 from specscope.profiler.run.runner import run_worker, worker_command
-from specscope.profiler.run.tune_run import TuneConfig
 from specscope.profiler.session.session import Session
 
 SMALL = ["--positions", "3", "--reps", "1", "--block-reps", "1", "--bandwidth-mib", "8", "--matmul-n", "64",

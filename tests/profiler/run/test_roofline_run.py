@@ -10,7 +10,8 @@ import pytest
 import specscope
 from specscope.errors import SpecscopeError
 from specscope.profiler.run.config import RunConfig
-from specscope.profiler.run.roofline_run import RooflineConfig, roofline_data
+from specscope.profiler.run.measure_config import RooflineConfig
+from specscope.profiler.run.roofline_run import roofline_data
 
 
 class Opened(Exception):

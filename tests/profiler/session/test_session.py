@@ -17,7 +17,7 @@ def events(k=2):
     yield {"event": "case_started", "case": case, "phase": "plain"}
     yield {"event": "prefill", "case": "en-01", "mode": "plain", "token": 5, "ms": 30.0, "n_prompt": 2}
     for i, t in enumerate([6, 7, 8, 9]):
-        yield {"event": "step", "case": "en-01", "i": i + 1, "token": t, "ms": 10.0}
+        yield {"event": "step", "case": "en-01", "index": i + 1, "token": t, "ms": 10.0}
     yield {"event": "repeat_done", "case": "en-01", "mode": "plain", "tok_s": 100.0}
     yield {"event": "case_started", "case": case, "phase": "spec"}
     yield {"event": "prefill", "case": "en-01", "mode": "spec", "token": 5, "ms": 30.0, "n_prompt": 2}

@@ -16,10 +16,10 @@ from specscope.profiler.cli.common import add_download_arg
 from specscope.profiler.cli.progress import add_progress_args
 from specscope.profiler.session.file_io import finite_json
 
-from specscope.profiler.run.roofline_run import DEFAULT_PROMPT
+from specscope.profiler.run.measure_config import DEFAULT_PROMPT
 
 if TYPE_CHECKING:
-    from specscope.profiler.run.measurement import Measurement
+    from specscope.profiler.run.measure_config import Measurement
 
 
 def jsonl_status(message: str) -> None:
@@ -74,7 +74,7 @@ def measure_and_print(a, cfg: "Measurement", say, fmt: Callable[[dict], str]) ->
     """Measure ``cfg`` (roofline, tune) in the worker, as a run is measured (``run.measurement``: its events through
     the pump, folded into a session; ``-o`` keeps that session), and print the result: ``{key: result}`` lines with
     ``--jsonl`` (each partial result as it comes, then the whole), else JSON (``--json``) or text (``fmt``)."""
-    from specscope.profiler.run.measurement import kind_of
+    from specscope.profiler.run.measure_config import kind_of
     from specscope.profiler.run.runner import run_worker
 
     key = kind_of(cfg)

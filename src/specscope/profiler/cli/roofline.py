@@ -14,7 +14,7 @@ from dataclasses import fields
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.run.config import DRAFTERS
 from specscope.profiler.run.context import add_context_args, parse_size
-from specscope.profiler.run.roofline_run import RooflineConfig
+from specscope.profiler.run.measure_config import RooflineConfig
 from specscope.profiler.cli.common import resolve_model_args
 from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
 

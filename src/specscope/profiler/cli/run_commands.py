@@ -122,7 +122,7 @@ def finite_rows(x):
 def _add_roofline(a, cfg, session, out) -> None:
     """``run --roofline``: the verify curve, machine probes and draft steps for the run's model, drafter and k,
     measured apart from the run and kept in the session (saved again, atomically)."""
-    from specscope.profiler.run.roofline_run import RooflineConfig
+    from specscope.profiler.run.measure_config import RooflineConfig
     from specscope.profiler.run.runner import run_worker
     from specscope.profiler.analysis.session_file import save_session
 

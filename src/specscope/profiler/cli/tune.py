@@ -13,7 +13,7 @@ from dataclasses import fields
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.cli.common import resolve_model_args
 from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
-from specscope.profiler.run.tune_run import TuneConfig
+from specscope.profiler.run.measure_config import TuneConfig
 from specscope.profiler.analysis.intervals import draft_time_text
 
 TUNE_TARGET = ("<=", 0.05)

@@ -8,46 +8,23 @@ read it through the same pump and fold it into a session (``Session.apply``) as 
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from typing import Callable
 
 from specscope.events import Emit
-from specscope.errors import SpecscopeError
 from specscope.profiler.session.file_io import finite_json
 
-from specscope.profiler.run.roofline_run import RooflineConfig, roofline_data
-from specscope.profiler.run.tune_run import TuneConfig, tune_data
+from specscope.profiler.run.measure_config import Measurement, kind_of
+from specscope.profiler.run.roofline_run import roofline_data
+from specscope.profiler.run.tune_run import tune_data
 
-Measurement = RooflineConfig | TuneConfig
-
-# kind -> (its configuration, the function that measures it)
-MEASUREMENTS: dict[str, tuple[type, Callable[..., dict]]] = {
-    "roofline": (RooflineConfig, roofline_data),
-    "tune": (TuneConfig, tune_data),
-}
+# kind -> the function that measures it
+MEASURE: dict[str, Callable[..., dict]] = {"roofline": roofline_data, "tune": tune_data}
 
 
 class Stopped(Exception):
     """The worker was asked to stop (SIGINT/SIGTERM) while measuring."""
-
-
-def kind_of(cfg: Measurement) -> str:
-    return "roofline" if isinstance(cfg, RooflineConfig) else "tune"
-
-
-def worker_argument(cfg: Measurement) -> str:
-    """What the worker is started with for this measurement (a run's is its ``RunConfig`` alone)."""
-    return json.dumps({"measure": kind_of(cfg), "config": asdict(cfg)})
-
-
-def from_argument(spec: dict) -> Measurement:
-    kind = spec.get("measure")
-    if kind not in MEASUREMENTS:
-        raise SpecscopeError(f"unknown measurement {kind!r}")
-    cls, _ = MEASUREMENTS[kind]
-    return cls(**spec.get("config") or {})
 
 
 def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> str:
@@ -55,7 +32,7 @@ def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> 
     from specscope.engine_adapter.engine import environment
 
     kind = kind_of(cfg)
-    _, measure = MEASUREMENTS[kind]
+    measure = MEASURE[kind]
     emit({"event": "run_started", "config": {"measure": kind, "measurement": asdict(cfg)}, "environment": environment(),
           "model": {}, "cases": [], "time": time.time()})
 

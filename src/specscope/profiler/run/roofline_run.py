@@ -1,71 +1,14 @@
-"""The verify cost curve as a measurement of its own: what ``specscope roofline`` and ``run --roofline`` measure.
-
-``RooflineConfig`` says what to measure (the engine's share, ``EngineParams``, plus the curve's settings), built by
-the CLI from its flags or by ``run --roofline`` from the run's configuration: no argument namespace is built
-outside argument parsing. ``roofline_data(cfg)`` opens the engine and measures.
-"""
+"""The verify cost curve, measured: ``roofline_data(cfg)`` opens the engine and measures what ``specscope roofline``
+and ``run --roofline`` ask for (``measure_config.RooflineConfig``), in the worker (``measurement``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 
-from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.run.config import RunConfig
-
-# the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
-DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
-                  "decoding them.")
-
-
-@dataclass
-class RooflineConfig(EngineParams):
-    """A verify-curve measurement: the engine (``EngineParams``; ``drafter`` is the one the division at the floor
-    uses, "auto" the best it has) and the curve's settings, defaults as ``specscope roofline`` has them."""
-
-    positions: int = 9           # verify forwards over n = 1..positions
-    max_tokens: int = 48         # the short speculative run for acceptance
-    no_division: bool = False    # skip that run (no division at the floor)
-    reps: int = 5                # whole-graph repeats per n
-    block_reps: int = 2          # per-block ruler repeats per n
-    bandwidth_mib: float = 512.0
-    matmul_n: int | None = None  # the compute probe's matmul (None: 1024 on a CPU, 4096 on a GPU)
-    prompt: str | None = None    # None: DEFAULT_PROMPT
-    context: int = 0             # tokens of a long document before the prompt
-    context_kind: str = "mixed"
-    context_file: str | None = None
-
-    def engine_params(self) -> EngineParams:
-        return EngineParams(**{f.name: getattr(self, f.name) for f in fields(EngineParams)})
-
-    def validate(self) -> None:
-        if not self.model and not self.demo:
-            raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
-        if not 1 <= self.positions <= 17:
-            raise SpecscopeError("--positions must be between 1 and 17")
-        if not 1 <= self.num_draft_tokens + 1 <= self.positions:
-            raise SpecscopeError(f"-k must be between 0 and --positions − 1 ({self.positions - 1}): "
-                                 "the headline verify is k+1 positions")
-        if self.reps < 1 or self.block_reps < 0:
-            raise SpecscopeError("--reps must be >= 1 and --block-reps >= 0")
-        if self.max_tokens < 4:
-            raise SpecscopeError("--max-tokens must be at least 4")
-        if self.bandwidth_mib <= 0 or (self.matmul_n is not None and self.matmul_n < 16):
-            raise SpecscopeError("--bandwidth-mib must be positive and --matmul-n at least 16")
-        if not 0.0 <= self.oracle_p <= 1.0:
-            raise SpecscopeError("--oracle-p must be between 0 and 1")
-        if self.oracle_draft_ms < 0:
-            raise SpecscopeError("--oracle-draft-ms must be >= 0")
-
-    @classmethod
-    def beside_run(cls, run: RunConfig, drafter: str) -> "RooflineConfig":
-        """``run --roofline``: the run's model, drafter and k, the curve to at least k+1 positions (9 by default),
-        measured apart from the run."""
-        shared = {f.name: getattr(run, f.name) for f in fields(EngineParams)}
-        # specscope's own forwards are what the curve times, whichever engine's loop the run measured
-        return cls(**{**shared, "drafter": drafter, "engine": "specscope"}, positions=max(9, run.num_draft_tokens + 1),
-                   context=run.context, context_kind=run.context_kind, context_file=run.context_file)
+from specscope.profiler.run.measure_config import DEFAULT_PROMPT, RooflineConfig
 
 
 def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:

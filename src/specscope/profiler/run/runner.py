@@ -32,7 +32,7 @@ import sys
 from specscope.profiler.run import launch
 from specscope.profiler.run.config import DistSpec, RunConfig
 from specscope.profiler.run.events import finish_run
-from specscope.profiler.run.measurement import Measurement, worker_argument
+from specscope.profiler.run.measure_config import Measurement, worker_argument
 from specscope.profiler.run.pump import EventPump, RunResult, SessionSaveError, describe_exit, worker_env
 
 __all__ = ["RunResult", "SessionSaveError", "run_worker", "worker_command", "worker_env"]

@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = json.loads(argv[0])
         if "measure" in spec:  # a measurement besides a run (roofline, tune): run.measurement
-            from specscope.profiler.run.measurement import from_argument, run_measurement
+            from specscope.profiler.run.measure_config import from_argument
+            from specscope.profiler.run.measurement import run_measurement
 
             status = run_measurement(from_argument(spec), emit, should_stop=lambda: _stop["requested"])
         else:

@@ -1,0 +1,138 @@
+"""What a measurement besides a run measures: ``RooflineConfig`` (the verify cost curve) and ``TuneConfig`` (tune), and
+how one crosses to the worker.
+
+Built by the CLI from its flags (model references already resolved to folders), or by ``run --roofline`` from the
+run's configuration: no argument namespace is built outside argument parsing. The measuring itself is
+``roofline_run.roofline_data`` and ``tune_run.tune_data``, run in the worker by ``measurement.run_measurement``;
+nothing here imports the engine, so the app and the runner can name a measurement without loading MLX.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+
+from specscope.engine_adapter.params import EngineParams
+from specscope.errors import SpecscopeError
+
+from specscope.profiler.run.config import RunConfig
+
+# the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
+DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
+                  "decoding them.")
+
+
+@dataclass
+class RooflineConfig(EngineParams):
+    """A verify-curve measurement: the engine (``EngineParams``; ``drafter`` is the one the division at the floor
+    uses, "auto" the best it has) and the curve's settings, defaults as ``specscope roofline`` has them."""
+
+    positions: int = 9           # verify forwards over n = 1..positions
+    max_tokens: int = 48         # the short speculative run for acceptance
+    no_division: bool = False    # skip that run (no division at the floor)
+    reps: int = 5                # whole-graph repeats per n
+    block_reps: int = 2          # per-block ruler repeats per n
+    bandwidth_mib: float = 512.0
+    matmul_n: int | None = None  # the compute probe's matmul (None: 1024 on a CPU, 4096 on a GPU)
+    prompt: str | None = None    # None: DEFAULT_PROMPT
+    context: int = 0             # tokens of a long document before the prompt
+    context_kind: str = "mixed"
+    context_file: str | None = None
+
+    def engine_params(self) -> EngineParams:
+        return EngineParams(**{f.name: getattr(self, f.name) for f in fields(EngineParams)})
+
+    def validate(self) -> None:
+        if not self.model and not self.demo:
+            raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+        if not 1 <= self.positions <= 17:
+            raise SpecscopeError("--positions must be between 1 and 17")
+        if not 1 <= self.num_draft_tokens + 1 <= self.positions:
+            raise SpecscopeError(f"-k must be between 0 and --positions − 1 ({self.positions - 1}): "
+                                 "the headline verify is k+1 positions")
+        if self.reps < 1 or self.block_reps < 0:
+            raise SpecscopeError("--reps must be >= 1 and --block-reps >= 0")
+        if self.max_tokens < 4:
+            raise SpecscopeError("--max-tokens must be at least 4")
+        if self.bandwidth_mib <= 0 or (self.matmul_n is not None and self.matmul_n < 16):
+            raise SpecscopeError("--bandwidth-mib must be positive and --matmul-n at least 16")
+        if not 0.0 <= self.oracle_p <= 1.0:
+            raise SpecscopeError("--oracle-p must be between 0 and 1")
+        if self.oracle_draft_ms < 0:
+            raise SpecscopeError("--oracle-draft-ms must be >= 0")
+
+    @classmethod
+    def beside_run(cls, run: RunConfig, drafter: str) -> "RooflineConfig":
+        """``run --roofline``: the run's model, drafter and k, the curve to at least k+1 positions (9 by default),
+        measured apart from the run."""
+        shared = {f.name: getattr(run, f.name) for f in fields(EngineParams)}
+        # specscope's own forwards are what the curve times, whichever engine's loop the run measured
+        return cls(**{**shared, "drafter": drafter, "engine": "specscope"}, positions=max(9, run.num_draft_tokens + 1),
+                   context=run.context, context_kind=run.context_kind, context_file=run.context_file)
+
+
+@dataclass
+class TuneConfig(EngineParams):
+    """A tune: every drafter's predicted speedup at each k, the best confirmed; defaults as ``specscope tune`` has
+    them (``drafters`` None: every drafter the model has; ``k_max`` None: 4, or a DFlash drafter's block - 1)."""
+
+    k_max: int | None = None
+    max_tokens: int = 64
+    drafters: list[str] | None = None
+    reps: int | None = None          # confirmation repeats (None: 6-30, until each paired interval is ±2.5%)
+    beside_reps: int = 4
+    confirm: str = "best"            # "best" (each drafter's best k and its neighbours) or "all"
+    suite: str | None = None
+    cases: int = 1
+    prompt: str | None = None
+
+    def validate(self) -> None:
+        if not self.model and not self.demo:
+            raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+        if self.k_max is not None and not 1 <= self.k_max <= 16:
+            raise SpecscopeError("--k-max must be between 1 and 16")
+        if self.max_tokens < 4:
+            raise SpecscopeError("--max-tokens must be at least 4")
+        if self.reps is not None and self.reps < 1:
+            raise SpecscopeError("--reps must be at least 1")
+        if self.beside_reps < 1:
+            raise SpecscopeError("--beside-reps must be at least 1")
+        if self.cases < 1:
+            raise SpecscopeError("--cases must be at least 1")
+        if self.temp < 0 or not 0 < self.top_p <= 1:
+            raise SpecscopeError("--temp must be >= 0 and --top-p in (0, 1]")
+        if not 0.0 <= self.oracle_p <= 1.0:
+            raise SpecscopeError("--oracle-p must be between 0 and 1")
+        if self.oracle_draft_ms < 0:
+            raise SpecscopeError("--oracle-draft-ms must be >= 0")
+        if self.confirm not in ("best", "all"):
+            raise SpecscopeError("--confirm must be best or all")
+        if self.drafters is not None and not self.drafters:
+            raise SpecscopeError("--drafters lists no drafter")
+        if self.drafters and "dflash" in self.drafters and "draft" in self.drafters:
+            raise SpecscopeError("--drafters dflash and draft: one run holds either a DFlash drafter or a draft model "
+                                 "(--draft-model); tune them in two runs")
+        if self.suite and not self.prompt:
+            from specscope.profiler.run.suite import load_suite
+
+            load_suite(self.suite)  # fail fast, before loading a model
+
+
+Measurement = RooflineConfig | TuneConfig
+KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig}
+
+
+def kind_of(cfg: Measurement) -> str:
+    return "roofline" if isinstance(cfg, RooflineConfig) else "tune"
+
+
+def worker_argument(cfg: Measurement) -> str:
+    """What the worker is started with for this measurement (a run's is its ``RunConfig`` alone)."""
+    return json.dumps({"measure": kind_of(cfg), "config": asdict(cfg)})
+
+
+def from_argument(spec: dict) -> Measurement:
+    kind = spec.get("measure")
+    if kind not in KINDS:
+        raise SpecscopeError(f"unknown measurement {kind!r}")
+    return KINDS[kind](**spec.get("config") or {})
