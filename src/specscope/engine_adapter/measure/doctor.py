@@ -21,6 +21,9 @@ from specscope.engine_adapter.model.inspect_model import describe, mtp_status
 from specscope.engine_adapter.mlx_types import scalar
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import VerifyRollback
+
+from .records import ExactnessCheck, ExactnessRow
+
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
 EXACT_TOLERANCE = 1e-3
@@ -42,7 +45,7 @@ def _prefill(model, cache, tokens: list[int]) -> mx.array:
 
 
 def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: int | None = None,
-                       progress=lambda done, total, what: None) -> dict:
+                       progress=lambda done, total, what: None) -> ExactnessCheck:
     """For every k and accepted count n: max relative logit error after verify + rollback vs a fresh cache.
 
     ``progress(done, total, what)`` is called before each of the sum(k + 1) checks and once at the end."""
@@ -50,7 +53,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
     if is_hybrid(model):
         install_capture(model)
     vocab = vocab_size or int(_prefill(model, make_prompt_cache(model), prompt[:1]).shape[-1])
-    rows: list[dict] = []
+    rows: list[ExactnessRow] = []
     t0 = time.perf_counter()
     for k in ks:
         # drafts that differ from each other and from the prompt's end: any tokens exercise the path
@@ -133,10 +136,10 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
                                             d.spec.max_draft_tokens, EXACT_TOLERANCE, progress=progress)
             rep["dflash"] = {**d.spec.describe(), "context": ctx}
             if not ctx["exact"]:
-                bad = [r for r in ctx["rows"] if not r["exact"] or r["context_positions"] != r["expected_positions"]][0]
+                off = [r for r in ctx["rows"] if not r["exact"] or r["context_positions"] != r["expected_positions"]][0]
                 rep["class"] = REFUSED
-                rep["reasons"].insert(0, f"the DFlash drafter's context is not exact after {bad['accepted']} accepted: "
-                                         f"draft logits differ by {bad['relative_error']:.3g} (relative) from a fresh drafter's")
+                rep["reasons"].insert(0, f"the DFlash drafter's context is not exact after {off['accepted']} accepted: "
+                                         f"draft logits differ by {off['relative_error']:.3g} (relative) from a fresh drafter's")
     rep["mtp"] = {**mtp_status(lm.checkpoint), "loadable": None}
     if mtp and rep["mtp"]["available"]:
         progress(None, None, "loading the MTP head")

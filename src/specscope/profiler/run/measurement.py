@@ -56,7 +56,7 @@ def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> 
 
     kind = kind_of(cfg)
     _, measure = MEASUREMENTS[kind]
-    emit({"event": "run_started", "config": {"measure": kind, "measurement": asdict(cfg)}, "environment": environment(),
+    emit({"event": "run_started", "config": {"measure": kind, "measurement": asdict(cfg)}, "environment": {**environment()},
           "model": {}, "cases": [], "time": time.time()})
 
     def say(message: str) -> None:
