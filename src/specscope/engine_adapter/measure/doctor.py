@@ -12,6 +12,7 @@ too, and the drafter's own context after every accepted count 0..B−1 (``dflash
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -22,7 +23,7 @@ from specscope.engine_adapter.mlx_types import scalar
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 
-from .records import ExactnessCheck, ExactnessRow
+from .records import DoctorReport, ExactnessCheck, ExactnessRow
 
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
@@ -104,7 +105,7 @@ def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str 
 
 
 def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None,
-                dflash: str | None = None) -> dict:
+                dflash: str | None = None) -> DoctorReport:
     """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``.
     ``dflash``: a DFlash drafter folder to check with it (refused with a SpecscopeError if it does not fit)."""
     drafter = None
@@ -113,7 +114,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
 
         drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
         ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))
-    rep = cheap_report(lm.model)
+    rep = cast(DoctorReport, cheap_report(lm.model))  # its "mtp" and "model" are set below
     desc = describe(lm)
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
     if rep["class"] != REFUSED:
@@ -159,7 +160,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
     return rep
 
 
-def format_report(rep: dict) -> str:
+def format_report(rep: DoctorReport) -> str:
     m = rep["model"]
     lines = [f"{m['name']}  ({m['architecture']}, model_type {m['model_type']}, {m['layers']} layers)",
              f"  compatibility     {rep['class']}"]

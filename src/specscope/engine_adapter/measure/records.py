@@ -109,6 +109,20 @@ class DrafterContextCheck(TypedDict):
     seconds: float
 
 
+# ``specscope check``: compat_class.cheap_report's record ("class", "reasons", "rollback", "sliding_windows"), the
+# checks run on it, the MTP head and the model ("class" is a Python keyword, hence the functional form)
+DoctorReport = TypedDict("DoctorReport", {
+    "class": str,
+    "reasons": list[str],
+    "rollback": dict[str, Any],        # "mode", "methods", "text", "layers"
+    "sliding_windows": list[int],
+    "exactness": NotRequired[ExactnessCheck],     # not for a refused model
+    "dflash": NotRequired[dict[str, Any]],        # the DFlash drafter's description and "context": DrafterContextCheck
+    "mtp": dict[str, Any],             # inspect_model.mtp_status and "loadable" (and "error")
+    "model": dict[str, Any],           # name, revision, path, model_type, architecture, layers, memory
+})
+
+
 # -- GPU traces (measure.gpu_trace) -----------------------------------------------------------------------------------
 
 class MetalStatus(TypedDict):
