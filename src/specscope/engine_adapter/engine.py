@@ -13,17 +13,45 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 from specscope.events import DivergenceEvent, PrefilledContext
 
+from .measure.records import AcceptanceTrace, BreakdownRecord, ClockProbeInfo, ClockReading, ComponentTimes
 from .params import EngineParams
 
 
-def environment() -> dict:
+class Environment(TypedDict):
+    """The machine and the MLX it runs (``environment``), recorded with every run."""
+    mlx: str
+    mlx_lm: str
+    device: str
+    device_name: str
+    chip: str
+    os: str
+    machine: str
+    python: str
+    cpu_count: int | None
+
+
+Compatibility = TypedDict("Compatibility", {"class": str, "reasons": list[str], "rollback": dict[str, Any]})
+
+
+class RunFacts(TypedDict):
+    """``Engine.run_facts``: paths, sampling, drafter and compatibility, for the session's config."""
+    model_path: str
+    draft_model_path: str | None
+    sampling: dict[str, Any]         # Sampling.to_dict()
+    drafter: dict[str, Any]          # the drafter's name and its own description
+    compatibility: Compatibility
+    clock_probe: ClockProbeInfo
+    engine: dict[str, Any]           # whose speculative loop ran (another engine's own description)
+
+
+def environment() -> Environment:
     try:
         from importlib.metadata import version
 
@@ -41,7 +69,7 @@ def environment() -> dict:
         "mlx": mlx_version,
         "mlx_lm": mlx_lm_version,
         "device": device,
-        "device_name": info.get("device_name") or ("CPU" if "cpu" in device else device),
+        "device_name": cast(str, info.get("device_name") or ("CPU" if "cpu" in device else device)),  # Metal's is a string
         "chip": _chip(),
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
@@ -151,12 +179,12 @@ class Engine:
         raise SpecscopeError(f"unknown drafter {name!r}")
 
     # -- what a session records about the run ------------------------------------------------------
-    def describe(self) -> dict:
+    def describe(self) -> dict:  # dict: inspect_model.describe's record, passed through whole
         from specscope.engine_adapter.model.inspect_model import describe
 
         return describe(self.target)
 
-    def run_facts(self, max_tokens: int) -> dict:
+    def run_facts(self, max_tokens: int) -> RunFacts:
         """Paths, sampling, drafter and compatibility, for the session's config."""
         probe = self.make_drafter([0] * max_tokens)
         c = self.compat
@@ -241,19 +269,19 @@ class Engine:
         return speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens), p.num_draft_tokens,
                                     max_tokens, self.sampling, round_kinds=kinds)
 
-    def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
+    def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> BreakdownRecord:
         from specscope.engine_adapter.measure.breakdown import measure_breakdown
 
         return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
 
-    def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> dict:
+    def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> ComponentTimes:
         """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
         from specscope.engine_adapter.measure.components import measure_components
 
         return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
                                   continuation, self.params.num_draft_tokens, reps=reps, at=at)
 
-    def trace(self, prompt: list[int], continuation: list[int]) -> dict | None:
+    def trace(self, prompt: list[int], continuation: list[int]) -> AcceptanceTrace | None:
         """The run's drafter's acceptance trace along ``continuation`` (``acceptance_trace.engine_trace``)."""
         from specscope.engine_adapter.measure.acceptance_trace import engine_trace
 
@@ -273,11 +301,11 @@ class Engine:
             self._probe = ClockProbe()
         return self._probe
 
-    def probe_describe(self) -> dict:
+    def probe_describe(self) -> ClockProbeInfo:
         """What the clock probe runs (kernel, device, reps), recorded with the session."""
         return self._clock_probe().describe()
 
-    def probe(self) -> dict:
+    def probe(self) -> ClockReading:
         """One clock-probe reading on the model's device: ``{"ms": median, "reps_ms": [...]}``."""
         return self._clock_probe().read()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -27,9 +27,63 @@ from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
 from specscope.engine_adapter.drafters.oracle import OracleDrafter
+from .measure.records import AcceptanceTrace, BlockCost, ComponentTimes, VerifyCurve
 
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
     from specscope.engine_adapter.measure.verify_curve import VerifyPoint
+
+
+class TuneDescription(TypedDict):
+    model: str
+    model_path: str
+    regime: str
+    greedy: bool
+    drafters: list[str]
+
+
+class PlainRun(TypedDict):
+    tokens: list[int]
+    step_ms: list[float]       # every step after the prefill
+    prefill_ms: float
+
+
+class RoundSummary(TypedDict):
+    """One speculative round, counted (``drafted`` and ``emitted`` are how many tokens)."""
+    drafted: int
+    accepted: int
+    emitted: int
+    ms: float
+    draft_ms: float | None
+    verify_ms: float | None
+    rollback_ms: float | None
+    kind: str
+
+
+class SpeculativeRun(TypedDict):
+    rounds: list[RoundSummary]
+    tokens: list[int]
+
+
+class ContextBytes(TypedDict):
+    """What each token of context adds to a decode step's bytes, and a decode step's bytes with no context."""
+    bytes_per_context_token: float
+    step_bytes_no_context: float
+
+
+class RooflineInputs(TypedDict):
+    curve: VerifyCurve
+    costs: dict[int, dict[str, BlockCost]]   # n -> block name -> its cost
+    machine: dict[str, Any]                  # machine_probe.probe_machine's record
+    cost_notes: list[str]
+    weight_bytes_total: int
+    kv: ContextBytes
+
+
+class StoredContext(TypedDict):
+    ms: float
+    tokens: int
+    bytes: int
+
 
 # the drafters tune can run (the what-ifs apart), n-gram lookup (the one that needs nothing) last in its table
 REAL_DRAFTERS = tuple(sorted((n for n in DRAFTER_NAMES if n not in WHAT_IF_DRAFTERS), key=lambda n: n == "ngram"))
@@ -94,7 +148,7 @@ class TuneEngine:
         return [d for d in REAL_DRAFTERS if d == "ngram" or (d == "mtp" and self.mtp) or (d == "draft" and self.engine.draft)
                 or (d == "dflash" and self.engine.dflash is not None)]
 
-    def describe(self) -> dict:
+    def describe(self) -> TuneDescription:
         e = self.engine
         return {"model": e.target.path.name, "model_path": str(e.target.path), "regime": e.sampling.regime,
                 "greedy": e.sampling.greedy, "drafters": self.available_drafters()}
@@ -115,18 +169,19 @@ class TuneEngine:
         return self._drafters[name]
 
     # -- runs -----------------------------------------------------------------------------------------------------
-    def plain(self, prompt: list[int], max_tokens: int) -> dict:
+    def plain(self, prompt: list[int], max_tokens: int) -> PlainRun:
         from specscope.engine_adapter.decode.decoding import plain_generate
 
         recs = list(plain_generate(self.model, prompt, max_tokens, self.engine.sampling))
         return {"tokens": [r["token"] for r in recs], "step_ms": [r["ms"] for r in recs[1:]], "prefill_ms": recs[0]["ms"]}
 
     def speculative(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, max_tokens: int,
-                    round_kinds: str = "end_to_end", seed: int = 0) -> dict:
+                    round_kinds: str = "end_to_end", seed: int = 0) -> SpeculativeRun:
         from specscope.engine_adapter.decode.decoding import speculative_generate
 
         drafter = self.drafter(name, plain_tokens, seed)
-        rounds, tokens = [], []
+        rounds: list[RoundSummary] = []
+        tokens: list[int] = []
         for r in speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds):
             if r["event"] == "prefill":
                 tokens.append(r["token"])
@@ -136,7 +191,7 @@ class TuneEngine:
                            "draft_ms": r["draft_ms"], "verify_ms": r["verify_ms"], "rollback_ms": r["rollback_ms"], "kind": r["kind"]})
         return {"rounds": rounds, "tokens": tokens}
 
-    def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> dict:
+    def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> AcceptanceTrace:
         """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). Only
         the MTP head needs the target's forward over the continuation (for its hidden states); the others draft
         from the plain run's tokens, which are the target's own output (the oracle from its per-position draws)."""
@@ -146,7 +201,7 @@ class TuneEngine:
         return record_trace(self.model, prompt, plain_tokens, drafter, k_max, sampling=self.engine.sampling, name=name,
                             target_forward=drafter.needs_hidden)
 
-    def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3) -> dict:
+    def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3) -> ComponentTimes:
         """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
         what drafting adds to a round run end to end, rollback by accepted count."""
         from specscope.engine_adapter.measure.components import measure_components
@@ -155,7 +210,7 @@ class TuneEngine:
         return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
-                       ns: list[int] | None = None) -> dict[int, list[float]]:
+                       ns: list[int] | None = None) -> dict[int, list[float]]:  # dict: n -> times
         """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,
         repeats interleaved across n."""
         from specscope.engine_adapter.measure.verify_curve import VerifyPoint, whole_samples
@@ -170,7 +225,7 @@ class TuneEngine:
     # -- roofline inputs ----------------------------------------------------------------------------------------------
     def roofline_inputs(self, prompt: list[int], positions: int, reps: int, block_reps: int,
                         bandwidth_mib: float, matmul_n: int | None, progress=lambda message: None,
-                        on_sweep=None) -> dict:
+                        on_sweep=None) -> RooflineInputs:
         """The verify curve (with routes), bytes and FLOPs per block at every n, and the machine probes."""
         from .machine_probe import probe_machine
         from specscope.engine_adapter.measure.model_cost import model_cost
@@ -186,13 +241,13 @@ class TuneEngine:
         # not grow), and a decode step's bytes with no context: where attention stops being negligible follows
         step0, step1k = cost.forward(1, 0), cost.forward(1, 1000)
         total = lambda c: sum(v["weight_bytes"] + v["other_bytes"] for v in c.values())  # noqa: E731
-        kv = {"bytes_per_context_token": (total(step1k) - total(step0)) / 1000.0, "step_bytes_no_context": total(step0)}
+        kv: ContextBytes = {"bytes_per_context_token": (total(step1k) - total(step0)) / 1000.0, "step_bytes_no_context": total(step0)}
         progress("probing the machine (bandwidth, compute)")
         machine = probe_machine(dtype=cost.act_dtype, bandwidth_mib=bandwidth_mib, matmul_n=matmul_n)
         return {"curve": curve, "costs": costs, "machine": machine, "cost_notes": cost.notes,
                 "weight_bytes_total": cost.total_weight_bytes(), "kv": kv}
 
-    def store_context(self, tokens: list[int]) -> dict:
+    def store_context(self, tokens: list[int]) -> StoredContext:
         """Prefill a long context once and store it (``context.prefill_context``): every later prefill that starts
         with it begins from a copy. Its time (ms, to the sync) and the stored bytes."""
         from specscope.engine_adapter.cache.context import prefill_context

@@ -17,7 +17,7 @@ and every rank's figures gathered.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import mlx.core as mx
 
@@ -30,10 +30,29 @@ from specscope.engine_adapter.measure.breakdown import (
     verify_to_decode,
 )
 from specscope.engine_adapter.measure.instrument import Instrumenter
+from specscope.engine_adapter.measure.records import BreakdownRecord, HookFigures
 from specscope.engine_adapter.distributed.ranks import gather_rows, sync
 from specscope.engine_adapter.model.structure import classify, is_linear, out_features, vocab_sizes
+from specscope.events import PhaseBreakdown
 
 COMMUNICATION = "communication"
+
+
+class DistributedFigures(TypedDict):
+    """A sharded breakdown's ``distributed`` record: the ranks, and the collectives and bytes per forward."""
+    ranks: int
+    backend: str
+    hosts: list[str]
+    rank_of_figures: int
+    parallelism: str
+    collectives_per_forward: str
+    bytes_per_forward: dict[str, int]    # "decode", "verify"
+
+
+class DistributedBreakdown(BreakdownRecord):
+    """``measure_breakdown_distributed``: ``breakdown.measure_breakdown``'s record (every rank's figures under each
+    forward's ``per_rank``) and the ``distributed`` record."""
+    distributed: DistributedFigures
 
 
 class Communication(RunHooks):
@@ -83,7 +102,7 @@ class Communication(RunHooks):
             self.split["wait_ms"].append(self.wait_ms)
             self.split["transfer_ms"].append(self.transfer_ms)
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> HookFigures:
         # the barrier ruler's communication, split: waiting for the slowest rank vs the collective itself
         return {"collectives": self.counted, "communication_split": {k: median(v) for k, v in self.split.items()}}
 
@@ -163,17 +182,18 @@ def sharded_structure(model, n: int) -> Structure:
     return st
 
 
-def measure_forward_distributed(model, cache, snapshot, tokens: list[int], reps: int, group, skip: bool = True) -> dict:
+def measure_forward_distributed(model, cache, snapshot, tokens: list[int], reps: int, group, skip: bool = True) -> PhaseBreakdown:
     """``breakdown.measure_forward`` for a sharded model, with a ``communication`` block; this rank's figures."""
     with Communication(model, group) as comm:
         return measure_forward(model, cache, snapshot, tokens, reps, skip, instrumenter=comm.instrumenter, hooks=comm)
 
 
-_PER_RANK_SCALARS = ("whole_ms", "instrumented_ms", "block_sum_ms", "inter_block_ms", "barrier_distortion")
+_PerRankScalar = Literal["whole_ms", "instrumented_ms", "block_sum_ms", "inter_block_ms", "barrier_distortion"]
+_PER_RANK_SCALARS: tuple[_PerRankScalar, ...] = ("whole_ms", "instrumented_ms", "block_sum_ms", "inter_block_ms", "barrier_distortion")
 _SPLIT = ("wait_ms", "transfer_ms")
 
 
-def _with_per_rank(fwd: dict, group) -> dict:
+def _with_per_rank(fwd: PhaseBreakdown, group) -> PhaseBreakdown:
     """Add ``per_rank`` (every rank's figures, rank order) to this rank's forward dict (one all-sum)."""
     blocks, skips = list(fwd["blocks"]), list(fwd["skip_estimates"])
     row = [fwd[k] for k in _PER_RANK_SCALARS] + [fwd["communication_split"][k] for k in _SPLIT]
@@ -190,7 +210,7 @@ def _with_per_rank(fwd: dict, group) -> dict:
 
 
 def measure_breakdown_distributed(model, prompt: list[int], continuation: list[int], k: int, group, reps: int = 3,
-                                  skip: bool = True, backend: str = "ring", hosts: list[str] | None = None) -> dict:
+                                  skip: bool = True, backend: str = "ring", hosts: list[str] | None = None) -> DistributedBreakdown:
     """Decode (1 position) and verify (k+1 positions) breakdowns of the sharded model, communication included,
     in ``breakdown.measure_breakdown``'s shape plus ``per_rank`` lists and a ``distributed`` record."""
     cache, cp, toks = at_prompt_end(model, prompt, continuation, k)

@@ -23,14 +23,35 @@ from __future__ import annotations
 
 import socket
 import zlib
+from typing import TypedDict
 
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 
-from specscope.engine_adapter.distributed.breakdown import measure_breakdown_distributed
-from specscope.engine_adapter.engine import Engine, EngineParams
+from specscope.engine_adapter.distributed.breakdown import DistributedBreakdown, measure_breakdown_distributed
+from specscope.engine_adapter.engine import Engine, EngineParams, RunFacts
+from specscope.engine_adapter.measure.records import ClockReading
 from specscope.engine_adapter.distributed.ranks import gather_rows, gather_strings, init_group
+
+
+class DistributedFacts(TypedDict):
+    """How the run was spread over the ranks (the session's config and the model's description carry it)."""
+    ranks: int
+    backend: str
+    hosts: list[str]
+    parallelism: str
+    drafting: str
+
+
+class DistributedRunFacts(RunFacts):
+    distributed: DistributedFacts
+
+
+class RankedClockReading(ClockReading):
+    """The slowest rank's reading, and every rank's (rank order)."""
+    per_rank_ms: list[float]
+
 
 # -- sharding -------------------------------------------------------------------------------------------------
 
@@ -196,14 +217,14 @@ class DistributedEngine(Engine):
         return drafter
 
     # -- what a session records ----------------------------------------------------------------------------
-    def distributed_facts(self) -> dict:
+    def distributed_facts(self) -> DistributedFacts:
         return {"ranks": self.size, "backend": self.backend, "hosts": self.hosts, "parallelism": "tensor",
                 "drafting": "replicated on every rank"}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict:  # dict: inspect_model.describe's record (taken before sharding), passed through whole
         return {**self._description, "distributed": self.distributed_facts()}
 
-    def run_facts(self, max_tokens: int) -> dict:
+    def run_facts(self, max_tokens: int) -> DistributedRunFacts:
         return {**super().run_facts(max_tokens), "distributed": self.distributed_facts()}
 
     # -- the measured phases -------------------------------------------------------------------------------
@@ -234,11 +255,11 @@ class DistributedEngine(Engine):
     def speculative(self, prompt: list[int], plain_tokens: list[int], max_tokens: int, round_kinds: str | None = None):
         return self._checked("speculative decoding", super().speculative(prompt, plain_tokens, max_tokens, round_kinds))
 
-    def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> dict:
+    def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> DistributedBreakdown:
         return measure_breakdown_distributed(self.target.model, prompt, continuation, self.params.num_draft_tokens,
                                              self.group, reps=reps, backend=self.backend, hosts=self.hosts)
 
-    def probe(self) -> dict:
+    def probe(self) -> RankedClockReading:
         """The clock probe on every rank; the slowest rank's reading (the same on every rank, so decisions taken
         on it - cooldown - are the same everywhere and the ranks stay in lockstep)."""
         r = super().probe()

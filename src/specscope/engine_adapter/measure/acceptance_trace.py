@@ -43,6 +43,8 @@ from specscope.engine_adapter.cache.capture import capturing, install_capture, i
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.sampling import Sampling
 
+from .records import AcceptanceTrace
+
 
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000.0
@@ -57,7 +59,7 @@ def _agree(draft: list[int], truth: list[int]) -> int:
 
 def record_trace(model, prompt: list[int], continuation: list[int], drafter: Drafter, k_max: int,
                  sampling: Sampling | None = None, draws: int = 8, name: str | None = None,
-                 target_forward: bool = True) -> dict:
+                 target_forward: bool = True) -> AcceptanceTrace:
     """The acceptance trace of ``drafter`` along ``continuation`` (the target's own output for ``prompt``).
 
     Returns a JSON-able record: ``A`` (N − 1 entries), ``k_max``, ``drafter``, ``tokens``, ``regime``,
@@ -98,7 +100,7 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
 
 
-def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> dict:
+def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> AcceptanceTrace:
     """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
     t1 = time.perf_counter()
     drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
@@ -117,17 +119,17 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = _ms(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
-    out = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
+    out: AcceptanceTrace = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
     if by_k is not None:
-        out.update(A_by_k=by_k, chained=False,
-                   method="exact: at every k, the drafter's own proposals for a block of that k from every true prefix "
-                          "(its drafts depend on k), compared with the target's output")
+        out.update({"A_by_k": by_k, "chained": False,
+                    "method": "exact: at every k, the drafter's own proposals for a block of that k from every true prefix "
+                              "(its drafts depend on k), compared with the target's output"})
     return out
 
 
-def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws: int, name) -> dict:
+def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws: int, name) -> AcceptanceTrace:
     """Under sampling: ``draws`` seeded accept/reject draws per position (see the module docstring)."""
     if draws < 1:
         raise ValueError("draws must be at least 1")
@@ -143,7 +145,7 @@ def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws:
     with tapping(needs_hidden) as tap:
         mx.eval(prefill(model, cache, list(prompt)))
     drafter.begin(list(prompt), c[0], hidden=tap.hidden(mode) if tap else None)
-    per_draw: list[list[float]] = [[] for _ in range(draws)]
+    per_draw: list[list[int]] = [[] for _ in range(draws)]
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
         d = drafter.draft(c[s], k)
@@ -174,7 +176,7 @@ def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws:
                        "distributions along one sampled continuation")}
 
 
-def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int | None = None) -> dict | None:
+def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int | None = None) -> AcceptanceTrace | None:
     """The trace of a ``run``'s own drafter along a case's plain output, for a ``trace`` event (``session``
     keeps it as ``case["trace"]``). ``k_max`` defaults to max(4, k). None for the oracle, which stays analytic
     (its draws are i.i.d.: E(k) = 1 + Σ p^i needs no trace)."""

@@ -31,6 +31,9 @@ from specscope.engine_adapter.measure.instrument import Instrumenter
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify
+from specscope.events import PhaseBreakdown
+
+from .records import BreakdownRecord, HookFigures
 
 SKIPPABLE = ("linear_attention", "full_attention", "moe", "dense_mlp", "output_head")
 PHASE_MODES: dict[str, str | None] = {"warm": None, "whole": None, "time": "time", "skip": "skip"}
@@ -49,7 +52,7 @@ class RunHooks:
     def after(self, phase: str) -> None:
         """After the forward (also when it raised)."""
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> HookFigures:
         """Entries to add to the forward's figures."""
         return {}
 
@@ -80,7 +83,7 @@ def value_range(xs: list[float], *also: float) -> list[float] | None:
 
 
 def measure_forward(model, cache, snapshot: CacheSnapshot, tokens: list[int], reps: int, skip: bool = True,
-                    instrumenter: Instrumenter | None = None, hooks: RunHooks | None = None) -> dict[str, Any]:
+                    instrumenter: Instrumenter | None = None, hooks: RunHooks | None = None) -> PhaseBreakdown:
     """The two rulers (and skip estimates) for one forward over ``len(tokens)`` positions.
 
     ``instrumenter`` defaults to one over ``classify(model)``; its extra blocks are timed and skipped
@@ -164,12 +167,12 @@ def at_prompt_end(model, prompt: list[int], continuation: list[int], k: int) -> 
     return cache, cp, toks
 
 
-def verify_to_decode(decode: dict[str, Any], verify: dict[str, Any]) -> dict[str, float | None]:
+def verify_to_decode(decode: PhaseBreakdown, verify: PhaseBreakdown) -> dict[str, float | None]:  # dict: block name -> ratio
     """Per block, verify time ÷ decode time (None where decode took no time)."""
     return {c: (verify["blocks"][c] / decode["blocks"][c]) if decode["blocks"].get(c) else None for c in decode["blocks"]}
 
 
-def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int, reps: int = 3, skip: bool = True) -> dict:
+def measure_breakdown(model, prompt: list[int], continuation: list[int], k: int, reps: int = 3, skip: bool = True) -> BreakdownRecord:
     """Decode (1 position) and verify (k+1 positions) breakdowns at the end of ``prompt``."""
     cache, cp, toks = at_prompt_end(model, prompt, continuation, k)
     decode = measure_forward(model, cache, cp, toks[:1], reps, skip)

@@ -16,6 +16,8 @@ import time
 
 import mlx.core as mx
 
+from .records import ClockProbeInfo, ClockReading
+
 # (matrix size, matmuls per chain) by device kind: about 70 MFLOP on a CPU (~10 ms on 2 cores),
 # about 17 GFLOP on a GPU (a few ms on Apple silicon)
 SIZES = {"cpu": (256, 2), "gpu": (1024, 8)}
@@ -36,7 +38,7 @@ class ClockProbe:
         mx.eval(self._a, self._b)
         self._chain()  # compile and warm once, outside any reading
 
-    def describe(self) -> dict:
+    def describe(self) -> ClockProbeInfo:
         flop = 2.0 * self.n ** 3 * self.chain
         return {"kernel": f"{self.chain} × matmul {self.n}×{self.n} float32", "device": self.device, "reps": self.reps,
                 "flop": flop}
@@ -49,7 +51,7 @@ class ClockProbe:
         mx.eval(c)
         return (time.perf_counter() - t0) * 1000.0
 
-    def read(self) -> dict:
+    def read(self) -> ClockReading:
         """One reading: the median of ``reps`` timed chains (ms), every rep kept."""
         samples = [self._chain() for _ in range(self.reps)]
         s = sorted(samples)

@@ -37,6 +37,8 @@ from specscope.engine_adapter.cache.hidden import install_tap, tapping
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import CacheSnapshot, VerifyRollback
 
+from .records import ComponentTimes
+
 DEFAULT_REPS = 3
 
 
@@ -49,7 +51,7 @@ def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | No
 
 
 def measure_components(model, make_drafter, sampling, prompt: list[int], continuation: list[int], k: int,
-                       reps: int = DEFAULT_REPS, at: float = 0.5) -> dict:
+                       reps: int = DEFAULT_REPS, at: float = 0.5) -> ComponentTimes:
     """T_verify(k+1), T_draft(k), T_bookkeeping and rollback per accepted count, timed apart at a point of the case.
 
     ``continuation``: the target's own (plain) output for ``prompt``; ``make_drafter()`` a fresh drafter of the run's

@@ -20,6 +20,8 @@ from specscope.engine_adapter.cache.hidden import tapping
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.mlx_types import scalar
 
+from .records import DrafterContextCheck, DrafterContextRow
+
 
 def _rel(got: mx.array, want: mx.array) -> float:
     got, want = got.astype(mx.float32), want.astype(mx.float32)
@@ -28,11 +30,11 @@ def _rel(got: mx.array, want: mx.array) -> float:
 
 
 def drafter_context_exactness(model, make_drafter, prompt: list[int], k: int, tolerance: float,
-                              progress=lambda done, total, what: None) -> dict:
+                              progress=lambda done, total, what: None) -> DrafterContextCheck:
     """Rows ``{"accepted": n, "relative_error": e, "exact": bool}`` for n = 0..k (see the module docstring)."""
     if is_hybrid(model):
         install_capture(model)
-    rows = []
+    rows: list[DrafterContextRow] = []
     t0 = time.perf_counter()
     for n in range(k + 1):
         progress(n, k + 1, f"DFlash drafter context: k = {k}, {n} accepted")

@@ -12,6 +12,7 @@ too, and the drafter's own context after every accepted count 0..B−1 (``dflash
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -21,6 +22,9 @@ from specscope.engine_adapter.model.inspect_model import describe, mtp_status
 from specscope.engine_adapter.mlx_types import scalar
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import VerifyRollback
+
+from .records import DoctorReport, ExactnessCheck, ExactnessRow
+
 # Logit difference, relative to the logits' scale, above which a rollback is wrong. Batched and
 # single-row kernels differ by ~1e-6 relative in float32; a stale key or state differs by 1e-1 or more.
 EXACT_TOLERANCE = 1e-3
@@ -42,7 +46,7 @@ def _prefill(model, cache, tokens: list[int]) -> mx.array:
 
 
 def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: int | None = None,
-                       progress=lambda done, total, what: None) -> dict:
+                       progress=lambda done, total, what: None) -> ExactnessCheck:
     """For every k and accepted count n: max relative logit error after verify + rollback vs a fresh cache.
 
     ``progress(done, total, what)`` is called before each of the sum(k + 1) checks and once at the end."""
@@ -50,7 +54,7 @@ def rollback_exactness(model, prompt: list[int], ks=(1, 2, 3, 4), vocab_size: in
     if is_hybrid(model):
         install_capture(model)
     vocab = vocab_size or int(_prefill(model, make_prompt_cache(model), prompt[:1]).shape[-1])
-    rows: list[dict] = []
+    rows: list[ExactnessRow] = []
     t0 = time.perf_counter()
     for k in ks:
         # drafts that differ from each other and from the prompt's end: any tokens exercise the path
@@ -101,7 +105,7 @@ def check_prompt(prompt: list[int], windows: list[int]) -> tuple[list[int], str 
 
 
 def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, total, what: None,
-                dflash: str | None = None) -> dict:
+                dflash: str | None = None) -> DoctorReport:
     """Everything ``specscope check`` prints, for a LoadedModel. ``progress`` as for ``rollback_exactness``.
     ``dflash``: a DFlash drafter folder to check with it (refused with a SpecscopeError if it does not fit)."""
     drafter = None
@@ -110,7 +114,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
 
         drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
         ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))
-    rep = cheap_report(lm.model)
+    rep = cast(DoctorReport, cheap_report(lm.model))  # its "mtp" and "model" are set below
     desc = describe(lm)
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
     if rep["class"] != REFUSED:
@@ -133,10 +137,10 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
                                             d.spec.max_draft_tokens, EXACT_TOLERANCE, progress=progress)
             rep["dflash"] = {**d.spec.describe(), "context": ctx}
             if not ctx["exact"]:
-                bad = [r for r in ctx["rows"] if not r["exact"] or r["context_positions"] != r["expected_positions"]][0]
+                off = [r for r in ctx["rows"] if not r["exact"] or r["context_positions"] != r["expected_positions"]][0]
                 rep["class"] = REFUSED
-                rep["reasons"].insert(0, f"the DFlash drafter's context is not exact after {bad['accepted']} accepted: "
-                                         f"draft logits differ by {bad['relative_error']:.3g} (relative) from a fresh drafter's")
+                rep["reasons"].insert(0, f"the DFlash drafter's context is not exact after {off['accepted']} accepted: "
+                                         f"draft logits differ by {off['relative_error']:.3g} (relative) from a fresh drafter's")
     rep["mtp"] = {**mtp_status(lm.checkpoint), "loadable": None}
     if mtp and rep["mtp"]["available"]:
         progress(None, None, "loading the MTP head")
@@ -156,7 +160,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
     return rep
 
 
-def format_report(rep: dict) -> str:
+def format_report(rep: DoctorReport) -> str:
     m = rep["model"]
     lines = [f"{m['name']}  ({m['architecture']}, model_type {m['model_type']}, {m['layers']} layers)",
              f"  compatibility     {rep['class']}"]

@@ -31,12 +31,15 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Mapping
 
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 
 from specscope.engine_adapter.mlx_types import scalar, values
+
+from .records import CaptureDescription, CaptureEnvironment, CaptureRecord, MetalStatus
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 DECODE_FILE = "decode.gputrace"
@@ -52,7 +55,7 @@ def output_files(k: int) -> list[str]:
     return [DECODE_FILE, verify_file(k), DESCRIPTION_FILE]
 
 
-def _device_info(metal) -> dict:
+def _device_info(metal) -> dict:  # dict: Metal's own device description, its keys as the device reports them
     """Metal's device description (``mx.device_info`` where MLX has it: ``mx.metal.device_info`` is deprecated)."""
     if metal is mx.metal and hasattr(mx, "device_info"):
         return dict(mx.device_info())
@@ -85,7 +88,7 @@ def not_metal_message(device: str) -> str:
     return (f"GPU trace capture needs Metal (macOS on Apple silicon); this machine runs MLX on {device}")
 
 
-def metal_status(metal=None) -> dict:
+def metal_status(metal=None) -> MetalStatus:
     """{"metal": bool, "device": words}: whether a GPU trace can be captured here (no model is loaded)."""
     metal = metal or mx.metal
     try:
@@ -123,7 +126,7 @@ def _sync() -> None:
         sync()
 
 
-def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> dict:
+def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> CaptureRecord:
     """Prefill ``prompt``, then capture one decode step and one (k+1)-position verify at its end.
 
     ``metal`` is anything with ``start_capture(path)`` and ``stop_capture()`` (default ``mx.metal``;
@@ -204,7 +207,7 @@ def capture_forwards(model, prompt: list[int], k: int, out_dir, metal=None) -> d
     }
 
 
-def environment(metal=None) -> dict:
+def environment(metal=None) -> CaptureEnvironment:
     metal = metal or mx.metal
     try:
         from importlib.metadata import version
@@ -230,13 +233,13 @@ def environment(metal=None) -> dict:
     }
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
-def run(spec: dict, metal=None, log=None) -> dict:
+def run(spec: dict, metal=None, log=None) -> CaptureDescription:
     """The worker's job: check Metal, load the model, capture, write ``capture.json``; return its content."""
     from specscope.engine_adapter.model.loader import load_model
 
@@ -261,7 +264,7 @@ def run(spec: dict, metal=None, log=None) -> dict:
     log(f"prefilling {len(prompt)} prompt tokens, then capturing decode (1 position) and verify ({k + 1} positions)")
     t0 = time.perf_counter()
     got = capture_forwards(lm.model, prompt, k, out, metal=metal)
-    desc = {
+    desc: CaptureDescription = {
         "what": "Metal GPU traces of one decode step and one verify forward (specscope capture)",
         "model": name,
         "model_path": str(path),

@@ -35,6 +35,8 @@ import mlx.nn as nn
 from specscope.engine_adapter.mlx_types import flat
 from specscope.engine_adapter.model.structure import classify, own_params
 
+from .records import BlockCost
+
 RECURRENT_FLOPS_PER_STATE = 6  # decay, k·S, outer-product update, readout: ~6 FLOPs per state element per position
 _HEADS = ("n_heads", "num_heads", "num_attention_heads", "n_head")
 _KV_HEADS = ("n_kv_heads", "num_key_value_heads", "num_kv_heads")
@@ -127,16 +129,16 @@ class ModelCost:
     kv_bytes: int = 0  # KV element size (from the live cache when given)
     notes: list[str] = field(default_factory=list)
 
-    def forward(self, n: int, context: int, routed: dict[str, list[int]] | None = None) -> dict[str, dict]:
+    def forward(self, n: int, context: int, routed: dict[str, list[int]] | None = None) -> dict[str, BlockCost]:  # dict: block name -> its cost
         """Per block: weight bytes, other bytes, FLOPs (and distinct experts) of one forward over ``n``
         positions after ``context`` cached positions. ``routed``: MoE block path -> distinct experts the
         ``n`` tokens chose, per call (from ``verify_curve.recording_routes``); absent blocks get the
         uniform-routing expectation ``E·(1 − (1 − top_k/E)^n)``."""
-        out: dict[str, dict] = {}
+        out: dict[str, BlockCost] = {}
         kv_item = self.kv_bytes or self.act_bytes
 
         def add(block, wb=0.0, ob=0.0, fl=0.0):
-            c = out.setdefault(block, {"weight_bytes": 0.0, "other_bytes": 0.0, "flops": 0.0})
+            c = out.setdefault(block, {"weight_bytes": 0.0, "other_bytes": 0.0, "flops": 0.0, "distinct_experts": None})
             c["weight_bytes"] += wb
             c["other_bytes"] += ob
             c["flops"] += fl
@@ -177,13 +179,13 @@ class ModelCost:
             c["distinct_experts"] = None
         if moe_layers and "moe" in out:
             ks = [b.top_k for _, b in moe_layers if b.top_k]
-            out["moe"].update(
-                distinct_experts=sum(d for d, _ in moe_layers) / len(moe_layers),
-                distinct_experts_per_layer=[round(d, 3) for d, _ in moe_layers],
-                routed_slots=n * max(ks) if ks else None,
-                experts=max(b.experts for _, b in moe_layers),
-                distinct_source="uniform-routing estimate" if estimated else "recorded",
-            )
+            out["moe"].update({
+                "distinct_experts": sum(d for d, _ in moe_layers) / len(moe_layers),
+                "distinct_experts_per_layer": [round(d, 3) for d, _ in moe_layers],
+                "routed_slots": n * max(ks) if ks else None,
+                "experts": max(b.experts for _, b in moe_layers),
+                "distinct_source": "uniform-routing estimate" if estimated else "recorded",
+            })
         return out
 
     def total_weight_bytes(self) -> int:
@@ -205,7 +207,7 @@ def _flat(c) -> list:
     return [x for y in inner for x in _flat(y)] if isinstance(inner, (list, tuple)) else [c]
 
 
-def _layer_caches(model, cache, mixer_layers: list[int]) -> dict[int, list] | None:
+def _layer_caches(model, cache, mixer_layers: list[int]) -> dict[int, list] | None:  # dict: layer index -> its caches
     n_layers = len(model.layers)
     if cache is None:
         return None

@@ -31,6 +31,10 @@ from specscope.engine_adapter.cache.capture import capturing, install_capture, i
 from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify, takes_indices
 
+from specscope.events import PhaseBreakdown
+
+from .records import CurvePoint, VerifyCurve
+
 DEFAULT_POSITIONS = 9
 MAX_POSITIONS = 17
 
@@ -116,7 +120,7 @@ def recording_routes(model):
     for m, cls in saved:
         m.__class__ = _routed(cls)
 
-    def distinct() -> dict[str, list[int]]:
+    def distinct() -> dict[str, list[int]]:  # dict: MoE block path -> distinct experts per call
         out = {}
         for path, m in banks:
             calls = rec.get(id(m), [])
@@ -132,7 +136,7 @@ def recording_routes(model):
         _recording = prev
 
 
-def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:
+def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:  # dict: MoE block path -> experts
     """Distinct experts per MoE layer for one verify forward over ``tokens`` (an untimed forward)."""
     with recording_routes(point.model) as distinct:
         point.forward(tokens)
@@ -143,7 +147,7 @@ def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:
 
 # -- the curve -----------------------------------------------------------------------------------------------------
 
-def whole_samples(point: VerifyPoint, tokens: list[int], positions: list[int], reps: int) -> dict[int, list[float]]:
+def whole_samples(point: VerifyPoint, tokens: list[int], positions: list[int], reps: int) -> dict[int, list[float]]:  # dict: n -> times
     """Whole-graph forward times (ms) per n, ``reps`` each, interleaved across n after one warm-up each."""
     for n in positions:
         point.forward(tokens[:n])
@@ -161,7 +165,7 @@ def _median(xs):
 
 def measure_curve(model, context: list[int], tokens: list[int] | None = None, positions: int = DEFAULT_POSITIONS,
                   reps: int = 5, block_reps: int = 2, skip: bool = True, record_routes: bool = True,
-                  progress=lambda message: None, on_sweep=None) -> dict:
+                  progress=lambda message: None, on_sweep=None) -> VerifyCurve:
     """The curve at the end of ``context`` over n = 1..``positions``: a JSON-able dict.
 
     ``on_sweep(points)``, if given, gets the whole-graph curve so far after every repeat over all n (medians
@@ -187,7 +191,7 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
     for n in ns:  # warm every shape once
         point.forward(tokens[:n])
     whole: dict[int, list[float]] = {n: [] for n in ns}
-    per_block: dict[int, list[dict]] = {n: [] for n in ns}
+    per_block: dict[int, list[PhaseBreakdown]] = {n: [] for n in ns}
     for rep in range(max(reps, block_reps)):
         progress(f"repeat {rep + 1}/{max(reps, block_reps)} over n = 1..{positions}")
         for n in ns:
@@ -199,10 +203,10 @@ def measure_curve(model, context: list[int], tokens: list[int] | None = None, po
             on_sweep([{"positions": n, "whole_ms": _median(whole[n]), "whole_ms_min": min(whole[n]),
                        "whole_ms_max": max(whole[n])} for n in ns])
     point.restore()
-    points = []
+    points: list[CurvePoint] = []
     for n in ns:
         w = whole[n]
-        p = {"positions": n, "whole_ms": _median(w), "whole_ms_samples": w, "whole_ms_min": min(w), "whole_ms_max": max(w)}
+        p: CurvePoint = {"positions": n, "whole_ms": _median(w), "whole_ms_samples": w, "whole_ms_min": min(w), "whole_ms_max": max(w)}
         if per_block[n]:
             present = sorted({c for r in per_block[n] for c in r["blocks"]})
             p["blocks"] = {c: _median([r["blocks"][c] for r in per_block[n] if c in r["blocks"]]) for c in present}

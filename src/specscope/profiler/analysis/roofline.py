@@ -25,6 +25,9 @@ batched-verify kernel could buy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.intervals import time_text
 
@@ -51,7 +54,7 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict, k: int = 2,
+def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: dict, k: int = 2,
                    division: dict | None = None) -> dict:
     """The roofline as a JSON-able dict (``specscope roofline --json``; ``session["roofline"]``).
 

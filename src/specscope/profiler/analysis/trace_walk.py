@@ -24,6 +24,8 @@ Pure Python: no MLX, so the app, the reports and the tests use it as they are.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
+from typing import Any
 
 from specscope.profiler.session.trace_record import TraceError
 
@@ -59,7 +61,7 @@ def _figures(rounds: list[tuple[int, int, int]], k: int) -> dict:
     }
 
 
-def at_k(trace: dict, k: int) -> dict:
+def at_k(trace: Mapping[str, Any], k: int) -> dict:
     """E(k), acceptance by depth and tokens per round for one trace (a mean over draws under sampling)."""
     if k > trace["k_max"]:
         raise TraceError(f"the trace holds {trace['k_max']} proposals per position; k = {k} is beyond it")

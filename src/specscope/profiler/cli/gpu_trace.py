@@ -36,7 +36,7 @@ def metal_status() -> dict:
     """{"metal": bool, "device": words} for this machine (imports MLX; loads no model)."""
     from specscope.engine_adapter.measure.gpu_trace import metal_status as probe
 
-    return probe()
+    return dict(probe())  # a plain dict of gpu_trace's MetalStatus record
 
 
 def require_metal() -> dict:

@@ -33,7 +33,7 @@ def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> 
 
     kind = kind_of(cfg)
     measure = MEASURE[kind]
-    emit({"event": "run_started", "config": {"measure": kind, "measurement": asdict(cfg)}, "environment": environment(),
+    emit({"event": "run_started", "config": {"measure": kind, "measurement": asdict(cfg)}, "environment": {**environment()},
           "model": {}, "cases": [], "time": time.time()})
 
     def say(message: str) -> None:

@@ -1,0 +1,223 @@
+"""What the engine's measurements return: typed records, plain dicts at run time (JSON as they are).
+
+Where the session keeps a measurement under a record of ``specscope.events`` (``PhaseBreakdown``, ``Components``),
+the measurement returns that record or one that extends it; where the event's record does not describe what the
+producer writes, the record here does (the acceptance trace's ``tokens`` is a count, the breakdown's ratios may be
+None), so each producer is checked against what it really returns.
+"""
+
+# no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
+from typing import Any, NotRequired, TypedDict
+
+from specscope.events import Components, PhaseBreakdown
+
+
+# -- breakdown (measure.breakdown, distributed.breakdown) -------------------------------------------------------------
+
+class HookFigures(TypedDict, total=False):
+    """What a ``RunHooks`` adds to a forward's figures (none by default; a sharded model's communication both)."""
+    collectives: dict[str, Any]            # {"calls": {collective: count}, "bytes": per forward}
+    communication_split: dict[str, float]  # waiting for the slowest rank vs transfer (ms, medians)
+
+
+class BreakdownRecord(TypedDict):
+    """``measure_breakdown``: a decode step's and a verify forward's time by block (kept by the session as
+    ``events.Breakdown``, whose ``ratios`` says float where a block that took no time gives None)."""
+    decode: PhaseBreakdown
+    verify: PhaseBreakdown
+    ratios: dict[str, float | None]  # block -> verify ms / decode ms (None where decode took no time)
+    labels: dict[str, str]           # block -> its label for this model
+
+
+# -- the clock probe (measure.clock_probe) ----------------------------------------------------------------------------
+
+class ClockProbeInfo(TypedDict):
+    """What the clock probe runs, recorded with the session."""
+    kernel: str
+    device: str
+    reps: int
+    flop: float
+
+
+class ClockReading(TypedDict):
+    """One reading: the median of the timed chains and every chain's time (``events.ProbeReading`` less the case,
+    repeat, when and t the protocol adds)."""
+    ms: float
+    reps_ms: list[float]
+
+
+# -- components (measure.components) ----------------------------------------------------------------------------------
+
+class ComponentTimes(Components, total=False):
+    """``measure_components``: ``events.Components`` (every key but ``calls``, which the session adds, is written)
+    and the point of the case the call stood at."""
+    at: float
+
+
+# -- the acceptance trace (measure.acceptance_trace) -----------------------------------------------------------------
+
+class AcceptanceTrace(TypedDict):
+    """``record_trace``: A(s) along the target's own continuation (kept by the session as ``events.Trace``, whose
+    ``tokens`` says a list where the record holds the continuation's length)."""
+    drafter: str
+    k_max: int
+    A: list[int]
+    tokens: int                          # how many tokens the continuation has
+    regime: str
+    estimate: bool
+    cost_ms: dict[str, float]            # "target_ms", "draft_ms", "total_ms" (sampled: "total_ms" only)
+    method: str
+    target_agrees: NotRequired[float | None]    # greedy: share of positions where the target's argmax agrees
+    draws: NotRequired[list[list[int]]]         # under sampling: every seeded draw's A(s)
+    A_by_k: NotRequired[dict[str, list[int]]]   # drafts that depend on k: k -> A(s) of blocks of that k
+    chained: NotRequired[bool]
+
+
+# -- the doctor (measure.doctor, measure.dflash_check) ---------------------------------------------------------------
+
+class ExactnessRow(TypedDict):
+    k: int
+    accepted: int
+    relative_error: float
+    exact: bool
+
+
+class ExactnessCheck(TypedDict):
+    """``rollback_exactness``: every k and accepted count, against a fresh cache."""
+    rows: list[ExactnessRow]
+    max_relative_error: float
+    exact: bool
+    tolerance: float
+    seconds: float
+
+
+class DrafterContextRow(TypedDict):
+    accepted: int
+    relative_error: float
+    exact: bool
+    context_positions: int       # the drafter's read_positions()
+    expected_positions: int
+
+
+class DrafterContextCheck(TypedDict):
+    """``drafter_context_exactness``: a DFlash drafter's context after every accepted count."""
+    k: int
+    rows: list[DrafterContextRow]
+    max_relative_error: float
+    exact: bool
+    tolerance: float
+    seconds: float
+
+
+# ``specscope check``: compat_class.cheap_report's record ("class", "reasons", "rollback", "sliding_windows"), the
+# checks run on it, the MTP head and the model ("class" is a Python keyword, hence the functional form)
+DoctorReport = TypedDict("DoctorReport", {
+    "class": str,
+    "reasons": list[str],
+    "rollback": dict[str, Any],        # "mode", "methods", "text", "layers"
+    "sliding_windows": list[int],
+    "exactness": NotRequired[ExactnessCheck],     # not for a refused model
+    "dflash": NotRequired[dict[str, Any]],        # the DFlash drafter's description and "context": DrafterContextCheck
+    "mtp": dict[str, Any],             # inspect_model.mtp_status and "loadable" (and "error")
+    "model": dict[str, Any],           # name, revision, path, model_type, architecture, layers, memory
+})
+
+
+# -- GPU traces (measure.gpu_trace) -----------------------------------------------------------------------------------
+
+class MetalStatus(TypedDict):
+    metal: bool
+    device: str     # in words: 'Metal (Apple M2 Max)', 'CPU (Linux x86_64)', …
+
+
+class CaptureEntry(TypedDict):
+    name: str
+    file: str
+    positions: int
+    start_position: int
+    tokens: list[int]
+    state_capture: NotRequired[bool]    # the verify's
+    accepted: NotRequired[int]
+
+
+class CaptureRecord(TypedDict):
+    """``capture_forwards``: what was captured (without model or environment details)."""
+    k: int
+    prompt_tokens: int
+    captures: list[CaptureEntry]
+    drafts: str
+    hybrid: bool
+
+
+class CaptureEnvironment(TypedDict):
+    mlx: str
+    mlx_lm: str
+    device: str
+    mlx_device: str
+    device_info: dict[str, int | float | str]
+    os: str
+    machine: str
+    python: str
+
+
+class CapturePrompt(TypedDict):
+    id: Any
+    text: str
+    tokens: int
+
+
+class CaptureDescription(CaptureRecord):
+    """``gpu_trace.run``: ``capture.json`` (and the worker's line on stdout)."""
+    what: str
+    model: str
+    model_path: str
+    model_type: Any
+    prompt: CapturePrompt
+    environment: CaptureEnvironment
+    created: str
+    seconds: float
+
+
+# -- bytes and FLOPs (measure.model_cost) -----------------------------------------------------------------------------
+
+class BlockCost(TypedDict):
+    """One block's share of a forward (``ModelCost.forward``); the MoE block's expert figures where it has them."""
+    weight_bytes: float     # rounded to whole bytes before it is returned
+    other_bytes: float
+    flops: float
+    distinct_experts: float | None
+    distinct_experts_per_layer: NotRequired[list[float]]
+    routed_slots: NotRequired[int | None]
+    experts: NotRequired[int]
+    distinct_source: NotRequired[str]
+
+
+# -- the verify cost curve (measure.verify_curve) ---------------------------------------------------------------------
+
+class CurvePoint(TypedDict):
+    """The curve at one n: the whole graph's times, and (with block repeats) the per-block rulers."""
+    positions: int
+    whole_ms: float
+    whole_ms_samples: list[float]
+    whole_ms_min: float
+    whole_ms_max: float
+    blocks: NotRequired[dict[str, float]]
+    block_sum_ms: NotRequired[float]
+    instrumented_ms: NotRequired[float]
+    inter_block_ms: NotRequired[float]
+    barrier_distortion: NotRequired[float]
+    skip_estimates: NotRequired[dict[str, float]]
+    routes: NotRequired[dict[str, list[int]]]   # MoE block path -> distinct experts per call
+
+
+class VerifyCurve(TypedDict):
+    """``measure_curve``: the verify cost curve at the end of a context."""
+    context: int
+    tokens: list[int]
+    reps: int
+    category_reps: int
+    hybrid_capture: bool
+    t_decode_ms: float
+    points: list[CurvePoint]
+    labels: dict[str, str]
+    top_k: int | None
