@@ -13,7 +13,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import mlx.core as mx
 
@@ -67,7 +67,7 @@ def _chip() -> str:
 
 
 class Engine:
-    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict, dflash=None):
+    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: Mapping[str, Any], dflash=None):
         from specscope.engine_adapter.decode.sampling import Sampling
 
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
@@ -154,7 +154,7 @@ class Engine:
     def describe(self) -> dict:
         from specscope.engine_adapter.model.inspect_model import describe
 
-        return describe(self.target)
+        return dict(describe(self.target))  # a plain dict: a subclass adds its own keys
 
     def run_facts(self, max_tokens: int) -> dict:
         """Paths, sampling, drafter and compatibility, for the session's config."""

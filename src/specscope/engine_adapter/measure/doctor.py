@@ -12,6 +12,7 @@ too, and the drafter's own context after every accepted count 0..B−1 (``dflash
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -110,7 +111,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
 
         drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
         ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))
-    rep = cheap_report(lm.model)
+    rep: dict[str, Any] = dict(cheap_report(lm.model))  # the check's report: the cheap one and the full check's findings
     desc = describe(lm)
     prompt = lm.encode("Explain why a verification pass over several tokens can cost as much as decoding.") or [1, 2, 3]
     if rep["class"] != REFUSED:
