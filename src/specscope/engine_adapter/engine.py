@@ -13,13 +13,14 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, Mapping, TypedDict, cast
 
 import mlx.core as mx
 
 from specscope.errors import SpecscopeError
 from specscope.events import DivergenceEvent, PrefilledContext
 
+from .decode.sampling import SamplingRecord
 from .measure.records import AcceptanceTrace, BreakdownRecord, ClockProbeInfo, ClockReading, ComponentTimes
 from .params import EngineParams
 
@@ -44,7 +45,7 @@ class RunFacts(TypedDict):
     """``Engine.run_facts``: paths, sampling, drafter and compatibility, for the session's config."""
     model_path: str
     draft_model_path: str | None
-    sampling: dict[str, Any]         # Sampling.to_dict()
+    sampling: SamplingRecord          # Sampling.to_dict()
     drafter: dict[str, Any]          # the drafter's name and its own description
     compatibility: Compatibility
     clock_probe: ClockProbeInfo
@@ -95,7 +96,7 @@ def _chip() -> str:
 
 
 class Engine:
-    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict, dflash=None):
+    def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: Mapping[str, Any], dflash=None):
         from specscope.engine_adapter.decode.sampling import Sampling
 
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
@@ -182,7 +183,7 @@ class Engine:
     def describe(self) -> dict:  # dict: inspect_model.describe's record, passed through whole
         from specscope.engine_adapter.model.inspect_model import describe
 
-        return describe(self.target)
+        return dict(describe(self.target))  # a plain dict: a subclass adds its own keys
 
     def run_facts(self, max_tokens: int) -> RunFacts:
         """Paths, sampling, drafter and compatibility, for the session's config."""

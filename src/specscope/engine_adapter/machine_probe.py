@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
+from typing import TypedDict
 
 import mlx.core as mx
 
@@ -73,7 +74,59 @@ BINS: dict[str, list[tuple[int | None, float | None, float | None]]] = {
 _CHIP = re.compile(r"\bM([1-9])(?:\s+(Pro|Max|Ultra))?\b")
 
 
-def nominal(chip: str, gpu_cores: int | None = None) -> dict:
+class Nominal(TypedDict):
+    """A chip's nominal figures for one GPU bin (``nominal``); ``bin`` says which, or why a figure is None."""
+    bandwidth_gbs: float | None
+    tflops: float | None
+    gpu_cores: int | None
+    bin: str
+
+
+class Chip(TypedDict):
+    """The recognised chip and its nominal figures (``recognise_chip``)."""
+    chip: str
+    name: str | None
+    nominal_bandwidth_gbs: float | None
+    nominal_tflops: float | None
+    gpu_cores: int | None
+    nominal_bin: str | None
+
+
+class BandwidthProbe(TypedDict):
+    """The streaming-read probe (``bandwidth_probe``)."""
+    bandwidth_gbs: float
+    bytes: int
+    reps: int
+    ms: list[float]
+    method: str
+
+
+class ComputeProbe(TypedDict):
+    """The matmul probe (``compute_probe``)."""
+    peak_tflops: float
+    n: int
+    dtype: str
+    reps: int
+    ms: list[float]
+    method: str
+
+
+class MachineProbe(TypedDict):
+    """Both probes plus the recognised chip (``probe_machine``), JSON-able."""
+    device: str
+    chip: str
+    device_name: str | None
+    bandwidth_gbs: float
+    peak_tflops: float
+    nominal_bandwidth_gbs: float | None
+    nominal_tflops: float | None
+    gpu_cores: int | None
+    nominal_bin: str | None
+    bandwidth_probe: BandwidthProbe
+    compute_probe: ComputeProbe
+
+
+def nominal(chip: str, gpu_cores: int | None = None) -> Nominal:
     """The nominal figures of ``chip`` ("M3 Max", or "Apple M3 Max") with ``gpu_cores`` GPU cores: ``{"bandwidth_gbs",
     "tflops", "gpu_cores", "bin"}``. Unknown cores: a figure all the chip's bins share, else None (``bin`` says why);
     a core count the table does not list: None for both, said in ``bin``."""
@@ -95,7 +148,7 @@ def nominal(chip: str, gpu_cores: int | None = None) -> dict:
                                                              f": {name}'s bins differ in bandwidth")}
 
 
-def recognise_chip(name: str | None = None, gpu_cores: int | None = None) -> dict:
+def recognise_chip(name: str | None = None, gpu_cores: int | None = None) -> Chip:
     """The Apple chip named in ``name`` (default: this machine's device / CPU name) and its nominal figures for
     ``gpu_cores`` (default for this machine: read through ``machine_reader``; see ``gpu_cores``)."""
     if name is None:
@@ -167,7 +220,7 @@ def _median_ms(fn, reps: int) -> tuple[float, list[float]]:
     return statistics.median(ms), ms
 
 
-def bandwidth_probe(size_mib: float = DEFAULT_BANDWIDTH_MIB, reps: int = DEFAULT_REPS) -> dict:
+def bandwidth_probe(size_mib: float = DEFAULT_BANDWIDTH_MIB, reps: int = DEFAULT_REPS) -> BandwidthProbe:
     """GB/s of a streaming read: the sum of a float32 array of ``size_mib`` MiB (each byte read once)."""
     n = max(1024, int(size_mib * 2**20) // 4)
     a = mx.ones((n,), dtype=mx.float32) + 0  # materialised, not a broadcast constant
@@ -178,7 +231,7 @@ def bandwidth_probe(size_mib: float = DEFAULT_BANDWIDTH_MIB, reps: int = DEFAULT
             "method": f"sum over {nbytes / 2**20:.0f} MiB of float32 (median of {len(ms)})"}
 
 
-def compute_probe(n: int | None = None, dtype: str = "float32", reps: int = DEFAULT_REPS) -> dict:
+def compute_probe(n: int | None = None, dtype: str = "float32", reps: int = DEFAULT_REPS) -> ComputeProbe:
     """TFLOP/s of an ``n`` × ``n`` matmul in ``dtype`` (2·n³ FLOPs per product)."""
     if n is None:
         n = 4096 if mx.default_device().type == mx.DeviceType.gpu else 1024
@@ -196,7 +249,7 @@ def compute_probe(n: int | None = None, dtype: str = "float32", reps: int = DEFA
 
 
 def probe_machine(dtype: str = "float32", bandwidth_mib: float = DEFAULT_BANDWIDTH_MIB, matmul_n: int | None = None,
-                  reps: int = DEFAULT_REPS, chip_name: str | None = None, gpu_cores: int | None = None) -> dict:
+                  reps: int = DEFAULT_REPS, chip_name: str | None = None, gpu_cores: int | None = None) -> MachineProbe:
     """Both probes on the default device plus the recognised chip: a JSON-able dict."""
     bw = bandwidth_probe(bandwidth_mib, reps)
     cp = compute_probe(matmul_n, dtype, reps)

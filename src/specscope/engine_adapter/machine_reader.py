@@ -12,7 +12,11 @@ import glob as _glob
 import os
 import platform
 import subprocess
-from typing import Sequence
+from typing import Any, Sequence, TypedDict, cast
+
+# the packages' versions and the platform (``versions``); "mlx-lm" is not a name, hence the functional form; a recording
+# may hold any of them
+Versions = TypedDict("Versions", {"mlx": str | None, "mlx-lm": str | None, "python": str, "os": str}, total=False)
 
 COMMAND_TIMEOUT_S = 5.0
 
@@ -51,7 +55,7 @@ class SystemReader:
     def cpu_count(self) -> int | None:
         return os.cpu_count()
 
-    def device_info(self) -> dict:
+    def device_info(self) -> dict[str, Any]:  # dict: MLX's device info, its keys as MLX names them
         """MLX's device info (``mx.device_info()``; ``mx.metal.device_info()`` on MLX before 0.30), plain values;
         {} when MLX cannot say."""
         try:
@@ -77,18 +81,17 @@ class SystemReader:
         except Exception:  # noqa: BLE001
             return None
 
-    def versions(self) -> dict:
+    def versions(self) -> Versions:
         from importlib.metadata import PackageNotFoundError, version
 
-        out: dict[str, str | None] = {}
+        found: dict[str, str | None] = {}
         for name in ("mlx", "mlx-lm"):
             try:
-                out[name] = version(name)
+                found[name] = version(name)
             except PackageNotFoundError:
-                out[name] = None
-        out["python"] = platform.python_version()
-        out["os"] = f"{platform.system()} {platform.release()}"
-        return out
+                found[name] = None
+        return {"mlx": found["mlx"], "mlx-lm": found["mlx-lm"], "python": platform.python_version(),
+                "os": f"{platform.system()} {platform.release()}"}
 
 
 class RecordedReader:
@@ -123,11 +126,11 @@ class RecordedReader:
     def cpu_count(self) -> int | None:
         return self._cpu_count
 
-    def device_info(self) -> dict:
+    def device_info(self) -> dict[str, Any]:  # dict: MLX's device info as recorded, its keys as MLX names them
         return dict(self._device_info)
 
     def mlx_device(self) -> str | None:
         return self._mlx_device
 
-    def versions(self) -> dict:
-        return dict(self._versions)
+    def versions(self) -> Versions:
+        return cast(Versions, dict(self._versions))

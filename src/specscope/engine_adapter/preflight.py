@@ -24,17 +24,41 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Final, Literal, Mapping, NotRequired, TypedDict, cast
 
 from specscope.errors import SpecscopeError
+from specscope.events import Preflight, PreflightCheck, PreflightStatus
 
 from .machine_probe import IOREG_ACCELERATOR, SYSTEM_PROFILER_DISPLAYS, gpu_cores_from, recognise_chip
-from .machine_reader import SystemReader, command_key
+from .machine_reader import SystemReader, Versions, command_key
 from .mlx_lm_compat import untested
 from .preflight_parts import parts_from_checkpoints
 
-PASS, WARN, FAIL, NOT_CHECKED = "pass", "warn", "fail", "not checked"
+PASS: Final = "pass"
+WARN: Final = "warn"
+FAIL: Final = "fail"
+NOT_CHECKED: Final = "not checked"
 _RANK = {NOT_CHECKED: 0, PASS: 0, WARN: 1, FAIL: 2}
+_WORST: dict[int, Literal["pass", "warn", "fail"]] = {0: PASS, 1: WARN, 2: FAIL}
+
+
+class Readings(TypedDict):
+    """What the checks read (``take_readings``), JSON-able: command outputs by ``command_key`` (None: could not run),
+    files by path. Readings recorded elsewhere (``load_readings``) need only ``system``; the checks ``.get`` the rest."""
+    system: str
+    time: NotRequired[float]
+    device_info: NotRequired[dict[str, Any]]
+    mlx_device: NotRequired[str | None]
+    versions: NotRequired[Versions]
+    cpu_count: NotRequired[int | None]
+    outputs: NotRequired[dict[str, str | None]]
+    files: NotRequired[dict[str, str | None]]
+    from_file: NotRequired[str]     # readings loaded from this file (another machine's), not this machine's
+
+
+class PreflightReport(Preflight, total=False):
+    """``specscope preflight``'s report: the pre-flight and the target it was taken for."""
+    model: str | None
 
 PMSET = ("pmset", "-g")
 PMSET_THERM = ("pmset", "-g", "therm")
@@ -62,7 +86,7 @@ GPU_FAMILIES = {13: "M1", 14: "M2", 15: "M3", 16: "M4", 17: "M5"}
 FIRST_NATIVE_BF16_FAMILY = 15
 
 
-def check(name: str, status: str, evidence: str, fix: str = "") -> dict:
+def check(name: str, status: PreflightStatus, evidence: str, fix: str = "") -> PreflightCheck:
     return {"name": name, "status": status, "evidence": evidence, "fix": fix}
 
 
@@ -75,7 +99,7 @@ def gib(n: float | int) -> str:
 READINGS_ENV = "SPECSCOPE_PREFLIGHT_READINGS"  # a file of readings recorded elsewhere, used instead of this machine's
 
 
-def load_readings(path: str) -> dict:
+def load_readings(path: str) -> Readings:
     """Readings saved by ``specscope preflight --save-readings`` (another machine's, a bug report's)."""
     try:
         d = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
@@ -87,10 +111,10 @@ def load_readings(path: str) -> dict:
             or not isinstance(d.get("files", {}), dict) or not isinstance(d.get("device_info", {}), dict):
         raise SpecscopeError(f"{path} is not a pre-flight readings file (no system, outputs, files, device_info)")
     d["from_file"] = str(path)  # the report says the machine it describes is not this one
-    return d
+    return cast(Readings, d)
 
 
-def take_readings(reader=None) -> dict:
+def take_readings(reader=None) -> Readings:
     """Everything the checks read, once (JSON-able): the system, MLX's device and versions, command outputs by
     ``command_key`` (None: could not run), files by path. With no reader and ``SPECSCOPE_PREFLIGHT_READINGS`` set,
     the readings in that file instead of this machine's."""
@@ -98,7 +122,7 @@ def take_readings(reader=None) -> dict:
         return load_readings(os.environ[READINGS_ENV])
     reader = reader or SystemReader()
     system = reader.system
-    r: dict = {"system": system, "time": time.time(), "device_info": reader.device_info(),
+    r: Readings = {"system": system, "time": time.time(), "device_info": reader.device_info(),
                "mlx_device": reader.mlx_device(), "versions": reader.versions(), "cpu_count": reader.cpu_count(),
                "outputs": {}, "files": {}}
     if system == "Darwin":
@@ -113,7 +137,7 @@ def take_readings(reader=None) -> dict:
     return r
 
 
-def _out(r: dict, cmd) -> str | None:
+def _out(r: Readings, cmd) -> str | None:
     return (r.get("outputs") or {}).get(command_key(cmd))
 
 
@@ -124,7 +148,7 @@ def gpu_family(info: dict) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def check_chip(r: dict) -> dict:
+def check_chip(r: Readings) -> PreflightCheck:
     info = r.get("device_info") or {}
     name = info.get("device_name")
     if not name:
@@ -143,7 +167,7 @@ def check_chip(r: dict) -> dict:
     return check("chip and GPU", PASS, ev)
 
 
-def check_bf16(r: dict, parts: list[dict]) -> dict:
+def check_bf16(r: Readings, parts: list[dict]) -> PreflightCheck:
     info = r.get("device_info") or {}
     fam = gpu_family(info)
     if fam is None:
@@ -182,7 +206,7 @@ RAISE_WIRED = ("raising it is your choice: `sudo sysctl iogpu.wired_limit_mb=<MB
                "8 GB: a bad value can hang the machine)")
 
 
-def check_working_set(r: dict, model_bytes: int | None) -> dict:
+def check_working_set(r: Readings, model_bytes: int | None) -> PreflightCheck:
     info = r.get("device_info") or {}
     ws = info.get("max_recommended_working_set_size")
     if not model_bytes:
@@ -200,7 +224,7 @@ def check_working_set(r: dict, model_bytes: int | None) -> dict:
     return check("model vs GPU working set", PASS, ev)
 
 
-def check_wired_limit(r: dict, model_bytes: int | None) -> dict:
+def check_wired_limit(r: Readings, model_bytes: int | None) -> PreflightCheck:
     out = _out(r, WIRED_LIMIT)
     m = re.search(r"iogpu\.wired_limit_mb:\s*(\d+)", out or "")
     if not m:
@@ -215,7 +239,7 @@ def check_wired_limit(r: dict, model_bytes: int | None) -> dict:
     return check("GPU wired limit", PASS, ev + (f", above the weights ({gib(model_bytes)})" if model_bytes else ""))
 
 
-def check_low_power(r: dict) -> dict:
+def check_low_power(r: Readings) -> PreflightCheck:
     out = _out(r, PMSET)
     if out is None:
         return check("Low Power Mode", NOT_CHECKED, "`pmset -g` could not run")
@@ -229,7 +253,7 @@ def check_low_power(r: dict) -> dict:
     return check("Low Power Mode", PASS, f"pmset -g: {key} {val}" + (" (High Power Mode)" if val == 2 else ""))
 
 
-def check_thermal(r: dict) -> dict:
+def check_thermal(r: Readings) -> PreflightCheck:
     level_out, therm = _out(r, THERMAL_PRESSURE), _out(r, PMSET_THERM)
     m = re.search(r"thermalpressurelevel\s+(\d+)", level_out or "")
     limits = {k: int(v) for k, v in re.findall(r"(CPU_\w+_Limit)\s*=\s*(\d+)", therm or "")}
@@ -260,7 +284,7 @@ def _megabytes(num: str, unit: str) -> float:
     return float(num) * {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2}.get(unit.upper(), 1.0)
 
 
-def check_swap(r: dict) -> dict:
+def check_swap(r: Readings) -> PreflightCheck:
     out = _out(r, SWAP)
     m = re.search(r"used\s*=\s*([\d.]+)([KMGT])", out or "")
     if not m:
@@ -274,7 +298,7 @@ def check_swap(r: dict) -> dict:
     return check("swap in use", PASS, ev)
 
 
-def check_gpu_idle(r: dict) -> dict:
+def check_gpu_idle(r: Readings) -> PreflightCheck:
     out = _out(r, IOREG_ACCELERATOR)
     vals = [int(v) for v in re.findall(r'"Device Utilization %"\s*=\s*(\d+)', out or "")]
     if not vals:
@@ -290,7 +314,7 @@ def check_gpu_idle(r: dict) -> dict:
     return check("GPU busy before the run", PASS, ev)
 
 
-def check_versions(r: dict) -> dict:
+def check_versions(r: Readings) -> PreflightCheck:
     v = r.get("versions") or {}
     mac = (_out(r, MACOS_VERSION) or "").strip()
     parts = ([f"macOS {mac}"] if mac else []) + [f"MLX {v.get('mlx') or '?'}", f"mlx-lm {v.get('mlx-lm') or '?'}"]
@@ -307,7 +331,7 @@ def check_versions(r: dict) -> dict:
 
 # -- Linux checks ---------------------------------------------------------------------------------------------------
 
-def check_governor(r: dict) -> dict:
+def check_governor(r: Readings) -> PreflightCheck:
     govs = {p: (t or "").strip() for p, t in (r.get("files") or {}).items() if p.endswith("scaling_governor") and t}
     if not govs:
         return check("CPU frequency governor", NOT_CHECKED, "no /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor "
@@ -322,7 +346,7 @@ def check_governor(r: dict) -> dict:
     return check("CPU frequency governor", PASS, ev)
 
 
-def check_load(r: dict) -> dict:
+def check_load(r: Readings) -> PreflightCheck:
     text, n = (r.get("files") or {}).get(LOADAVG), r.get("cpu_count")
     try:
         load1 = float((text or "").split()[0])
@@ -337,7 +361,7 @@ def check_load(r: dict) -> dict:
     return check("other processes' load", PASS, ev)
 
 
-def check_free_memory(r: dict, model_bytes: int | None) -> dict:
+def check_free_memory(r: Readings, model_bytes: int | None) -> PreflightCheck:
     m = re.search(r"^MemAvailable:\s*(\d+)\s*kB", (r.get("files") or {}).get(MEMINFO) or "", re.M)
     if not m:
         return check("free memory", NOT_CHECKED, "/proc/meminfo has no MemAvailable")
@@ -352,7 +376,7 @@ def check_free_memory(r: dict, model_bytes: int | None) -> dict:
     return check("free memory", PASS, ev)
 
 
-def check_backend(r: dict) -> dict:
+def check_backend(r: Readings) -> PreflightCheck:
     info, v = r.get("device_info") or {}, r.get("versions") or {}
     dev = r.get("mlx_device") or "?"
     ev = (f"MLX {v.get('mlx') or '?'}, mlx-lm {v.get('mlx-lm') or '?'} on {dev}"
@@ -364,7 +388,7 @@ def check_backend(r: dict) -> dict:
 
 # -- the report -----------------------------------------------------------------------------------------------------
 
-def evaluate(readings: dict, parts: list[dict] | None = None, model_bytes: int | None = None) -> dict:
+def evaluate(readings: Readings, parts: list[dict] | None = None, model_bytes: int | None = None) -> PreflightReport:
     """The checks for the readings' system, with the parts' dtypes and the model's bytes: ``{"status", "system",
     "checks": [...], "parts", "model_bytes", "counts", "time"}``."""
     parts = list(parts or [])
@@ -380,7 +404,7 @@ def evaluate(readings: dict, parts: list[dict] | None = None, model_bytes: int |
         checks = [check_backend(readings)]
     worst = max((_RANK[c["status"]] for c in checks), default=0)
     counts = {s: sum(c["status"] == s for c in checks) for s in (PASS, WARN, FAIL, NOT_CHECKED)}
-    return {"status": {0: PASS, 1: WARN, 2: FAIL}[worst], "system": system, "checks": checks, "parts": parts,
+    return {"status": _WORST[worst], "system": system, "checks": checks, "parts": parts,
             "model_bytes": model_bytes, "counts": counts, "time": readings.get("time"),
             "readings_from": readings.get("from_file")}
 
@@ -396,7 +420,7 @@ def refusal(report: Mapping[str, Any]) -> str:
            "Fix it (`specscope preflight` says how), or pass --ignore-preflight to run anyway"
 
 
-def format_report(report: dict, only_problems: bool = False) -> str:
+def format_report(report: Mapping[str, Any], only_problems: bool = False) -> str:
     """The report as text: one line per check (``only_problems``: warns and fails only), its fix under it."""
     c = report.get("counts") or {}
     where = report.get("system") or "?"
@@ -415,7 +439,7 @@ def format_report(report: dict, only_problems: bool = False) -> str:
 
 
 def preflight_for_paths(target: str | None, drafter: str = "auto", draft_model: str | None = None,
-                        mtp_weights: str | None = None, reader=None) -> dict:
+                        mtp_weights: str | None = None, reader=None) -> PreflightReport:
     """``specscope preflight``: the readings now, and the parts a run of these models would load (from their headers)."""
     readings = take_readings(reader)
     parts, nbytes = parts_from_checkpoints(target, drafter, draft_model, mtp_weights)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
 from specscope.engine_adapter.drafters.oracle import OracleDrafter
 from .measure.records import AcceptanceTrace, BlockCost, ComponentTimes, VerifyCurve
+from .machine_probe import MachineProbe
 
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
     from specscope.engine_adapter.measure.verify_curve import VerifyPoint
@@ -73,7 +74,7 @@ class ContextBytes(TypedDict):
 class RooflineInputs(TypedDict):
     curve: VerifyCurve
     costs: dict[int, dict[str, BlockCost]]   # n -> block name -> its cost
-    machine: dict[str, Any]                  # machine_probe.probe_machine's record
+    machine: MachineProbe                    # machine_probe.probe_machine's record
     cost_notes: list[str]
     weight_bytes_total: int
     kv: ContextBytes

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
@@ -28,6 +28,15 @@ from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache,
 from specscope.errors import SpecscopeError
 
 PREFILL_STEP = 2048
+
+
+class ContextPrefill(TypedDict):
+    """A context prefilled once into a model's cache (``prefill_context``): its time to the sync, its tokens, the
+    stored cache's bytes, and the trunk's hidden states when asked for (else None)."""
+    ms: float
+    tokens: int
+    bytes: int
+    hidden: dict[str, Any] | None   # {"post-norm", "pre-norm"} arrays, and "layers": {index: outputs} when tapped
 
 
 def _frozen(a):
@@ -190,7 +199,7 @@ def run_prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP) -> mx
     return model(y[None], cache=cache)[0, -1]
 
 
-def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> dict:
+def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> ContextPrefill:
     """Prefill ``tokens`` into a fresh cache of ``model`` once, store it, and time it (ms, to the sync).
 
     ``with_hidden``: also keep the trunk's hidden states of every context position (for an MTP head's own

@@ -14,15 +14,24 @@ in that order). No cost when no tap is open.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 import mlx.core as mx
+
+
+
+class TrunkParts(TypedDict):
+    """The trunk's embedding, final norm and output head (``trunk_parts``)."""
+    embed: Any
+    norm: Any
+    head: Any   # the lm_head, or the embedding's ``as_linear`` for a tied head
+
 
 _tap: dict[str, Any] | None = None
 _tapped_classes: dict[type, type] = {}
 
 
-def trunk_parts(model) -> dict:
+def trunk_parts(model) -> TrunkParts:
     """The trunk's embedding, final norm and output head (tied heads use the embedding)."""
     lm = getattr(model, "language_model", model)
     trunk = lm.model

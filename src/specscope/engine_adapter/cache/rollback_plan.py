@@ -4,6 +4,7 @@ of a cache no strategy covers (``UnsupportedModel``). The strategies themselves:
 from __future__ import annotations
 
 import sys
+from typing import TypedDict
 
 import mlx.nn as nn
 from mlx_lm.models.cache import (
@@ -28,6 +29,22 @@ class UnsupportedModel(SpecscopeError):
 TRIMMABLE = (KVCache, QuantizedKVCache, ConcatenateKVCache)
 
 
+class RollbackLayer(TypedDict):
+    """One layer's cache and how it is rolled back (a row of ``plan_rollback``)."""
+    layer: int
+    layer_type: str     # the layer's class, or "cache {i}" when caches and layers do not line up
+    cache: str
+    method: str         # "trim", "restore+append", "captured states", "replay" or "unsupported"
+
+
+class RollbackPlan(TypedDict):
+    """How each layer's cache is rolled back (``plan_rollback``); ``refused``: the layers no strategy covers."""
+    mode: str           # "replay" if any layer replays, else "exact"
+    layers: list[RollbackLayer]
+    refused: list[RollbackLayer]
+    methods: list[str]
+
+
 def _aligned(model, cache: list) -> bool:
     """One cache per layer, in layer order (not so for e.g. nemotron_h, whose MLP/MoE blocks have none)."""
     layers = getattr(model, "layers", None)
@@ -43,7 +60,7 @@ def _layer_type(model, i: int, aligned: bool) -> str:
     return type(model.layers[i]).__name__
 
 
-def gdn_index(model, cache: list | None = None) -> dict[int, nn.Module]:
+def gdn_index(model, cache: list | None = None) -> dict[int, nn.Module]:  # dict: layer index -> its GDN module
     """Layers whose Gated DeltaNet recurrence can be captured per position (module-level gated_delta_update).
 
     Only when caches and layers line up one to one; otherwise replay, which needs no such mapping.
@@ -83,14 +100,15 @@ def _cache_name(c) -> str:
     return name[len("_Recording"):] if name.startswith("_Recording") else name
 
 
-def plan_rollback(model, cache: list) -> dict:
+def plan_rollback(model, cache: list) -> RollbackPlan:
     """How each layer's cache is rolled back; ``refused`` lists the layers no strategy covers."""
     gdn = gdn_index(model, cache)
     aligned = _aligned(model, cache)
-    layers, refused = [], []
+    layers: list[RollbackLayer] = []
+    refused: list[RollbackLayer] = []
     for i, c in enumerate(cache):
         m = _method(c, i in gdn)
-        row = {"layer": i, "layer_type": _layer_type(model, i, aligned), "cache": _cache_name(c),
+        row: RollbackLayer = {"layer": i, "layer_type": _layer_type(model, i, aligned), "cache": _cache_name(c),
                "method": m or "unsupported"}
         layers.append(row)
         if m is None:
@@ -100,7 +118,7 @@ def plan_rollback(model, cache: list) -> dict:
             "methods": sorted({r["method"] for r in layers})}
 
 
-def describe_plan(plan: dict) -> str:
+def describe_plan(plan: RollbackPlan) -> str:
     if plan["refused"]:
         r = plan["refused"][0]
         where = f"layer {r['layer']} ({r['layer_type']})" if not r["layer_type"].startswith("cache ") else r["layer_type"]
@@ -113,7 +131,7 @@ def describe_plan(plan: dict) -> str:
     return "exact rollback without re-running the model (" + ", ".join(plan["methods"]) + ")"
 
 
-def check_supported(model, cache: list | None = None) -> dict:
+def check_supported(model, cache: list | None = None) -> RollbackPlan:
     """The rollback plan for ``model``; raises UnsupportedModel if any layer cannot be rolled back."""
     from mlx_lm.models.cache import make_prompt_cache
 

@@ -27,6 +27,7 @@ kinds of kernels; the tolerance covers that difference, which is rounding too.
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict, cast
 
 import mlx.core as mx
 
@@ -36,6 +37,32 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.mlx_types import flat, values
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
+
+
+
+class RowReport(TypedDict):
+    """One recomputed row at the divergence (``_row_report``): top-1 / top-2 tokens and logits, their ``margin``, the
+    plain and speculative tokens' logits and ``lead`` (plain − speculative; > 0: the plain token is preferred)."""
+    top1: int
+    top2: int
+    top1_logit: float
+    top2_logit: float
+    margin: float
+    plain_logit: float
+    spec_logit: float
+    lead: float
+    row: NotRequired[int]       # the verify row: its row in the batched forward and the forward's width
+    width: NotRequired[int]
+
+
+class Margins(TypedDict):
+    """The margins at the first divergence (``divergence_margins``)."""
+    plain: RowReport
+    verify: RowReport
+    dtype: str
+    tolerance: float
+    verdict: str                # "rounding" or "engine_fault"
+
 
 # The near-tie tolerance, in logits, by the least precise floating dtype the model computes in:
 # a divergence is kernel rounding only if |lead| <= max(ABSOLUTE, RELATIVE * |top-1 logit|).
@@ -84,13 +111,14 @@ def classify(lead_plain: float | None, lead_verify: float | None, tolerance: flo
     return "rounding" if all(abs(x) <= tolerance for x in leads) else "engine_fault"
 
 
-def _row_report(row: mx.array, plain_token: int, spec_token: int) -> dict:
+def _row_report(row: mx.array, plain_token: int, spec_token: int) -> RowReport:
     row = row.astype(mx.float32)
     top = mx.argsort(-row)[:2]
     mx.eval(row, top)
     t1, t2 = (int(x) for x in values(top))
-    l1, l2 = row[t1].item(), row[t2].item()
-    lp, ls = row[plain_token].item(), row[spec_token].item()
+    # a float32 row: .item() gives a float
+    l1, l2 = cast(float, row[t1].item()), cast(float, row[t2].item())
+    lp, ls = cast(float, row[plain_token].item()), cast(float, row[spec_token].item())
     return {
         "top1": t1,
         "top2": t2,
@@ -135,7 +163,7 @@ def verify_row_logits(model, prompt: list[int], prefix: list[int], width: int, r
 
 
 def divergence_margins(model, prompt: list[int], prefix: list[int], plain_token: int, spec_token: int,
-                       width: int, row: int | None = None) -> dict:
+                       width: int, row: int | None = None) -> Margins:
     """Margins at the first divergence: ``prefix`` is the common output before it.
 
     Returns {"plain": row report, "verify": row report, "dtype", "tolerance", "verdict"}; each row
@@ -146,7 +174,7 @@ def divergence_margins(model, prompt: list[int], prefix: list[int], plain_token:
     plain = _row_report(plain_row, plain_token, spec_token)
     verify_logits, vrow, vwidth = verify_row_logits(model, prompt, prefix, width, row, fill=spec_token)
     verify = _row_report(verify_logits, plain_token, spec_token)
-    verify.update(row=vrow, width=vwidth)
+    verify["row"], verify["width"] = vrow, vwidth
     dtype = compute_dtype(model, plain_row)
     tol = near_tie_tolerance(dtype, max(abs(plain["top1_logit"]), abs(verify["top1_logit"])))
     return {

@@ -12,11 +12,20 @@ distribution then equals plain sampling's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import mlx.core as mx
 import numpy as np
 
 from specscope.engine_adapter.mlx_types import values
+
+
+class SamplingRecord(TypedDict):
+    """A sampling regime as the session keeps it (``Sampling.to_dict``)."""
+    temp: float
+    top_p: float
+    seed: int
+    regime: str
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,7 @@ class Sampling:
             s += f", top-p {self.top_p:g}"
         return s
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SamplingRecord:
         return {"temp": self.temp, "top_p": self.top_p, "seed": self.seed, "regime": self.regime}
 
     # -- distributions ---------------------------------------------------

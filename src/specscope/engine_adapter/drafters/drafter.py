@@ -18,12 +18,35 @@ are point masses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
 from specscope.engine_adapter.mlx_types import values
 from specscope.engine_adapter.cache.rollback import CacheSnapshot
+
+
+class DrafterDescription(TypedDict):
+    """What a drafter says of itself (``Drafter.describe``): its kind and whether it is a what-if, and each kind's own
+    fields."""
+    kind: str
+    what_if: bool
+    max_ngram: NotRequired[int]             # n-gram
+    model: NotRequired[str]                 # draft model: its name
+    hidden: NotRequired[str]                # MTP: the hidden-state source
+    weights: NotRequired[str | None]        # MTP, DFlash: where the weights came from
+    style: NotRequired[str | None]          # MTP: the naming
+    mtp_layer: NotRequired[int]
+    not_loaded: NotRequired[str]
+    variant: NotRequired[str]               # DFlash
+    block_size: NotRequired[int]
+    target_layer_ids: NotRequired[list[int]]
+    mask_token_id: NotRequired[int]
+    drafts: NotRequired[str]
+    p: NotRequired[float]                   # oracle
+    draft_ms: NotRequired[float]
+    label: NotRequired[str]
 
 
 @dataclass
@@ -71,7 +94,7 @@ class Drafter:
     def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
         pass
 
-    def describe(self) -> dict:
+    def describe(self) -> DrafterDescription:
         return {"kind": self.kind, "what_if": self.what_if}
 
 

@@ -15,6 +15,7 @@ in one catch-up forward at the start of the next draft (and timed as draft).
 from __future__ import annotations
 
 import time
+from typing import TypedDict
 
 import mlx.core as mx
 from mlx_lm.models.cache import KVCache
@@ -22,6 +23,12 @@ from mlx_lm.models.cache import KVCache
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.engine_adapter.drafters.mtp_head import MTPHead, build_mtp_head
 from specscope.engine_adapter.cache.hidden import trunk_parts
+
+
+class HeadPrefill(TypedDict):
+    """The MTP head's own prefill of a long context (``MTPDrafter.prefill_context``): its time and its cache's bytes."""
+    ms: float
+    bytes: int
 
 
 class MTPDrafter(Drafter):
@@ -49,7 +56,7 @@ class MTPDrafter(Drafter):
         """Where this head's own context caches are stored (``context``): the same trunk, mode and weights."""
         return ("mtp", id(self.model), self.hidden_mode, self.source)
 
-    def prefill_context(self, tokens: list[int], hidden: dict, step: int = 512) -> dict:
+    def prefill_context(self, tokens: list[int], hidden: dict, step: int = 512) -> HeadPrefill:
         """The head's own prefill of a long context, once (``context.prefill_context`` gave the trunk's hidden
         states of every context position): pairs (h_j, t_{j+1}) for j < C-1 go into its KV cache, which is stored
         with h_{C-1} (its pair's t_C is the case's first prompt token). Timed to the sync."""

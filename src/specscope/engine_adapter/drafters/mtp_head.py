@@ -217,7 +217,7 @@ def _read_mtp_tensors(path: Path, first_mtp_layer: int | None, model_type: str) 
     return out, mlx_format, style
 
 
-def _to_module_names(w: dict, n_experts: int) -> dict:
+def _to_module_names(w: dict, n_experts: int) -> dict:  # dict: tensor name -> array
     """Original names → the head module's names (experts stacked into switch_mlp)."""
     out = {}
     experts: dict[str, list] = {}
@@ -242,7 +242,7 @@ def _to_module_names(w: dict, n_experts: int) -> dict:
     return out
 
 
-def _qwen_names(raw: dict, mlx_format: bool, n_experts: int) -> dict:
+def _qwen_names(raw: dict, mlx_format: bool, n_experts: int) -> dict:  # dict: tensor name -> array
     named = _to_module_names({k[k.index("mtp.") + 4 :]: v for k, v in raw.items()}, n_experts)
     if not mlx_format:  # original checkpoints store 1+w norms
         named = {k: (v + 1.0 if v.ndim == 1 and _is_norm(k) else v) for k, v in named.items()}

@@ -12,12 +12,32 @@ with an always-accept rule (a known-wrong engine) must be told apart at the same
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, Mapping, NotRequired, TypedDict
 
 import numpy as np
 
 from specscope.chi_square import two_sample
 from specscope.engine_adapter.decode.sampling import Sampling
 from specscope.errors import SpecscopeError
+
+class SamplingAudit(TypedDict):
+    """The engine's sampled token against plain decoding's (``sampling_audit``): the chi-square, the power check's
+    (an always-accept rule at the same draws), the verdict and the sentence that says it."""
+    position: int
+    draws: int
+    temp: float
+    top_p: float
+    k: int
+    chi2: float
+    dof: int
+    p: float
+    power_chi2: float
+    power_dof: int
+    power_p: float
+    verdict: str        # "differs", "consistent" or "too little power"
+    text: str
+    engine: NotRequired[Mapping[str, Any]]  # added by `specscope check --engine`: the engine's describe()
+
 
 ALPHA = 0.01   # a wrong rule is named at p below this
 POSITION = 1   # the token after the prefill's: decided by the engine's first cycle, with k drafts
@@ -33,7 +53,7 @@ def _token_at(records, position: int) -> int:
     raise SpecscopeError(f"the engine ended after {len(out)} tokens: no token at position {position} to audit")
 
 
-def sampling_audit(engine, prompt: list[int], draws: int = 100, temp: float = 0.25, top_p: float = 0.9) -> dict:
+def sampling_audit(engine, prompt: list[int], draws: int = 100, temp: float = 0.25, top_p: float = 0.9) -> SamplingAudit:
     """``engine``: a run's ``Engine`` (its ``foreign`` loop, or specscope's own). Returns the chi-square of the
     engine's token at ``POSITION`` against plain decoding's, the power check's, and the verdict."""
     from specscope.engine_adapter.decode.decoding import speculative_generate

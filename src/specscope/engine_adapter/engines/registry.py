@@ -17,7 +17,7 @@ def _load(ref: str):
     return getattr(import_module(module), attr)
 
 
-def available() -> dict[str, str]:
+def available() -> dict[str, str]:  # dict: engine name -> where it comes from
     """Engine names and where each comes from (built in, or the distribution that registers it)."""
     from importlib.metadata import entry_points
 

@@ -22,12 +22,20 @@ components timed apart are specscope's, on the same loaded weights. What the eng
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, TypedDict
 
 from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 
 UNKNOWN_TOKEN = -1  # a drafted token the engine does not expose (a rejected draft)
 TIMINGS = ("ms", "draft_ms", "verify_ms", "rollback_ms")
+
+
+class EngineDescription(TypedDict):
+    """What an engine says of itself (``SpeculativeEngine.describe``): the timings it reports and those it does not."""
+    name: str
+    version: str
+    reports: list[str]
+    not_reported: list[str]
 
 
 class SpeculativeEngine:
@@ -49,7 +57,7 @@ class SpeculativeEngine:
         drafts a cycle; ``sampling`` is the run's (``decode.sampling.Sampling``: temp, top_p, seed)."""
         raise NotImplementedError
 
-    def describe(self) -> dict:
+    def describe(self) -> EngineDescription:
         return {"name": self.name, "version": self.version, "reports": sorted(self.reports),
                 "not_reported": sorted(set(TIMINGS) - set(self.reports))}
 

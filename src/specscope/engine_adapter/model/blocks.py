@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import mlx.nn as nn
 
@@ -28,6 +29,17 @@ class Block:
     window: int | None = None  # attention: sliding window
 
 
+class LayerMix(TypedDict):
+    """Layers per kind (``Structure.layer_mix``): a layer with a recurrent mixer and attention counts in both."""
+    linear_attention: int
+    full_attention: int
+    sliding_window: int
+    mla: int
+    moe: int
+    dense_mlp: int
+    unclassified: int
+
+
 @dataclass
 class Structure:
     """A model's timed blocks, its layer count, and whether its output head is the tied embedding."""
@@ -43,7 +55,7 @@ class Structure:
         present = {b.block_name for b in self.blocks} | {r for b in self.blocks for r in b.roles}
         return [n for n in BLOCK_NAMES if n in present]
 
-    def kinds(self, block_name: str) -> dict[str, int]:
+    def kinds(self, block_name: str) -> dict[str, int]:  # dict: sub-kind -> layers with it
         """Sub-kind -> number of layers with it (blocks outside layers count once each)."""
         seen: dict[str, set] = {}
         for b in self.blocks:
@@ -51,9 +63,9 @@ class Structure:
                 seen.setdefault(b.kind, set()).add(b.layer if b.layer is not None else b.path)
         return {k: len(v) for k, v in seen.items()}
 
-    def layer_mix(self) -> dict:
+    def layer_mix(self) -> LayerMix:
         """Counts per layer kind: a layer with both a recurrent mixer and attention (Falcon-H1) counts in both."""
-        mix = {"linear_attention": 0, "full_attention": 0, "sliding_window": 0, "mla": 0, "moe": 0, "dense_mlp": 0,
+        mix: LayerMix = {"linear_attention": 0, "full_attention": 0, "sliding_window": 0, "mla": 0, "moe": 0, "dense_mlp": 0,
                "unclassified": 0}
         for i in range(self.layers):
             bl = self.in_layer(i)
@@ -68,7 +80,7 @@ class Structure:
     def moe_blocks(self) -> list[Block]:
         return [b for b in self.blocks if b.block_name == "moe" and b.experts]
 
-    def labels(self) -> dict[str, str]:
+    def labels(self) -> dict[str, str]:  # dict: block name -> its label for this model
         out = {}
         for block, name in (("linear_attention", "Linear attention"), ("full_attention", "Full attention")):
             kinds = self.kinds(block)

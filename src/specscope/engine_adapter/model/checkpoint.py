@@ -34,7 +34,7 @@ class Checkpoint:
         return self.config.get("model_type", "")
 
     @property
-    def text_config(self) -> dict:
+    def text_config(self) -> dict:  # dict: config.json's text config, passed through whole
         return {**self.config, **self.config.get("text_config", {})}
 
     def mtp_keys(self) -> list[str]:

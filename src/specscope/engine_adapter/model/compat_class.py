@@ -6,6 +6,7 @@ from __future__ import annotations
 from mlx_lm.models.cache import RotatingKVCache, make_prompt_cache
 
 from specscope.engine_adapter.cache.rollback_plan import describe_plan, plan_rollback
+from specscope.engine_adapter.model.records import CompatReport
 
 SUPPORTED, CAVEATS, REFUSED = "supported", "supported with caveats", "refused"
 
@@ -20,7 +21,7 @@ def sliding_windows(cache: list) -> list[int]:
     return sorted(out)
 
 
-def cheap_report(model) -> dict:
+def cheap_report(model) -> CompatReport:
     """The compatibility class from structure alone (what the app shows when a model is picked)."""
     cache = make_prompt_cache(model)
     plan = plan_rollback(model, cache)

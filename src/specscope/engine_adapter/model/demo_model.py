@@ -42,7 +42,7 @@ VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the 
 BRANCH_GAIN = float(os.environ.get("SPECSCOPE_GAIN", "0.15"))
 
 
-def demo_text_config(kind: str, vocab: int) -> dict:
+def demo_text_config(kind: str, vocab: int) -> dict:  # dict: a config.json text config, written whole
     common = {
         "hidden_size": HIDDEN,
         "vocab_size": vocab,
@@ -93,7 +93,7 @@ def demo_text_config(kind: str, vocab: int) -> dict:
     }
 
 
-def _config(kind: str, vocab: int) -> dict:
+def _config(kind: str, vocab: int) -> dict:  # dict: a config.json, written whole
     text = demo_text_config(kind, vocab)
     if kind == "hybrid":
         return {
@@ -149,7 +149,7 @@ def hash_name(name: str) -> int:
     return zlib.crc32(name.encode()) % 100000
 
 
-def _mtp_weights(text: dict, seed: int) -> dict:
+def _mtp_weights(text: dict, seed: int) -> dict:  # dict: tensor name -> array
     """MTP head tensors in the original (Hugging Face) checkpoint naming."""
     import mlx.core as mx
 

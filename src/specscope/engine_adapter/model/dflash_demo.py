@@ -65,7 +65,7 @@ def demo_target_config(kind: str, shape: str | None = None, layers: int | None =
 
 
 def dflash_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK,
-                  draft_layers: int = DFLASH_DEMO_LAYERS) -> dict:
+                  draft_layers: int = DFLASH_DEMO_LAYERS) -> dict:  # dict: a config.json, written whole
     """The drafter's config.json for a target with this text config (``full_layers``: its released depth)."""
     H, V, n = int(text["hidden_size"]), int(text["vocab_size"]), int(text["num_hidden_layers"])
     if block_size < 2:
@@ -134,7 +134,7 @@ def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, ful
     return path
 
 
-def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:
+def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:  # dict: tensor name -> shape
     """The weight names and shapes a drafter with this folder's config.json must have."""
     return spec_of_config(json.loads((folder / "config.json").read_text()), folder).expected_shapes()
 

@@ -33,6 +33,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from specscope.errors import SpecscopeError
 
@@ -47,6 +48,29 @@ def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> lis
         return [num_target_layers // 2]
     start, end = 1, num_target_layers - 3
     return [int(round(start + i * (end - start) / (num_draft_layers - 1))) for i in range(num_draft_layers)]
+
+
+class DFlashDescription(TypedDict):
+    """A DFlash drafter folder as ``specscope inspect`` and ``check`` show it (``DFlashSpec.describe``)."""
+    kind: str                       # "dflash" or "dflash2"
+    path: str
+    block_size: int
+    max_draft_tokens: int
+    target_layer_ids: list[int]
+    target_layer_ids_derived: bool
+    num_target_layers: int
+    mask_token_id: int
+    hidden_size: int
+    vocab_size: int
+    layers: int
+    parameters: int
+
+
+class TargetShape(TypedDict):
+    """The target's sizes a DFlash drafter must fit (``target_shape``); None where its config does not say."""
+    hidden_size: int | None
+    vocab_size: int | None
+    layers: int | None
 
 
 @dataclass
@@ -83,7 +107,7 @@ class DFlashSpec:
         """A block is [last token, mask × (B−1)]: at most B−1 drafts a round."""
         return self.block_size - 1
 
-    def expected_shapes(self) -> dict[str, list[int]]:
+    def expected_shapes(self) -> dict[str, list[int]]:  # dict: tensor name -> shape
         H, hd = self.hidden_size, self.head_dim
         out = {"fc.weight": [H, len(self.target_layer_ids) * H], "hidden_norm.weight": [H], "norm.weight": [H]}
         for i in range(self.num_layers):
@@ -103,7 +127,7 @@ class DFlashSpec:
             })
         return out
 
-    def describe(self) -> dict:
+    def describe(self) -> DFlashDescription:
         return {"kind": self.variant, "path": str(self.path), "block_size": self.block_size,
                 "max_draft_tokens": self.max_draft_tokens, "target_layer_ids": list(self.target_layer_ids),
                 "target_layer_ids_derived": self.derived_layer_ids, "num_target_layers": self.num_target_layers,
@@ -118,7 +142,7 @@ def _numel(shape: list[int]) -> int:
     return n
 
 
-def _read_config(d: Path) -> dict:
+def _read_config(d: Path) -> dict:  # dict: config.json, read whole
     f = d / "config.json"
     if not f.is_file():
         raise SpecscopeError(f"{d} has no config.json: not a DFlash drafter folder")
@@ -228,7 +252,7 @@ def _check_weights(spec: DFlashSpec, where: str) -> None:
         raise SpecscopeError(f"{where}: weights do not match its config: {'; '.join(wrong[:3])}")
 
 
-def target_shape(text_config: dict) -> dict:
+def target_shape(text_config: dict) -> TargetShape:
     """The target's hidden size, vocabulary and layer count, from its (text) config."""
     return {"hidden_size": text_config.get("hidden_size"), "vocab_size": text_config.get("vocab_size"),
             "layers": text_config.get("num_hidden_layers")}

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import platform
+from typing import Any, Mapping
 
 from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.engine_adapter.model.checkpoint import Checkpoint, mtp_layer_index, mtp_naming, open_checkpoint
 from specscope.engine_adapter.model.compat_class import cheap_report
 from specscope.engine_adapter.model.loader import MEMORY_LIMIT_FRACTION, LoadedModel, system_memory_bytes
+from specscope.engine_adapter.model.records import (
+    Compatibility,
+    KVCacheEstimate,
+    LayerKinds,
+    ModelDescription,
+    MTPStatus,
+    Naming,
+)
 from specscope.engine_adapter.model.structure import classify
 
 MTP_REQUIRED = ("mtp.fc.weight", "mtp.norm.weight")
 
 
-def _layer_kinds(model, structure=None) -> dict:
+def _layer_kinds(model, structure=None) -> LayerKinds:
     """Layer mix from each layer's own structure (``structure.classify``): the same rules the breakdown times by.
 
     A layer with a recurrent mixer and attention side by side (Falcon-H1) counts in both; ``parallel`` says how many.
@@ -83,7 +92,7 @@ def _top_k_for(model, structure=None, text_config: dict | None = None) -> int | 
     return None
 
 
-def _kv_cache_estimate(model, structure, text_config: dict, ctx: int) -> dict:
+def _kv_cache_estimate(model, structure, text_config: dict, ctx: int) -> KVCacheEstimate:
     """KV-cache bytes at ``ctx`` tokens, per attention layer from its own projections.
 
     GQA: the K and V projections' widths (KV heads × head dim); MLA: the compressed latent plus
@@ -118,7 +127,7 @@ def _is_float_dtype(dtype) -> bool:
     return mx.issubdtype(dtype, mx.floating)
 
 
-def mtp_status(ck: Checkpoint) -> dict:
+def mtp_status(ck: Checkpoint) -> MTPStatus:
     """Whether the checkpoint carries its own MTP head, and in which naming.
 
     ``style``: "qwen3_5" / "qwen3_next" (``mtp.*``: fc, pre_fc_norm_*, layers.0, norm) or
@@ -152,7 +161,7 @@ def mtp_status(ck: Checkpoint) -> dict:
     }
 
 
-def _naming(path) -> dict:
+def _naming(path) -> Naming:
     """How the model is called everywhere: its repo id for a cache entry, else its folder name."""
     from specscope.model_ref import ref_for_folder
 
@@ -160,7 +169,7 @@ def _naming(path) -> dict:
     return {"name": ref.name, "revision": ref.revision, "source": ref.source}
 
 
-def describe(lm: LoadedModel) -> dict:
+def describe(lm: LoadedModel) -> ModelDescription:
     ck, model = lm.checkpoint, lm.model
     tc = ck.text_config
     structure = classify(model)
@@ -217,20 +226,20 @@ def describe(lm: LoadedModel) -> dict:
     }
 
 
-def _compatibility(model) -> dict:
+def _compatibility(model) -> Compatibility:
     """The cheap part of `specscope check`: the class from the model's caches alone (no forward pass)."""
     rep = cheap_report(model)
     return {"class": rep["class"], "reasons": rep["reasons"], "rollback": rep["rollback"]["mode"],
             "sliding_windows": rep["sliding_windows"]}
 
 
-def describe_path(path, allow_oversize: bool = False) -> dict:
+def describe_path(path, allow_oversize: bool = False) -> ModelDescription:
     from specscope.engine_adapter.model.loader import load_model
 
     return describe(load_model(path, allow_oversize=allow_oversize))
 
 
-def _layer_mix_text(d: dict) -> str:
+def _layer_mix_text(d: Mapping[str, Any]) -> str:
     """"4: 2 linear-attention, 2 full-attention; 3 MoE, 1 dense MLP" (layers with both mixers count in both)."""
     text = f"{d['linear_attention_layers']} linear-attention, {d['full_attention_layers']} full-attention"
     if d.get("parallel_mixer_layers"):
@@ -243,7 +252,7 @@ def _layer_mix_text(d: dict) -> str:
     return text
 
 
-def _layer_kinds_text(d: dict) -> str | None:
+def _layer_kinds_text(d: Mapping[str, Any]) -> str | None:
     """"linear: delta rule ×6; attention: sliding window 8 ×2, full ×2", or None when all attention is plain."""
     kinds = d.get("layer_kinds") or {}
     parts = []
@@ -254,7 +263,7 @@ def _layer_kinds_text(d: dict) -> str | None:
     return "; ".join(parts) or None
 
 
-def format_description(d: dict) -> str:
+def format_description(d: Mapping[str, Any]) -> str:
     gib = 2**30
     lines = [
         f"{d['name']}{' @ ' + d['revision'][:7] if d.get('revision') else ''}  ({d['architecture']}, model_type {d['model_type']})",

@@ -31,7 +31,7 @@ FULL_LAYERS = {"qwen3.5-35b-a3b": 40}
 MIN_LAYERS = 4
 
 
-def text_config(shape: str, layers: int) -> dict:
+def text_config(shape: str, layers: int) -> dict:  # dict: a config.json text config, written whole
     """The released model's text config (transformers' Qwen3_5MoeTextConfig defaults), cut to ``layers``."""
     if shape not in SHAPES:
         raise SpecscopeError(f"unknown --shape {shape!r}; known: {', '.join(SHAPES)}")
@@ -75,7 +75,7 @@ def text_config(shape: str, layers: int) -> dict:
     }
 
 
-def _config(shape: str, layers: int) -> dict:
+def _config(shape: str, layers: int) -> dict:  # dict: a config.json, written whole
     return {
         "model_type": "qwen3_5_moe",
         "architectures": ["Qwen3_5MoeForConditionalGeneration"],

@@ -10,7 +10,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 
-def read_safetensors_header(path: Path) -> dict:
+def read_safetensors_header(path: Path) -> dict:  # dict: the file's JSON header, tensor name -> its entry
     """The JSON header of a safetensors file (names, dtypes, shapes), checked against the file size."""
     size = path.stat().st_size
     with open(path, "rb") as f:

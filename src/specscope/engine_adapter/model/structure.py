@@ -50,7 +50,7 @@ _KV_HEADS = ("n_kv_heads", "num_key_value_heads", "num_kv_heads", "k_num_heads")
 _HEAD_DIM = ("head_dim", "qk_dim", "hidden_size_per_head")
 
 
-def own_params(mod: nn.Module) -> dict[str, mx.array]:
+def own_params(mod: nn.Module) -> dict[str, mx.array]:  # dict: parameter name -> array
     """Parameters held by ``mod`` itself, not by a child module."""
     out = {}
 

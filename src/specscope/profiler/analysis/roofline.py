@@ -54,7 +54,7 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: dict, k: int = 2,
+def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: Mapping[str, Any], k: int = 2,
                    division: dict | None = None) -> dict:
     """The roofline as a JSON-able dict (``specscope roofline --json``; ``session["roofline"]``).
 
