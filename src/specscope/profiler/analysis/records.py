@@ -203,3 +203,36 @@ class TraceFacts(TypedDict):
     acceptance_by_depth: list[float | None]
     tokens_per_round_k_max_rounds: list[float | None]
     cost_ms: float | None
+
+
+class CasesInterval(TypedDict):
+    """Acceptance's interval with the case as the unit (``summary_intervals.acceptance_by_unit``)."""
+    p_ci95: list[float]
+    p_ci95_unit: str
+    tokens_per_round_ci95: list[float]
+
+
+class ComponentPrediction(TypedDict):
+    """The prediction from the verify curve (``prediction.component_prediction``): ``available`` False with ``why``,
+    or the prediction with its inputs and its error against the measured speedup."""
+    available: bool
+    why: NotRequired[str]
+    speedup: NotRequired[float]
+    t_decode_ms: NotRequired[float]
+    t_verify_ms: NotRequired[float]
+    t_draft_ms: NotRequired[float]
+    tokens_per_round: NotRequired[float]
+    measured_speedup: NotRequired[float | None]
+    error: NotRequired[float | None]
+    ledger_speedup: NotRequired[float | None]
+    ledger_error: NotRequired[float | None]
+
+
+class BreakdownSpread(TypedDict):
+    """Each breakdown figure's spread over reps, median over cases (``summary_core._aggregate_spread``)."""
+    whole_ms: list[float] | None
+    instrumented_ms: list[float] | None
+    block_sum_ms: list[float] | None
+    inter_block_ms: list[float] | None
+    blocks: dict[str, list[float] | None]            # block name -> its spread (the names are data)
+    skip_estimates: dict[str, list[float] | None]

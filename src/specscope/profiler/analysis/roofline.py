@@ -52,7 +52,7 @@ def _ratio(a, b):
 
 
 def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict, k: int = 2,
-                   division: dict | None = None) -> dict:
+                   division: dict | None = None) -> dict:  # dict: the roofline JSON, saved whole (session["roofline"])
     """The roofline as a JSON-able dict (``specscope roofline --json``; ``session["roofline"]``).
 
     ``curve``: ``verify_curve.measure_curve``'s dict; ``costs``: n -> ``ModelCost.forward(n, ...)``;
@@ -157,7 +157,7 @@ def build_roofline(curve: dict, costs: dict[int, dict[str, dict]], machine: dict
     return out
 
 
-def _gap_shares(head: dict, first: dict) -> dict[str, float]:
+def _gap_shares(head: dict, first: dict) -> dict[str, float]:  # dict: block name -> its share of the gap
     gaps = {c: e["ms"] - e["ideal_ms"] for c, e in head["by_block"].items()
             if e["ms"] is not None and e["ideal_ms"] is not None}
     if head.get("inter_block_ms") is not None and first.get("inter_block_ms") is not None:

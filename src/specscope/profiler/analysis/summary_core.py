@@ -14,7 +14,7 @@ from specscope.profiler.session.records import Acceptance, Breakdown, Case, Case
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
-from specscope.profiler.analysis.records import CommunicationShare, RepeatRates, Verdict
+from specscope.profiler.analysis.records import BreakdownSpread, CommunicationShare, RepeatRates, Verdict
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_intervals import (
     acceptance_by_unit as _acceptance_by_unit,
@@ -264,7 +264,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     }
 
 
-def energy(session, case_ids: set) -> dict | None:
+def energy(session, case_ids: set) -> dict | None:  # dict: mode -> its sensor means (Summary.energy, JSON)
     """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
     temperature of the runs (profiler.run.sensors); None when the machine has no sensors."""
     ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
@@ -376,7 +376,7 @@ def _at(xs, i: int):
     return xs[i] if isinstance(xs, list) and i < len(xs) else None
 
 
-def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> dict:
+def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> BreakdownSpread:
     """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
     to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
 

@@ -105,7 +105,7 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:
+             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:  # dict: the tune JSON, saved whole
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
@@ -255,7 +255,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         ratio, ci = _measured(spec, plain_reps[c])
         return precise(ci, ratio)
 
-    def result(partial: bool) -> dict:
+    def result(partial: bool) -> dict:  # dict: the tune JSON (session["tune"], tune --json)
         all_plain = [x for xs in plain_reps.values() for x in xs]
         plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
         steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
