@@ -12,6 +12,7 @@ with the steps and rounds that arrived since it last looked.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import stats
@@ -155,7 +156,7 @@ def probe_series(session, summary: Summary) -> dict:
     rs = judged(series)
     cool = [p for p in series if p not in rs]
     run_t = _run_times(series)
-    d = summary.get("probe") or {}
+    d: Mapping[str, Any] = summary.get("probe") or {}
     windows = [w for w in session.data.get("sensors") or [] if w.get("gpu_freq_mhz") and w.get("t") is not None]
     top = max((w["gpu_freq_mhz"] for w in windows), default=None)
     return {

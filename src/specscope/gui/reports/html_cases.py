@@ -3,6 +3,8 @@ side by side, the first difference highlighted."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from specscope.profiler.analysis.summary import session_case_stats
 from specscope.profiler.session.divergence import ENGINE_FAULT
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
@@ -31,7 +33,7 @@ def cases_section(session) -> str:
     for c in session.cases:
         st = session_case_stats(session, c)
         a = st["acceptance"]
-        m = st["match"] or {}
+        m: Mapping[str, Any] = st["match"] or {}
         sampled = session.regime != "greedy"
         d = st.get("divergence")
         fd = None if sampled or m.get("first_divergence") is None else f"token {m['first_divergence']}"
@@ -69,7 +71,7 @@ def outputs_section(session, target) -> str:
     parts.append('<p class="muted">Where the two differ, the speculative text from the first differing character on is highlighted.</p>')
     for c in session.cases:
         st = session_case_stats(session, c)
-        m = st["match"] or {}
+        m: Mapping[str, Any] = st["match"] or {}
         pt, stx = c.get("plain_text") or "", c.get("spec_text") or ""
         at = _first_diff(pt, stx)
         d = st.get("divergence")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis.intervals import noise_label
+from specscope.profiler.analysis.records import Judgement, SessionDescription, WhyFaster
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.why_faster import decompose, decompose_measured
@@ -61,10 +62,10 @@ def _vouched(side: dict, key: str):
     return label or v
 
 
-def _judge(a, b, better, names, iva=None, ivb=None) -> dict:
+def _judge(a, b, better, names, iva=None, ivb=None) -> Judgement:
     """Delta b − a, relative change, and the winner with how much it wins by. A winner only when both figures have
     an interval and the intervals do not overlap ("tie": no measurable difference, or no interval to judge by)."""
-    out = {"a": a, "b": b, "delta": None, "relative": None, "winner": None, "by": None, "a_ci95": iva, "b_ci95": ivb}
+    out: Judgement = {"a": a, "b": b, "delta": None, "relative": None, "winner": None, "by": None, "a_ci95": iva, "b_ci95": ivb}
     if a is None or b is None:
         return out
     out["delta"] = b - a
@@ -101,7 +102,7 @@ def _judge(a, b, better, names, iva=None, ivb=None) -> dict:
     return out
 
 
-def _describe(session) -> dict:
+def _describe(session) -> SessionDescription:
     cfg = session.config
     env = session.data.get("environment") or {}
     model = session.data.get("model") or {}
@@ -167,10 +168,11 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
                                            _spread(bda[side], c), _spread(bdb[side], c))})
             for key, label, unit, better in BREAKDOWN_FIGURES:
                 va, vb = _vouched(bda[side], key), _vouched(bdb[side], key)
-                row = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names,
-                             (bda[side].get("spread") or {}).get(key), (bdb[side].get("spread") or {}).get(key))
-                row.update(a=va, b=vb)  # "below noise" is shown as such, and neither judged nor subtracted
-                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better, **row})
+                judged = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names,
+                                (bda[side].get("spread") or {}).get(key), (bdb[side].get("spread") or {}).get(key))
+                judged["a"], judged["b"] = va, vb  # "below noise" is shown as such, and neither judged nor subtracted
+                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
+                                  **judged})
 
     by_content_class = []
     if accept_ok:
@@ -231,7 +233,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
     }
 
 
-def _why(sa, sb, names, measured_row, sessions) -> dict | None:
+def _why(sa, sb, names, measured_row, sessions) -> WhyFaster | None:
     """The why-line (``why_faster.decompose``), labelled as point estimates when the measured speedups do not differ
     measurably (a cause named for a difference nobody can vouch for would read as a finding). Where a session's
     engine does not report its round's parts (another engine's loop), the measured speedups are split instead, into

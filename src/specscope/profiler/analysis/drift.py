@@ -10,6 +10,9 @@ judged (the wait exists because they are slow).
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
+from specscope.profiler.analysis.records import ProbeDrift
 from specscope.profiler.analysis.stats import median
 
 MIN_READINGS = 6  # fewer (a 1–2 case run): one slow reading would decide the verdict; too few to judge
@@ -26,14 +29,14 @@ def reading_noise(p: dict) -> float | None:
     return (max(reps) - min(reps)) / p["ms"]
 
 
-def probe_drift(series: list[dict]) -> dict | None:
+def probe_drift(series: list[dict]) -> ProbeDrift | None:
     """The drift verdict of a probe series, or None when the session has no probe readings."""
     if not series:
         return None
     rs = judged(series)
     ms = [p["ms"] for p in rs]
     best = min(p["ms"] for p in series)
-    out = {"readings": len(rs), "best_ms": best, "first_ms": ms[0] if ms else None, "last_ms": ms[-1] if ms else None,
+    out: ProbeDrift = {"readings": len(rs), "best_ms": best, "first_ms": ms[0] if ms else None, "last_ms": ms[-1] if ms else None,
            "early_ms": None, "late_ms": None, "slowdown": None, "noise": median(reading_noise(p) for p in rs),
            "drift": None, "cooldown_readings": len(series) - len(rs)}
     if len(rs) < MIN_READINGS:
@@ -41,13 +44,14 @@ def probe_drift(series: list[dict]) -> dict | None:
     k = max(2, len(rs) // 3)
     early, late = median(ms[:k]), median(ms[-k:])
     assert early is not None and late is not None  # at least MIN_READINGS readings: both thirds have some
-    out.update(early_ms=early, late_ms=late, slowdown=late / early - 1.0)
+    slowdown = late / early - 1.0
+    out.update({"early_ms": early, "late_ms": late, "slowdown": slowdown})
     noise = out["noise"] or 0.0
-    out["drift"] = out["slowdown"] > noise
+    out["drift"] = slowdown > noise
     return out
 
 
-def drift_warning(d: dict | None) -> str | None:
+def drift_warning(d: Mapping[str, Any] | None) -> str | None:
     """The warning line when the probe slowed by more than its own noise; None otherwise."""
     if not d or not d.get("drift"):
         return None
@@ -56,7 +60,7 @@ def drift_warning(d: dict | None) -> str | None:
             "ABBA order spreads the slow-down over both modes, but rerun with --cooldown, or on a quiet machine")
 
 
-def _first_last(d: dict) -> str:
+def _first_last(d: Mapping[str, Any]) -> str:
     """What the readings show when there are too few to judge: the first and the last, and the change."""
     a, b = d.get("first_ms"), d.get("last_ms")
     if not a or not b or d.get("readings", 0) < 2:
@@ -64,7 +68,7 @@ def _first_last(d: dict) -> str:
     return f" (first {a:.2f} ms, last {b:.2f} ms: {(b / a - 1) * 100:+.1f}%)"
 
 
-def drift_phrase(d: dict | None) -> str:
+def drift_phrase(d: Mapping[str, Any] | None) -> str:
     """One line on the probe for summaries: the warning, or what was checked."""
     if not d:
         return "clock probe: not recorded (session from an older specscope)"

@@ -18,17 +18,18 @@ from typing import Any, Mapping
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.records import ComponentPrediction, RoundRest
 from specscope.profiler.analysis.rounds import counts_for_acceptance, judged_rounds, measured_rounds
 
 
-def for_session(session, summary: Summary) -> dict:
+def for_session(session, summary: Summary) -> ComponentPrediction:
     """The prediction for a session (its stored roofline, its run's drafter) from its ``summarize``-d figures."""
     d = session.config.get("drafter")
     name = d.get("name") if isinstance(d, dict) else d
     return component_prediction(session.data.get("roofline"), summary, name)
 
 
-def component_prediction(roof: dict | None, summary: Mapping[str, Any], drafter: str | None = None) -> dict:
+def component_prediction(roof: dict | None, summary: Mapping[str, Any], drafter: str | None = None) -> ComponentPrediction:
     """``{"available": False, "why": …}`` or the prediction with its inputs and its error against the measured
     speedup. A prediction needs a curve point at k+1 positions and a draft time for the run's drafter at k.
     ``summary``: a session's ``Summary``, or as much of one as is known (``k``, ``tokens_per_round``, and the measured
@@ -63,7 +64,7 @@ def component_prediction(roof: dict | None, summary: Mapping[str, Any], drafter:
     }
 
 
-def prediction_text(pred: dict) -> str:
+def prediction_text(pred: Mapping[str, Any]) -> str:
     """One line for the summary, the Division page and the reports."""
     if not pred.get("available"):
         return f"prediction from components measured apart: not available ({pred['why']})"
@@ -215,11 +216,12 @@ def _or_none(per_case: list[list[float]] | None, cases: list) -> list[list[float
     return list(per_case) if per_case is not None else [None] * len(cases)
 
 
-def _round_rest(comp: dict | None, drafts: list[float] | None, books: list[float] | None) -> dict | None:
+def _round_rest(comp: dict | None, drafts: list[float] | None, books: list[float] | None) -> RoundRest | None:
     """A case's components as the error's units read them: the verify samples, and per timed round what it adds to the
-    verify (its draft and its bookkeeping, each weighted by the run's accepted counts)."""
+    verify (its draft and its bookkeeping, each weighted by the run's accepted counts); None for a case with none
+    (an empty one too: the units read None and {} alike)."""
     if not comp:
-        return comp
+        return None
     d = list(drafts if drafts is not None else comp.get("draft_ms") or [])
     if books and len(books) == len(d):
         d = [x + y for x, y in zip(d, books)]

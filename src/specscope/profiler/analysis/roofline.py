@@ -54,8 +54,8 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: Mapping[str, Any], k: int = 2,
-                   division: dict | None = None) -> dict:
+def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: Mapping[str, Any],
+                   k: int = 2, division: dict | None = None) -> dict:  # dict: the roofline JSON, saved whole (session["roofline"])
     """The roofline as a JSON-able dict (``specscope roofline --json``; ``session["roofline"]``).
 
     ``curve``: ``verify_curve.measure_curve``'s dict; ``costs``: n -> ``ModelCost.forward(n, ...)``;
@@ -160,7 +160,7 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
     return out
 
 
-def _gap_shares(head: dict, first: dict) -> dict[str, float]:
+def _gap_shares(head: dict, first: dict) -> dict[str, float]:  # dict: block name -> its share of the gap
     gaps = {c: e["ms"] - e["ideal_ms"] for c, e in head["by_block"].items()
             if e["ms"] is not None and e["ideal_ms"] is not None}
     if head.get("inter_block_ms") is not None and first.get("inter_block_ms") is not None:

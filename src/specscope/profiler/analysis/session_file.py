@@ -27,7 +27,7 @@ def figures(session: Session, live=None) -> dict:
     return out
 
 
-def session_dict(session: Session) -> dict:
+def session_dict(session: Session) -> dict:  # dict: the session file's whole JSON, data and figures
     """The file's content as a dict: the data (a copy) and its figures."""
     return {**session.to_dict(), **figures(session)}
 

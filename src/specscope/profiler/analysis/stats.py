@@ -11,6 +11,10 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
+
+from specscope.profiler.analysis.records import CommunicationWhatIf, MatchStats
+from specscope.profiler.session.records import Acceptance
 
 Z95 = 1.959963984540054
 LOW_SAMPLE_DRAFTED = 128  # below this many drafted tokens an acceptance number is mostly noise
@@ -42,12 +46,12 @@ def tok_s(n_tokens: int, ms: float) -> float | None:
     return 1000.0 * n_tokens / ms if ms > 0 and n_tokens > 0 else None
 
 
-def acceptance_from_rounds(accepted_counts: list[int], k: int) -> dict:
+def acceptance_from_rounds(accepted_counts: list[int], k: int) -> Acceptance:
     """Acceptance statistics over rounds that each drafted ``k`` tokens."""
     return acceptance_from_histogram(Counter(accepted_counts), k)
 
 
-def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> dict:
+def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> Acceptance:
     """``acceptance_from_rounds`` from a histogram: accepted count -> number of rounds (what a running fold keeps)."""
     rounds = sum(hist.values())
     drafted = rounds * k
@@ -94,7 +98,7 @@ class Division:
     break_even_multiple: float
     verify_multiple: float  # T_verify / T_decode: how many plain steps one verify costs
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:  # dict: dataclasses.asdict of the Division, its fields as they are
         return asdict(self)
 
 
@@ -127,7 +131,7 @@ def relative_error(predicted: float | None, measured: float | None) -> float | N
     return (predicted - measured) / measured
 
 
-def match_stats(plain: list[int], spec: list[int]) -> dict:
+def match_stats(plain: list[int], spec: list[int]) -> MatchStats:
     """How far speculative output equals plain output (greedy runs should match)."""
     n = min(len(plain), len(spec))
     same = sum(1 for a, b in zip(plain, spec) if a == b)
@@ -177,7 +181,7 @@ def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: i
 
 
 def communication_what_if(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, share_decode: float,
-                          share_verify: float, comm_ms: float) -> dict:
+                          share_verify: float, comm_ms: float) -> CommunicationWhatIf:
     """"With ``comm_ms`` of communication per forward": the compute of a decode step and of a verify forward
     (the measured times less their communication share, barrier-free) each plus ``comm_ms`` — communication
     barely depends on how many positions a forward carries, so decode and verify pay the same. T_draft is

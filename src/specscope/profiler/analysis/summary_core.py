@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specscope.profiler.session.records import Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
+from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
+from specscope.profiler.analysis.records import BreakdownSpread, CommunicationShare, RepeatRates, Verdict
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_intervals import (
     acceptance_by_unit as _acceptance_by_unit,
@@ -38,19 +39,20 @@ WITHIN_NOISE: dict[str | None, bool] = {"agrees": True, "off": False}  # the pre
 
 # -- divergence verdicts ------------------------------------------------------------------
 
-def case_result(case: Case, plain_tok_s, spec_tok_s, acc: dict, t_verify, t_draft, instr_tok_s=None,
+def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, t_draft, instr_tok_s=None,
                 judged: tuple[float | None, int] | None = None) -> CaseStats:
     """``judged``: (tok/s, tokens) of the full rounds the prediction is judged against (``rounds.judged_rounds``);
     None: all measured rounds."""
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     ledger = None
-    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
-        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"]).predicted_speedup
+    E = acc["tokens_per_round"]  # None exactly when there are no rounds
+    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"] and E is not None:
+        ledger = stats.divide(t_decode, t_verify, t_draft, E).predicted_speedup
     comp = case.get("components") or {}
     c_verify, c_draft = stats.mean(comp.get("verify_ms") or []), stats.mean(comp.get("draft_ms") or [])
     pred = None  # the case's own prediction from its components timed apart (None in sessions without them)
-    if t_decode and c_verify is not None and c_draft is not None and c_verify + c_draft > 0 and acc["rounds"]:
-        pred = stats.divide(t_decode, c_verify, c_draft, acc["tokens_per_round"]).predicted_speedup
+    if t_decode and c_verify is not None and c_draft is not None and c_verify + c_draft > 0 and acc["rounds"] and E is not None:
+        pred = stats.divide(t_decode, c_verify, c_draft, E).predicted_speedup
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
     judged_tok_s = judged[0] if judged else spec_tok_s
     judged_measured = judged_tok_s / plain_tok_s if judged_tok_s and plain_tok_s else None
@@ -106,10 +108,10 @@ def round_time(r: Round) -> float | None:
     return verify + draft if verify is not None and draft is not None else None
 
 
-def _repeat_rates(per_case, spec_emitted) -> dict:
+def _repeat_rates(per_case, spec_emitted) -> RepeatRates:
     """Session rates of each complete repeat (every summarized case measured it in both modes), pooled over
     cases like the medians, and the speedup of each."""
-    out: dict[str, list] = {"plain": [], "spec": [], "speedup": []}
+    out: RepeatRates = {"plain": [], "spec": [], "speedup": []}
     n = min((len(c[side].get("repeats_tok_s") or []) for c, _ in per_case for side in ("plain", "spec")), default=0)
     for r in range(n):
         plain = pooled_tok_s([(len(c["plain"]["step_ms"]), _nth(c["plain"].get("repeats_tok_s"), r)) for c, _ in per_case])
@@ -169,7 +171,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         rest = ((pred.get("t_rollback_ms") or 0.0) + (pred.get("t_bookkeeping_ms") or 0.0)
                 if pred.get("available") else 0.0)  # the judged model's round
         block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms + rest)
-    verdict = pred.get("verdict") or {"state": None, "text": pred.get("why", "no prediction")}
+    verdict: Verdict = pred["verdict"] if pred.get("verdict") else {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
     cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured,
                             {"plain": plain_tok_s, "spec": spec_tok_s})
@@ -262,7 +264,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     }
 
 
-def energy(session, case_ids: set) -> dict | None:
+def energy(session, case_ids: set) -> dict | None:  # dict: mode -> its sensor means (Summary.energy, JSON)
     """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
     temperature of the runs (profiler.run.sensors); None when the machine has no sensors."""
     ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
@@ -324,7 +326,7 @@ def aggregate_breakdown(bds: list[Breakdown]) -> dict | None:
     return out
 
 
-def _communication_share(agg: dict) -> dict:
+def _communication_share(agg: dict) -> CommunicationShare:
     """Communication's share of a forward on each ruler: barrier-timed communication over the sum of blocks, and
     the barrier-free estimate (whole graph minus the graph with local stand-ins for the collectives) over the
     whole graph. None where the figure is missing or its denominator is not positive."""
@@ -374,7 +376,7 @@ def _at(xs, i: int):
     return xs[i] if isinstance(xs, list) and i < len(xs) else None
 
 
-def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> dict:
+def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> BreakdownSpread:
     """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
     to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from specscope.profiler.analysis.records import CasesInterval
 from specscope.profiler.session.records import FigureIntervals
 
 
@@ -13,7 +14,7 @@ def acceptance_by_unit(per_case, acc: dict, by_content_class: dict, k: int) -> t
     correlated: bursty content); otherwise it keeps the round as the unit (``stats.acceptance_from_histogram``)."""
     from specscope.profiler.analysis.uncertainty import CASES_AS_UNIT, proportion_interval
 
-    def by_cases(rows) -> dict | None:
+    def by_cases(rows) -> CasesInterval | None:
         rows = [s["acceptance"] for _, s in rows if s["acceptance"]["drafted"]]
         if len(rows) < CASES_AS_UNIT:
             return None

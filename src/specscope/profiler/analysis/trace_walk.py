@@ -27,6 +27,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from specscope.profiler.analysis.records import TraceFigures, TraceSummary
 from specscope.profiler.session.trace_record import TraceError
 
 
@@ -44,7 +45,7 @@ def walk(A: list[int], k: int) -> list[tuple[int, int, int]]:
     return rounds
 
 
-def _figures(rounds: list[tuple[int, int, int]], k: int) -> dict:
+def _figures(rounds: list[tuple[int, int, int]], k: int) -> TraceFigures:
     full = [a for _, d, a in rounds if d == k]
     n = len(full)
     hist = [sum(1 for a in full if a == j) for j in range(k + 1)]  # tokens per round 1..k+1
@@ -61,7 +62,7 @@ def _figures(rounds: list[tuple[int, int, int]], k: int) -> dict:
     }
 
 
-def at_k(trace: Mapping[str, Any], k: int) -> dict:
+def at_k(trace: Mapping[str, Any], k: int) -> TraceFigures:
     """E(k), acceptance by depth and tokens per round for one trace (a mean over draws under sampling)."""
     if k > trace["k_max"]:
         raise TraceError(f"the trace holds {trace['k_max']} proposals per position; k = {k} is beyond it")
@@ -78,7 +79,7 @@ def at_k(trace: Mapping[str, Any], k: int) -> dict:
             "tokens_per_round_spread": [min(es), max(es)] if es else None}
 
 
-def pooled(traces: list[dict], k: int) -> dict:
+def pooled(traces: list[dict], k: int) -> TraceFigures:
     """E(k) etc. over several traces (cases, prompts): every full round of every trace counts once."""
     rounds, estimate = [], False
     for t in traces:
@@ -92,7 +93,7 @@ def _all_draws(t: dict, k: int) -> list[int]:
     return [a for d in t["draws"] for a in _figures(walk(d, k), k)["accepted"]]
 
 
-def curve(traces: list[dict], k_max: int | None = None) -> list[dict]:
+def curve(traces: list[dict], k_max: int | None = None) -> list[TraceFigures]:
     """``pooled`` for every k = 1..K_max (the smallest K_max of the traces, unless given)."""
     if not traces:
         return []
@@ -107,7 +108,7 @@ def k_max_estimate(A: list[int], k_max: int, k: int) -> float | None:
     return 1.0 + statistics.fmean(min(a, k) for a in full) if full else None
 
 
-def summary(trace: dict) -> dict:
+def summary(trace: dict) -> TraceSummary:
     """A short description of one trace: positions, mean A(s), share of positions where the first draft agrees."""
     a = trace["A"]
     return {"positions": len(a), "mean_A": statistics.fmean(a) if a else None,
@@ -115,9 +116,9 @@ def summary(trace: dict) -> dict:
             "k_max": trace["k_max"], "drafter": trace.get("drafter"), "estimate": bool(trace.get("estimate"))}
 
 
-def by_class(cases: list[dict], k_max: int | None = None) -> dict[str, list[dict]]:
+def by_class(cases: list[dict], k_max: int | None = None) -> dict[str, list[TraceFigures]]:  # dict: content class -> its curve (the classes are data)
     """Per content class (a case's ``content_class``): the trace curve over that class's cases that carry a trace."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[TraceFigures]] = {}
     groups: dict[str, list[dict]] = {}
     for c in cases:
         t = c.get("trace")

@@ -40,6 +40,7 @@ from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import stats, trace_walk
+from specscope.profiler.analysis.records import Recommendation, TraceFacts
 from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
                                                       precise, rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
@@ -64,7 +65,7 @@ def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", ne
     return out
 
 
-def recommendation(rows: list[dict]) -> dict:
+def recommendation(rows: list[dict]) -> Recommendation:
     measured = [r for r in rows if r.get("measured_speedup") is not None]
     if not measured:
         raise SpecscopeError("no confirmation run was measured")
@@ -75,26 +76,25 @@ def recommendation(rows: list[dict]) -> dict:
     mci = best.get("measured_ci95")
     # a win is a win only when the measured interval clears 1× (with no interval: too few repeats to say)
     shown = m > 1.0 and mci is not None and mci[0] > 1.0
-    rec = {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
-           "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
-           "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"]}
     if shown:
         assert mci is not None  # a win is shown only with an interval
-        rec["text"] = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
+        text = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
                        f"predicted {p:.2f}×)")
     elif m > 1.0:
         why = (f"its 95% interval {mci[0]:.2f}–{mci[1]:.2f} holds 1×" if mci else
                f"{len(best.get('measured_range') or [])} repeats cannot give an interval")
-        rec["text"] = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
+        text = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
                        f"{p:.2f}×), but {why}: plain decoding may be as fast")
     else:
         need = best["break_even_verify_ms"]
-        rec["text"] = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
+        text = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
                        + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need > 0 else
                           "its draft alone costs more than the tokens it could save"))
     if best["what_if"]:
-        rec["text"] += " — a what-if: no real drafter took part"
-    return rec
+        text += " — a what-if: no real drafter took part"
+    return {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
+            "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
+            "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"], "text": text}
 
 
 # -- the run ----------------------------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:
+             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:  # dict: the tune JSON, saved whole
     """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
@@ -255,7 +255,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         ratio, ci = _measured(spec, plain_reps[c])
         return precise(ci, ratio)
 
-    def result(partial: bool) -> dict:
+    def result(partial: bool) -> dict:  # dict: the tune JSON (session["tune"], tune --json)
         all_plain = [x for xs in plain_reps.values() for x in xs]
         plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
         steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
@@ -279,7 +279,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                 e_exact = info.get("greedy", True) and p.get("acceptance_source") == "trace"
                 rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
                                  costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
-        out = {
+        out: dict[str, Any] = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
             "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
@@ -360,7 +360,7 @@ def _paired_half(spec: list[tuple], costs: list[float] | None) -> float | None:
     return paired_error([(s[3], s[4]) for s in spec], costs)[1]
 
 
-def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> dict:
+def _trace_facts(traces: list[dict], full: list[dict], k_max: int) -> TraceFacts:
     """What a drafter's traces say, beside what its K_max rounds would have said: E(k) both ways, the cost."""
     curve = trace_walk.curve(traces, k_max)
     acc = [r["accepted"] for r in full]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from specscope.profiler.analysis.records import Agreement
 from specscope.profiler.analysis.uncertainty import t95
 
 from specscope.profiler.analysis.verdict_rule import AGREE
@@ -94,7 +95,7 @@ def precise(interval: list[float] | None, value: float | None) -> bool:
 
 
 def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
-              predicted_ci: list[float] | None = None, paired_half: float | None = None) -> dict | None:
+              predicted_ci: list[float] | None = None, paired_half: float | None = None) -> Agreement | None:
     """What a confirmation says about a prediction, by the project's one rule (``verdict_rule.decide``) on the error's
     interval: ``agrees`` (wholly within ±AGREE), ``off`` (wholly beyond) or ``too_little_data``. The interval is the
     paired one (``paired_half``, relative, from ``paired_error``) when given, else the prediction's interval over the

@@ -190,7 +190,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     return rows
 
 
-def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:
+def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:  # dict: accepted count -> its samples
     """A drafter's in-round draft times at k (``components``: pair i follows an earlier round that accepted i mod
     (k+1)) by that accepted count; a plain list, or a dict already keyed by it."""
     if not samples:
@@ -203,7 +203,7 @@ def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:
     return {a: np.asarray(xs, dtype=float) for a, xs in out.items()}
 
 
-def _weights(accepted: np.ndarray, by_prev: dict[int, np.ndarray]) -> dict[int, float]:
+def _weights(accepted: np.ndarray, by_prev: dict[int, np.ndarray]) -> dict[int, float]:  # dict: accepted count -> weight
     """How often a run accepts each count (the walked rounds), over the counts that were timed."""
     if not by_prev:
         return {}

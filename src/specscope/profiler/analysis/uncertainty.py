@@ -23,11 +23,13 @@ data to judge", with how many more cases (or tokens per case) would decide it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from specscope.profiler.analysis import resample
+from specscope.profiler.analysis.records import ErrorUnit, Verdict
 
 MIN_UNITS = 8               # ... and at least this many independent units (fewer: a bootstrap has too few distinct draws)
 CASES_AS_UNIT = 6           # from this many cases on, the case is the unit (rounds of one prompt correlate)
@@ -109,7 +111,7 @@ def rounds_interval(hist, k: int) -> list[float] | None:
 
 # -- the prediction error, resampled by unit -------------------------------------------------------------------
 
-def prediction_units(cases: list[dict], k: int) -> tuple[str, list[dict]]:
+def prediction_units(cases: list[dict], k: int) -> tuple[str, list[ErrorUnit]]:
     """The resampling units of a session's prediction: ("cases" | "round blocks", units). Each unit holds the
     measured rounds' tokens and time, the accepted count and number of counted (full, first-repeat) rounds, and
     the component timings (verify, draft: sum and count) taken with it. ``cases``: per case ``{"rounds": [...],
@@ -118,7 +120,7 @@ def prediction_units(cases: list[dict], k: int) -> tuple[str, list[dict]]:
     with_rounds = [c for c in cases if c["rounds"]]
     if len(with_rounds) >= CASES_AS_UNIT:
         return "cases", [_unit(c["rounds"], c.get("components")) for c in with_rounds]
-    units = []
+    units: list[ErrorUnit] = []
     for c in with_rounds:
         rs = c["rounds"]
         units += [_unit(rs[i:i + ROUND_BLOCK], None) for i in range(0, len(rs), ROUND_BLOCK)]
@@ -134,7 +136,7 @@ def prediction_units(cases: list[dict], k: int) -> tuple[str, list[dict]]:
     return "round blocks", units
 
 
-def _unit(rounds, comp) -> dict:
+def _unit(rounds, comp) -> ErrorUnit:
     comp = comp or {}
     v, d = [x for x in comp.get("verify_ms") or [] if x is not None], [x for x in comp.get("draft_ms") or [] if x is not None]
     return {"tokens": sum(r[0] for r in rounds), "ms": math.fsum(r[1] for r in rounds),
@@ -142,7 +144,7 @@ def _unit(rounds, comp) -> dict:
             "v_sum": math.fsum(v), "v_n": len(v), "d_sum": math.fsum(d), "d_n": len(d)}
 
 
-def _split_interval(units: list[dict], extra_ms: float = 0.0) -> list[float] | None:
+def _split_interval(units: list[ErrorUnit], extra_ms: float = 0.0) -> list[float] | None:
     """Round blocks: predicted ÷ measured − 1 = [E · ms ÷ tokens] ÷ [mean verify + mean draft], the two brackets from
     independent evidence (the rounds' blocks; the component samples' blocks), each by the delta method on its log,
     their variances added, Student's t on Welch–Satterthwaite's degrees of freedom."""
@@ -174,14 +176,15 @@ def _split_interval(units: list[dict], extra_ms: float = 0.0) -> list[float] | N
     return [math.exp(centre - half) - 1.0, math.exp(centre + half) - 1.0]
 
 
-def error_interval(units: list[dict], reps: int = BOOTSTRAP, extra_ms: float = 0.0) -> list[float] | None:
+def error_interval(units: list[ErrorUnit], reps: int = BOOTSTRAP, extra_ms: float = 0.0) -> list[float] | None:
     """95% interval of predicted ÷ measured − 1 over the units: cases resampled together (percentile bootstrap,
     widened for few units); round blocks and component blocks as independent evidence (``_split_interval``)."""
     if any(u.get("components_only") for u in units):
         return _split_interval(units, extra_ms)
     if len(units) < 2:
         return None
-    cols = {key: np.array([u[key] for u in units], dtype=float) for key in units[0]}
+    rows: list[Mapping[str, Any]] = list(units)
+    cols = {key: np.array([u[key] for u in rows], dtype=float) for key in rows[0]}
     idx = resample.indices(resample.generator(_SEED), len(units), reps)
 
     def s(key):
@@ -224,7 +227,7 @@ def percentiles_and_median(x: np.ndarray, q: tuple[float, float] = (2.5, 97.5)) 
 
 
 def judge(error: float | None, interval: list[float] | None, unit: str, n_units: int, n_cases: int,
-          max_tokens: int | None, level: float = 0.95) -> dict:
+          max_tokens: int | None, level: float = 0.95) -> Verdict:
     """The verdict on a prediction error and its interval, by the one rule (``verdict_rule.decide``: "agrees" when
     the whole interval lies within ±AGREE, "off" when it lies wholly beyond, else "too little data to judge"), plus
     what would decide it here: how many more cases, or tokens per case. An interval from fewer than ``MIN_UNITS``
@@ -232,11 +235,11 @@ def judge(error: float | None, interval: list[float] | None, unit: str, n_units:
     from specscope.profiler.analysis.verdict_rule import PRACTICAL_GROWTH, UNDECIDED, decide
 
     out = decide(error, interval, units=n_units, min_units=MIN_UNITS, unit=unit or "units", level=level)
-    out.update(unit=unit, units=n_units)
+    out["unit"], out["units"] = unit, n_units
     grow = out.get("data_needed")
     if out["state"] == UNDECIDED and grow is not None and 1.0 < grow <= PRACTICAL_GROWTH:
         more_cases = max(1, math.ceil(n_cases * grow - n_cases))
         tokens = math.ceil(max_tokens * grow) if max_tokens else None
-        out.update(more_cases=more_cases, max_tokens=tokens)
+        out["more_cases"], out["max_tokens"] = more_cases, tokens
         out["text"] += f": run about {more_cases} more cases" + (f", or --max-tokens {tokens} per case" if tokens else "")
     return out

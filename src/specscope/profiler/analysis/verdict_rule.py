@@ -13,7 +13,8 @@ all judge through :func:`decide`, so "agrees" means one thing everywhere.
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from specscope.profiler.analysis.records import Verdict
 
 AGREE = 0.05  # the one tolerance: a prediction agrees when its error is known to lie within ±5%
 AGREES, OFF, UNDECIDED = "agrees", "off", "too_little_data"
@@ -37,7 +38,7 @@ def data_needed(error: float, half_width: float) -> float | None:
 
 
 def decide(error: float | None, interval: list[float] | tuple[float, float] | None, units: int | None = None,
-           min_units: int = 0, unit: str = "units", level: float = 0.95) -> dict[str, Any]:
+           min_units: int = 0, unit: str = "units", level: float = 0.95) -> Verdict:
     """The verdict: ``{"state", "text", "interval", "half_width", "data_needed"}``; ``state`` None when there is no error.
 
     ``units``/``min_units``: an interval from fewer independent units than it needs to be trusted decides nothing."""
@@ -50,24 +51,22 @@ def decide(error: float | None, interval: list[float] | tuple[float, float] | No
     lo, hi = float(interval[0]), float(interval[1])
     name = f"{level * 100:.3g}% interval" + (" (looked at after every case)" if level > 0.95 else "")
     half = (hi - lo) / 2.0
-    out: dict[str, Any] = {"interval": [lo, hi], "half_width": half, "data_needed": None}
     few = units is not None and units < min_units
     if not few and -AGREE <= lo and hi <= AGREE:
-        out.update(state=AGREES, text=f"agrees (error {_pct(error)}, {name} {_pct(lo)}…{_pct(hi)}, within "
-                                      f"±{AGREE * 100:.0f}%)")
-    elif not few and (lo > AGREE or hi < -AGREE):
-        out.update(state=OFF, text=f"off by {_pct(error)} ({name} {_pct(lo)}…{_pct(hi)}, wholly beyond "
-                                   f"±{AGREE * 100:.0f}%)")
+        return {"interval": [lo, hi], "half_width": half, "data_needed": None, "state": AGREES,
+                "text": f"agrees (error {_pct(error)}, {name} {_pct(lo)}…{_pct(hi)}, within ±{AGREE * 100:.0f}%)"}
+    if not few and (lo > AGREE or hi < -AGREE):
+        return {"interval": [lo, hi], "half_width": half, "data_needed": None, "state": OFF,
+                "text": f"off by {_pct(error)} ({name} {_pct(lo)}…{_pct(hi)}, wholly beyond ±{AGREE * 100:.0f}%)"}
+    grow = data_needed(error, half)
+    if few:
+        grow = max(grow or 1.0, min_units / max(units or 1, 1))
+        why = f"only {units} {unit}, an interval needs {min_units}"
     else:
-        grow = data_needed(error, half)
-        if few:
-            grow = max(grow or 1.0, min_units / max(units or 1, 1))
-            why = f"only {units} {unit}, an interval needs {min_units}"
-        else:
-            why = f"{name} {_pct(lo)}…{_pct(hi)} crosses ±{AGREE * 100:.0f}%"
-        more = ("; the error sits on the boundary: no amount of data decides it" if grow is None
-                else (f"; the error sits near the ±{AGREE * 100:.0f}% edge: at this estimate about {grow:.0f}× the data "
-                      "would decide it, more than any practical run") if grow > PRACTICAL_GROWTH
-                else f"; about {grow:.1f}× the data would decide it" if grow > 1.0 else "")
-        out.update(state=UNDECIDED, data_needed=grow, text=f"too little data to judge (error {_pct(error)}, {why}){more}")
-    return out
+        why = f"{name} {_pct(lo)}…{_pct(hi)} crosses ±{AGREE * 100:.0f}%"
+    more = ("; the error sits on the boundary: no amount of data decides it" if grow is None
+            else (f"; the error sits near the ±{AGREE * 100:.0f}% edge: at this estimate about {grow:.0f}× the data "
+                  "would decide it, more than any practical run") if grow > PRACTICAL_GROWTH
+            else f"; about {grow:.1f}× the data would decide it" if grow > 1.0 else "")
+    return {"interval": [lo, hi], "half_width": half, "data_needed": grow, "state": UNDECIDED,
+            "text": f"too little data to judge (error {_pct(error)}, {why}){more}"}

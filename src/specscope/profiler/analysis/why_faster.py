@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from specscope.profiler.analysis.records import WhyFaster, WhyTerm
+
 TERMS = (
     ("acceptance", "acceptance (tokens per verified position)"),
     ("verify", "verify cost per position"),
@@ -32,7 +34,7 @@ LABELS = dict(TERMS)
 NOTHING = 1e-3  # |log ratio| below this (0.1%): nothing to explain
 
 
-def factors(s: Mapping) -> dict[str, float] | None:
+def factors(s: Mapping) -> dict[str, float] | None:  # dict: the terms, read by names built from them (x_draft, ...)
     """The terms of one summary's round model, or None when it lacks one that is needed (E, k, T_decode, T_verify)."""
     E, k, t_dec, t_v = s.get("tokens_per_round"), s.get("k"), s.get("t_decode_ms"), s.get("t_verify_ms")
     if not E or not k or not t_dec or not t_v or t_v <= 0 or t_dec <= 0:
@@ -42,7 +44,7 @@ def factors(s: Mapping) -> dict[str, float] | None:
             **{f"x_{key}": v / float(t_v) for key, v in rest.items()}}
 
 
-def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B"), why_whole: str = "") -> dict | None:
+def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B"), why_whole: str = "") -> WhyFaster | None:
     """For an engine that does not report its round's parts: the measured speedup as E/(k+1) times (k+1)·T_decode
     over the measured cycle (E · T_decode ÷ measured speedup), so log(S_A ÷ S_B) splits exactly into acceptance and the
     whole cycle's cost per position; its parts are not split (``why_whole`` says why)."""
@@ -58,21 +60,21 @@ def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B
     parts["cycle"] = math.log((cycle_per_position(b) / b["t_decode_ms"]) / (cycle_per_position(a) / a["t_decode_ms"]))
     total = sum(parts.values())
     labels = {"acceptance": LABELS["acceptance"], "cycle": "the whole cycle's cost per position"}
-    terms = [{"key": key, "label": labels[key], "log": v, "share": v / total if abs(total) >= NOTHING else None}
-             for key, v in parts.items()]
-    out = {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": None,
-           "measured_ratio": a["measured_speedup"] / b["measured_speedup"], "unexplained_log": None,
-           "basis": "measured", "why_whole": why_whole}
-    out["cause"] = _cause(terms, total)
-    out["answer"] = _answer(out, names) + (f" ({why_whole})" if why_whole and out["cause"] else "")
-    return out
+    terms: list[WhyTerm] = [{"key": key, "label": labels[key], "log": v,
+                              "share": v / total if abs(total) >= NOTHING else None} for key, v in parts.items()]
+    cause = _cause(terms, total)
+    answer = _answer(terms, total, None, names, "measured")
+    return {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": None,
+            "measured_ratio": a["measured_speedup"] / b["measured_speedup"], "unexplained_log": None,
+            "basis": "measured", "why_whole": why_whole, "cause": cause,
+            "answer": answer + (f" ({why_whole})" if why_whole and cause else "")}
 
 
 def model_speedup(f: Mapping[str, float]) -> float:
     return f["E"] * f["t_decode"] / (f["t_verify"] * (1.0 + f["x_draft"] + f["x_rollback"] + f["x_bookkeeping"]))
 
 
-def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> dict | None:
+def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> WhyFaster | None:
     """log(S_A ÷ S_B) split over the terms (see the module); None when either side lacks the round model's inputs."""
     fa, fb = factors(a), factors(b)
     if fa is None or fb is None:
@@ -94,18 +96,17 @@ def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> di
     model_ratio = model_speedup(fa) / model_speedup(fb)
     ma, mb = a.get("measured_speedup"), b.get("measured_speedup")
     measured_ratio = ma / mb if ma and mb else None
-    terms = [{"key": key, "label": LABELS[key], "log": parts[key],
-              "share": parts[key] / total if abs(total) >= NOTHING else None} for key, _ in TERMS]
-    out = {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": model_ratio,
-           "measured_ratio": measured_ratio, "basis": "round model",
-           # what the round model leaves of the measured ratio (its prediction errors): said apart, never shared out
-           "unexplained_log": math.log(measured_ratio) - total if measured_ratio else None}
-    out["cause"] = _cause(terms, total)  # the term's key, None when there is nothing to explain
-    out["answer"] = _answer(out, names)
-    return out
+    terms: list[WhyTerm] = [{"key": key, "label": LABELS[key], "log": parts[key],
+                              "share": parts[key] / total if abs(total) >= NOTHING else None} for key, _ in TERMS]
+    # what the round model leaves of the measured ratio (its prediction errors): said apart, never shared out
+    unexplained = math.log(measured_ratio) - total if measured_ratio else None
+    return {"names": list(names), "terms": terms, "log_ratio": total, "model_ratio": model_ratio,
+            "measured_ratio": measured_ratio, "basis": "round model", "unexplained_log": unexplained,
+            "cause": _cause(terms, total),  # the term's key, None when there is nothing to explain
+            "answer": _answer(terms, total, unexplained, names, "round model")}
 
 
-def _cause(terms: list[dict], total: float) -> str | None:
+def _cause(terms: list[WhyTerm], total: float) -> str | None:
     if abs(total) < NOTHING:
         return None
     sign = 1.0 if total > 0 else -1.0
@@ -113,22 +114,23 @@ def _cause(terms: list[dict], total: float) -> str | None:
     return best["key"] if sign * best["log"] > 0 else None
 
 
-def _answer(d: dict, names: tuple[str, str]) -> str:
-    total = d["log_ratio"]
+def _answer(terms: list[WhyTerm], total: float, un: float | None, names: tuple[str, str], basis: str) -> str:
+    """The why-line: ``terms`` and ``total`` (log_ratio), ``un`` the unexplained log, ``basis`` the record's."""
     if abs(total) < NOTHING:
         return (f"{names[0]} and {names[1]} have the same round model (speedups within 0.1%): no term to name")
     faster, slower = (names[0], names[1]) if total > 0 else (names[1], names[0])
-    key = _cause(d["terms"], total)
+    key = _cause(terms, total)
     assert key is not None  # a nonzero total has a term on its side
-    term = next(t for t in d["terms"] if t["key"] == key)
+    term = next(t for t in terms if t["key"] == key)
     ratio = math.exp(abs(total))
-    basis = "measured" if d.get("basis") == "measured" else "by the round model"
+    basis = "measured" if basis == "measured" else "by the round model"
+    share = term["share"]
+    assert share is not None  # a nonzero total: every term has its share
     text = (f"{faster} is faster than {slower} ({ratio:.2f}× {basis}) mainly through {term['label']}: "
-            f"{term['share'] * 100:.0f}% of log(speedup {names[0]} ÷ speedup {names[1]})")
-    against = [t for t in d["terms"] if t["log"] * total < 0 and abs(t["log"]) >= 0.1 * abs(total)]
+            f"{share * 100:.0f}% of log(speedup {names[0]} ÷ speedup {names[1]})")
+    against = [t for t in terms if t["log"] * total < 0 and abs(t["log"]) >= 0.1 * abs(total)]
     if against:
-        text += "; against it: " + ", ".join(f"{t['label']} ({t['share'] * 100:+.0f}%)" for t in against)
-    un = d.get("unexplained_log")
+        text += "; against it: " + ", ".join(f"{t['label']} ({(t['share'] or 0.0) * 100:+.0f}%)" for t in against)
     if un is not None and abs(un) >= 0.02:
         text += f"; the measured ratio differs from the model's by {math.expm1(un) * 100:+.1f}% (its prediction errors)"
     return text

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any, Mapping
 
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import median
@@ -72,7 +73,7 @@ def rows(session) -> list[dict]:
         st = session_case_stats(session, c)
         acc = st["acceptance"]
         full = [r for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
-        m = st["match"] or {}
+        m: Mapping[str, Any] = st["match"] or {}
         bd = c.get("breakdown") or {}
         dec, ver = bd.get("decode") or {}, bd.get("verify") or {}
         energy = _joules_per_token(session, c["id"])

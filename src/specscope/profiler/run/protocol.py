@@ -127,8 +127,8 @@ def until_decided(cfg: RunConfig, emit: Emit):
         n_cases = session.config.get("n_cases") or "?"
         emit({"event": "status", "message": f"until decided, after {done[0]} of {n_cases} cases: "
                                             f"{v.get('text', 'no verdict yet')}{eta if v.get('state') == 'too_little_data' else ''}"})
-        if v.get("state") in ("agrees", "off"):
-            decided.append(v["state"])
+        if (state := v.get("state")) in ("agrees", "off"):
+            decided.append(state)
 
     return emit_and_look, (lambda: bool(decided))
 

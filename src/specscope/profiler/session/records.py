@@ -20,6 +20,8 @@ from specscope.events import (Breakdown, Components, Divergence, PassName, Prefl
                               Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+# records of analysis figures the summary holds (that module imports nothing from the session)
+from specscope.profiler.analysis.records import MatchStats, ProbeDrift, RepeatRates, Verdict
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -141,14 +143,15 @@ class SessionData(TypedDict):
 
 # -- figures ---------------------------------------------------------------------------------------------------------
 
-class Acceptance(TypedDict, total=False):
+class Acceptance(TypedDict):
     """Acceptance over rounds (``analysis.stats.acceptance_from_rounds``)."""
+    k: int
     rounds: int
     drafted: int
     accepted: int
     p: float | None
-    p_ci95: list[float] | None
-    p_ci95_unit: str | None
+    p_ci95: list[float]
+    p_ci95_unit: str
     per_position: list[float]
     tokens_per_round: float | None
     tokens_per_round_ci95: list[float] | None
@@ -166,7 +169,7 @@ class CaseStats(TypedDict):
     t_decode_ms: float | None
     t_verify_ms: float | None
     t_draft_ms: float | None
-    acceptance: dict[str, Any]
+    acceptance: "Acceptance"
     predicted_speedup: float | None
     ledger_speedup: float | None
     components_t_verify_ms: float | None
@@ -176,7 +179,7 @@ class CaseStats(TypedDict):
     judged_tokens: int | None
     judged_measured_speedup: float | None
     prediction_error: float | None
-    match: dict[str, Any] | None
+    match: MatchStats | None
     divergence: dict[str, Any] | None
     discarded: bool
     regime: NotRequired[str]          # with the session's sampling regime (``session_case_stats``)
@@ -206,7 +209,7 @@ class Summary(FigureIntervals):
     repeats: int
     plain_tok_s: float | None
     spec_tok_s: float | None
-    repeat_rates: dict[str, list[Any]]
+    repeat_rates: RepeatRates
     plain_tok_s_spread: list[float] | None
     spec_tok_s_spread: list[float] | None
     measured_speedup_spread: list[float] | None
@@ -246,7 +249,7 @@ class Summary(FigureIntervals):
     prediction_error: float | None
     prediction_error_ci: list[float] | None
     prediction_unit: str | None
-    prediction_verdict: dict[str, Any]
+    prediction_verdict: Verdict
     prediction_within_noise: bool | None
     ledger_speedup: float | None
     ledger_error: float | None
@@ -264,7 +267,7 @@ class Summary(FigureIntervals):
     engine_faults: list[dict[str, Any]]
     unchecked_divergences: list[dict[str, Any]]
     breakdown: dict[str, Any] | None
-    probe: dict[str, Any] | None
+    probe: ProbeDrift | None
     energy: dict[str, Any] | None
 
 

@@ -1,0 +1,238 @@
+"""The shapes of the figures ``profiler.analysis`` computes beside the session's own (``session.records``): typed
+records (``TypedDict``), plain dicts at run time, so what is written and read stays JSON as it was.
+
+This module imports nothing from the session (``session.records`` reads some of these records for its ``Summary``
+and ``CaseStats``): a record here is built from ``typing`` alone.
+"""
+
+# no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
+from typing import Any, NotRequired, TypedDict
+
+
+class Verdict(TypedDict):
+    """The one rule's verdict on a prediction error (``verdict_rule.decide``), with what ``uncertainty.judge`` adds
+    (the unit, how many, what would decide it) and the sequential look's level (``prediction.genuine_prediction``).
+    A summary with no prediction holds only ``state`` (None) and ``text`` (why)."""
+    interval: NotRequired[list[float] | None]
+    half_width: NotRequired[float | None]
+    data_needed: NotRequired[float | None]
+    state: str | None                 # verdict_rule.STATES, None: no error to judge
+    text: str
+    unit: NotRequired[str]
+    units: NotRequired[int]
+    more_cases: NotRequired[int]
+    max_tokens: NotRequired[int | None]
+    level: NotRequired[float]
+
+
+class Agreement(TypedDict):
+    """What a tune confirmation says about its prediction (``tune_confirm.agreement``)."""
+    state: str | None
+    text: str
+    half_width: float | None
+    interval: list[float] | None
+    data_needed: float | None
+    interval_kind: str                # "paired" | "unpaired"
+
+
+class MatchStats(TypedDict):
+    """How far speculative output equals plain output (``stats.match_stats``)."""
+    equal: bool
+    match_rate: float
+    first_divergence: int | None
+
+
+class CommunicationWhatIf(TypedDict):
+    """The division with ``comm_ms`` of communication per forward (``stats.communication_what_if``)."""
+    comm_ms: float
+    t_decode_ms: float
+    t_verify_ms: float
+    compute_decode_ms: float
+    compute_verify_ms: float
+    verify_multiple: float | None
+    break_even_p: float | None
+
+
+class ProbeDrift(TypedDict):
+    """The clock probe's drift verdict (``drift.probe_drift``); None figures: too few readings to judge."""
+    readings: int
+    best_ms: float
+    first_ms: float | None
+    last_ms: float | None
+    early_ms: float | None
+    late_ms: float | None
+    slowdown: float | None
+    noise: float | None
+    drift: bool | None
+    cooldown_readings: int
+
+
+class TraceFigures(TypedDict):
+    """The rounds an acceptance trace walks at k (``trace_walk._figures``), with what ``at_k`` and ``pooled`` add."""
+    k: int
+    rounds: int
+    full_rounds: int
+    accepted: list[int]
+    tokens_per_round: float | None
+    acceptance_by_depth: list[float | None]
+    tokens_per_round_hist: list[int]
+    accepted_total: int
+    drafted_total: int
+    estimate: NotRequired[bool]
+    draws: NotRequired[int]
+    tokens_per_round_spread: NotRequired[list[float] | None]
+    traces: NotRequired[int]
+
+
+class TraceSummary(TypedDict):
+    """A short description of one trace (``trace_walk.summary``)."""
+    positions: int
+    mean_A: float | None
+    first_draft_agrees: float | None
+    k_max: int
+    drafter: str | None
+    estimate: bool
+
+
+class Judgement(TypedDict):
+    """One figure of two sessions held side by side (``compare._judge``)."""
+    a: Any                            # the figures as the summaries hold them ("below noise" for a breakdown time)
+    b: Any
+    delta: float | None
+    relative: float | None
+    winner: str | None                # a session's name, "tie", or None (a figure missing, or no better side)
+    by: str | None
+    a_ci95: list[float] | None
+    b_ci95: list[float] | None
+    judged: NotRequired[str]
+
+
+class SessionDescription(TypedDict):
+    """What a comparison says about each session (``compare._describe``)."""
+    model: str | None
+    demo: bool
+    demo_trained: bool
+    device: str
+    mlx: str | None
+    engine: str
+    drafter: str | None
+    drafter_kind: str | None
+    what_if: bool
+    k: int
+    regime: str
+    cases: int
+    max_tokens: int | None
+    status: str
+
+
+class WhyTerm(TypedDict):
+    key: str
+    label: str
+    log: float
+    share: float | None
+
+
+class WhyFaster(TypedDict):
+    """Which term makes the faster one faster (``why_faster.decompose`` / ``decompose_measured``), with what the
+    comparison adds (``compare._why``)."""
+    names: list[str]
+    terms: list[WhyTerm]
+    log_ratio: float
+    model_ratio: float | None
+    measured_ratio: float | None
+    unexplained_log: float | None
+    basis: str                        # "round model" | "measured"
+    why_whole: NotRequired[str]
+    cause: str | None
+    answer: str
+    measured_difference: NotRequired[bool]
+
+
+class ErrorUnit(TypedDict):
+    """One independent unit of the prediction error's interval (``uncertainty._unit``)."""
+    tokens: int
+    ms: float
+    accepted: int
+    counted: int
+    v_sum: float
+    v_n: int
+    d_sum: float
+    d_n: int
+    components_only: NotRequired[bool]
+
+
+class RoundRest(TypedDict):
+    """A case's components as the error's units read them (``prediction._round_rest``)."""
+    verify_ms: list[float]
+    draft_ms: list[float]
+
+
+class CommunicationShare(TypedDict):
+    """Communication's share of a forward on each ruler (``summary_core._communication_share``)."""
+    barrier: float | None
+    barrier_free: float | None
+
+
+class RepeatRates(TypedDict):
+    """The session rates of each complete repeat and their speedups (``summary_core._repeat_rates``)."""
+    plain: list[float | None]
+    spec: list[float | None]
+    speedup: list[float | None]
+
+
+class Recommendation(TypedDict):
+    """What tune recommends (``tune.recommendation``)."""
+    drafter: str
+    k: int
+    measured_speedup: float
+    predicted_speedup: float
+    predicted_ci95: list[float] | None
+    measured_ci95: list[float] | None
+    wins: bool
+    what_if: bool
+    t_verify_ms: float
+    break_even_verify_ms: float
+    text: str
+
+
+class TraceFacts(TypedDict):
+    """What a drafter's acceptance traces say in a tune (``tune._trace_facts``)."""
+    positions: int
+    estimate: bool
+    tokens_per_round: list[float | None]
+    acceptance_by_depth: list[float | None]
+    tokens_per_round_k_max_rounds: list[float | None]
+    cost_ms: float | None
+
+
+class CasesInterval(TypedDict):
+    """Acceptance's interval with the case as the unit (``summary_intervals.acceptance_by_unit``)."""
+    p_ci95: list[float]
+    p_ci95_unit: str
+    tokens_per_round_ci95: list[float]
+
+
+class ComponentPrediction(TypedDict):
+    """The prediction from the verify curve (``prediction.component_prediction``): ``available`` False with ``why``,
+    or the prediction with its inputs and its error against the measured speedup."""
+    available: bool
+    why: NotRequired[str]
+    speedup: NotRequired[float]
+    t_decode_ms: NotRequired[float]
+    t_verify_ms: NotRequired[float]
+    t_draft_ms: NotRequired[float]
+    tokens_per_round: NotRequired[float]
+    measured_speedup: NotRequired[float | None]
+    error: NotRequired[float | None]
+    ledger_speedup: NotRequired[float | None]
+    ledger_error: NotRequired[float | None]
+
+
+class BreakdownSpread(TypedDict):
+    """Each breakdown figure's spread over reps, median over cases (``summary_core._aggregate_spread``)."""
+    whole_ms: list[float] | None
+    instrumented_ms: list[float] | None
+    block_sum_ms: list[float] | None
+    inter_block_ms: list[float] | None
+    blocks: dict[str, list[float] | None]            # block name -> its spread (the names are data)
+    skip_estimates: dict[str, list[float] | None]
