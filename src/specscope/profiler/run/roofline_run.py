@@ -68,7 +68,7 @@ class RooflineConfig(EngineParams):
                    context=run.context, context_kind=run.context_kind, context_file=run.context_file)
 
 
-def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:
+def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:  # dict: analysis.roofline's figures, passed through
     """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json`` (``run --roofline``
     keeps it in the session)."""
     from specscope.engine_adapter.tune_runs import TuneEngine
