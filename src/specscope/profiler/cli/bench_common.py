@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+from typing import Any, Callable
+
+from specscope.profiler.cli.records import BenchResult
 
 PROMPT = "Explain in two short paragraphs why a verification pass over several tokens can cost as much as decoding them."
 TARGETS = {
@@ -106,7 +108,7 @@ def interleaved_pairs(a, one_pair, name: str | None = None, on_pair: PairHook | 
     return pairs
 
 
-def bench_result(name: str, ratios: list[float], raw: dict, unit: str = "ratio", value=None) -> dict:
+def bench_result(name: str, ratios: list[float], raw: dict[str, Any], unit: str = "ratio", value=None) -> BenchResult:
     op, target = TARGETS[name]
     ratio = statistics.median(ratios) if value is None else value
     met = ratio >= target if op == ">=" else ratio <= target

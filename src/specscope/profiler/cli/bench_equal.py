@@ -27,12 +27,13 @@ import time
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.bench_common import PROMPT, PairHook, abba_pairs, bench_result, load_bench_model
+from specscope.profiler.cli.records import BenchResult, MemoryPrograms, PeakReading
 
 ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
 
 
 # -- overhead ------------------------------------------------------------------------------------------------------
-def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
+def bench_overhead(a, on_pair: PairHook | None = None) -> BenchResult:
     from mlx_lm.generate import stream_generate
 
     from specscope.engine_adapter.decode.decoding import plain_generate
@@ -87,7 +88,7 @@ def bench_overhead(a, on_pair: PairHook | None = None) -> dict:
 
 
 # -- memory --------------------------------------------------------------------------------------------------------
-def _peak(code: str) -> dict:
+def _peak(code: str) -> PeakReading:
     """Run ``code`` in a fresh process; the JSON its last line prints (peak memory and tokens)."""
     import subprocess
 
@@ -99,7 +100,7 @@ def _peak(code: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _memory_programs(a) -> dict[str, tuple[str, str]]:
+def _memory_programs(a) -> MemoryPrograms:
     n, k = a.max_tokens, a.num_draft_tokens
     model_arg = repr(a.model) if a.model else "None"
     head = ("import json, mlx.core as mx\n"
@@ -125,10 +126,10 @@ def _memory_programs(a) -> dict[str, tuple[str, str]]:
     return {"plain": (ours_plain, theirs_plain), "speculative": (ours_spec, theirs_spec)}
 
 
-def bench_memory(a, on_pair: PairHook | None = None) -> dict:
+def bench_memory(a, on_pair: PairHook | None = None) -> BenchResult:
     programs = _memory_programs(a)
     rows = {}
-    for what, (ours, theirs) in programs.items():
+    for what, (ours, theirs) in (("plain", programs["plain"]), ("speculative", programs["speculative"])):  # in order
         a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until": None, "max_pairs": 0})()
         pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs), on_pair=on_pair)
         if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):
@@ -186,7 +187,7 @@ def predict_sweep(a, ps, ks, max_tokens: int, cap: int, run=None, on_point=None)
     return rows
 
 
-def bench_predict(a, on_pair: PairHook | None = None) -> dict:
+def bench_predict(a, on_pair: PairHook | None = None) -> BenchResult:
     """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction, each point
     run until its verdict is decided (at most ``--max-pairs`` cases of the prompt)."""
     from specscope.profiler.cli.bench_common import report_point

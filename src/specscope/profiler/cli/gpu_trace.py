@@ -20,8 +20,10 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
+from specscope.engine_adapter.measure.records import MetalStatus  # records only: no MLX
 from specscope.profiler.run.config import MAX_K
 from specscope.profiler.run.pump import describe_exit, worker_env
+from specscope.profiler.run.records import SuiteCase
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 WORKER_MODULE = "specscope.engine_adapter.measure.gpu_trace"
@@ -32,14 +34,14 @@ def output_files(k: int) -> list[str]:
     return ["decode.gputrace", f"verify-k{k}.gputrace", "capture.json"]
 
 
-def metal_status() -> dict:
+def metal_status() -> MetalStatus:
     """{"metal": bool, "device": words} for this machine (imports MLX; loads no model)."""
     from specscope.engine_adapter.measure.gpu_trace import metal_status as probe
 
-    return dict(probe())  # a plain dict of gpu_trace's MetalStatus record
+    return probe()  # the engine's MetalStatus record
 
 
-def require_metal() -> dict:
+def require_metal() -> MetalStatus:
     st = metal_status()
     if not st["metal"]:
         from specscope.engine_adapter.measure.gpu_trace import not_metal_message
@@ -48,7 +50,7 @@ def require_metal() -> dict:
     return st
 
 
-def capture_env() -> dict:
+def capture_env() -> dict[str, str]:  # dict: environment variables (names are data)
     env = worker_env()
     env[CAPTURE_ENV] = "1"
     return env
@@ -102,7 +104,7 @@ def prepare_output_dir(p: Path, k: int, force: bool) -> bool:
     return created
 
 
-def pick_prompt(suite: str | None, case: str | None) -> dict:
+def pick_prompt(suite: str | None, case: str | None) -> SuiteCase:
     """The capture's prompt: the suite's first case (the built-in suite unless ``suite``), or the case ``case``."""
     from specscope.profiler.run.suite import load_suite
 

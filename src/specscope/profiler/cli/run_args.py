@@ -8,6 +8,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, resolve_model_args
 from specscope.profiler.cli.preflight import add_ignore_arg
+from specscope.profiler.cli.records import ContextArgs, DistributedArgs
 from specscope.profiler.run.config import BACKENDS, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts
 from specscope.profiler.run.context import add_context_args
 
@@ -95,7 +96,7 @@ def add_distributed_args(ap: argparse.ArgumentParser) -> None:
                         "--ranks always uses ring over loopback)")
 
 
-def distributed_from_args(a) -> dict:
+def distributed_from_args(a) -> DistributedArgs:
     """The RunConfig fields of ``--ranks`` / ``--hosts`` / ``--hostfile`` / ``--backend`` (absent flags: none)."""
     hosts = getattr(a, "hosts", None)
     if hosts:
@@ -121,11 +122,11 @@ def config_from_args(a) -> RunConfig:
     return cfg
 
 
-def _context_from_args(a) -> dict:
+def _context_from_args(a) -> ContextArgs:
     from specscope.profiler.run.context import parse_contexts, parse_size
 
     text = getattr(a, "context", "0") or "0"
-    out = {"context_kind": getattr(a, "context_kind", "mixed"), "context_file": getattr(a, "context_file", None)}
+    out: ContextArgs = {"context_kind": getattr(a, "context_kind", "mixed"), "context_file": getattr(a, "context_file", None)}
     if getattr(a, "cmd", None) == "sweep":
         return {**out, "sweep": parse_contexts(text), "sweep_passes": a.passes}
     if "," in str(text):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import trace_walk
+from specscope.profiler.cli.records import TraceCaseFigures, TraceFigures
 
 
 def add_parser(sub) -> None:
@@ -45,7 +45,7 @@ def _measured_e(case: dict, k: int) -> float | None:
 
 
 def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda m: None, models: dict | None = None,
-                  tell=lambda m: None) -> dict:
+                  tell=lambda m: None) -> TraceFigures:
     """Record the traces into ``session`` (in place); return the figures ``trace`` prints. ``models``: the user's
     ``model``/``draft_model``/``mtp_weights`` in place of the session's (``run.session_models``); ``tell``: what the
     user must hear even without a progress bar (a demo rebuilt)."""
@@ -71,22 +71,22 @@ def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda 
         raise SpecscopeError("the session has no complete case with a plain output to trace")
     params = reopen_params(session.data, say=tell, **(models or {}))
     eng = Engine.open(params, status=say)
-    out: dict[str, Any] = {"drafter": drafter, "k": k, "k_max": k_max, "cases": []}
+    figures: list[TraceCaseFigures] = []
     for c in cases:
         say(f"tracing {c['id']} ({len(c['plain']['tokens'])} tokens)")
         d = eng.make_drafter(c["plain"]["tokens"])
         tr = record_trace(eng.target.model, c["prompt_tokens"], c["plain"]["tokens"], d, k_max, sampling=eng.sampling,
                           draws=draws, name=drafter, target_forward=d.needs_hidden)
         session.apply({"event": "trace", "case": c["id"], "trace": tr})
-        out["cases"].append({"case": c["id"], "content_class": c.get("content_class"), "positions": len(tr["A"]),
-                             "estimate": tr["estimate"], "cost_ms": tr["cost_ms"].get("total_ms"),
+        figures.append({"case": c["id"], "content_class": c.get("content_class"), "positions": len(tr["A"]),
+                             "estimate": tr["estimate"], "cost_ms": tr["cost_ms"]["total_ms"],
                              "E": [trace_walk.at_k(tr, j)["tokens_per_round"] for j in range(1, k_max + 1)],
                              "measured_E_at_k": _measured_e(c, k) if k <= k_max else None})
-    out["classes"] = {cat: [x["tokens_per_round"] for x in curve] for cat, curve in trace_walk.by_class(cases, k_max).items()}
-    return out
+    classes = {cat: [x["tokens_per_round"] for x in curve] for cat, curve in trace_walk.by_class(cases, k_max).items()}
+    return {"drafter": drafter, "k": k, "k_max": k_max, "cases": figures, "classes": classes}
 
 
-def format_trace(res: dict) -> str:
+def format_trace(res: TraceFigures) -> str:
     e = lambda xs: " ".join("—" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
     lines = [f"acceptance traces: {res['drafter']}, K_max {res['k_max']} (the session ran k = {res['k']})",
              f" case            positions  E(1..{res['k_max']}) walked        measured E at k={res['k']}   cost"]

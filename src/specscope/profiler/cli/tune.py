@@ -13,6 +13,7 @@ from dataclasses import fields
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.cli.common import resolve_model_args
 from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
+from specscope.profiler.cli.records import BenchResult
 from specscope.profiler.run.measure_config import TuneConfig
 from specscope.profiler.analysis.intervals import draft_time_text
 
@@ -110,7 +111,7 @@ def cmd_tune(a) -> int:
 
 # -- bench tune -------------------------------------------------------------------------------------------------------
 
-def bench_tune(a) -> dict:
+def bench_tune(a) -> BenchResult:
     """Tune's prediction against its own confirmation runs, on the demo (or --model) with every real drafter it has
     (E(k) from their acceptance traces: bursty, content-dependent, not the i.i.d. oracle, which would hide a bias
     in E(k)), every k = 1..max(4, -k) confirmed, repeats until each median is known to ±5%; the figure is the largest

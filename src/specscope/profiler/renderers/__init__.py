@@ -77,7 +77,7 @@ def render_to_file(session, path: str | Path) -> list[str]:
     return list(warnings)
 
 
-def side_tables(session, path: str | Path, mod=None) -> dict[Path, str]:
+def side_tables(session, path: str | Path, mod=None) -> dict[Path, str]:  # dict: keyed by the tables' paths
     """Tables a one-table format writes beside the report (``r.csv`` → ``r.verify_cost.csv``, ``r.tune.csv``),
     from a renderer's optional ``extra_tables(session) -> {name: text}``."""
     mod = mod or renderer_for(path)

@@ -126,7 +126,7 @@ def render_comparison(result: dict) -> str:
     )
 
 
-def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> dict:
+def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> dict:  # dict: analysis.compare's result, passed through
     """Write the comparison (HTML or JSON by the extension); returns it."""
     out = Path(out_path)
     name = out.name.lower()

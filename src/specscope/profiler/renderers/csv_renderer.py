@@ -19,6 +19,7 @@ from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import median
 from specscope.profiler.analysis.summary import session_case_stats
 from . import redact
+from .records import CsvSideTables, JoulesPerToken
 
 
 def _num(x, nd=4):
@@ -135,14 +136,15 @@ def rows(session) -> list[dict]:
     return out
 
 
-def _joules_per_token(session, case_id: str) -> dict:
-    out = {}
-    for mode in ("plain", "spec"):
-        ws = [w for w in session.data.get("sensors") or [] if w.get("case") == case_id and w.get("mode") == mode
-              and w.get("joules") is not None]
-        tokens = sum(w.get("tokens") or 0 for w in ws)
-        out[mode] = sum(w["joules"] for w in ws) / tokens if ws and tokens else None
-    return out
+def _joules_per_token(session, case_id: str) -> JoulesPerToken:
+    return {"plain": _joules_per_token_of(session, case_id, "plain"), "spec": _joules_per_token_of(session, case_id, "spec")}
+
+
+def _joules_per_token_of(session, case_id: str, mode: str) -> float | None:
+    ws = [w for w in session.data.get("sensors") or [] if w.get("case") == case_id and w.get("mode") == mode
+          and w.get("joules") is not None]
+    tokens = sum(w.get("tokens") or 0 for w in ws)
+    return sum(w["joules"] for w in ws) / tokens if ws and tokens else None
 
 
 def render(session) -> str:
@@ -213,11 +215,11 @@ def _table(fields: list[str], rows: list[dict]) -> str:
 PREFLIGHT_COLUMNS = ["check", "status", "evidence", "fix"]
 
 
-def extra_tables(session) -> dict[str, str]:
+def extra_tables(session) -> CsvSideTables:
     """The verify cost curve (one row per n and block), the tuning rows, the acceptance traces (one row per
     case and position), a context sweep (one row per context) and the pre-flight (one row per check), when the
     session has them."""
-    out = {}
+    out: CsvSideTables = {}
     pf = session.data.get("preflight") or {}
     if pf.get("checks"):
         out["preflight"] = _table(PREFLIGHT_COLUMNS, [

@@ -35,7 +35,7 @@ def import_error_message(exc: ImportError, purpose: str) -> str:
     return f"{purpose} could not be loaded: {type(exc).__name__}: {exc}"
 
 
-def registered(group: str) -> dict[str, "EntryPoint"]:
+def registered(group: str) -> dict[str, "EntryPoint"]:  # dict: keyed by the installed entry points' names
     from importlib.metadata import entry_points
 
     return {ep.name: ep for ep in entry_points(group=group)}

@@ -23,6 +23,7 @@ import json
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.summary import BLOCK_LABELS
 from . import redact
+from .records import TraceEvent, TraceMeta, TraceSpan
 
 GAP_US = 1000.0  # spacing between phases that were not timed back to back
 
@@ -34,14 +35,14 @@ def _us(ms) -> float:
     return round(max(float(ms or 0.0), 0.0) * 1000.0, 3)
 
 
-def _x(name, cat, ts, dur, pid, tid, args=None) -> dict:
-    ev = {"name": name, "cat": cat, "ph": "X", "ts": round(ts, 3), "dur": round(max(dur, 0.0), 3), "pid": pid, "tid": tid}
+def _x(name, cat, ts, dur, pid, tid, args=None) -> TraceSpan:
+    ev: TraceSpan = {"name": name, "cat": cat, "ph": "X", "ts": round(ts, 3), "dur": round(max(dur, 0.0), 3), "pid": pid, "tid": tid}
     if args:
         ev["args"] = args
     return ev
 
 
-def _meta(name, pid, tid, args) -> dict:
+def _meta(name, pid, tid, args) -> TraceMeta:
     return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args}
 
 
@@ -92,8 +93,8 @@ def _all_cases(session) -> list[tuple[str, dict]]:
     return out
 
 
-def events(session) -> list[dict]:
-    evs: list[dict] = []
+def events(session) -> list[TraceEvent]:
+    evs: list[TraceEvent] = []
     t = 0.0
     for idx, (where, c) in enumerate(_all_cases(session)):
         pid = idx + 1

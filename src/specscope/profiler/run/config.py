@@ -69,7 +69,7 @@ class RunConfig(EngineParams):
     until: str | None = None
     extra: dict = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # dict: the dataclass's fields by name (asdict), the session's config
         return asdict(self)
 
     def engine_params(self) -> EngineParams:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from specscope.errors import SpecscopeError
+from specscope.profiler.run.records import ContextCheck, MemoryNeeded
 
 PREFILL_CHUNK = 2048  # engine_adapter.cache.context.PREFILL_STEP: the prefill's attention scores are chunk x context
 MEMORY_SHARE = 0.8    # refuse what would need more than this share of the machine's memory
@@ -35,7 +36,7 @@ def _model_dir(cfg) -> Path | None:
         return None  # the loader says why, with its own message
 
 
-def read_model_config(path: Path | None) -> dict | None:
+def read_model_config(path: Path | None) -> dict | None:  # dict: a model's config.json, passed through whole
     if path is None:
         return None
     try:
@@ -71,7 +72,7 @@ def machine_memory() -> int:
         return 0
 
 
-def memory_needed(config: dict, contexts: list[int], weights: int = 0) -> dict:
+def memory_needed(config: dict, contexts: list[int], weights: int = 0) -> MemoryNeeded:
     """What holding every context of a run needs: the stored caches (each point kept for its revisit), one case's
     copy of the largest, the prefill's attention scores (chunk x context x heads, float32) and the weights."""
     t = config.get("text_config") or config
@@ -85,7 +86,7 @@ def memory_needed(config: dict, contexts: list[int], weights: int = 0) -> dict:
             "total_bytes": total}
 
 
-def precheck(cfg, contexts: list[int], memory: int | None = None) -> dict:
+def precheck(cfg, contexts: list[int], memory: int | None = None) -> ContextCheck:
     """Refuse, before the weights load, a context beyond the model's window or this machine's memory."""
     path = _model_dir(cfg)
     config = read_model_config(path)

@@ -44,6 +44,7 @@ from specscope.profiler.run.config import parse_hosts as parse_hosts
 from specscope.profiler.run.events import finish_run
 from specscope.profiler.run.pump import EventPump, RunResult, describe_exit, worker_env
 from specscope.profiler.run.rank_monitor import LOOPBACK, RankMonitor
+from specscope.profiler.run.records import RingHost, RingHostfile
 
 # What the rank workers (``profiler.run.dist_worker``) say on stderr, and how a rank whose peer went away exits.
 # Defined here, not there: the app imports this module, and the worker module reaches the engine (MLX).
@@ -90,11 +91,11 @@ def _ipv4(host: str) -> str:
                              "pass its IP in --hosts, or a --hostfile") from None
 
 
-def ring_hostfile(hosts: list[str]) -> dict:
+def ring_hostfile(hosts: list[str]) -> RingHostfile:
     """The hostfile mlx.launch reads for the ring backend: ssh name and the IP the other ranks connect to."""
     if all(_is_local(h) for h in hosts):
         return {"backend": "ring", "hosts": [{"ssh": LOOPBACK, "ips": [LOOPBACK]} for _ in hosts]}
-    out = []
+    out: list[RingHost] = []
     for h in hosts:
         ip = _ipv4(socket.gethostname() if _is_local(h) else h)
         if ip.startswith("127."):

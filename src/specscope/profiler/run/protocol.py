@@ -29,6 +29,7 @@ from specscope.events import Emit, Event, Mode, PassName, Preflight, PrefillReco
 
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.records import ContextCheck
 from specscope.profiler.analysis.stats import tok_s
 
 COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its best reading
@@ -145,7 +146,7 @@ def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
 
     suite = load_suite(cfg.suite)
     cases = take_cases(suite["cases"], cfg.cases)
-    precheck = {}
+    precheck: ContextCheck = {}
     if any(sizes):
         from specscope.profiler.run.context_check import precheck as _precheck
 

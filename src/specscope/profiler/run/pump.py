@@ -53,7 +53,7 @@ class SessionSaveError(SpecscopeError):
         self.result = result
 
 
-def worker_env() -> dict:
+def worker_env() -> dict[str, str]:  # dict: environment variables (names are data)
     """The environment of a child process of a run (worker, guard, ranks): this specscope, unbuffered output."""
     env = dict(os.environ)
     # The worker must import the same specscope as this process, wherever it is run from.

@@ -11,7 +11,7 @@ from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import DEFAULT_PROMPT, RooflineConfig
 
 
-def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:
+def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:  # dict: analysis.roofline's figures, passed through
     """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json`` (``run --roofline``
     keeps it in the session)."""
     from specscope.engine_adapter.tune_runs import TuneEngine

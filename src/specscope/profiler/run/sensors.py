@@ -26,6 +26,7 @@ import time
 from typing import cast
 
 from specscope.events import SensorWindow, ThermalReading
+from specscope.profiler.run.records import SensorDescription
 
 MAC_EXTRA = "pip install 'specscope[mac]'"
 
@@ -63,7 +64,7 @@ class SensorSource:
     available = False
     reason = ""
 
-    def describe(self) -> dict:
+    def describe(self) -> SensorDescription:
         therm = "pmset -g therm before and after each case" if sys.platform == "darwin" else "not available (not macOS)"
         return {"source": self.name, "available": self.available, "reason": self.reason, "thermal": therm}
 
@@ -126,7 +127,7 @@ class MacmonSource(SensorSource):
         except Exception:  # noqa: BLE001 - a name is a nicety
             self.chip = ""
 
-    def describe(self) -> dict:
+    def describe(self) -> SensorDescription:
         return {**super().describe(), "chip": self.chip}
 
     def start(self) -> None:

@@ -34,7 +34,7 @@ def session_drafter(cfg: dict) -> str | None:
     return d.get("name") if isinstance(d, dict) else d
 
 
-def _config_demo(folder: str | Path) -> dict | None:
+def _config_demo(folder: str | Path) -> dict | None:  # dict: the demo's own record in its config.json, passed through
     try:
         return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("specscope_demo")
     except (OSError, ValueError, AttributeError):

@@ -17,13 +17,14 @@ from itertools import zip_longest
 from pathlib import Path
 
 from specscope.errors import SpecscopeError
+from specscope.profiler.run.records import Suite, SuiteCase
 
 # The shipped suite's content classes and what a person reads for them, in the order they are shown; a suite's own
 # classes show as they are named
 CONTENT_CLASS_NAMES = {"zh": "Chinese", "en": "English", "code": "Code"}
 
 
-def load_suite(path: str | None = None) -> dict:
+def load_suite(path: str | None = None) -> Suite:
     if path is None:
         from specscope.assets import read_text
 
@@ -46,7 +47,8 @@ def load_suite(path: str | None = None) -> dict:
     cases = doc.get("cases") if isinstance(doc, dict) else doc
     if not isinstance(cases, list) or not cases:
         raise SpecscopeError(f"suite {path} has no cases (expected a \"cases\" list)")
-    out, seen = [], set()
+    out: list[SuiteCase] = []
+    seen = set()
     for i, c in enumerate(cases):
         if isinstance(c, str):
             c = {"prompt": c}
@@ -65,16 +67,16 @@ def load_suite(path: str | None = None) -> dict:
     return {"name": doc.get("name", name) if isinstance(doc, dict) else name, "cases": out}
 
 
-def take_cases(cases: list[dict], n: int | None) -> list[dict]:
+def take_cases(cases: list[SuiteCase], n: int | None) -> list[SuiteCase]:
     """The first ``n`` cases, spread across content classes (round-robin), in suite order within each."""
     if n is None or n >= len(cases):
         return list(cases)
     if n <= 0:
         raise SpecscopeError("--cases must be at least 1")
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[SuiteCase]] = {}
     for c in cases:
         groups.setdefault(c["content_class"], []).append(c)
-    picked: list[dict] = []
+    picked: list[SuiteCase] = []
     for row in zip_longest(*groups.values()):
         picked.extend(c for c in row if c is not None)
     return picked[:n]

@@ -11,7 +11,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.run.measure_config import TuneConfig
 
 
-def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> dict:
+def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> dict:  # dict: analysis.tune.run_tune's result, passed through
     """Everything ``specscope tune`` measures, as the JSON-able dict it prints with ``--json``."""
     from specscope.engine_adapter.tune_runs import TuneEngine
     from specscope.profiler.analysis.tune import run_tune

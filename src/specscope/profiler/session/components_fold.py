@@ -7,19 +7,19 @@ the case's record holds every call's samples, in call order, as one record of th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
-from specscope.profiler.session.records import Components
+from specscope.profiler.session.records import ComponentCall, Components
 
 LISTS = ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "prior_accepted", "bookkeeping_ms")
 CALL_FACTS = ("context", "at", "reps", "wall_ms")
 
 
-def call_of(comp: Components, when: str | None = None, repeat: int | None = None) -> dict[str, Any]:
+def call_of(comp: Components, when: str | None = None, repeat: int | None = None) -> ComponentCall:
     """What a single call measured beside which pass: its context, point of the case, repetitions and cost."""
-    out = {key: comp.get(key) for key in CALL_FACTS}
-    out.update(when=when, repeat=repeat, rounds=len(comp.get("round_ms") or []))
-    return out
+    facts: Mapping[str, Any] = comp  # "at" is in the engine's record, not in Components
+    return {"context": facts.get("context"), "at": facts.get("at"), "reps": facts.get("reps"),  # CALL_FACTS, in order
+            "wall_ms": facts.get("wall_ms"), "when": when, "repeat": repeat, "rounds": len(comp.get("round_ms") or [])}
 
 
 def fold_components(previous: Components | None, comp: Components, when: str | None = None,

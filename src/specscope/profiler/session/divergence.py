@@ -7,7 +7,7 @@ engine fault fails the session), and the summary and verdict read them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # the records import nothing back; this keeps the rule free of the session's shapes at run time
     from specscope.profiler.session.records import Case, Divergence
@@ -20,7 +20,7 @@ def logits_text(x) -> str:
     return "—" if x is None else f"{x:.3g}"
 
 
-def divergence_message(case_id: str, d: dict) -> str:
+def divergence_message(case_id: str, d: Mapping[str, Any]) -> str:
     """One greedy divergence in words: an engine fault (clear margin) or a near-tie (kernel rounding)."""
     where = f"case {case_id} position {d.get('position')}"
     tol = d.get("tolerance")
@@ -48,7 +48,7 @@ def divergence_verdict(d: Divergence) -> str:
     return ROUNDING if all(math.isfinite(x) and abs(x) <= tol for x in leads) else ENGINE_FAULT
 
 
-def case_divergence(case: Case) -> dict | None:
+def case_divergence(case: Case) -> Divergence | None:
     """The case's divergence record with its verdict recomputed, or None (outputs equal, or not checked)."""
     d = case.get("divergence")
     if not isinstance(d, dict):

@@ -180,7 +180,7 @@ class CaseStats(TypedDict):
     judged_measured_speedup: float | None
     prediction_error: float | None
     match: MatchStats | None
-    divergence: dict[str, Any] | None
+    divergence: Divergence | None     # with its verdict recomputed (``session.divergence.case_divergence``)
     discarded: bool
     regime: NotRequired[str]          # with the session's sampling regime (``session_case_stats``)
 
@@ -271,7 +271,18 @@ class Summary(FigureIntervals):
     energy: dict[str, Any] | None
 
 
-def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:
+class ComponentCall(TypedDict):
+    """One components call beside a pass, as a case's ``Components.calls`` lists it (``components_fold.call_of``)."""
+    context: int | None
+    at: float | None                  # the call's point of the case (0.5: its middle)
+    reps: int | None
+    wall_ms: float | None
+    when: str | None
+    repeat: int | None
+    rounds: int
+
+
+def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:  # dict: the engine's own run_facts, passed through
     """Whose speculative loop a session ran, from its config: the engine's own facts (``run_facts``: name, version,
     reports, not_reported), or ``{"name": …}`` where only the run setting's name is there (a string: a stub engine,
     or an older session), or specscope's own."""

@@ -49,7 +49,7 @@ def _rename(items, old: str, new: str) -> None:
             x.setdefault(new, value)
 
 
-def migrate_names(d: dict) -> dict:
+def migrate_names(d: dict) -> dict:  # dict: an older file's raw JSON, renamed in place
     """Rename, in place, the keys an older session file spells the old way ("category" meant two things): a
     case's ``category`` (its content class) becomes ``content_class``, a roofline point's ``categories`` (its
     per-block costs) becomes ``by_block``; a sweep's point sessions likewise. The new name wins where a file has

@@ -14,7 +14,7 @@ import copy
 import json
 import os
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from specscope.events import Event
 from specscope.profiler.session.file_io import atomic_write, finite_json
@@ -252,7 +252,7 @@ class Session:
         return self.data["cases"]
 
     @property
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:  # dict: the run's RunConfig.to_dict and engine facts (SessionData.config)
         return self.data["config"]
 
     @property
