@@ -6,7 +6,7 @@ break-even) is only comparable within one sampling regime. Sessions measured
 in different regimes are refused with a clear message; ``timings_only=True``
 compares the timings alone and says so on the page.
 
-``compare(a, b, names)`` returns a plain dict (Qt-free); ``renderers.compare_html.compare_to_file``
+``compare(a, b, names)`` returns a ``records.Comparison`` (a plain dict at run time; Qt-free); ``renderers.compare_html.compare_to_file``
 writes it as HTML or JSON.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis.intervals import noise_label
-from specscope.profiler.analysis.records import Judgement, SessionDescription, WhyFaster
+from specscope.profiler.analysis.records import ComparedFigure, Comparison, Judgement, SessionDescription, WhyFaster
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.why_faster import decompose, decompose_measured
@@ -125,7 +125,7 @@ def _describe(session) -> SessionDescription:
     }
 
 
-def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
+def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
     names = tuple(names)
     if names[0] == names[1]:
         names = (f"{names[0]} (A)", f"{names[1]} (B)")
@@ -139,20 +139,20 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
             "(same temperature and top-p), or compare timings only."
         )
     accept_ok = same_regime
-    figures = []
+    figures: list[ComparedFigure] = []
     for key, label, unit, better, needs_acc in FIGURES:
         if needs_acc and not accept_ok:
             continue
         if key == "match_rate" and not (sa["regime"] == "greedy" and sb["regime"] == "greedy"):
             continue
         ci = INTERVALS.get(key)
-        row = {"key": key, "label": label, "unit": unit, "better": better,
+        row: ComparedFigure = {"key": key, "label": label, "unit": unit, "better": better,
                **_judge(sa.get(key), sb.get(key), better, names, sa.get(ci) if ci else None, sb.get(ci) if ci else None)}
         figures.append(row)
 
-    ratios = []
+    ratios: list[ComparedFigure] = []
     bda, bdb = sa.get("breakdown"), sb.get("breakdown")
-    breakdown = []
+    breakdown: list[ComparedFigure] = []
     if bda and bdb:
         cats = list(dict.fromkeys(list(bda["block_order"]) + list(bdb["block_order"])))
         for c in cats + ["whole"]:
@@ -174,7 +174,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> dict:
                 breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
                                   **judged})
 
-    by_content_class = []
+    by_content_class: list[ComparedFigure] = []
     if accept_ok:
         cats = sorted(set(sa["acceptance_by_content_class"]) | set(sb["acceptance_by_content_class"]))
         for c in cats:

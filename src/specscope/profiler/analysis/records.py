@@ -2,11 +2,16 @@
 records (``TypedDict``), plain dicts at run time, so what is written and read stays JSON as it was.
 
 This module imports nothing from the session (``session.records`` reads some of these records for its ``Summary``
-and ``CaseStats``): a record here is built from ``typing`` alone.
+and ``CaseStats``): a record here is built from ``typing`` alone (the prediction's ``Division`` and ``RoundModel``
+are named for the type checker only).
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+if TYPE_CHECKING:  # the prediction holds these objects (never written: the summary reads its figures off them)
+    from specscope.profiler.analysis.round_model import RoundModel
+    from specscope.profiler.analysis.stats import Division
 
 
 class Verdict(TypedDict):
@@ -236,3 +241,146 @@ class BreakdownSpread(TypedDict):
     inter_block_ms: list[float] | None
     blocks: dict[str, list[float] | None]            # block name -> its spread (the names are data)
     skip_estimates: dict[str, list[float] | None]
+
+
+class PerRankAggregate(TypedDict):
+    """A distributed breakdown's phase rank by rank, median over cases (``summary_core._aggregate_per_rank``):
+    lists indexed by rank."""
+    ranks: int
+    whole_ms: list[float | None]
+    blocks: dict[str, list[float | None]]            # block name -> its figure per rank (the names are data)
+    skip_estimates: dict[str, list[float | None]]
+    communication_split: dict[str, list[float | None]]  # "wait_ms", "transfer_ms"
+    communication_barrier_ms: list[float | None]
+    communication_ruler: str                         # "barrier_free" | "barrier"
+    communication_ms: list[float | None]
+    compute_ms: list[float | None]
+
+
+class PhaseAggregate(TypedDict):
+    """One phase (decode or verify) of the breakdown, median over cases (``summary_core.aggregate_breakdown``)."""
+    positions: int
+    whole_ms: float
+    instrumented_ms: float
+    block_sum_ms: float
+    blocks: dict[str, float | None]                  # block name -> ms (the names are data)
+    skip_estimates: dict[str, float | None]
+    inter_block_ms: float
+    barrier_distortion: float | None
+    spread: BreakdownSpread
+    communication_share: NotRequired[CommunicationShare]  # a run with communication among its blocks
+    per_rank: NotRequired[PerRankAggregate]          # and per-rank figures in every case
+
+
+class BreakdownAggregate(TypedDict):
+    """The session's breakdown, median over cases (``summary_core.aggregate_breakdown``; ``Summary.breakdown``)."""
+    decode: PhaseAggregate
+    verify: PhaseAggregate
+    ratios: dict[str, float | None]                  # block (and "inter_block", "whole") -> verify / decode
+    block_order: list[str]
+    labels: dict[str, str]                           # block -> its label for this model (the last case's)
+    distributed: NotRequired[dict[str, Any]]         # a sharded model's facts, as the last case that has them holds them
+
+
+class ComponentSamples(TypedDict):
+    """How many samples each timed-apart component's mean is over (``prediction.genuine_prediction``)."""
+    verify: int
+    draft: int
+    bookkeeping: int
+
+
+class GenuinePrediction(TypedDict):
+    """The prediction from components timed apart, or from the verify curve (``prediction.genuine_prediction``):
+    ``available`` False with ``why`` (and the inputs found so far), or the judged round model, the seed's division
+    beside it, its error against the measured speedup, the error's interval and its verdict. Read by the summary,
+    never written as it is (``division`` and ``model`` are objects)."""
+    available: bool
+    source: str | None                # "components" | "verify curve"; None: neither
+    t_verify_ms: NotRequired[float]
+    t_draft_ms: NotRequired[float]
+    t_bookkeeping_ms: NotRequired[float | None]  # components only
+    samples: NotRequired[ComponentSamples]
+    cases_timed: NotRequired[int]
+    why: NotRequired[str]             # not available: why
+    division: NotRequired["Division"]
+    model: NotRequired["RoundModel"]
+    speedup: NotRequired[float]
+    division_speedup: NotRequired[float]
+    division_error: NotRequired[float | None]
+    untimed: NotRequired[list[str]]
+    tokens_per_round: NotRequired[float]
+    t_decode_ms: NotRequired[float]
+    t_rollback_ms: NotRequired[float | None]
+    speedup_with_rollback: NotRequired[float | None]
+    rollback_share: NotRequired[float | None]
+    error: NotRequired[float | None]
+    error_ci: NotRequired[list[float] | None]
+    unit: NotRequired[str | None]
+    units: NotRequired[int]
+    verdict: NotRequired[Verdict]
+    error_with_rollback: NotRequired[float | None]
+    draft_samples: NotRequired[list[list[float]] | None]
+    rollback_untimed_counts: NotRequired[list[int]]
+
+
+class ComparedFigure(Judgement):
+    """One row of a comparison (``compare.compare``): the figure, its unit and which way is better, judged."""
+    key: str
+    label: str
+    unit: NotRequired[str]            # absent in the per-block ratios (the page shows them as ×)
+    better: str | None                # "higher" | "lower" | "abs-lower" | None
+
+
+class Comparison(TypedDict):
+    """Two sessions side by side (``compare.compare``; ``compare --json`` writes it as it is)."""
+    schema: str
+    schema_version: int
+    names: list[str]
+    sessions: dict[str, SessionDescription]          # keyed by the two names (data)
+    same_regime: bool
+    acceptance_compared: bool
+    headline: str
+    correct: dict[str, bool]                         # keyed by the two names
+    why: WhyFaster | None
+    figures: list[ComparedFigure]
+    ratios: list[ComparedFigure]
+    breakdown: list[ComparedFigure]
+    acceptance_by_content_class: list[ComparedFigure]
+    notes: list[str]
+
+
+class SweepPointFigures(TypedDict):
+    """One context sweep point's figures, read off its own session's summary (``sweep.point_figures``);
+    ``sweep_figures`` adds how many visits it had and whether it is complete."""
+    context: int
+    cases: int | None
+    plain_tok_s: float | None
+    plain_tok_s_ci95: list[float] | None
+    spec_tok_s: float | None
+    spec_tok_s_ci95: list[float] | None
+    t_decode_ms: float | None
+    t_verify_ms: float | None
+    t_draft_ms: float | None
+    t_draft_ms_ci95: list[float] | None
+    verify_multiple: float | None
+    full_attention_share_decode: float | None
+    full_attention_share_verify: float | None
+    blocks_decode: dict[str, float | None] | None
+    blocks_verify: dict[str, float | None] | None
+    kv_bytes_per_step: float | None
+    cache_bytes: int | None
+    p: float | None
+    p_ci95: list[float] | None
+    tokens_per_round: float | None
+    tokens_per_round_ci95: list[float] | None
+    predicted_speedup: float | None
+    measured_speedup: float | None
+    measured_speedup_ci95: list[float] | None
+    break_even_verify_ms: float | None
+    break_even_multiple: float | None
+    prefill_ms: float | None
+    prefill_tok_s: float | None
+    draft_prefill_ms: float | None
+    low_sample: bool | None
+    visits: NotRequired[int]
+    complete: NotRequired[bool]

@@ -41,6 +41,6 @@ def cmd_compare(a) -> int:
     result = compare_to_file(sa, sb, out, names=(Path(a.a).stem, Path(a.b).stem), timings_only=a.timings_only)
     print(f"wrote {out}")
     print(result["headline"])
-    if result.get("why"):
-        print(f"why: {result['why']['answer']}")
+    if why := result.get("why"):
+        print(f"why: {why['answer']}")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.compare import compare
+from specscope.profiler.analysis.records import Comparison
 from specscope.profiler.session.file_io import atomic_write, finite_json
 
 from .html_common import SCREEN_CSS, esc
@@ -74,7 +75,7 @@ def _rows_table(rows, names, title_col="Figure", unit_default=None):
     return f'<table class="full" cellspacing="0" cellpadding="4" border="1">{head}{"".join(body)}</table>'
 
 
-def render_comparison(result: dict) -> str:
+def render_comparison(result: Comparison) -> str:
     names = result["names"]
     sess = result["sessions"]
     keys = ["model", "device", "mlx", "engine", "drafter", "what_if", "k", "regime", "cases", "max_tokens", "status"]
@@ -126,7 +127,7 @@ def render_comparison(result: dict) -> str:
     )
 
 
-def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> dict:  # dict: analysis.compare's result, passed through
+def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False) -> Comparison:
     """Write the comparison (HTML or JSON by the extension); returns it."""
     out = Path(out_path)
     name = out.name.lower()
