@@ -73,7 +73,7 @@ class LiveChartData:
         self._plain = _SeriesFold(lambda c: c["plain"]["step_ms"], plain_points, 2, 0.0)
         self._spec = _SeriesFold(lambda c: c["spec"]["rounds"], spec_points, 2, 0.0)
         # each chart's data, and the key it was made from: remade only when the key changes
-        self._bd_src: dict | None = None
+        self._bd_src: object | None = None  # the summary's breakdown, compared by identity
         self._bd: dict | None = None
         self._tp_key: tuple | None = None
         self._tp: dict | None = None

@@ -3,6 +3,8 @@ spread over reps; an estimate (barrier-free, inter-block) whose spread reaches z
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.intervals import RULER_BIAS_NOTE, below_noise, noise_state, not_a_time, spread_text, time_text
 from specscope.profiler.analysis.formatting import fmt as f, pct
@@ -93,7 +95,7 @@ def _rank_ms(x) -> str:
     return "below noise" if x is not None and x <= 0 else f(x)
 
 
-def per_rank_section(bd: dict) -> str:
+def per_rank_section(bd: Mapping[str, Any]) -> str:
     """A distributed breakdown: one row per rank (whole graph, compute, communication) for decode and verify, and
     communication's share on both rulers. Empty for a run on one machine."""
     dist = bd.get("distributed")

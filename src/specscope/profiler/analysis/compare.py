@@ -12,6 +12,8 @@ writes it as HTML or JSON.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis.intervals import noise_label
@@ -55,7 +57,7 @@ BREAKDOWN_FIGURES = [
 ]
 
 
-def _vouched(side: dict, key: str):
+def _vouched(side: Mapping[str, Any], key: str):
     """A breakdown figure, or "below noise" for an estimated time whose spread reaches zero (never a negative time)."""
     v = side.get(key)
     label = noise_label(v, (side.get("spread") or {}).get(key)) if key == "inter_block_ms" else None
@@ -255,7 +257,7 @@ def _why(sa, sb, names, measured_row, sessions) -> WhyFaster | None:
     return d
 
 
-def _spread(side: dict, block: str):
+def _spread(side: Mapping[str, Any], block: str):
     """A breakdown block's spread over reps (its interval for a comparison), or None."""
     return ((side.get("spread") or {}).get("blocks") or {}).get(block)
 

@@ -8,13 +8,14 @@ paths end in this code, so their numbers are equal, not close.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping, cast
 
 from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
-from specscope.profiler.analysis.records import BreakdownSpread, CommunicationShare, RepeatRates, Verdict
+from specscope.profiler.analysis.records import (BreakdownAggregate, BreakdownSpread, CommunicationShare, PerRankAggregate,
+                                                 PhaseAggregate, RepeatRates, Verdict)
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_intervals import (
     acceptance_by_unit as _acceptance_by_unit,
@@ -283,50 +284,59 @@ def energy(session, case_ids: set) -> dict | None:  # dict: mode -> its sensor m
     return out
 
 
-def aggregate_breakdown(bds: list[Breakdown]) -> dict | None:
+def aggregate_breakdown(bds: list[Breakdown]) -> BreakdownAggregate | None:
     """Median over cases of each breakdown figure, and of each end of its spread over reps."""
     if not bds:
         return None
-    out: dict[str, Any] = {}
+    phases: list[PhaseAggregate] = []
     for side in ("decode", "verify"):
         rows = [b[side] for b in bds if side in b]
         if not rows:
             return None
-        agg: dict[str, Any] = {
+        # every measured forward has these: the medians of floats are floats
+        whole = cast(float, stats.median(r["whole_ms"] for r in rows))
+        instrumented = cast(float, stats.median(r["instrumented_ms"] for r in rows))
+        block_sum = cast(float, stats.median(r["block_sum_ms"] for r in rows))
+        blocks = {c: stats.median(r["blocks"].get(c) for r in rows) for c in rows[0]["blocks"]}
+        skips = {c: stats.median(r.get("skip_estimates", {}).get(c) for r in rows) for c in rows[0].get("skip_estimates", {})}
+        inter = whole - block_sum
+        agg: PhaseAggregate = {
             "positions": rows[0]["positions"],
-            "whole_ms": stats.median(r["whole_ms"] for r in rows),
-            "instrumented_ms": stats.median(r["instrumented_ms"] for r in rows),
-            "block_sum_ms": stats.median(r["block_sum_ms"] for r in rows),
-            "blocks": {c: stats.median(r["blocks"].get(c) for r in rows) for c in rows[0]["blocks"]},
-            "skip_estimates": {c: stats.median(r.get("skip_estimates", {}).get(c) for r in rows) for c in rows[0].get("skip_estimates", {})},
+            "whole_ms": whole,
+            "instrumented_ms": instrumented,
+            "block_sum_ms": block_sum,
+            "blocks": blocks,
+            "skip_estimates": skips,
+            "inter_block_ms": inter,
+            "barrier_distortion": instrumented / whole - 1 if whole else None,
+            "spread": _aggregate_spread(rows, {"whole_ms": whole, "instrumented_ms": instrumented,
+                                               "block_sum_ms": block_sum, "inter_block_ms": inter, "blocks": blocks,
+                                               "skip_estimates": skips}),
         }
-        agg["inter_block_ms"] = agg["whole_ms"] - agg["block_sum_ms"]
-        agg["barrier_distortion"] = agg["instrumented_ms"] / agg["whole_ms"] - 1 if agg["whole_ms"] else None
-        agg["spread"] = _aggregate_spread(rows, agg)
         if COMMUNICATION in agg["blocks"]:
             agg["communication_share"] = _communication_share(agg)
             per_rank = _aggregate_per_rank(rows)
             if per_rank:
                 agg["per_rank"] = per_rank
-        out[side] = agg
-    dec, ver = out["decode"], out["verify"]
-    out["ratios"] = {
-        c: (ver["blocks"][c] / dec["blocks"][c]) if dec["blocks"].get(c) else None for c in dec["blocks"]
+        phases.append(agg)
+    dec, ver = phases
+    ratios = {  # a verify block None (never measured) where its decode block is not fails here, as it always did
+        c: (cast(float, ver["blocks"][c]) / d) if (d := dec["blocks"].get(c)) else None for c in dec["blocks"]
     }
     # A ratio of overheads only means something when both are real: positive and above their noise.
     both = all(d["inter_block_ms"] > 0 and not intervals.not_a_time(d["inter_block_ms"], d["spread"]["inter_block_ms"])
                for d in (dec, ver))
-    out["ratios"]["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
-    out["ratios"]["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
-    out["block_order"] = list(dec["blocks"])
-    out["labels"] = bds[-1].get("labels", {})
+    ratios["inter_block"] = ver["inter_block_ms"] / dec["inter_block_ms"] if both else None
+    ratios["whole"] = ver["whole_ms"] / dec["whole_ms"] if dec["whole_ms"] else None
+    out: BreakdownAggregate = {"decode": dec, "verify": ver, "ratios": ratios, "block_order": list(dec["blocks"]),
+                               "labels": bds[-1].get("labels", {})}
     dist = next((b["distributed"] for b in reversed(bds) if b.get("distributed")), None)
     if dist:
         out["distributed"] = dist
     return out
 
 
-def _communication_share(agg: dict) -> CommunicationShare:
+def _communication_share(agg: PhaseAggregate) -> CommunicationShare:
     """Communication's share of a forward on each ruler: barrier-timed communication over the sum of blocks, and
     the barrier-free estimate (whole graph minus the graph with local stand-ins for the collectives) over the
     whole graph. None where the figure is missing or its denominator is not positive."""
@@ -337,7 +347,7 @@ def _communication_share(agg: dict) -> CommunicationShare:
     }
 
 
-def _aggregate_per_rank(rows: list[PhaseBreakdown]) -> dict | None:
+def _aggregate_per_rank(rows: list[PhaseBreakdown]) -> PerRankAggregate | None:
     """Each rank's figures, median over cases (rank by rank): whole graph, barrier-timed blocks (communication
     among them) and barrier-free estimates, communication split into waiting for the slowest rank and transfer,
     and compute = whole graph − communication. None unless every case has figures for the same ranks.
@@ -353,30 +363,35 @@ def _aggregate_per_rank(rows: list[PhaseBreakdown]) -> dict | None:
     if any(len(p["whole_ms"]) != n for p in prs):
         return None
 
-    def med(get) -> list:
+    def med(get) -> list[float | None]:
         return [stats.median(_at(get(p), i) for p in prs) for i in range(n)]
 
-    out: dict[str, Any] = {"ranks": n, "whole_ms": med(lambda p: p.get("whole_ms"))}
-    out["blocks"] = {c: med(lambda p, c=c: (p.get("blocks") or {}).get(c)) for c in prs[0].get("blocks") or {}}
-    out["skip_estimates"] = {c: med(lambda p, c=c: (p.get("skip_estimates") or {}).get(c))
-                             for c in prs[0].get("skip_estimates") or {}}
-    out["communication_split"] = {k: med(lambda p, k=k: (p.get("communication_split") or {}).get(k))
-                                  for k in ("wait_ms", "transfer_ms")}
-    barrier = out["blocks"].get(COMMUNICATION) or [None] * n
-    free = out["skip_estimates"].get(COMMUNICATION)
-    out["communication_barrier_ms"] = barrier
-    out["communication_ruler"] = "barrier_free" if free and all(x is not None for x in free) else "barrier"
-    comm = free if out["communication_ruler"] == "barrier_free" else barrier
-    out["communication_ms"] = comm
-    out["compute_ms"] = [w - c if w is not None and c is not None else None for w, c in zip(out["whole_ms"], comm)]
-    return out
+    whole = med(lambda p: p.get("whole_ms"))
+    blocks = {c: med(lambda p, c=c: (p.get("blocks") or {}).get(c)) for c in prs[0].get("blocks") or {}}
+    skips = {c: med(lambda p, c=c: (p.get("skip_estimates") or {}).get(c)) for c in prs[0].get("skip_estimates") or {}}
+    split = {k: med(lambda p, k=k: (p.get("communication_split") or {}).get(k)) for k in ("wait_ms", "transfer_ms")}
+    barrier = blocks.get(COMMUNICATION) or [None] * n
+    free = skips.get(COMMUNICATION)
+    ruler = "barrier_free" if free and all(x is not None for x in free) else "barrier"
+    comm = free if free is not None and ruler == "barrier_free" else barrier
+    return {
+        "ranks": n,
+        "whole_ms": whole,
+        "blocks": blocks,
+        "skip_estimates": skips,
+        "communication_split": split,
+        "communication_barrier_ms": barrier,
+        "communication_ruler": ruler,
+        "communication_ms": comm,
+        "compute_ms": [w - c if w is not None and c is not None else None for w, c in zip(whole, comm)],
+    }
 
 
 def _at(xs, i: int):
     return xs[i] if isinstance(xs, list) and i < len(xs) else None
 
 
-def _aggregate_spread(rows: list[PhaseBreakdown], agg: dict) -> BreakdownSpread:
+def _aggregate_spread(rows: list[PhaseBreakdown], agg: Mapping[str, Any]) -> BreakdownSpread:
     """Each figure's spread over reps, as the median over cases of its lower and of its upper end (widened
     to hold the figure itself). Breakdowns from before spreads were kept have none: every entry is None."""
 

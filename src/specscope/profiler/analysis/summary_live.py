@@ -13,6 +13,7 @@ from collections import Counter
 
 from specscope.profiler.session.records import Breakdown, Case, CaseStats, Summary
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.records import BreakdownAggregate
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
 from specscope.profiler.analysis.summary_core import (
@@ -212,7 +213,7 @@ class LiveSummary:
         self._k: int | None = None
         self._folds: dict[int, _CaseFold] = {}  # by id(case); each fold holds its case, so ids stay unique
         self._bd_src: list = []
-        self._bd: dict | None = None
+        self._bd: BreakdownAggregate | None = None
 
     def _fold(self, case: Case) -> _CaseFold:
         k = self.session.k
@@ -261,7 +262,7 @@ class LiveSummary:
                    "judged_ms": [x for f in folds for x in f.judged_rounds()[1]]},
         )
 
-    def _breakdown(self, bds: list[Breakdown]) -> dict | None:
+    def _breakdown(self, bds: list[Breakdown]) -> BreakdownAggregate | None:
         """The median aggregate, recomputed only when a breakdown arrives (or the set of cases changes)."""
         if len(bds) != len(self._bd_src) or any(a is not b for a, b in zip(bds, self._bd_src)):
             self._bd_src, self._bd = bds, aggregate_breakdown(bds)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import fmt, rate
@@ -174,7 +176,7 @@ def format_summary(session: Session) -> str:
                      f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
         lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
                      f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
-        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")
+        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")  # type: ignore[operator]  # None only for a whole graph of 0 ms
         if dec["skip_estimates"]:
             lines.append("    without barriers (whole graph minus the graph with one block skipped):")
             for c in dec["skip_estimates"]:
@@ -195,7 +197,7 @@ def _pct(x) -> str:
     return "below noise" if x is not None and x <= 0 else fmt(x and x * 100, ".0f", "%")
 
 
-def rank_lines(bd: dict) -> list[str]:
+def rank_lines(bd: Mapping[str, Any]) -> list[str]:
     """A distributed breakdown: one row per rank (whole graph, compute, communication) for decode and verify, and
     communication's share of each on both rulers; nothing for a run on one machine."""
     dist = bd.get("distributed")

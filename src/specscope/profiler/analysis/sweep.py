@@ -16,7 +16,9 @@ measurements, as for a run.
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
+from specscope.profiler.analysis.records import SweepPointFigures
 from specscope.profiler.analysis.summary import summarize
 
 
@@ -31,7 +33,7 @@ def sweep_order(contexts: list[int], passes: int) -> list[int]:
 
 
 # -- figures per point --------------------------------------------------------------------------------------------
-def _share(part: dict | None, cat: str) -> float | None:
+def _share(part: Mapping[str, Any] | None, cat: str) -> float | None:
     blocks = (part or {}).get("blocks") or {}
     total = sum(v for v in blocks.values() if isinstance(v, (int, float)))
     v = blocks.get(cat)
@@ -46,10 +48,11 @@ def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
     return None if not per else float(per) * context
 
 
-def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> dict:
+def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> SweepPointFigures:
     """One sweep point's figures from its own session (``sub``: a ``Session``) and its context facts."""
     sm = summarize(sub)
-    bd = sm.get("breakdown") or {}
+    bd = sm.get("breakdown")
+    dec, ver = (bd["decode"], bd["verify"]) if bd else (None, None)  # an aggregate breakdown has both phases
     t_decode = sm.get("t_decode_ms")
     t_verify = sm.get("t_verify_ms")
     ratio = t_verify / t_decode if t_verify and t_decode else None
@@ -66,10 +69,10 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "t_draft_ms": sm.get("t_draft_ms"),
         "t_draft_ms_ci95": sm.get("t_draft_ms_ci95"),
         "verify_multiple": ratio,
-        "full_attention_share_decode": _share(bd.get("decode"), "full_attention"),
-        "full_attention_share_verify": _share(bd.get("verify"), "full_attention"),
-        "blocks_decode": (bd.get("decode") or {}).get("blocks"),
-        "blocks_verify": (bd.get("verify") or {}).get("blocks"),
+        "full_attention_share_decode": _share(dec, "full_attention"),
+        "full_attention_share_verify": _share(ver, "full_attention"),
+        "blocks_decode": dec["blocks"] if dec else None,
+        "blocks_verify": ver["blocks"] if ver else None,
         "kv_bytes_per_step": kv_bytes_per_step(model, context),
         "cache_bytes": facts.get("kv_bytes") if context else 0,  # the stored context's caches, Gated DeltaNet state included
         "p": sm.get("p"),

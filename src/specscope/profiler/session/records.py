@@ -21,7 +21,7 @@ from specscope.events import (Breakdown, Components, Divergence, PassName, Prefl
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
 # records of analysis figures the summary holds (that module imports nothing from the session)
-from specscope.profiler.analysis.records import MatchStats, ProbeDrift, RepeatRates, Verdict
+from specscope.profiler.analysis.records import BreakdownAggregate, MatchStats, ProbeDrift, RepeatRates, Verdict
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -266,7 +266,7 @@ class Summary(FigureIntervals):
     divergences: list[dict[str, Any]]
     engine_faults: list[dict[str, Any]]
     unchecked_divergences: list[dict[str, Any]]
-    breakdown: dict[str, Any] | None
+    breakdown: BreakdownAggregate | None
     probe: ProbeDrift | None
     energy: dict[str, Any] | None
 
