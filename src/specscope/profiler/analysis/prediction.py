@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.records import ComponentPrediction, RoundRest
+from specscope.profiler.analysis.records import ComponentPrediction, GenuinePrediction, RoundRest
 from specscope.profiler.analysis.rounds import counts_for_acceptance, judged_rounds, measured_rounds
 
 
@@ -135,7 +135,7 @@ def expected_rollback_ms(cases: list[dict], hist, k: int) -> tuple[float | None,
 
 
 def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: float | None, spec_tok_s: float | None,
-                       measured: float | None) -> dict:
+                       measured: float | None) -> GenuinePrediction:
     """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1),
     T_draft(k) and the rollback (by the run's accepted counts) from each case's separate forwards, drafts and rollbacks,
     only E from the run. The judged figure is the round model (``round_model.RoundModel``: E · T_decode over verify +
@@ -148,23 +148,23 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
 
     k = session.k
     E = acc.get("tokens_per_round")
-    out: dict[str, Any] = {"available": False, "source": None}
+    out: GenuinePrediction = {"available": False, "source": None}
     t_verify, n_v = _pooled(cases, "verify_ms")
     # the draft's catch-up and the bookkeeping by the earlier round's accepted count, weighted by the run's histogram
     drafts, books = histogram_weighted(cases, "draft_ms", hist, k), histogram_weighted(cases, "bookkeeping_ms", hist, k)
     t_draft, n_d = _mean_of(drafts)
     t_book, n_b = _mean_of(books)
     if t_verify is not None and t_draft is not None:
-        out.update(source="components", t_verify_ms=t_verify, t_draft_ms=t_draft, t_bookkeeping_ms=t_book,
-                   samples={"verify": n_v, "draft": n_d, "bookkeeping": n_b},
-                   cases_timed=sum(1 for c in cases if c.get("components")))
+        out.update({"source": "components", "t_verify_ms": t_verify, "t_draft_ms": t_draft, "t_bookkeeping_ms": t_book,
+                    "samples": {"verify": n_v, "draft": n_d, "bookkeeping": n_b},
+                    "cases_timed": sum(1 for c in cases if c.get("components"))})
     else:
         curve = component_prediction(session.data.get("roofline"), {"k": k, "tokens_per_round": E}, _drafter(session))
         if not curve.get("available"):
             why = ("this session timed no components apart (recorded by an older specscope, or none measured yet): "
                    "it holds only the ledger")
             return {**out, "why": why if not session.data.get("roofline") else f"{why}; {curve['why']}"}
-        out.update(source="verify curve", t_verify_ms=curve["t_verify_ms"], t_draft_ms=curve["t_draft_ms"])
+        out.update({"source": "verify curve", "t_verify_ms": curve["t_verify_ms"], "t_draft_ms": curve["t_draft_ms"]})
     if not t_decode or E is None:
         return {**out, "why": "the run has no plain decoding or no speculative rounds yet"}
     if out["t_verify_ms"] + out["t_draft_ms"] <= 0:
@@ -199,16 +199,16 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     n_units = sum(1 for u in units if not u.get("components_only"))
     verdict = judge(error, judged, unit or "", n_units, len(cases), session.config.get("max_tokens"), level)
     verdict["level"] = level
-    out.update(
-        available=True, division=d, model=model, speedup=judged_speedup, division_speedup=d.predicted_speedup,
-        division_error=stats.relative_error(d.predicted_speedup, measured), untimed=model.untimed,
-        tokens_per_round=E, t_decode_ms=t_decode, t_rollback_ms=t_rb, speedup_with_rollback=with_rb,
-        rollback_share=t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
-        error=error, error_ci=iv, unit=unit, units=n_units, verdict=verdict,
-        error_with_rollback=stats.relative_error(with_rb, measured) if with_rb is not None else None,
-        draft_samples=drafts,  # per case, the draft samples T_draft is the mean of (its interval reads them)
-        rollback_untimed_counts=rb_untimed,  # accepted counts the run had whose rollback was never timed: no figure
-    )
+    out.update({
+        "available": True, "division": d, "model": model, "speedup": judged_speedup, "division_speedup": d.predicted_speedup,
+        "division_error": stats.relative_error(d.predicted_speedup, measured), "untimed": model.untimed,
+        "tokens_per_round": E, "t_decode_ms": t_decode, "t_rollback_ms": t_rb, "speedup_with_rollback": with_rb,
+        "rollback_share": t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
+        "error": error, "error_ci": iv, "unit": unit, "units": n_units, "verdict": verdict,
+        "error_with_rollback": stats.relative_error(with_rb, measured) if with_rb is not None else None,
+        "draft_samples": drafts,  # per case, the draft samples T_draft is the mean of (its interval reads them)
+        "rollback_untimed_counts": rb_untimed,  # accepted counts the run had whose rollback was never timed: no figure
+    })
     return out
 
 

@@ -3,7 +3,7 @@ records (``TypedDict``), plain dicts at run time, so what is written and read st
 
 This module imports nothing from the session (``session.records`` reads some of these records for its ``Summary``
 and ``CaseStats``): a record here is built from ``typing`` alone (the prediction's ``Division`` and ``RoundModel``
-are named for the type checker only).
+and the session file's ``Summary`` and ``CaseStats`` are named for the type checker only).
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 if TYPE_CHECKING:  # the prediction holds these objects (never written: the summary reads its figures off them)
     from specscope.profiler.analysis.round_model import RoundModel
     from specscope.profiler.analysis.stats import Division
+    # the session's figures (``session.records`` imports this module: named for the type checker only)
+    from specscope.profiler.session.records import CaseStats, Summary
 
 
 class Verdict(TypedDict):
@@ -384,3 +386,10 @@ class SweepPointFigures(TypedDict):
     low_sample: bool | None
     visits: NotRequired[int]
     complete: NotRequired[bool]
+
+
+class SessionFigures(TypedDict):
+    """The figures a session file holds beside its data (``session_file.figures``), dropped and recomputed on load."""
+    summary: "Summary"
+    case_stats: dict[str, "CaseStats"]              # case id -> its figures
+    sweep_figures: NotRequired[list[dict[str, Any]]]  # a context sweep's points (``sweep.sweep_figures``)

@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 
 from specscope.profiler.session.session import Session
+from specscope.profiler.analysis.records import SessionFigures
 from specscope.profiler.analysis.summary import session_case_stats, summarize
 from specscope.profiler.analysis.sweep import sweep_figures
 
 
-def figures(session: Session, live=None) -> dict:
+def figures(session: Session, live=None) -> SessionFigures:
     """The derived numbers written with the session; ``live`` (a ``summary.LiveSummary`` of this session) gives
     them without a recomputation (it equals one)."""
-    out: dict[str, object]
+    out: SessionFigures
     if live is None:
         out = {"summary": summarize(session),
                "case_stats": {c["id"]: session_case_stats(session, c) for c in session.cases}}

@@ -14,7 +14,7 @@ import copy
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Mapping, cast
 
 from specscope.events import Event
 from specscope.profiler.session.file_io import atomic_write, finite_json
@@ -276,7 +276,7 @@ class Session:
         """The data (a copy); ``session_file.session_dict`` adds the derived figures."""
         return copy.deepcopy(self.data)
 
-    def to_json(self, figures: dict | None = None, compact: bool = False) -> str:
+    def to_json(self, figures: Mapping[str, Any] | None = None, compact: bool = False) -> str:
         """The session file's text: the data, and ``figures`` (``session_file.figures``) beside it. ``compact``
         (one line, ~4x faster to write: the app's autosaves during a run) or indented for reading; the same JSON
         either way (NaN/inf as null)."""
@@ -294,7 +294,7 @@ class Session:
         d = {k: v for k, v in copy.deepcopy(d).items() if k not in ("summary", "case_stats", "sweep_figures")}
         return cls(cast(SessionData, migrate_names(d)))  # validated above
 
-    def save(self, path: str | os.PathLike, figures: dict | None = None, compact: bool = False) -> None:
+    def save(self, path: str | os.PathLike, figures: Mapping[str, Any] | None = None, compact: bool = False) -> None:
         atomic_write(path, self.to_json(figures, compact=compact))
 
     @classmethod
