@@ -22,6 +22,7 @@ from specscope.events import DivergenceEvent, PrefilledContext
 
 from .decode.sampling import SamplingRecord
 from .measure.records import AcceptanceTrace, BreakdownRecord, ClockProbeInfo, ClockReading, ComponentTimes
+from .model.records import ModelDescription
 from .params import EngineParams
 
 
@@ -180,10 +181,11 @@ class Engine:
         raise SpecscopeError(f"unknown drafter {name!r}")
 
     # -- what a session records about the run ------------------------------------------------------
-    def describe(self) -> dict:  # dict: inspect_model.describe's record, passed through whole
+    def describe(self) -> ModelDescription:
+        """``inspect_model.describe``'s record, passed through whole."""
         from specscope.engine_adapter.model.inspect_model import describe
 
-        return dict(describe(self.target))  # a plain dict: a subclass adds its own keys
+        return describe(self.target).copy()  # a copy: a subclass adds its own keys
 
     def run_facts(self, max_tokens: int) -> RunFacts:
         """Paths, sampling, drafter and compatibility, for the session's config."""

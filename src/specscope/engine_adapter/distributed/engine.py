@@ -32,6 +32,7 @@ from specscope.errors import SpecscopeError
 from specscope.engine_adapter.distributed.breakdown import DistributedBreakdown, measure_breakdown_distributed
 from specscope.engine_adapter.engine import Engine, EngineParams, RunFacts
 from specscope.engine_adapter.measure.records import ClockReading
+from specscope.engine_adapter.model.records import ModelDescription
 from specscope.engine_adapter.distributed.ranks import gather_rows, gather_strings, init_group
 
 
@@ -45,6 +46,11 @@ class DistributedFacts(TypedDict):
 
 
 class DistributedRunFacts(RunFacts):
+    distributed: DistributedFacts
+
+
+class DistributedModelDescription(ModelDescription):
+    """The model's description (``inspect_model.describe``, taken before sharding) and how the run was spread."""
     distributed: DistributedFacts
 
 
@@ -161,7 +167,7 @@ class DistributedEngine(Engine):
     """``Engine`` with the target sharded over an MLX distributed group; same methods, same records."""
 
     def __init__(self, params: EngineParams, target, draft, drafter_name: str, compat: dict, group, backend: str,
-                 description: dict, hosts: list[str]):
+                 description: ModelDescription, hosts: list[str]):
         super().__init__(params, target, draft, drafter_name, compat)
         self.group, self.backend, self.hosts = group, backend, hosts
         self.rank, self.size = group.rank(), group.size()
@@ -221,7 +227,8 @@ class DistributedEngine(Engine):
         return {"ranks": self.size, "backend": self.backend, "hosts": self.hosts, "parallelism": "tensor",
                 "drafting": "replicated on every rank"}
 
-    def describe(self) -> dict:  # dict: inspect_model.describe's record (taken before sharding), passed through whole
+    def describe(self) -> DistributedModelDescription:
+        """``inspect_model.describe``'s record (taken before sharding), passed through whole, and the ranks."""
         return {**self._description, "distributed": self.distributed_facts()}
 
     def run_facts(self, max_tokens: int) -> DistributedRunFacts:

@@ -30,6 +30,7 @@ from typing import Any
 
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.intervals import time_text
+from specscope.profiler.analysis.records import BlockExperts, Roofline, RooflineBlock, RooflineRow
 
 NAMES = {
     "linear_attention": "linear attention",
@@ -55,8 +56,8 @@ def _ratio(a, b):
 
 
 def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Mapping[str, Any]]], machine: Mapping[str, Any],
-                   k: int = 2, division: dict | None = None) -> dict:  # dict: the roofline JSON, saved whole (session["roofline"])
-    """The roofline as a JSON-able dict (``specscope roofline --json``; ``session["roofline"]``).
+                   k: int = 2, division: dict | None = None) -> Roofline:
+    """The roofline as a JSON-able record (``specscope roofline --json``; ``session["roofline"]``).
 
     ``curve``: ``verify_curve.measure_curve``'s dict; ``costs``: n -> ``ModelCost.forward(n, ...)``;
     ``machine``: ``machine_probe.probe_machine``'s dict; ``k``: the headline verify is k+1 positions;
@@ -68,15 +69,20 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         raise ValueError("the curve needs n = 1 (the decode step)")
     t_dec = pts[1]["whole_ms"]
     base: dict[str, tuple[float | None, float]] = {}  # cat -> (ms at n=1, floor at n=1)
-    rows = []
+    rows: list[RooflineRow] = []
     for n in sorted(pts):
         p, cost = pts[n], costs.get(n, {})
-        cats, floor_sum = {}, 0.0
+        cats: dict[str, RooflineBlock] = {}
+        floor_sum = 0.0
         for cat, c in cost.items():
             fl, bound = floor_ms(c["weight_bytes"] + c["other_bytes"], c["flops"], bw, peak)
             floor_sum += fl
             ms = (p.get("blocks") or {}).get(cat)
-            entry = {
+            if n == 1:
+                base[cat] = (ms, fl)
+            b_ms, b_fl = base.get(cat, (None, 0.0))
+            ideal = b_ms * fl / b_fl if b_ms is not None and b_fl > 0 else b_ms
+            entry: RooflineBlock = {
                 "ms": ms,
                 "ms_barrier_free": (p.get("skip_estimates") or {}).get(cat),
                 "weight_bytes": c["weight_bytes"],
@@ -86,15 +92,9 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
                 "bound": bound,
                 "efficiency": _ratio(fl, ms),
                 "distinct_experts": c.get("distinct_experts"),
+                **_expert_figures(c),
+                "ideal_ms": min(ideal, ms) if ideal is not None and ms is not None else ideal,
             }
-            for extra in ("distinct_experts_per_layer", "routed_slots", "experts", "distinct_source"):
-                if extra in c:
-                    entry[extra] = c[extra]
-            if n == 1:
-                base[cat] = (ms, fl)
-            b_ms, b_fl = base.get(cat, (None, 0.0))
-            ideal = b_ms * fl / b_fl if b_ms is not None and b_fl > 0 else b_ms
-            entry["ideal_ms"] = min(ideal, ms) if ideal is not None and ms is not None else ideal
             cats[cat] = entry
         rows.append({
             "positions": n,
@@ -107,15 +107,20 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
             "efficiency": _ratio(floor_sum, p["whole_ms"]),
             "inter_block_ms": p.get("inter_block_ms"),
             "by_block": cats,
+            # set below for every row, once the decode's floor is known (the placeholders keep the keys' order)
+            "ideal_ms": None,
+            "ideal_multiple": None,
+            "floor_multiple": None,
         })
     measured_cats = all(e["ms"] is not None for e in rows[0]["by_block"].values()) and rows[0]["by_block"]
     floor1 = rows[0]["floor_ms"]
     for r in rows:
         if measured_cats:
             # a block timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
-            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - base[c][0])
+            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - ms1)
                                                           for c, e in r["by_block"].items()
-                                                          if e["ideal_ms"] is not None and base.get(c, (None,))[0] is not None))
+                                                          if e["ideal_ms"] is not None
+                                                          and (ms1 := base.get(c, (None, 0.0))[0]) is not None))
         else:  # no per-block times: the whole decode grown as the whole floor grows
             r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
         r["ideal_multiple"] = _ratio(r["ideal_ms"], t_dec)
@@ -124,7 +129,7 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
     n_head = min(k + 1, max(pts))
     head = next(r for r in rows if r["positions"] == n_head)
     shares = _gap_shares(head, rows[0]) if measured_cats else {}
-    out = {
+    out: Roofline = {
         "bandwidth_gbs": bw,
         "peak_tflops": peak,
         "chip": machine.get("chip", "unknown"),
@@ -145,6 +150,8 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         "speedup_now": None,
         "speedup_at_floor": None,
         "division": None,
+        "headline": "",  # set below, from the rest (the placeholders keep the keys' order)
+        "notes": [],
     }
     if division and division.get("tokens_per_round"):
         E, t_draft = float(division["tokens_per_round"]), float(division.get("t_draft_ms") or 0.0)
@@ -160,7 +167,21 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
     return out
 
 
-def _gap_shares(head: dict, first: dict) -> dict[str, float]:  # dict: block name -> its share of the gap
+def _expert_figures(cost: Mapping[str, Any]) -> BlockExperts:
+    """The MoE block's expert figures, those its cost has (in this order)."""
+    out: BlockExperts = {}
+    if "distinct_experts_per_layer" in cost:
+        out["distinct_experts_per_layer"] = cost["distinct_experts_per_layer"]
+    if "routed_slots" in cost:
+        out["routed_slots"] = cost["routed_slots"]
+    if "experts" in cost:
+        out["experts"] = cost["experts"]
+    if "distinct_source" in cost:
+        out["distinct_source"] = cost["distinct_source"]
+    return out
+
+
+def _gap_shares(head: Mapping[str, Any], first: Mapping[str, Any]) -> dict[str, float]:  # dict: block name -> its share of the gap
     gaps = {c: e["ms"] - e["ideal_ms"] for c, e in head["by_block"].items()
             if e["ms"] is not None and e["ideal_ms"] is not None}
     if head.get("inter_block_ms") is not None and first.get("inter_block_ms") is not None:
@@ -169,7 +190,7 @@ def _gap_shares(head: dict, first: dict) -> dict[str, float]:  # dict: block nam
     return {c: g / total for c, g in gaps.items()} if total > 0 else {}
 
 
-def headline(roof: dict) -> str:
+def headline(roof: Mapping[str, Any]) -> str:
     n = roof["k"] + 1
     ideal, now = roof.get("ideal_verify_multiple"), roof["verify_multiple"]
     if ideal is None:
@@ -184,7 +205,7 @@ def headline(roof: dict) -> str:
     return s + f"; {NAMES.get(top, top)} holds {shares[top]:.0%} of the gap."
 
 
-def _notes(roof: dict) -> list[str]:
+def _notes(roof: Mapping[str, Any]) -> list[str]:
     notes = []
     row1 = roof["curve"][0]
     bounds = {e["bound"] for e in row1["by_block"].values()}
@@ -213,7 +234,7 @@ def _gb(x):
     return f"{x / 1e6:.1f}"
 
 
-def format_roofline(roof: dict) -> str:
+def format_roofline(roof: Mapping[str, Any]) -> str:
     nom = (f"nominal {roof['nominal_bandwidth_gbs']:g} GB/s" if roof.get("nominal_bandwidth_gbs") else "nominal —")
     lines = [
         f"machine     {roof['chip']} ({roof.get('device') or '?'}): {roof['bandwidth_gbs']:.1f} GB/s measured ({nom}), "

@@ -34,13 +34,14 @@ k_max, seed=0)``; tests may pass any object that does.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import stats, trace_walk
-from specscope.profiler.analysis.records import Recommendation, TraceFacts
+from specscope.profiler.analysis.records import Recommendation, TraceFacts, TuneDrafter, TuneResult, TuneRow
 from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
                                                       precise, rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
@@ -65,7 +66,7 @@ def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", ne
     return out
 
 
-def recommendation(rows: list[dict]) -> Recommendation:
+def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
     measured = [r for r in rows if r.get("measured_speedup") is not None]
     if not measured:
         raise SpecscopeError("no confirmation run was measured")
@@ -105,8 +106,8 @@ def _rate(tokens: int, ms: float) -> float | None:
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> dict:  # dict: the tune JSON, saved whole
-    """The whole tuning run as a JSON-able dict (``specscope tune --json``; ``session["tune"]``).
+             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> TuneResult:
+    """The whole tuning run as a JSON-able record (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
     drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes.
@@ -135,7 +136,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     progress(f"verify curve over n = 1..{k_max + 1} at context {len(context)}")
     verify = seam.verify_samples(context, plain[0]["tokens"][mid:], k_max + 1, verify_reps)
 
-    per_drafter, pred, inputs, traces = {}, {}, {}, {}
+    per_drafter: dict[str, TuneDrafter] = {}
+    traces: dict[str, list[dict[str, Any]]] = {}  # drafter -> its acceptance traces
+    pred, inputs = {}, {}
     for name in names:
         progress(f"{name}: a speculative run at k = {k_max}")
         # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
@@ -255,7 +258,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         ratio, ci = _measured(spec, plain_reps[c])
         return precise(ci, ratio)
 
-    def result(partial: bool) -> dict:  # dict: the tune JSON (session["tune"], tune --json)
+    def result(partial: bool) -> TuneResult:
+        """The tune JSON (``session["tune"]``, ``tune --json``), so far (``partial``) or whole."""
         all_plain = [x for xs in plain_reps.values() for x in xs]
         plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
         steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
@@ -263,7 +267,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         # plain runs its measured side divides by (so the error is E(k) and the round's cost, not which minutes the
         # plain runs fell in), T_verify, T_draft and T_rollback from the timings re-taken around them. The rest: the
         # curve, the components timed before the confirmations, and every plain run so far.
-        rows = []
+        rows: list[TuneRow] = []
         for name in names:
             full, draft_1, tr, in_round, book = inputs[name]
             mine = {k: beside[(n, k)] for n, k in plan if n == name and beside[(n, k)]["verify"]}
@@ -279,7 +283,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                 e_exact = info.get("greedy", True) and p.get("acceptance_source") == "trace"
                 rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
                                  costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
-        out: dict[str, Any] = {
+        out: TuneResult = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
             "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
@@ -389,18 +393,30 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
 
 
 def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool,
-         e_exact: bool = False, costs: list[float] | None = None) -> dict:
+         e_exact: bool = False, costs: list[float] | None = None) -> TuneRow:
     """One row: the prediction at k, and the confirmation runs' measurement when there are some. ``e_exact``: the
     confirmation's rounds are the walked ones (greedy, a trace of the same prompts), so only the timings are uncertain:
     with ``costs`` (each repeat's predicted round from the timings beside its pair) the error's interval is the paired
     one (``tune_confirm.paired_error``), else the prediction's timing interval over the measured one."""
-    row = {"drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
-           "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
-           "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
-           "timed_beside": timed_beside,  # T_verify, T_draft and T_rollback re-taken beside the confirmation runs
-           **{key: p[key] for key in ("tokens_per_round_k_max_rounds", "acceptance_source", "division_speedup", "t_decode_ms", "t_verify_ms", "t_draft_ms",
-                                      "t_rollback_ms", "t_bookkeeping_ms", "t_bookkeeping_source", "break_even_verify_ms", "t_draft_source",
-                                      "t_draft_below_noise")}}
+    row: TuneRow = {
+        "drafter": name, "k": p["k"], "predicted_speedup": p["predicted_speedup"],
+        "predicted_ci95": p["predicted_ci95"], "measured_speedup": None, "measured_range": None,
+        "prediction_error": None, "what_if": name in WHAT_IF, "tokens_per_round": p["tokens_per_round"],
+        "timed_beside": timed_beside,  # T_verify, T_draft and T_rollback re-taken beside the confirmation runs
+        # the prediction's own figures at k (tune_predict.predict), as it has them
+        "tokens_per_round_k_max_rounds": p["tokens_per_round_k_max_rounds"],
+        "acceptance_source": p["acceptance_source"],
+        "division_speedup": p["division_speedup"],
+        "t_decode_ms": p["t_decode_ms"],
+        "t_verify_ms": p["t_verify_ms"],
+        "t_draft_ms": p["t_draft_ms"],
+        "t_rollback_ms": p["t_rollback_ms"],
+        "t_bookkeeping_ms": p["t_bookkeeping_ms"],
+        "t_bookkeeping_source": p["t_bookkeeping_source"],
+        "break_even_verify_ms": p["break_even_verify_ms"],
+        "t_draft_source": p["t_draft_source"],
+        "t_draft_below_noise": p["t_draft_below_noise"],
+    }
     measured, ci = _measured(spec or [], plain or [])
     if spec and plain and measured:
         n_rounds = sum(x[2] for x in spec)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from specscope.errors import SpecscopeError
 
+from collections.abc import Mapping
 from dataclasses import fields
+from typing import Any
 
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.cli.common import resolve_model_args
@@ -132,7 +134,7 @@ def bench_tune(a) -> BenchResult:
     res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, reps=a.pairs if a.pairs < 5 else None,
                    confirm="all", component_reps=getattr(a, "component_reps", 8),
                    beside_reps=getattr(a, "beside_reps", 4))
-    confirmed = [r for r in res["rows"] if r["prediction_error"] is not None]
+    confirmed: list[Mapping[str, Any]] = [r for r in res["rows"] if r["prediction_error"] is not None]
     if not confirmed:
         raise SpecscopeError("tune: no confirmation run was measured")
     errs = [abs(r["prediction_error"]) for r in confirmed]

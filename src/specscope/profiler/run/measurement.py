@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from specscope.events import Emit
 from specscope.profiler.session.file_io import finite_json
@@ -20,7 +20,7 @@ from specscope.profiler.run.roofline_run import roofline_data
 from specscope.profiler.run.tune_run import tune_data
 
 # kind -> the function that measures it
-MEASURE: dict[str, Callable[..., dict]] = {"roofline": roofline_data, "tune": tune_data}
+MEASURE: dict[str, Callable[..., Mapping[str, Any]]] = {"roofline": roofline_data, "tune": tune_data}
 
 
 class Stopped(Exception):

@@ -9,11 +9,12 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import DEFAULT_PROMPT, RooflineConfig
+from specscope.profiler.run.records import ContextPrefill, RooflineRun
 
 
-def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict:  # dict: analysis.roofline's figures, passed through
-    """Everything ``specscope roofline`` measures, as the JSON-able dict it prints with ``--json`` (``run --roofline``
-    keeps it in the session)."""
+def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> RooflineRun:
+    """Everything ``specscope roofline`` measures, as the JSON-able record it prints with ``--json`` (``run --roofline``
+    keeps it in the session): ``analysis.roofline``'s figures, and what the measurement knows beside them."""
     from specscope.engine_adapter.tune_runs import TuneEngine
     from specscope.profiler.analysis.roofline import build_roofline
 
@@ -32,7 +33,7 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict
     prompt = eng.encode(cfg.prompt or DEFAULT_PROMPT)
     if not prompt:
         raise SpecscopeError("the prompt encodes to no tokens")
-    context_info = None
+    context_info: ContextPrefill | None = None
     if n_context:
         ctx = context_tokens(eng.encode, n_context, cfg.context_kind, cfg.context_file)
         say(f"prefilling {len(ctx):,} tokens of context once")
@@ -61,11 +62,12 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> dict
                         "p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
                         "t_draft_ms": stats.mean([r["draft_ms"] for r in full]),
                         "plain_t_decode_ms": stats.mean(plain["step_ms"])}
-    out = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
-    out.update(model=eng.describe()["model"], prompt_tokens=len(prompt), weight_bytes_total=ins["weight_bytes_total"],
-               machine=ins["machine"], labels=ins["curve"]["labels"], verify_tokens=ins["curve"]["tokens"])
+    roof = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
+    out: RooflineRun = {**roof, "model": eng.describe()["model"], "prompt_tokens": len(prompt),
+                        "weight_bytes_total": ins["weight_bytes_total"], "machine": ins["machine"],
+                        "labels": ins["curve"]["labels"], "verify_tokens": ins["curve"]["tokens"],
+                        "context_prefill": context_info}
     out["notes"] += ins["cost_notes"]
-    out["context_prefill"] = context_info
     kv = ins.get("kv") or {}
     if kv.get("bytes_per_context_token"):
         per, base = kv["bytes_per_context_token"], kv["step_bytes_no_context"]

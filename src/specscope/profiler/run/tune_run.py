@@ -8,11 +8,13 @@ from dataclasses import replace
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
+from specscope.profiler.analysis.records import TuneResult
 from specscope.profiler.run.measure_config import TuneConfig
 
 
-def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> dict:  # dict: analysis.tune.run_tune's result, passed through
-    """Everything ``specscope tune`` measures, as the JSON-able dict it prints with ``--json``."""
+def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> TuneResult:
+    """Everything ``specscope tune`` measures, as the JSON-able record it prints with ``--json`` (``analysis.tune.run_tune``'s
+    result, passed through)."""
     from specscope.engine_adapter.tune_runs import TuneEngine
     from specscope.profiler.analysis.tune import run_tune
 
