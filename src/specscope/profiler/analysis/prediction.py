@@ -13,13 +13,47 @@ short round cost.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, NotRequired, TypedDict
 
-from specscope.profiler.session.records import Summary
+from specscope.profiler.session.records import Summary, Verdict
 from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.records import ComponentPrediction, GenuinePrediction, RoundRest
+from specscope.profiler.analysis.records import ComponentPrediction, ComponentSamples, RoundRest
 from specscope.profiler.analysis.rounds import counts_for_acceptance, judged_rounds, measured_rounds
+
+
+class GenuinePrediction(TypedDict):
+    """The prediction from components timed apart, or from the verify curve (``prediction.genuine_prediction``):
+    ``available`` False with ``why`` (and the inputs found so far), or the judged round model, the seed's division
+    beside it, its error against the measured speedup, the error's interval and its verdict. Read by the summary,
+    never written as it is (``division`` and ``model`` are objects)."""
+    available: bool
+    source: str | None                # "components" | "verify curve"; None: neither
+    t_verify_ms: NotRequired[float]
+    t_draft_ms: NotRequired[float]
+    t_bookkeeping_ms: NotRequired[float | None]  # components only
+    samples: NotRequired[ComponentSamples]
+    cases_timed: NotRequired[int]
+    why: NotRequired[str]             # not available: why
+    division: NotRequired[stats.Division]
+    model: NotRequired[round_model.RoundModel]
+    speedup: NotRequired[float]
+    division_speedup: NotRequired[float]
+    division_error: NotRequired[float | None]
+    untimed: NotRequired[list[str]]
+    tokens_per_round: NotRequired[float]
+    t_decode_ms: NotRequired[float]
+    t_rollback_ms: NotRequired[float | None]
+    speedup_with_rollback: NotRequired[float | None]
+    rollback_share: NotRequired[float | None]
+    error: NotRequired[float | None]
+    error_ci: NotRequired[list[float] | None]
+    unit: NotRequired[str | None]
+    units: NotRequired[int]
+    verdict: NotRequired[Verdict]
+    error_with_rollback: NotRequired[float | None]
+    draft_samples: NotRequired[list[list[float]] | None]
+    rollback_untimed_counts: NotRequired[list[int]]
 
 
 def for_session(session, summary: Summary) -> ComponentPrediction:

@@ -1,35 +1,19 @@
 """The shapes of the figures ``profiler.analysis`` computes beside the session's own (``session.records``): typed
 records (``TypedDict``), plain dicts at run time, so what is written and read stays JSON as it was.
 
-This module imports nothing from the session (``session.records`` reads some of these records for its ``Summary``
-and ``CaseStats``): a record here is built from ``typing`` alone (the prediction's ``Division`` and ``RoundModel``
-and the session file's ``Summary`` and ``CaseStats`` are named for the type checker only).
+The parts of the figures a session's summary holds (the verdict, matches, drift, repeat rates, the aggregated
+breakdown) are the session's records (``session.records``: the session never imports the analysis), named here too.
+``GenuinePrediction``, which holds the prediction's ``Division`` and ``RoundModel`` objects, is with them in
+``prediction``.
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
-if TYPE_CHECKING:  # the prediction holds these objects (never written: the summary reads its figures off them)
-    from specscope.profiler.analysis.round_model import RoundModel
-    from specscope.profiler.analysis.stats import Division
-    # the session's figures (``session.records`` imports this module: named for the type checker only)
-    from specscope.profiler.session.records import CaseStats, Summary
-
-
-class Verdict(TypedDict):
-    """The one rule's verdict on a prediction error (``verdict_rule.decide``), with what ``uncertainty.judge`` adds
-    (the unit, how many, what would decide it) and the sequential look's level (``prediction.genuine_prediction``).
-    A summary with no prediction holds only ``state`` (None) and ``text`` (why)."""
-    interval: NotRequired[list[float] | None]
-    half_width: NotRequired[float | None]
-    data_needed: NotRequired[float | None]
-    state: str | None                 # verdict_rule.STATES, None: no error to judge
-    text: str
-    unit: NotRequired[str]
-    units: NotRequired[int]
-    more_cases: NotRequired[int]
-    max_tokens: NotRequired[int | None]
-    level: NotRequired[float]
+# the figures a session's summary holds are the session's records (``session.records``), named here for analysis
+from specscope.profiler.session.records import (BreakdownAggregate, BreakdownSpread, CaseStats,  # noqa: F401
+                                                CommunicationShare, MatchStats, PerRankAggregate, PhaseAggregate,
+                                                ProbeDrift, RepeatRates, Summary, Verdict)
 
 
 class Agreement(TypedDict):
@@ -42,13 +26,6 @@ class Agreement(TypedDict):
     interval_kind: str                # "paired" | "unpaired"
 
 
-class MatchStats(TypedDict):
-    """How far speculative output equals plain output (``stats.match_stats``)."""
-    equal: bool
-    match_rate: float
-    first_divergence: int | None
-
-
 class CommunicationWhatIf(TypedDict):
     """The division with ``comm_ms`` of communication per forward (``stats.communication_what_if``)."""
     comm_ms: float
@@ -58,20 +35,6 @@ class CommunicationWhatIf(TypedDict):
     compute_verify_ms: float
     verify_multiple: float | None
     break_even_p: float | None
-
-
-class ProbeDrift(TypedDict):
-    """The clock probe's drift verdict (``drift.probe_drift``); None figures: too few readings to judge."""
-    readings: int
-    best_ms: float
-    first_ms: float | None
-    last_ms: float | None
-    early_ms: float | None
-    late_ms: float | None
-    slowdown: float | None
-    noise: float | None
-    drift: bool | None
-    cooldown_readings: int
 
 
 class TraceFigures(TypedDict):
@@ -174,19 +137,6 @@ class RoundRest(TypedDict):
     draft_ms: list[float]
 
 
-class CommunicationShare(TypedDict):
-    """Communication's share of a forward on each ruler (``summary_core._communication_share``)."""
-    barrier: float | None
-    barrier_free: float | None
-
-
-class RepeatRates(TypedDict):
-    """The session rates of each complete repeat and their speedups (``summary_core._repeat_rates``)."""
-    plain: list[float | None]
-    spec: list[float | None]
-    speedup: list[float | None]
-
-
 class Recommendation(TypedDict):
     """What tune recommends (``tune.recommendation``)."""
     drafter: str
@@ -235,94 +185,11 @@ class ComponentPrediction(TypedDict):
     ledger_error: NotRequired[float | None]
 
 
-class BreakdownSpread(TypedDict):
-    """Each breakdown figure's spread over reps, median over cases (``summary_core._aggregate_spread``)."""
-    whole_ms: list[float] | None
-    instrumented_ms: list[float] | None
-    block_sum_ms: list[float] | None
-    inter_block_ms: list[float] | None
-    blocks: dict[str, list[float] | None]            # block name -> its spread (the names are data)
-    skip_estimates: dict[str, list[float] | None]
-
-
-class PerRankAggregate(TypedDict):
-    """A distributed breakdown's phase rank by rank, median over cases (``summary_core._aggregate_per_rank``):
-    lists indexed by rank."""
-    ranks: int
-    whole_ms: list[float | None]
-    blocks: dict[str, list[float | None]]            # block name -> its figure per rank (the names are data)
-    skip_estimates: dict[str, list[float | None]]
-    communication_split: dict[str, list[float | None]]  # "wait_ms", "transfer_ms"
-    communication_barrier_ms: list[float | None]
-    communication_ruler: str                         # "barrier_free" | "barrier"
-    communication_ms: list[float | None]
-    compute_ms: list[float | None]
-
-
-class PhaseAggregate(TypedDict):
-    """One phase (decode or verify) of the breakdown, median over cases (``summary_core.aggregate_breakdown``)."""
-    positions: int
-    whole_ms: float
-    instrumented_ms: float
-    block_sum_ms: float
-    blocks: dict[str, float | None]                  # block name -> ms (the names are data)
-    skip_estimates: dict[str, float | None]
-    inter_block_ms: float
-    barrier_distortion: float | None
-    spread: BreakdownSpread
-    communication_share: NotRequired[CommunicationShare]  # a run with communication among its blocks
-    per_rank: NotRequired[PerRankAggregate]          # and per-rank figures in every case
-
-
-class BreakdownAggregate(TypedDict):
-    """The session's breakdown, median over cases (``summary_core.aggregate_breakdown``; ``Summary.breakdown``)."""
-    decode: PhaseAggregate
-    verify: PhaseAggregate
-    ratios: dict[str, float | None]                  # block (and "inter_block", "whole") -> verify / decode
-    block_order: list[str]
-    labels: dict[str, str]                           # block -> its label for this model (the last case's)
-    distributed: NotRequired[dict[str, Any]]         # a sharded model's facts, as the last case that has them holds them
-
-
 class ComponentSamples(TypedDict):
     """How many samples each timed-apart component's mean is over (``prediction.genuine_prediction``)."""
     verify: int
     draft: int
     bookkeeping: int
-
-
-class GenuinePrediction(TypedDict):
-    """The prediction from components timed apart, or from the verify curve (``prediction.genuine_prediction``):
-    ``available`` False with ``why`` (and the inputs found so far), or the judged round model, the seed's division
-    beside it, its error against the measured speedup, the error's interval and its verdict. Read by the summary,
-    never written as it is (``division`` and ``model`` are objects)."""
-    available: bool
-    source: str | None                # "components" | "verify curve"; None: neither
-    t_verify_ms: NotRequired[float]
-    t_draft_ms: NotRequired[float]
-    t_bookkeeping_ms: NotRequired[float | None]  # components only
-    samples: NotRequired[ComponentSamples]
-    cases_timed: NotRequired[int]
-    why: NotRequired[str]             # not available: why
-    division: NotRequired["Division"]
-    model: NotRequired["RoundModel"]
-    speedup: NotRequired[float]
-    division_speedup: NotRequired[float]
-    division_error: NotRequired[float | None]
-    untimed: NotRequired[list[str]]
-    tokens_per_round: NotRequired[float]
-    t_decode_ms: NotRequired[float]
-    t_rollback_ms: NotRequired[float | None]
-    speedup_with_rollback: NotRequired[float | None]
-    rollback_share: NotRequired[float | None]
-    error: NotRequired[float | None]
-    error_ci: NotRequired[list[float] | None]
-    unit: NotRequired[str | None]
-    units: NotRequired[int]
-    verdict: NotRequired[Verdict]
-    error_with_rollback: NotRequired[float | None]
-    draft_samples: NotRequired[list[list[float]] | None]
-    rollback_untimed_counts: NotRequired[list[int]]
 
 
 class ComparedFigure(Judgement):
@@ -390,8 +257,8 @@ class SweepPointFigures(TypedDict):
 
 class SessionFigures(TypedDict):
     """The figures a session file holds beside its data (``session_file.figures``), dropped and recomputed on load."""
-    summary: "Summary"
-    case_stats: dict[str, "CaseStats"]              # case id -> its figures
+    summary: Summary
+    case_stats: dict[str, CaseStats]              # case id -> its figures
     sweep_figures: NotRequired[list[dict[str, Any]]]  # a context sweep's points (``sweep.sweep_figures``)
 
 

@@ -20,8 +20,6 @@ from specscope.events import (Breakdown, Components, Divergence, PassName, Prefl
                               Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
-# records of analysis figures the summary holds (that module imports nothing from the session)
-from specscope.profiler.analysis.records import BreakdownAggregate, MatchStats, ProbeDrift, RepeatRates, Verdict
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -142,6 +140,107 @@ class SessionData(TypedDict):
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------
+
+# the figures' parts, computed by ``profiler.analysis`` (its records module names them too)
+
+class Verdict(TypedDict):
+    """The one rule's verdict on a prediction error (``verdict_rule.decide``), with what ``uncertainty.judge`` adds
+    (the unit, how many, what would decide it) and the sequential look's level (``prediction.genuine_prediction``).
+    A summary with no prediction holds only ``state`` (None) and ``text`` (why)."""
+    interval: NotRequired[list[float] | None]
+    half_width: NotRequired[float | None]
+    data_needed: NotRequired[float | None]
+    state: str | None                 # verdict_rule.STATES, None: no error to judge
+    text: str
+    unit: NotRequired[str]
+    units: NotRequired[int]
+    more_cases: NotRequired[int]
+    max_tokens: NotRequired[int | None]
+    level: NotRequired[float]
+
+
+class MatchStats(TypedDict):
+    """How far speculative output equals plain output (``stats.match_stats``)."""
+    equal: bool
+    match_rate: float
+    first_divergence: int | None
+
+
+class ProbeDrift(TypedDict):
+    """The clock probe's drift verdict (``drift.probe_drift``); None figures: too few readings to judge."""
+    readings: int
+    best_ms: float
+    first_ms: float | None
+    last_ms: float | None
+    early_ms: float | None
+    late_ms: float | None
+    slowdown: float | None
+    noise: float | None
+    drift: bool | None
+    cooldown_readings: int
+
+
+class RepeatRates(TypedDict):
+    """The session rates of each complete repeat and their speedups (``summary_core._repeat_rates``)."""
+    plain: list[float | None]
+    spec: list[float | None]
+    speedup: list[float | None]
+
+
+class CommunicationShare(TypedDict):
+    """Communication's share of a forward on each ruler (``summary_core._communication_share``)."""
+    barrier: float | None
+    barrier_free: float | None
+
+
+class BreakdownSpread(TypedDict):
+    """Each breakdown figure's spread over reps, median over cases (``summary_core._aggregate_spread``)."""
+    whole_ms: list[float] | None
+    instrumented_ms: list[float] | None
+    block_sum_ms: list[float] | None
+    inter_block_ms: list[float] | None
+    blocks: dict[str, list[float] | None]            # block name -> its spread (the names are data)
+    skip_estimates: dict[str, list[float] | None]
+
+
+class PerRankAggregate(TypedDict):
+    """A distributed breakdown's phase rank by rank, median over cases (``summary_core._aggregate_per_rank``):
+    lists indexed by rank."""
+    ranks: int
+    whole_ms: list[float | None]
+    blocks: dict[str, list[float | None]]            # block name -> its figure per rank (the names are data)
+    skip_estimates: dict[str, list[float | None]]
+    communication_split: dict[str, list[float | None]]  # "wait_ms", "transfer_ms"
+    communication_barrier_ms: list[float | None]
+    communication_ruler: str                         # "barrier_free" | "barrier"
+    communication_ms: list[float | None]
+    compute_ms: list[float | None]
+
+
+class PhaseAggregate(TypedDict):
+    """One phase (decode or verify) of the breakdown, median over cases (``summary_core.aggregate_breakdown``)."""
+    positions: int
+    whole_ms: float
+    instrumented_ms: float
+    block_sum_ms: float
+    blocks: dict[str, float | None]                  # block name -> ms (the names are data)
+    skip_estimates: dict[str, float | None]
+    inter_block_ms: float
+    barrier_distortion: float | None
+    spread: BreakdownSpread
+    communication_share: NotRequired[CommunicationShare]  # a run with communication among its blocks
+    per_rank: NotRequired[PerRankAggregate]          # and per-rank figures in every case
+
+
+class BreakdownAggregate(TypedDict):
+    """The session's breakdown, median over cases (``summary_core.aggregate_breakdown``; ``Summary.breakdown``)."""
+    decode: PhaseAggregate
+    verify: PhaseAggregate
+    ratios: dict[str, float | None]                  # block (and "inter_block", "whole") -> verify / decode
+    block_order: list[str]
+    labels: dict[str, str]                           # block -> its label for this model (the last case's)
+    distributed: NotRequired[dict[str, Any]]         # a sharded model's facts, as the last case that has them holds them
+
 
 class Acceptance(TypedDict):
     """Acceptance over rounds (``analysis.stats.acceptance_from_rounds``)."""
