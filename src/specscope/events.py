@@ -145,13 +145,14 @@ class PhaseBreakdown(TypedDict, total=False):
 class Breakdown(TypedDict, total=False):
     decode: PhaseBreakdown
     verify: PhaseBreakdown
-    ratios: dict[str, float]          # block -> verify ms / decode ms
+    ratios: dict[str, float | None]   # block -> verify ms / decode ms (None: the decode took no time)
     labels: dict[str, str]            # block -> its label for this model
     distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
 
 
 class Components(TypedDict, total=False):
     """The prediction's inputs timed apart for one case (``engine_adapter.measure.components``)."""
+    at: float                         # where in the continuation the timed rounds stood (0.5: its middle)
     context: int
     k: int
     reps: int
@@ -169,16 +170,21 @@ class Components(TypedDict, total=False):
     calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
 
 
-class Trace(TypedDict, total=False):
-    """A case's acceptance trace (``engine_adapter.measure.acceptance_trace``; checked by ``trace_record``)."""
-    A: list[int]
-    k_max: int
+class Trace(TypedDict):
+    """A case's acceptance trace A(s) along the target's own continuation (``engine_adapter.measure.acceptance_trace
+    .record_trace``; checked by ``trace_record``), kept whole by the session."""
     drafter: str
-    tokens: list[int]
+    k_max: int
+    A: list[int]
+    tokens: int                          # how many tokens the continuation has
     regime: str
     estimate: bool
-    draws: list[list[int]]
-    cost_ms: dict[str, float]
+    cost_ms: dict[str, float]            # "target_ms", "draft_ms", "total_ms" (sampled: "total_ms" only)
+    method: str
+    target_agrees: NotRequired[float | None]    # greedy: share of positions where the target's argmax agrees
+    draws: NotRequired[list[list[int]]]         # under sampling: every seeded draw's A(s)
+    A_by_k: NotRequired[dict[str, list[int]]]   # drafts that depend on k: k -> A(s) of blocks of that k
+    chained: NotRequired[bool]
 
 
 PreflightStatus = Literal["pass", "warn", "fail", "not checked"]

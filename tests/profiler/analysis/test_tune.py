@@ -3,7 +3,6 @@ model, the recommendation, bad input, and ``bench tune``'s result shape. No timi
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 import random
@@ -249,8 +248,10 @@ def test_bad_input_is_a_clear_message(args, message, capsys):
 
 
 def test_bench_tune_result_shape():
-    res = bench_tune(argparse.Namespace(pairs=1, max_tokens=8, num_draft_tokens=2, model=None, json=True, prompt="Hi there",
-                                        component_reps=2, beside_reps=1))  # the shape, not the figures: few rounds timed apart
+    from specscope.profiler.cli.bench_common import BenchConfig
+
+    res = bench_tune(BenchConfig(pairs=1, max_tokens=8, num_draft_tokens=2, prompt="Hi there", component_reps=2,
+                                 beside_reps=1))  # the shape, not the figures: few rounds timed apart
     assert res["benchmark"] == "tune" and res["unit"] == "max |relative error|" and res["target"] == "<= 0.05"
     assert isinstance(res["ratio"], float) and res["ratio_min"] <= res["ratio"] == res["ratio_max"]
     assert isinstance(res["met"], bool)

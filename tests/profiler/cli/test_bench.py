@@ -68,19 +68,19 @@ def test_spec_bench_checks_identical_tokens(results):
 
 
 def test_interleaved_pairs_stop_when_the_target_is_decided():
-    from types import SimpleNamespace
+    from specscope.profiler.cli.bench_common import BenchConfig
 
     from specscope.profiler.cli.bench_common import interleaved_pairs, median_ci95
 
     noisy = iter([1.3, 0.7] * 50)  # capture's target is <= 1.01: a median at 1.0 with this spread never decides
-    a = SimpleNamespace(pairs=3, until="decided", max_pairs=12)
+    a = BenchConfig(pairs=3, until="decided", max_pairs=12)
     got = interleaved_pairs(a, lambda: (next(noisy), 1.0, "extra"), "capture")  # extra fields ride along
     assert len(got) == 12  # never decided: capped
     calm = interleaved_pairs(a, lambda: (0.9, 1.0), "capture")
     # decided as soon as the rule can be: the median interval at 1 − 0.05/10 first exists at 9 pairs (2·0.5^9 < 0.5%)
     assert len(calm) == 9
     seen: list[int] = []  # the progress bar's hook is handed in, not set on the module
-    assert len(interleaved_pairs(SimpleNamespace(pairs=3, until=None, max_pairs=12), lambda: (1.3, 1.0), "capture",
+    assert len(interleaved_pairs(BenchConfig(pairs=3, until=None, max_pairs=12), lambda: (1.3, 1.0), "capture",
                                  on_pair=seen.append)) == 3
     assert seen == [1, 2, 3]
     assert median_ci95([1.0, 2.0]) is None

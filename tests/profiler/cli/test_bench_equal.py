@@ -1,6 +1,6 @@
 """Benchmarks that compare equal work: ABBA order, and bench predict reading the genuine prediction."""
 
-from types import SimpleNamespace
+from specscope.profiler.cli.bench_common import BenchConfig
 
 import pytest
 
@@ -17,7 +17,7 @@ def test_abba_alternates_the_order_and_keeps_a_and_b_apart():
             return value, name.lower()
         return f
 
-    a = SimpleNamespace(pairs=4, until=None, max_pairs=0)
+    a = BenchConfig(pairs=4, until=None, max_pairs=0)
     pairs = abba_pairs(a, run("A", 2.0), run("B", 1.0))
     assert calls == ["A", "B", "B", "A", "A", "B", "B", "A"]
     assert pairs == [(2.0, 1.0, "a", "b")] * 4  # whatever ran first, A's value is first
@@ -33,7 +33,7 @@ def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
                 "prediction_verdict": {"state": "agrees"}, "prediction_error_ci": [-0.01, 0.01]}
 
     points = []
-    rows = predict_sweep(SimpleNamespace(model=None), [0.0, 1.0], [1, 3], 16, 12, run=run, on_point=points.append)
+    rows = predict_sweep(BenchConfig(), [0.0, 1.0], [1, 3], 16, 12, run=run, on_point=points.append)
     # every point: the oracle, until its verdict is decided, at most the cap's cases of the prompt
     assert seen == [(k, p, "oracle", 16, "decided", 12) for k in (1, 3) for p in (0.0, 1.0)]
     assert [r["error"] for r in rows] == pytest.approx([0.0, 0.2, 0.0, 0.2])
@@ -44,6 +44,6 @@ def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
 
 def test_predict_says_when_a_point_has_no_prediction():
     with pytest.raises(SpecscopeError, match="no prediction"):
-        predict_sweep(SimpleNamespace(model=None), [0.5], [1], 16, 8,
+        predict_sweep(BenchConfig(), [0.5], [1], 16, 8,
                       run=lambda cfg: {"predicted_speedup": None, "measured_speedup": 0.5,
                                        "prediction_unavailable": "no verify curve"})

@@ -9,7 +9,7 @@ None), so each producer is checked against what it really returns.
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
 from typing import Any, NotRequired, TypedDict
 
-from specscope.events import Components, PhaseBreakdown
+from specscope.events import Components, PhaseBreakdown, Trace
 
 
 # -- breakdown (measure.breakdown, distributed.breakdown) -------------------------------------------------------------
@@ -48,29 +48,12 @@ class ClockReading(TypedDict):
 
 # -- components (measure.components) ----------------------------------------------------------------------------------
 
-class ComponentTimes(Components, total=False):
-    """``measure_components``: ``events.Components`` (every key but ``calls``, which the session adds, is written)
-    and the point of the case the call stood at."""
-    at: float
+ComponentTimes = Components  # ``measure_components``'s record, defined once with the event that carries it
 
 
 # -- the acceptance trace (measure.acceptance_trace) -----------------------------------------------------------------
 
-class AcceptanceTrace(TypedDict):
-    """``record_trace``: A(s) along the target's own continuation (kept by the session as ``events.Trace``, whose
-    ``tokens`` says a list where the record holds the continuation's length)."""
-    drafter: str
-    k_max: int
-    A: list[int]
-    tokens: int                          # how many tokens the continuation has
-    regime: str
-    estimate: bool
-    cost_ms: dict[str, float]            # "target_ms", "draft_ms", "total_ms" (sampled: "total_ms" only)
-    method: str
-    target_agrees: NotRequired[float | None]    # greedy: share of positions where the target's argmax agrees
-    draws: NotRequired[list[list[int]]]         # under sampling: every seeded draw's A(s)
-    A_by_k: NotRequired[dict[str, list[int]]]   # drafts that depend on k: k -> A(s) of blocks of that k
-    chained: NotRequired[bool]
+AcceptanceTrace = Trace  # ``record_trace``'s record, defined once with the event that carries it
 
 
 # -- the doctor (measure.doctor, measure.dflash_check) ---------------------------------------------------------------

@@ -22,13 +22,14 @@ from specscope.profiler.cli.bench_common import (
     load_bench_model,
     median_ci95,
     PairHook,
+    BenchConfig,
 )
 from specscope.profiler.cli.bench_equal import bench_memory, bench_overhead, bench_predict
 from specscope.profiler.cli.records import BenchResult
 
 # -- overhead, memory, predict: equal work on both sides (profiler.cli.bench_equal) -------------------------------------
 # -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
-def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_spec_vs_mlx_lm(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.
 
     Same target and draft model, same prompt, same ``k``, greedy, the same ``--max-tokens`` tokens
@@ -82,7 +83,7 @@ def bench_spec_vs_mlx_lm(a, on_pair: PairHook | None = None) -> BenchResult:
 
 
 # -- rollback: share of a round spent restoring linear-attention state ---------------------------
-def bench_rollback(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_rollback(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
     from specscope.engine_adapter.drafters.oracle import OracleDrafter
 
@@ -147,7 +148,7 @@ def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
 
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
-def bench_gui(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_gui(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     from specscope.display import offscreen_if_headless
 
     offscreen_if_headless()
@@ -197,7 +198,7 @@ def _process_cpu_s() -> float | None:
 
 
 # -- capture: the verify forward with rollback capture vs the same forward with no hooks at all ---
-def bench_capture(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_capture(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     """Capture and the hidden-state tap must cost nothing: the verify forward stays mlx-lm's own; the rollback capture
     and the tap (the final norm's output, as MTP reads it, and two decoder layers' outputs, as a DFlash drafter reads
     them) only keep references."""
@@ -253,7 +254,7 @@ def bench_capture(a, on_pair: PairHook | None = None) -> BenchResult:
                                                                    "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
-def bench_tune(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_tune(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
     from specscope.profiler.cli.tune import bench_tune as run
 
@@ -284,7 +285,8 @@ def _line(res: BenchResult) -> str:
 def run_bench(a) -> int:
     if a.pairs < 1 or a.max_tokens < 4:
         raise SpecscopeError("--pairs must be >= 1 and --max-tokens >= 4")
-    names = list(BENCHES) if a.what == "all" else [a.what]
+    cfg = BenchConfig.from_args(a)
+    names = list(BENCHES) if cfg.what == "all" else [cfg.what]
     results: list[BenchResult] = []
     from specscope.profiler.cli.progress import Bar, progress_wanted
 
@@ -297,7 +299,7 @@ def run_bench(a) -> int:
             def on_pair(n: int, base: int = base, name: str = name) -> None:
                 bar.update_to(base + min(n, a.pairs), f"{name}: pair {n}")
 
-            res = BENCHES[name](a, on_pair)
+            res = BENCHES[name](cfg, on_pair)
             results.append(res)
             if not a.json:
                 bar.write_out(_line(res))

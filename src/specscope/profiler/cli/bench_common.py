@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from specscope.profiler.cli.records import BenchResult
@@ -26,6 +27,29 @@ MIN_LOOK_PAIRS = 3        # --until decided: the fewest pairs whose median has a
 
 
 PairHook = Callable[[int], None]  # called with n after a benchmark's n-th pair (run_bench's progress bar)
+
+
+@dataclass
+class BenchConfig:
+    """What ``specscope bench`` measures, built from its flags (model references resolved to folders); every
+    benchmark reads its settings here, never from the parsed arguments."""
+
+    what: str = "all"
+    model: str | None = None          # None: the demo models
+    draft_model: str | None = None
+    pairs: int = 5                    # interleaved pairs (the minimum with until="decided")
+    until: str | None = None          # "decided": add pairs until the median's interval is decided against the target
+    max_pairs: int = 30               # the cap of until="decided" (predict: the most cases a point may take)
+    max_tokens: int = 64
+    num_draft_tokens: int = 2
+    component_reps: int = 8           # tune: rounds timed apart per k and drafter
+    beside_reps: int = 4              # tune: rounds per earlier accepted count beside each confirmation pair
+    prompt: str | None = None         # None: PROMPT
+
+    @classmethod
+    def from_args(cls, a) -> "BenchConfig":
+        """From the parsed flags (the one place the benchmarks meet argparse)."""
+        return cls(**{f.name: getattr(a, f.name) for f in fields(cls) if getattr(a, f.name, None) is not None})
 
 
 def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
@@ -90,7 +114,7 @@ def report_point(row: dict) -> None:
           file=sys.stderr, flush=True)
 
 
-def interleaved_pairs(a, one_pair, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
+def interleaved_pairs(a: BenchConfig, one_pair, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
     """``one_pair()`` (A then B) ``--pairs`` times; with ``--until decided``, more (up to ``--max-pairs``) until the
     median ratio A/B is decided against the benchmark ``name``'s target (``decided``). Returns the pairs;
     ``on_pair(n)`` after each."""
@@ -99,7 +123,7 @@ def interleaved_pairs(a, one_pair, name: str | None = None, on_pair: PairHook | 
     for _ in range(a.pairs):
         pairs.append(one_pair())
         on_pair(len(pairs))
-    if getattr(a, "until", None) == "decided" and name in TARGETS:
+    if a.until == "decided" and name in TARGETS:
         cap = max(a.max_pairs, a.pairs)
         looks = cap - max(a.pairs, MIN_LOOK_PAIRS) + 1  # one look after each pair from the first that has an interval
         while len(pairs) < cap and not decided(name, [x / y for x, y, *_ in pairs], looks):
@@ -128,16 +152,16 @@ def bench_result(name: str, ratios: list[float], raw: dict[str, Any], unit: str 
     }
 
 
-def load_bench_model(a, kind="hybrid"):
+def load_bench_model(a: BenchConfig, kind="hybrid"):
     """The model a benchmark runs: --model for the hybrid role, else the demo model of that kind."""
     from specscope.engine_adapter.model.demo_model import demo_model_path
     from specscope.engine_adapter.model.loader import load_model
 
-    path = a.model if (getattr(a, "model", None) and kind == "hybrid") else str(demo_model_path(kind))
+    path = a.model if (a.model and kind == "hybrid") else str(demo_model_path(kind))
     return load_model(path)
 
 
-def abba_pairs(a, run_a, run_b, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
+def abba_pairs(a: BenchConfig, run_a, run_b, name: str | None = None, on_pair: PairHook | None = None) -> list[tuple]:
     """(A, B, extra_a, extra_b) per pair, the order alternating: A B, B A, A B, … (``--pairs``, ``--until decided``
     against the target of the benchmark ``name``).
 

@@ -23,17 +23,19 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.bench_common import PROMPT, PairHook, abba_pairs, bench_result, load_bench_model
+from specscope.profiler.cli.bench_common import (PROMPT, BenchConfig, PairHook, abba_pairs, bench_result,
+                                                 load_bench_model)
 from specscope.profiler.cli.records import BenchResult, MemoryPrograms, PeakReading
 
 ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
 
 
 # -- overhead ------------------------------------------------------------------------------------------------------
-def bench_overhead(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_overhead(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     from mlx_lm.generate import stream_generate
 
     from specscope.engine_adapter.decode.decoding import plain_generate
@@ -100,7 +102,7 @@ def _peak(code: str) -> PeakReading:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _memory_programs(a) -> MemoryPrograms:
+def _memory_programs(a: BenchConfig) -> MemoryPrograms:
     n, k = a.max_tokens, a.num_draft_tokens
     model_arg = repr(a.model) if a.model else "None"
     head = ("import json, mlx.core as mx\n"
@@ -112,7 +114,7 @@ def _memory_programs(a) -> MemoryPrograms:
                           f"toks = [r['token'] for r in plain_generate(lm.model, prompt, {n})]\n") + tail
     theirs_plain = plain + ("from mlx_lm.generate import stream_generate\nlm.tokenizer.eos_token_ids = set()\n"
                             f"toks = [int(r.token) for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={n})]\n") + tail
-    draft_arg = repr(a.draft_model) if getattr(a, "draft_model", None) else "None"
+    draft_arg = repr(a.draft_model) if a.draft_model else "None"
     spec = head + (f"t = load_model({model_arg} or demo_model_path('dense'))\nd = load_model({draft_arg} or demo_model_path('draft'))\n"
                    f"prompt = t.encode({PROMPT!r})\nmx.reset_peak_memory()\n")
     ours_spec = spec + ("from specscope.engine_adapter.decode.decoding import speculative_generate\n"
@@ -126,11 +128,11 @@ def _memory_programs(a) -> MemoryPrograms:
     return {"plain": (ours_plain, theirs_plain), "speculative": (ours_spec, theirs_spec)}
 
 
-def bench_memory(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_memory(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     programs = _memory_programs(a)
     rows = {}
     for what, (ours, theirs) in (("plain", programs["plain"]), ("speculative", programs["speculative"])):  # in order
-        a_small = type("A", (), {"pairs": max(1, min(a.pairs, 3)), "until": None, "max_pairs": 0})()
+        a_small = replace(a, pairs=max(1, min(a.pairs, 3)), until=None, max_pairs=0)
         pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs), on_pair=on_pair)
         if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):
             raise SpecscopeError(f"memory ({what}): the two sides produced different tokens; the comparison is void")
@@ -147,7 +149,7 @@ def bench_memory(a, on_pair: PairHook | None = None) -> BenchResult:
 
 
 # -- predict -------------------------------------------------------------------------------------------------------
-def predict_sweep(a, ps, ks, max_tokens: int, cap: int, run=None, on_point=None) -> list[dict]:
+def predict_sweep(a: BenchConfig, ps, ks, max_tokens: int, cap: int, run=None, on_point=None) -> list[dict]:
     """One ``run --until decided`` per (k, P): the prompt as up to ``cap`` cases, added one at a time until the
     prediction's verdict is decided at the sequential level (``analysis.sequential``); the summary's judged prediction
     and its ledger vs the end-to-end measurement, with how many cases the point took and how long."""
@@ -187,7 +189,7 @@ def predict_sweep(a, ps, ks, max_tokens: int, cap: int, run=None, on_point=None)
     return rows
 
 
-def bench_predict(a, on_pair: PairHook | None = None) -> BenchResult:
+def bench_predict(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
     """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction, each point
     run until its verdict is decided (at most ``--max-pairs`` cases of the prompt)."""
     from specscope.profiler.cli.bench_common import report_point

@@ -10,12 +10,15 @@ from specscope.errors import SpecscopeError
 
 from collections.abc import Mapping
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specscope.engine_adapter.params import EngineParams
 from specscope.profiler.cli.common import resolve_model_args
 from specscope.profiler.cli.engine import add_model_args, measure_and_print, status_for
 from specscope.profiler.cli.records import BenchResult
+
+if TYPE_CHECKING:
+    from specscope.profiler.cli.bench_common import BenchConfig
 from specscope.profiler.run.measure_config import TuneConfig
 from specscope.profiler.analysis.intervals import draft_time_text
 
@@ -113,7 +116,7 @@ def cmd_tune(a) -> int:
 
 # -- bench tune -------------------------------------------------------------------------------------------------------
 
-def bench_tune(a) -> BenchResult:
+def bench_tune(a: BenchConfig) -> BenchResult:
     """Tune's prediction against its own confirmation runs, on the demo (or --model) with every real drafter it has
     (E(k) from their acceptance traces: bursty, content-dependent, not the i.i.d. oracle, which would hide a bias
     in E(k)), every k = 1..max(4, -k) confirmed, repeats until each median is known to ±5%; the figure is the largest
@@ -125,15 +128,14 @@ def bench_tune(a) -> BenchResult:
     from specscope.profiler.cli.bench_common import PROMPT
     from specscope.profiler.analysis.tune import run_tune
 
-    k_max = max(4, getattr(a, "num_draft_tokens", 2) or 2)
-    params = EngineParams(model=getattr(a, "model", None), demo=not getattr(a, "model", None))
+    k_max = max(4, a.num_draft_tokens or 2)
+    params = EngineParams(model=a.model, demo=not a.model)
     eng = TuneEngine.open(params)
-    prompt = eng.encode(getattr(a, "prompt", None) or PROMPT)
+    prompt = eng.encode(a.prompt or PROMPT)
     # --pairs below bench's default of 5 fixes the repeats (a quick look); otherwise repeat as tune does (6-30, until
     # every error's paired interval is ±2.5%)
     res = run_tune(eng, [prompt], k_max=k_max, max_tokens=a.max_tokens, reps=a.pairs if a.pairs < 5 else None,
-                   confirm="all", component_reps=getattr(a, "component_reps", 8),
-                   beside_reps=getattr(a, "beside_reps", 4))
+                   confirm="all", component_reps=a.component_reps, beside_reps=a.beside_reps)
     confirmed: list[Mapping[str, Any]] = [r for r in res["rows"] if r["prediction_error"] is not None]
     if not confirmed:
         raise SpecscopeError("tune: no confirmation run was measured")
