@@ -101,7 +101,9 @@ def _start_cli(tmp_path, *extra, new_session=True):
     return p, out, suite
 
 
-@pytest.mark.parametrize("to", ["group", "sigterm", pytest.param("cli-only", marks=pytest.mark.slow)])
+# SIGTERM takes the same path as Ctrl+C once it reaches the CLI (pump._terminate_as_interrupt): slow, with "cli-only"
+@pytest.mark.parametrize("to", ["group", pytest.param("sigterm", marks=pytest.mark.slow),
+                                pytest.param("cli-only", marks=pytest.mark.slow)])
 def test_ctrl_c_in_specscope_run(tmp_path, to):
     """Ctrl+C in a terminal signals the whole foreground group; ``kill -INT <cli pid>`` only the CLI; ``kill <cli
     pid>`` (SIGTERM) ends the run as Ctrl+C does (before, the session was left "running" and unsaved)."""

@@ -111,7 +111,7 @@ def _cfg(tmp_path):
     # one end-to-end pass per case and one component rep: what is checked is the divergence, not the timings
     return RunConfig(model=str(demo_model_path("draft")), drafter="oracle", oracle_p=0.5, num_draft_tokens=3,
                      max_tokens=48, suite=str(suite), warmup=0, breakdown=False, round_kinds="end_to_end",
-                     component_reps=1)
+                     component_reps=1, repeats=1)
 
 
 def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, tmp_path):

@@ -29,7 +29,7 @@ def test_the_readmes_engine_runs_and_matches_plain_decoding(model_dirs, monkeypa
     monkeypatch.setitem(registry.BUILT_IN, "my-engine", "readme_engine:MyEngine")
     cfg = RunConfig(model=str(model_dirs["dense"]), draft_model=str(model_dirs["draft"]), drafter="draft",
                     engine="my-engine", cases=2, max_tokens=24, warmup=0, breakdown=False, component_reps=1,
-                    ignore_preflight=True)
+                    ignore_preflight=True, repeats=1)
     s = Session()
     s.apply({"event": "run_done", "status": protocol.run_protocol(cfg, s.apply)})
     assert s.status == "complete"
