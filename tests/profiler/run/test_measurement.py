@@ -48,3 +48,13 @@ def test_a_refusal_in_the_worker_is_a_clear_message(capsys):
     assert main(["roofline", "--demo", "--context", "300k"]) == 2
     err = capsys.readouterr().err
     assert "window is 262,144" in err and "Traceback" not in err
+
+
+def test_run_roofline_measures_in_a_worker_and_keeps_the_curve_with_the_run(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert main(["run", "--demo", "--cases", "1", "--max-tokens", "8", "--repeats", "1", "--warmup", "0",
+                 "--no-breakdown", "--roofline", "-o", str(out), "--json"]) == 0
+    s = Session.load(out)
+    assert s.status == "complete" and s.config.get("measure") is None  # the run's session, its own configuration
+    assert [row["positions"] for row in s.data["roofline"]["curve"]][:2] == [1, 2]
+    assert "division" in s.data["roofline"]
