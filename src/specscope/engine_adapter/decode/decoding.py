@@ -48,7 +48,7 @@ def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.arr
 def plain_generate(
     model, prompt: list[int], max_tokens: int, sampling: Sampling | None = None
 ) -> Iterator[PrefillRecord | StepRecord]:
-    """Plain decoding: one forward per token. Yields ``Prefill`` then ``PlainStep``s."""
+    """Plain decoding: one forward per token. Yields a ``PrefillRecord`` then ``StepRecord``s (``specscope.events``)."""
     sampling = sampling or Sampling()
     cache = make_prompt_cache(model)
     t0 = _now_ms()
