@@ -63,6 +63,18 @@ def test_roofline_by_hand():
     json.dumps(r)
 
 
+def test_a_division_without_a_draft_time_prints_no_speedup():
+    """Acceptance known but no draft timed: no speedup is given (0 ms would print an upper bound as a measurement);
+    a negative draft time reads "below noise", never a negative time."""
+    r = build_roofline(CURVE, COSTS, MACHINE, k=2, division={"drafter": "mtp", "tokens_per_round": 2.0})
+    assert r["speedup_now"] is None and r["speedup_at_floor"] is None and r["division"] is not None
+    text = format_roofline(r)
+    assert "no draft time was measured, so no speedup is given" in text
+    neg = format_roofline(build_roofline(CURVE, COSTS, MACHINE, k=2,
+                                         division={"drafter": "mtp", "tokens_per_round": 2.0, "t_draft_ms": -0.4}))
+    assert "T_draft below noise" in neg and "-0.4" not in neg
+
+
 def test_a_verify_already_at_its_ideal_has_no_gap():
     """On a compute-bound machine the floor grows n-fold; a verify cheaper than that is its own ideal."""
     costs = {n: {"moe": {"weight_bytes": 1e3, "other_bytes": 0, "flops": n * 1e10, "distinct_experts": None},

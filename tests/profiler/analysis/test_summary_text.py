@@ -86,6 +86,19 @@ def test_breakdown_table_has_every_block_and_both_rulers(session):
     assert "a block-sum T_decode would predict" in text and "(wrong ruler)" in text
 
 
+def test_a_whole_graph_of_zero_ms_prints_a_dash_for_the_barrier_distortion(session):
+    """aggregate_breakdown leaves the distortion None where the whole graph timed 0 ms: a dash, not a crash."""
+    def zero_whole(d):
+        for c in d["cases"]:
+            if c.get("breakdown"):
+                c["breakdown"]["decode"]["whole_ms"] = 0.0
+
+    s = _edited(session, zero_whole)
+    assert summarize(s)["breakdown"]["decode"]["barrier_distortion"] is None, "the edit must leave no distortion"
+    row = _line(format_summary(s), "barrier distortion")
+    assert row.split(")", 1)[1].split()[0] == "—" and row.rstrip().endswith("%")
+
+
 def _edited(session, edit) -> Session:
     d = copy.deepcopy(session.data)
     edit(d)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specscope.profiler.cli.bench import BENCHES
+from specscope.profiler.cli.bench import BENCHES, _line
 from specscope.profiler.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,6 +32,10 @@ def test_rollback_bench_never_reruns_the_model(capsys):
     assert res["benchmark"] == "rollback"
     assert_well_formed(res)
     assert res["raw"]["target_forwards_per_round"] == 1
+    # not a paired benchmark: the line says what the figure rests on, never "0 pairs"
+    assert res["pairs"] == 1 and res["sample"] == (f"1 run, {res['raw']['partial_rounds']} partially accepted "
+                                                   f"rounds of {res['raw']['rounds']}")
+    assert res["sample"] in _line(res) and "pairs" not in _line(res)
 
 
 def test_bad_bench_arguments(capsys):

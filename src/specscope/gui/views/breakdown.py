@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.profiler.analysis.formatting import scaled
 from specscope.profiler.analysis.intervals import BIAS, noise_state, not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
@@ -195,9 +196,9 @@ class BreakdownView(QtWidgets.QWidget):
             "",
             "Barrier distortion (timing each block with a barrier vs none)",
             f"  decode: instrumented {dec['instrumented_ms']:.2f} ms vs {dec['whole_ms']:.2f} ms "
-            f"({fmt(dec['barrier_distortion'] and dec['barrier_distortion'] * 100, '+.1f', '%')})",
+            f"({fmt(scaled(dec['barrier_distortion'], 100), '+.1f', '%')})",
             f"  verify: instrumented {ver['instrumented_ms']:.2f} ms vs {ver['whole_ms']:.2f} ms "
-            f"({fmt(ver['barrier_distortion'] and ver['barrier_distortion'] * 100, '+.1f', '%')})",
+            f"({fmt(scaled(ver['barrier_distortion'], 100), '+.1f', '%')})",
             "",
             f"A ratio near 1 means weights were read once for all {k1} positions; near {k1} means the work was repeated.",
         ]

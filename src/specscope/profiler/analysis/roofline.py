@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.intervals import time_text
+from specscope.profiler.analysis.intervals import draft_time_text, time_text
 from specscope.profiler.analysis.records import BlockExperts, Roofline, RooflineBlock, RooflineRow
 
 NAMES = {
@@ -153,8 +153,12 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         "headline": "",  # set below, from the rest (the placeholders keep the keys' order)
         "notes": [],
     }
-    if division and division.get("tokens_per_round"):
-        E, t_draft = float(division["tokens_per_round"]), float(division.get("t_draft_ms") or 0.0)
+    if division and division.get("tokens_per_round") and division.get("t_draft_ms") is None:
+        # acceptance without a draft time: no speedup is printed (taking T_draft as 0 would print a bound as a figure)
+        out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
+                           "t_verify_ideal_ms": head["ideal_ms"], "speedup_now": None, "speedup_at_floor": None}
+    elif division and division.get("tokens_per_round"):
+        E, t_draft = float(division["tokens_per_round"]), float(division["t_draft_ms"])
         now = stats.divide(t_dec, head["whole_ms"], t_draft, E)
         at_floor = stats.divide(t_dec, head["ideal_ms"], t_draft, E) if head["ideal_ms"] else None
         out["speedup_now"] = now.predicted_speedup
@@ -274,9 +278,13 @@ def format_roofline(roof: Mapping[str, Any]) -> str:
             f"{att['context_at_10pct']:,.0f} tokens and half at {att['context_at_50pct']:,.0f} (model bytes, not timed)"
             + (f"; the context's prefill, once: {cp['ms'] / 1000:.1f} s" if cp else ""))
     d = roof.get("division")
-    if d:
+    if d and (d.get("t_draft_ms") is None or roof.get("speedup_now") is None):
+        lines.append(f"division at k = {roof['k']} ({d.get('drafter', '?')}, E = {d['tokens_per_round']:.2f} tokens/round): "
+                     "no draft time was measured, so no speedup is given")
+    elif d:
+        floor = (f"{roof['speedup_at_floor']:.2f}× with a verify that reads each weight once"
+                 if roof.get("speedup_at_floor") is not None else "no floor (no nominal figures for this chip)")
         lines.append(f"division at k = {roof['k']} ({d.get('drafter', '?')}, E = {d['tokens_per_round']:.2f} tokens/round, "
-                     f"T_draft {d['t_draft_ms']:.1f} ms): {roof['speedup_now']:.2f}× now, "
-                     f"{roof['speedup_at_floor']:.2f}× with a verify that reads each weight once")
+                     f"T_draft {draft_time_text(d['t_draft_ms'], unit=' ms', spec='.1f')}): {roof['speedup_now']:.2f}× now, {floor}")
     lines += [f"note: {n}" for n in roof.get("notes", [])]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
-from specscope.profiler.analysis.formatting import fmt, rate
+from specscope.profiler.analysis.formatting import fmt, rate, scaled
 from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.prediction import for_session, prediction_text
@@ -176,7 +176,10 @@ def format_summary(session: Session) -> str:
                      f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
         lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
                      f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
-        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} {dec['barrier_distortion'] * 100:>21.1f}% {ver['barrier_distortion'] * 100:>21.1f}%")  # type: ignore[operator]  # None only for a whole graph of 0 ms
+        # None where the whole graph timed 0 ms (aggregate_breakdown): a dash, not a crash
+        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} "
+                     f"{fmt(scaled(dec['barrier_distortion'], 100), '.1f', '%'):>22} "
+                     f"{fmt(scaled(ver['barrier_distortion'], 100), '.1f', '%'):>22}")
         if dec["skip_estimates"]:
             lines.append("    without barriers (whole graph minus the graph with one block skipped):")
             for c in dec["skip_estimates"]:

@@ -125,7 +125,8 @@ def bench_rollback(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResu
     return bench_result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
                                          "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
                         unit="share of round", value=statistics.median(shares)) | {
-        "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None}
+        "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None, "pairs": a.pairs,
+        "sample": f"{a.pairs} run{'s' if a.pairs != 1 else ''}, {len(shares)} partially accepted rounds of {rounds_seen}"}
 
 
 # -- predict: oracle sweep, predicted vs measured speedup ---------------------------------------
@@ -279,7 +280,7 @@ def _line(res: BenchResult) -> str:
     ci = res.get("median_ci95")
     ci_text = f", median 95% CI {ci[0]:.4f}–{ci[1]:.4f}" if ci else ""
     return (f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}"
-          f"{ci_text}; {res['pairs']} pairs; target {res['target']}: {mark})")
+          f"{ci_text}; {res.get('sample') or str(res['pairs']) + ' pairs'}; target {res['target']}: {mark})")
 
 
 def run_bench(a) -> int:

@@ -145,7 +145,8 @@ def bench_memory(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult
     ratios = [rows[w]["raw_ratio"] for w in rows]
     return bench_result("memory", ratios, {**rows, "worst": worst, "allowance_bytes": ALLOWANCE_BYTES, "order": "ABBA",
                                            "note": "the figure is the larger raw ratio; the allowance is shown apart"},
-                        value=rows[worst]["raw_ratio"])
+                        value=rows[worst]["raw_ratio"]) | {
+        "sample": f"{len(rows[worst]['specscope_peak_bytes'])} pairs at each of {len(rows)} settings"}
 
 
 # -- predict -------------------------------------------------------------------------------------------------------
@@ -203,4 +204,6 @@ def bench_predict(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResul
                                         "what": "run's judged prediction (components timed apart) vs end-to-end, each "
                                                 "point until its verdict is decided"},
                         unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs),
-                                                                        "pairs": sum(r["cases"] or 0 for r in rows)}
+                                                                        "pairs": sum(r["cases"] or 0 for r in rows),
+                                                                        "sample": f"{sum(r['cases'] or 0 for r in rows)} "
+                                                                                  f"cases over {len(rows)} points"}

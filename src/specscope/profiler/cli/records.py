@@ -16,6 +16,7 @@ class BenchResult(TypedDict):
     median_ci95: list[float] | None
     stable_to_1pct: bool
     pairs: int
+    sample: NotRequired[str]           # what the figure rests on, where it is not a number of pairs ("4 runs, 97 rounds")
     target: str                        # "<op> <target>", e.g. ">= 0.98"
     met: bool
     unit: str
@@ -70,3 +71,12 @@ class TraceFigures(TypedDict):
     k_max: int
     cases: list[TraceCaseFigures]
     classes: dict[str, list[float | None]]  # content class -> E(1..K_max)
+
+
+class RunSetting(TypedDict):
+    """What makes saved runs one setting for ``specscope verdict`` (``session_commands._setting``)."""
+    model: str | None
+    drafter: str | None
+    k: int | None
+    regime: str | None
+    dtype: str | None
