@@ -99,6 +99,14 @@ def test_a_whole_graph_of_zero_ms_prints_a_dash_for_the_barrier_distortion(sessi
     assert row.split(")", 1)[1].split()[0] == "—" and row.rstrip().endswith("%")
 
 
+def test_a_runs_interval_is_labelled_as_the_runs_own(session):
+    """The error's interval resamples the run's cases: the summary says an offset they all share is not in it, and
+    where several runs are judged together; a session with no interval says nothing of it."""
+    assert summarize(session)["prediction_error_ci"], "the fixture must have an interval"
+    assert "specscope verdict" in _line(format_summary(session), "one run")
+    assert "one run " not in format_summary(Session())
+
+
 def _edited(session, edit) -> Session:
     d = copy.deepcopy(session.data)
     edit(d)

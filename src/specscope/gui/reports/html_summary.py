@@ -13,6 +13,7 @@ from specscope.profiler.analysis.verdict import (
     audit_answers,
     divergence_note,
     instrumentation_cost_text,
+    ONE_RUN_NOTE,
     prediction_error_text,
 )
 
@@ -86,7 +87,10 @@ def summary_section(s) -> str:
         ["Prediction error", esc(prediction_error_text(s) or "—"),
          "(predicted − measured) / measured, with its 95% interval (E, the measured speed and the component timings "
          f"resampled together by {esc(s.get('prediction_unit') or 'unit')}): "
-         f"<b>{esc((s.get('prediction_verdict') or {}).get('text') or '—')}</b>"],
+         f"<b>{esc((s.get('prediction_verdict') or {}).get('text') or '—')}</b>"
+         + ("; " + esc(ONE_RUN_NOTE[:1].upper() + ONE_RUN_NOTE[1:]).replace("`specscope verdict`",
+                                                                          "<code>specscope verdict</code>")
+            if s.get("prediction_error_ci") else "")],
         ["Ledger", f(s.get("ledger_speedup"), ".3f", "×"), esc(ledger_text(s) or "no instrumented rounds")]
         if s.get("ledger_speedup") is not None else None,
         ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}"

@@ -408,3 +408,21 @@ class TuneResult(TypedDict):
     drafters: dict[str, TuneDrafter]
     method: str
     partial: NotRequired[bool]
+
+
+class RunError(TypedDict):
+    """One run's judged prediction error as the verdict over runs reads it (``over_runs.pooled``)."""
+    error: float                      # predicted ÷ measured − 1
+    interval: list[float]             # the run's own 95% interval of it
+
+
+class OverRuns(TypedDict):
+    """The verdict over runs (``over_runs.pooled``): the error pooled over runs of one setting, random effects."""
+    runs: int
+    error: float                      # the pooled error (predicted ÷ measured − 1)
+    interval: list[float] | None      # its 95% interval, the run-to-run spread in it; None from too few runs
+    between_runs_sd: float            # τ: the spread of the runs' own errors beyond what their intervals allow (log)
+    q: float                          # Cochran's Q over the runs, on runs − 1 degrees of freedom
+    heterogeneity_p: float | None     # P(Q at least this large | no offset between runs)
+    run_intervals_cover: int          # how many runs' own intervals hold the pooled error
+    verdict: Verdict

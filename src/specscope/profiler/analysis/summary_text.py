@@ -12,6 +12,7 @@ from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.verdict import (
+    ONE_RUN_NOTE,
     SAMPLED_NOTE,
     tail_text,
     acceptance_phrase,
@@ -136,6 +137,7 @@ def format_summary(session: Session) -> str:
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}{_judged(s)}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
         *([f"  full rounds       {tail_text(s)}"] if tail_text(s) else []),
+        *([f"  one run           {ONE_RUN_NOTE}"] if s.get("prediction_error_ci") else []),
         "  prediction        " + (f"{model_formula(s)}, timed apart from the rounds "
                                    f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
                                    if s.get("predicted_speedup") is not None

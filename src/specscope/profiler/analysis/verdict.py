@@ -8,6 +8,10 @@ from specscope.profiler.analysis.formatting import fmt
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 
 
+# a run's interval resamples its cases: an offset they all share is beyond it (analysis.over_runs)
+ONE_RUN_NOTE = ("its interval resamples this run's own cases or rounds: an offset they all share (the machine's state, the "
+                "process) is not in it; `specscope verdict` judges several runs of one setting together")
+
 def _pct(x: float) -> str:
     return f"{abs(x) * 100:.0f}%"
 

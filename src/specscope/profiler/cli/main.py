@@ -14,7 +14,7 @@ from specscope.profiler.cli.predict_command import cmd_predict
 from specscope.profiler.cli.progress import add_progress_args
 from specscope.profiler.cli.run_args import add_run_args
 from specscope.profiler.cli.run_commands import cmd_run, cmd_sweep
-from specscope.profiler.cli.session_commands import cmd_compare, cmd_report
+from specscope.profiler.cli.session_commands import cmd_compare, cmd_report, cmd_verdict
 from specscope.profiler.cli.tool_commands import cmd_bench, cmd_capture, cmd_gui
 from specscope.profiler.run.config import RunConfig
 
@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timings-only", action="store_true",
                    help="compare timings even across sampling regimes (acceptance is left out)")
     c.set_defaults(func=cmd_compare)
+
+    v = sub.add_parser("verdict", help="the judged prediction over several runs of one setting (the spread between "
+                                       "runs in its interval)")
+    v.add_argument("sessions", nargs="+", metavar="SESSION", help="saved sessions of one model, drafter, k and sampling")
+    v.add_argument("--json", action="store_true", help="print the result as JSON")
+    v.add_argument("--force", action="store_true", help="pool runs whose settings differ")
+    v.set_defaults(func=cmd_verdict)
 
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
     b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "capture", "tune", "all"])

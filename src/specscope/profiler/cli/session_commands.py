@@ -1,4 +1,5 @@
-"""Commands over saved sessions: ``report`` (render one) and ``compare`` (two side by side)."""
+"""Commands over saved sessions: ``report`` (render one), ``compare`` (two side by side) and ``verdict`` (one
+setting's prediction judged over several runs)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import check_output_path
+from specscope.profiler.cli.records import RunSetting
 
 
 def cmd_report(a) -> int:
@@ -43,4 +45,71 @@ def cmd_compare(a) -> int:
     print(result["headline"])
     if why := result.get("why"):
         print(f"why: {why['answer']}")
+    return 0
+
+
+STATE_WORDS = {"agrees": "agrees", "off": "off", "too_little_data": "too little data"}
+
+
+def _setting(session) -> RunSetting:
+    d = session.config.get("drafter")
+    return {"model": (session.data.get("model") or {}).get("name"), "drafter": d.get("name") if isinstance(d, dict) else d,
+            "k": session.k, "regime": session.regime, "dtype": session.config.get("dtype")}
+
+
+def cmd_verdict(a) -> int:
+    """The judged prediction over several runs of one setting: each run's error and its own interval, pooled by
+    random effects (``analysis.over_runs``), so the spread between runs is in the interval and the verdict."""
+    import json
+
+    from specscope.profiler.analysis.formatting import pct
+    from specscope.profiler.analysis.over_runs import pooled
+    from specscope.profiler.analysis.records import RunError
+    from specscope.profiler.analysis.summary import summarize
+    from specscope.profiler.session.schema import SessionError
+    from specscope.profiler.session.session import Session
+
+    runs: list[RunError] = []
+    lines: list[tuple[str, str]] = []
+    settings: dict[str, RunSetting] = {}
+    for path in a.sessions:
+        try:
+            s = Session.load(path)
+        except SessionError as exc:
+            raise SpecscopeError(str(exc)) from None
+        summ = summarize(s)
+        err, iv = summ.get("prediction_error"), summ.get("prediction_error_ci")
+        if err is None or not iv:
+            why = summ.get("prediction_unavailable") or "no interval (too few cases or rounds)"
+            raise SpecscopeError(f"{path}: no judged prediction with an interval to pool ({why})")
+        settings[path] = _setting(s)
+        runs.append({"error": err, "interval": list(iv)})
+        state = (summ.get("prediction_verdict") or {}).get("state")
+        lines.append((path, f"{pct(err, signed=True):>7}   {pct(iv[0], signed=True) + '…' + pct(iv[1], signed=True):<21}"
+                            f"{STATE_WORDS.get(state or '', '—')}"))
+    first = next(iter(settings.values()))
+    seen = {key: sorted({str(st.get(key)) for st in settings.values()}) for key in first}
+    differ = [key for key, values in seen.items() if len(values) > 1]
+    if differ and not a.force:
+        detail = "; ".join(f"{key}: {', '.join(seen[key])}" for key in differ)
+        raise SpecscopeError(f"the runs are not one setting ({detail}): pool runs of one model, drafter, k, sampling "
+                             "and dtype, or pass --force")
+    res = pooled(runs)
+    if a.json:
+        print(json.dumps({"setting": first, "sessions": [{"session": p, **r} for p, r in zip(a.sessions, runs)], **res},
+                         indent=2))
+        return 0
+    iv = res["interval"]
+    print(f"the judged prediction over {res['runs']} runs ({', '.join(f'{k} {v}' for k, v in first.items() if v)})")
+    width = max(len("run"), *(len(p) for p, _ in lines))
+    print(f"  {'run':<{width}} {'error':>7}   {'its own 95% interval':<21}its own verdict")
+    print("\n".join(f"  {p:<{width}} {rest}" for p, rest in lines))
+    print(f"pooled (random effects: the spread between runs is in the interval): error {pct(res['error'], signed=True)}"
+          + (f", 95% interval {pct(iv[0], signed=True)}…{pct(iv[1], signed=True)}" if iv else ""))
+    if res["heterogeneity_p"] is not None:
+        print(f"between runs: {res['between_runs_sd'] * 100:.1f}% (standard deviation, estimated) beyond what the "
+              f"runs' own intervals allow (Cochran's Q {res['q']:.1f} on {res['runs'] - 1} degrees of freedom, "
+              f"p = {res['heterogeneity_p']:.2g}); {res['run_intervals_cover']} of {res['runs']} runs' own intervals "
+              "hold the pooled error")
+    print(f"verdict over runs: {res['verdict']['text']}")
     return 0
