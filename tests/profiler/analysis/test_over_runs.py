@@ -11,7 +11,7 @@ import pytest
 from specscope.profiler.analysis.over_runs import MIN_RUNS, fixed_interval, pooled
 
 SIMS = 3000
-TAU = 0.028  # the spread between runs seen on the build VM (nine default MTP runs)
+TAU = 0.028  # about the spread between runs seen on the build VM (2.2–2.8% over 9–12 default MTP runs)
 
 
 def _runs(rng, k: int, mu: float, tau: float) -> list[dict]:
