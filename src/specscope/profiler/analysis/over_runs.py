@@ -45,12 +45,17 @@ def _chi2_sf(q: float, df: int) -> float:
     return 1.0 - NormalDist().cdf(z)
 
 
+def _weighted(ys: Sequence[float], vs: Sequence[float], tau2: float = 0.0) -> tuple[list[float], float]:
+    """The weights 1 / (v_i + τ²) and the weighted mean of ``ys``."""
+    w = [1 / (v + tau2) for v in vs]
+    return w, math.fsum(wi * y for wi, y in zip(w, ys)) / math.fsum(w)
+
+
 def fixed_interval(runs: Sequence[RunError]) -> list[float]:
     """The inverse-variance pooled 95% interval that takes every run's error to estimate one shared value: what a
     pooling blind to offsets between runs would say (the negative control; never printed as a verdict)."""
     ys, vs = zip(*(_log_run(r) for r in runs))
-    w = [1 / v for v in vs]
-    mu = math.fsum(wi * y for wi, y in zip(w, ys)) / math.fsum(w)
+    w, mu = _weighted(ys, vs)
     half = _Z95 / math.sqrt(math.fsum(w))
     return [math.expm1(mu - half), math.expm1(mu + half)]
 
@@ -62,15 +67,13 @@ def pooled(runs: Sequence[RunError]) -> OverRuns:
         raise ValueError("no runs to pool")
     ys, vs = zip(*(_log_run(r) for r in runs))
     k = len(ys)
-    w = [1 / v for v in vs]
+    w, mu_fixed = _weighted(ys, vs)
     sw = math.fsum(w)
-    mu_fixed = math.fsum(wi * y for wi, y in zip(w, ys)) / sw
     q = math.fsum(wi * (y - mu_fixed) ** 2 for wi, y in zip(w, ys))
     c = sw - math.fsum(wi * wi for wi in w) / sw
     tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
-    wr = [1 / (v + tau2) for v in vs]
+    wr, mu = _weighted(ys, vs, tau2)
     swr = math.fsum(wr)
-    mu = math.fsum(wi * y for wi, y in zip(wr, ys)) / swr
     interval = None
     if k > 1:
         scale = max(1.0, math.fsum(wi * (y - mu) ** 2 for wi, y in zip(wr, ys)) / (k - 1))
