@@ -135,3 +135,19 @@ def test_component_mean_interval_covers_95_percent(n_cases, random_offsets):
         return
     assert ours / TRIALS >= 0.93, f"unit interval covers {ours / TRIALS:.3f}"
     assert naive / TRIALS < 0.90, f"negative control covers {naive / TRIALS:.3f}"
+
+
+def test_a_mean_near_zero_gets_no_interval_and_no_crash():
+    """An oracle's draft time (a round minus its verify) hovers about zero: its standard error dwarfs its mean, the
+    log-scale interval does not exist there (its exp overflowed and crashed `bench predict`'s summary)."""
+    from specscope.profiler.analysis.unit_intervals import MAX_RELATIVE_SE, ratio_interval
+
+    rng = np.random.default_rng(3)
+    # eight cases of twelve samples: each case's samples sum to +5 or -4.999, so the mean is 0.004 / 96 ms
+    near_zero = [[(5.0 / 12 if i % 2 == 0 else -4.999 / 12, 1.0)] * 12 for i in range(8)]
+    assert ratio_interval(near_zero, cases_only=True) is None
+    # a mean well away from zero keeps its interval, and it holds the mean
+    clear = [[(float(x), 1.0) for x in rng.normal(6.0, 1.0, 12)] for _ in range(8)]
+    iv = ratio_interval(clear, cases_only=True)
+    mean = np.mean([x for c in clear for x, _ in c])
+    assert iv is not None and iv[0] < mean < iv[1] and (iv[1] / iv[0]) < math.exp(2 * 2.4 * MAX_RELATIVE_SE)

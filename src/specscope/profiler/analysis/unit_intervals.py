@@ -30,6 +30,10 @@ from specscope.profiler.analysis.uncertainty import CASES_AS_UNIT, t95
 
 BLOCK = 24         # consecutive steps or rounds in a block unit (fewer cases than CASES_AS_UNIT)
 MIN_UNITS = 3      # fewer units: no interval
+# The interval is the delta method's on the log scale: a figure whose standard error is more than half of it (a mean
+# near zero, e.g. an oracle's draft time: a round minus its verify) has no interval there, and none is given (its
+# exp once overflowed and crashed a summary).
+MAX_RELATIVE_SE = 0.5
 
 Series = list[list[tuple[float, float]]]  # per case, (numerator, denominator) items: a step (1, ms), a round (tokens, ms)
 
@@ -81,6 +85,8 @@ def ratio_interval(series: Series, scale: float = 1.0, block: int | None = None,
     if side is None or side[2] < MIN_UNITS - 1:
         return None
     r, rel_var, df = side
+    if math.sqrt(rel_var) > MAX_RELATIVE_SE:
+        return None
     half = t95(df) * math.sqrt(rel_var)
     return [scale * r * math.exp(-half), scale * r * math.exp(half)]
 
