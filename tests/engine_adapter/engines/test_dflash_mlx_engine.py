@@ -25,7 +25,8 @@ def dense_drafter(model_dirs, tmp_path_factory):
 
 def _run(model, drafter, engine: str, **kw) -> Session:
     cfg = RunConfig(model=str(model), drafter="dflash", draft_model=str(drafter), engine=engine, num_draft_tokens=7,
-                    cases=1, max_tokens=24, warmup=0, breakdown=False, component_reps=1, ignore_preflight=True, **kw)
+                    cases=1, max_tokens=24, warmup=0, repeats=1, breakdown=False, component_reps=1, ignore_preflight=True,
+                    **kw)
     s = Session()
     s.apply({"event": "run_done", "status": protocol.run_protocol(cfg, s.apply)})
     return s
