@@ -35,6 +35,7 @@ def test_ruff_would_catch_an_unused_import(tmp_path):
     assert r.returncode == 1 and "F401" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow  # mypy over the package and a planted error (~40 s); CI runs it with the slow set, and `python -m mypy` is the quick way
 def test_mypy_is_clean_and_catches_what_it_should(tmp_path):
     """One mypy run (it takes ~30 s): the package is clean, and three planted files fail where they should. The key
     strings are checked in one place: code that reads a case key its record lacks fails mypy, and so does a summary

@@ -79,6 +79,7 @@ def test_pages_show_the_sessions_results_and_keep_a_measurement(window, qtbot, t
     assert window.model.session.data["roofline"]["speedup_at_floor"] == 2.0
 
 
+@pytest.mark.slow  # the pages' buttons run roofline and tune in workers (~15 s); the pages are filled from stored results by default
 @pytest.mark.timeout(240)
 def test_measure_buttons_run_the_commands_and_fill_the_pages(window, qtbot):
     """Measure verify cost and Tune k from the app: real `specscope roofline` / `tune` processes on the demo model,

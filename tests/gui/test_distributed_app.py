@@ -120,6 +120,7 @@ def test_worker_names_the_rank_that_failed(qtbot, monkeypatch, tmp_path):
     assert not hostfile.exists()  # the plan's hostfile is removed
 
 
+@pytest.mark.slow  # two ranks from the app (~25 s with its setup); the distributed pages are checked on a stored two-rank session by default
 @pytest.mark.timeout(300)
 def test_two_rank_run_from_the_app(window, qtbot):
     """The setup panel set to 2 ranks on this machine: a real run to the end, per-rank figures in the session."""

@@ -49,6 +49,7 @@ def _autorun(tmp_path, *model_args):
     return s
 
 
+@pytest.mark.slow  # a whole run in the app from the command line (~12 s); a screenshot of a chosen view and the app's own run stay in the default run
 def test_autorun_screenshot_exit_when_done(tmp_path):
     """The README's screenshot command on the small demo model: runs, takes the picture, exits 0."""
     from specscope.engine_adapter.model.demo_model import demo_model_path

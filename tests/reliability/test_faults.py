@@ -88,11 +88,11 @@ def test_worker_sigkill_mid_run_keeps_everything(tmp_path):
 def _start_cli(tmp_path, *extra, new_session=True):
     suite = unique_suite(tmp_path)
     out = tmp_path / "s.json"
-    cmd = [sys.executable, "-m", "specscope.profiler.cli.main", "run", "--demo", "--suite", str(suite), "--cases", "2",
-           "--max-tokens", "16", "--warmup", "0", "--no-breakdown", "-o", str(out), *extra]
-    # the random demo (slower per step than the shipped trained one), so that a signal sent after the first case
-    # lands while the second is still running rather than racing the end of the run
-    env = {**os.environ, "SPECSCOPE_DEMO": "random"}
+    cmd = [sys.executable, "-m", "specscope.profiler.cli.main", "run", "--demo", "--suite", str(suite), "--cases", "6",
+           "--max-tokens", "16", "--warmup", "0", "--no-breakdown", "--component-reps", "1", "-o", str(out), *extra]
+    # the trained demo, one component rep a call (not the subject here), six cases: a signal sent after the first case
+    # lands while later ones still run (the random demo and two cases took 45 s of the default suite for the same)
+    env = dict(os.environ)
     # SIGINT at its default, as in a terminal: a shell without job control (a background CI job) starts its children
     # with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

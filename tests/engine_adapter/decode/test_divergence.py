@@ -114,6 +114,7 @@ def _cfg(tmp_path):
                      component_reps=1, repeats=1)
 
 
+@pytest.mark.slow  # a whole run with a broken rollback (~15 s); the CLI's engine-fault exit stays in the default run
 def test_broken_rollback_is_an_engine_fault_that_fails_the_session(monkeypatch, tmp_path):
     from specscope.engine_adapter.decode import decoding
     from specscope.profiler.analysis.summary_text import format_summary

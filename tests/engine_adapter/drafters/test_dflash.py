@@ -127,7 +127,7 @@ def test_greedy_equals_plain_at_every_accepted_length(wrong_at, hybrid, prompt, 
     assert tokens_of(ev) == plain, f"output diverged with {wrong_at} of {k} accepted"
 
 
-@pytest.mark.parametrize("k", [1, 3, B - 1])
+@pytest.mark.parametrize("k", [1, 3, pytest.param(B - 1, marks=pytest.mark.slow)])  # k = 7: ~7 s each (pytest -m slow)
 @pytest.mark.parametrize("round_kinds", ["instrumented", "end_to_end"])
 def test_greedy_equals_plain_with_the_drafters_own_drafts(k, round_kinds, hybrid, prompt, plain, base):
     drafter = DFlashDrafter(hybrid, base.model, base.spec)
@@ -145,6 +145,7 @@ def test_more_drafts_than_the_block_holds_are_refused(hybrid, base):
 
 # -- the drafter's own context ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # the drafter's context against a fresh one at every accepted length (~17 s); greedy equality at every accepted length stays in the default run
 def test_drafter_context_is_exact_after_every_accepted_length(hybrid, prompt, base):
     res = drafter_context_exactness(hybrid.model, lambda: DFlashDrafter(hybrid, base.model, base.spec), prompt,
                                     B - 1, 1e-3)
@@ -240,6 +241,7 @@ def test_drafts_carry_the_distribution_they_were_drawn_from(tiny):
     assert all(float(out.probs[i, t]) > 0 for i, t in enumerate(out.tokens))
 
 
+@pytest.mark.slow  # a chi-square over many sampled runs (~18 s); the shared sampling rule's own test stays in the default run
 def test_speculative_sampling_with_dflash_keeps_the_target_distribution(tiny):
     tokens, accepted, p0 = first_tokens(tiny)
     assert accepted[0] >= DRAWS // 10 and accepted[1] >= DRAWS // 10, accepted  # both branches of the rule
@@ -279,6 +281,7 @@ def test_the_fit_detects_a_broken_rule_with_dflash(tiny, monkeypatch):
 
 # -- the engine ----------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # two engine runs from model folders (~19 s); `run --demo` with a DFlash drafter folder stays in the default run
 def test_engine_runs_dflash_end_to_end_and_refuses_a_misfit(model_dirs, dflash_dir, tmp_path, prompt, plain):
     from specscope.engine_adapter.engine import Engine, EngineParams
 
@@ -356,6 +359,7 @@ def test_uninstall_tap_gives_the_trunk_its_own_classes_back(hybrid, prompt):
             install_tap(model, layers=layers_were)
 
 
+@pytest.mark.slow  # the shipped trained drafter run (~12 s); `check --demo` with it stays in the default run
 def test_the_demo_drafts_with_the_shipped_trained_drafter_and_it_is_accepted(tmp_path):
     """``--demo --drafter dflash`` with no folder takes the DFlash drafter trained against the shipped demo
     (training/train_dflash.py, in the package), and the target accepts its drafts; a random drafter in the same

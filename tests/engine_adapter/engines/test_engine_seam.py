@@ -29,6 +29,7 @@ def _cfg(model_dirs, engine: str, **kw) -> RunConfig:
     return RunConfig(**base)
 
 
+@pytest.mark.slow  # mlx-lm's loop end to end (~15 s); `check --engine mlx-lm` runs it in the default run
 def test_mlx_lms_loop_runs_end_to_end_and_says_what_it_does_not_report(model_dirs):
     s = _run(_cfg(model_dirs, "mlx-lm"))
     assert s.status == "complete"

@@ -18,6 +18,7 @@ from specscope.profiler.session.session import Session
 README = Path(__file__).resolve().parents[3] / "README.md"
 
 
+@pytest.mark.slow  # the README's engine example run whole (~20 s); the seam's own tests stay in the default run
 @pytest.mark.skipif(not README.is_file(), reason="needs the checkout's README")
 def test_the_readmes_engine_runs_and_matches_plain_decoding(model_dirs, monkeypatch):
     text = README.read_text(encoding="utf-8")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -30,6 +32,7 @@ def test_run_demo_with_a_dflash_drafter_folder(tmp_path):
     assert all(len(r["drafted"]) <= 15 for c in d["cases"] for r in c["spec"]["rounds"])
 
 
+@pytest.mark.slow  # check on built folders (~10 s); `check --demo` with the shipped drafter stays in the default run
 def test_check_with_a_dflash_drafter(tmp_path):
     from specscope.engine_adapter.model.demo_model import demo_model_path
 

@@ -159,6 +159,7 @@ def test_dominant_effect_names_the_largest_term():
     assert "dominant: acceptance" in dominant_effect([a, c])
 
 
+@pytest.mark.slow  # a sweep over two contexts (~10 s); the sweep's order and analysis are tested without MLX by default
 def test_a_small_sweep_runs_end_to_end_and_streams_a_line_per_context(tmp_path, capsys):
     """The command the app runs: one ``context_sweep`` line as each context completes, the context prefilled once and
     timed on its own (never in the case's figures), the session holding every point's own cases."""

@@ -138,6 +138,7 @@ def _per_rank_compute_and_communication(s: Session) -> None:
         assert all(x is not None for x in pr["communication_split"]["wait_ms"] + pr["communication_split"]["transfer_ms"])
 
 
+@pytest.mark.slow  # two ranks launched from the CLI (~35 s); the in-process sharded run (test_distributed) stays in the default run
 def test_two_ranks_run_the_demo_from_the_cli(tmp_path, capsys):
     """`specscope run --demo --ranks 2 …` (the issue's command, one short case): exit 0, the session carries
     communication and per-rank compute and communication, greedy speculative == plain."""

@@ -9,6 +9,8 @@ from specscope.profiler.run.measure_config import RooflineConfig, TuneConfig, fr
 from specscope.profiler.run.runner import run_worker, worker_command
 from specscope.profiler.session.session import Session
 
+import pytest
+
 SMALL = ["--positions", "3", "--reps", "1", "--block-reps", "1", "--bandwidth-mib", "8", "--matmul-n", "64",
          "--max-tokens", "8", "-k", "1", "--prompt", "Hello there"]
 
@@ -50,6 +52,7 @@ def test_a_refusal_in_the_worker_is_a_clear_message(capsys):
     assert "window is 262,144" in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # run --roofline, a run and a curve (~15 s); roofline in a worker is tested on its own by default
 def test_run_roofline_measures_in_a_worker_and_keeps_the_curve_with_the_run(tmp_path, capsys):
     out = tmp_path / "s.json"
     assert main(["run", "--demo", "--cases", "1", "--max-tokens", "8", "--repeats", "1", "--warmup", "0",
