@@ -103,6 +103,7 @@ class Engine:
         self.params, self.target, self.draft, self.drafter_name, self.compat = params, target, draft, drafter_name, compat
         self.dflash = dflash  # the DFlash drafter's checked folder (dflash_format.DFlashSpec), when one was given
         self._dflash_model: Any = None  # drafters.dflash.DFlashModel, loaded by the first make_drafter
+        self._mtp_head: Any = None  # drafters.mtp_head.MTPHead, likewise
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
         self._probe: Any = None  # the ClockProbe, made on first use (its import loads the probe's kernel)
         self.foreign = None  # another engine's loop (engines.seam), when the run names one
@@ -167,9 +168,11 @@ class Engine:
             return OracleDrafter(plain_tokens or [], p=p.oracle_p, draft_ms=p.oracle_draft_ms, seed=p.seed,
                                  vocab_size=self.target.vocab_size)
         if name == "mtp":
-            from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
+            from specscope.engine_adapter.drafters.mtp import load_mtp_drafter, load_mtp_head
 
-            return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden)
+            if self._mtp_head is None:  # loaded once per engine; every drafter made from it starts its own cache
+                self._mtp_head = load_mtp_head(self.target, p.mtp_weights)
+            return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden, head=self._mtp_head)
         if name == "dflash":
             from specscope.engine_adapter.drafters.dflash import DFlashDrafter, load_dflash_model
 

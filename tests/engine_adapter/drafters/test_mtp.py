@@ -77,3 +77,23 @@ def test_mtp_shape_mismatch_is_refused(tmp_path, model_dirs, hybrid):
 def test_mtp_on_a_model_without_head(dense):
     with pytest.raises(SpecscopeError, match="no mtp"):
         load_mtp_drafter(dense)
+
+
+def test_an_engine_loads_its_head_once_and_every_pass_is_still_exact(monkeypatch):
+    """An engine makes every MTP drafter from one head (loaded once, as a production engine does); a drafter's state is
+    its own cache, so passes and a components call in between leave the next pass exact."""
+    from specscope.engine_adapter.drafters import mtp
+    from specscope.engine_adapter.engine import Engine, EngineParams
+
+    eng = Engine.open(EngineParams(model=None, demo=True, drafter="mtp", num_draft_tokens=2))
+    loads = []
+    build = mtp.build_mtp_head
+    monkeypatch.setattr(mtp, "build_mtp_head", lambda *a, **kw: loads.append(1) or build(*a, **kw))
+    prompt = eng.encode("The history of the printing press")
+    plain = [r["token"] for r in eng.plain(prompt, N)]
+    first, second = eng.make_drafter(), eng.make_drafter()
+    assert first is not second and first.head is second.head
+    for _ in range(2):
+        assert tokens_of(list(eng.speculative(prompt, plain, N))) == plain
+        eng.components(prompt, plain, reps=1)
+    assert len(loads) == 1
