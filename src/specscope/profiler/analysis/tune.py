@@ -45,11 +45,12 @@ from specscope.profiler.analysis.records import Recommendation, TraceFacts, Tune
 from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
                                                       precise, rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
-                                                       UNCHAINED_NOTE,
+                                                       UNCHAINED_NOTE, TermsBelowNoise,
                                                       per_position, predict)
 from specscope.profiler.session.trace_record import check as check_trace
 
 LABELS = DRAFTER_LABELS
+RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2×, then 4× the rounds) before refusing
 WHAT_IF = set(WHAT_IF_DRAFTERS)
 
 
@@ -165,17 +166,37 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             traces[name] = tr
         in_round: dict[int, list[float]] = {}
         book: dict[int, list[float]] = {}
-        if hasattr(seam, "components") and name not in WHAT_IF:
-            # what drafting adds to a round at each k, and the round's bookkeeping, timed apart as run's prediction does
+        timeable = hasattr(seam, "components") and name not in WHAT_IF
+
+        def time_apart(k: int, n_reps: int) -> None:
+            """What drafting adds to a round at k, and the round's bookkeeping, timed apart as run's prediction does
+            (added to what was timed there before: nothing measured is dropped)."""
+            comps = [seam.components(name, p, pl["tokens"], k, n_reps) for p, pl in zip(prompts, plain)]
+            in_round.setdefault(k, []).extend(x for c in comps for x in c["draft_ms"])
+            if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
+                book.setdefault(k, []).extend(x for c in comps for x in c["bookkeeping_ms"])
+            else:  # bookkeeping timed for only some rounds cannot be weighted with them
+                book.pop(k, None)
+
+        if timeable:
             progress(f"{name}: rounds timed apart at k = 1..{k_max}")
             for k in range(1, k_max + 1):
-                comps = [seam.components(name, p, pl["tokens"], k, component_reps) for p, pl in zip(prompts, plain)]
-                in_round[k] = [x for c in comps for x in c["draft_ms"]]
-                if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
-                    book[k] = [x for c in comps for x in c["bookkeeping_ms"]]
+                time_apart(k, component_reps)
         inputs[name] = (full, draft_1, tr, in_round, book)
-        pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round,
-                             bookkeeping_by_k=book)
+        for attempt in range(RETIME_ATTEMPTS + 1):
+            try:
+                pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round,
+                                     bookkeeping_by_k=book)
+                break
+            except TermsBelowNoise as below:
+                # One stall in a verify timed alone can sink a k's few paired differences below zero; a refusal
+                # then would lose every run so far. Time that k again, with more rounds, before refusing.
+                if not timeable or attempt == RETIME_ATTEMPTS or below.k not in in_round:
+                    raise
+                more = component_reps * 2 ** (attempt + 1)
+                progress(f"{name}: at k = {below.k} the terms timed apart add up to nothing (noise): timing "
+                         f"{more} more rounds per accepted count there")
+                time_apart(below.k, more)
         lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
         per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
                              "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],

@@ -17,6 +17,16 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.analysis import resample, trace_walk
 from specscope.profiler.analysis.round_model import RoundModel
 
+class TermsBelowNoise(SpecscopeError):
+    """At ``k`` the round's terms timed apart add up to nothing: too few samples against the machine's noise (a
+    stall in a verify timed alone makes "the round less its verify" strongly negative). Say which k, so a caller
+    can time more rounds there before it refuses."""
+
+    def __init__(self, k: int, message: str):
+        super().__init__(message)
+        self.k = k
+
+
 GREEDY_ASSUMPTION = (
     "Drafts are chained: from a given prefix a drafter proposes the same tokens whatever k is. Under greedy decoding "
     "the acceptance trace A(s) (how many of the drafter's next K_max proposals from each position of the target's "
@@ -152,7 +162,7 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             t_dec_k, b_steps_k = t_dec, b_steps
         model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book_k)
         if model.round_ms <= 0:
-            raise SpecscopeError(f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
+            raise TermsBelowNoise(k, f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
                                  f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
                                  "--component-reps on a quieter machine")
         frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
