@@ -69,6 +69,20 @@ def test_probe_drift_by_hand():
     assert probe_drift(cooling)["slowdown"] == d["slowdown"] and probe_drift(cooling)["cooldown_readings"] == 1
 
 
+def test_a_probe_quicker_late_than_early_is_drift_too():
+    """A run read "no drift (-36.0% from start to end, within its own noise: its reps spread over 13.9%)": a change of
+    36% against 14% of noise is no quiet machine, whichever way it goes (fails on the old one-sided rule)."""
+    series = [_reading(x, rel=0.14) for x in (15.0, 14.6, 15.2, 12.0, 10.5, 9.6, 9.8, 9.5, 9.7)]
+    d = probe_drift(series)
+    assert d["slowdown"] == pytest.approx(9.7 / 15.0 - 1) and d["drift"] is True
+    w = drift_warning(d)
+    assert w and "35.3% quicker at the end of the run than at its start" in w and "slowed" not in w
+    assert "no drift" not in drift_phrase(d)
+    # the control: the same change inside a noisier probe's own spread is not flagged
+    loud = probe_drift([_reading(x, rel=0.40) for x in (15.0, 14.6, 15.2, 12.0, 10.5, 9.6, 9.8, 9.5, 9.7)])
+    assert loud["drift"] is False and "no drift" in drift_phrase(loud)
+
+
 def test_drift_states_its_noise_as_a_range_not_a_plus_minus():
     d = probe_drift([_reading(x, rel=0.10) for x in (10.0, 10.3, 10.1, 10.6, 10.4, 10.5)])
     text = drift_phrase(d)

@@ -12,7 +12,7 @@ from specscope.profiler.renderers.html_common import esc, kv_table
 
 
 def drift_note(s: dict) -> str:
-    """A warning note when the clock probe slowed by more than its own noise; "" otherwise."""
+    """A warning note when the clock probe's speed changed by more than its own noise; "" otherwise."""
     w = drift_warning(s.get("probe"))
     return f'<p class="note error"><b>Drift warning.</b> {esc(w[0].upper() + w[1:])}.</p>' if w else ""
 

@@ -37,7 +37,7 @@ class VerdictBar(QtWidgets.QFrame):
         self.error = plain_label("")
         self.error.setObjectName("errorBanner")
         self.error.hide()
-        self.drift = _fitting("", tall["drift"])  # the clock probe slowed by more than its own noise during the run
+        self.drift = _fitting("", tall["drift"])  # the clock probe's speed changed by more than its own noise
         self.drift.setObjectName("driftWarning")
         self.drift.hide()
         lay.addWidget(self.headline)

@@ -3,8 +3,9 @@
 The protocol reads the clock probe (a fixed compute-bound kernel, ``engine_adapter.measure.clock_probe``)
 before and after every repeat of every case. A reading is the median of a few timed reps; the spread
 of those reps, relative to the reading, is the probe's **own noise** (the median of it over the run).
-The run **drifted** when the late readings (the last third) are slower than the early ones (the first
-third) by more than that noise. Readings taken while cooling down are kept in the series but not
+The run **drifted** when the late readings (the last third) differ from the early ones (the first third)
+by more than that noise, either way: slower late (heat, a load that began) or faster late (a load that ended, a
+cold start); both mean the two ends of the run ran on different machines. Readings taken while cooling down are kept in the series but not
 judged (the wait exists because they are slow).
 """
 
@@ -47,16 +48,21 @@ def probe_drift(series: list[dict]) -> ProbeDrift | None:
     slowdown = late / early - 1.0
     out.update({"early_ms": early, "late_ms": late, "slowdown": slowdown})
     noise = out["noise"] or 0.0
-    out["drift"] = slowdown > noise
+    out["drift"] = abs(slowdown) > noise  # either way: a probe 36% quicker late than early is no quiet machine
     return out
 
 
 def drift_warning(d: Mapping[str, Any] | None) -> str | None:
-    """The warning line when the probe slowed by more than its own noise; None otherwise."""
+    """The warning line when the probe's speed changed by more than its own noise; None otherwise."""
     if not d or not d.get("drift"):
         return None
+    noise = f"more than its own noise: its reps spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest"
+    if d["slowdown"] < 0:
+        return (f"drift warning: the clock probe ran {-d['slowdown'] * 100:.1f}% quicker at the end of the run than at "
+                f"its start ({noise}): the device ran slower early in the run (a load that ended, or a cold start); "
+                "ABBA order spreads the change over both modes, but rerun on a quiet machine")
     return (f"drift warning: the clock probe slowed by {d['slowdown'] * 100:+.1f}% from the start of the run to its end "
-            f"(more than its own noise: its reps spread over {(d['noise'] or 0) * 100:.1f}%, highest − lowest): the device ran slower late in the run (heat, or another load); "
+            f"({noise}): the device ran slower late in the run (heat, or another load); "
             "ABBA order spreads the slow-down over both modes, but rerun with --cooldown, or on a quiet machine")
 
 
