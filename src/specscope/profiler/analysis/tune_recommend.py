@@ -1,0 +1,59 @@
+"""What ``specscope tune`` confirms and what it recommends: the settings worth an end-to-end check (each drafter's
+best predicted k and its neighbours) and, once they are measured, the one recommendation (a win only when the
+measured interval clears 1×)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from specscope.drafter_kinds import DRAFTER_LABELS
+from specscope.errors import SpecscopeError
+from specscope.profiler.analysis.records import Recommendation
+
+LABELS = DRAFTER_LABELS
+
+
+def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:
+    """(drafter, k) pairs to confirm: each drafter's best predicted k and its neighbours, or every k."""
+    out = []
+    for name, rows in pred.items():
+        if which == "all":
+            ks = range(1, k_max + 1)
+        else:
+            best = max(rows, key=lambda r: r["predicted_speedup"])["k"]
+            ks = range(max(1, best - neighbours), min(k_max, best + neighbours) + 1)
+        out += [(name, k) for k in ks]
+    return out
+
+
+def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
+    measured = [r for r in rows if r.get("measured_speedup") is not None]
+    if not measured:
+        raise SpecscopeError("no confirmation run was measured")
+    real = [r for r in measured if not r["what_if"]] or measured
+    best = max(real, key=lambda r: r["measured_speedup"])
+    who = LABELS.get(best["drafter"], best["drafter"])
+    m, p = best["measured_speedup"], best["predicted_speedup"]
+    mci = best.get("measured_ci95")
+    # a win is a win only when the measured interval clears 1× (with no interval: too few repeats to say)
+    shown = m > 1.0 and mci is not None and mci[0] > 1.0
+    if shown:
+        assert mci is not None  # a win is shown only with an interval
+        text = (f"use k={best['k']} with {who}: {m:.2f}× measured ({mci[0]:.2f}–{mci[1]:.2f}, "
+                       f"predicted {p:.2f}×)")
+    elif m > 1.0:
+        why = (f"its 95% interval {mci[0]:.2f}–{mci[1]:.2f} holds 1×" if mci else
+               f"{len(best.get('measured_range') or [])} repeats cannot give an interval")
+        text = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
+                       f"{p:.2f}×), but {why}: plain decoding may be as fast")
+    else:
+        need = best["break_even_verify_ms"]
+        text = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
+                       + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need > 0 else
+                          "its draft alone costs more than the tokens it could save"))
+    if best["what_if"]:
+        text += " — a what-if: no real drafter took part"
+    return {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
+            "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
+            "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"], "text": text}
