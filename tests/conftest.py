@@ -73,6 +73,11 @@ def _qt_garbage_collected_on_the_main_thread(request):
     test_file_menu_compare_sessions (CI, once, near the end of the run), which this is meant to rule out."""
     yield
     if "qtbot" in request.fixturenames:
+        # qtbot has closed its widgets and called deleteLater(); without an event loop to run them those deletions
+        # wait, and a test process held up to six main windows of earlier tests (each re-polished by every later one)
+        from PySide6 import QtCore
+
+        QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
         gc.collect()
 
 

@@ -322,3 +322,36 @@ def test_gui_size_option():
     assert parse_size(None) is None
     with pytest.raises(ValueError):
         parse_size("big")
+
+
+def test_a_second_window_leaves_the_first_ones_widgets_unstyled_again(window, qtbot, tmp_path):
+    """Each window applies the app's style, palette and style sheet; setting an unchanged one re-polishes every
+    widget the app holds (a test process's n-th window took 0.3 s + 0.25 s per window still alive). A second window
+    sends the first one's widgets no style or palette change; a switch of scheme still does."""
+    from PySide6 import QtCore, QtWidgets
+
+    from specscope.gui.main_window import MainWindow
+
+    seen: list[int] = []
+    watched = (QtCore.QEvent.Type.StyleChange, QtCore.QEvent.Type.PaletteChange, QtCore.QEvent.Type.ApplicationPaletteChange)
+
+    class Count(QtCore.QObject):
+        def eventFilter(self, obj, ev):  # noqa: N802 (Qt's name)
+            if ev.type() in watched:
+                seen.append(int(ev.type().value))
+            return False
+
+    counter = Count()
+    label = window.findChild(QtWidgets.QLabel)
+    assert label is not None
+    label.installEventFilter(counter)
+    settings = QtCore.QSettings(str(tmp_path / "second.ini"), QtCore.QSettings.Format.IniFormat)
+    second = MainWindow(settings=settings, autosave_dir=str(tmp_path / "second"))
+    qtbot.addWidget(second)
+    try:
+        assert seen == []
+        window._scheme_changed()  # the OS's colorSchemeChanged, unchanged: nothing to set
+        assert seen == []
+    finally:
+        second.setup.inspector.shutdown()
+        label.removeEventFilter(counter)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+import shiboken6
 from PySide6 import QtCore
 
 from specscope.profiler.run.runner import worker_env
@@ -69,6 +70,9 @@ class Inspector(QtCore.QObject):
         p.start(cmd[0], cmd[1:])
 
     def _done(self, p: QtCore.QProcess, path: str, code: int) -> None:
+        if not shiboken6.isValid(p) or not shiboken6.isValid(self):
+            # a window deleted mid-inspect: the process object, dying, kills its child and says it finished
+            return
         out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
         err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
         if p is self.proc:
