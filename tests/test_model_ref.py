@@ -126,6 +126,7 @@ def _env(hf_home, **extra):
     return env
 
 
+@pytest.mark.slow  # three CLI processes (~13 s); a repo id's resolution and the app opening on one are tested by default
 def test_inspect_run_and_report_call_the_model_by_its_repo_id(hf_home, tmp_path):
     env = _env(hf_home)
     r = cli("inspect", REPO, "--json", env=env, cwd=tmp_path)

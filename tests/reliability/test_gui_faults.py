@@ -21,6 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @needs_proc
+@pytest.mark.slow  # ~10 s; a killed worker keeping everything is tested by default from the CLI (test_faults.py)
 def test_worker_sigkill_in_the_app(window, qtbot, tmp_path, small_demo_run):
     """The app says what happened, keeps and shows everything received; the autosave loads and exports."""
     small_demo_run(window, max_tokens=32, cases=2, breakdown=False)

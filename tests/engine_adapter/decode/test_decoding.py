@@ -65,7 +65,8 @@ class ForcedDrafter(Drafter):
         self.pos += len(emitted)
 
 
-@pytest.mark.parametrize("k", [1, 3])
+# k = 3 (~12 s) with `pytest -m slow`; every cache kind's rollback is tested by default in cache/test_conformance.py
+@pytest.mark.parametrize("k", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_rollback_at_every_acceptance_count(k, hybrid, prompt, plain_hybrid):
     for n in range(k + 1):
         drafter = ForcedDrafter(plain_hybrid, n, hybrid.vocab_size)

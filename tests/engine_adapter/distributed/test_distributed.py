@@ -75,6 +75,7 @@ def two_ranks(tmp_path_factory):
     return outs
 
 
+@pytest.mark.slow  # two real ranks (~20 s to launch); sharding's parts and a distributed run's app pages are tested by default
 def test_sharded_tokens_equal_plain_and_single_process(two_ranks):
     e = Engine.open(EngineParams(demo=True, drafter="mtp", num_draft_tokens=2))
     p = e.encode(PROMPT)
@@ -91,6 +92,7 @@ def _demo_layers() -> int:
     return json.loads((default_demo_path() / "config.json").read_text())["text_config"]["num_hidden_layers"]
 
 
+@pytest.mark.slow  # two real ranks (~20 s to launch); sharding's parts and a distributed run's app pages are tested by default
 def test_breakdown_has_communication_and_per_rank_columns(two_ranks):
     bd = two_ranks[0]["breakdown"]
     assert bd["distributed"]["ranks"] == 2 and bd["distributed"]["backend"] == "ring"
@@ -114,6 +116,7 @@ def test_breakdown_has_communication_and_per_rank_columns(two_ranks):
     assert two_ranks[1]["breakdown"]["decode"]["per_rank"]["whole_ms"] == pytest.approx(bd["decode"]["per_rank"]["whole_ms"])
 
 
+@pytest.mark.slow  # two real ranks (~20 s to launch); sharding's parts and a distributed run's app pages are tested by default
 def test_run_facts_say_how_it_was_distributed(two_ranks):
     facts = two_ranks[0]["facts"]
     assert facts["ranks"] == 2 and facts["drafting"] == "replicated on every rank" and len(facts["hosts"]) == 2

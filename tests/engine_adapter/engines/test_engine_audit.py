@@ -83,6 +83,7 @@ def test_mlx_lms_rule_is_consistent_and_the_audit_has_the_power_to_say_so(model_
     assert good["verdict"] == "consistent", good
 
 
+@pytest.mark.slow  # ~10 s; the audit it prints (and its negative control) is tested by default above
 def test_check_engine_on_the_command_line(model_dirs, capsys):
     from specscope.profiler.cli.main import main
 

@@ -89,6 +89,7 @@ def test_bad_input(hybrid, code_prompt):
         record_trace(hybrid.model, code_prompt, [1, 2, 3], NgramDrafter(), 0)
 
 
+@pytest.mark.slow  # ~10 s; the trace walk is tested by default for the other drafters
 def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
     """DFlash drafts depend on k (the block attends both ways): the trace records every k's own proposals, and walking
     each gives exactly the accepted counts of a real greedy run at that k. The negative control: the K_max block's

@@ -42,6 +42,7 @@ def test_an_unknown_dtype_is_refused():
         cast_floating(lm.model, "float8")
 
 
+@pytest.mark.slow  # ~11 s end to end; the cast itself is tested by default above
 def test_a_run_with_dtype_is_greedy_exact_and_says_so(tmp_path):
     out = tmp_path / "s.json"
     r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli.main", "run", "--demo", "--dtype", "float32",

@@ -137,6 +137,7 @@ def specscope(*args):
                           text=True, timeout=600)
 
 
+@pytest.mark.slow  # ~11 s of CLI processes; each refusal it shows is tested by default above
 def test_cli_demo_model_inspect_and_a_refused_run(tmp_path, model_dirs):
     """``demo-model --dflash --random`` writes a drafter for the random demo; ``inspect`` says what it fits; a run
     against a target it does not fit exits 2 with the reason, before measuring anything, without a traceback."""

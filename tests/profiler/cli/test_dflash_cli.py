@@ -16,6 +16,7 @@ def specscope(*args):
                           text=True, timeout=600)
 
 
+@pytest.mark.slow  # ~20 s end to end; DFlash decoding (greedy = plain, k = B - 1) is tested by default in test_dflash.py
 def test_run_demo_with_a_dflash_drafter_folder(tmp_path):
     r = specscope("demo-model", str(tmp_path / "d"), "--dflash")  # for the shipped trained demo, block 16
     assert r.returncode == 0, r.stderr
