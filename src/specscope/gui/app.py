@@ -69,6 +69,20 @@ def parse_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
+def collect_on_the_gui_thread(app: QtWidgets.QApplication):
+    """Python's cyclic garbage collector run from a timer on the app's own thread, automatic collection off.
+
+    An automatic collection runs on whichever thread allocates past the threshold, such as the History page's reader
+    thread, and would destroy the Qt objects in the cycles it frees there, off the thread that owns them (a crash
+    without a traceback). pyqtgraph's ``GarbageCollector`` (the recipe many Qt apps use) checks the thresholds every
+    second and collects here instead. Kept on the app for its lifetime; returned for tests."""
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    collector = GarbageCollector(interval=1.0)
+    app._specscope_gc = collector  # type: ignore[attr-defined]  # lives as long as the app
+    return collector
+
+
 def make_app(argv=None) -> QtWidgets.QApplication:
     app = QtWidgets.QApplication.instance()
     if app is None:
@@ -98,6 +112,7 @@ def main(args=None) -> int:
             print(f"specscope: error: {problem}", file=sys.stderr)
             return 2
     app = make_app()
+    collect_on_the_gui_thread(app)
     from .main_window import PAGES, MainWindow
 
     if _arg(args, "view") and args.view not in PAGES:
