@@ -105,6 +105,7 @@ class Engine:
         self._dflash_model: Any = None  # drafters.dflash.DFlashModel, loaded by the first make_drafter
         self._mtp_head: Any = None  # drafters.mtp_head.MTPHead, likewise
         self.sampling = Sampling(params.temp, params.top_p, params.seed)
+        self._held_prompt: Any = None  # cache.context.Stored: the last components call's prompt (``_prompt_entry``)
         self._probe: Any = None  # the ClockProbe, made on first use (its import loads the probe's kernel)
         self.foreign = None  # another engine's loop (engines.seam), when the run names one
 
@@ -252,6 +253,7 @@ class Engine:
         from specscope.engine_adapter.cache import context
 
         context.clear()
+        self._held_prompt = None
 
     # -- the measured phases -----------------------------------------------------------------------
     def plain(self, prompt: list[int], max_tokens: int):
@@ -284,8 +286,29 @@ class Engine:
         """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
         from specscope.engine_adapter.measure.components import measure_components
 
-        return measure_components(self.target.model, lambda: self.make_drafter(continuation), self.sampling, prompt,
-                                  continuation, self.params.num_draft_tokens, reps=reps, at=at)
+        drafter = self.make_drafter(continuation)  # first: a DFlash drafter's taps go in before the prompt's prefill
+        return measure_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
+                                  self.params.num_draft_tokens, reps=reps, at=at,
+                                  start=self._prompt_entry(prompt, drafter.needs_hidden))
+
+    def _prompt_entry(self, prompt: list[int], with_hidden: bool):
+        """The target's cache over ``prompt``, prefilled once and kept apart (``context.prefill_entry``) while calls
+        for the same prompt follow (a case's component calls); none where a stored long context starts the prompt
+        (``--context``: that copy already spares the prefill) or its cache kinds cannot be kept."""
+        from specscope.engine_adapter.cache import context
+
+        tokens = list(prompt)
+        held = self._held_prompt
+        if held is not None and held.tokens == tokens and (held.extra.get("hidden") is not None or not with_hidden):
+            return held
+        self._held_prompt = None  # the last case's, released before the next is made
+        if len(tokens) < 2 or context.find(self.target.model, tokens) is not None:
+            return None
+        try:
+            self._held_prompt = context.prefill_entry(self.target.model, tokens, with_hidden)
+        except SpecscopeError:
+            return None
+        return self._held_prompt
 
     def trace(self, prompt: list[int], continuation: list[int]) -> AcceptanceTrace | None:
         """The run's drafter's acceptance trace along ``continuation`` (``acceptance_trace.engine_trace``)."""

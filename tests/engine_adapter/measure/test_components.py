@@ -22,7 +22,7 @@ def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_w
     n = reps * (k + 1)
     assert len(comp["verify_ms"]) == len(comp["round_ms"]) == len(comp["draft_ms"]) == n
     assert comp["draft_ms"] == pytest.approx([r - v for r, v in zip(comp["round_ms"], comp["verify_ms"])])
-    assert all(x > 0 for x in comp["round_ms"]) and len(comp["draft_alone_ms"]) == reps
+    assert all(x > 0 for x in comp["round_ms"]) and len(comp["draft_alone_ms"]) == 1
     assert sorted(comp["rollback_ms"]) == [str(a) for a in range(k + 1)]
     if kind != "draft":  # state from true tokens and hidden states only: after any earlier round, the same proposal
         assert comp["round_drafts_agree"] == 1.0

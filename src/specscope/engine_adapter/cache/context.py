@@ -134,10 +134,16 @@ def _key(owner):
     return owner if isinstance(owner, tuple) else id(owner)
 
 
-def store(owner, tokens: list[int], cache: list, **extra) -> Stored:
+def frozen(tokens: list[int], cache: list, **extra) -> Stored:
+    """A context kept apart from the store (``restore_entry`` starts a cache from it; no other prefill does)."""
     mx.eval([c.state for c in cache])
     entry = Stored(list(tokens), freeze(cache), extra)
     mx.eval([a for a in _arrays(entry.saved)])
+    return entry
+
+
+def store(owner, tokens: list[int], cache: list, **extra) -> Stored:
+    entry = frozen(tokens, cache, **extra)
     _owners[_key(owner)] = owner
     entries = [e for e in _store.get(_key(owner), []) if e.tokens != entry.tokens]
     _store[_key(owner)] = entries + [entry]
@@ -162,6 +168,15 @@ def lookup(owner, tokens: list[int]) -> Stored | None:
     return None
 
 
+def discard(owner, entry: Stored) -> None:
+    """Remove one stored context of ``owner`` (the entry ``store`` returned); the others stay."""
+    entries = [e for e in _store.get(_key(owner), []) if e is not entry]
+    if entries:
+        _store[_key(owner)] = entries
+    else:
+        clear(owner)
+
+
 def clear(owner=None) -> None:
     if owner is None:
         _store.clear()
@@ -175,17 +190,24 @@ def restore_prefix(owner, cache: list, tokens: list[int]) -> int:
     """Start a fresh ``cache`` from a stored context of ``owner`` that ``tokens`` begins with; how many tokens it
     covers (0: none, prefill everything). An open hidden-state tap (``hidden.tapping``) receives the stored
     context's hidden states first, so a drafter that reads them (MTP) sees every position, as after a full prefill."""
-    if not _store.get(_key(owner)) or not is_fresh(cache):
+    if not _store.get(_key(owner)):
         return 0
     e = find(owner, tokens)
-    if e is None:
+    return restore_entry(e, cache, tokens) if e is not None else 0
+
+
+def restore_entry(entry: Stored, cache: list, tokens: list[int]) -> int:
+    """Start a fresh ``cache`` from ``entry`` when ``tokens`` extend its tokens (a proper prefix), feeding its hidden
+    states to an open tap as ``restore_prefix`` does; how many tokens it covers (0: none)."""
+    n = len(entry.tokens)
+    if not (n < len(tokens) and list(tokens[:n]) == entry.tokens) or not is_fresh(cache):
         return 0
-    thaw(cache, e.saved)
-    if e.extra.get("hidden"):
+    thaw(cache, entry.saved)
+    if entry.extra.get("hidden"):
         from specscope.engine_adapter.cache.hidden import feed
 
-        feed(e.extra["hidden"]["pre-norm"], e.extra["hidden"]["post-norm"], e.extra["hidden"].get("layers"))
-    return len(e.tokens)
+        feed(entry.extra["hidden"]["pre-norm"], entry.extra["hidden"]["post-norm"], entry.extra["hidden"].get("layers"))
+    return n
 
 
 def run_prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP) -> mx.array:
@@ -199,12 +221,8 @@ def run_prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP) -> mx
     return model(y[None], cache=cache)[0, -1]
 
 
-def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> ContextPrefill:
-    """Prefill ``tokens`` into a fresh cache of ``model`` once, store it, and time it (ms, to the sync).
-
-    ``with_hidden``: also keep the trunk's hidden states of every context position (for an MTP head's own
-    context prefill, ``mtp.MTPDrafter.prefill_context``), returned under "hidden" ({"pre-norm", "post-norm"}, and
-    "layers": {index: outputs} for the decoder layers a tap is installed on, a DFlash drafter's target layers)."""
+def _prefilled(model, tokens: list[int], with_hidden: bool):
+    """A fresh cache of ``model`` over ``tokens``, the hidden states asked for, and the time to the sync (ms)."""
     from mlx_lm.models.cache import make_prompt_cache
 
     from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -224,5 +242,22 @@ def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> Cont
         if hidden:
             mx.eval(hidden)
     ms = (time.perf_counter() - t0) * 1000.0
+    return cache, hidden, ms
+
+
+def prefill_context(model, tokens: list[int], with_hidden: bool = False) -> ContextPrefill:
+    """Prefill ``tokens`` into a fresh cache of ``model`` once, store it, and time it (ms, to the sync).
+
+    ``with_hidden``: also keep the trunk's hidden states of every context position (for an MTP head's own
+    context prefill, ``mtp.MTPDrafter.prefill_context``), returned under "hidden" ({"pre-norm", "post-norm"}, and
+    "layers": {index: outputs} for the decoder layers a tap is installed on, a DFlash drafter's target layers)."""
+    cache, hidden, ms = _prefilled(model, tokens, with_hidden)
     entry = store(model, tokens, cache, hidden=hidden)  # kept: a later tap sees the context's positions too
     return {"ms": ms, "tokens": len(tokens), "bytes": nbytes(entry.saved), "hidden": hidden}
+
+
+def prefill_entry(model, tokens: list[int], with_hidden: bool = False) -> Stored:
+    """``tokens`` prefilled into a fresh cache of ``model`` and kept apart from the store (``frozen``), with the
+    trunk's hidden states when asked for: only a prefill handed this entry (``restore_entry``) starts from it."""
+    cache, hidden, _ = _prefilled(model, tokens, with_hidden)
+    return frozen(tokens, cache, hidden=hidden)

@@ -34,14 +34,16 @@ def _now_ms() -> float:
     return time.perf_counter() * 1000.0
 
 
-def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP) -> mx.array:
+def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP, start: _context.Stored | None = None) -> mx.array:
     """Process all prompt tokens; return the (lazy) logits of the last one, as mlx-lm does.
 
     A fresh cache whose tokens start with a long context stored for this model (``context.prefill_context``)
-    starts from a copy of that context's cache, and only the rest is prefilled here."""
+    starts from a copy of that context's cache, and only the rest is prefilled here; so does one whose tokens extend
+    ``start`` (an entry kept apart, ``context.prefill_entry``)."""
     if not prompt:
         raise ValueError("empty prompt")
-    done = _context.restore_prefix(model, cache, list(prompt))
+    done = _context.restore_entry(start, cache, list(prompt)) if start is not None else 0
+    done = done or _context.restore_prefix(model, cache, list(prompt))
     return _context.run_prefill(model, cache, list(prompt)[done:], step)
 
 

@@ -8,7 +8,10 @@ Every drafter has the same small contract, so new ones slot in:
   return them unevaluated in ``Draft.array`` (``tokens`` None), so an end-to-end
   round chains them into the verify forward with one sync, as a production
   engine does;
-- ``update(accepted, draft, emitted)`` once the target has verified them.
+- ``update(accepted, draft, emitted)`` once the target has verified them;
+- ``hold_prefix(prompt)`` (optional): while held, a ``begin`` whose prompt extends ``prompt`` starts from a copy
+  of this prefix's state instead of prefilling it again (the components timed apart begin many times at
+  neighbouring points of one case).
 
 A drafter that has a draft distribution fills ``Draft.probs`` (one row per
 draft token) so speculative sampling at temperature can use it; the others
@@ -17,6 +20,7 @@ are point masses.
 
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
@@ -93,6 +97,11 @@ class Drafter:
 
     def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
         pass
+
+    def hold_prefix(self, prompt: list[int], hidden=None):
+        """A context manager: while it is held, ``begin`` from a prompt that extends ``prompt`` may start from a copy
+        of this prefix's state. By default nothing is held (a drafter whose ``begin`` is cheap)."""
+        return nullcontext()
 
     def describe(self) -> DrafterDescription:
         return {"kind": self.kind, "what_if": self.what_if}
@@ -199,6 +208,25 @@ class DraftModelDrafter(Drafter):
             self.checkpoints[keep].restore()
         self.checkpoints = []
         self.pending = ([draft.tokens[-1]] if accepted == k else []) + [emitted[-1]]
+
+    @contextmanager
+    def hold_prefix(self, prompt, hidden=None):
+        """The draft model's cache over ``prompt``, prefilled once and stored (``cache.context``) while held, so each
+        ``begin`` that extends it prefills only the rest; removed on exit, so no later pass starts from it."""
+        from specscope.engine_adapter.cache import context
+
+        if len(prompt) < 1 or context.lookup(self.model, list(prompt)) is not None:
+            yield
+            return
+        cache = make_prompt_cache(self.model)
+        done = context.restore_prefix(self.model, cache, list(prompt))
+        if done < len(prompt):
+            context.run_prefill(self.model, cache, list(prompt)[done:])
+        entry = context.store(self.model, list(prompt), cache)
+        try:
+            yield
+        finally:
+            context.discard(self.model, entry)
 
     def describe(self):
         return {**super().describe(), "model": self.name}

@@ -15,6 +15,7 @@ in one catch-up forward at the start of the next draft (and timed as draft).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from typing import TypedDict
 
 import mlx.core as mx
@@ -73,6 +74,26 @@ class MTPDrafter(Drafter):
         entry = context.store(self.context_key, tokens, [self.cache])
         self.cache = KVCache()
         return {"ms": ms, "bytes": context.nbytes(entry.saved)}
+
+    @contextmanager
+    def hold_prefix(self, prompt, hidden=None):
+        """The head's own cache over ``prompt`` (``prefill_context``, from the trunk's ``hidden`` of those positions),
+        stored while held so each ``begin`` that extends it reads only the rest; removed on exit. Nothing is held
+        where a stored long context already starts ``prompt`` (``begin`` starts from that copy)."""
+        from specscope.engine_adapter.cache import context
+
+        tokens = list(prompt)
+        if hidden is None or len(tokens) < 2 or context.find(self.context_key, tokens) is not None \
+                or context.lookup(self.context_key, tokens) is not None:
+            yield
+            return
+        self.prefill_context(tokens, {self.hidden_mode: hidden[:len(tokens)]})
+        entry = context.lookup(self.context_key, tokens)
+        try:
+            yield
+        finally:
+            if entry is not None:
+                context.discard(self.context_key, entry)
 
     def begin(self, prompt, first_token, hidden=None):
         if hidden is None:
