@@ -104,8 +104,9 @@ def test_a_held_prefix_spares_the_drafters_prefill_and_changes_nothing_it_drafts
     assert drafts(d) == alone
 
 
-def test_a_cases_component_calls_prefill_its_prompt_once_and_leave_nothing_stored(prefilled):
-    e = Engine.open(EngineParams(demo=True, drafter="draft", num_draft_tokens=2))
+@pytest.mark.parametrize("drafter", ["draft", "mtp", "dflash"])
+def test_a_cases_component_calls_prefill_its_prompt_once_and_leave_nothing_stored(drafter, prefilled, monkeypatch):
+    e = Engine.open(EngineParams(demo=True, drafter=drafter, num_draft_tokens=2))
     prompt = e.encode("Explain why a verification pass over several tokens can cost as much as decoding.")
     plain = [r["token"] for r in e.plain(prompt, 16)]
     spec = [r.get("emitted") for r in e.speculative(prompt, plain, 16)]
@@ -113,10 +114,17 @@ def test_a_cases_component_calls_prefill_its_prompt_once_and_leave_nothing_store
     prefilled.clear()
     calls = [e.components(prompt, plain, reps=1, at=at) for at in (0.25, 0.5, 0.75)]
     on_target = [n for m, n in prefilled if m == target]
-    # the prompt once (its entry), then each call only its part of the continuation
+    # the prompt once (its entry, with the hidden states a head or a DFlash drafter reads), then each call only its
+    # part of the continuation
     assert on_target == [len(prompt)] + [c["context"] - len(prompt) for c in calls]
     assert e._held_prompt is not None and e._held_prompt.tokens == prompt
-    assert context.find(e.target.model, prompt + plain) is None and context.find(e.draft.model, prompt + plain) is None
+    assert (e._held_prompt.extra["hidden"] is not None) == (drafter != "draft")
+    assert context.find(e.target.model, prompt + plain) is None
+    assert not [key for key, entries in context._store.items() if entries]  # no drafter's copy left behind either
+    with monkeypatch.context() as m:  # the same calls prefilling everything: the same drafts
+        m.setattr(e, "_prompt_entry", lambda *a: None)
+        again = [e.components(prompt, plain, reps=1, at=at) for at in (0.25, 0.5, 0.75)]
+    assert [c["round_drafts_agree"] for c in again] == [c["round_drafts_agree"] for c in calls]
     assert [r.get("emitted") for r in e.speculative(prompt, plain, 16)] == spec  # a pass after them: unchanged
     other = e.encode("def add(a, b):")
     e.components(other, [r["token"] for r in e.plain(other, 8)], reps=1)

@@ -55,7 +55,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                          "a production engine: the measured speed) and an instrumented pass (draft/verify/rollback timed "
                          "apart: the ledger) on the same drafts; alternate: the two kinds round by round in one pass")
     ap.add_argument("--component-reps", type=int, default=RunConfig.component_reps,
-                    help="verify forwards and drafts timed apart per case for the prediction (default 3)")
+                    help="rounds timed apart per case for the prediction, half beside the speculative pass before it and "
+                         "half after, k+1 each (default %(default)s)")
     ap.add_argument("--engine", default="specscope", metavar="NAME",
                     help="whose speculative loop runs: specscope (its own), mlx-lm (mlx-lm's own loop with the draft "
                          "model), or an engine a plugin registers (entry-point group specscope.engines); plain "
