@@ -16,7 +16,7 @@ import sys
 from PySide6 import QtCore
 
 from specscope.profiler.run.config import RunConfig
-from specscope.profiler.run.events import STOP_GRACE_SECONDS, EventReader
+from specscope.profiler.run.events import SAVE_POINTS, SAVED, STOP_GRACE_SECONDS, EventReader
 from specscope.profiler.run.launch import EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, plan_launch
 from specscope.profiler.run.rank_monitor import RankMonitor
 from specscope.profiler.run.runner import worker_command, worker_env
@@ -78,8 +78,8 @@ class WorkerProcess(QtCore.QObject):
             self.plan = plan_launch(cfg, spec)
             self.monitor = RankMonitor(self.plan.hosts, on_fault=self._rank_failed)
             cmd, env = self.plan.argv, self.plan.env
-        else:
-            cmd, env = worker_command(cfg), worker_env()
+        else:  # it waits at each save point until the window has saved (``_read_out``): no save beside a measurement
+            cmd, env = worker_command(cfg), worker_env(save_ack=True)
         if self.proc is not None:  # one QProcess per run: release the last one (its pipes, its buffers)
             self.proc.deleteLater()
         self.proc = p = QtCore.QProcess(self)
@@ -151,8 +151,11 @@ class WorkerProcess(QtCore.QObject):
     def _read_out(self) -> None:
         if self.proc is None:
             return
-        for ev in self._reader.feed(bytes(self.proc.readAllStandardOutput().data())):
-            self.run_event.emit(ev)
+        proc = self.proc
+        for ev in self._reader.feed(bytes(proc.readAllStandardOutput().data())):
+            self.run_event.emit(ev)  # direct connections: the window has applied (and saved) it when this returns
+            if self.plan is None and ev["event"] in SAVE_POINTS and proc.state() == QtCore.QProcess.ProcessState.Running:
+                proc.write((SAVED + "\n").encode())
 
     def _read_err(self) -> None:
         if self.proc is None:

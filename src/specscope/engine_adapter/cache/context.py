@@ -210,6 +210,14 @@ def restore_entry(entry: Stored, cache: list, tokens: list[int]) -> int:
     return n
 
 
+def prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP, start: Stored | None = None) -> mx.array:
+    """``tokens`` into a fresh ``cache``: from ``start`` (an entry kept apart, ``prefill_entry``) or a stored long
+    context where one begins them, the rest through the model; the (lazy) logits of the last token."""
+    done = restore_entry(start, cache, list(tokens)) if start is not None else 0
+    done = done or restore_prefix(model, cache, list(tokens))
+    return run_prefill(model, cache, list(tokens)[done:], step)
+
+
 def run_prefill(model, cache, tokens: list[int], step: int = PREFILL_STEP) -> mx.array:
     """All tokens through the model in chunks; the (lazy) logits of the last one."""
     y = mx.array(tokens, dtype=mx.uint32)

@@ -42,9 +42,7 @@ def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP, start: _c
     ``start`` (an entry kept apart, ``context.prefill_entry``)."""
     if not prompt:
         raise ValueError("empty prompt")
-    done = _context.restore_entry(start, cache, list(prompt)) if start is not None else 0
-    done = done or _context.restore_prefix(model, cache, list(prompt))
-    return _context.run_prefill(model, cache, list(prompt)[done:], step)
+    return _context.prefill(model, cache, prompt, step, start)
 
 
 def plain_generate(

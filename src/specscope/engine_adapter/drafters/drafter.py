@@ -214,13 +214,12 @@ class DraftModelDrafter(Drafter):
         """The draft model's cache over ``prompt``, prefilled once and stored (``cache.context``) while held, so each
         ``begin`` that extends it prefills only the rest; removed on exit, so no later pass starts from it."""
         from specscope.engine_adapter.cache import context
-        from specscope.engine_adapter.decode.decoding import prefill  # here: decoding imports this module
 
         if len(prompt) < 1 or context.lookup(self.model, list(prompt)) is not None:
             yield
             return
         cache = make_prompt_cache(self.model)
-        mx.eval(prefill(self.model, cache, list(prompt)))  # from a stored long context where one starts the prompt
+        mx.eval(context.prefill(self.model, cache, list(prompt)))  # from a stored long context where one starts it
         entry = context.store(self.model, list(prompt), cache)
         try:
             yield

@@ -15,10 +15,22 @@ from specscope.events import EVENT_TYPES, Event, required_fields
 
 SCHEMA = EVENT_TYPES  # kind -> its record (``specscope.events``)
 
-# Events after which the session is written to disk at once (otherwise at most every AUTOSAVE_SECONDS).
-AUTOSAVE_EVENTS = frozenset({"case_done", "run_done", "breakdown", "components", "trace", "divergence", "error",
-                             "context", "sweep_visit_done", "preflight", "roofline", "tune"})
-AUTOSAVE_SECONDS = 2.0
+# Save points: the events after which the reader writes the session to disk while the worker waits for it. Writing
+# a session (100-250 ms of one core's work on the demo) beside a measured pass slowed that pass: a process as busy
+# as a save, running beside the worker on a 2-core machine, made its speculative rounds 29-35% and its plain steps
+# 50-60% slower, and the 113 saves of a demo run covered 7% of it, the first of a case's passes more often than its
+# component calls. So a reader saves between measurements, never beside one: at a save point a worker started with
+# SAVE_ACK_ENV set waits (at most SAVE_ACK_TIMEOUT_S) until the reader writes SAVED to its stdin. What came since
+# the last save point (a pass's rounds, components, a breakdown) is in the reader's memory, so only a reader killed
+# outright loses it: at most one case.
+SAVE_POINTS = frozenset({"case_done", "sweep_visit_done", "preflight", "context", "roofline", "tune"})
+# Saved at once as well (the worker stops after them: nothing to wait for).
+AUTOSAVE_EVENTS = SAVE_POINTS | {"run_done", "error"}
+# Past this long with no save point (a long measurement, a long-context case), a reader saves anyway.
+AUTOSAVE_SECONDS = 30.0
+SAVE_ACK_ENV = "SPECSCOPE_SAVE_ACK"  # "1": the reader acknowledges every save point on the worker's stdin
+SAVE_ACK_TIMEOUT_S = 10.0
+SAVED = "saved"
 # How long a worker asked to stop (SIGINT) may take to end its run before it is killed.
 STOP_GRACE_SECONDS = 10.0
 

@@ -23,12 +23,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 import specscope
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.run.events import AUTOSAVE_EVENTS, AUTOSAVE_SECONDS, STOP_GRACE_SECONDS, parse
+from specscope.profiler.run.events import (AUTOSAVE_EVENTS, AUTOSAVE_SECONDS, SAVE_ACK_ENV, SAVE_POINTS, SAVED,
+                                          STOP_GRACE_SECONDS, parse)
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.session_file import save_session
 
@@ -53,9 +54,13 @@ class SessionSaveError(SpecscopeError):
         self.result = result
 
 
-def worker_env() -> dict[str, str]:  # dict: environment variables (names are data)
-    """The environment of a child process of a run (worker, guard, ranks): this specscope, unbuffered output."""
+def worker_env(save_ack: bool = False) -> dict[str, str]:  # dict: environment variables (names are data)
+    """The environment of a child process of a run (worker, guard, ranks): this specscope, unbuffered output.
+    ``save_ack``: the reader answers every save point on the worker's stdin (``events.SAVE_POINTS``)."""
     env = dict(os.environ)
+    env.pop(SAVE_ACK_ENV, None)
+    if save_ack:
+        env[SAVE_ACK_ENV] = "1"
     # The worker must import the same specscope as this process, wherever it is run from.
     root = str(Path(specscope.__file__).resolve().parents[1])  # the folder that holds the package
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -105,6 +110,7 @@ class EventPump:
         self._last_save = time.monotonic()
         self._timers: list[threading.Timer] = []
         self._kill: Callable[[], None] = lambda: None
+        self._ack_to: IO[str] | None = None  # the worker's stdin when it waits at save points (``drain(save_ack=True)``)
         if autosave:
             self.save()  # an unwritable path is refused here, before a model is loaded
             if self.save_error:
@@ -130,6 +136,18 @@ class EventPump:
         if self.autosave and (ev["event"] in AUTOSAVE_EVENTS or time.monotonic() - self._last_save > AUTOSAVE_SECONDS):
             self.save()
             self._last_save = time.monotonic()
+        if ev["event"] in SAVE_POINTS:
+            self._ack()
+
+    def _ack(self) -> None:
+        """Tell a worker waiting at a save point that the session is written (``events.SAVE_POINTS``)."""
+        if self._ack_to is None:
+            return
+        try:
+            self._ack_to.write(SAVED + "\n")
+            self._ack_to.flush()
+        except (OSError, ValueError):  # the worker is gone (or its stdin closed): nothing waits
+            self._ack_to = None
 
     def kill_later(self, seconds: float) -> None:
         """Kill the child (as the ``kill`` given to ``drain``) in ``seconds`` unless the run has ended by then."""
@@ -141,15 +159,18 @@ class EventPump:
     def drain(self, proc: subprocess.Popen, *, stop: Callable[[], None], kill: Callable[[], None],
               on_start: Callable | None = None, on_stderr_line: Callable[[str], None] | None = None,
               after_stream: Callable[[], None] | None = None,
-              kill_at_end: bool = False) -> tuple[int | None, bool, str]:
+              kill_at_end: bool = False, save_ack: bool = False) -> tuple[int | None, bool, str]:
         """Read ``proc`` until it ends; return (exit code, stopped by the user, its stderr).
 
         ``stop()`` asks the child to end the run cleanly (on Ctrl+C); ``kill()`` ends it now. ``on_stderr_line``
         sees each line of stderr as it arrives; ``after_stream()`` runs once stdout has ended, before waiting
         for the exit. ``kill_at_end``: call ``kill()`` at the end even when ``proc`` has exited (it kills a whole
-        process group, whose other members may still run). The child never outlives this call.
+        process group, whose other members may still run). ``save_ack``: ``proc`` was started with
+        ``worker_env(save_ack=True)`` and a stdin pipe; each save point is answered on it once the session is written.
+        The child never outlives this call.
         """
         self._kill = kill
+        self._ack_to = proc.stdin if save_ack else None
         err_lines: list[str] = []
         assert proc.stdout is not None and proc.stderr is not None
         stdout, stderr = proc.stdout, proc.stderr

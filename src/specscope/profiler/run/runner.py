@@ -57,9 +57,9 @@ def run_worker(cfg: RunConfig | Measurement, on_event=None, autosave: str | None
         return launch.run_distributed(cfg, spec, on_event=on_event, autosave=autosave, on_start=on_start)
     pump = EventPump(autosave, on_event)  # an unwritable path is refused here, before a model is loaded
     proc = subprocess.Popen(
-        worker_command(cfg), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=worker_env(), text=True, encoding="utf-8", errors="replace", bufsize=1,
-    )
+        worker_command(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=worker_env(save_ack=True), text=True, encoding="utf-8", errors="replace", bufsize=1,
+    )  # stdin: the pump answers each save point on it, so no save runs beside a measurement
 
     def stop() -> None:
         try:
@@ -73,7 +73,7 @@ def run_worker(cfg: RunConfig | Measurement, on_event=None, autosave: str | None
         except OSError:
             pass
 
-    rc, interrupted, stderr = pump.drain(proc, stop=stop, kill=kill, on_start=on_start)
+    rc, interrupted, stderr = pump.drain(proc, stop=stop, kill=kill, on_start=on_start, save_ack=True)
     finish_run(pump.session, None if rc == 0 else describe_exit(rc), stopped_by_user=interrupted,
                stderr_tail=stderr[-4000:])
     return pump.result(rc, stderr)

@@ -27,6 +27,7 @@ from specscope.errors import SpecscopeError
 from specscope.events import Event
 
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.events import SAVE_ACK_ENV, SAVE_ACK_TIMEOUT_S, SAVE_POINTS
 from specscope.profiler.run.protocol import run_protocol
 
 _stop = {"requested": False}
@@ -63,15 +64,43 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, name="specscope-parent-watch", daemon=True).start()
 
 
+def wait_for_save(fd: int = 0, timeout: float = SAVE_ACK_TIMEOUT_S) -> bool:
+    """At a save point: wait until the reader has written the session (a line ``SAVED`` on ``fd``), so its save never
+    runs beside the next measurement; past ``timeout`` go on. Returns whether to wait at the next save point: False
+    once the reader has closed our stdin or it cannot be waited on (a Windows pipe)."""
+    import select
+
+    deadline, line = time.monotonic() + timeout, b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError):
+            return False
+        if not ready:
+            return True
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return False
+        line += chunk
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out = sys.stdout
     # Keep stray prints (e.g. from libraries) off the event channel.
     sys.stdout = sys.stderr
 
+    acked = [os.environ.get(SAVE_ACK_ENV) == "1"]  # the reader saves at each save point and says so on stdin
+
     def emit(ev: Event) -> None:
         out.write(json.dumps(ev, ensure_ascii=False) + "\n")
         out.flush()
+        if acked[0] and ev.get("event") in SAVE_POINTS:
+            acked[0] = wait_for_save()
 
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)
