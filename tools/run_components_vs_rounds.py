@@ -2,7 +2,7 @@
 speculative pass (the engine's generator, end to end) and a components call (at another point of the case each time),
 alternating in ABBA order; per pair, the pass's mean full round against the components' round + bookkeeping + rollback
 (each weighted by the pass's own accepted counts). Prints the geometric mean of real ÷ components with its 95%
-interval. usage: python tools/run_components_vs_rounds.py DRAFTER [PAIRS] [K] (DRAFTER: mtp, draft, ngram)"""
+interval. usage: python tools/run_components_vs_rounds.py DRAFTER [PAIRS] [K] (DRAFTER: mtp, draft, ngram, oracle:P)"""
 import sys
 from collections import Counter
 
@@ -14,7 +14,9 @@ from specscope.profiler.cli.bench_common import PROMPT
 name = sys.argv[1] if len(sys.argv) > 1 else "mtp"
 pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 80
 k, tokens = (int(sys.argv[3]) if len(sys.argv) > 3 else 2), 64
-eng = Engine.open(EngineParams(model=None, demo=True, drafter=name, num_draft_tokens=k, round_kinds="end_to_end"))
+drafter, _, oracle_p = name.partition(":")
+eng = Engine.open(EngineParams(model=None, demo=True, drafter=drafter, oracle_p=float(oracle_p or 0.75),
+                               num_draft_tokens=k, round_kinds="end_to_end"))
 prompt = eng.encode(PROMPT)
 plain = [r["token"] for r in eng.plain(prompt, tokens)]
 real, comp = [], []

@@ -24,11 +24,14 @@ def test_abba_alternates_the_order_and_keeps_a_and_b_apart():
 
 
 def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
+    """The error is the verdict's own: the prediction against the full rounds' speed, which its interval is of (each
+    case's shorter last rounds, which the round model does not price, are in the all-rounds figure beside it)."""
     seen = []
 
     def run(cfg):
         seen.append((cfg.num_draft_tokens, cfg.oracle_p, cfg.drafter, cfg.max_tokens, cfg.until, cfg.cases))
-        return {"predicted_speedup": 0.5 + cfg.oracle_p / 10, "ledger_speedup": 0.7, "measured_speedup": 0.5,
+        return {"predicted_speedup": 0.5 + cfg.oracle_p / 10, "ledger_speedup": 0.7, "judged_measured_speedup": 0.5,
+                "measured_speedup": 0.45,
                 "prediction_source": "components", "p": cfg.oracle_p, "tokens_per_round": 1.5, "cases_measured": 9,
                 "prediction_verdict": {"state": "agrees"}, "prediction_error_ci": [-0.01, 0.01]}
 
@@ -38,6 +41,7 @@ def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
     assert seen == [(k, p, "oracle", 16, "decided", 12) for k in (1, 3) for p in (0.0, 1.0)]
     assert [r["error"] for r in rows] == pytest.approx([0.0, 0.2, 0.0, 0.2])
     assert all(r["ledger_error"] == pytest.approx(0.4) and r["prediction_source"] == "components" for r in rows)
+    assert all(r["measured"] == 0.5 and r["measured_all_rounds"] == 0.45 for r in rows)
     assert all(r["verdict"] == "agrees" and r["cases"] == 9 and r["seconds"] >= 0 for r in rows)
     assert points == rows  # each point reported as it is decided
 
@@ -45,5 +49,5 @@ def test_predict_runs_each_point_until_decided_and_reports_the_ledger_apart():
 def test_predict_says_when_a_point_has_no_prediction():
     with pytest.raises(SpecscopeError, match="no prediction"):
         predict_sweep(BenchConfig(), [0.5], [1], 16, 8,
-                      run=lambda cfg: {"predicted_speedup": None, "measured_speedup": 0.5,
+                      run=lambda cfg: {"predicted_speedup": None, "judged_measured_speedup": 0.5,
                                        "prediction_unavailable": "no verify curve"})

@@ -110,6 +110,7 @@ def report_point(row: dict) -> None:
     iv = row.get("error_interval")
     ivt = f" ({iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%)" if iv else ""
     print(f"  k={row['k']} P={row['oracle_p']:.2f}: predicted {row['predicted']:.3f}× measured {row['measured']:.3f}× "
+          f"(full rounds; all rounds {row['measured_all_rounds']:.3f}×) "
           f"error {row['error'] * 100:+.1f}%{ivt}, {row['verdict']} after {row['cases']} cases, {row['seconds']:.0f} s",
           file=sys.stderr, flush=True)
 

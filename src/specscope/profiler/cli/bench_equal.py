@@ -173,12 +173,15 @@ def predict_sweep(a: BenchConfig, ps, ks, max_tokens: int, cap: int, run=None, o
             t0 = time.perf_counter()
             s = run(cfg)
             pred = s.get("predicted_speedup")
-            meas = s.get("measured_speedup")
+            # what the prediction is judged against: the full rounds (``rounds.judged_rounds``), as the verdict and
+            # its interval are; every round's speed (with each case's shorter last rounds) is kept beside it
+            meas = s.get("judged_measured_speedup")
             if pred is None or meas is None:
                 raise SpecscopeError(f"predict: no prediction at k={k}, P={p}: {s.get('prediction_unavailable') or 'no measurement'}")
             verdict = s.get("prediction_verdict") or {}
             rows.append({"k": k, "oracle_p": p, "measured_p": s.get("p"), "tokens_per_round": s.get("tokens_per_round"),
                          "predicted": pred, "measured": meas, "error": pred / meas - 1.0,
+                         "measured_all_rounds": s.get("measured_speedup"),
                          "error_interval": s.get("prediction_error_ci"), "verdict": verdict.get("state"),
                          "cases": s.get("cases_measured"), "seconds": time.perf_counter() - t0,
                          "division": s.get("division_speedup"), "division_error": s.get("division_error"),
