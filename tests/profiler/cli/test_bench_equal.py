@@ -51,3 +51,21 @@ def test_predict_says_when_a_point_has_no_prediction():
         predict_sweep(BenchConfig(), [0.5], [1], 16, 8,
                       run=lambda cfg: {"predicted_speedup": None, "judged_measured_speedup": 0.5,
                                        "prediction_unavailable": "no verify curve"})
+
+
+def test_predict_gives_each_point_its_own_cap_unless_max_pairs_is_given(monkeypatch):
+    """A point still undecided at the cap is the one whose error is least known: predict's cap is its own (larger than
+    the A/B benchmarks'), and ``--max-pairs`` still sets it."""
+    from specscope.profiler.cli import bench_equal
+    from specscope.profiler.cli.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
+
+    caps = []
+
+    def sweep(a, ps, ks, max_tokens, cap, on_point=None):
+        caps.append(cap)
+        return [{"error": 0.01, "verdict": "agrees", "cases": 9}]
+
+    monkeypatch.setattr(bench_equal, "predict_sweep", sweep)
+    bench_equal.bench_predict(BenchConfig())
+    bench_equal.bench_predict(BenchConfig(max_pairs=12))
+    assert caps == [PREDICT_MAX_CASES, 12] and PREDICT_MAX_CASES > MAX_PAIRS

@@ -29,6 +29,12 @@ MIN_LOOK_PAIRS = 3        # --until decided: the fewest pairs whose median has a
 PairHook = Callable[[int], None]  # called with n after a benchmark's n-th pair (run_bench's progress bar)
 
 
+MAX_PAIRS = 30  # an A/B benchmark's cap with --until decided
+# bench predict's most cases a point may take: a point still undecided at the cap is the one whose error is least
+# known (30 left 2-4 of 10 points undecided, and the largest errors were theirs), so the rule gets room to decide
+PREDICT_MAX_CASES = 60
+
+
 @dataclass
 class BenchConfig:
     """What ``specscope bench`` measures, built from its flags (model references resolved to folders); every
@@ -39,7 +45,7 @@ class BenchConfig:
     draft_model: str | None = None
     pairs: int = 5                    # interleaved pairs (the minimum with until="decided")
     until: str | None = None          # "decided": add pairs until the median's interval is decided against the target
-    max_pairs: int = 30               # the cap of until="decided" (predict: the most cases a point may take)
+    max_pairs: int | None = None      # the cap of until="decided" (None: MAX_PAIRS; predict: PREDICT_MAX_CASES)
     max_tokens: int = 64
     num_draft_tokens: int = 2
     component_reps: int = 8           # tune: rounds timed apart per k and drafter
@@ -125,7 +131,7 @@ def interleaved_pairs(a: BenchConfig, one_pair, name: str | None = None, on_pair
         pairs.append(one_pair())
         on_pair(len(pairs))
     if a.until == "decided" and name in TARGETS:
-        cap = max(a.max_pairs, a.pairs)
+        cap = max(MAX_PAIRS if a.max_pairs is None else a.max_pairs, a.pairs)
         looks = cap - max(a.pairs, MIN_LOOK_PAIRS) + 1  # one look after each pair from the first that has an interval
         while len(pairs) < cap and not decided(name, [x / y for x, y, *_ in pairs], looks):
             pairs.append(one_pair())

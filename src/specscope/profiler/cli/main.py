@@ -8,6 +8,7 @@ import sys
 
 from specscope.errors import SpecscopeError
 
+from specscope.profiler.cli.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
 from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, fail
 from specscope.profiler.cli.model_commands import cmd_check, cmd_demo_model, cmd_inspect
 from specscope.profiler.cli.predict_command import cmd_predict
@@ -144,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "it; up to --max-pairs); predict always runs each point until its verdict is decided")
     b.add_argument("--until-stable", dest="until", action="store_const", const="decided",
                    help=argparse.SUPPRESS)  # the older name: --until decided replaces it
-    b.add_argument("--max-pairs", type=int, default=30,
-                   help="the cap of --until decided (for predict: the most cases a point may take)")
+    b.add_argument("--max-pairs", type=int, default=None,
+                   help=f"the cap of --until decided (default {MAX_PAIRS}; for predict: the most cases a point may "
+                        f"take, default {PREDICT_MAX_CASES})")
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
     b.add_argument("--component-reps", type=int, default=8,
