@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from specscope.drafter_kinds import DRAFTER_KINDS
+from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
 from specscope.profiler.run.config import MAX_K, RunConfig
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
@@ -209,7 +210,8 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.until_decided = QtWidgets.QCheckBox("Run until decided")
         self.until_decided.setToolTip("measure the cases one at a time and stop as soon as the prediction's verdict is "
                                       "decided (agrees / off), at a level corrected for looking after every case; "
-                                      "the cases above are the cap")
+                                      f"at most {UNTIL_DECIDED_CASES} cases (the suite again after its last), or "
+                                      "the cases above")
         self.until_decided.toggled.connect(lambda _: self.changed.emit())
         form.addRow(self.until_decided)
         self.model_changed.connect(self.preflight.schedule)

@@ -11,6 +11,8 @@ import types
 
 import pytest
 
+from specscope.profiler.run.suite import load_suite
+
 from specscope.profiler.run import protocol, sensors
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.session.session import Session
@@ -415,6 +417,16 @@ def test_until_decided_stops_at_the_first_decided_verdict_and_records_its_level(
     assert looks[0].startswith("until decided, after 8 of 12 cases: agrees") and "decided after 8 of 12" in looks[-1]
     s2, _ = run(monkeypatch, cfg(cases=12, max_tokens=41), StubEngine())
     assert len(s2.cases) == 12 and summarize(s2)["prediction_verdict"]["level"] == 0.95
+
+
+def test_until_decided_without_cases_may_take_the_suite_again(monkeypatch):
+    """Without --cases the cap is UNTIL_DECIDED_CASES (the built-in suite cycled), and the looks' level is that cap's:
+    the run still stops at the first decided look."""
+    from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
+
+    s, _ = run(monkeypatch, cfg(cases=None, max_tokens=41, until="decided"), StubEngine())
+    assert s.config["n_cases"] == UNTIL_DECIDED_CASES > len(load_suite()["cases"]) and len(s.cases) == 8
+    assert summarize(s)["prediction_verdict"]["level"] == pytest.approx(1 - 0.05 / (UNTIL_DECIDED_CASES - 7))
 
 
 def test_until_decided_stops_on_off_too(monkeypatch):

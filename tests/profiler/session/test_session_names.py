@@ -92,3 +92,17 @@ def test_the_default_suite_ships_with_content_class():
     cases = load_suite()["cases"]
     assert {c["content_class"] for c in cases} == {"zh", "en", "code"}
     assert [c["content_class"] for c in take_cases(cases, 3)] == ["zh", "en", "code"]  # round-robin across classes
+
+
+def test_until_decided_cycles_the_suite_past_its_last_case_with_ids_apart():
+    """``run --until decided`` may take more cases than the suite holds: the suite again in its spread order, each
+    later pass named apart; without cycling the suite is the cap, as before."""
+    cases = load_suite()["cases"]
+    n = len(cases)
+    taken = take_cases(cases, 2 * n + 3, cycle=True)
+    assert len(taken) == 2 * n + 3 and len({c["id"] for c in taken}) == len(taken)
+    spread = take_cases(cases, n - 1) + [c for c in cases if c not in take_cases(cases, n - 1)]
+    assert [c["prompt"] for c in taken] == [c["prompt"] for c in (spread * 3)[:2 * n + 3]]
+    assert taken[n]["id"] == spread[0]["id"] + "#2" and taken[2 * n]["id"] == spread[0]["id"] + "#3"
+    assert [c["content_class"] for c in taken[n:n + 3]] == ["zh", "en", "code"]
+    assert take_cases(cases, 2 * n) == cases and take_cases(cases, 5, cycle=True) == take_cases(cases, 5)

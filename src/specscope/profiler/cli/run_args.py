@@ -7,6 +7,7 @@ import argparse
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, resolve_model_args
+from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
 from specscope.profiler.cli.preflight import add_ignore_arg
 from specscope.profiler.cli.records import ContextArgs, DistributedArgs
 from specscope.profiler.run.config import BACKENDS, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts
@@ -65,8 +66,9 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                     help="stop another engine that yields nothing for S seconds; what it measured is kept")
     ap.add_argument("--until", choices=["decided"], default=None,
                     help="decided: measure the cases one at a time and stop as soon as the prediction's verdict is "
-                         "decided (agrees / off), at a level corrected for looking after every case; the suite's cases "
-                         "(or --cases) are the cap")
+                         "decided (agrees / off), at a level corrected for looking after every case; at most "
+                         f"{UNTIL_DECIDED_CASES} cases, "
+                         "the suite again after its last (or --cases)")
     ap.add_argument("--trace", action="store_true",
                     help="record the drafter's acceptance trace A(s) along each case's plain output (E(k) for every k; "
                          "costs about one speculative run per case with an MTP head)")

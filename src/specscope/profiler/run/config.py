@@ -67,8 +67,8 @@ class RunConfig(EngineParams):
     # a failed pre-flight (engine_adapter.preflight) stops the run before it measures anything unless this is set
     ignore_preflight: bool = False
     # "decided": the cases one at a time, looking at the verdict after each (from the 8th on, the fewest units a
-    # verdict takes), stopping once it is decided at the sequential level (profiler.analysis.sequential); the suite's
-    # cases (or --cases) are the cap
+    # verdict takes), stopping once it is decided at the sequential level (profiler.analysis.sequential); at most
+    # --cases, or UNTIL_DECIDED_CASES (the suite cycled)
     until: str | None = None
     extra: dict = field(default_factory=dict)
 

@@ -30,6 +30,7 @@ from specscope.events import Emit, Event, Mode, PassName, Preflight, PrefillReco
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.records import ContextCheck
+from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
 from specscope.profiler.analysis.stats import tok_s
 
 COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its best reading
@@ -145,7 +146,8 @@ def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
     from specscope.profiler.run.suite import load_suite, take_cases
 
     suite = load_suite(cfg.suite)
-    cases = take_cases(suite["cases"], cfg.cases)
+    decided = cfg.until == "decided"
+    cases = take_cases(suite["cases"], UNTIL_DECIDED_CASES if decided and cfg.cases is None else cfg.cases, cycle=decided)
     precheck: ContextCheck = {}
     if any(sizes):
         from specscope.profiler.run.context_check import precheck as _precheck

@@ -67,16 +67,23 @@ def load_suite(path: str | None = None) -> Suite:
     return {"name": doc.get("name", name) if isinstance(doc, dict) else name, "cases": out}
 
 
-def take_cases(cases: list[SuiteCase], n: int | None) -> list[SuiteCase]:
-    """The first ``n`` cases, spread across content classes (round-robin), in suite order within each."""
-    if n is None or n >= len(cases):
-        return list(cases)
-    if n <= 0:
+def take_cases(cases: list[SuiteCase], n: int | None, cycle: bool = False) -> list[SuiteCase]:
+    """The first ``n`` cases, spread across content classes (round-robin), in suite order within each. ``cycle``
+    (``run --until decided``): more than the suite holds are its cases again, in the same spread order, each pass
+    after the first named apart (``en-01#2``), so a run that stops early has every class and ids stay unique."""
+    if n is not None and n <= 0:
         raise SpecscopeError("--cases must be at least 1")
+    if n is None or (n >= len(cases) and not cycle):
+        return list(cases)
     groups: dict[str, list[SuiteCase]] = {}
     for c in cases:
         groups.setdefault(c["content_class"], []).append(c)
-    picked: list[SuiteCase] = []
+    spread: list[SuiteCase] = []
     for row in zip_longest(*groups.values()):
-        picked.extend(c for c in row if c is not None)
-    return picked[:n]
+        spread.extend(c for c in row if c is not None)
+    picked: list[SuiteCase] = []
+    for i in range(n):
+        c = spread[i % len(spread)]
+        picked.append(c if i < len(spread) else SuiteCase(id=f"{c['id']}#{i // len(spread) + 1}",
+                                                           content_class=c["content_class"], prompt=c["prompt"]))
+    return picked
