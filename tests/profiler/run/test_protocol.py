@@ -429,6 +429,15 @@ def test_until_decided_without_cases_may_take_the_suite_again(monkeypatch):
     assert summarize(s)["prediction_verdict"]["level"] == pytest.approx(1 - 0.05 / (UNTIL_DECIDED_CASES - 7))
 
 
+def test_until_decided_keeps_a_suite_longer_than_its_cap_whole(monkeypatch, tmp_path):
+    import json
+
+    suite = tmp_path / "long.json"
+    suite.write_text(json.dumps([f"prompt number {i}" for i in range(45)]), encoding="utf-8")
+    s, _ = run(monkeypatch, cfg(cases=None, max_tokens=41, until="decided", suite=str(suite)), StubEngine())
+    assert s.config["n_cases"] == 45 and len(s.cases) == 8
+
+
 def test_until_decided_stops_on_off_too(monkeypatch):
     """A hidden 15 ms a round the components miss: "off" by about +43%, decided at the first look (case 8 of 9)."""
     s, evs = run(monkeypatch, cfg(cases=9, max_tokens=41, until="decided"), StubEngine(round_extra_ms=15.0))

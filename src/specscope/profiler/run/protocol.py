@@ -146,8 +146,9 @@ def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
     from specscope.profiler.run.suite import load_suite, take_cases
 
     suite = load_suite(cfg.suite)
-    decided = cfg.until == "decided"
-    cases = take_cases(suite["cases"], UNTIL_DECIDED_CASES if decided and cfg.cases is None else cfg.cases, cycle=decided)
+    decided = cfg.until == "decided"  # --until decided: at least UNTIL_DECIDED_CASES (the suite cycled), a longer suite whole
+    cap = max(UNTIL_DECIDED_CASES, len(suite["cases"])) if decided and cfg.cases is None else cfg.cases
+    cases = take_cases(suite["cases"], cap, cycle=decided)
     precheck: ContextCheck = {}
     if any(sizes):
         from specscope.profiler.run.context_check import precheck as _precheck
