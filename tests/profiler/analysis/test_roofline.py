@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.roofline import build_roofline, floor_ms, format_roofline
 from specscope.profiler.cli.main import main
 
@@ -55,11 +56,11 @@ def test_roofline_by_hand():
     assert r["gap_shares"] == pytest.approx({"moe": 10 / gap, "full_attention": 5.4 / gap, "inter_block": 4 / gap})
     assert r["headline"] == ("An ideal 3-position verify would cost 1.5 plain steps here; it costs 2.5; "
                              "MoE holds 52% of the gap.")
-    assert r["speedup_now"] == pytest.approx(stats.divide(20, 50, 2, 2.0).predicted_speedup)
+    assert r["speedup_now"] == pytest.approx(RoundModel(2.0, 20, 50, 2).speedup)  # rollback, bookkeeping untimed
     assert r["speedup_at_floor"] == pytest.approx(2 * 20 / (30.6 + 2))
     assert three["by_block"]["moe"]["distinct_experts"] == 9.0
     text = format_roofline(r)
-    assert r["headline"] in text and "division at k = 2" in text
+    assert r["headline"] in text and "round model at k = 2" in text and "T_rollback, T_bookkeeping not timed" in text
     json.dumps(r)
 
 

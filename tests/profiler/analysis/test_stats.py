@@ -3,11 +3,12 @@
 import pytest
 
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import RoundModel
 
 
 def test_division_k1():
-    d = stats.divide(t_decode_ms=10.0, t_verify_ms=18.0, t_draft_ms=2.0, tokens_per_round=1.6)
-    assert d.predicted_speedup == pytest.approx(0.8)
+    d = RoundModel(tokens_per_round=1.6, t_decode_ms=10.0, t_verify_ms=18.0, t_draft_ms=2.0)
+    assert d.speedup == pytest.approx(0.8) and d.division == pytest.approx(0.8)  # nothing else timed: the same
     assert d.predicted_tok_s == pytest.approx(80.0)
     assert d.break_even_verify_ms == pytest.approx(14.0)  # (1+p)·T_decode − T_draft
     assert d.break_even_multiple == pytest.approx(1.4)
@@ -17,7 +18,7 @@ def test_division_k1():
 def test_two_pass_verdict_holds_for_every_p():
     # T_verify = 2·T_decode at k=1: speedup ≤ (1+p)/2 ≤ 1 whatever p is.
     for p in (0.0, 0.5, 0.99, 1.0):
-        assert stats.divide(10, 20, 0, 1 + p).predicted_speedup <= 1.0
+        assert RoundModel(1 + p, 10, 20, 0).speedup <= 1.0
 
 
 def test_acceptance_k3_uses_measured_prefixes_not_iid():
@@ -26,8 +27,8 @@ def test_acceptance_k3_uses_measured_prefixes_not_iid():
     assert acc["tokens_per_round"] == pytest.approx(2.8)
     assert acc["p"] == pytest.approx(9 / 15)
     assert acc["drafted"] == 15 and acc["low_sample"]
-    d = stats.divide(10, 25, 3, acc["tokens_per_round"])
-    assert d.predicted_speedup == pytest.approx(2.8 * 10 / 28)
+    d = RoundModel(acc["tokens_per_round"], 10, 25, 3)
+    assert d.speedup == pytest.approx(2.8 * 10 / 28)
     assert d.break_even_verify_ms == pytest.approx(25.0)
 
 
@@ -41,7 +42,7 @@ def test_wilson_interval():
 
 def test_iid_tokens_per_round():
     assert stats.tokens_per_round_from_p(0.5, 3) == pytest.approx(1.875)
-    assert stats.speedup_curve(10, 20, 0, 1, [0.0, 1.0]) == pytest.approx([0.5, 1.0])
+    assert RoundModel(1.0, 10, 20, 0).curve([0.0, 1.0], 1) == pytest.approx([0.5, 1.0])
 
 
 def test_match_stats():

@@ -11,6 +11,7 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import RoundModel, communication_what_if
 from specscope.profiler.cli.main import build_parser
 from specscope.profiler.cli.run_args import config_from_args
 from specscope.profiler.run.config import RunConfig
@@ -155,20 +156,23 @@ def test_html_report_has_a_row_per_rank(tmp_path):
 
 
 def test_break_even_p():
-    p = stats.break_even_p(10.0, 15.0, 2.0, 3)
+    p = RoundModel(1.0, 10.0, 15.0, 2.0).break_even_alpha(3)
     assert stats.tokens_per_round_from_p(p, 3) * 10.0 == pytest.approx(17.0)
-    assert stats.break_even_p(10.0, 8.0, 1.0, 2) == 0.0  # wins at p = 0
-    assert stats.break_even_p(10.0, 40.0, 0.0, 2) is None  # cannot win even at p = 1 (E ≤ 3)
+    assert RoundModel(1.0, 10.0, 8.0, 1.0).break_even_alpha(2) == 0.0  # wins at p = 0
+    assert RoundModel(1.0, 10.0, 40.0, 0.0).break_even_alpha(2) is None  # cannot win even at p = 1 (E ≤ 3)
+    # the whole round: a rollback makes the break-even acceptance higher
+    assert RoundModel(1.0, 10.0, 15.0, 2.0, 1.0, 0.5).break_even_alpha(3) > p
 
 
 def test_communication_pushes_the_break_even_down():
     """Communication that every forward pays alike makes verify cheaper relative to decode."""
-    base = stats.communication_what_if(10.0, 25.0, 1.0, 2, 0.0, 0.0, 0.0)
-    assert base["break_even_p"] == pytest.approx(stats.break_even_p(10.0, 25.0, 1.0, 2))
-    more = [stats.communication_what_if(10.0, 25.0, 1.0, 2, 0.0, 0.0, x) for x in (5.0, 20.0, 80.0)]
+    m = RoundModel(1.0, 10.0, 25.0, 1.0)
+    base = communication_what_if(m, 2, 0.0, 0.0, 0.0)
+    assert base["break_even_p"] == pytest.approx(m.break_even_alpha(2))
+    more = [communication_what_if(m, 2, 0.0, 0.0, x) for x in (5.0, 20.0, 80.0)]
     ps = [base["break_even_p"]] + [w["break_even_p"] for w in more]
     assert ps == sorted(ps, reverse=True) and ps[-1] < ps[0]
     assert [w["verify_multiple"] for w in more] == sorted((w["verify_multiple"] for w in more), reverse=True)
     # a measured share is taken out first: 50% of a 10 ms decode is communication, so 5 ms of it gives the same T_decode
-    w = stats.communication_what_if(10.0, 25.0, 1.0, 2, 0.5, 0.2, 5.0)
+    w = communication_what_if(m, 2, 0.5, 0.2, 5.0)
     assert w["t_decode_ms"] == pytest.approx(10.0) and w["t_verify_ms"] == pytest.approx(25.0 * 0.8 + 5.0)

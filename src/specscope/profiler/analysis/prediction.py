@@ -35,7 +35,6 @@ class GenuinePrediction(TypedDict):
     samples: NotRequired[ComponentSamples]
     cases_timed: NotRequired[int]
     why: NotRequired[str]             # not available: why
-    division: NotRequired[stats.Division]
     model: NotRequired[round_model.RoundModel]
     speedup: NotRequired[float]
     division_speedup: NotRequired[float]
@@ -82,17 +81,20 @@ def component_prediction(roof: dict | None, summary: Mapping[str, Any], drafter:
     if drafter and div.get("drafter") and div["drafter"] != drafter:
         return {"available": False, "why": f"draft steps were timed with {div['drafter']}, the run used {drafter}"}
     t_dec, t_ver, t_draft = pts[1]["whole_ms"], pts[k + 1]["whole_ms"], float(div["t_draft_ms"])
-    d = stats.divide(t_dec, t_ver, t_draft, E)
+    # the verify curve times no rollback or bookkeeping: the round model names them untimed
+    speedup = round_model.RoundModel(E, t_dec, t_ver, t_draft).speedup
+    if speedup is None:
+        return {"available": False, "why": "the verify curve's T_verify and T_draft cannot price a round (they sum to zero or less)"}
     measured = summary.get("measured_speedup")
     return {
         "available": True,
-        "speedup": d.predicted_speedup,
+        "speedup": speedup,
         "t_decode_ms": t_dec,
         "t_verify_ms": t_ver,
         "t_draft_ms": t_draft,
         "tokens_per_round": E,
         "measured_speedup": measured,
-        "error": stats.relative_error(d.predicted_speedup, measured) if measured else None,
+        "error": stats.relative_error(speedup, measured) if measured else None,
         "ledger_speedup": summary.get("predicted_speedup"),
         "ledger_error": summary.get("prediction_error"),
     }
@@ -168,6 +170,46 @@ def expected_rollback_ms(cases: list[dict], hist, k: int) -> tuple[float | None,
     return round_model.expected_rollback_ms(by_a, hist, k)
 
 
+class ComponentTerms(TypedDict):
+    """The round's terms timed apart over some cases, at a histogram of accepted counts (``component_terms``)."""
+    t_verify_ms: float | None
+    t_draft_ms: float | None
+    t_bookkeeping_ms: float | None
+    t_rollback_ms: float | None
+    rollback_untimed_counts: list[int]
+    drafts: list[list[float]] | None
+    books: list[list[float]] | None
+    samples: ComponentSamples
+
+
+def component_terms(cases: list[dict], hist, k: int) -> ComponentTerms:
+    """T_verify, and T_draft, T_bookkeeping and T_rollback weighted by the accepted counts in ``hist``, from these cases'
+    components timed apart: the session's cases at the run's histogram (the headline), or one case at its own (the
+    case's prediction) — one rule for both."""
+    t_verify, n_v = _pooled(cases, "verify_ms")
+    # the draft's catch-up and the bookkeeping by the earlier round's accepted count, weighted by the histogram
+    drafts, books = histogram_weighted(cases, "draft_ms", hist, k), histogram_weighted(cases, "bookkeeping_ms", hist, k)
+    t_draft, n_d = _mean_of(drafts)
+    t_book, n_b = _mean_of(books)
+    t_rb, missing = expected_rollback_ms(cases, hist, k)
+    return {"t_verify_ms": t_verify, "t_draft_ms": t_draft, "t_bookkeeping_ms": t_book, "t_rollback_ms": t_rb,
+            "rollback_untimed_counts": missing, "drafts": drafts, "books": books,
+            "samples": {"verify": n_v, "draft": n_d, "bookkeeping": n_b}}
+
+
+def case_model(case: dict, hist, k: int, tokens_per_round: float | None,
+               t_decode_ms: float | None) -> round_model.RoundModel | None:
+    """A case's own judged round model: its components timed apart, weighted by its own accepted counts, its E and its
+    T_decode. None where the case timed no components or has no rounds or no plain decoding."""
+    if not t_decode_ms or tokens_per_round is None or not case.get("components"):
+        return None
+    t = component_terms([case], hist, k)
+    if t["t_verify_ms"] is None or t["t_draft_ms"] is None:
+        return None
+    return round_model.RoundModel(tokens_per_round, t_decode_ms, t["t_verify_ms"], t["t_draft_ms"], t["t_rollback_ms"],
+                                  t["t_bookkeeping_ms"])
+
+
 def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: float | None, spec_tok_s: float | None,
                        measured: float | None) -> GenuinePrediction:
     """The prediction of DESIGN §1 from components timed apart: T_decode from plain decoding, T_verify(k+1),
@@ -183,14 +225,12 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     k = session.k
     E = acc.get("tokens_per_round")
     out: GenuinePrediction = {"available": False, "source": None}
-    t_verify, n_v = _pooled(cases, "verify_ms")
-    # the draft's catch-up and the bookkeeping by the earlier round's accepted count, weighted by the run's histogram
-    drafts, books = histogram_weighted(cases, "draft_ms", hist, k), histogram_weighted(cases, "bookkeeping_ms", hist, k)
-    t_draft, n_d = _mean_of(drafts)
-    t_book, n_b = _mean_of(books)
+    terms = component_terms(cases, hist, k)
+    drafts, books = terms["drafts"], terms["books"]
+    t_verify, t_draft = terms["t_verify_ms"], terms["t_draft_ms"]
     if t_verify is not None and t_draft is not None:
-        out.update({"source": "components", "t_verify_ms": t_verify, "t_draft_ms": t_draft, "t_bookkeeping_ms": t_book,
-                    "samples": {"verify": n_v, "draft": n_d, "bookkeeping": n_b},
+        out.update({"source": "components", "t_verify_ms": t_verify, "t_draft_ms": t_draft,
+                    "t_bookkeeping_ms": terms["t_bookkeeping_ms"], "samples": terms["samples"],
                     "cases_timed": sum(1 for c in cases if c.get("components"))})
     else:
         curve = component_prediction(session.data.get("roofline"), {"k": k, "tokens_per_round": E}, _drafter(session))
@@ -208,11 +248,13 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
                                f"and T_draft {out['t_draft_ms']:.2f} ms (a round minus the verify before it) sum to "
                                "zero or less, so the timings were disturbed (a busy machine); time more rounds "
                                "(--component-reps) on a quieter machine")}
-    d = stats.divide(t_decode, out["t_verify_ms"], out["t_draft_ms"], E)
-    t_rb, rb_untimed = expected_rollback_ms(cases, hist, k) if out["source"] == "components" else (None, [])
+    t_rb, rb_untimed = (terms["t_rollback_ms"], terms["rollback_untimed_counts"]) if out["source"] == "components" else (None, [])
     # the judged figure: the whole round as far as it was timed apart (round_model); the seed's bare division beside it
     model = round_model.RoundModel(E, t_decode, out["t_verify_ms"], out["t_draft_ms"], t_rb, out.get("t_bookkeeping_ms"))
-    judged_speedup = model.speedup if model.round_ms > 0 else d.predicted_speedup
+    judged_speedup = model.speedup
+    if judged_speedup is None:
+        return {**out, "why": (f"the components timed apart cannot price a round: they sum to {model.round_ms:.2f} ms "
+                               "(a busy machine); time more rounds (--component-reps) on a quieter machine")}
     with_rb = judged_speedup if t_rb is not None else None
     error = stats.relative_error(judged_speedup, measured)
     unit, units = prediction_units([{"rounds": measured_round_tuples(c, k, judged=True),
@@ -234,8 +276,8 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     verdict = judge(error, judged, unit or "", n_units, len(cases), session.config.get("max_tokens"), level)
     verdict["level"] = level
     out.update({
-        "available": True, "division": d, "model": model, "speedup": judged_speedup, "division_speedup": d.predicted_speedup,
-        "division_error": stats.relative_error(d.predicted_speedup, measured), "untimed": model.untimed,
+        "available": True, "model": model, "speedup": judged_speedup, "division_speedup": model.division,
+        "division_error": stats.relative_error(model.division, measured), "untimed": model.untimed,
         "tokens_per_round": E, "t_decode_ms": t_decode, "t_rollback_ms": t_rb, "speedup_with_rollback": with_rb,
         "rollback_share": t_rb / (out["t_verify_ms"] + out["t_draft_ms"]) if t_rb is not None else None,
         "error": error, "error_ci": iv, "unit": unit, "units": n_units, "verdict": verdict,

@@ -18,9 +18,9 @@ with bandwidth and peak the *measured* probes of this machine. Three verify line
   CPU) the floor itself grows about n-fold (``floor_multiple``), and so does the ideal: nothing is hidden.
 
 The gap ``measured − ideal`` splits by block (``ms_cat(n) − ideal_cat(n)``, plus the growth of the
-inter-block overhead), which names the block that holds most of it. The division at the floor puts
-the ideal verify into ``stats.divide`` at the measured acceptance and draft cost: the speedup a
-batched-verify kernel could buy.
+inter-block overhead), which names the block that holds most of it. The speedup at the floor puts
+the ideal verify into the round model (``round_model.RoundModel.what_if``) at the measured acceptance, draft, rollback
+and bookkeeping: the speedup a batched-verify kernel could buy.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from specscope.profiler.analysis import stats
+from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.intervals import draft_time_text, time_text
 from specscope.profiler.analysis.records import BlockExperts, Roofline, RooflineBlock, RooflineRow
 
@@ -158,13 +158,16 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
                            "t_verify_ideal_ms": head["ideal_ms"], "speedup_now": None, "speedup_at_floor": None}
     elif division and division.get("tokens_per_round"):
-        E, t_draft = float(division["tokens_per_round"]), float(division["t_draft_ms"])
-        now = stats.divide(t_dec, head["whole_ms"], t_draft, E)
-        at_floor = stats.divide(t_dec, head["ideal_ms"], t_draft, E) if head["ideal_ms"] else None
-        out["speedup_now"] = now.predicted_speedup
-        out["speedup_at_floor"] = at_floor.predicted_speedup if at_floor else None
+        # the whole round (round_model): rollback and bookkeeping where the short run timed them, named where not
+        now = RoundModel(float(division["tokens_per_round"]), t_dec, head["whole_ms"], float(division["t_draft_ms"]),
+                         division.get("t_rollback_ms"), division.get("t_bookkeeping_ms"))
+        at_floor = now.what_if(t_verify_ms=head["ideal_ms"]) if head["ideal_ms"] else None
+        out["speedup_now"] = now.speedup
+        out["speedup_at_floor"] = at_floor.speedup if at_floor else None
         out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
-                           "t_verify_ideal_ms": head["ideal_ms"], "break_even_verify_ms": now.break_even_verify_ms,
+                           "t_verify_ideal_ms": head["ideal_ms"],
+                           "break_even_verify_ms": now.break_even_verify_ms if now.break_even_verify_ms > 0 else None,
+                           "formula": now.formula, "division_now": now.division,
                            "speedup_now": out["speedup_now"], "speedup_at_floor": out["speedup_at_floor"]}
     out["headline"] = headline(out)
     out["notes"] = _notes(out)
@@ -284,7 +287,8 @@ def format_roofline(roof: Mapping[str, Any]) -> str:
     elif d:
         floor = (f"{roof['speedup_at_floor']:.2f}× with a verify that reads each weight once"
                  if roof.get("speedup_at_floor") is not None else "no floor (no nominal figures for this chip)")
-        lines.append(f"division at k = {roof['k']} ({d.get('drafter', '?')}, E = {d['tokens_per_round']:.2f} tokens/round, "
-                     f"T_draft {draft_time_text(d['t_draft_ms'], unit=' ms', spec='.1f')}): {roof['speedup_now']:.2f}× now, {floor}")
+        lines.append(f"round model at k = {roof['k']} ({d.get('drafter', '?')}, E = {d['tokens_per_round']:.2f} tokens/round, "
+                     f"T_draft {draft_time_text(d['t_draft_ms'], unit=' ms', spec='.1f')}; "
+                     f"{d.get('formula') or 'E·T_decode / (T_verify + T_draft)'}): {roof['speedup_now']:.2f}× now, {floor}")
     lines += [f"note: {n}" for n in roof.get("notes", [])]
     return "\n".join(lines)

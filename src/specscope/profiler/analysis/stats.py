@@ -1,7 +1,8 @@
-"""The division and the statistics behind it. Pure Python, no MLX, no Qt.
+"""The statistics behind the prediction: acceptance, rates, errors. Pure Python, no MLX, no Qt.
 
-    predicted speedup = E · T_decode / (T_verify(k) + T_draft(k))
     E = 1 + Σ_{i=1..k} a_i,  a_i = share of rounds whose first i drafts were all accepted
+
+The speedup a round buys is priced in one place only, ``round_model.RoundModel``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from specscope.profiler.analysis.records import CommunicationWhatIf, MatchStats
+from specscope.profiler.analysis.records import MatchStats
+from specscope.profiler.analysis.round_model import alpha_for_tokens_per_round, geometric_tokens_per_round  # noqa: F401
 from specscope.profiler.session.records import Acceptance
 
 Z95 = 1.959963984540054
@@ -82,47 +83,8 @@ def acceptance_from_histogram(hist: Mapping[int, int], k: int) -> Acceptance:
 
 
 def tokens_per_round_from_p(p: float, k: int) -> float:
-    """E under an i.i.d. acceptance ``p`` (used only by the calculator when no a_i are given)."""
-    return 1 + sum(p**i for i in range(1, k + 1))
-
-
-@dataclass
-class Division:
-    t_decode_ms: float
-    t_verify_ms: float
-    t_draft_ms: float
-    tokens_per_round: float
-    predicted_speedup: float
-    predicted_tok_s: float
-    break_even_verify_ms: float
-    break_even_multiple: float
-    verify_multiple: float  # T_verify / T_decode: how many plain steps one verify costs
-
-    def to_dict(self) -> dict[str, Any]:  # dict: dataclasses.asdict of the Division, its fields as they are
-        return asdict(self)
-
-
-def divide(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, tokens_per_round: float) -> Division:
-    if t_decode_ms <= 0 or t_verify_ms + t_draft_ms <= 0:
-        raise ValueError("times must be positive")
-    speedup = tokens_per_round * t_decode_ms / (t_verify_ms + t_draft_ms)
-    be = tokens_per_round * t_decode_ms - t_draft_ms
-    return Division(
-        t_decode_ms=t_decode_ms,
-        t_verify_ms=t_verify_ms,
-        t_draft_ms=t_draft_ms,
-        tokens_per_round=tokens_per_round,
-        predicted_speedup=speedup,
-        predicted_tok_s=speedup * 1000.0 / t_decode_ms,
-        break_even_verify_ms=be,
-        break_even_multiple=be / t_decode_ms,
-        verify_multiple=t_verify_ms / t_decode_ms,
-    )
-
-
-def speedup_curve(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, ps) -> list[float]:
-    """Predicted speedup over acceptance p (i.i.d. model for the curve; measured points use a_i)."""
-    return [tokens_per_round_from_p(p, k) * t_decode_ms / (t_verify_ms + t_draft_ms) for p in ps]
+    """E under an i.i.d. acceptance ``p`` (the curves' and what-ifs' model: ``round_model.geometric_tokens_per_round``)."""
+    return geometric_tokens_per_round(p, k)
 
 
 def relative_error(predicted: float | None, measured: float | None) -> float | None:
@@ -142,59 +104,4 @@ def match_stats(plain: list[int], spec: list[int]) -> MatchStats:
         "equal": plain == spec,
         "match_rate": same / max(len(plain), len(spec), 1),
         "first_divergence": first,
-    }
-
-
-def alpha_for_tokens_per_round(tokens_per_round: float | None, k: int) -> float | None:
-    """The per-position acceptance α whose geometric model gives this E: 1 + α + … + α^k = E. The Division chart's
-    curve is over α; a run is placed on it at the α whose E equals its measured E, so the measured point and the
-    predicted marker lie where the figures say they are (DESIGN §6: p and α differ for k > 1)."""
-    if tokens_per_round is None or k < 1:
-        return None
-    return _alpha_at(min(max(tokens_per_round, 1.0), k + 1.0), k)
-
-
-def _alpha_at(e: float, k: int) -> float:
-    """α with 1 + α + … + α^k = e, for 1 ≤ e ≤ k + 1 (E is increasing in α: bisection to ~1e-18)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if tokens_per_round_from_p(mid, k) < e:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-def break_even_p(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int) -> float | None:
-    """The geometric per-position acceptance α at which speculation breaks even: E(α) · T_decode = T_verify + T_draft,
-    with E(α) = 1 + α + … + α^k. 0 when speculation wins even if nothing is accepted; None when it cannot win
-    even if everything is (E would have to exceed k + 1)."""
-    if t_decode_ms <= 0 or k < 1:
-        return None
-    need = (t_verify_ms + t_draft_ms) / t_decode_ms
-    if need <= 1.0:
-        return 0.0
-    if need > k + 1:
-        return None
-    return _alpha_at(need, k)
-
-
-def communication_what_if(t_decode_ms: float, t_verify_ms: float, t_draft_ms: float, k: int, share_decode: float,
-                          share_verify: float, comm_ms: float) -> CommunicationWhatIf:
-    """"With ``comm_ms`` of communication per forward": the compute of a decode step and of a verify forward
-    (the measured times less their communication share, barrier-free) each plus ``comm_ms`` — communication
-    barely depends on how many positions a forward carries, so decode and verify pay the same. T_draft is
-    kept as measured. Returns the what-if times, the verify/decode ratio and the break-even acceptance."""
-    sd, sv = (min(max(x or 0.0, 0.0), 1.0) for x in (share_decode, share_verify))
-    td = t_decode_ms * (1.0 - sd) + comm_ms
-    tv = t_verify_ms * (1.0 - sv) + comm_ms
-    return {
-        "comm_ms": comm_ms,
-        "t_decode_ms": td,
-        "t_verify_ms": tv,
-        "compute_decode_ms": t_decode_ms * (1.0 - sd),
-        "compute_verify_ms": t_verify_ms * (1.0 - sv),
-        "verify_multiple": tv / td if td > 0 else None,
-        "break_even_p": break_even_p(td, tv, t_draft_ms, k) if td > 0 else None,
     }

@@ -16,6 +16,7 @@ from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
 from specscope.profiler.analysis.records import (BreakdownAggregate, BreakdownSpread, CommunicationShare, PerRankAggregate,
                                                  PhaseAggregate, RepeatRates, Verdict)
+from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_intervals import (
     acceptance_by_unit as _acceptance_by_unit,
@@ -35,25 +36,28 @@ BLOCK_LABELS = {
     "inter_block": "Inter-block overhead",
 }
 COMMUNICATION = "communication"
-WITHIN_NOISE: dict[str | None, bool] = {"agrees": True, "off": False}  # the prediction verdict's state, as a flag
+# the prediction verdict's state as a flag: True "agrees" (the error's whole interval within the tolerance), False "off"
+AGREES: dict[str | None, bool] = {"agrees": True, "off": False}
 
 
 # -- divergence verdicts ------------------------------------------------------------------
 
 def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, t_draft, instr_tok_s=None,
-                judged: tuple[float | None, int] | None = None) -> CaseStats:
+                judged: tuple[float | None, int] | None = None, hist: Mapping[int, int] | None = None) -> CaseStats:
     """``judged``: (tok/s, tokens) of the full rounds the prediction is judged against (``rounds.judged_rounds``);
-    None: all measured rounds."""
+    None: all measured rounds. ``hist``: the case's accepted counts (count -> rounds) its own round model weights its
+    draft, bookkeeping and rollback by, as the headline does with the run's."""
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     ledger = None
     E = acc["tokens_per_round"]  # None exactly when there are no rounds
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"] and E is not None:
-        ledger = stats.divide(t_decode, t_verify, t_draft, E).predicted_speedup
+        # the ledger: the seed's division with the case's own instrumented rounds (a consistency check, not a forecast)
+        ledger = RoundModel(E, t_decode, t_verify, t_draft).division
+    # the case's own judged prediction: its components timed apart, the whole round (None in sessions without them)
+    model = prediction.case_model(case, hist or {}, acc["k"], E, t_decode) if acc["rounds"] else None
     comp = case.get("components") or {}
     c_verify, c_draft = stats.mean(comp.get("verify_ms") or []), stats.mean(comp.get("draft_ms") or [])
-    pred = None  # the case's own prediction from its components timed apart (None in sessions without them)
-    if t_decode and c_verify is not None and c_draft is not None and c_verify + c_draft > 0 and acc["rounds"] and E is not None:
-        pred = stats.divide(t_decode, c_verify, c_draft, E).predicted_speedup
+    pred = model.speedup if model else None
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
     judged_tok_s = judged[0] if judged else spec_tok_s
     judged_measured = judged_tok_s / plain_tok_s if judged_tok_s and plain_tok_s else None
@@ -72,6 +76,11 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, 
         "t_draft_ms": t_draft,
         "acceptance": acc,
         "predicted_speedup": pred,
+        # the seed's bare division from the same components, labelled as such wherever it is shown
+        "division_speedup": model.division if model else None,
+        "prediction_untimed": model.untimed if model else None,
+        "components_t_rollback_ms": model.t_rollback_ms if model else None,
+        "components_t_bookkeeping_ms": model.t_bookkeeping_ms if model else None,
         "ledger_speedup": ledger,
         "components_t_verify_ms": c_verify,
         "components_t_draft_ms": c_draft,
@@ -149,9 +158,9 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     acc, by_content_class = _acceptance_by_unit(per_case, acc, by_content_class, k)
     # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
     # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
-    ledger = None
+    ledger: RoundModel | None = None
     if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
-        ledger = stats.divide(t_decode, t_verify, t_draft, acc["tokens_per_round"])
+        ledger = RoundModel(acc["tokens_per_round"], t_decode, t_verify, t_draft)
     # the ledger's residual over the judged (full) rounds, the rounds its parts were timed in
     round_ms_list, round_tokens = noise.get("judged_ms") or noise["rate_ms"], noise.get("judged_tokens") or noise["rate_tokens"]
     measured_round_ms = stats.mean(round_ms_list)
@@ -159,7 +168,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     # The prediction: components timed apart from the rounds (profiler.analysis.prediction.genuine_prediction).
     pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
                                          judged)
-    division = pred["division"] if pred.get("available") else ledger
+    # the model whose terms the summary prints: the prediction's, else the ledger's (labelled by division_inputs)
+    model: RoundModel | None = pred["model"] if pred.get("available") else ledger
     matches = [s["match"] for _, s in per_case if s["match"] is not None]
     match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
     greedy = session.regime == "greedy"
@@ -168,13 +178,12 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     unchecked = [{"case": c["id"], "position": s["match"]["first_divergence"]} for c, s in per_case
                  if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
     block_pred = None
-    if division and bd and bd["decode"]["block_sum_ms"]:
-        rest = ((pred.get("t_rollback_ms") or 0.0) + (pred.get("t_bookkeeping_ms") or 0.0)
-                if pred.get("available") else 0.0)  # the judged model's round
-        block_pred = acc["tokens_per_round"] * bd["decode"]["block_sum_ms"] / (division.t_verify_ms + division.t_draft_ms + rest)
+    if model and bd and bd["decode"]["block_sum_ms"]:
+        # the wrong ruler on purpose: the block sum as T_decode, the same round (what the two rulers' gap does)
+        block_pred = model.what_if(t_decode_ms=bd["decode"]["block_sum_ms"]).speedup
     verdict: Verdict = pred["verdict"] if pred.get("verdict") else {"state": None, "text": pred.get("why", "no prediction")}
     ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
-    cis = _figure_intervals(per_case, reps if several else None, noise, pred, division, measured,
+    cis = _figure_intervals(per_case, reps if several else None, noise, pred, model, measured,
                             {"plain": plain_tok_s, "spec": spec_tok_s})
     return {
         "k": k,
@@ -199,8 +208,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         # where T_verify and T_draft came from: "components" (timed apart per case), "verify curve" (run --roofline) or
         # "rounds" (the run's own instrumented rounds: the ledger, not a prediction)
         "division_inputs": pred.get("source") if pred.get("available") else ("rounds" if ledger else None),
-        "t_verify_ms": division.t_verify_ms if division else t_verify,
-        "t_draft_ms": division.t_draft_ms if division else t_draft,
+        "t_verify_ms": model.t_verify_ms if model else t_verify,
+        "t_draft_ms": model.t_draft_ms if model else t_draft,
         "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
         "t_bookkeeping_ms": pred.get("t_bookkeeping_ms") if pred.get("available") else None,
         "p": acc["p"],
@@ -238,21 +247,23 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "prediction_error_ci": pred.get("error_ci"),
         "prediction_unit": pred.get("unit"),
         "prediction_verdict": verdict,
-        "prediction_within_noise": WITHIN_NOISE.get(verdict.get("state")),
+        "prediction_agrees": AGREES.get(verdict.get("state")),
         # the same-round accounting (a consistency check, not a forecast)
-        "ledger_speedup": ledger.predicted_speedup if ledger else None,
-        "ledger_error": stats.relative_error(ledger.predicted_speedup if ledger else None, judged),
+        "ledger_speedup": ledger.division if ledger else None,
+        "ledger_error": stats.relative_error(ledger.division if ledger else None, judged),
         "ledger_t_verify_ms": t_verify,
         "ledger_t_draft_ms": t_draft,
         "ledger_t_rollback_ms": t_rollback,
         # measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest
         "ledger_residual": (1.0 - ledger_parts * (measured_round_tokens / acc["tokens_per_round"]) / measured_round_ms)
         if ledger_parts and measured_round_ms and measured_round_tokens and acc["tokens_per_round"] else None,
-        "break_even_verify_ms": (pred["model"].break_even_verify_ms if pred.get("available")
-                                 else division.break_even_verify_ms if division else None),
-        "break_even_multiple": (pred["model"].break_even_verify_ms / t_decode if pred.get("available") and t_decode
-                                else division.break_even_multiple if division else None),
-        "verify_multiple": division.verify_multiple if division else None,
+        # the whole round's break-even (E·T_decode less every other timed term); None where it is out of reach
+        "break_even_verify_ms": model.break_even_verify_ms if model and model.break_even_verify_ms > 0 else None,
+        "break_even_out_of_reach": bool(model and model.break_even_verify_ms <= 0),
+        "break_even_multiple": model.break_even_multiple if model else None,
+        "break_even_formula": model.break_even_formula if model else None,
+        "prediction_formula": model.formula if model else None,
+        "verify_multiple": model.verify_multiple if model else None,
         "block_sum_predicted_speedup": block_pred,
         "match_rate": match_rate,
         "all_match": bool(matches) and all(m["equal"] for m in matches),

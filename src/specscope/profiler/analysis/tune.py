@@ -399,7 +399,7 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         # what the confirmation runs' full rounds had: tokens per round and round time (the error's two halves)
         row["measured_tokens_per_round"] = sum(x[3] if len(x) > 3 else x[0] for x in spec) / n_rounds
         row["measured_round_ms"] = sum(x[4] if len(x) > 4 else x[1] for x in spec) / n_rounds
-        row["predicted_round_ms"] = p["t_verify_ms"] + p["t_draft_ms"] + p["t_rollback_ms"] + p["t_bookkeeping_ms"]
+        row["predicted_round_ms"] = p["round_ms"]  # the round model's (an untimed term named in p["untimed"])
         # the pooled rates (a ratio of means, as the prediction is), its interval over the paired repeats; beside it the
         # per-repeat ratios' range and median, for a look at the spread
         rates = [(_rate(s[0], s[1]), _rate(q[0], q[1])) for s, q in zip(spec, plain)]

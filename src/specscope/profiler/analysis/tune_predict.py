@@ -57,14 +57,13 @@ def draft_ms_at(k: int, t1: float, tk: float, k_max: int) -> float:
     return t1 if k_max <= 1 else t1 + (tk - t1) * (k - 1) / (k_max - 1)
 
 
-def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[dict[int, float], float, float]:
+def _rollback_by_accepted(acc: np.ndarray, rb: np.ndarray, k_max: int) -> tuple[dict[int, float], float]:
     """Rollback time by accepted count, from the K_max run's rounds (a partial round reruns or trims what it
-    accepted, so its cost depends on that count, not on k), the mean partial rollback, and a full round's."""
+    accepted, so its cost depends on that count, not on k), and a full round's."""
     partial = acc < k_max
     by = {int(a): float(rb[acc == a].mean()) for a in np.unique(acc[partial])}
-    mean_partial = float(rb[partial].mean()) if partial.any() else 0.0
     full = rb[~partial]
-    return by, mean_partial, (float(full.mean()) if full.size else float(rb.min()))
+    return by, (float(full.mean()) if full.size else float(rb.min()))
 
 
 def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draft_1: list[float],
@@ -100,19 +99,26 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
     dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
     rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
-    book = np.maximum(0.0, np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
-                                       for r in rounds], dtype=float))
+    # signed, as timed (the round model's rule: a floor at zero would bias the round dearer)
+    book = np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
+                       for r in rounds], dtype=float)
     d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
     steps = np.asarray(plain_steps, dtype=float)
-    rb_by, rb_partial, rb_full = _rollback_by_accepted(acc, rb, k_max)
+    rb_by, rb_full = _rollback_by_accepted(acc, rb, k_max)
     rng = resample.generator(seed)
 
     def boot(x, stat):
         return resample.statistic(x, stat, rng, resamples)
 
-    def rollback_of(a: np.ndarray, k: int) -> np.ndarray:
-        part = np.vectorize(lambda x: rb_by.get(int(x), rb_partial), otypes=[float])(a) if a.size else a
-        return np.where(a < k, part, rb_full)
+    def rollback_of(a: np.ndarray, k: int, timed: dict[int, float]) -> tuple[np.ndarray, list[int]]:
+        """Each round's rollback at k: timed apart at k where it was, else the K_max run's at the same accepted count
+        (a full round's for a = k); a count timed in neither is named (the round model's rule, as ``run`` names it)
+        and counts as nothing, never filled in with another count's time."""
+        known = {**rb_by, **timed}
+        missing = sorted({int(x) for x in a if int(x) < k and int(x) not in known})
+        part = np.asarray([known.get(int(x), 0.0) for x in a], dtype=float)
+        full = timed.get(k, rb_full)
+        return np.where(a < k, part, full), missing
 
     b_steps = boot(steps, np.mean)
     b_d1 = boot(d1, np.mean)
@@ -140,13 +146,9 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         # (shown as "below noise" when at or below zero)
         t_d = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
                else draft_ms_at(k, t1, tk, k_max))
-        timed_rb = {a: float(np.mean(xs)) for a, xs in ((rollback_by_k or {}).get(k) or {}).items() if len(xs)}
-        if timed_rb:  # rollback timed apart at k, by accepted count (a count never timed: the K_max run's)
-            fallback = rollback_of(at_k, k)
-            rb_k = np.asarray([timed_rb.get(int(a), fb) for a, fb in zip(at_k, fallback)], dtype=float)
-        else:
-            rb_k = rollback_of(at_k, k)
-        t_rb = float(rb_k.mean())
+        timed_rb = {int(a): float(np.mean(xs)) for a, xs in ((rollback_by_k or {}).get(k) or {}).items() if len(xs)}
+        rb_k, rb_missing = rollback_of(at_k, k, timed_rb)
+        t_rb = None if rb_missing else float(rb_k.mean())
         book_prev = _by_prior_accepted((bookkeeping_by_k or {}).get(k), k)
         w_book = _weights(at_k, book_prev)
         # the bookkeeping timed apart at k (components: the round's work after the read-back but its rollback), weighted
@@ -191,10 +193,13 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
             "t_draft_source": "in_round" if in_round.size else "line",
             "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
             "t_rollback_ms": t_rb,
+            "rollback_untimed_counts": rb_missing,  # accepted counts at k whose rollback was never timed: no figure
+            "untimed": model.untimed,
+            "formula": model.formula,
             "t_bookkeeping_ms": t_book_k,
             "t_bookkeeping_source": "in_round" if book_prev else "k_max_run",
             "verify_multiple": model.verify_multiple,
-            "break_even_verify_ms": model.break_even_verify_ms,
+            "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
             "round_ms": model.round_ms,
         })
     return rows

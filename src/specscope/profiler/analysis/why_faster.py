@@ -22,6 +22,7 @@ import math
 from typing import Mapping
 
 from specscope.profiler.analysis.records import WhyFaster, WhyTerm
+from specscope.profiler.analysis.round_model import RoundModel
 
 TERMS = (
     ("acceptance", "acceptance (tokens per verified position)"),
@@ -35,11 +36,15 @@ NOTHING = 1e-3  # |log ratio| below this (0.1%): nothing to explain
 
 
 def factors(s: Mapping) -> dict[str, float] | None:  # dict: the terms, read by names built from them (x_draft, ...)
-    """The terms of one summary's round model, or None when it lacks one that is needed (E, k, T_decode, T_verify)."""
+    """The terms of one summary's round model, or None when it lacks one that is needed (E, k, T_decode, T_verify) or
+    its round cannot be priced. The round model's rules for a term: an untimed one counts as nothing, a negative one (a
+    paired difference below its noise) is kept as timed, never floored."""
     E, k, t_dec, t_v = s.get("tokens_per_round"), s.get("k"), s.get("t_decode_ms"), s.get("t_verify_ms")
     if not E or not k or not t_dec or not t_v or t_v <= 0 or t_dec <= 0:
         return None
-    rest = {key: max(0.0, float(s.get(f"t_{key}_ms") or 0.0)) for key in ("draft", "rollback", "bookkeeping")}
+    rest = {key: float(s.get(f"t_{key}_ms") or 0.0) for key in ("draft", "rollback", "bookkeeping")}
+    if RoundModel(float(E), float(t_dec), float(t_v), rest["draft"], rest["rollback"], rest["bookkeeping"]).speedup is None:
+        return None
     return {"E": float(E), "positions": float(k) + 1.0, "t_decode": float(t_dec), "t_verify": float(t_v),
             **{f"x_{key}": v / float(t_v) for key, v in rest.items()}}
 
@@ -71,7 +76,11 @@ def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B
 
 
 def model_speedup(f: Mapping[str, float]) -> float:
-    return f["E"] * f["t_decode"] / (f["t_verify"] * (1.0 + f["x_draft"] + f["x_rollback"] + f["x_bookkeeping"]))
+    """The round model's speedup from one side's factors (``factors``)."""
+    t_v = f["t_verify"]
+    out = RoundModel(f["E"], f["t_decode"], t_v, f["x_draft"] * t_v, f["x_rollback"] * t_v, f["x_bookkeeping"] * t_v).speedup
+    assert out is not None  # factors() returns None for a round that cannot be priced
+    return out
 
 
 def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> WhyFaster | None:

@@ -1,4 +1,4 @@
-"""``specscope predict``: the division as a calculator (no model, no run)."""
+"""``specscope predict``: the round model as a calculator (no model, no run), the seed's division beside it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from specscope.errors import SpecscopeError
 
 def cmd_predict(a) -> int:
     from specscope.profiler.analysis import stats
+    from specscope.profiler.analysis.round_model import RoundModel
 
     if a.accept:
         try:
@@ -28,17 +29,33 @@ def cmd_predict(a) -> int:
     for name in ("t_decode_ms", "t_verify_ms"):
         if getattr(a, name) <= 0:
             raise SpecscopeError(f"--{name.replace('_', '-')} must be positive")
-    if a.t_draft_ms < 0:
-        raise SpecscopeError("--t-draft-ms must be >= 0")
-    d = stats.divide(a.t_decode_ms, a.t_verify_ms, a.t_draft_ms, E).to_dict()
-    d["k"] = k
-    d["plain_tok_s"] = 1000.0 / a.t_decode_ms
+    for name in ("t_draft_ms", "t_rollback_ms", "t_bookkeeping_ms"):
+        if (getattr(a, name, None) or 0.0) < 0:
+            raise SpecscopeError(f"--{name.replace('_', '-')} must be >= 0")
+    m = RoundModel(E, a.t_decode_ms, a.t_verify_ms, a.t_draft_ms, getattr(a, "t_rollback_ms", None),
+                   getattr(a, "t_bookkeeping_ms", None))
+    d = {"k": k, "tokens_per_round": E, "t_decode_ms": m.t_decode_ms, "t_verify_ms": m.t_verify_ms,
+         "t_draft_ms": m.t_draft_ms, "t_rollback_ms": m.t_rollback_ms, "t_bookkeeping_ms": m.t_bookkeeping_ms,
+         "untimed": m.untimed, "formula": m.formula,
+         "predicted_speedup": m.speedup, "predicted_tok_s": m.predicted_tok_s,
+         "division_speedup": m.division,  # the seed's division, without rollback and bookkeeping
+         "break_even_verify_ms": m.break_even_verify_ms if m.break_even_verify_ms > 0 else None,
+         "break_even_multiple": m.break_even_multiple, "break_even_formula": m.break_even_formula,
+         "verify_multiple": m.verify_multiple, "plain_tok_s": 1000.0 / a.t_decode_ms}
     if a.json:
         print(json.dumps(d, indent=1))
+        return 0
+    print(f"tokens per round E        {E:.3f}  (k={k})")
+    print(f"predicted speedup         {m.speedup:.3f}×  = {m.formula}")
+    if m.untimed:
+        print(f"                          {', '.join(t.replace('_ms', '').replace('t_', 'T_') for t in m.untimed)} not given: "
+              "a round pays them, so this is optimistic by their share (--t-rollback-ms, --t-bookkeeping-ms)")
+    print(f"the seed's division       {m.division:.3f}×  = E·T_decode / (T_verify + T_draft), without rollback and bookkeeping")
+    print(f"predicted tok/s           {m.predicted_tok_s:.1f}  (plain {d['plain_tok_s']:.1f})")
+    print(f"verify cost               {m.verify_multiple:.2f} plain steps")
+    if d["break_even_verify_ms"] is None:
+        print(f"break-even verify         out of reach: {m.break_even_formula} ≤ 0 (no verify time can pay)")
     else:
-        print(f"tokens per round E        {d['tokens_per_round']:.3f}  (k={k})")
-        print(f"predicted speedup         {d['predicted_speedup']:.3f}×")
-        print(f"predicted tok/s           {d['predicted_tok_s']:.1f}  (plain {d['plain_tok_s']:.1f})")
-        print(f"verify cost               {d['verify_multiple']:.2f} plain steps")
-        print(f"break-even verify         ≤ {d['break_even_verify_ms']:.2f} ms  (≤ {d['break_even_multiple']:.2f} × T_decode)")
+        print(f"break-even verify         ≤ {m.break_even_verify_ms:.2f} ms  (≤ {m.break_even_multiple:.2f} × T_decode; "
+              f"{m.break_even_formula})")
     return 0

@@ -61,6 +61,12 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> Roof
             division = {"drafter": name, "k": k, "rounds": len(full), "acceptance": acc["per_position"],
                         "p": acc["p"], "tokens_per_round": acc["tokens_per_round"],
                         "t_draft_ms": stats.mean([r["draft_ms"] for r in full]),
+                        # the rest of the whole round, from the same instrumented rounds: the rollback each paid, and
+                        # its work after the rollback (the round's time less its timed parts)
+                        "t_rollback_ms": stats.mean([r.get("rollback_ms") for r in full]),
+                        "t_bookkeeping_ms": stats.mean([r["ms"] - r["draft_ms"] - r["verify_ms"] - r["rollback_ms"]
+                                                        for r in full if None not in (r.get("ms"), r.get("draft_ms"),
+                                                                                      r.get("verify_ms"), r.get("rollback_ms"))]),
                         "plain_t_decode_ms": stats.mean(plain["step_ms"])}
     roof = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
     out: RooflineRun = {**roof, "model": eng.describe()["model"], "prompt_tokens": len(prompt),

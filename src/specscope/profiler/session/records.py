@@ -269,10 +269,14 @@ class CaseStats(TypedDict):
     t_verify_ms: float | None
     t_draft_ms: float | None
     acceptance: "Acceptance"
-    predicted_speedup: float | None
+    predicted_speedup: float | None       # the case's judged round model, from its own components (``case_model``)
+    division_speedup: float | None        # the seed's bare division from the same components (no rollback, bookkeeping)
+    prediction_untimed: list[str] | None  # the case's round-model terms not timed apart
     ledger_speedup: float | None
     components_t_verify_ms: float | None
     components_t_draft_ms: float | None
+    components_t_rollback_ms: float | None     # weighted by the case's own accepted counts
+    components_t_bookkeeping_ms: float | None
     measured_speedup: float | None
     judged_tok_s: float | None            # the full rounds' rate (``rounds.judged_rounds``): what the prediction meets
     judged_tokens: int | None
@@ -349,15 +353,18 @@ class Summary(FigureIntervals):
     prediction_error_ci: list[float] | None
     prediction_unit: str | None
     prediction_verdict: Verdict
-    prediction_within_noise: bool | None
+    prediction_agrees: bool | None     # the verdict "agrees" (True) or "off" (False); None: undecided or none
     ledger_speedup: float | None
     ledger_error: float | None
     ledger_t_verify_ms: float | None
     ledger_t_draft_ms: float | None
     ledger_t_rollback_ms: float | None
     ledger_residual: float | None
-    break_even_verify_ms: float | None
+    break_even_verify_ms: float | None     # the whole round's; None where out of reach (or no model)
     break_even_multiple: float | None
+    break_even_out_of_reach: bool          # no verify time can pay: E·T_decode is spent by the round's other terms
+    break_even_formula: str | None         # what break-even subtracts (``RoundModel.break_even_formula``)
+    prediction_formula: str | None         # the round as the prediction prices it, untimed terms named
     verify_multiple: float | None
     block_sum_predicted_speedup: float | None
     match_rate: float | None
