@@ -58,9 +58,10 @@ def test_figures_are_the_summary_figures(session):
     v = s["prediction_verdict"]
     assert v["interval"] == [lo, hi]
     judged = [round(s["judged_measured_speedup"], 3)] if s["tail_tokens"] else []  # what the error is against
+    # each interval says its level: the error's "95% CI", the verdict's own level (95% here: no sequential looks)
     assert speed == [round(s["predicted_speedup"], 3), round(s["measured_speedup"], 3), *judged,
-                     round(s["prediction_error"] * 100, 1), round(lo * 100, 1), round(hi * 100, 1),
-                     round(lo * 100), round(hi * 100)]  # never "±" for an interval that is not symmetric
+                     round(s["prediction_error"] * 100, 1), 95, round(lo * 100, 1), round(hi * 100, 1),
+                     95, round(lo * 100), round(hi * 100)]  # never "±" for an interval that is not symmetric
     # 3 cases × 24 tokens: far too little to judge, and the verdict says so instead of "within noise"
     assert v["state"] == "too_little_data" and "too little data to judge" in _line(text, "speedup")
     assert "Too little data to judge the prediction" in text and "more cases" in text
@@ -83,7 +84,7 @@ def test_breakdown_table_has_every_block_and_both_rulers(session):
         assert nums[0] == round(bd["decode"]["blocks"][c], 2) and nums[3] == round(bd["verify"]["blocks"][c], 2)
     for start in ("sum of blocks", "whole graph", "inter-block overhead", "barrier distortion"):
         _line(text, start)
-    assert "a block-sum T_decode would predict" in text and "(wrong ruler)" in text
+    assert "a block-sum T_decode would give" in text and "(wrong ruler)" in text and "(the prediction)" in text
 
 
 def test_a_whole_graph_of_zero_ms_prints_a_dash_for_the_barrier_distortion(session):

@@ -57,6 +57,10 @@ BREAKDOWN_FIGURES = [
 ]
 
 
+BREAK_EVEN_KEYS = {"break_even_verify_ms", "break_even_multiple"}
+OUT_OF_REACH = "out of reach"
+
+
 def _vouched(side: Mapping[str, Any], key: str):
     """A breakdown figure, or "below noise" for an estimated time whose spread reaches zero (never a negative time)."""
     v = side.get(key)
@@ -150,6 +154,11 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
         ci = INTERVALS.get(key)
         row: ComparedFigure = {"key": key, "label": label, "unit": unit, "better": better,
                **_judge(sa.get(key), sb.get(key), better, names, sa.get(ci) if ci else None, sb.get(ci) if ci else None)}
+        if key in BREAK_EVEN_KEYS:  # no verify time can pay: said in words, never a negative time, nothing subtracted
+            for side, sm in (("a", sa), ("b", sb)):
+                if sm.get("break_even_out_of_reach"):
+                    row[side] = OUT_OF_REACH  # type: ignore[literal-required]
+                    row.update({"delta": None, "relative": None, "winner": None, "by": None})
         figures.append(row)
 
     ratios: list[ComparedFigure] = []

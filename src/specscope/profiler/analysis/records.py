@@ -230,6 +230,9 @@ class SweepPointFigures(TypedDict):
     t_decode_ms: float | None
     t_verify_ms: float | None
     t_draft_ms: float | None
+    t_rollback_ms: float | None       # the point's judged round beside T_verify and T_draft (None: untimed)
+    t_bookkeeping_ms: float | None
+    prediction_formula: str | None
     t_draft_ms_ci95: list[float] | None
     verify_multiple: float | None
     full_attention_share_decode: float | None
@@ -247,6 +250,7 @@ class SweepPointFigures(TypedDict):
     measured_speedup_ci95: list[float] | None
     break_even_verify_ms: float | None
     break_even_multiple: float | None
+    break_even_out_of_reach: bool | None
     prefill_ms: float | None
     prefill_tok_s: float | None
     draft_prefill_ms: float | None

@@ -198,6 +198,12 @@ class RoundModel:
         return "E·T_decode − " + " − ".join(timed)
 
 
+def implied_round_ms(tokens_per_round: float, t_decode_ms: float, speedup: float) -> float:
+    """The round time a speedup implies, the model read backwards: E · T_decode / speedup (a measured speedup gives the
+    measured round, for an engine that does not report its round's parts)."""
+    return tokens_per_round * t_decode_ms / speedup
+
+
 def communication_what_if(model: RoundModel, k: int, share_decode: float, share_verify: float,
                           comm_ms: float) -> CommunicationWhatIf:
     """The round with ``comm_ms`` of communication per forward (``RoundModel.with_communication``): the what-if times,

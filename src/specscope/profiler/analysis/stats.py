@@ -11,7 +11,6 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from specscope.profiler.analysis.records import MatchStats
 from specscope.profiler.analysis.round_model import alpha_for_tokens_per_round, geometric_tokens_per_round  # noqa: F401

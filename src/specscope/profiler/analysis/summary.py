@@ -58,12 +58,13 @@ def case_stats(case: Case, k: int) -> CaseStats:
     instr_tok_s = (_rate(timed) or stats.median(spec.get("repeats_instrumented_tok_s") or [])) if e2e else None
     full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
     full_timed = [r for r in full if instrumented(r)]
-    acc = stats.acceptance_from_rounds([r["accepted"] for r in full if counts_for_acceptance(r)], k)
+    counted = [r["accepted"] for r in full if counts_for_acceptance(r)]
+    acc = stats.acceptance_from_rounds(counted, k)
     judged = judged_rounds(case, k)
     return case_result(case, plain_tok_s, spec_tok_s, acc,
                        stats.mean(r["verify_ms"] for r in full_timed), stats.mean(r["draft_ms"] for r in full_timed),
                        instr_tok_s, judged=(_rate(judged) if len(judged) != len(e2e or spec["rounds"]) else spec_tok_s,
-                                            sum(len(r["emitted"]) for r in judged)))
+                                            sum(len(r["emitted"]) for r in judged)), hist=Counter(counted))
 
 
 def session_case_stats(session, case: Case) -> CaseStats:

@@ -229,6 +229,8 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "division_speedup": pred.get("division_speedup"),
         "division_error": pred.get("division_error"),
         "prediction_untimed": pred.get("untimed"),
+        # accepted counts the run had whose rollback was never timed apart (T_rollback then untimed, named)
+        "rollback_untimed_counts": pred.get("rollback_untimed_counts") or [],
         "prediction_source": pred.get("source") if pred.get("available") else None,
         "prediction_unavailable": None if pred.get("available") else pred.get("why"),
         "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),

@@ -195,7 +195,7 @@ class _CaseFold:
         else:
             judged = (spec_tok_s, self.measured_rounds()[0])
         stats_now = self._stats = case_result(c, plain_tok_s, spec_tok_s, acc, self.verify.mean(), self.draft.mean(), instr,
-                                              judged=judged)
+                                              judged=judged, hist=self.hist)
         self._stats_objs, self._stats_key = objs, key
         return stats_now
 

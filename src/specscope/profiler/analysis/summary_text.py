@@ -140,6 +140,8 @@ def format_summary(session: Session) -> str:
         *([f"  one run           {ONE_RUN_NOTE}"] if s.get("prediction_error_ci") else []),
         "  prediction        " + (f"{model_formula(s)}, timed apart from the rounds "
                                    f"({s['prediction_source']}{_components_cost(session)}), only E from the run"
+                                   + (f"; rollback never timed after {', '.join(map(str, s['rollback_untimed_counts']))} "
+                                      "accepted draft(s), so T_rollback has no figure" if s.get("rollback_untimed_counts") else "")
                                    if s.get("predicted_speedup") is not None
                                    else f"not available: {s.get('prediction_unavailable')}"),
         *([f"  the division      {rollback_term_text(s)}"] if rollback_term_text(s) else []),
@@ -190,7 +192,10 @@ def format_summary(session: Session) -> str:
                              f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
         lines += rank_lines(bd)
         if s.get("block_sum_predicted_speedup") is not None:
-            lines.append(f"    a block-sum T_decode would predict {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs {fmt(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times")
+            whole, what = ((s["predicted_speedup"], "the prediction") if s.get("predicted_speedup") is not None
+                           else (s.get("ledger_speedup"), "the ledger (the run's own rounds, not a prediction)"))
+            lines.append(f"    a block-sum T_decode would give {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs "
+                         f"{fmt(whole, '.3f', '×')} from whole-graph times ({what})")
     return "\n".join(lines)
 
 

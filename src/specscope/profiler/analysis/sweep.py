@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.records import SweepPointFigures
+from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.summary import summarize
 
 
@@ -68,6 +70,10 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "t_verify_ms": t_verify,
         "t_draft_ms": sm.get("t_draft_ms"),
         "t_draft_ms_ci95": sm.get("t_draft_ms_ci95"),
+        # the rest of the judged round, as the point's prediction priced it (None: untimed, named by the point's summary)
+        "t_rollback_ms": sm.get("t_rollback_ms") if sm.get("division_inputs") == "components" else None,
+        "t_bookkeeping_ms": sm.get("t_bookkeeping_ms") if sm.get("division_inputs") == "components" else None,
+        "prediction_formula": sm.get("prediction_formula"),
         "verify_multiple": ratio,
         "full_attention_share_decode": _share(dec, "full_attention"),
         "full_attention_share_verify": _share(ver, "full_attention"),
@@ -84,6 +90,7 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "measured_speedup_ci95": sm.get("measured_speedup_ci95"),
         "break_even_verify_ms": sm.get("break_even_verify_ms"),
         "break_even_multiple": sm.get("break_even_multiple"),
+        "break_even_out_of_reach": sm.get("break_even_out_of_reach"),
         "prefill_ms": facts.get("prefill_ms"),
         "prefill_tok_s": facts.get("prefill_tok_s"),
         "draft_prefill_ms": facts.get("draft_prefill_ms"),
@@ -128,10 +135,10 @@ def format_sweep(rows: list[dict], session=None) -> str:
              f"{_f(r['full_attention_share_verify'] and 100 * r['full_attention_share_verify'], '.0f')}%"
         pre = "—" if not r["context"] else f"{_f(r.get('prefill_ms') and r['prefill_ms'] / 1000, '.1f')} s"
         lines.append((_size(r["context"]), _f(r["plain_tok_s"], ".2f"), _f(r["spec_tok_s"], ".2f"), _f(r["t_decode_ms"], ".1f"),
-                      _f(r["verify_multiple"], ".2f"), _f(r["t_draft_ms"], ".1f"), fa,
+                      _f(r["verify_multiple"], ".2f"), draft_time_text(r["t_draft_ms"], spec=".1f"), fa,
                       f"{_f(r['p'], '.2f')} [{_f(ci[0], '.2f')}–{_f(ci[1], '.2f')}]", _f(r["tokens_per_round"], ".2f"),
                       _f(r["predicted_speedup"], ".2f"), f"{_f(r['measured_speedup'], '.2f')} [{_f(mci[0], '.2f')}–{_f(mci[1], '.2f')}]",
-                      f"{_f(r['break_even_multiple'], '.2f')}×T_dec", pre))
+                      "out of reach" if r.get("break_even_out_of_reach") else f"{_f(r['break_even_multiple'], '.2f')}×T_dec", pre))
     widths = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
     out += ["  ".join(x.rjust(w) for x, w in zip(line, widths)) for line in lines]
@@ -142,30 +149,40 @@ def format_sweep(rows: list[dict], session=None) -> str:
 
 
 def dominant_effect(rows: list[dict]) -> str:
-    """Which effect moves the speedup most from the smallest to the largest context: the verify cost (T_verify /
-    T_decode), the acceptance (E), or the draft cost (T_draft / T_decode). From the division:
-    speedup = E / (T_verify/T_decode + T_draft/T_decode), so each term's change is read as a log-ratio."""
-    ok = [r for r in rows if r.get("t_decode_ms") and r.get("verify_multiple") and r.get("tokens_per_round")]
+    """Which effect moves the predicted speedup most from the smallest to the largest context: the verify cost
+    (T_verify / T_decode), the acceptance (E), or the rest of the round (draft, rollback and bookkeeping over T_decode).
+    From the round model: speedup = E / (T_verify/T_decode + rest/T_decode), so each term's change is read as a
+    log-ratio (the rest as timed, negative parts included: the round model's rule)."""
+    ok = [m for m in (_model(r) for r in rows) if m is not None]
     if len(ok) < 2:
         return ""
-    a, b = ok[0], ok[-1]
+    (ra, a), (rb, b) = ok[0], ok[-1]
 
-    def draft(r):  # a T_draft below zero is noise (``draft_is_noise``): no draft cost, for the attribution
-        return max(r.get("t_draft_ms") or 0.0, 0.0) / r["t_decode_ms"]
+    def rest(m: RoundModel) -> float:
+        return m.rest_ms / m.t_decode_ms
 
-    def cost(r):
-        return r["verify_multiple"] + draft(r)
+    def cost(m: RoundModel) -> float:
+        return (m.verify_multiple or 0.0) + rest(m)
 
+    mid = (b.verify_multiple or 0.0) + rest(a)  # b's verify with a's rest
+    if cost(a) <= 0 or cost(b) <= 0 or mid <= 0:
+        return ""
     terms = {
-        "acceptance (E)": math.log(b["tokens_per_round"] / a["tokens_per_round"]),
-        "verify cost (T_verify/T_decode)": -math.log((b["verify_multiple"] + draft(a)) / cost(a)),
-        "draft cost (T_draft/T_decode)": -math.log(cost(b) / (b["verify_multiple"] + draft(a))),
+        "acceptance (E)": math.log(b.tokens_per_round / a.tokens_per_round),
+        "verify cost (T_verify/T_decode)": -math.log(mid / cost(a)),
+        "draft, rollback and bookkeeping (/T_decode)": -math.log(cost(b) / mid),
     }
     top = max(terms, key=lambda t: abs(terms[t]))
     parts = ", ".join(f"{t} {math.exp(v) - 1:+.0%}" for t, v in terms.items())
-    td = b["t_decode_ms"] / a["t_decode_ms"] - 1
-    return (f"from {_size(a['context'])} to {_size(b['context'])} of context: plain decode {td:+.0%} slower per token; "
+    td = b.t_decode_ms / a.t_decode_ms - 1
+    return (f"from {_size(ra['context'])} to {_size(rb['context'])} of context: plain decode {td:+.0%} slower per token; "
             f"effect on the predicted speedup — {parts}; dominant: {top}.")
+
+
+def _model(r: dict) -> tuple[dict, RoundModel] | None:
+    """A sweep point's round model (``RoundModel.from_summary`` on its figures), with the point."""
+    m = RoundModel.from_summary(r)
+    return (r, m) if m is not None and m.t_decode_ms > 0 and m.tokens_per_round > 0 else None
 
 
 def draft_is_noise(r: dict) -> bool:

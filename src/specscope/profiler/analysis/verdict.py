@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from specscope.profiler.session.records import Summary
 from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
 from specscope.profiler.analysis.formatting import fmt
@@ -78,22 +80,27 @@ def verdict(s: Summary) -> str:
     return text
 
 
-def break_even_phrase(multiple: float) -> str:
-    """The break-even verify time in units of T_decode; at or below zero no verify can break even, and no negative
-    time is printed."""
-    if multiple <= 0:
-        return "break-even is out of reach: T_draft alone exceeds E·T_decode, so no verify, however fast, can pay"
+def break_even_phrase(multiple: float | None, formula: str | None = None) -> str:
+    """The break-even verify time in units of T_decode; None (or at or below zero) is out of reach, said with what the
+    round's other terms take (``formula``: ``RoundModel.break_even_formula``), never a negative time."""
+    if multiple is None or multiple <= 0:
+        return (f"break-even is out of reach: {formula or 'E·T_decode − T_draft'} ≤ 0, so no verify, however fast, "
+                "can pay")
     return f"break-even needs ≤ {multiple:.2f}× T_decode"
 
 
 def break_even_text(s: Summary) -> str:
-    """"T_verify ≤ 82.15 ms (≤ 1.29 × T_decode)", or that no verify can break even (never a negative time)."""
+    """"T_verify ≤ 82.15 ms (≤ 1.29 × T_decode; E·T_decode − T_draft − T_rollback − T_bookkeeping)", or that no verify
+    can break even (never a negative time)."""
+    formula = s.get("break_even_formula") or "E·T_decode − T_draft"
+    if s.get("break_even_out_of_reach"):
+        return f"out of reach: {formula} ≤ 0"
     ms, mult = s.get("break_even_verify_ms"), s.get("break_even_multiple")
     if ms is None or mult is None:
         return "—"
     if ms <= 0:
-        return "out of reach: T_draft alone exceeds E·T_decode"
-    return f"T_verify ≤ {ms:.2f} ms (≤ {mult:.2f} × T_decode)"
+        return f"out of reach: {formula} ≤ 0"
+    return f"T_verify ≤ {ms:.2f} ms (≤ {mult:.2f} × T_decode; {formula})"
 
 
 def _speed_verdict(s: Summary) -> str:
@@ -106,8 +113,8 @@ def _speed_verdict(s: Summary) -> str:
     verify_multiple, break_even = s.get("verify_multiple"), s.get("break_even_multiple")
     if verify_multiple is not None:
         parts.append(f"verifying {k + 1} positions costs {verify_multiple:.2f} plain steps")
-    if break_even is not None:
-        parts.append(break_even_phrase(break_even))
+    if break_even is not None or s.get("break_even_out_of_reach"):
+        parts.append(break_even_phrase(break_even, s.get("break_even_formula")))
     text = head + (": " + "; ".join(parts) if parts else "") + "."
     if k == 1 and verify_multiple is not None and verify_multiple >= 2:
         text += " Verify costs two plain steps or more, so no drafter can win at k=1: only a cheaper verify can."
@@ -124,7 +131,8 @@ def _signed_pct(x: float) -> str:
 
 
 def prediction_error_text(s: Summary) -> str | None:
-    """The prediction error with its interval: "+2.1% (−3.0…+7.4%)"; None when not measured."""
+    """The prediction error with its interval and what the interval is: "+2.1% (95% CI −3.0…+7.4%, cases)"; None when
+    not measured."""
     err = s.get("prediction_error")
     if err is None:
         return None
@@ -132,7 +140,17 @@ def prediction_error_text(s: Summary) -> str | None:
     if not iv:
         return _signed_pct(err)
     hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
-    return f"{_signed_pct(err)} ({_signed_pct(iv[0])}…{hi})"
+    unit = s.get("prediction_unit")
+    return f"{_signed_pct(err)} (95% CI {_signed_pct(iv[0])}…{hi}{', ' + unit if unit else ''})"
+
+
+def verdict_level_text(v: Mapping) -> str:
+    """The level of the interval a verdict was judged on: "95% CI", or the sequential look's ("99.8% CI, looked at after
+    every case") where ``run --until decided`` widened it."""
+    level = v.get("level")
+    if level is None or abs(level - 0.95) < 1e-9:
+        return "95% CI"
+    return f"{level * 100:.1f}% CI, looked at after every case"
 
 
 def prediction_phrase(s: Summary) -> str | None:
@@ -161,7 +179,7 @@ def prediction_short(s: Summary) -> str:
     v = s.get("prediction_verdict") or {}
     state, iv = v.get("state"), v.get("interval")
     err = s.get("prediction_error")
-    span = f"{iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
+    span = f"{verdict_level_text(v)} {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
     if state == "agrees" and err is not None and span:
         return f"agrees ({err * 100:+.1f}%; {span})"
     if state == "within_noise" and span:  # stored by an older specscope, under its older rule
@@ -169,7 +187,8 @@ def prediction_short(s: Summary) -> str:
     if state == "off" and err is not None and span:
         return f"off by {err * 100:+.1f}% ({span})"
     if state == "too_little_data":
-        return f"too little data to judge ({iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv else "too little data to judge"
+        return (f"too little data to judge ({verdict_level_text(v)} {iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv
+                else "too little data to judge")
     return "—"
 
 
@@ -184,7 +203,11 @@ def ledger_text(s: Summary) -> str | None:
 
 
 def model_formula(s: Summary, say_lacks: bool = True) -> str:
-    """The judged figure's formula, with the terms it holds and (``say_lacks``) the ones it says it lacks."""
+    """The judged figure's formula, with the terms it holds and (``say_lacks``) the ones it says it lacks: the round
+    model's own (``RoundModel.formula``) where the summary has it."""
+    if s.get("prediction_formula") and s.get("predicted_speedup") is not None:
+        f = s["prediction_formula"]
+        return f if say_lacks or not f.endswith(" not timed)") else f[:f.rindex(" (")]
     if s.get("division_inputs") == "components" and s.get("t_rollback_ms") is not None:
         if s.get("t_bookkeeping_ms") is not None:
             return "E·T_decode / (T_verify + T_draft + T_rollback + T_bookkeeping)"

@@ -22,7 +22,7 @@ import math
 from typing import Mapping
 
 from specscope.profiler.analysis.records import WhyFaster, WhyTerm
-from specscope.profiler.analysis.round_model import RoundModel
+from specscope.profiler.analysis.round_model import RoundModel, implied_round_ms
 
 TERMS = (
     ("acceptance", "acceptance (tokens per verified position)"),
@@ -58,8 +58,8 @@ def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B
         E, k, t_dec, s = side.get("tokens_per_round"), side.get("k"), side.get("t_decode_ms"), side.get("measured_speedup")
         if not E or not k or not t_dec or not s:
             return None
-    def cycle_per_position(x):  # ms a verified position costs, the whole cycle
-        return x["tokens_per_round"] * x["t_decode_ms"] / x["measured_speedup"] / (x["k"] + 1)
+    def cycle_per_position(x):  # ms a verified position costs, the whole cycle as measured
+        return implied_round_ms(x["tokens_per_round"], x["t_decode_ms"], x["measured_speedup"]) / (x["k"] + 1)
 
     parts["acceptance"] = math.log((a["tokens_per_round"] / (a["k"] + 1)) / (b["tokens_per_round"] / (b["k"] + 1)))
     parts["cycle"] = math.log((cycle_per_position(b) / b["t_decode_ms"]) / (cycle_per_position(a) / a["t_decode_ms"]))

@@ -20,6 +20,7 @@ from specscope.profiler.cli.records import BenchResult
 if TYPE_CHECKING:
     from specscope.profiler.cli.bench_common import BenchConfig
 from specscope.profiler.run.measure_config import TuneConfig
+from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
 
 TUNE_TARGET = ("<=", 0.05)
@@ -71,7 +72,7 @@ AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_litt
 def format_tune(res: dict) -> str:
     lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
              f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
-             f"T_decode {res['t_decode_ms']:.1f} ms ({res['plain_tok_s'] or 0:.1f} tok/s plain); verify at n = "
+             f"T_decode {res['t_decode_ms']:.1f} ms ({rate(res['plain_tok_s'], ' tok/s', 'no')} plain); verify at n = "
              + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
              "",
              " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (95% CI)       error"]

@@ -57,7 +57,8 @@ def columns(k: int) -> list[str]:
          "t_decode_ms", "t_verify_ms", "t_draft_ms", "t_rollback_ms",
          "rounds", "drafted", "accepted", "p", "p_ci95_low", "p_ci95_high"]
         + [f"a_{i}" for i in range(1, k + 1)]
-        + ["tokens_per_round", "predicted_speedup", "ledger_speedup", "components_t_verify_ms", "components_t_draft_ms",
+        + ["tokens_per_round", "predicted_speedup", "division_speedup", "ledger_speedup", "components_t_verify_ms",
+           "components_t_draft_ms", "components_t_rollback_ms", "components_t_bookkeeping_ms",
            "measured_speedup", "prediction_error",
            "match_rate", "outputs_equal", "first_divergence",
            "decode_whole_ms", "verify_whole_ms", "verify_over_decode",
@@ -114,6 +115,10 @@ def rows(session) -> list[dict]:
             "ledger_speedup": _num(st.get("ledger_speedup")),
             "components_t_verify_ms": _num(st.get("components_t_verify_ms"), 3),
             "components_t_draft_ms": _num(st.get("components_t_draft_ms"), 3),
+            # the case's judged round prices these too; its division (the seed's, without them) beside it
+            "division_speedup": _num(st.get("division_speedup")),
+            "components_t_rollback_ms": _num(st.get("components_t_rollback_ms"), 3),
+            "components_t_bookkeeping_ms": _num(st.get("components_t_bookkeeping_ms"), 3),
             "measured_speedup": _num(st["measured_speedup"]),
             "prediction_error": _num(st["prediction_error"]),
             "match_rate": _num(m.get("match_rate")),

@@ -342,6 +342,7 @@ class Summary(FigureIntervals):
     division_speedup: float | None    # the seed's bare division, beside the judged round model
     division_error: float | None
     prediction_untimed: list[str] | None  # terms of the round model not timed apart (e.g. t_bookkeeping_ms)
+    rollback_untimed_counts: list[int]    # accepted counts the run had whose rollback was never timed apart
     prediction_error_with_rollback: float | None
     rollback_share: float | None
     prediction_components: dict[str, Any] | None
