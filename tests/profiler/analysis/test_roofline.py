@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.roofline import build_roofline, floor_ms, format_roofline
 from specscope.profiler.cli.main import main

@@ -155,9 +155,9 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
         row: ComparedFigure = {"key": key, "label": label, "unit": unit, "better": better,
                **_judge(sa.get(key), sb.get(key), better, names, sa.get(ci) if ci else None, sb.get(ci) if ci else None)}
         if key in BREAK_EVEN_KEYS:  # no verify time can pay: said in words, never a negative time, nothing subtracted
-            for side, sm in (("a", sa), ("b", sb)):
+            for which, sm in (("a", sa), ("b", sb)):
                 if sm.get("break_even_out_of_reach"):
-                    row[side] = OUT_OF_REACH  # type: ignore[literal-required]
+                    row[which] = OUT_OF_REACH  # type: ignore[literal-required]
                     row.update({"delta": None, "relative": None, "winner": None, "by": None})
         figures.append(row)
 

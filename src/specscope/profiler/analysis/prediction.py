@@ -37,7 +37,7 @@ class GenuinePrediction(TypedDict):
     why: NotRequired[str]             # not available: why
     model: NotRequired[round_model.RoundModel]
     speedup: NotRequired[float]
-    division_speedup: NotRequired[float]
+    division_speedup: NotRequired[float | None]
     division_error: NotRequired[float | None]
     untimed: NotRequired[list[str]]
     tokens_per_round: NotRequired[float]
@@ -197,13 +197,13 @@ def component_terms(cases: list[dict], hist, k: int) -> ComponentTerms:
             "samples": {"verify": n_v, "draft": n_d, "bookkeeping": n_b}}
 
 
-def case_model(case: dict, hist, k: int, tokens_per_round: float | None,
+def case_model(case: Mapping[str, Any], hist, k: int, tokens_per_round: float | None,
                t_decode_ms: float | None) -> round_model.RoundModel | None:
     """A case's own judged round model: its components timed apart, weighted by its own accepted counts, its E and its
     T_decode. None where the case timed no components or has no rounds or no plain decoding."""
     if not t_decode_ms or tokens_per_round is None or not case.get("components"):
         return None
-    t = component_terms([case], hist, k)
+    t = component_terms([dict(case)], hist, k)
     if t["t_verify_ms"] is None or t["t_draft_ms"] is None:
         return None
     return round_model.RoundModel(tokens_per_round, t_decode_ms, t["t_verify_ms"], t["t_draft_ms"], t["t_rollback_ms"],

@@ -205,8 +205,8 @@ def ledger_text(s: Summary) -> str | None:
 def model_formula(s: Summary, say_lacks: bool = True) -> str:
     """The judged figure's formula, with the terms it holds and (``say_lacks``) the ones it says it lacks: the round
     model's own (``RoundModel.formula``) where the summary has it."""
-    if s.get("prediction_formula") and s.get("predicted_speedup") is not None:
-        f = s["prediction_formula"]
+    f = s.get("prediction_formula")
+    if f and s.get("predicted_speedup") is not None:
         return f if say_lacks or not f.endswith(" not timed)") else f[:f.rindex(" (")]
     if s.get("division_inputs") == "components" and s.get("t_rollback_ms") is not None:
         if s.get("t_bookkeeping_ms") is not None:

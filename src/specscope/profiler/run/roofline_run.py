@@ -64,9 +64,9 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> Roof
                         # the rest of the whole round, from the same instrumented rounds: the rollback each paid, and
                         # its work after the rollback (the round's time less its timed parts)
                         "t_rollback_ms": stats.mean([r.get("rollback_ms") for r in full]),
-                        "t_bookkeeping_ms": stats.mean([r["ms"] - r["draft_ms"] - r["verify_ms"] - r["rollback_ms"]
-                                                        for r in full if None not in (r.get("ms"), r.get("draft_ms"),
-                                                                                      r.get("verify_ms"), r.get("rollback_ms"))]),
+                        "t_bookkeeping_ms": stats.mean([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0)
+                                                        - (r.get("rollback_ms") or 0.0) for r in full
+                                                        if r.get("verify_ms") is not None]),
                         "plain_t_decode_ms": stats.mean(plain["step_ms"])}
     roof = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
     out: RooflineRun = {**roof, "model": eng.describe()["model"], "prompt_tokens": len(prompt),
