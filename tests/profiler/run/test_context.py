@@ -152,11 +152,16 @@ def test_a_malformed_sweep_is_refused():
 
 
 def test_dominant_effect_names_the_largest_term():
-    a = {"context": 0, "t_decode_ms": 10.0, "verify_multiple": 1.5, "t_draft_ms": 1.0, "tokens_per_round": 2.0}
-    b = {"context": 4096, "t_decode_ms": 12.0, "verify_multiple": 2.4, "t_draft_ms": 1.2, "tokens_per_round": 1.9}
+    a = {"context": 0, "t_decode_ms": 10.0, "t_verify_ms": 15.0, "verify_multiple": 1.5, "t_draft_ms": 1.0,
+         "tokens_per_round": 2.0}
+    b = {"context": 4096, "t_decode_ms": 12.0, "t_verify_ms": 28.8, "verify_multiple": 2.4, "t_draft_ms": 1.2,
+         "tokens_per_round": 1.9}
     assert "dominant: verify cost" in dominant_effect([a, b])
-    c = {**b, "verify_multiple": 1.5, "tokens_per_round": 1.2}
+    c = {**b, "t_verify_ms": 18.0, "verify_multiple": 1.5, "tokens_per_round": 1.2}
     assert "dominant: acceptance" in dominant_effect([a, c])
+    # the whole round: a rollback that grows with the context is the rest of the round's cost, and can dominate
+    d = {**a, "context": 4096, "t_rollback_ms": 30.0}
+    assert "dominant: draft, rollback and bookkeeping" in dominant_effect([{**a, "t_rollback_ms": 0.5}, d])
 
 
 @pytest.mark.slow  # a sweep over two contexts (~10 s); the sweep's order and analysis are tested without MLX by default
