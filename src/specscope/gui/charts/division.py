@@ -3,6 +3,7 @@ break-even, block-sum ruler."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -12,7 +13,7 @@ from PySide6 import QtCore, QtGui
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.round_model import SYMBOLS
 
-from .common import BaseChart, font
+from .common import BaseChart
 
 _E = np.zeros(0)
 
@@ -64,6 +65,7 @@ class DivisionChart(BaseChart):
             old.scene().removeItem(old)
         # no offset: not anchored to the view box, laid out by the plot item's grid under the x axis
         self.legend = self.plot_item.legend = pg.LegendItem(labelTextSize="9pt", colCount=self.legend_cols)
+        self.legend.setParentItem(self.plot_item)  # the plot item owns it (the scene deletes it on close, once)
         self.plot_item.layout.addItem(self.legend, 4, 1)
         self.legend.setLabelTextColor(self.theme["fg"])
         self.legend.setBrush(pg.mkBrush(QtGui.QColor(self.theme["bg"])))
@@ -93,10 +95,23 @@ class DivisionChart(BaseChart):
                                           symbolBrush=pg.mkBrush(self.theme["breakeven"]), symbolPen=pg.mkPen(self.theme["fg"]),
                                           name="what-if")
         self.names = {it: self.legend.getLabel(it).text for it in self._legend_order()}
-        self.note = pg.TextItem("", color=self.theme["fg"], anchor=(0, 0))
-        self.note.setFont(font(9))
-        self.plot_item.addItem(self.note)
+        # the round's terms under the legend, outside the plot: inside, its two lines crossed the break-even line
+        # on a short (report) chart
+        self.note = pg.LabelItem("", justify="left", size="9pt", color=self.theme["fg"])
+        self.note.setParentItem(self.plot_item)
+        self.plot_item.layout.addItem(self.note, 5, 1)
         self.plot_item.setXRange(0, 100, padding=0.02)
+
+    def legend_room(self) -> float:
+        # the legend sits in the plot item's grid: the view box's width grows with it, so measure the widget
+        return self.width() - self.plot_item.getAxis("left").width() - 24
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt naming)
+        super().resizeEvent(ev)
+        # only while built and open: Qt resizes the widget before ``build`` has run, and again while closing, after
+        # the scene deleted the legend's items (touching them then crashed the report's chart export)
+        if "names" in self.__dict__ and not self.__dict__.get("closed") and self.__dict__.get("plotItem") is not None:
+            self.fit_legend()
 
     def _legend_order(self) -> list:
         return [self.breakeven, self.curve, self.division, self.measured_curve, self.block, self.cases, self.main,
@@ -123,7 +138,7 @@ class DivisionChart(BaseChart):
                        self.measured_curve):
                 it.setData([], [])
             self.err.setData(x=_E, y=_E, left=_E, right=_E)
-            self.note.setText("")
+            self.note.setText("", color=self.theme["fg"])
             self.show_empty(self.empty_text)
             return
         self.show_empty(None)
@@ -155,7 +170,7 @@ class DivisionChart(BaseChart):
         self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured, all", d.get("p_ci95_unit"))})
         ys = _finite(list(d["curve"]) + list(d.get("division_curve") or []) + list(d["block_curve"] or [])
                      + [q["speedup"] for q in pts] + [1.0])
-        ytop = max(ys) * 1.12
+        ytop = max(ys) * 1.08
         self.plot_item.setYRange(0, ytop, padding=0)
         self.plot_item.setXRange(0, 100, padding=0.02)
         draft = "T_draft " + draft_time_text(d["t_draft_ms"], d.get("t_draft_ms_ci95"), unit=" ms")
@@ -163,6 +178,6 @@ class DivisionChart(BaseChart):
                                                                 ("T_bookkeeping", d.get("t_bookkeeping_ms"))) if v is not None)
         untimed = f"   not timed: {', '.join(SYMBOLS[t] for t in d.get('untimed') or [])}" if d.get("untimed") and source == "components" else ""
         # two lines: the round's terms on one overran a 1280-wide window's plot
-        self.note.setText(f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms\n"
-                          f"{draft}{rest}{untimed}")
-        self.note.setPos(2, ytop * 0.99)
+        lines = (f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms",
+                 f"{draft}{rest}{untimed}")
+        self.note.setText("<br>".join(html.escape(x).replace("  ", "&nbsp; ") for x in lines), color=self.theme["fg"])

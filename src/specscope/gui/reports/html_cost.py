@@ -13,8 +13,11 @@ from specscope.profiler.analysis.verdict import ledger_text
 
 
 def prediction_paragraph(session, s: Summary) -> str:
-    parts = ["<p><b>Prediction and ledger.</b> The predicted speedup is the division with T_verify(k+1) and T_draft(k) "
-             "timed apart from the speculative rounds (separate forwards on a restored cache at each case's middle, "
+    formula = s.get("prediction_formula") if s.get("predicted_speedup") is not None else None
+    parts = ["<p><b>Prediction and ledger.</b> The predicted speedup prices the whole round"
+             + (f", {esc(formula)}," if formula else "")
+             + " with T_verify(k+1) and T_draft(k) (and the rollback and bookkeeping, where timed) timed apart from the "
+             "speculative rounds (separate forwards on a restored cache at each case's middle, "
              "drafts from a fresh drafter), T_decode from plain decoding, and only E from the run. "
              f"Verdict: {esc((s.get('prediction_verdict') or {}).get('text') or '—')}."]
     if ledger_text(s):
@@ -46,8 +49,8 @@ def verify_cost_section(session, figure: str = "") -> str:
         parts.append(f"<h3>Per block at n = {head['positions']}</h3>")
         parts.append(_table(["block", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
     if roof.get("speedup_at_floor") is not None:
-        parts.append(f"<p>The division at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
-                     "at the measured acceptance.</p>")
+        parts.append(f"<p>The whole round at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
+                     "at the measured acceptance (draft, rollback and bookkeeping as timed).</p>")
     return "".join(parts)
 
 

@@ -10,7 +10,8 @@ from typing import cast
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.analysis.sweep import dominant_effect, draft_is_noise
+from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.sweep import dominant_effect
 from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
@@ -20,7 +21,7 @@ from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
 COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
-           "full attention\ndecode / verify", "acceptance p\n(95%)", "E", "predicted", "measured\n(95%)", "break-even",
+           "full attention\ndecode / verify", "acceptance p\n(95% CI)", "E", "predicted\n(whole round)", "measured\n(95% CI)", "break-even\nT_verify",
            "context\nprefill"]
 CATS = (("linear_attention", "linear attention"), ("full_attention", "full attention"), ("moe", "MoE"),
         ("output_head", "output head"), ("other", "other"))
@@ -33,6 +34,19 @@ def _size(n: int) -> str:
 def _ci(r: dict, key: str, i: int):
     v = r.get(key)
     return v[i] if isinstance(v, list) and len(v) == 2 else None
+
+
+def break_even_text(r: dict, unit: str = "× T_dec.") -> str:
+    """A context's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
+    alone reach E·T_decode (the summary gives None then, with ``break_even_out_of_reach``); "—" where nothing was
+    priced."""
+    reach = r.get("break_even_out_of_reach")
+    if reach is None:  # a point's figures without the flag: a priced round (E, T_decode, T_verify, T_draft), no break-even
+        reach = r.get("break_even_multiple") is None and all(
+            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
+    if reach:
+        return "out of reach"
+    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
 
 
 def chart_data(rows: list[dict]) -> dict:
@@ -48,7 +62,7 @@ def chart_data(rows: list[dict]) -> dict:
         split.append({"name": name, "y": ys})
     return {
         "speedup": {"contexts": xs, "ref": 1.0, "ref_name": "break-even (1×)", "series": [
-            {"name": "predicted", "y": [r.get("predicted_speedup") for r in rows]},
+            {"name": "predicted (whole round)", "y": [r.get("predicted_speedup") for r in rows]},
             {"name": "measured (95%)", "y": [r.get("measured_speedup") for r in rows], "symbol": "s",
              "lo": [_ci(r, "measured_speedup_ci95", 0) for r in rows], "hi": [_ci(r, "measured_speedup_ci95", 1) for r in rows]}]},
         "verify": {"contexts": xs, "series": [
@@ -131,13 +145,13 @@ class ContextView(MeasurementPage):
             fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
             cells = [_size(r["context"]), fmt(r.get("plain_tok_s"), ".2f"), fmt(r.get("spec_tok_s"), ".2f"),
                      fmt(r.get("t_decode_ms"), ".1f"), fmt(r.get("verify_multiple"), ".2f", "×"),
-                     fmt(r.get("t_draft_ms"), ".1f") + (" (noise)" if draft_is_noise(r) else ""),
+                     draft_time_text(r.get("t_draft_ms"), r.get("t_draft_ms_ci95"), ".1f"),
                      f"{fmt(fa[0] and 100 * fa[0], '.0f', '%')} / {fmt(fa[1] and 100 * fa[1], '.0f', '%')}",
                      f"{fmt(r.get('p'), '.2f')} ({fmt(_ci(r, 'p_ci95', 0), '.2f')}–{fmt(_ci(r, 'p_ci95', 1), '.2f')})",
                      fmt(r.get("tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".2f", "×"),
                      f"{fmt(r.get('measured_speedup'), '.2f', '×')} ({fmt(_ci(r, 'measured_speedup_ci95', 0), '.2f')}–"
                      f"{fmt(_ci(r, 'measured_speedup_ci95', 1), '.2f')})",
-                     fmt(r.get("break_even_multiple"), ".2f", "× T_dec"),
+                     break_even_text(r, "× T_dec"),
                      fmt(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s") if r["context"] else "—"]
             for j, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
