@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from specscope.profiler.analysis.summary import session_case_stats
 from specscope.profiler.session.divergence import ENGINE_FAULT
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
+from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
@@ -27,8 +28,11 @@ def _marked(text: str, at: int | None) -> str:
 
 
 def cases_section(session) -> str:
-    head = ["Case", "Content", "Prompt tok", "Plain tok/s", "Spec tok/s", "T_verify ms", "T_draft ms", "p", "95% CI",
-            "E", "Predicted", "Measured", "Error", "Match", "1st diverg."]
+    # Predicted: the case's own judged round (its components, rollback and bookkeeping), its error against the case's
+    # full rounds as the headline's; the seed's bare division beside it, labelled
+    head = ["Case", "Content", "Prompt tok", "Plain tok/s", "Spec tok/s", "T_verify ms", "T_draft ms", "p",
+            "95% CI (rounds)", "E", "Predicted (whole round)", "Seed's division (no rollback, bookkeeping)",
+            "Measured (all rounds)", "Error vs full rounds", "Match", "1st diverg."]
     rows = []
     for c in session.cases:
         st = session_case_stats(session, c)
@@ -45,10 +49,11 @@ def cases_section(session) -> str:
             esc(c.get("content_class", "")),
             str(len(c.get("prompt_tokens") or [])),
             f(st["plain_tok_s"], ".1f"), f(st["spec_tok_s"], ".1f"),
-            f(st["t_verify_ms"]), f(st["t_draft_ms"]),
+            f(st["t_verify_ms"]), draft_time_text(st["t_draft_ms"]),
             pct(a["p"]), ci(a["p_ci95"]) if a["rounds"] else "—",
             f(a["tokens_per_round"], ".2f"),
-            f(st["predicted_speedup"], ".3f", "×"), f(st["measured_speedup"], ".3f", "×"),
+            f(st["predicted_speedup"], ".3f", "×"), f(st.get("division_speedup"), ".3f", "×"),
+            f(st["measured_speedup"], ".3f", "×"),
             pct(st["prediction_error"], 1, signed=True),
             "by design" if sampled and m else (pct(m.get("match_rate"), 0) if m else "—"),
             fd or "—",

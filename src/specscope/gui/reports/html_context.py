@@ -15,8 +15,6 @@ from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, sweep_figures
 
-from specscope.gui.views.context import break_even_text
-
 from . import charts as _charts
 
 CHARTS = (
@@ -77,6 +75,19 @@ def _draft(r: dict) -> str:
     if draft_is_noise(r):
         return f'<span class="warn">{text}*</span>'
     return text
+
+
+def break_even_text(r: dict, unit: str = "× T_dec.") -> str:
+    """A context's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
+    alone reach E·T_decode (the summary gives None then, with ``break_even_out_of_reach``); "—" where nothing was
+    priced."""
+    reach = r.get("break_even_out_of_reach")
+    if reach is None:  # a point's figures without the flag: a priced round (E, T_decode, T_verify, T_draft), no break-even
+        reach = r.get("break_even_multiple") is None and all(
+            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
+    if reach:
+        return "out of reach"
+    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
 
 
 def formula_text(rows: list[dict]) -> str:

@@ -155,7 +155,10 @@ class CasesView(QtWidgets.QWidget):
                 (str(acc["drafted"]), acc["drafted"]),
                 (rate(st["plain_tok_s"]), st["plain_tok_s"] or -1.0),
                 (rate(st["spec_tok_s"]), st["spec_tok_s"] or -1.0),
-                (fmt(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
+                # "*": a term of the case's round was not timed (named in the tooltip), never silently taken as zero
+                (fmt(st["predicted_speedup"], ".3f") + ("*" if st.get("predicted_speedup") is not None
+                                                         and st.get("prediction_untimed") else ""),
+                 st["predicted_speedup"] or -1.0),
                 (fmt(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
                 (fmt(st.get("prediction_error") and st["prediction_error"] * 100, "+.1f", "%"),
                  st["prediction_error"] if st.get("prediction_error") is not None else -1e9),

@@ -245,44 +245,20 @@ def spin_box(low: int, high: int, value: int, prefix: str) -> QtWidgets.QSpinBox
 LEDGER_LABEL = "ledger (the run's own rounds), not a prediction"
 
 
-def error_parts(s: dict) -> tuple[str, str]:
-    """The prediction error and its interval with level and method: ("prediction error +2.0%", "95% CI, bootstrap
-    over cases: −3.9…+8.3%"); the interval "" where there is none."""
-    err = s.get("prediction_error")
-    if err is None:
-        return ("no prediction to judge" if s.get("predicted_speedup") is None else "prediction error —"), ""
-    iv, unit = s.get("prediction_error_ci"), s.get("prediction_unit") or "units"
-    if not iv:
-        return f"prediction error {err * 100:+.1f}%", ""
-    hi = "+∞" if iv[1] == float("inf") else f"{iv[1] * 100:+.1f}%"
-    return f"prediction error {err * 100:+.1f}%", f"95% CI, bootstrap over {unit}: {iv[0] * 100:+.1f}…{hi}"
-
-
-def verdict_text(s: dict) -> str:
-    """The verdict's state, with its own interval and level where it is not the error's 95% one (a run stopped by
-    --until decided is judged on a wider interval)."""
-    v = s.get("prediction_verdict") or {}
-    state = {"agrees": "agrees", "off": "off", "too_little_data": "too little data to judge",
-             "within_noise": "within noise (older rule)"}.get(v.get("state") or "", "")
-    viv, iv, level = v.get("interval"), s.get("prediction_error_ci"), v.get("level")
-    if state and viv and iv and list(viv) != list(iv) and level:
-        state += f" on the {level * 100:.1f}% interval {viv[0] * 100:+.1f}…{viv[1] * 100:+.1f}%"
-    return state
-
-
 def set_speedup_tile(tile: Tile, s: dict, caption: str, extra: str = "") -> None:
     """A measured-speedup tile whose figure is the one its prediction error is judged against: the full rounds where
-    some rounds drafted fewer than k (labelled so, the all-rounds figure beside it, labelled), else the measured one."""
-    from specscope.profiler.analysis.verdict import tail_text
+    some rounds drafted fewer than k (labelled so, the all-rounds figure beside it, labelled), else the measured one.
+    The error and the verdict in the core's words (``prediction_error_text``, ``prediction_short``: each interval with
+    its level and method)."""
+    from specscope.profiler.analysis.verdict import prediction_error_text, prediction_short, tail_text
 
     full = tail_text(s) is not None
     tile.caption.setText(f"{caption}, full rounds" if full else caption)
     value = s.get("judged_measured_speedup") if full else s.get("measured_speedup")
-    point, span = error_parts(s)
-    parts = [point, f"all rounds {fmt(s.get('measured_speedup'), '.3f', '×')}" if full else "",
-             f"error's {span}" if span else ""]
-    parts.append(verdict_text(s))
-    note = " · ".join(x for x in parts if x) + extra
+    error = (f"prediction error {prediction_error_text(s) or '—'}" if s.get("predicted_speedup") is not None
+             else "no prediction to judge")
+    parts = [error, f"all rounds {fmt(s.get('measured_speedup'), '.3f', '×')}" if full else "", prediction_short(s)]
+    note = " · ".join(x for x in parts if x and x != "—") + extra
     tile.set(fmt(value, ".3f", "×"), note)
     tile.setToolTip("\n".join(x for x in (note, tail_text(s) or "", (s.get("prediction_verdict") or {}).get("text") or "")
                               if x))

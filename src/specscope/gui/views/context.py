@@ -15,6 +15,7 @@ from specscope.profiler.analysis.sweep import dominant_effect
 from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
+from ..reports.html_context import break_even_text
 from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
@@ -34,19 +35,6 @@ def _size(n: int) -> str:
 def _ci(r: dict, key: str, i: int):
     v = r.get(key)
     return v[i] if isinstance(v, list) and len(v) == 2 else None
-
-
-def break_even_text(r: dict, unit: str = "× T_dec.") -> str:
-    """A context's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
-    alone reach E·T_decode (the summary gives None then, with ``break_even_out_of_reach``); "—" where nothing was
-    priced."""
-    reach = r.get("break_even_out_of_reach")
-    if reach is None:  # a point's figures without the flag: a priced round (E, T_decode, T_verify, T_draft), no break-even
-        reach = r.get("break_even_multiple") is None and all(
-            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
-    if reach:
-        return "out of reach"
-    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
 
 
 def chart_data(rows: list[dict]) -> dict:
