@@ -80,6 +80,6 @@ def tune_section(session, figure: str = "") -> str:
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
-                               "95% interval", "measured", "measured 95% interval", "error", "at ±5%"], rows)
+                               "bootstrap 2.5–97.5 pct", "measured", "measured 95% interval", "error", "at ±5%"], rows)
             + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
                f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); {MEASURED.get(tune.get('measured_method'), MEASURED[None])}</p>" if tune.get("confirm_reps") else ""))

@@ -17,7 +17,7 @@ CHART_CAPTIONS = {
     "acceptance": "Cumulative acceptance with its 95% interval (the round as the unit); the line marks the low-sample limit.",
     "tokens_per_round": "Tokens emitted per speculative round.",
     "verify_cost": "Verify cost over n positions in plain decode steps: measured (median, min–max), every position re-reading (n × decode), each weight read once at the decode step's efficiency, and the roofline floor.",
-    "tune": "Predicted speedup over k per drafter with its 95% band, the confirmation runs' measured points, and the recommended k.",
+    "tune": "Predicted speedup over k per drafter (the whole round) with its bootstrap band (2.5–97.5 percentiles; coverage not tested), the confirmation runs' measured points, and the recommended k.",
     "probe": "The clock probe: each reading's speed as a share of the fastest, with its own noise band; a slide late in the run is drift.",
 }
 
