@@ -132,7 +132,7 @@ def test_the_cases_page_shows_each_cases_judged_prediction(qtbot):
     qtbot.addWidget(v)
     v.update_cases(rows)
     col = {name.split("\n")[0]: i for i, name in enumerate(COLUMNS)}
-    assert COLUMNS[col["Predicted"]] == "Predicted\n(whole round)"
+    assert COLUMNS[col["Predicted"]] == "Predicted\n(whole\nround)"
     for r in range(v.model.rowCount()):
         cid = v.model.item(r, 0).text()
         st = next(s for c, s in rows if c["id"] == cid)

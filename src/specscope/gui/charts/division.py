@@ -87,7 +87,7 @@ class DivisionChart(BaseChart):
                                          name=_ci_name("measured, per case", "rounds"))
         self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
                                         symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
-                                        name=_ci_name("measured, all", None))
+                                        name=_ci_name("measured, run (end to end)", None))
         self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
                                         symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
                                         name="predicted at the run's E")
@@ -167,7 +167,7 @@ class DivisionChart(BaseChart):
         wi = d.get("what_if")
         ok = wi is not None and wi.get("speedup") is not None
         self.whatif.setData([100 * wi["p"]] if ok else [], [wi["speedup"]] if ok else [])
-        self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured, all", d.get("p_ci95_unit"))})
+        self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured, run (end to end)", d.get("p_ci95_unit"))})
         ys = _finite(list(d["curve"]) + list(d.get("division_curve") or []) + list(d["block_curve"] or [])
                      + [q["speedup"] for q in pts] + [1.0])
         ytop = max(ys) * 1.08

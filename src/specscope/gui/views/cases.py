@@ -21,10 +21,10 @@ from ..text import breakable
 from .common import fmt, plain_label, sortable_table
 from .trace_panel import TracePanel
 
-# two-line headers: fits 1280 px. "Predicted" is the case's own judged round model (its components, rollback and
+# short header lines: fits 1280 px. "Predicted" is the case's own judged round model (its components, rollback and
 # bookkeeping); its error is against the case's full rounds, as the headline's is
-COLUMNS = ["Case", "Content", "Acceptance\n(95% CI, rounds)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
-           "Predicted\n(whole round)", "Measured\nspeedup", "Error vs\nfull rounds", "Output\nmatch", "Status"]
+COLUMNS = ["Case", "Content", "Acceptance\n(95% CI,\nrounds)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
+           "Predicted\n(whole\nround)", "Measured\nspeedup", "Error vs\nfull\nrounds", "Output\nmatch", "Status"]
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
