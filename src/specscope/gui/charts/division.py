@@ -39,7 +39,7 @@ DIVISION_NAME = "seed's division (no rollback, bookkeeping)"
 
 
 def _ci_name(what: str, unit: str | None) -> str:
-    return f"{what} (α 95% CI, {unit or 'rounds'})"
+    return f"{what} (α 95%, {unit or 'rounds'})"
 
 
 def _finite(ys) -> list[float]:
@@ -84,10 +84,10 @@ class DivisionChart(BaseChart):
         self.plot_item.addItem(self.err)
         self.cases = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["muted"]), symbolPen=None,
-                                         name=_ci_name("measured, per case", "rounds"))
+                                         name=_ci_name("measured per case", "rounds"))
         self.main = self.plot_item.plot([], [], pen=None, symbol="o", symbolSize=11,
                                         symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"]),
-                                        name=_ci_name("measured, run (end to end)", None))
+                                        name=_ci_name("measured run", None))
         self.pred = self.plot_item.plot([], [], pen=None, symbol="x", symbolSize=12,
                                         symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=pg.mkPen(self.theme["pred"], width=2),
                                         name="predicted at the run's E")
@@ -105,6 +105,13 @@ class DivisionChart(BaseChart):
     def legend_room(self) -> float:
         # the legend sits in the plot item's grid: the view box's width grows with it, so measure the widget
         return self.width() - self.plot_item.getAxis("left").width() - 24
+
+    def legend_changed(self) -> None:
+        # a legend laid out afresh in fewer columns leaves the grid's old minimum width behind: lay the plot item out
+        # again at the widget's size (it ran past the widget's right edge, cutting the x axis's last label)
+        self.legend.updateGeometry()
+        self.plot_item.layout.invalidate()
+        pg.GraphicsView.setRange(self, self.range, padding=0, disableAutoPixel=False)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt naming)
         super().resizeEvent(ev)
@@ -167,7 +174,7 @@ class DivisionChart(BaseChart):
         wi = d.get("what_if")
         ok = wi is not None and wi.get("speedup") is not None
         self.whatif.setData([100 * wi["p"]] if ok else [], [wi["speedup"]] if ok else [])
-        self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured, run (end to end)", d.get("p_ci95_unit"))})
+        self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured run", d.get("p_ci95_unit"))})
         ys = _finite(list(d["curve"]) + list(d.get("division_curve") or []) + list(d["block_curve"] or [])
                      + [q["speedup"] for q in pts] + [1.0])
         ytop = max(ys) * 1.08
