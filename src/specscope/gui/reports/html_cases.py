@@ -9,6 +9,7 @@ from specscope.profiler.analysis.summary import session_case_stats
 from specscope.profiler.session.divergence import ENGINE_FAULT
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
 from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.round_model import SYMBOLS
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
@@ -52,13 +53,18 @@ def cases_section(session) -> str:
             f(st["t_verify_ms"]), draft_time_text(st["t_draft_ms"]),
             pct(a["p"]), ci(a["p_ci95"]) if a["rounds"] else "—",
             f(a["tokens_per_round"], ".2f"),
-            f(st["predicted_speedup"], ".3f", "×"), f(st.get("division_speedup"), ".3f", "×"),
+            f(st["predicted_speedup"], ".3f", "×") + ("*" if st["predicted_speedup"] is not None
+                                                      and st.get("prediction_untimed") else ""),
+            f(st.get("division_speedup"), ".3f", "×"),
             f(st["measured_speedup"], ".3f", "×"),
             pct(st["prediction_error"], 1, signed=True),
             "by design" if sampled and m else (pct(m.get("match_rate"), 0) if m else "—"),
             fd or "—",
         ])
-    return '<h2>Per case</h2><div class="scroll">' + _table(head, rows, numeric_from=2, cls="full cases") + "</div>"
+    untimed = sorted({u for c in session.cases for u in (session_case_stats(session, c).get("prediction_untimed") or [])})
+    note = (f'<p class="muted">* Not timed apart for that case, so left out of its round (named, never silently taken as zero): '
+            f"{esc(', '.join(SYMBOLS.get(u, u) for u in untimed))}.</p>" if untimed else "")
+    return '<h2>Per case</h2><div class="scroll">' + _table(head, rows, numeric_from=2, cls="full cases") + "</div>" + note
 
 
 def outputs_section(session, target) -> str:
