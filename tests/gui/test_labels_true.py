@@ -142,3 +142,16 @@ def test_the_cases_page_shows_each_cases_judged_prediction(qtbot):
         tip = v.model.item(r, col["Predicted"]).toolTip()
         assert f"{st['division_speedup']:.3f}×" in tip and "without rollback and bookkeeping" in tip
         assert "+ T_bookkeeping) (T_rollback not timed)" in tip
+
+
+def test_the_report_cases_table_labels_its_prediction_and_error():
+    from specscope.gui.reports.html_cases import cases_section
+
+    session = Session.load(DFLASH)
+    out = cases_section(session)
+    for head in ("Predicted (whole round)", "Seed&#x27;s division (no rollback, bookkeeping)", "Error vs full rounds"):
+        assert head in out or head.replace("&#x27;", "'") in out, head
+    for c in session.cases:
+        st = session_case_stats(session, c)
+        assert f"{st['predicted_speedup']:.3f}×*" in out and f"{st['division_speedup']:.3f}×" in out
+    assert "left out of its round (named, never silently taken as zero): T_rollback." in out
