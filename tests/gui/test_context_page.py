@@ -188,3 +188,23 @@ def test_the_clock_probe_runs_on_one_clock_across_a_sweeps_visits():
     series = [{"t": 1.0}, {"t": 5.0}, {"t": 0.5}, {"t": 3.0}, {"t": 0.2}]  # each visit restarts its clock
     times = _run_times(series)
     assert [times[id(p)] for p in series] == [1.0, 5.0, 5.5, 8.0, 8.2]
+
+
+def test_a_negative_draft_is_below_noise_and_a_lost_break_even_out_of_reach(qtbot):
+    """The table never prints a negative time (T_draft is a round less the verify timed before it) and says "out of
+    reach" where the summary gives no break-even because the round's other terms alone reach E·T_decode."""
+    from specscope.gui.reports.html_context import _draft
+
+    v = ContextView(LIGHT)
+    qtbot.addWidget(v)
+    lost = {**ROW, "context": 4096, "t_draft_ms": -3.2, "break_even_multiple": None, "break_even_out_of_reach": True}
+    v._line({"context_sweep": {"points": [ROW, lost]}})
+    cells = [v.table.item(1, j).text() for j in range(v.table.columnCount())]
+    assert cells[5] == "below noise" and not any("-3.2" in c or "−3.2" in c for c in cells)
+    assert cells[11] == "out of reach" and v.table.item(0, 11).text() == "≤ 1.90× T_dec"
+    # a point without the flag (older figures): a priced round with no break-even is out of reach too
+    assert v.table.item(1, 11).text() == "out of reach"
+    old = {k: x for k, x in lost.items() if k != "break_even_out_of_reach"}
+    v._line({"context_sweep": {"points": [old]}})
+    assert v.table.item(0, 11).text() == "out of reach"
+    assert "below noise" in _draft(lost) and "-3.2" not in _draft(lost)

@@ -75,7 +75,7 @@ def test_the_rollback_row_says_what_rollback_is_and_the_division_has_its_own(pag
     """The Summary's Rollback row described itself with the bare division's sentence; the division is its own row."""
     rollback = _row(pages["screen"], "Rollback")
     assert "restoring the caches" in rollback and "by hand" not in rollback
-    assert "by hand, without the rollback" in _row(pages["screen"], "The division")
+    assert "by hand, without the rollback" in _row(pages["screen"], "The seed's division")
 
 
 def test_the_protocol_section_calls_the_rates_what_they_are(pages):

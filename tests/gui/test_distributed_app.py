@@ -70,7 +70,7 @@ def test_breakdown_page_shows_each_rank(window, qtbot):
 
 def test_division_page_communication_what_if(window, qtbot):
     from specscope.gui.views.division import measured_communication
-    from specscope.profiler.analysis import stats
+    from specscope.profiler.analysis.round_model import RoundModel, communication_what_if
 
     window.open_session(str(RANKS2))
     qtbot.waitUntil(lambda: window.model.last_snapshot.get("status") == "complete", timeout=5000)
@@ -80,7 +80,7 @@ def test_division_page_communication_what_if(window, qtbot):
     assert measured > 0 and 0 < sd <= 1
     assert v.comm_ms.value() == pytest.approx(round(measured, 2))
     v.comm_ms.setValue(2 * measured)
-    w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], s["k"], sd, sv, 2 * measured)
+    w = communication_what_if(RoundModel.from_summary(s), s["k"], sd, sv, 2 * measured)
     text = v.comm_result.text()
     assert text.startswith(f"With {2 * measured:.2f} ms of communication per forward, the break-even acceptance is")
     assert (f"α ≥ {w['break_even_p'] * 100:.1f}%" in text) if w["break_even_p"] else ("α = 0" in text or "none" in text)

@@ -447,7 +447,7 @@ def test_the_context_table_marks_a_negative_draft_time_as_noise(sweep_session, m
     rows[1] = {**rows[1], "t_draft_ms": -76.1, "t_draft_ms_ci95": [-140.3, -11.8]}
     monkeypatch.setattr(html_context, "sweep_figures", lambda s: rows)
     out = html_context.context_section(sweep_session, {}, "screen")
-    assert "-76.1*" in out and "measurement noise" in out and "−140.3 to −11.8" in out
+    assert "below noise*" in out and "-76.1" not in out and "measurement noise" in out and "−140.3 to −11.8" in out
 
 
 def _with_preflight(session, ignored: bool):

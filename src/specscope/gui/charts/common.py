@@ -204,7 +204,7 @@ class BaseChart(pg.PlotWidget):
         lg = self.legend
         if lg is None or not lg.items or self.legend_cols <= 1:
             return
-        room = self.plot_item.vb.width() - 2 * abs(self.legend_offset[0])
+        room = self.legend_room()
         if room <= 0:
             return
         cols = self.legend_cols
@@ -217,6 +217,10 @@ class BaseChart(pg.PlotWidget):
             for item, name in entries:
                 lg.addItem(item, name)
         self.legend_changed()
+
+    def legend_room(self) -> float:
+        """The width the legend may take: the plot's, less its offset from the edges."""
+        return self.plot_item.vb.width() - 2 * abs(self.legend_offset[0])
 
     def legend_changed(self) -> None:
         """The legend or the plot under it changed size (a chart that keeps room for the legend re-ranges here)."""

@@ -2,7 +2,8 @@
 
 This is the one place that turns a Session into what the charts draw, so the
 live app and the exported report images always agree. Statistics (acceptance,
-intervals, the division) come from ``profiler.analysis.stats`` / ``profiler.analysis.summary``;
+intervals) come from ``profiler.analysis.stats`` / ``profiler.analysis.summary``, every predicted figure from
+``profiler.analysis.round_model.RoundModel``;
 this module only arranges measured values along an axis.
 
 ``all_chart_data`` walks the whole session; ``live_data.LiveChartData`` gives the same
@@ -16,7 +17,7 @@ from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.round_model import judged_rest_ms
+from specscope.profiler.analysis.round_model import REST, RoundModel
 from specscope.profiler.analysis.drift import drift_warning, judged
 from specscope.profiler.analysis.summary import BLOCK_LABELS, session_case_stats, summarize
 from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
@@ -213,31 +214,35 @@ def breakdown_data(summary: Summary) -> dict | None:
     }
 
 
+def _curve(values) -> list[float]:
+    """A curve for the chart: a point the round model cannot price (None) is a gap (NaN), never a zero."""
+    return [float("nan") if v is None else v for v in values]
+
+
 def division_data(session, summary: Summary, t_verify_ms: float | None = None, p: float | None = None,
                   case_stats=None) -> dict | None:
-    """Predicted speedup over the per-position acceptance α (geometric model) from measured times; optional what-if
-    overrides of T_verify and α.
+    """The round model's speedup over the per-position acceptance α (geometric model), from measured times; optional
+    what-if overrides of T_verify and α. Every figure here is ``RoundModel``'s (``from_summary``): the curve, the
+    marker at the run's α, the what-if point; the seed's bare division is drawn as its own labelled curve where the
+    round pays more than it (rollback or bookkeeping timed apart).
 
     ``case_stats`` (a case -> statistics function) defaults to ``summary.session_case_stats``."""
     s = summary
-    t_decode, t_verify, t_draft = s.get("t_decode_ms"), s.get("t_verify_ms"), s.get("t_draft_ms")
-    if not t_decode or t_verify is None or t_draft is None:
+    model = RoundModel.from_summary(s)
+    if model is None or not model.t_decode_ms:
         return None
-    # the judged round model: the rollback and bookkeeping, timed apart, are part of the round the curve divides by
-    t_rollback = (s.get("t_rollback_ms") or 0.0) if s.get("division_inputs") == "components" else 0.0
-    t_book = (s.get("t_bookkeeping_ms") or 0.0) if s.get("division_inputs") == "components" else 0.0
-    t_draft_only, t_draft = t_draft, t_draft + judged_rest_ms(s)
     k = s["k"]
-    tv = t_verify if t_verify_ms is None else t_verify_ms
+    drawn = model if t_verify_ms is None else model.what_if(t_verify_ms=t_verify_ms)
     ps = [i / 100.0 for i in range(101)]
-    curve = stats.speedup_curve(t_decode, tv, t_draft, k, ps)
-    measured_curve = (
-        stats.speedup_curve(t_decode, t_verify, t_draft, k, ps) if t_verify_ms is not None else None
-    )
+    curve = _curve(drawn.curve(ps, k))
+    measured_curve = _curve(model.curve(ps, k)) if t_verify_ms is not None else None
+    # the seed's division E·T_decode/(T_verify + T_draft), its own curve, where the round pays rollback or bookkeeping
+    division_curve = (_curve(drawn.at_alpha(a, k).division for a in ps)
+                      if any(getattr(drawn, t) for t in REST) else None)
     block_curve = None
     bd = s.get("breakdown")
     if bd and bd["decode"].get("block_sum_ms"):
-        block_curve = stats.speedup_curve(bd["decode"]["block_sum_ms"], t_verify, t_draft, k, ps)
+        block_curve = _curve(model.what_if(t_decode_ms=bd["decode"]["block_sum_ms"]).curve(ps, k))
     # The curve is over the per-position acceptance α of the geometric model (E = 1 + α + … + α^k); every marker is
     # placed at the α whose E equals the measured E, with its interval from E's, so all lie on the curve's axis.
     def at(E, e_ci):
@@ -248,6 +253,8 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
     points = []
     alpha_run = None
     tokens_per_round, measured = s.get("tokens_per_round"), s.get("measured_speedup")
+    if tokens_per_round is not None:
+        alpha_run = stats.alpha_for_tokens_per_round(tokens_per_round, k)
     if tokens_per_round is not None and measured is not None:
         alpha_run, lo, hi = at(tokens_per_round, s.get("tokens_per_round_ci95"))
         points.append({"label": "all cases", "p": alpha_run, "p_lo": lo, "p_hi": hi, "speedup": measured, "main": True})
@@ -261,27 +268,33 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
             points.append({"label": c["id"], "p": a, "p_lo": lo, "p_hi": hi, "speedup": cs["measured_speedup"], "main": False})
     what_if = None
     if p is not None:
-        what_if = {"p": p, "speedup": stats.speedup_curve(t_decode, tv, t_draft, k, [p])[0]}
+        what_if = {"p": p, "speedup": drawn.at_alpha(p, k).speedup}
+    # the model at the run's own E (the summary's prediction, or the ledger's figure where it stands in)
+    at_run = drawn.speedup if alpha_run is not None else None
     return {
         "k": k,
         "ps": ps,
         "curve": curve,
         "measured_curve": measured_curve,
+        "division_curve": division_curve,
         "block_curve": block_curve,
         "points": points,
         "what_if": what_if,
-        "t_decode_ms": t_decode,
-        "t_verify_ms": tv,
-        "t_draft_ms": t_draft_only,
-        "t_rollback_ms": t_rollback,
-        "t_bookkeeping_ms": t_book,
+        "t_decode_ms": model.t_decode_ms,
+        "t_verify_ms": drawn.t_verify_ms,
+        "t_draft_ms": model.t_draft_ms,
+        "t_draft_ms_ci95": s.get("t_draft_ms_ci95"),
+        "t_rollback_ms": model.t_rollback_ms,
+        "t_bookkeeping_ms": model.t_bookkeeping_ms,
+        "untimed": model.untimed,
+        "formula": model.formula,
         "alpha": alpha_run,
-        # the division's own point: at the run's α its curve value is E·T_decode/(T_verify + T_draft), the prediction
+        "p_ci95_unit": s.get("p_ci95_unit"),  # the run's α interval: cases or rounds as units
         # where the curve's T_verify and T_draft came from: a prediction timed apart, or the ledger's own rounds
         "source": s.get("division_inputs"),
-        # on the curve drawn (a T_verify what-if moves it with the curve)
-        "predicted": ({"p": alpha_run, "speedup": stats.speedup_curve(t_decode, tv, t_draft, k, [alpha_run])[0]}
-                      if alpha_run is not None and s.get("predicted_speedup") is not None else None),
+        # the round model at the run's E, on the curve drawn (a T_verify what-if moves it with the curve)
+        "predicted": ({"p": alpha_run, "speedup": at_run}
+                      if at_run is not None and s.get("predicted_speedup") is not None else None),
     }
 
 

@@ -1,4 +1,4 @@
-"""Which k: predicted speedup over k per drafter with its 95% band, the confirmation runs' measured
+"""Which k: predicted speedup over k per drafter with its bootstrap band (2.5–97.5 percentiles), the confirmation runs' measured
 points with their 95% intervals, break-even at 1×, and the recommended k."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class TuneChart(BaseChart):
                 self._add(pg.FillBetweenItem(top, bot, brush=pg.mkBrush(band_c)))
                 ymax = max([ymax] + hi)
             self._add(pg.PlotDataItem(ks, dr["predicted"], pen=pg.mkPen(c, width=2.5), symbol="o", symbolSize=6,
-                                      symbolBrush=pg.mkBrush(c), symbolPen=None), f"{dr['name']}: predicted (95% band)")
+                                      symbolBrush=pg.mkBrush(c), symbolPen=None), f"{dr['name']}: predicted (bootstrap 2.5–97.5%)")
             mk = [(k, m) for k, m in zip(ks, dr["measured"]) if m is not None]
             if mk:
                 self._add(pg.PlotDataItem([k for k, _ in mk], [m for _, m in mk], pen=None, symbol="s", symbolSize=11,

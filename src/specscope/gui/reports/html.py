@@ -34,7 +34,8 @@ def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> _char
     out = _charts.Charts()
     for n in names:
         if have.get(n, True):
-            _charts.draw(out, n, session, width=width, height=height)
+            # the division's legend and terms sit under its plot (inside, they covered the curves): a taller canvas
+            _charts.draw(out, n, session, width=width, height=int(height * 1.5) if n == "division" else height)
     out.merge(trace_images(session, width=width, height=int(height * 0.6)))  # acceptance traces, when held
     return out.merge(context_images(session, width=width, height=int(height * 0.9)))  # a context sweep, when held
 

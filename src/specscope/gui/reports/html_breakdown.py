@@ -82,13 +82,24 @@ def breakdown_section(s: Summary, figure_html: str) -> str:
     if has_est:
         notes.append("* Without-barrier estimates: whole-graph time with the block left out, differenced, rep by rep. "
                      "An estimate whose spread reaches zero is shown as below noise, never as a negative time.")
-    if s.get("block_sum_predicted_speedup") is not None and (s.get("predicted_speedup") or s.get("ledger_speedup")) is not None:
+    ref = whole_graph_figure(s)
+    if s.get("block_sum_predicted_speedup") is not None and ref:
         notes.append(f"Predicting with the block-sum ruler for T_decode would give {s['block_sum_predicted_speedup']:.3f}× instead of "
-                     f"{(s['predicted_speedup'] or s['ledger_speedup'] or 0):.3f}× — which is why specscope predicts from whole-graph times only.")
+                     f"{ref} — which is why specscope predicts from whole-graph times only.")
     parts += [f'<p class="muted">{esc(n)}</p>' for n in notes]
     parts.append(figure_html)
     parts.append(per_rank_section(bd))
     return "".join(parts)
+
+
+def whole_graph_figure(s) -> str:
+    """The whole-graph figure a block-sum ruler is set against: the prediction, or the ledger where it stands in (said
+    as the ledger, never passed off as a prediction); "" where there is neither."""
+    if s.get("predicted_speedup") is not None:
+        return f"{s['predicted_speedup']:.3f}× predicted"
+    if s.get("ledger_speedup") is not None:
+        return f"{s['ledger_speedup']:.3f}× from the ledger (the run's own rounds), not a prediction"
+    return ""
 
 
 def _rank_ms(x) -> str:

@@ -10,6 +10,7 @@ data function) and its table per context. Nothing for a session without a sweep.
 from __future__ import annotations
 
 from specscope.profiler.analysis.formatting import fmt as f, mib, pct
+from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, sweep_figures
@@ -18,11 +19,12 @@ from . import charts as _charts
 
 CHARTS = (
     ("speedup", "Speedup vs context", ("speedup over plain decoding", "×"),
-     "Speedup over plain decoding per context: predicted (the division, components timed apart) and measured with its "
-     "95% interval; the line is break-even (1×)."),
+     "Speedup over plain decoding per context: predicted (the whole round, components timed apart) and measured with "
+     "its 95% interval (cases as units, or blocks of steps with few cases); the line is break-even (1×)."),
     ("verify", "Verify and draft cost vs context", ("multiple of T_decode", "×"),
-     "T_verify(k+1) and T_draft in units of the context's own T_decode, and the break-even T_verify "
-     "(E·T_decode − T_draft). A T_draft below 0 is noise (a round less the verify timed before it), drawn as measured."),
+     "T_verify(k+1) and T_draft in units of the context's own T_decode, and the break-even T_verify of the whole "
+     "round (E·T_decode less every other timed term; none where that is at or below zero: out of reach). A T_draft "
+     "below 0 is noise (a round less the verify timed before it), drawn as measured."),
     ("split", "Decode step by block vs context", ("share of the block sum", "%"),
      "One decode step by block (barrier-timed), as shares of the block sum: full attention reads a KV cache that grows "
      "with the context; the Gated DeltaNet state does not."),
@@ -68,10 +70,33 @@ def _iv(iv, spec: str) -> str:
 
 
 def _draft(r: dict) -> str:
-    text = f(r.get("t_draft_ms"), ".1f")
+    """T_draft, or "below noise" (never a negative time: ``draft_time_text``), starred to the note under the table."""
+    text = draft_time_text(r.get("t_draft_ms"), r.get("t_draft_ms_ci95"), ".1f")
     if draft_is_noise(r):
         return f'<span class="warn">{text}*</span>'
     return text
+
+
+def break_even_text(r: dict, unit: str = "× T_dec.") -> str:
+    """A context's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
+    alone reach E·T_decode (the summary gives None then, with ``break_even_out_of_reach``); "—" where nothing was
+    priced."""
+    reach = r.get("break_even_out_of_reach")
+    if reach is None:  # a point's figures without the flag: a priced round (E, T_decode, T_verify, T_draft), no break-even
+        reach = r.get("break_even_multiple") is None and all(
+            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
+    if reach:
+        return "out of reach"
+    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
+
+
+def formula_text(rows: list[dict]) -> str:
+    """What "predicted" is at each context: the points' own formula where they give it, else the whole round."""
+    formulas = {r["prediction_formula"] for r in rows if r.get("prediction_formula")}
+    if len(formulas) == 1:
+        return f"Predicted = {formulas.pop()} at each context."
+    return ("Predicted = the whole round at each context, E·T_decode over T_verify + T_draft + T_rollback + "
+            "T_bookkeeping, each where it was timed apart (the summary's prediction of the point's own session).")
 
 
 def _speed(x) -> str:
@@ -112,8 +137,7 @@ def context_section(session, charts: dict, target: str = "screen") -> str:
                       if r.get("p_ci95") else pct(r.get("p")),
                       f(r.get("tokens_per_round"), ".2f"), _speed(r.get("predicted_speedup")),
                       f"{_speed(r.get('measured_speedup'))} ({_iv(r.get('measured_speedup_ci95'), '.2f')})",
-                      (f"≤ {f(r['break_even_multiple'], '.2f')}× T_dec." if (r.get("break_even_multiple") or 0) > 0
-                       else "out of reach") if r.get("break_even_multiple") is not None else "—",
+                      break_even_text(r),
                       esc(pre),
                       str(r.get("cases") or "—") + (' <span class="warn">(low&nbsp;sample)</span>' if r.get("low_sample") else "")])
     parts.append("<h3>Speed and cost per context</h3>")
@@ -121,15 +145,15 @@ def context_section(session, charts: dict, target: str = "screen") -> str:
                          "T_draft<br>(ms)", "full attn.<br>decode", "full attn.<br>verify", "KV read<br>per step"], speed))
     noisy = [r for r in rows if draft_is_noise(r)]
     if noisy:
-        parts.append('<p class="muted">* Below zero: T_draft is a round less the verify timed just before it, so a '
+        parts.append('<p class="muted">* Below noise: T_draft is a round less the verify timed just before it, so a '
                      "negative value is measurement noise (or a verify that ran slower timed apart than in the round), "
-                     "not a time; shown as measured"
+                     "not a time; the prediction uses it as measured"
                      + "".join(f"; at {size(r['context'])} its 95% interval is {_iv(r.get('t_draft_ms_ci95'), '.1f')} ms"
                                for r in noisy if r.get("t_draft_ms_ci95")) + ".</p>")
     parts.append("<h3>Acceptance and speedup per context</h3>")
-    parts.append(_table(["context<br>(tokens)", "acceptance p<br>(95%)", "E<br>(tokens/round)", "predicted<br>speedup",
+    parts.append(_table(["context<br>(tokens)", "acceptance p<br>(95% CI)", "E<br>(tokens/round)", "predicted<br>(whole round)",
                          "measured<br>speedup (95%)", "break-even<br>T_verify", "context<br>prefill", "cases"], split))
     parts.append('<p class="muted">Full attention\'s share is of the barrier-timed block sum of one decode step and one '
                  "verify pass; KV read per step is the full-attention K/V the context adds to every step (the model's "
-                 "bytes per token × the context). Predicted = E · T_decode / (T_verify + T_draft) at each context.</p>")
+                 f"bytes per token × the context). {esc(formula_text(rows))}</p>")
     return "".join(parts)

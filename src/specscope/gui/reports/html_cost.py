@@ -13,8 +13,11 @@ from specscope.profiler.analysis.verdict import ledger_text
 
 
 def prediction_paragraph(session, s: Summary) -> str:
-    parts = ["<p><b>Prediction and ledger.</b> The predicted speedup is the division with T_verify(k+1) and T_draft(k) "
-             "timed apart from the speculative rounds (separate forwards on a restored cache at each case's middle, "
+    formula = s.get("prediction_formula") if s.get("predicted_speedup") is not None else None
+    parts = ["<p><b>Prediction and ledger.</b> The predicted speedup prices the whole round"
+             + (f", {esc(formula)}," if formula else "")
+             + " with T_verify(k+1) and T_draft(k) (and the rollback and bookkeeping, where timed) timed apart from the "
+             "speculative rounds (separate forwards on a restored cache at each case's middle, "
              "drafts from a fresh drafter), T_decode from plain decoding, and only E from the run. "
              f"Verdict: {esc((s.get('prediction_verdict') or {}).get('text') or '—')}."]
     if ledger_text(s):
@@ -46,8 +49,8 @@ def verify_cost_section(session, figure: str = "") -> str:
         parts.append(f"<h3>Per block at n = {head['positions']}</h3>")
         parts.append(_table(["block", "measured (ms)", "floor (ms)", "bound", "efficiency", "distinct experts / layer"], rows))
     if roof.get("speedup_at_floor") is not None:
-        parts.append(f"<p>The division at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
-                     "at the measured acceptance.</p>")
+        parts.append(f"<p>The whole round at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
+                     "at the measured acceptance (draft, rollback and bookkeeping as timed).</p>")
     return "".join(parts)
 
 
@@ -77,6 +80,6 @@ def tune_section(session, figure: str = "") -> str:
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
-                               "95% interval", "measured", "measured 95% interval", "error", "at ±5%"], rows)
+                               "bootstrap 2.5–97.5 pct", "measured", "measured 95% interval", "error", "at ±5%"], rows)
             + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
                f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); {MEASURED.get(tune.get('measured_method'), MEASURED[None])}</p>" if tune.get("confirm_reps") else ""))

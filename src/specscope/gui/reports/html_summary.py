@@ -8,7 +8,6 @@ from specscope.profiler.analysis.verdict import (
     SAMPLED_NOTE,
     acceptance_phrase,
     ledger_text,
-    model_formula,
     rollback_term_text,
     audit_answers,
     divergence_note,
@@ -17,9 +16,11 @@ from specscope.profiler.analysis.verdict import (
     prediction_error_text,
 )
 
+from .html_breakdown import whole_graph_figure
 from .html_figure import chart_figure
 from specscope.profiler.analysis.formatting import rate
-from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.intervals import BELOW_NOISE, draft_time_text
+from specscope.profiler.analysis.round_model import DIVISION_LABEL, TERMS, RoundModel
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
@@ -63,7 +64,7 @@ def summary_section(s) -> str:
          "restoring the caches after a partial round, by accepted count, timed apart; weighted by the run's accepted "
          "counts, in the predicted round" if s.get("division_inputs") == "components"
          else "mean per round of this run's instrumented rounds; not in the division"],
-        ["The division", f(s.get("division_speedup"), ".3f", "×"), esc(rollback_term_text(s) or "")]
+        ["The seed's division", f(s.get("division_speedup"), ".3f", "×"), esc(rollback_term_text(s) or "")]
         if rollback_term_text(s) else None,
         ["Bookkeeping", f(s.get("t_bookkeeping_ms"), ".3f", " ms"),
          "the round's work after the read-back but its rollback (the rollback's record, the drafter's update), "
@@ -77,7 +78,7 @@ def summary_section(s) -> str:
         _per_position_row(s["per_position"]),
         ["Tokens per round E", f(s["tokens_per_round"], ".3f"), "1 + Σ a_i"],
         ["Predicted speedup", f'<span class="{_speed_cls(s["predicted_speedup"])}">{f(s["predicted_speedup"], ".3f", "×")}</span>',
-         (f"{esc(model_formula(s))}, timed apart, only E from the run → "
+         (f"{esc(s.get('prediction_formula') or '')}, timed apart, only E from the run → "
           f"{rate(s['predicted_tok_s'], ' tok/s')}") if s.get("predicted_speedup") is not None
          else esc(f"not available: {s.get('prediction_unavailable')}")],
         ["Measured speedup", f'<span class="{_speed_cls(s["measured_speedup"])}">{f(s["measured_speedup"], ".3f", "×")}</span>',
@@ -93,11 +94,7 @@ def summary_section(s) -> str:
             if s.get("prediction_error_ci") else "")],
         ["Ledger", f(s.get("ledger_speedup"), ".3f", "×"), esc(ledger_text(s) or "no instrumented rounds")]
         if s.get("ledger_speedup") is not None else None,
-        ["Break-even", f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}"
-         if (s.get("break_even_verify_ms") or 0) > 0 else "out of reach",
-         (f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode (E·T_decode − T_draft)" if (s.get("break_even_verify_ms") or 0) > 0
-          else "T_draft alone exceeds E·T_decode: no verify, however fast, can pay")
-         + f"; measured {f(s['verify_multiple'], '.2f')} × T_decode"],
+        ["Break-even", *break_even_cells(s)],
     ]
     rows = [r for r in rows if r is not None]
     if s["regime"] != "greedy":  # outputs differ by design: no match rate, say what is checked instead
@@ -109,43 +106,71 @@ def summary_section(s) -> str:
                      + (f" — {esc(note)}" if note else "")])
     if s.get("block_sum_predicted_speedup") is not None:
         rows.append(["Wrong-ruler prediction", f(s["block_sum_predicted_speedup"], ".3f", "×"),
-                     f"what a block-sum T_decode would predict (vs {f(s['predicted_speedup'] or s.get('ledger_speedup'), '.3f', '×')} from whole-graph times)"])
+                     f"what a block-sum T_decode would predict (vs {esc(whole_graph_figure(s) or '—')} from whole-graph times)"])
     formula = ""
-    if s.get("predicted_speedup") is not None:
-        rb = s.get("t_rollback_ms") if s.get("division_inputs") == "components" else None
-        book = s.get("t_bookkeeping_ms") if s.get("division_inputs") == "components" else None
-        terms = (f"{s['t_verify_ms']:.2f} + {s['t_draft_ms']:.2f}" + (f" + {rb:.2f}" if rb is not None else "")
-                 + (f" + {book:.2f}" if rb is not None and book is not None else ""))
+    model = RoundModel.from_summary(s)
+    if s.get("predicted_speedup") is not None and model is not None:
+        # the model's own formula and terms: every timed term in the round, an untimed one named after the value
+        timed = [getattr(model, t) for t in TERMS if getattr(model, t) is not None]
+        base = model.formula.split(" (", 2)
+        written = base[0] + " (" + base[1] if len(base) > 1 else model.formula
+        lacks = model.formula[len(written):].strip()
         formula = (
-            f'<p class="formula">predicted speedup = {esc(model_formula(s, say_lacks=False))} = '
-            f"{s['tokens_per_round']:.3f} × {s['t_decode_ms']:.2f} / ({terms}) = "
-            f"{s['predicted_speedup']:.3f}×"
-            + (f" (T_draft came out at {s['t_draft_ms']:.2f} ms: below noise, a difference of two timings, used as "
-               "measured)" if s["t_draft_ms"] <= 0 else "") + "</p>"
+            f'<p class="formula">predicted speedup = {esc(written)} = '
+            f"{model.tokens_per_round:.3f} × {model.t_decode_ms:.2f} / ({' + '.join(f'{x:.2f}' for x in timed)}) = "
+            f"{s['predicted_speedup']:.3f}×" + (f" {esc(lacks)}" if lacks else "")
+            + (" (T_draft came out below noise: a difference of two timings, used as measured)"
+               if draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95")) == BELOW_NOISE else "") + "</p>"
         )
     return "<h2>Summary</h2>" + formula + _table(["Figure", "Value", "What it is"], rows, numeric_from=1, numeric_to=2, cls="full summary")
+
+
+def break_even_cells(s) -> list[str]:
+    """The Break-even row's value and note: the whole round's break-even verify (``break_even_formula``), "out of
+    reach" where the round's other terms alone reach E·T_decode (``break_even_out_of_reach``)."""
+    formula = esc(s.get("break_even_formula") or "—")
+    measured = f"; measured {f(s.get('verify_multiple'), '.2f')} × T_decode"
+    ledger = "; from the ledger (the run's own rounds), not a prediction" if s.get("division_inputs") == "rounds" else ""
+    if s.get("break_even_out_of_reach"):
+        return ["out of reach", f"{formula} ≤ 0: no verify, however fast, can pay{measured}{ledger}"]
+    if s.get("break_even_verify_ms") is None:
+        return ["—", "not measured"]
+    return [f"T_verify ≤ {f(s['break_even_verify_ms'], '.2f', ' ms')}",
+            f"≤ {f(s['break_even_multiple'], '.2f')} × T_decode ({formula}){measured}{ledger}"]
+
+
+def division_caption(s) -> str:
+    """The Division figure's caption, true to its curve: a prediction's whole round, or the ledger standing in."""
+    if s.get("division_inputs") == "rounds":
+        return ("The ledger (the run's own rounds), not a prediction: its speedup over the per-position acceptance α "
+                "(geometric model) at the run's T_decode, T_verify and T_draft; the markers are the measured run and "
+                "its cases (α's 95% interval).")
+    return (f"Predicted speedup over the per-position acceptance α (geometric model): the whole round, "
+            f"{s.get('prediction_formula') or '—'}, at the measured times; dash-dot: {DIVISION_LABEL}; the markers are "
+            "the measured run and its cases (α's 95% interval).")
 
 
 def division_section(s, charts, target) -> str:
     parts = ["<h2>The division</h2>"]
     if s.get("verify_multiple") is not None:
-        vm, be = s["verify_multiple"], s["break_even_multiple"]
-        ok = vm <= be
-        if be is not None and be <= 0:  # T_draft alone exceeds E·T_decode: no break-even verify to quote ("≤ -1.79 ×")
+        vm, be = s["verify_multiple"], s.get("break_even_multiple")
+        formula = esc(s.get("break_even_formula") or "E·T_decode − T_draft")
+        if s.get("break_even_out_of_reach"):  # no break-even verify to quote ("≤ -1.79 ×")
             parts.append(
-                "<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft. Here T_draft alone exceeds E·T_decode, "
+                f"<p>Speculation pays only while T_verify ≤ {formula}. Here that is at or below zero, "
                 "so the break-even line is out of reach: no verify, however fast, can pay. "
                 f'This run\'s verify costs <span class="bad">{vm:.2f} × T_decode</span>.</p>'
             )
-        else:
+        elif be is not None:
+            ok = vm <= be
             parts.append(
-                f"<p>Speculation pays only while T_verify ≤ E·T_decode − T_draft, here ≤ {be:.2f} × T_decode. "
+                f"<p>Speculation pays only while T_verify ≤ {formula}, here ≤ {be:.2f} × T_decode. "
                 f'This run\'s verify costs <span class="{"good" if ok else "bad"}">{vm:.2f} × T_decode</span>, '
                 f"so it is {'inside' if ok else 'outside'} the break-even line.</p>"
             )
         if s["k"] == 1 and vm >= 2:
             parts.append("<p>Verifying 2 positions costs two plain steps or more: for k = 1 the speedup is below (1+p)/2 ≤ 1 for every p. No drafter can save it; only a cheaper verify can.</p>")
-    parts.append(chart_figure("division", charts, target))
+    parts.append(chart_figure("division", charts, target, caption=division_caption(s)))
     parts.append(chart_figure("throughput", charts, target))
     return "".join(parts)
 

@@ -13,6 +13,7 @@ import unicodedata
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.round_model import DIVISION_LABEL, RoundModel
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.run.suite import CONTENT_CLASS_NAMES
 
@@ -20,8 +21,10 @@ from ..text import breakable
 from .common import fmt, plain_label, sortable_table
 from .trace_panel import TracePanel
 
-COLUMNS = ["Case", "Content", "Acceptance\n(95% CI)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
-           "Predicted\nspeedup", "Measured\nspeedup", "Output\nmatch", "Status"]  # two-line headers: fits 1280 px
+# short header lines: fits 1280 px. "Predicted" is the case's own judged round model (its components, rollback and
+# bookkeeping); its error is against the case's full rounds, as the headline's is
+COLUMNS = ["Case", "Content", "Acceptance\n(95% CI,\nrounds)", "Drafted\n(tokens)", "Plain\ntok/s", "Spec\ntok/s",
+           "Predicted\n(whole\nround)", "Measured\nspeedup", "Error vs\nfull\nrounds", "Output\nmatch", "Status"]
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
@@ -46,6 +49,20 @@ def token_origins(case: dict) -> list[str]:
         acc = min(r["accepted"], n)
         out += ["draft"] * acc + ["verify"] * (n - acc)
     return out
+
+
+def case_prediction_tip(st: dict) -> str:
+    """What a case's Predicted, Measured and Error cells are: its own whole round (``RoundModel``'s formula with the
+    terms the case timed), the seed's division beside it, and the full rounds the error is judged against."""
+    formula = RoundModel(1.0, 1.0, 0.0, 0.0, st.get("components_t_rollback_ms"),
+                         st.get("components_t_bookkeeping_ms")).formula  # which terms were timed: the text only
+    return "\n".join([
+        f"Predicted: the case's own components timed apart, the whole round {formula}: "
+        f"{fmt(st.get('predicted_speedup'), '.3f', '×')}",
+        f"{DIVISION_LABEL[:1].upper() + DIVISION_LABEL[1:]}: {fmt(st.get('division_speedup'), '.3f', '×')}",
+        f"Measured: all rounds {fmt(st.get('measured_speedup'), '.3f', '×')}; full rounds (k drafts, what the error is "
+        f"judged against) {fmt(st.get('judged_measured_speedup'), '.3f', '×')}",
+    ])
 
 
 class CasesView(QtWidgets.QWidget):
@@ -138,8 +155,13 @@ class CasesView(QtWidgets.QWidget):
                 (str(acc["drafted"]), acc["drafted"]),
                 (rate(st["plain_tok_s"]), st["plain_tok_s"] or -1.0),
                 (rate(st["spec_tok_s"]), st["spec_tok_s"] or -1.0),
-                (fmt(st["predicted_speedup"], ".3f"), st["predicted_speedup"] or -1.0),
+                # "*": a term of the case's round was not timed (named in the tooltip), never silently taken as zero
+                (fmt(st["predicted_speedup"], ".3f") + ("*" if st.get("predicted_speedup") is not None
+                                                         and st.get("prediction_untimed") else ""),
+                 st["predicted_speedup"] or -1.0),
                 (fmt(st["measured_speedup"], ".3f"), st["measured_speedup"] or -1.0),
+                (fmt(st.get("prediction_error") and st["prediction_error"] * 100, "+.1f", "%"),
+                 st["prediction_error"] if st.get("prediction_error") is not None else -1e9),
                 (mtext, msort),
                 (("discarded (--discard-first)" if case.get("discarded") else "done") if case.get("complete") else "partial",
                  (0.5 if case.get("discarded") else 1) if case.get("complete") else 0),
@@ -151,6 +173,8 @@ class CasesView(QtWidgets.QWidget):
                 it.setData(case["id"], QtCore.Qt.ItemDataRole.UserRole)
                 if i >= 2:
                     it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
+                if i in (6, 7, 8):
+                    it.setToolTip(case_prediction_tip(st))
                 if i == 2 and acc["p"] is not None:
                     it.setToolTip(f"{acc['drafted']} drafted tokens; greedy/temperature regime as configured"
                                   + (f"; fewer than {LOW_SAMPLE_DRAFTED}: treat as noise" if acc["low_sample"] else ""))

@@ -238,3 +238,27 @@ def spin_box(low: int, high: int, value: int, prefix: str) -> QtWidgets.QSpinBox
     box.setValue(value)
     box.setPrefix(prefix)
     return box
+
+
+# The ledger (the run's own instrumented rounds) stands in for a curve or figure where nothing was timed apart: it is
+# a consistency check, never a prediction, and says so wherever it stands in.
+LEDGER_LABEL = "ledger (the run's own rounds), not a prediction"
+
+
+def set_speedup_tile(tile: Tile, s: dict, caption: str, extra: str = "") -> None:
+    """A measured-speedup tile whose figure is the one its prediction error is judged against: the full rounds where
+    some rounds drafted fewer than k (labelled so, the all-rounds figure beside it, labelled), else the measured one.
+    The error and the verdict in the core's words (``prediction_error_text``, ``prediction_short``: each interval with
+    its level and method)."""
+    from specscope.profiler.analysis.verdict import prediction_error_text, prediction_short, tail_text
+
+    full = tail_text(s) is not None
+    tile.caption.setText(f"{caption}, full rounds" if full else caption)
+    value = s.get("judged_measured_speedup") if full else s.get("measured_speedup")
+    error = (f"prediction error {prediction_error_text(s) or '—'}" if s.get("predicted_speedup") is not None
+             else "no prediction to judge")
+    parts = [error, f"all rounds {fmt(s.get('measured_speedup'), '.3f', '×')}" if full else "", prediction_short(s)]
+    note = " · ".join(x for x in parts if x and x != "—") + extra
+    tile.set(fmt(value, ".3f", "×"), note)
+    tile.setToolTip("\n".join(x for x in (note, tail_text(s) or "", (s.get("prediction_verdict") or {}).get("text") or "")
+                              if x))

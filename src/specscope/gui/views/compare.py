@@ -16,6 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.compare import compare
 from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.session.records import engine_facts
 
 from ..text import home_relative
@@ -38,15 +39,20 @@ BREAK_EVEN_KEYS = {"break_even_verify_ms", "break_even_multiple"}
 OUT_OF_REACH = "out of reach"
 
 
-def out_of_reach(row: dict) -> dict:
-    """A break-even at or below zero is no verify time at all (T_draft alone exceeds E·T_decode, as a DFlash
-    block of 15 drafts on the demo does): said in words, as the report and the verdict say it, with no delta."""
+def out_of_reach(row: dict, reach: dict | None = None) -> dict:
+    """A break-even out of reach is no verify time at all (the round's other terms alone reach E·T_decode, as a
+    DFlash block of 15 drafts on the demo does): said in words, as the report and the verdict say it, with no delta
+    and no winner. ``reach``: side -> the session's ``break_even_out_of_reach`` (the core gives None for the figure
+    then); a value at or below zero (a session summarised before the flag) reads the same."""
     if row.get("key") not in BREAK_EVEN_KEYS:
         return row
-    gone = [side for side in ("a", "b") if isinstance(row.get(side), (int, float)) and row[side] <= 0]
+    reach = reach or {}
+    gone = [side for side in ("a", "b")
+            if reach.get(side) or (isinstance(row.get(side), (int, float)) and row[side] <= 0)]
     if not gone:
         return row
-    return {**row, **{side: OUT_OF_REACH for side in gone}, "delta": None, "relative": None, "by": None}
+    return {**row, **{side: OUT_OF_REACH for side in gone}, "delta": None, "relative": None, "by": None,
+            "winner": None}
 
 
 def _is_percent(row: dict, unit: str | None) -> bool:
@@ -126,6 +132,7 @@ class CompareView(QtWidgets.QWidget):
         self.paths: tuple[str | None, str | None] = (None, None)
         self.result: dict | None = None
         self.refusal: str | None = None
+        self.reach: dict[str, bool] = {}  # side -> its break-even is out of reach (the core gives no figure then)
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
@@ -195,6 +202,7 @@ class CompareView(QtWidgets.QWidget):
             return
         try:
             self.result = compare(self.a, self.b, names=("A", "B"), timings_only=self.timings_only.isChecked())
+            self.reach = {side: bool(summarize(x).get("break_even_out_of_reach")) for side, x in (("a", self.a), ("b", self.b))}
         except SpecscopeError as exc:
             self.refusal = str(exc)
         self._show()
@@ -251,7 +259,7 @@ class CompareView(QtWidgets.QWidget):
             head.setFlags(QtCore.Qt.ItemFlag.ItemIsEnabled)
             t.setItem(n, 0, head)
             t.setSpan(n, 0, 1, len(HEADERS))
-            for row in map(out_of_reach, rows):
+            for row in (out_of_reach(x, self.reach) for x in rows):
                 unit = row.get("unit", default_unit if default_unit not in (None, "%") else "")
                 if default_unit == "×":
                     unit = "×"

@@ -10,17 +10,19 @@ from typing import cast
 
 from PySide6 import QtCore, QtWidgets
 
-from specscope.profiler.analysis.sweep import dominant_effect, draft_is_noise
+from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.sweep import dominant_effect
 from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
+from ..reports.html_context import break_even_text
 from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
 COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
-           "full attention\ndecode / verify", "acceptance p\n(95%)", "E", "predicted", "measured\n(95%)", "break-even",
+           "full attention\ndecode / verify", "acceptance p\n(95% CI)", "E", "predicted\n(whole round)", "measured\n(95% CI)", "break-even\nT_verify",
            "context\nprefill"]
 CATS = (("linear_attention", "linear attention"), ("full_attention", "full attention"), ("moe", "MoE"),
         ("output_head", "output head"), ("other", "other"))
@@ -48,7 +50,7 @@ def chart_data(rows: list[dict]) -> dict:
         split.append({"name": name, "y": ys})
     return {
         "speedup": {"contexts": xs, "ref": 1.0, "ref_name": "break-even (1×)", "series": [
-            {"name": "predicted", "y": [r.get("predicted_speedup") for r in rows]},
+            {"name": "predicted (whole round)", "y": [r.get("predicted_speedup") for r in rows]},
             {"name": "measured (95%)", "y": [r.get("measured_speedup") for r in rows], "symbol": "s",
              "lo": [_ci(r, "measured_speedup_ci95", 0) for r in rows], "hi": [_ci(r, "measured_speedup_ci95", 1) for r in rows]}]},
         "verify": {"contexts": xs, "series": [
@@ -131,13 +133,13 @@ class ContextView(MeasurementPage):
             fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
             cells = [_size(r["context"]), fmt(r.get("plain_tok_s"), ".2f"), fmt(r.get("spec_tok_s"), ".2f"),
                      fmt(r.get("t_decode_ms"), ".1f"), fmt(r.get("verify_multiple"), ".2f", "×"),
-                     fmt(r.get("t_draft_ms"), ".1f") + (" (noise)" if draft_is_noise(r) else ""),
+                     draft_time_text(r.get("t_draft_ms"), r.get("t_draft_ms_ci95"), ".1f"),
                      f"{fmt(fa[0] and 100 * fa[0], '.0f', '%')} / {fmt(fa[1] and 100 * fa[1], '.0f', '%')}",
                      f"{fmt(r.get('p'), '.2f')} ({fmt(_ci(r, 'p_ci95', 0), '.2f')}–{fmt(_ci(r, 'p_ci95', 1), '.2f')})",
                      fmt(r.get("tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".2f", "×"),
                      f"{fmt(r.get('measured_speedup'), '.2f', '×')} ({fmt(_ci(r, 'measured_speedup_ci95', 0), '.2f')}–"
                      f"{fmt(_ci(r, 'measured_speedup_ci95', 1), '.2f')})",
-                     fmt(r.get("break_even_multiple"), ".2f", "× T_dec"),
+                     break_even_text(r, "× T_dec"),
                      fmt(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s") if r["context"] else "—"]
             for j, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)

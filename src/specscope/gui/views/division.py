@@ -1,20 +1,21 @@
-"""Division page: predicted speedup over p, measured points, break-even, a what-if calculator, and a
-communication what-if ("with X ms of communication per forward, the break-even acceptance is …")."""
+"""Division page: the round model's speedup over α, measured points, break-even, a what-if calculator, and a
+communication what-if ("with X ms of communication per forward, the break-even acceptance is …"). Every predicted
+figure is ``RoundModel``'s (``from_summary``, then ``what_if``, ``at_alpha``, ``break_even_alpha``)."""
 
 from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.round_model import judged_rest_ms
+from specscope.profiler.analysis.formatting import rate
+from specscope.profiler.analysis.round_model import REST, RoundModel, communication_what_if
 from specscope.profiler.session.records import engine_facts
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.verdict import (audit_answers, ledger_text, prediction_error_text, prediction_short,
-                                                rollback_term_text, tail_text)
+from specscope.profiler.analysis.verdict import audit_answers, ledger_text, rollback_term_text
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data
-from .common import Tile, fmt, plain_label
+from .common import LEDGER_LABEL, Tile, fmt, plain_label, set_speedup_tile
 
 
 class DivisionView(QtWidgets.QWidget):
@@ -147,17 +148,7 @@ class DivisionView(QtWidgets.QWidget):
             d = chart_data.division_data(self.model.session, s, t_verify_ms=self.tv.value(), p=self.p.value() / 100.0)
         self.chart.set_data(d)
         if self._touched and d and d.get("what_if"):
-            wi = d["what_if"]
-            E = stats.tokens_per_round_from_p(wi["p"], s["k"])
-            dv = stats.divide(s["t_decode_ms"], self.tv.value(), s["t_draft_ms"] + judged_rest_ms(s), E)  # the round model
-            self.result.setText(
-                f"At α = {wi['p'] * 100:.1f}% (E = {E:.2f}) and T_verify = {self.tv.value():.2f} ms:\n"
-                + ("speedup from the run's own rounds (the ledger, not a prediction)" if s.get("division_inputs") == "rounds"
-                   else "predicted speedup")
-                + f" {dv.predicted_speedup:.3f}× ({dv.predicted_tok_s:.1f} tok/s)\n"
-                f"verify costs {dv.verify_multiple:.2f} plain steps; break-even ≤ {dv.break_even_verify_ms:.2f} ms "
-                f"({dv.break_even_multiple:.2f}× T_decode)\n(geometric acceptance α assumed for the what-if)"
-            )
+            self.result.setText(what_if_text(s, self.tv.value(), d["what_if"]["p"]))
         elif d:
             self.result.setText("Edit T_verify or α to move the curve.")
 
@@ -185,26 +176,17 @@ class DivisionView(QtWidgets.QWidget):
             self._redraw()
             self._comm_changed()
         if s.get("predicted_speedup") is not None:
-            note = (f"E = {fmt(s.get('tokens_per_round'), '.2f')} from the run · T_verify {fmt(s.get('t_verify_ms'), '.2f')} ms, "
+            note = (f"{s.get('prediction_formula') or ''} · E = {fmt(s.get('tokens_per_round'), '.2f')} from the run · "
+                    f"T_verify {fmt(s.get('t_verify_ms'), '.2f')} ms, "
                     f"T_draft {draft_time_text(s.get('t_draft_ms'), s.get('t_draft_ms_ci95'), unit=' ms')} timed apart"
                     + (f" · {rollback_term_text(s)}" if rollback_term_text(s) else ""))
         else:
             note = f"not available: {s.get('prediction_unavailable') or 'measuring'}"
         self.t_pred.set(fmt(s.get("predicted_speedup"), ".3f", "×"), note)
         self.t_pred.setToolTip(note)
-        meas_note = (f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
-                     + (f" · judged against the full rounds, {fmt(s.get('judged_measured_speedup'), '.3f', '×')}"
-                        if tail_text(s) else "")
-                     + f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
-        self.t_meas.set(fmt(s.get("measured_speedup"), ".3f", "×"), meas_note)
-        self.t_meas.setToolTip(((s.get("prediction_verdict") or {}).get("text") or "") + "\n" + meas_note)
-        be = s.get("break_even_verify_ms")
-        if be is not None and be <= 0:  # no negative time: T_draft alone exceeds E·T_decode
-            self.t_be.set("out of reach", f"T_draft alone exceeds E·T_decode; verify measured "
-                                          f"{fmt(s.get('verify_multiple'), '.2f')}× T_decode")
-        else:
-            self.t_be.set(f"≤ {fmt(be, '.2f', ' ms')}",
-                          f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode; measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode")
+        set_speedup_tile(self.t_meas, s, "Measured speedup",
+                         f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
+        self.t_be.set(*break_even_tile(s))
         if s.get("measured_speedup") is not None:
             self.audit.setText("\n\n".join(f"{q}\n{a}" for q, a in audit_answers(s)))
         else:
@@ -220,31 +202,73 @@ def measured_communication(s: dict) -> tuple[float, float, float]:
     return (s.get("t_decode_ms") or 0.0) * sd, sd, sv
 
 
+def _p_text(p) -> str:
+    return "none: speculation cannot win at this k" if p is None else ("any (it wins at α = 0)" if p == 0 else f"α ≥ {p * 100:.1f}%")
+
+
 def communication_text(s: dict, comm_ms: float) -> str:
-    """What the communication what-if says, from the summary and the chosen communication per forward."""
-    if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
+    """What the communication what-if says, from the summary and the chosen communication per forward: the whole
+    round's break-even acceptance (``round_model.communication_what_if``), rollback and bookkeeping as timed."""
+    model = RoundModel.from_summary(s)
+    if model is None or not model.t_decode_ms:
         return ""
     measured, sd, sv = measured_communication(s)
     k = s["k"]
-    w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k, sd, sv, comm_ms)
-    now = stats.break_even_p(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], k)
-
-    def p_text(p):
-        return "none: speculation cannot win at this k" if p is None else ("any (it wins at α = 0)" if p == 0 else f"α ≥ {p * 100:.1f}%")
-
+    w = communication_what_if(model, k, sd, sv, comm_ms)
     return (f"With {comm_ms:.2f} ms of communication per forward, the break-even acceptance is "
-            f"{p_text(w['break_even_p'])} (verify = {fmt(w['verify_multiple'], '.2f')}× decode).\n"
-            f"Measured: {p_text(now)}; communication {sd * 100:.0f}% of decode, {sv * 100:.0f}% of verify.")
+            f"{_p_text(w['break_even_p'])} (verify = {fmt(w['verify_multiple'], '.2f')}× decode; the whole round).\n"
+            f"Measured: {_p_text(model.break_even_alpha(k))}; communication {sd * 100:.0f}% of decode, "
+            f"{sv * 100:.0f}% of verify.")
 
 
 def communication_details(s: dict, comm_ms: float) -> str:
     """The what-if's inputs, for the tooltip."""
-    if not s.get("t_decode_ms") or s.get("t_verify_ms") is None or s.get("t_draft_ms") is None:
+    model = RoundModel.from_summary(s)
+    if model is None or not model.t_decode_ms:
         return ""
     measured, sd, sv = measured_communication(s)
-    w = stats.communication_what_if(s["t_decode_ms"], s["t_verify_ms"], s["t_draft_ms"], s["k"], sd, sv, comm_ms)
+    w = communication_what_if(model, s["k"], sd, sv, comm_ms)
     return (f"k = {s['k']}. Compute (measured time less its barrier-free communication share): decode "
             f"{w['compute_decode_ms']:.2f} ms, verify {w['compute_verify_ms']:.2f} ms; each plus {comm_ms:.2f} ms gives "
             f"T_decode {w['t_decode_ms']:.2f} ms and T_verify {w['t_verify_ms']:.2f} ms; T_draft "
-            + (f"{s['t_draft_ms']:.2f} ms as measured." if s["t_draft_ms"] > 0
-               else f"below noise ({s['t_draft_ms']:.2f} ms, used as measured).") + f" Measured communication: {measured:.2f} ms per decode step. Geometric acceptance α assumed.")
+            f"{draft_time_text(model.t_draft_ms, s.get('t_draft_ms_ci95'), unit=' ms')} as measured"
+            + "".join(f", {name} {v:.2f} ms" for name, v in (("T_rollback", model.t_rollback_ms),
+                                                             ("T_bookkeeping", model.t_bookkeeping_ms)) if v is not None)
+            + f" as timed apart. Round: {model.formula}. Measured communication: {measured:.2f} ms per decode step. "
+            "Geometric acceptance α assumed.")
+
+
+def what_if_text(s: dict, t_verify_ms: float, alpha: float) -> str:
+    """The calculator's answer: the round model at this T_verify and α (``RoundModel.what_if`` / ``at_alpha``), the
+    seed's division beside it where the round pays more, and the break-even verify of the whole round."""
+    model = RoundModel.from_summary(s)
+    if model is None:
+        return ""
+    m = model.what_if(t_verify_ms=t_verify_ms).at_alpha(alpha, s["k"])
+    ledger = s.get("division_inputs") == "rounds"
+    name = LEDGER_LABEL if ledger else "predicted speedup (the whole round)"
+    lines = [f"At α = {alpha * 100:.1f}% (E = {m.tokens_per_round:.2f}) and T_verify = {t_verify_ms:.2f} ms:",
+             f"{name} {fmt(m.speedup, '.3f', '×')} ({rate(m.predicted_tok_s, ' tok/s')})"]
+    if any(getattr(m, t) for t in REST) and m.division is not None:
+        lines.append(f"the seed's division, without rollback and bookkeeping: {m.division:.3f}×")
+    be = m.break_even_verify_ms
+    lines.append(f"verify costs {fmt(m.verify_multiple, '.2f')} plain steps; "
+                 + (f"break-even T_verify ≤ {be:.2f} ms ({m.break_even_multiple:.2f}× T_decode; {m.break_even_formula})"
+                    if m.break_even_multiple is not None
+                    else f"break-even out of reach ({m.break_even_formula} ≤ 0: no verify, however fast, can pay)"))
+    lines.append("(geometric acceptance α assumed for the what-if)")
+    return "\n".join(lines)
+
+
+def break_even_tile(s: dict) -> tuple[str, str]:
+    """The break-even tile's value and note, from the summary's whole-round break-even and its formula."""
+    formula = s.get("break_even_formula") or "E·T_decode − T_draft"
+    measured = f"verify measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode"
+    if s.get("break_even_out_of_reach"):
+        return "out of reach", f"{formula} ≤ 0: no verify, however fast, can pay; {measured}"
+    be = s.get("break_even_verify_ms")
+    if be is None:
+        return "—", measured
+    ledger = f"; from the {LEDGER_LABEL}" if s.get("division_inputs") == "rounds" else ""
+    return (f"≤ {fmt(be, '.2f', ' ms')}",
+            f"≤ {fmt(s.get('break_even_multiple'), '.2f')}× T_decode ({formula}); {measured}{ledger}")

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from specscope.profiler.analysis.verdict import (acceptance_phrase, instrumentation_cost_text, ledger_text, prediction_error_text,
-                                       prediction_short)
+from specscope.profiler.analysis.verdict import acceptance_phrase, instrumentation_cost_text, ledger_text
 
 from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
 
-from .common import Tile, fmt
+from .common import Tile, fmt, set_speedup_tile
 
 COMPACT_BELOW = 640  # a Live page shorter than this (px) puts the clock probe beside the throughput
 
@@ -37,7 +36,7 @@ class LiveView(QtWidgets.QWidget):
         self.t_plain = Tile("Plain decoding")
         self.t_spec = Tile("Speculative")
         self.t_pred = Tile("Predicted speculative")
-        self.t_speed = Tile("Speedup (measured)")
+        self.t_speed = Tile("Speedup")
         self.t_acc = Tile("Acceptance")
         for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc):
             tiles.addWidget(t)
@@ -103,15 +102,14 @@ class LiveView(QtWidgets.QWidget):
             spec_note += f" · timing apart costs {instrumentation_cost_text(s)}"
         self.t_spec.set(rate(s.get("spec_tok_s"), " tok/s"), spec_note)
         self.t_spec.setToolTip(spec_note)
-        pred_note = (f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')} (timed apart)"
+        pred_note = (f"predicted speedup {fmt(s.get('predicted_speedup'), '.3f', '×')}: {s.get('prediction_formula')}, "
+                     "timed apart"
                      if s.get("predicted_speedup") is not None
                      else f"no prediction yet ({s.get('prediction_unavailable') or 'measuring'})")
         self.t_pred.set(rate(s.get("predicted_tok_s"), " tok/s"), pred_note)
         self.t_pred.setToolTip(pred_note + (f"\n{ledger_text(s)}" if ledger_text(s) else ""))
-        m = s.get("measured_speedup")
-        speed_note = f"prediction error {prediction_error_text(s) or '—'} · {prediction_short(s)}"
-        self.t_speed.set(fmt(m, ".3f", "×"), speed_note)
-        self.t_speed.setToolTip(((s.get("prediction_verdict") or {}).get("text") or speed_note))
+        # the figure the prediction error is judged against, beside that error (the full rounds where they differ)
+        set_speedup_tile(self.t_speed, s, "Speedup")
         p = s.get("p")
         phrase = acceptance_phrase(s)
         self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",

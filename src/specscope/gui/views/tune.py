@@ -17,8 +17,10 @@ from .measurement_page import MeasurementPage
 
 DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
-COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "95% interval",
-           "measured\n(95% interval)", "error", "at ±5%"]
+# the predicted band is the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so it is not called 95%);
+# the measured interval's is (tests/profiler/analysis/test_tune_confirm.py)
+COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
+           "measured (95%,\npaired repeats)", "error", "at ±5%"]
 AGREEMENT = {"agrees": "agrees", "off": "off", "too_little_data": "undecided"}  # the table's word; the tooltip says it all
 
 

@@ -110,7 +110,7 @@ class VerifyCostView(MeasurementPage):
                          f"n = {head['positions']}, at the decode step's own efficiency; the roofline floor is "
                          f"{fmt(floor, '.2f')} steps" if head else "")
         sp = roof.get("speedup_at_floor")
-        self.t_floor.set(fmt(sp, ".2f", "×"), roof.get("speedup_at_floor_note") or "the division at the floor, at the measured acceptance")
+        self.t_floor.set(fmt(sp, ".2f", "×"), roof.get("speedup_at_floor_note") or "the whole round at the floor, at the measured acceptance")
         if roof.get("bandwidth_gbs") is not None:
             self.t_machine.set(*machine_text(roof))
         else:
