@@ -172,10 +172,12 @@ class DivisionChart(BaseChart):
         pr = d.get("predicted")
         self.pred.setData([100 * pr["p"]] if pr else [], [pr["speedup"]] if pr else [])
         wi = d.get("what_if")
-        ok = wi is not None and wi.get("speedup") is not None
-        self.whatif.setData([100 * wi["p"]] if ok else [], [wi["speedup"]] if ok else [])
+        if wi is not None and wi.get("speedup") is not None:
+            self.whatif.setData([100 * wi["p"]], [wi["speedup"]])
+        else:
+            self.whatif.setData([], [])
         self._relegend({self.curve: curve_label(source), self.main: _ci_name("measured run", d.get("p_ci95_unit"))})
-        ys = _finite(list(d["curve"]) + list(d.get("division_curve") or []) + list(d["block_curve"] or [])
+        ys = _finite(list(d["curve"] or []) + list(d.get("division_curve") or []) + list(d["block_curve"] or [])
                      + [q["speedup"] for q in pts] + [1.0])
         ytop = max(ys) * 1.08
         self.plot_item.setYRange(0, ytop, padding=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.profiler.analysis.formatting import DASH
+from specscope.profiler.session.records import Summary
 from specscope.profiler.analysis.formatting import fmt as _fmt
 
 from ..text import ZWSP as ZWSP  # re-exported: tests/reliability reads it here
@@ -245,7 +246,7 @@ def spin_box(low: int, high: int, value: int, prefix: str) -> QtWidgets.QSpinBox
 LEDGER_LABEL = "ledger (the run's own rounds), not a prediction"
 
 
-def set_speedup_tile(tile: Tile, s: dict, caption: str, extra: str = "") -> None:
+def set_speedup_tile(tile: Tile, s: Summary, caption: str, extra: str = "") -> None:
     """A measured-speedup tile whose figure is the one its prediction error is judged against: the full rounds where
     some rounds drafted fewer than k (labelled so, the all-rounds figure beside it, labelled), else the measured one.
     The error and the verdict in the core's words (``prediction_error_text``, ``prediction_short``: each interval with
