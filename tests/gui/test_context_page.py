@@ -19,7 +19,8 @@ def test_page_fills_in_from_the_command_lines(qtbot):
     assert "visit 1" in v.status.text()
     v._line({"context_sweep": {"points": [ROW]}})
     assert v.table.rowCount() == 1
-    v._line({"context_sweep": {"points": [ROW, {**ROW, "context": 4096, "verify_multiple": 2.5, "prefill_ms": 98_000.0}]}})
+    v._line({"context_sweep": {"points": [ROW, {**ROW, "context": 4096, "t_verify_ms": 250.0, "verify_multiple": 2.5,
+                                                       "prefill_ms": 98_000.0}]}})
     assert v.table.rowCount() == 2 and v.table.item(1, 0).text() == "4k" and "98.0 s" in v.table.item(1, 12).text()
     assert "dominant: verify cost" in v.headline.text()
 

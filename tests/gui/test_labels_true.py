@@ -122,36 +122,47 @@ def test_the_speedup_tile_shows_the_figure_its_error_is_about(qtbot):
         assert v.t_speed.caption.full_text() == "Speedup"
 
 
+def _without_rollback_at(session: Session, a: str) -> Session:
+    """The session as if no case had timed its rollback after ``a`` accepted drafts: that term cannot be priced."""
+    out = copy.deepcopy(session)
+    for c in out.cases:
+        ((c.get("components") or {}).get("rollback_ms") or {}).pop(a, None)
+    return out
+
+
 def test_the_cases_page_shows_each_cases_judged_prediction(qtbot):
     from specscope.gui.charts.common import LIGHT
     from specscope.gui.views.cases import COLUMNS, CasesView
 
-    session = Session.load(DFLASH)  # each case's round pays bookkeeping (timed apart); its rollback count was not timed
-    rows = [(c, session_case_stats(session, c)) for c in session.cases]
-    v = CasesView(LIGHT)
-    qtbot.addWidget(v)
-    v.update_cases(rows)
-    col = {name.split("\n")[0]: i for i, name in enumerate(COLUMNS)}
-    assert COLUMNS[col["Predicted"]] == "Predicted\n(whole\nround)"
-    for r in range(v.model.rowCount()):
-        cid = v.model.item(r, 0).text()
-        st = next(s for c, s in rows if c["id"] == cid)
-        assert st["predicted_speedup"] < st["division_speedup"] and st["prediction_untimed"] == ["t_rollback_ms"]
-        assert v.model.item(r, col["Predicted"]).text() == f"{st['predicted_speedup']:.3f}*"  # a term not timed
-        assert v.model.item(r, col["Error vs"]).text() == f"{st['prediction_error'] * 100:+.1f}%"
-        tip = v.model.item(r, col["Predicted"]).toolTip()
-        assert f"{st['division_speedup']:.3f}×" in tip and "without rollback and bookkeeping" in tip
-        assert "+ T_bookkeeping) (T_rollback not timed)" in tip
+    for session, untimed in ((Session.load(DFLASH), False), (_without_rollback_at(Session.load(DFLASH), "0"), True)):
+        rows = [(c, session_case_stats(session, c)) for c in session.cases]
+        v = CasesView(LIGHT)
+        qtbot.addWidget(v)
+        v.update_cases(rows)
+        col = {name.split("\n")[0]: i for i, name in enumerate(COLUMNS)}
+        assert COLUMNS[col["Predicted"]] == "Predicted\n(whole\nround)"
+        for r in range(v.model.rowCount()):
+            cid = v.model.item(r, 0).text()
+            st = next(s for c, s in rows if c["id"] == cid)
+            assert st["predicted_speedup"] < st["division_speedup"]  # the whole round pays more than the division's
+            assert (st["prediction_untimed"] == ["t_rollback_ms"]) is untimed
+            star = "*" if untimed else ""
+            assert v.model.item(r, col["Predicted"]).text() == f"{st['predicted_speedup']:.3f}{star}"  # named if untimed
+            assert v.model.item(r, col["Error vs"]).text() == f"{st['prediction_error'] * 100:+.1f}%"
+            tip = v.model.item(r, col["Predicted"]).toolTip()
+            assert f"{st['division_speedup']:.3f}×" in tip and "without rollback and bookkeeping" in tip
+            assert ("(T_rollback not timed)" in tip) is untimed
 
 
 def test_the_report_cases_table_labels_its_prediction_and_error():
     from specscope.gui.reports.html_cases import cases_section
 
-    session = Session.load(DFLASH)
-    out = cases_section(session)
-    for head in ("Predicted (whole round)", "Seed&#x27;s division (no rollback, bookkeeping)", "Error vs full rounds"):
-        assert head in out or head.replace("&#x27;", "'") in out, head
-    for c in session.cases:
-        st = session_case_stats(session, c)
-        assert f"{st['predicted_speedup']:.3f}×*" in out and f"{st['division_speedup']:.3f}×" in out
-    assert "left out of its round (named, never silently taken as zero): T_rollback." in out
+    for session, untimed in ((Session.load(DFLASH), False), (_without_rollback_at(Session.load(DFLASH), "0"), True)):
+        out = cases_section(session)
+        for head in ("Predicted (whole round)", "Seed&#x27;s division (no rollback, bookkeeping)", "Error vs full rounds"):
+            assert head in out or head.replace("&#x27;", "'") in out, head
+        for c in session.cases:
+            st = session_case_stats(session, c)
+            star = "*" if untimed else ""
+            assert f"{st['predicted_speedup']:.3f}×{star}" in out and f"{st['division_speedup']:.3f}×" in out
+        assert ("left out of its round (named, never silently taken as zero): T_rollback." in out) is untimed
