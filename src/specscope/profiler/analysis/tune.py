@@ -22,7 +22,10 @@
    prediction is; ``profiler.analysis.tune_confirm`` gives its interval), over full rounds (a run's last,
    shorter round — fewer drafts because max-tokens is near — is left out, as it is from the K_max run's
    acceptance); prediction error = predicted ÷ measured − 1, its interval paired repeat by repeat where E(k) is
-   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``).
+   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``). "Exact" is
+   checked, not assumed (``trace_check``): every confirmation run's tokens and rounds are compared with the trace's
+   walk at its k, and a mismatch, or a trace whose recorded agreement with the target is below 1, voids it (the
+   unpaired interval then, and the output says why).
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
@@ -303,8 +306,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
                            GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION)
             + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in traces.values() for t in tr) else "")
-            + (" Not exact where checked and found otherwise (E(k) there is the sampled estimate, its error's interval the "
-               "unpaired one): " + "; ".join(voided) if voided else ""),
+            + (" E(k) not exact where the check found otherwise (there the error's interval is the unpaired one, the "
+               "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""),
             "acceptance_source": "trace" if traces else "k_max_rounds",
             "traces": traces,
             "regime": info.get("regime", "greedy"),
@@ -405,7 +408,8 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
           "the speculative side's full rounds (k drafts: the rounds the prediction prices; each prompt's last, shorter "
           "rounds are left out, as run judges), the plain side's every step; the pooled rates' ratio, a 95% "
           "interval by the delta method over the paired repeats (Student t). The error's interval: under greedy decoding "
-          "with a trace (E(k) exact), paired repeat by repeat, each repeat's round priced from the timings beside its own "
+          "with a trace whose walk the confirmation runs reproduce, token by token and round by round (E(k) exact, "
+          "checked), paired repeat by repeat, each repeat's round priced from the timings beside its own "
           "pair (T_decode cancels; delta method, Student t); else the prediction's interval over the measured one")
 
 

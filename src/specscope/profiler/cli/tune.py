@@ -118,8 +118,8 @@ def format_tune(res: dict) -> str:
                   "not a 95% interval)"]
     voided = [r for r in res["rows"] if r.get("e_exact_void")]
     if voided:
-        lines += ["", "E(k) not exact (checked against the trace and found otherwise; E(k) is then the sampled estimate, "
-                  "the error's interval the unpaired one):"]
+        lines += ["", "E(k) not exact (the confirmation runs or the trace's own record contradict the trace; the error's "
+                  "interval is then the unpaired one, the prediction's with E(k) resampled over the measured one):"]
         lines += [f"  {r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in voided]
     confirmed = [r for r in res["rows"] if r.get("agreement")]
     if confirmed:
