@@ -174,6 +174,8 @@ def test_a_winning_setting_is_recommended():
     # one repeat gives no interval: faster by its median, but not shown to win
     one = run_tune(FakeEngine(slope=1.0), [[1]], k_max=4, max_tokens=16, reps=1)["recommendation"]
     assert one["measured_speedup"] > 1 and not one["wins"] and one["text"].startswith("no k is shown to win")
+    # and it says why without miscounting: the repeats were 1 (it printed "2 repeats", the range's two ends, before)
+    assert "fewer than 3 repeats cannot give an interval" in one["text"] and "2 repeats" not in one["text"]
 
 
 def test_a_win_inside_the_noise_is_not_recommended():
