@@ -181,7 +181,7 @@ def bench_tune(a: BenchConfig) -> BenchResult:
         "raw": {"rows": [{k: r.get(k) for k in ("drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup",
                                                  "measured_ci95", "prediction_error", "agreement", "tokens_per_round",
                                                  "measured_tokens_per_round", "predicted_round_ms", "measured_round_ms",
-                                                 "t_verify_ms", "t_draft_ms", "t_rollback_ms")}
+                                                 "t_verify_ms", "t_draft_ms", "t_rollback_ms", "e_exact", "e_exact_void")}
                          for r in res["rows"]],
                 "k_max": k_max, "max_tokens": a.max_tokens, "confirm_reps_rule": res["confirm_reps_rule"],
                 "t_decode_ms": res["t_decode_ms"],
