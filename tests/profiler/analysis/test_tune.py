@@ -174,6 +174,8 @@ def test_a_winning_setting_is_recommended():
     # one repeat gives no interval: faster by its median, but not shown to win
     one = run_tune(FakeEngine(slope=1.0), [[1]], k_max=4, max_tokens=16, reps=1)["recommendation"]
     assert one["measured_speedup"] > 1 and not one["wins"] and one["text"].startswith("no k is shown to win")
+    # and it says why without miscounting: the repeats were 1 (it printed "2 repeats", the range's two ends, before)
+    assert "fewer than 3 repeats cannot give an interval" in one["text"] and "2 repeats" not in one["text"]
 
 
 def test_a_win_inside_the_noise_is_not_recommended():
@@ -228,6 +230,7 @@ def test_tune_command_json_shape(capsys):
     assert confirmed
     for r in confirmed:
         assert r["tokens_per_round"] == pytest.approx(r["measured_tokens_per_round"], rel=1e-12), r
+        assert r["e_exact"] is True, r.get("e_exact_void")  # checked: the runs' tokens and rounds are the trace's
     assert all(len(t["A"]) == 7 for ts in res["traces"].values() for t in ts)  # 8 tokens: 7 positions
 
 
@@ -539,3 +542,76 @@ def test_a_greedy_confirmation_is_judged_on_the_paired_interval(bias, state):
                              r["predicted_ci95"])
         assert unpaired["half_width"] > ag["half_width"]
     assert "paired interval" in res["confirm_reps_rule"]
+
+
+# -- "E(k) exact" checked against the confirmation runs (trace_check) -------------------------------------------------------
+
+class TokensEngine(PairDriftEngine):
+    """``PairDriftEngine`` whose runs report the tokens they emit: the plain run's (the trace's continuation), or, with
+    ``swap_at``, the same with one token changed in every end-to-end run (a target whose rounds do not reproduce the
+    continuation the trace was walked on), or with ``trace_shift``, a trace recorded one position off (its walk is not
+    the runs' rounds)."""
+
+    def __init__(self, swap_at=None, trace_shift=False, target_agrees=None, **kw):
+        super().__init__(**kw)
+        self.swap_at, self.trace_shift, self.target_agrees = swap_at, trace_shift, target_agrees
+
+    def speculative(self, name, prompt, plain_tokens, k, n, kinds, seed=0):
+        out = super().speculative(name, prompt, plain_tokens, k, n, kinds, seed)
+        out["tokens"] = list(plain_tokens)
+        if kinds == "end_to_end" and self.swap_at is not None:
+            out["tokens"][self.swap_at] += 1
+        return out
+
+    def trace(self, name, prompt, plain_tokens, k_max, seed=0):
+        t = super().trace(name, prompt, plain_tokens, k_max, seed)
+        if self.trace_shift:
+            t["A"] = t["A"][1:] + t["A"][:1]
+        if self.target_agrees is not None:
+            t["target_agrees"] = self.target_agrees
+        return t
+
+
+@pytest.mark.parametrize("kw, why", [({"swap_at": 37}, "other tokens"), ({"trace_shift": True}, "differs from the trace's walk"),
+                                     ({"target_agrees": 0.97}, "recorded agreement with the target is 97.0%")])
+def test_a_trace_the_confirmations_contradict_is_not_called_exact(kw, why):
+    """Greedy, with a trace: where the confirmation runs emit other tokens than the trace's continuation, or run other
+    rounds than its walk, or the trace's own record says the target disagreed, E(k) is not exact: the error is judged
+    on the unpaired interval (the prediction's sampled interval over the measured one) and the output says why (fails
+    on the code before the check, which called it exact and paired the repeats)."""
+    from specscope.profiler.cli.tune import format_tune
+
+    res = run_tune(TokensEngine(**kw), [[1, 2, 3]], k_max=2, max_tokens=400, reps=4, confirm="best")
+    confirmed = [r for r in res["rows"] if r.get("agreement")]
+    assert confirmed
+    for r in confirmed:
+        assert r["agreement"]["interval_kind"] == "unpaired" and "paired_repeats" not in r
+        assert r["e_exact"] is False and why in r["e_exact_void"]
+    assert why in res["assumption"] and why in format_tune(res) and "E(k) not exact" in format_tune(res)
+
+
+def test_a_trace_the_confirmations_reproduce_stays_exact():
+    """The same runs with the tokens and rounds the trace walks: E(k) stays exact, the repeats paired (the check does
+    not void a trace that holds; fails before the check, whose rows had no ``e_exact``)."""
+    from specscope.profiler.cli.tune import format_tune
+
+    res = run_tune(TokensEngine(target_agrees=1.0), [[1, 2, 3]], k_max=2, max_tokens=400, reps=4, confirm="best")
+    confirmed = [r for r in res["rows"] if r.get("agreement")]
+    assert confirmed
+    for r in confirmed:
+        assert r["agreement"]["interval_kind"] == "paired" and r["e_exact"] is True and "e_exact_void" not in r
+    assert "not exact" not in res["assumption"] and "E(k) not exact" not in format_tune(res)
+
+
+def test_the_measured_range_is_not_labelled_a_95_interval():
+    """Too few repeats for an interval: tune's table shows the repeats' range marked as a range, with a note that it
+    is not a 95% interval (it read as "measured (95% CI)" before)."""
+    from specscope.profiler.cli.tune import format_tune
+
+    res = run_tune(FakeEngine(), [[1, 2, 3]], k_max=2, max_tokens=16, reps=2, confirm="best")
+    row = next(r for r in res["rows"] if r["measured_speedup"] is not None)
+    assert row["measured_ci95"] is None and row["measured_range"]
+    text = format_tune(res)
+    lo, hi = row["measured_range"]
+    assert f"[range {lo:.2f}–{hi:.2f}]" in text and f"({lo:.2f}–{hi:.2f})" not in text
+    assert "range of repeats: the lowest and highest" in text and "not a 95% interval" in text

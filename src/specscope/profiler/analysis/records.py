@@ -386,6 +386,9 @@ class TuneRow(TypedDict):
     measured_ci95: NotRequired[list[float] | None]
     paired_repeats: NotRequired[list[list[float]]]
     agreement: NotRequired[Agreement | None]
+    # greedy with a trace: whether E(k) is taken as exact (trace_check found nothing against it), and if not, why
+    e_exact: NotRequired[bool]
+    e_exact_void: NotRequired[str]
 
 
 class TuneResult(TypedDict):

@@ -22,7 +22,10 @@
    prediction is; ``profiler.analysis.tune_confirm`` gives its interval), over full rounds (a run's last,
    shorter round — fewer drafts because max-tokens is near — is left out, as it is from the K_max run's
    acceptance); prediction error = predicted ÷ measured − 1, its interval paired repeat by repeat where E(k) is
-   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``).
+   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``). "Exact" is
+   checked, not assumed (``trace_check``): every confirmation run's tokens and rounds are compared with the trace's
+   walk at its k, and a mismatch, or a trace whose recorded agreement with the target is below 1, voids it (the
+   unpaired interval then, and the output says why).
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
@@ -39,7 +42,7 @@ from typing import Any
 from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.analysis import stats, trace_walk
+from specscope.profiler.analysis import stats, trace_check, trace_walk
 from specscope.profiler.analysis.records import TraceFacts, TuneDrafter, TuneResult, TuneRow
 from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
                                                       precise, rate_ratio)
@@ -94,6 +97,11 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     per_drafter: dict[str, TuneDrafter] = {}
     traces: dict[str, list[dict[str, Any]]] = {}  # drafter -> its acceptance traces
+    trace_seeds: dict[str, list[int]] = {}  # drafter -> the seeds its traces were recorded with, in order
+    # why E(k) is not exact after all (trace_check): per drafter (its traces' own record), per (drafter, k) (a confirmation
+    # run that is not the walk); the first reason seen is kept
+    void_drafter: dict[str, str] = {}
+    void_k: dict[tuple[str, int], str] = {}
     pred, inputs = {}, {}
     for name in names:
         progress(f"{name}: a speculative run at k = {k_max}")
@@ -118,7 +126,11 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in zip(prompts, plain)]
             for t in tr:
                 check_trace(t)
+                doubt = trace_check.trace_doubt(t)
+                if doubt and info.get("greedy", True):
+                    void_drafter.setdefault(name, doubt)
             traces[name] = tr
+            trace_seeds[name] = list(seeds)
         in_round: dict[int, list[float]] = {}
         book: dict[int, list[float]] = {}
         timeable = hasattr(seam, "components") and name not in WHAT_IF
@@ -199,6 +211,22 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for a, xs in got["rollback"].items():
                 into["rollback"].setdefault(a, []).extend(xs)
 
+    def check_against_trace(name: str, k: int, rep: int, runs: list[dict]) -> None:
+        """The confirmation runs' tokens and rounds against the trace's walk at k (``trace_check.run_mismatch``): under
+        greedy decoding a mismatch voids "E(k) exact" for this setting."""
+        tr = inputs[name][2]
+        if not tr or not info.get("greedy", True) or (name, k) in void_k:
+            return
+        seeds = trace_seeds.get(name) or [0]
+        at = seeds.index(rep) if rep in seeds else 0
+        for i, run in enumerate(runs):
+            j = at * len(prompts) + i
+            if j < len(tr):
+                why = trace_check.run_mismatch(tr[j], plain[i]["tokens"], k, run)
+                if why:
+                    void_k[(name, k)] = f"{why} (repeat {rep + 1}, prompt {i + 1})"
+                    return
+
     def rep_costs(name: str, k: int, steps: list[float]) -> list[float] | None:
         """Each finished repeat's predicted round (ms) at k, priced by the one prediction (``predict``) from the
         timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
@@ -220,6 +248,13 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             out.append(rep_cost[(name, k, r)])
         return out
 
+    def exact(name: str, k: int) -> bool:
+        """E(k) exact for (name, k): greedy decoding, a trace, and nothing seen that says otherwise (``trace_check``)."""
+        return bool(info.get("greedy", True) and inputs[name][2] and name not in void_drafter and (name, k) not in void_k)
+
+    def void_reason(name: str, k: int) -> str | None:
+        return void_drafter.get(name) or void_k.get((name, k))
+
     def known(c: tuple[str, int]) -> bool:
         """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
         judges it) no wider than ±PRECISE_HALF; else its measured speedup known to ±AGREE (``tune_confirm.precise``).
@@ -227,7 +262,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         bootstrap, which grows with every repeat's plain steps."""
         name, k = c
         spec = spec_reps[c]
-        if info.get("greedy", True) and inputs[name][2] and name not in WHAT_IF:
+        if exact(name, k) and name not in WHAT_IF:
             half = _paired_half(spec, rep_costs(name, k, confirm_steps or plain_steps))
             if half is not None:
                 return half <= PRECISE_HALF
@@ -256,15 +291,23 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
                              rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
                 c = (name, p["k"])
-                e_exact = info.get("greedy", True) and p.get("acceptance_source") == "trace"
+                e_exact = p.get("acceptance_source") == "trace" and exact(name, p["k"])
                 rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
                                  costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
+                if info.get("greedy", True) and p.get("acceptance_source") == "trace":
+                    rows[-1]["e_exact"] = e_exact
+                    why = void_reason(name, p["k"])
+                    if why:  # said beside the row: its error's interval is the sampled one, not the paired one
+                        rows[-1]["e_exact_void"] = why
+        voided = [f"{r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in rows if r.get("e_exact_void")]
         out: TuneResult = {
             "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
             "rows": rows,
             "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
                            GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION)
-            + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in traces.values() for t in tr) else ""),
+            + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in traces.values() for t in tr) else "")
+            + (" E(k) not exact where the check found otherwise (there the error's interval is the unpaired one, the "
+               "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""),
             "acceptance_source": "trace" if traces else "k_max_rounds",
             "traces": traces,
             "regime": info.get("regime", "greedy"),
@@ -311,8 +354,9 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             confirm_steps += steps
             steps_beside[(name, k)] += steps
             plain_reps[(name, k)].append((len(steps), sum(steps)))
-            rr = [r for p, pl in zip(prompts, plain)
-                  for r in seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep)["rounds"]]
+            runs = [seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep) for p, pl in zip(prompts, plain)]
+            rr = [r for run in runs for r in run["rounds"]]
+            check_against_trace(name, k, rep, runs)
             time_beside(name, k, rep)
             # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
             # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
@@ -364,7 +408,8 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
           "the speculative side's full rounds (k drafts: the rounds the prediction prices; each prompt's last, shorter "
           "rounds are left out, as run judges), the plain side's every step; the pooled rates' ratio, a 95% "
           "interval by the delta method over the paired repeats (Student t). The error's interval: under greedy decoding "
-          "with a trace (E(k) exact), paired repeat by repeat, each repeat's round priced from the timings beside its own "
+          "with a trace whose walk the confirmation runs reproduce, token by token and round by round (E(k) exact, "
+          "checked), paired repeat by repeat, each repeat's round priced from the timings beside its own "
           "pair (T_decode cancels; delta method, Student t); else the prediction's interval over the measured one")
 
 

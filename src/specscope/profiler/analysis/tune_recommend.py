@@ -10,6 +10,7 @@ from typing import Any
 from specscope.drafter_kinds import DRAFTER_LABELS
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.records import Recommendation
+from specscope.profiler.analysis.tune_confirm import MIN_INTERVAL_REPS
 
 LABELS = DRAFTER_LABELS
 
@@ -44,7 +45,7 @@ def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
                        f"predicted {p:.2f}×)")
     elif m > 1.0:
         why = (f"its 95% interval {mci[0]:.2f}–{mci[1]:.2f} holds 1×" if mci else
-               f"{len(best.get('measured_range') or [])} repeats cannot give an interval")
+               f"fewer than {MIN_INTERVAL_REPS} repeats cannot give an interval")
         text = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
                        f"{p:.2f}×), but {why}: plain decoding may be as fast")
     else:

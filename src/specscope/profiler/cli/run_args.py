@@ -109,16 +109,18 @@ def distributed_from_args(a) -> DistributedArgs:
 
 
 def config_from_args(a) -> RunConfig:
+    """The RunConfig of parsed flags; a flag a caller's parser lacks takes the config's own default (``D``, one place)."""
     resolve_model_args(a)
+    D = RunConfig
     cfg = RunConfig(
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=default_k(a),
         max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
-        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", 3), trace=getattr(a, "trace", False),
+        oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", D.component_reps), trace=getattr(a, "trace", D.trace),
         allow_oversize=a.allow_oversize, dtype=getattr(a, "dtype", None), discard_first=a.discard_first, cooldown=a.cooldown,
         cooldown_timeout_s=a.cooldown_timeout, ignore_preflight=getattr(a, "ignore_preflight", False),
-        until=getattr(a, "until", None), engine=getattr(a, "engine", None) or "specscope",
-        engine_timeout_s=getattr(a, "engine_timeout", None) or 300.0,
+        until=getattr(a, "until", D.until), engine=getattr(a, "engine", None) or D.engine,
+        engine_timeout_s=getattr(a, "engine_timeout", None) or D.engine_timeout_s,
         **distributed_from_args(a), **_context_from_args(a),
     )
     cfg.validate()

@@ -69,6 +69,23 @@ def tune_config(a) -> TuneConfig:
 AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_little_data": "(undecided)"}
 
 
+RANGE_NOTE = "range of repeats"
+
+
+def measured_text(r: Mapping[str, Any]) -> str:
+    """The measured cell: the speedup with its 95% interval, or, with too few repeats for one, the range of the repeats
+    labelled as such (never under the 95% heading)."""
+    m = r.get("measured_speedup")
+    if m is None:
+        return "—"
+    ci, rng = r.get("measured_ci95"), r.get("measured_range")
+    if ci:
+        return f"{m:.3f}× ({ci[0]:.2f}–{ci[1]:.2f})"
+    if rng:
+        return f"{m:.3f}× [range {rng[0]:.2f}–{rng[1]:.2f}]"
+    return f"{m:.3f}×"
+
+
 def format_tune(res: dict) -> str:
     lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
              f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
@@ -78,10 +95,7 @@ def format_tune(res: dict) -> str:
              " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (95% CI)       error"]
     for r in res["rows"]:
         lo, hi = r["predicted_ci95"]
-        m = r["measured_speedup"]
-        mr = r.get("measured_range")
-        mr = r.get("measured_ci95") or mr
-        meas = (f"{m:.3f}× ({mr[0]:.2f}–{mr[1]:.2f})" if mr else f"{m:.3f}×") if m is not None else "—"
+        meas = measured_text(r)
         ag = r.get("agreement") or {}
         err = (f"{r['prediction_error']:+.1%} {AGREEMENT_MARK.get(ag.get('state'), '')}".rstrip()
                if r["prediction_error"] is not None else "")
@@ -99,6 +113,15 @@ def format_tune(res: dict) -> str:
             lines.append(f"  trace{' (an estimate)' if t.get('estimate') else ''}: {t['positions']} positions{cost}; "
                          f"E(k) walked: {e(t['tokens_per_round'])}; from the K_max rounds it would read: "
                          f"{e(t['tokens_per_round_k_max_rounds'])}")
+    if any(r.get("measured_speedup") is not None and not r.get("measured_ci95") and r.get("measured_range")
+           for r in res["rows"]):
+        lines += ["", f"{RANGE_NOTE}: the lowest and highest of the repeats' speedups (too few repeats for an interval; "
+                  "not a 95% interval)"]
+    voided = [r for r in res["rows"] if r.get("e_exact_void")]
+    if voided:
+        lines += ["", "E(k) not exact (the confirmation runs or the trace's own record contradict the trace; the error's "
+                  "interval is then the unpaired one, the prediction's with E(k) resampled over the measured one):"]
+        lines += [f"  {r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in voided]
     confirmed = [r for r in res["rows"] if r.get("agreement")]
     if confirmed:
         lines += ["", f"confirmation: {res['confirm_reps']} repeats ({res.get('confirm_reps_rule', 'fixed')}); "
@@ -159,7 +182,7 @@ def bench_tune(a: BenchConfig) -> BenchResult:
         "raw": {"rows": [{k: r.get(k) for k in ("drafter", "k", "predicted_speedup", "predicted_ci95", "measured_speedup",
                                                  "measured_ci95", "prediction_error", "agreement", "tokens_per_round",
                                                  "measured_tokens_per_round", "predicted_round_ms", "measured_round_ms",
-                                                 "t_verify_ms", "t_draft_ms", "t_rollback_ms")}
+                                                 "t_verify_ms", "t_draft_ms", "t_rollback_ms", "e_exact", "e_exact_void")}
                          for r in res["rows"]],
                 "k_max": k_max, "max_tokens": a.max_tokens, "confirm_reps_rule": res["confirm_reps_rule"],
                 "t_decode_ms": res["t_decode_ms"],
