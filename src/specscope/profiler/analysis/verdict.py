@@ -124,15 +124,21 @@ def _signed_pct(x: float) -> str:
 
 
 def prediction_error_text(s: Summary) -> str | None:
-    """The prediction error with its interval: "+2.1% (−3.0…+7.4%)"; None when not measured."""
+    """The prediction error with its interval, its level and method said: "+2.1% (95% bootstrap interval
+    −3.0…+7.4%)"; after an ``--until decided`` stop the error corrected for it beside ("; +1.6% corrected for the
+    sequential stop"); None when not measured."""
     err = s.get("prediction_error")
     if err is None:
         return None
+    corrected = s.get("prediction_error_corrected")
+    tail = f"; {_signed_pct(corrected)} corrected for the sequential stop" if corrected is not None else ""
     iv = s.get("prediction_error_ci")
     if not iv:
-        return _signed_pct(err)
+        return _signed_pct(err) + (f" ({tail[2:]})" if tail else "")
     hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
-    return f"{_signed_pct(err)} ({_signed_pct(iv[0])}…{hi})"
+    # cases: a percentile bootstrap over cases; round blocks: the delta method with Student's t (uncertainty.py)
+    method = "bootstrap" if s.get("prediction_unit") == "cases" else "delta-method" if s.get("prediction_unit") else ""
+    return f"{_signed_pct(err)} (95% {method + ' ' if method else ''}interval {_signed_pct(iv[0])}…{hi}{tail})"
 
 
 def prediction_phrase(s: Summary) -> str | None:
@@ -156,12 +162,15 @@ def prediction_phrase(s: Summary) -> str | None:
 
 
 def prediction_short(s: Summary) -> str:
-    """A tile-sized verdict with the error's interval as it is (bootstrap intervals are not symmetric, so never
-    "±"): "agrees (+1.2%; −0.9…+3.3%)", "off by +8.0% (+6.1…+9.9%)", "too little data (−9…+14%)", or "—"."""
+    """A tile-sized verdict with the judged interval as it is, its level said (bootstrap intervals are not symmetric,
+    so never "±"): "agrees (+1.2%; 95% −0.9…+3.3%)", "off by +8.0% (99.85% +6.1…+9.9%)", "too little data (95% −9…+14%)",
+    or "—"."""
     v = s.get("prediction_verdict") or {}
     state, iv = v.get("state"), v.get("interval")
     err = s.get("prediction_error")
-    span = f"{iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
+    # the judged interval's level said: 95%, or the sequential level it was widened to (--until decided)
+    level = f"{(v.get('level') or 0.95) * 100:.4g}%"
+    span = f"{level} {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
     if state == "agrees" and err is not None and span:
         return f"agrees ({err * 100:+.1f}%; {span})"
     if state == "within_noise" and span:  # stored by an older specscope, under its older rule
@@ -169,7 +178,7 @@ def prediction_short(s: Summary) -> str:
     if state == "off" and err is not None and span:
         return f"off by {err * 100:+.1f}% ({span})"
     if state == "too_little_data":
-        return f"too little data to judge ({iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv else "too little data to judge"
+        return f"too little data to judge ({level} {iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv else "too little data to judge"
     return "—"
 
 
