@@ -7,7 +7,6 @@ path with the widening removed (each look judged at 95%)."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
