@@ -125,7 +125,7 @@ def simulate_stops(truth: float, residuals, cap: int, start: int, sims: int = _S
 
 
 def corrected_error(error: float, residuals, state: str | None, cap: int, start: int = 8,
-                    sims: int = _SIMS, seed: int = 20261206) -> float | None:
+                    sims: int = _SIMS, seed: int = 20261206, n_stop: int | None = None) -> float | None:
     """The run's error with its stopping bias taken out (``CORRECTION``): θ̃ with θ̂ = θ̃ + b(θ̃), b(θ) the mean
     simulated estimate minus θ over the simulated runs that ended as this one (``state``: agrees / off / undecided,
     off on the side of ``error``). An early stop also picks cases that happened to agree with each other, so the
@@ -144,10 +144,12 @@ def corrected_error(error: float, residuals, state: str | None, cap: int, start:
     want = 1 if state == "agrees" else (2 if error > 0 else 3) if state == "off" else 0
     theta, sigma = float(error), s_obs
     for _ in range(_ITERATIONS):
-        est, sd, out, _ = simulate_stops(theta, shape * sigma, cap, start, sims, seed)
+        est, sd, out, n = simulate_stops(theta, shape * sigma, cap, start, sims, seed)
         same = out == want
         if same.sum() < 50:  # too few simulated runs end this way here: over all of them (Whitehead's own bias)
             same = np.ones_like(same)
+        near = same & (np.abs(n - (n_stop or len(res))) <= 2)
+        near = near if near.sum() >= 50 else same
         theta = float(error) - (float(est[same].mean()) - theta)
-        sigma = sigma * s_obs / max(float(sd[same].mean()), 1e-12)
+        sigma = sigma * s_obs / max(float(sd[near].mean()), 1e-12)
     return theta
