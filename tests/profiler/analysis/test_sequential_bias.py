@@ -35,11 +35,12 @@ def stopped_run(rng) -> tuple[str | None, float, np.ndarray]:
 
 def test_the_corrected_error_is_far_less_biased_than_the_reported_one():
     """120 simulated runs at a true +7.5%: the 67 that stop "off" report +9.1% on average (the control: biased by
-    well over a point, as the issue found: +8.95%), corrected +8.5%; the 53 that reach the cap undecided report +6.8%,
-    corrected +7.4%. So the correction takes out about a third of an "off" stop's bias on this skewed data (about
-    70% on normal noise: +8.7% → +7.9%) and nearly all of an undecided run's. What it cannot take out: a run that
-    stops at its first looks had cases that happened to agree, and so few cases cannot tell a quiet machine from a
-    lucky draw (the spread it simulates with is then too small)."""
+    well over a point, as the issue found: +8.95%), corrected +8.2%; the 53 that reach the cap undecided report
+    +6.8%, corrected +7.6%. So on this skewed data the correction takes out about half of an "off" stop's bias and
+    nearly all of an undecided run's (on normal noise, 200 runs: "off" +8.7% → +7.5%, undecided +6.9% → +7.7%). What
+    it cannot take out: a run that stops at its first looks had cases that happened to agree, and so few cases cannot
+    tell a quiet machine from a lucky draw (the spread it simulates with is then too small). The price: the corrected
+    figure spreads more from run to run (seen 2.0 points against 1.2 for "off" stops)."""
     rng = np.random.default_rng(3)
     runs = [stopped_run(rng) for _ in range(TRIALS)]
     raw = np.array([m for _, m, _ in runs])
@@ -48,6 +49,6 @@ def test_the_corrected_error_is_far_less_biased_than_the_reported_one():
     off = np.array([state == "off" for state, _, _ in runs])
     assert off.sum() >= 30 and (~off).sum() >= 30  # both outcomes are seen often enough to be judged
     assert raw[off].mean() - TRUTH > 0.01  # the control: stopped "off", the reported error is biased away from ±5%
-    assert abs(fixed[off].mean() - TRUTH) <= 0.7 * (raw[off].mean() - TRUTH)  # seen 0.63
+    assert abs(fixed[off].mean() - TRUTH) <= 0.6 * (raw[off].mean() - TRUTH)  # seen 0.47
     assert abs(raw[~off].mean() - TRUTH) > 0.005  # undecided at the cap: biased toward the boundary
     assert abs(fixed[~off].mean() - TRUTH) <= 0.25 * abs(raw[~off].mean() - TRUTH)  # seen 0.08

@@ -80,8 +80,8 @@ def looked_verdict(error: float | None, interval: list[float] | None, unit: str,
 # run's own per-case spread (its cases' errors about their mean, resampled) and each look judged as a t interval.
 CORRECTION = ("bias-adjusted for the sequential stop (Whitehead's method given the run's outcome: the stopping rule "
               "simulated with the run's own per-case spread)")
-_SIMS = 2000
-_ITERATIONS = 8
+_SIMS = 1000
+_ITERATIONS = 9
 
 
 def unit_errors(units: list[dict], extra_ms: float = 0.0) -> list[float]:
@@ -135,9 +135,10 @@ def corrected_error(error: float, residuals, state: str | None, cap: int, start:
                     sims: int = _SIMS, seed: int = 20261206, n_stop: int | None = None) -> float | None:
     """The run's error with its stopping bias taken out (``CORRECTION``): θ̃ with θ̂ = θ̃ + b(θ̃), b(θ) the mean
     simulated estimate minus θ over the simulated runs that ended as this one (``state``: agrees / off / undecided,
-    off on the side of ``error``). An early stop also picks cases that happened to agree with each other, so the
-    spread is adjusted alike (σ̃ with s = σ̃ · E[s at the stop] / σ̃); fixed-point iteration from (θ̂, s) with the
-    same random draws at each step. None without a spread to simulate (fewer than 2 residuals); the error itself when they are all alike."""
+    off on the side of ``error``), found by bisection (the same random draws at every θ, so the mean moves with θ
+    alone), within four standard errors of θ̂. A run that stops early also had cases that happened to agree with each
+    other, so the spread it simulates with is adjusted alike, twice: σ̃ with s = E[s at a stop near ``n_stop``].
+    None without a spread to simulate (fewer than 2 residuals); the error itself when they are all alike."""
     import numpy as np
 
     res = np.asarray(residuals, dtype=float)
@@ -147,16 +148,30 @@ def corrected_error(error: float, residuals, state: str | None, cap: int, start:
         return float(error)
     res = res - res.mean()
     s_obs = float(res.std(ddof=1))
-    shape = res / s_obs
+    shape, n_obs = res / s_obs, n_stop or len(res)
     want = 1 if state == "agrees" else (2 if error > 0 else 3) if state == "off" else 0
-    theta, sigma = float(error), s_obs
-    for _ in range(_ITERATIONS):
+
+    def stopped(theta: float, sigma: float):
         est, sd, out, n = simulate_stops(theta, shape * sigma, cap, start, sims, seed)
         same = out == want
-        if same.sum() < 50:  # too few simulated runs end this way here: over all of them (Whitehead's own bias)
+        if same.sum() < sims // 40:  # too few simulated runs end this way here: over all of them (Whitehead's own)
             same = np.ones_like(same)
-        near = same & (np.abs(n - (n_stop or len(res))) <= 2)
+        return est, sd, same, n
+
+    sigma, theta = s_obs, float(error)
+    for _ in range(2):
+        span = 4.0 * sigma / math.sqrt(n_obs)
+        lo, hi = float(error) - span, float(error) + span
+        for _ in range(_ITERATIONS):  # the mean stopped estimate rises with θ: bisect for the one equal to θ̂
+            theta = (lo + hi) / 2
+            est, _, same, _ = stopped(theta, sigma)
+            if float(est[same].mean()) > error:
+                hi = theta
+            else:
+                lo = theta
+        theta = (lo + hi) / 2
+        _, sd, same, n = stopped(theta, sigma)
+        near = same & (np.abs(n - n_obs) <= 2)
         near = near if near.sum() >= 50 else same
-        theta = float(error) - (float(est[same].mean()) - theta)
-        sigma = sigma * s_obs / max(float(sd[near].mean()), 1e-12)
+        sigma = max(sigma, sigma * s_obs / max(float(sd[near].mean()), 1e-12))  # a stop selects a small spread
     return theta

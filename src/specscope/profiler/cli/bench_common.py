@@ -116,7 +116,13 @@ def report_point(row: dict) -> None:
     import sys
 
     iv = row.get("error_interval")
-    ivt = f" ({iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%)" if iv else ""
+    # the run's own 95% interval is of its error as measured; the figure is corrected for the sequential stop
+    raw = row.get("error_uncorrected")
+    ivt = f"95% bootstrap interval {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else ""
+    if row.get("error_correction") and raw is not None:
+        ivt = f" corrected for the sequential stop (as measured {raw * 100:+.1f}%{', ' + ivt if ivt else ''})"
+    elif ivt:
+        ivt = f" ({ivt})"
     print(f"  k={row['k']} P={row['oracle_p']:.2f}: predicted {row['predicted']:.3f}× measured {row['measured']:.3f}× "
           f"(full rounds; all rounds {row['measured_all_rounds']:.3f}×) "
           f"error {row['error'] * 100:+.1f}%{ivt}, {row['verdict']} after {row['cases']} cases, {row['seconds']:.0f} s",
