@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from specscope.profiler.analysis.records import OverRuns, RunError
 from specscope.profiler.analysis.uncertainty import t95
@@ -88,7 +89,7 @@ def pooled(runs: Sequence[RunError]) -> OverRuns:
             "verdict": verdict}
 
 
-def run_error(summary: dict) -> tuple[RunError | None, bool]:
+def run_error(summary: Mapping[str, Any]) -> tuple[RunError | None, bool]:
     """A run's judged error as the pooling reads it, and whether it was corrected: a run that stopped sequentially
     (``--until decided``) gives its error with the stopping bias taken out (``prediction_error_corrected``), its own
     interval moved with it; any other run its error as measured. (None, False) without an error and an interval."""

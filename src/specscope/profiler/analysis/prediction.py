@@ -48,6 +48,8 @@ class GenuinePrediction(TypedDict):
     rollback_share: NotRequired[float | None]
     error: NotRequired[float | None]
     error_ci: NotRequired[list[float] | None]
+    error_corrected: NotRequired[float | None]   # --until decided: the error with its stopping bias taken out
+    error_correction: NotRequired[str | None]    # ... and how (sequential.CORRECTION)
     unit: NotRequired[str | None]
     units: NotRequired[int]
     verdict: NotRequired[Verdict]

@@ -20,7 +20,11 @@ out (``CORRECTION``; ``tests/profiler/analysis/test_sequential_bias.py``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Any
+
+from specscope.profiler.analysis.records import Verdict
 
 ALPHA = 0.05
 # ``run --until decided``'s cap without ``--cases``: the suite cycled to this many cases (the built-in 18 allowed 11
@@ -55,7 +59,7 @@ def widen(interval: list[float] | None, point: float | None, df: float, level: f
 
 
 def looked_verdict(error: float | None, interval: list[float] | None, unit: str, n_units: int, df: int, n_cases: int,
-                   max_tokens: int | None, cap: int | None):
+                   max_tokens: int | None, cap: int | None) -> Verdict:
     """The verdict at one look: with ``cap`` (``--until decided``: the most cases the run may take) the 95% interval
     widened to ``look_level`` for the looks from the MIN_UNITS-th case to ``cap``; without it, the 95% interval as
     it is. The run's summary and the end-to-end simulation (tests/profiler/analysis/test_until_decided_path.py) both
@@ -84,7 +88,7 @@ _SIMS = 1000
 _ITERATIONS = 9
 
 
-def unit_errors(units: list[dict], extra_ms: float = 0.0) -> list[float]:
+def unit_errors(units: Sequence[Mapping[str, Any]], extra_ms: float = 0.0) -> list[float]:
     """Each case's own predicted ÷ measured − 1 (its E · ms ÷ tokens over its components' round), the per-case spread
     the correction simulates with; units without rounds or components are left out."""
     out = []
@@ -121,7 +125,7 @@ def simulate_stops(truth: float, residuals, cap: int, start: int, sims: int = _S
     mean = np.cumsum(x, axis=1) / n
     sd = np.sqrt(np.maximum(np.cumsum(x * x, axis=1) - n * mean**2, 0.0) / np.maximum(n - 1, 1))
     level = look_level(max(1, cap - start + 1))
-    t = np.array([t_quantile(level, max(k - 1, 1)) for k in n])
+    t = np.array([t_quantile(level, float(max(k - 1, 1))) for k in range(1, cap + 1)])
     half = t * sd / np.sqrt(n)
     state = _outcome(mean - half, mean + half, mean)
     state[:, : start - 1] = 0  # no look before the start

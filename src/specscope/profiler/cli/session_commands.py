@@ -86,9 +86,9 @@ def cmd_verdict(a) -> int:
         settings[path] = _setting(s)
         runs.append(run)
         flags.append(corrected)
-        err, iv = run["error"], run["interval"]
+        err, own = run["error"], run["interval"]
         state = (summ.get("prediction_verdict") or {}).get("state")
-        lines.append((path, f"{pct(err, signed=True):>7}   {pct(iv[0], signed=True) + '…' + pct(iv[1], signed=True):<21}"
+        lines.append((path, f"{pct(err, signed=True):>7}   {pct(own[0], signed=True) + '…' + pct(own[1], signed=True):<21}"
                             f"{STATE_WORDS.get(state or '', '—')}"
                             + ("  (corrected for the sequential stop)" if corrected else "")))
     first = next(iter(settings.values()))
