@@ -54,3 +54,23 @@ def test_a_run_of_a_fixed_size_has_no_correction(monkeypatch):
     sm = summarize(_run(monkeypatch, cases=10))
     assert sm["prediction_error"] is not None
     assert sm["prediction_error_corrected"] is None and sm["prediction_error_correction"] is None
+
+
+def test_verdict_pools_the_corrected_error_of_runs_that_stopped_sequentially(monkeypatch, tmp_path, capsys):
+    import json
+
+    import pytest
+
+    from specscope.profiler.cli.main import main
+
+    s = _run(monkeypatch, cases=20, until="decided")
+    corrected = summarize(s)["prediction_error_corrected"]
+    paths = [str(tmp_path / f"run{i}.json") for i in range(3)]
+    for p in paths:
+        s.save(p)
+    assert main(["verdict", *paths, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["error"] == pytest.approx(corrected)
+    assert all(r["corrected_for_sequential_stop"] and r["error"] == pytest.approx(corrected) for r in res["sessions"])
+    assert main(["verdict", *paths]) == 0
+    assert capsys.readouterr().out.count("(corrected for the sequential stop)") == 3
