@@ -19,6 +19,7 @@ out (``CORRECTION``; ``tests/profiler/analysis/test_sequential_bias.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
@@ -143,6 +144,12 @@ def corrected_error(error: float, residuals, state: str | None, cap: int, start:
     alone), within four standard errors of θ̂. A run that stops early also had cases that happened to agree with each
     other, so the spread it simulates with is adjusted alike, twice: σ̃ with s = E[s at a stop near ``n_stop``].
     None without a spread to simulate (fewer than 2 residuals); the error itself when they are all alike."""
+    return _corrected(float(error), tuple(float(x) for x in residuals), state, int(cap), start, sims, seed, n_stop)
+
+
+@functools.lru_cache(maxsize=64)  # a session's summary is asked for again and again (the app redraws it): ~0.1 s each
+def _corrected(error: float, residuals: tuple[float, ...], state: str | None, cap: int, start: int, sims: int,
+               seed: int, n_stop: int | None) -> float | None:
     import numpy as np
 
     res = np.asarray(residuals, dtype=float)
