@@ -163,13 +163,13 @@ def prediction_phrase(s: Summary) -> str | None:
 
 def prediction_short(s: Summary) -> str:
     """A tile-sized verdict with the judged interval as it is, its level said (bootstrap intervals are not symmetric,
-    so never "±"): "agrees (+1.2%; 95% −0.9…+3.3%)", "off by +8.0% (99.85% +6.1…+9.9%)", "too little data (95% −9…+14%)",
+    so never "±"): "agrees (+1.2%; 95% −0.9…+3.3%)", "off by +8.0% (99.8% +6.1…+9.9%)", "too little data (95% −9…+14%)",
     or "—"."""
     v = s.get("prediction_verdict") or {}
     state, iv = v.get("state"), v.get("interval")
     err = s.get("prediction_error")
     # the judged interval's level said: 95%, or the sequential level it was widened to (--until decided)
-    level = f"{(v.get('level') or 0.95) * 100:.4g}%"
+    level = f"{(v.get('level') or 0.95) * 100:.3g}%"  # as the verdict's text writes it
     span = f"{level} {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
     if state == "agrees" and err is not None and span:
         return f"agrees ({err * 100:+.1f}%; {span})"
