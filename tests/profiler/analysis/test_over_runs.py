@@ -76,3 +76,17 @@ def test_offsets_between_runs_are_seen_and_sized():
 def test_a_malformed_run_is_refused(bad):
     with pytest.raises(ValueError):
         pooled([bad, {"error": 0.0, "interval": [-0.02, 0.02]}])
+
+
+def test_a_sequential_runs_corrected_error_is_what_is_pooled():
+    """A run that stopped sequentially is pooled at its error corrected for the stop, its own interval moved with
+    it; a run without a correction at its error as measured."""
+    from specscope.profiler.analysis.over_runs import run_error
+
+    run, corrected = run_error({"prediction_error": 0.09, "prediction_error_ci": [0.06, 0.12],
+                                "prediction_error_corrected": 0.075})
+    assert corrected and run["error"] == pytest.approx(0.075) and run["interval"] == pytest.approx([0.045, 0.105])
+    run, corrected = run_error({"prediction_error": 0.09, "prediction_error_ci": [0.06, 0.12],
+                                "prediction_error_corrected": None})
+    assert not corrected and run == {"error": 0.09, "interval": [0.06, 0.12]}
+    assert run_error({"prediction_error": 0.09, "prediction_error_ci": None}) == (None, False)

@@ -64,6 +64,19 @@ def test_the_naive_repeated_look_is_not():
     assert wrong <= 0.01, f"the corrected rule decided wrongly in {wrong:.3f} of all runs"
 
 
+@pytest.mark.parametrize("truth", [0.045, -0.055])
+def test_near_the_edge_the_corrected_look_is_right_where_the_naive_look_is_not(truth):
+    """The check above passes the naive look too on its data (right 99.5–100%): it cannot tell the two apart. Here the
+    truth sits near the edge (+4.5%: inside ±5%, so "off" is wrong; −5.5%: outside, so "agrees" is wrong) with the
+    stalls' skew against it: the claim is that at most 2.5% of runs end in a wrong verdict (Bonferroni: any look's
+    interval misses the truth in at most 5% of runs, on the wrong side in about half of those). The product's
+    look holds it (seen 1.4% and 1.1%); the naive look fails the same check on the same data (seen 14.9% both)."""
+    _, _, wrong = rates(truth, 0.06, look_level(MAX_LOOKS), seed=7)
+    assert wrong <= 0.025, f"the sequential look ended wrongly in {wrong:.3f} of runs"
+    _, _, naive = rates(truth, 0.06, 0.95, seed=7)
+    assert naive > 0.025, f"negative control: the naive look ended wrongly in only {naive:.3f} of runs"
+
+
 def test_the_t_quantile_and_widening():
     for df in (4, 10, 30):
         assert t_quantile(0.95, df) == pytest.approx(t95(df), rel=1e-3)

@@ -62,6 +62,8 @@ def test_figures_are_the_summary_figures(session):
     assert speed == [round(s["predicted_speedup"], 3), round(s["measured_speedup"], 3), *judged,
                      round(s["prediction_error"] * 100, 1), 95, round(lo * 100, 1), round(hi * 100, 1),
                      95, round(lo * 100), round(hi * 100)]  # never "±" for an interval that is not symmetric
+    # each interval says its level (and the run's its method): the error's 95% interval, the judged one's level
+    assert "(95% bootstrap interval " in _line(text, "speedup") or "(95% delta-method interval " in _line(text, "speedup")
     # 3 cases × 24 tokens: far too little to judge, and the verdict says so instead of "within noise"
     assert v["state"] == "too_little_data" and "too little data to judge" in _line(text, "speedup")
     assert "Too little data to judge the prediction" in text and "more cases" in text

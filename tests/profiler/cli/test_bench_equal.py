@@ -69,3 +69,17 @@ def test_predict_gives_each_point_its_own_cap_unless_max_pairs_is_given(monkeypa
     bench_equal.bench_predict(BenchConfig())
     bench_equal.bench_predict(BenchConfig(max_pairs=12))
     assert caps == [PREDICT_MAX_CASES, 12] and PREDICT_MAX_CASES > MAX_PAIRS
+
+
+def test_predict_takes_each_points_error_corrected_for_its_sequential_stop():
+    """A run that stopped at its first decided look reports its error with the stopping bias taken out: that figure
+    is the point's error (and so the largest), the raw one kept beside it."""
+    def run(cfg):
+        return {"predicted_speedup": 0.55, "judged_measured_speedup": 0.5, "prediction_source": "components",
+                "prediction_verdict": {"state": "off"}, "prediction_error_ci": [0.06, 0.14],
+                "prediction_error": 0.1, "prediction_error_corrected": 0.08,
+                "prediction_error_correction": "bias-adjusted for the sequential stop"}
+
+    rows = predict_sweep(BenchConfig(), [0.5], [1], 16, 12, run=run)
+    assert rows[0]["error"] == pytest.approx(0.08) and rows[0]["error_uncorrected"] == pytest.approx(0.1)
+    assert "sequential stop" in rows[0]["error_correction"]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from specscope.profiler.analysis.records import OverRuns, RunError
 from specscope.profiler.analysis.uncertainty import t95
@@ -86,3 +87,17 @@ def pooled(runs: Sequence[RunError]) -> OverRuns:
             "heterogeneity_p": _chi2_sf(q, k - 1) if k > 1 else None,
             "run_intervals_cover": sum(1 for r in runs if r["interval"][0] <= error <= r["interval"][1]),
             "verdict": verdict}
+
+
+def run_error(summary: Mapping[str, Any]) -> tuple[RunError | None, bool]:
+    """A run's judged error as the pooling reads it, and whether it was corrected: a run that stopped sequentially
+    (``--until decided``) gives its error with the stopping bias taken out (``prediction_error_corrected``), its own
+    interval moved with it; any other run its error as measured. (None, False) without an error and an interval."""
+    err, iv = summary.get("prediction_error"), summary.get("prediction_error_ci")
+    if err is None or not iv:
+        return None, False
+    corrected = summary.get("prediction_error_corrected")
+    if corrected is None:
+        return {"error": err, "interval": list(iv)}, False
+    shift = corrected - err
+    return {"error": corrected, "interval": [iv[0] + shift, iv[1] + shift]}, True

@@ -47,6 +47,8 @@ class GenuinePrediction(TypedDict):
     rollback_share: NotRequired[float | None]
     error: NotRequired[float | None]
     error_ci: NotRequired[list[float] | None]
+    error_corrected: NotRequired[float | None]   # --until decided: the error with its stopping bias taken out
+    error_correction: NotRequired[str | None]    # ... and how (sequential.CORRECTION)
     unit: NotRequired[str | None]
     units: NotRequired[int]
     verdict: NotRequired[Verdict]
@@ -220,7 +222,7 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
     E · T_decode / (T_verify + T_draft) stays beside it (``division_speedup``). Its error's interval resamples E, the
     measured speed and the component timings together by unit, and its verdict can fail. Falls back to the verify curve (``run --roofline``) for sessions that timed no components; says
     why when neither exists."""
-    from specscope.profiler.analysis.uncertainty import error_interval, judge, prediction_units
+    from specscope.profiler.analysis.uncertainty import error_interval, prediction_units
 
     k = session.k
     E = acc.get("tokens_per_round")
@@ -263,18 +265,19 @@ def genuine_prediction(session, cases: list[dict], acc: dict, hist, t_decode: fl
                                    k) if out["source"] == "components" else (None, [])
     # as resampled (never stretched to hold the point estimate); the rollback term, timed apart, as a constant
     iv = error_interval(units, extra_ms=t_rb or 0.0) if units else None
-    judged, level = iv, 0.95
-    if session.config.get("until") == "decided" and iv is not None and error is not None:
-        # looked at after every case: each look's interval at the sequential level (analysis.sequential)
-        from specscope.profiler.analysis.sequential import look_level, widen
-        from specscope.profiler.analysis.uncertainty import MIN_UNITS
+    # --until decided: looked at after every case, each look's interval at the sequential level (analysis.sequential)
+    from specscope.profiler.analysis import sequential
 
-        level = look_level(max(1, int(session.config.get("n_cases") or len(cases)) - MIN_UNITS + 1))
-        judged = widen(iv, error, max(len(units) - 1, 1), level)
+    cap = int(session.config.get("n_cases") or len(cases)) if session.config.get("until") == "decided" else None
     # the units a verdict counts toward MIN_UNITS: cases, or the round blocks (component blocks are the other source)
     n_units = sum(1 for u in units if not u.get("components_only"))
-    verdict = judge(error, judged, unit or "", n_units, len(cases), session.config.get("max_tokens"), level)
-    verdict["level"] = level
+    verdict = sequential.looked_verdict(error, iv, unit or "", n_units, len(units) - 1, len(cases),
+                                        session.config.get("max_tokens"), cap)
+    # ... and the error with the bias of stopping at the first decided look taken out (None for other runs)
+    corrected = (sequential.corrected_error(error, sequential.unit_errors(units, t_rb or 0.0), verdict.get("state"),
+                                            cap) if cap is not None and error is not None and unit == "cases" else None)
+    out["error_corrected"] = corrected
+    out["error_correction"] = sequential.CORRECTION if corrected is not None else None
     out.update({
         "available": True, "model": model, "speedup": judged_speedup, "division_speedup": model.division,
         "division_error": stats.relative_error(model.division, measured), "untimed": model.untimed,

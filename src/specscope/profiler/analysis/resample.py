@@ -25,3 +25,8 @@ def indices(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
 def statistic(x: np.ndarray, stat: Callable, rng: np.random.Generator, reps: int) -> np.ndarray:
     """``stat`` (numpy-style, taking ``axis``) of ``reps`` resamples of ``x``."""
     return stat(x[indices(rng, len(x), reps)], axis=1)
+
+
+def draws(rng: np.random.Generator, n: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Unit indices drawn with replacement in any ``shape`` (a simulation's runs × looks of cases, say)."""
+    return rng.integers(0, n, size=shape)

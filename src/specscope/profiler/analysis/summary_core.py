@@ -247,6 +247,9 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         **cis,
         "prediction_error": pred.get("error"),
         "prediction_error_ci": pred.get("error_ci"),
+        # --until decided only: the error with the bias of its sequential stop taken out, and how (analysis.sequential)
+        "prediction_error_corrected": pred.get("error_corrected"),
+        "prediction_error_correction": pred.get("error_correction"),
         "prediction_unit": pred.get("unit"),
         "prediction_verdict": verdict,
         "prediction_agrees": AGREES.get(verdict.get("state")),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Mapping
 
 from specscope.profiler.session.records import Summary
 from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
@@ -131,26 +130,21 @@ def _signed_pct(x: float) -> str:
 
 
 def prediction_error_text(s: Summary) -> str | None:
-    """The prediction error with its interval and what the interval is: "+2.1% (95% CI −3.0…+7.4%, cases)"; None when
-    not measured."""
+    """The prediction error with its interval, its level and method said: "+2.1% (95% bootstrap interval
+    −3.0…+7.4%)"; after an ``--until decided`` stop the error corrected for it beside ("; +1.6% corrected for the
+    sequential stop"); None when not measured."""
     err = s.get("prediction_error")
     if err is None:
         return None
+    corrected = s.get("prediction_error_corrected")
+    tail = f"; {_signed_pct(corrected)} corrected for the sequential stop" if corrected is not None else ""
     iv = s.get("prediction_error_ci")
     if not iv:
-        return _signed_pct(err)
+        return _signed_pct(err) + (f" ({tail[2:]})" if tail else "")
     hi = "+∞" if iv[1] == float("inf") else _signed_pct(iv[1])
-    unit = s.get("prediction_unit")
-    return f"{_signed_pct(err)} (95% CI {_signed_pct(iv[0])}…{hi}{', ' + unit if unit else ''})"
-
-
-def verdict_level_text(v: Mapping) -> str:
-    """The level of the interval a verdict was judged on: "95% CI", or the sequential look's ("99.8% CI, looked at after
-    every case") where ``run --until decided`` widened it."""
-    level = v.get("level")
-    if level is None or abs(level - 0.95) < 1e-9:
-        return "95% CI"
-    return f"{level * 100:.1f}% CI, looked at after every case"
+    # cases: a percentile bootstrap over cases; round blocks: the delta method with Student's t (uncertainty.py)
+    method = "bootstrap" if s.get("prediction_unit") == "cases" else "delta-method" if s.get("prediction_unit") else ""
+    return f"{_signed_pct(err)} (95% {method + ' ' if method else ''}interval {_signed_pct(iv[0])}…{hi}{tail})"
 
 
 def prediction_phrase(s: Summary) -> str | None:
@@ -174,12 +168,15 @@ def prediction_phrase(s: Summary) -> str | None:
 
 
 def prediction_short(s: Summary) -> str:
-    """A tile-sized verdict with the error's interval as it is (bootstrap intervals are not symmetric, so never
-    "±"): "agrees (+1.2%; −0.9…+3.3%)", "off by +8.0% (+6.1…+9.9%)", "too little data (−9…+14%)", or "—"."""
+    """A tile-sized verdict with the judged interval as it is, its level said (bootstrap intervals are not symmetric,
+    so never "±"): "agrees (+1.2%; 95% −0.9…+3.3%)", "off by +8.0% (99.8% +6.1…+9.9%)", "too little data (95% −9…+14%)",
+    or "—"."""
     v = s.get("prediction_verdict") or {}
     state, iv = v.get("state"), v.get("interval")
     err = s.get("prediction_error")
-    span = f"{verdict_level_text(v)} {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
+    # the judged interval's level said: 95%, or the sequential level it was widened to (--until decided)
+    level = f"{(v.get('level') or 0.95) * 100:.3g}%"  # as the verdict's text writes it
+    span = f"{level} {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else None
     if state == "agrees" and err is not None and span:
         return f"agrees ({err * 100:+.1f}%; {span})"
     if state == "within_noise" and span:  # stored by an older specscope, under its older rule
@@ -187,8 +184,7 @@ def prediction_short(s: Summary) -> str:
     if state == "off" and err is not None and span:
         return f"off by {err * 100:+.1f}% ({span})"
     if state == "too_little_data":
-        return (f"too little data to judge ({verdict_level_text(v)} {iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv
-                else "too little data to judge")
+        return f"too little data to judge ({level} {iv[0] * 100:+.0f}…{iv[1] * 100:+.0f}%)" if iv else "too little data to judge"
     return "—"
 
 

@@ -20,7 +20,7 @@ from specscope.profiler.cli.bench_common import (
     abba_pairs,
     bench_result,
     load_bench_model,
-    median_ci95,
+    median_interval,
     PairHook,
     BenchConfig,
 )
@@ -121,7 +121,7 @@ def bench_rollback(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResu
         model_cls.__call__ = original
     if not shares:
         raise SpecscopeError("rollback: no partially accepted rounds to measure")
-    ci = median_ci95(shares)
+    ci = median_interval(shares, 0.95)
     return bench_result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
                                          "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
                         unit="share of round", value=statistics.median(shares)) | {
@@ -278,7 +278,7 @@ BENCHES = {
 def _line(res: BenchResult) -> str:
     mark = "met" if res["met"] else "MISSED"
     ci = res.get("median_ci95")
-    ci_text = f", median 95% CI {ci[0]:.4f}–{ci[1]:.4f}" if ci else ""
+    ci_text = f", median's 95% interval (binomial order statistics) {ci[0]:.4f}–{ci[1]:.4f}" if ci else ""
     return (f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}"
           f"{ci_text}; {res.get('sample') or str(res['pairs']) + ' pairs'}; target {res['target']}: {mark})")
 

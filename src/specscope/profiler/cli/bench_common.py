@@ -59,7 +59,9 @@ class BenchConfig:
 
 
 def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
-    """Bootstrap interval of the median of ``xs`` at ``level`` (seeded: the same pairs give the same interval)."""
+    """Bootstrap interval of the median of ``xs`` at ``level`` (seeded: the same pairs give the same interval). It
+    covers too little at a few pairs (simulated: 89–93% at 6–10 for a nominal 95%), so no benchmark reports it: the
+    tests keep it as the negative control of ``median_interval``."""
     import numpy as np
 
     if len(xs) < MIN_LOOK_PAIRS:
@@ -72,7 +74,7 @@ def median_ci95(xs: list[float], resamples: int = 2000, seed: int = 0, level: fl
 
 
 def stable(ratios: list[float], half_width: float = STABLE_HALF_WIDTH) -> bool:
-    ci = median_ci95(ratios)
+    ci = median_interval(ratios, 0.95)
     med = statistics.median(ratios) if ratios else 0
     return bool(ci and med and (ci[1] - ci[0]) / 2 <= half_width * abs(med))
 
@@ -114,7 +116,13 @@ def report_point(row: dict) -> None:
     import sys
 
     iv = row.get("error_interval")
-    ivt = f" ({iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%)" if iv else ""
+    # the run's own 95% interval is of its error as measured; the figure is corrected for the sequential stop
+    raw = row.get("error_uncorrected")
+    ivt = f"95% bootstrap interval {iv[0] * 100:+.1f}…{iv[1] * 100:+.1f}%" if iv else ""
+    if row.get("error_correction") and raw is not None:
+        ivt = f" corrected for the sequential stop (as measured {raw * 100:+.1f}%{', ' + ivt if ivt else ''})"
+    elif ivt:
+        ivt = f" ({ivt})"
     print(f"  k={row['k']} P={row['oracle_p']:.2f}: predicted {row['predicted']:.3f}× measured {row['measured']:.3f}× "
           f"(full rounds; all rounds {row['measured_all_rounds']:.3f}×) "
           f"error {row['error'] * 100:+.1f}%{ivt}, {row['verdict']} after {row['cases']} cases, {row['seconds']:.0f} s",
@@ -143,7 +151,9 @@ def bench_result(name: str, ratios: list[float], raw: dict[str, Any], unit: str 
     op, target = TARGETS[name]
     ratio = statistics.median(ratios) if value is None else value
     met = ratio >= target if op == ">=" else ratio <= target
-    ci = median_ci95(ratios) if value is None else None
+    # the median's interval: the binomial order statistics (coverage at least 95% for any continuous distribution,
+    # simulated in tests/profiler/cli/test_bench.py); the bootstrap of the median covers too little at a few pairs
+    ci = median_interval(ratios, 0.95) if value is None else None
     return {
         "benchmark": name,
         "ratio": ratio,

@@ -179,8 +179,11 @@ def predict_sweep(a: BenchConfig, ps, ks, max_tokens: int, cap: int, run=None, o
             if pred is None or meas is None:
                 raise SpecscopeError(f"predict: no prediction at k={k}, P={p}: {s.get('prediction_unavailable') or 'no measurement'}")
             verdict = s.get("prediction_verdict") or {}
+            raw, corrected = pred / meas - 1.0, s.get("prediction_error_corrected")
             rows.append({"k": k, "oracle_p": p, "measured_p": s.get("p"), "tokens_per_round": s.get("tokens_per_round"),
-                         "predicted": pred, "measured": meas, "error": pred / meas - 1.0,
+                         # the error with the bias of the run's sequential stop taken out, the raw one beside it
+                         "predicted": pred, "measured": meas, "error": corrected if corrected is not None else raw,
+                         "error_uncorrected": raw, "error_correction": s.get("prediction_error_correction"),
                          "measured_all_rounds": s.get("measured_speedup"),
                          "error_interval": s.get("prediction_error_ci"), "verdict": verdict.get("state"),
                          "cases": s.get("cases_measured"), "seconds": time.perf_counter() - t0,
@@ -194,8 +197,8 @@ def predict_sweep(a: BenchConfig, ps, ks, max_tokens: int, cap: int, run=None, o
 
 
 def bench_predict(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction, each point
-    run until its verdict is decided (at most ``--max-pairs`` cases of the prompt; PREDICT_MAX_CASES unless given)."""
+    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction (each
+    corrected for its sequential stop, ``analysis.sequential.CORRECTION``), each point run until its verdict is decided (at most ``--max-pairs`` cases of the prompt; PREDICT_MAX_CASES unless given)."""
     from specscope.profiler.cli.bench_common import PREDICT_MAX_CASES, report_point
 
     cap = max(PREDICT_MAX_CASES if a.max_pairs is None else a.max_pairs, 8)  # a verdict needs 8 units (MIN_UNITS)
@@ -205,7 +208,8 @@ def bench_predict(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResul
     return bench_result("predict", [], {"sweep": rows, "cap": cap, "seconds": time.perf_counter() - t0,
                                         "undecided": sum(1 for r in rows if r["verdict"] not in ("agrees", "off")),
                                         "what": "run's judged prediction (components timed apart) vs end-to-end, each "
-                                                "point until its verdict is decided"},
+                                                "point until its verdict is decided; each error corrected for the "
+                                                "sequential stop where the run gives it"},
                         unit="max |relative error|", value=max(errs)) | {"ratio_min": min(errs), "ratio_max": max(errs),
                                                                         "pairs": sum(r["cases"] or 0 for r in rows),
                                                                         "sample": f"{sum(r['cases'] or 0 for r in rows)} "

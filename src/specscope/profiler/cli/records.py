@@ -13,7 +13,7 @@ class BenchResult(TypedDict):
     ratio: float                       # the figure: a median ratio, a share or a largest |error| (``unit`` says which)
     ratio_min: float
     ratio_max: float
-    median_ci95: list[float] | None
+    median_ci95: list[float] | None    # the median's 95% interval: binomial order statistics (bench_common.median_interval)
     stable_to_1pct: bool
     pairs: int
     sample: NotRequired[str]           # what the figure rests on, where it is not a number of pairs ("4 runs, 97 rounds")

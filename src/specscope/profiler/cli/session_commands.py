@@ -63,13 +63,14 @@ def cmd_verdict(a) -> int:
     import json
 
     from specscope.profiler.analysis.formatting import pct
-    from specscope.profiler.analysis.over_runs import pooled
+    from specscope.profiler.analysis.over_runs import pooled, run_error
     from specscope.profiler.analysis.records import RunError
     from specscope.profiler.analysis.summary import summarize
     from specscope.profiler.session.schema import SessionError
     from specscope.profiler.session.session import Session
 
     runs: list[RunError] = []
+    flags: list[bool] = []  # each run's error corrected for its sequential stop
     lines: list[tuple[str, str]] = []
     settings: dict[str, RunSetting] = {}
     for path in a.sessions:
@@ -78,15 +79,18 @@ def cmd_verdict(a) -> int:
         except SessionError as exc:
             raise SpecscopeError(str(exc)) from None
         summ = summarize(s)
-        err, iv = summ.get("prediction_error"), summ.get("prediction_error_ci")
-        if err is None or not iv:
+        run, corrected = run_error(summ)  # a sequential stop's error with its stopping bias taken out
+        if run is None:
             why = summ.get("prediction_unavailable") or "no interval (too few cases or rounds)"
             raise SpecscopeError(f"{path}: no judged prediction with an interval to pool ({why})")
         settings[path] = _setting(s)
-        runs.append({"error": err, "interval": list(iv)})
+        runs.append(run)
+        flags.append(corrected)
+        err, own = run["error"], run["interval"]
         state = (summ.get("prediction_verdict") or {}).get("state")
-        lines.append((path, f"{pct(err, signed=True):>7}   {pct(iv[0], signed=True) + '…' + pct(iv[1], signed=True):<21}"
-                            f"{STATE_WORDS.get(state or '', '—')}"))
+        lines.append((path, f"{pct(err, signed=True):>7}   {pct(own[0], signed=True) + '…' + pct(own[1], signed=True):<21}"
+                            f"{STATE_WORDS.get(state or '', '—')}"
+                            + ("  (corrected for the sequential stop)" if corrected else "")))
     first = next(iter(settings.values()))
     seen = {key: sorted({str(st.get(key)) for st in settings.values()}) for key in first}
     differ = [key for key, values in seen.items() if len(values) > 1]
@@ -96,7 +100,8 @@ def cmd_verdict(a) -> int:
                              "and dtype, or pass --force")
     res = pooled(runs)
     if a.json:
-        print(json.dumps({"setting": first, "sessions": [{"session": p, **r} for p, r in zip(a.sessions, runs)], **res},
+        print(json.dumps({"setting": first, "sessions": [{"session": p, **r, "corrected_for_sequential_stop": c}
+                                                         for p, r, c in zip(a.sessions, runs, flags)], **res},
                          indent=2))
         return 0
     iv = res["interval"]

@@ -352,6 +352,8 @@ class Summary(FigureIntervals):
     tail_share: float | None
     prediction_error: float | None
     prediction_error_ci: list[float] | None
+    prediction_error_corrected: float | None   # --until decided: the error with its stopping bias taken out
+    prediction_error_correction: str | None    # ... and how (``sequential.CORRECTION``); None for other runs
     prediction_unit: str | None
     prediction_verdict: Verdict
     prediction_agrees: bool | None     # the verdict "agrees" (True) or "off" (False); None: undecided or none
