@@ -6,12 +6,12 @@
       wall time, prefill to last token: is the baseline every speedup is divided by made slower?) and for the median
       step, each with its 95% interval; where each generator's prefill record and steps put the time; how soon
       ``mx.async_eval`` returns on this device.
-  python tools/clock_bias.py run [CASES]
-      The run's protocol in-process with its default settings (``RunConfig(demo=True)``, the first CASES cases,
-      default 4), events written as the worker writes them (JSON lines, held and flushed every 0.5 s by
-      ``PassEvents``) to a pipe another process drains, plain decoding by the OLD generator. Each record's hand-off to
-      the consumer and back is timed on both sides: the consumer's time that landed in plain's steps and in
-      speculative rounds, and the bias it put on the measured speedup.
+  python tools/clock_bias.py run [CASES | all]
+      The run's protocol in-process with its default settings (``RunConfig(demo=True)``; the first CASES cases,
+      default 4, or "all": the whole suite, as the default run), events written as the worker writes them (JSON
+      lines, held and flushed every 0.5 s by ``PassEvents``) to a pipe another process drains, plain decoding by the
+      OLD generator. Each record's hand-off to the consumer and back is timed on both sides: the consumer's time that
+      landed in plain's steps and in speculative rounds, and the bias it put on the measured speedup.
 
 The old plain generator is copied here verbatim (``old_plain_generate``): its step ran from the previous token to
 this one, ``t_prev`` read before the ``yield``, and the next step's forward was started before the ``yield``. A
@@ -128,7 +128,7 @@ def pipeline(pairs: int, n: int) -> None:
           f"token is ready {statistics.median(waited):.2f} ms later (medians of {n})")
 
 
-def run(cases: int) -> None:
+def run(cases: int | None) -> None:
     from specscope.profiler.run import protocol
     from specscope.profiler.run.config import RunConfig
 
@@ -185,7 +185,7 @@ def run(cases: int) -> None:
     upper = sum(g for g, _ in steps)
     lower = sum(max(0.0, g - c) for g, _ in steps)
     big = [g for g, _ in steps if g > c]
-    print(f"run --demo protocol (drafter {cfg.drafter}, k {cfg.num_draft_tokens}, {cfg.round_kinds}, {cases} cases, "
+    print(f"run --demo protocol (drafter {cfg.drafter}, k {cfg.num_draft_tokens}, {cfg.round_kinds}, {cases or 'all'} cases, "
           f"{cfg.max_tokens} tokens, {cfg.repeats} repeats): {status}, {time.perf_counter() - t0:.0f} s")
     for side in ("plain", "spec"):
         g = gaps[side]
@@ -202,10 +202,10 @@ def run(cases: int) -> None:
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "run"
-    arg = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    arg = None if len(sys.argv) < 3 or sys.argv[2] == "all" else int(sys.argv[2])
     if what == "pipeline":
         pipeline(arg or 150, int(sys.argv[3]) if len(sys.argv) > 3 else 16)
     elif what == "run":
-        run(arg or 4)
+        run(None if len(sys.argv) > 2 and sys.argv[2] == "all" else arg or 4)
     else:
         sys.exit(__doc__)
