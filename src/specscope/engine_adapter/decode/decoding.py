@@ -11,6 +11,10 @@ resume. So a consumer's work (emitting, saving, drawing) lands in no record,
 plain or speculative, and cannot favour either side. Plain decoding still
 builds the next step's graph before waiting for the current token, as
 ``mlx_lm.generate_step`` does; only its ``async_eval`` waits for the resume.
+(Issued before the ``yield``, as it was, the next forward ran in the consumer's
+time where ``async_eval`` returns at once (a GPU), and where it returns only
+once most of the forward has run (MLX's CPU backend) inside the previous
+record: step 1's in the prefill's, which no rate counts.)
 """
 
 from __future__ import annotations
