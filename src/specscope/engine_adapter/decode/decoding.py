@@ -2,8 +2,19 @@
 
 Wall-clock times are read only after the values they cover are materialised
 (``.item()`` / ``.tolist()`` / ``mx.eval``), so a time always covers finished
-work. Plain decoding pipelines one step ahead exactly like
-``mlx_lm.generate_step`` so that profiling it does not slow it down.
+work.
+
+One clock on both sides: every record times the engine's own work, from the
+moment the generator resumes to the moment its value is ready, and nothing
+computes while the consumer holds control between a ``yield`` and the next
+resume. So a consumer's work (emitting, saving, drawing) lands in no record,
+plain or speculative, and cannot favour either side. Plain decoding still
+builds the next step's graph before waiting for the current token, as
+``mlx_lm.generate_step`` does; only its ``async_eval`` waits for the resume.
+(Issued before the ``yield``, as it was, the next forward ran in the consumer's
+time where ``async_eval`` returns at once (a GPU), and where it returns only
+once most of the forward has run (MLX's CPU backend) inside the previous
+record: step 1's in the prefill's, which no rate counts.)
 """
 
 from __future__ import annotations
@@ -51,24 +62,25 @@ def plain_generate(
     """Plain decoding: one forward per token. Yields a ``PrefillRecord`` then ``StepRecord``s (``specscope.events``)."""
     sampling = sampling or Sampling()
     cache = make_prompt_cache(model)
-    t0 = _now_ms()
+    t_start = _now_ms()
     y = sampling.sample(prefill(model, cache, prompt), 0)
     mx.async_eval(y)
-    n, t_prev = 0, t0
+    n = 0
     while True:
-        if n + 1 < max_tokens:
+        if n + 1 < max_tokens:  # the next step's graph, built while ``y`` computes; not started before the resume
             nxt = sampling.sample(model(y.reshape(1, 1), cache=cache)[0, -1], n + 1)
-            mx.async_eval(nxt)
         tok = token(y)
-        t = _now_ms()
+        ms = _now_ms() - t_start
         if n == 0:
-            yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=tok, ms=t - t0)
+            yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=tok, ms=ms)
         else:
-            yield StepRecord(event="step", index=n, token=tok, ms=t - t_prev)
-        t_prev = t
+            yield StepRecord(event="step", index=n, token=tok, ms=ms)
         n += 1
         if n >= max_tokens:
             return
+        # the step's clock starts at the resume, as a speculative round's does, and its forward only now
+        t_start = _now_ms()
+        mx.async_eval(nxt)
         y = nxt
 
 

@@ -5,8 +5,13 @@ It loads its own copy of the target and the DFlash drafter from their folders (`
 run's prompt tokens greedily (it has no sampling: ``greedy_only``). Verify mode "dflash" (a fixed block; the default
 "adaptive" shrinks the block on its own, which would hide the block size asked for). Each cycle is read from its token
 events — every token carries how many cycles were complete when it was emitted — and timed from the previous cycle's
-last token to its own, without its per-cycle diagnostics: turning those on makes its drafts synchronous
-(``spec_epoch``), so the timings would describe another loop. So it reports each cycle's wall time and how many
+last token to its own, less the time this generator's consumer held control inside that span (a cycle is known
+complete only at the next cycle's first token, so its record is handed on from inside the next cycle: one clock with
+specscope's own records, which time the engine's own work and never the consumer's), without its per-cycle
+diagnostics: turning those on makes its drafts synchronous (``spec_epoch``), so the timings would describe another
+loop. dflash-mlx launches its next draft before it hands over a cycle's tokens (its own pipelining, kept): where
+``mx.async_eval`` returns at once (a GPU) that draft may run while the consumer holds control; on MLX's CPU backend
+it has mostly run before ``async_eval`` returns. So it reports each cycle's wall time and how many
 tokens it committed; not the drafts it proposed, not what drafting, verifying and rolling back cost apart. It also
 mixes a prompt-lookup drafter ("copyspec") into its cycles, which no setting turns off: a cycle's tokens may come from
 either, and the session cannot tell which.
@@ -87,6 +92,9 @@ class DFlashMlxLoop(SpeculativeEngine):
                                         runtime_context=self._ctx)
         made, index, cycle = 0, 0, 0
         pending: list[int] = []  # the current cycle's tokens
+        # times on the engine's clock: wall time less the consumer's so far (records are handed on from inside the
+        # next cycle, the moment its first token shows the last one complete)
+        away = 0.0
         t_cycle = t_end = t0  # the previous cycle's last token; the current one's latest
         prefill_ms = None
         for ev in events:
@@ -94,19 +102,24 @@ class DFlashMlxLoop(SpeculativeEngine):
                 prefill_ms = ev.prefill_us / 1000.0
             if not isinstance(ev, TokenEvent):
                 continue
-            now = _now_ms()
+            now = _now_ms() - away
+            rec = None
             if made == 0:  # the prefill's token
-                yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=int(ev.token_id),
-                              ms=prefill_ms if prefill_ms is not None else now - t0)
+                rec = PrefillRecord(event="prefill", n_prompt=len(prompt), token=int(ev.token_id),
+                                    ms=prefill_ms if prefill_ms is not None else now - t0)
                 made, cycle, t_cycle = 1, ev.cycles_completed, now
-                continue
-            if ev.cycles_completed != cycle and pending:  # a new cycle began: the last one is complete
-                yield self._round(index, pending, k, t_end - t_cycle)
-                index, t_cycle, pending = index + 1, t_end, []
-            cycle = ev.cycles_completed
-            pending.append(int(ev.token_id))
-            t_end = now
-            made += 1
+            else:
+                if ev.cycles_completed != cycle and pending:  # a new cycle began: the last one is complete
+                    rec = self._round(index, pending, k, t_end - t_cycle)
+                    index, t_cycle, pending = index + 1, t_end, []
+                cycle = ev.cycles_completed
+                pending.append(int(ev.token_id))
+                t_end = now
+                made += 1
+            if rec is not None:
+                handed = _now_ms()
+                yield rec
+                away += _now_ms() - handed
         if pending:
             yield self._round(index, pending, k, t_end - t_cycle)
 

@@ -89,6 +89,6 @@ class MlxLmLoop(SpeculativeEngine):
             made += len(emitted)
             index += 1
             pending = []
-            t_start = _now_ms()
+            t_start = _now_ms()  # at the resume: the consumer's time is in no cycle (one clock, as decode.decoding)
             if made >= max_tokens:
                 break
