@@ -103,7 +103,7 @@ class DFlashMlxLoop(SpeculativeEngine):
             if not isinstance(ev, TokenEvent):
                 continue
             now = _now_ms() - away
-            rec = None
+            rec: PrefillRecord | RoundRecord | None = None
             if made == 0:  # the prefill's token
                 rec = PrefillRecord(event="prefill", n_prompt=len(prompt), token=int(ev.token_id),
                                     ms=prefill_ms if prefill_ms is not None else now - t0)
