@@ -13,7 +13,7 @@ from specscope.profiler.analysis.formatting import fmt as f, mib, pct
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
-from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, sweep_figures
+from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, point_break_even_text, sweep_figures
 
 from . import charts as _charts
 
@@ -77,19 +77,6 @@ def _draft(r: dict) -> str:
     return text
 
 
-def break_even_text(r: dict, unit: str = "× T_dec.") -> str:
-    """A context's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
-    alone reach E·T_decode (the summary gives None then, with ``break_even_out_of_reach``); "—" where nothing was
-    priced."""
-    reach = r.get("break_even_out_of_reach")
-    if reach is None:  # a point's figures without the flag: a priced round (E, T_decode, T_verify, T_draft), no break-even
-        reach = r.get("break_even_multiple") is None and all(
-            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
-    if reach:
-        return "out of reach"
-    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
-
-
 def formula_text(rows: list[dict]) -> str:
     """What "predicted" is at each context: the points' own formula where they give it, else the whole round."""
     formulas = {r["prediction_formula"] for r in rows if r.get("prediction_formula")}
@@ -137,7 +124,7 @@ def context_section(session, charts: dict, target: str = "screen") -> str:
                       if r.get("p_ci95") else pct(r.get("p")),
                       f(r.get("tokens_per_round"), ".2f"), _speed(r.get("predicted_speedup")),
                       f"{_speed(r.get('measured_speedup'))} ({_iv(r.get('measured_speedup_ci95'), '.2f')})",
-                      break_even_text(r),
+                      point_break_even_text(r),
                       esc(pre),
                       str(r.get("cases") or "—") + (' <span class="warn">(low&nbsp;sample)</span>' if r.get("low_sample") else "")])
     parts.append("<h3>Speed and cost per context</h3>")

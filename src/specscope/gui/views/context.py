@@ -15,7 +15,7 @@ from specscope.profiler.analysis.sweep import dominant_effect
 from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
-from ..reports.html_context import break_even_text
+from specscope.profiler.analysis.sweep import point_break_even_text
 from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
@@ -139,7 +139,7 @@ class ContextView(MeasurementPage):
                      fmt(r.get("tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".2f", "×"),
                      f"{fmt(r.get('measured_speedup'), '.2f', '×')} ({fmt(_ci(r, 'measured_speedup_ci95', 0), '.2f')}–"
                      f"{fmt(_ci(r, 'measured_speedup_ci95', 1), '.2f')})",
-                     break_even_text(r, "× T_dec"),
+                     point_break_even_text(r, "× T_dec"),
                      fmt(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s") if r["context"] else "—"]
             for j, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)

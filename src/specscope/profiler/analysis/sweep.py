@@ -185,6 +185,19 @@ def _model(r: dict) -> tuple[dict, RoundModel] | None:
     return (r, m) if m is not None and m.t_decode_ms > 0 and m.tokens_per_round > 0 else None
 
 
+def point_break_even_text(r: Mapping[str, Any], unit: str = "× T_dec.") -> str:
+    """A sweep point's break-even T_verify as a multiple of T_decode; "out of reach" where the whole round's other terms
+    alone reach E·T_decode (``break_even_out_of_reach``; for a point's figures without the flag, a priced round with no
+    break-even); "—" where nothing was priced."""
+    reach = r.get("break_even_out_of_reach")
+    if reach is None:
+        reach = r.get("break_even_multiple") is None and all(
+            r.get(x) is not None for x in ("tokens_per_round", "t_decode_ms", "t_verify_ms", "t_draft_ms"))
+    if reach:
+        return "out of reach"
+    return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
+
+
 def draft_is_noise(r: dict) -> bool:
     """T_draft below zero: an in-round draft time is a round less the verify timed before it, so noise (or a verify
     timed apart that ran slower than inside the round) can make it negative. Shown as it is, marked as noise."""
