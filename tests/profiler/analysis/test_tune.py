@@ -615,3 +615,14 @@ def test_the_measured_range_is_not_labelled_a_95_interval():
     lo, hi = row["measured_range"]
     assert f"[range {lo:.2f}–{hi:.2f}]" in text and f"({lo:.2f}–{hi:.2f})" not in text
     assert "range of repeats: the lowest and highest" in text and "not a 95% interval" in text
+
+
+def test_the_predicted_band_is_not_called_a_95_interval():
+    """The prediction's bootstrap band has no coverage test: tune's table calls it what it is (percentiles), never a 95%
+    interval (it read "predicted (95% CI)" before)."""
+    from specscope.profiler.cli.tune import format_tune
+
+    res = run_tune(FakeEngine(), [[1, 2, 3]], k_max=2, max_tokens=16, reps=2, confirm="best")
+    text = format_tune(res)
+    assert "predicted (95% CI)" not in text and "predicted (2.5–97.5 pct)" in text
+    assert "not called a 95% interval" in text

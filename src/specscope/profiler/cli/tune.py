@@ -92,7 +92,7 @@ def format_tune(res: dict) -> str:
              f"T_decode {res['t_decode_ms']:.1f} ms ({rate(res['plain_tok_s'], ' tok/s', 'no')} plain); verify at n = "
              + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
              "",
-             " drafter   k      E   T_verify  T_draft   predicted (95% CI)      measured (95% CI)       error"]
+             " drafter   k      E   T_verify  T_draft   predicted (2.5–97.5 pct) measured (95% CI)      error"]
     for r in res["rows"]:
         lo, hi = r["predicted_ci95"]
         meas = measured_text(r)
@@ -102,6 +102,8 @@ def format_tune(res: dict) -> str:
         lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
                      f" {draft_time_text(r['t_draft_ms'], spec='.1f'):>8}   "
                      f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
+    lines.append("predicted: the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so not called a 95% "
+                 "interval)")
     lines.append("")
     for name, d in res["drafters"].items():
         lines.append(f"acceptance a_i, {d['label']} ({d['rounds']} rounds at K_max): "
