@@ -47,3 +47,44 @@ def run_mismatch(trace: Mapping[str, Any], continuation: Sequence[int], k: int, 
         return (f"a confirmation run at k = {k} differs from the trace's walk at round {at + 1} ({got}; the trace: {want}); "
                 f"{len(real)} rounds against {len(walked)}")
     return None
+
+
+class Exactness:
+    """Whether E(k) walked on a drafter's traces is exact, as tune has seen it so far: greedy decoding, a trace, and no
+    reason against it — a trace whose own record doubts it (per drafter), or a confirmation run that is not the walk
+    (per drafter and k). The first reason seen is kept."""
+
+    def __init__(self, greedy: bool):
+        self.greedy = greedy
+        self.seeds: dict[str, list[int]] = {}  # drafter -> the seeds its traces were recorded with, in order
+        self.void_drafter: dict[str, str] = {}
+        self.void_k: dict[tuple[str, int], str] = {}
+
+    def traced(self, name: str, traces: list[Mapping[str, Any]], seeds: Sequence[int]) -> None:
+        """A drafter's traces, recorded with ``seeds`` (each seed over every prompt, in order)."""
+        self.seeds[name] = list(seeds)
+        for t in traces:
+            doubt = trace_doubt(t)
+            if doubt and self.greedy:
+                self.void_drafter.setdefault(name, doubt)
+
+    def confirm(self, name: str, k: int, rep: int, traces: list[Mapping[str, Any]] | None,
+                continuations: Sequence[Sequence[int]], runs: list[Mapping[str, Any]]) -> None:
+        """The confirmation runs of one repeat (one per prompt) against the trace's walk at k (``run_mismatch``)."""
+        if not traces or not self.greedy or (name, k) in self.void_k:
+            return
+        seeds = self.seeds.get(name) or [0]
+        at = seeds.index(rep) if rep in seeds else 0
+        for i, run in enumerate(runs):
+            j = at * len(continuations) + i
+            if j < len(traces):
+                why = run_mismatch(traces[j], continuations[i], k, run)
+                if why:
+                    self.void_k[(name, k)] = f"{why} (repeat {rep + 1}, prompt {i + 1})"
+                    return
+
+    def exact(self, name: str, k: int, has_traces: bool) -> bool:
+        return bool(self.greedy and has_traces and name not in self.void_drafter and (name, k) not in self.void_k)
+
+    def void_reason(self, name: str, k: int) -> str | None:
+        return self.void_drafter.get(name) or self.void_k.get((name, k))

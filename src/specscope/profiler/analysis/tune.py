@@ -97,11 +97,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
 
     per_drafter: dict[str, TuneDrafter] = {}
     traces: dict[str, list[dict[str, Any]]] = {}  # drafter -> its acceptance traces
-    trace_seeds: dict[str, list[int]] = {}  # drafter -> the seeds its traces were recorded with, in order
-    # why E(k) is not exact after all (trace_check): per drafter (its traces' own record), per (drafter, k) (a confirmation
-    # run that is not the walk); the first reason seen is kept
-    void_drafter: dict[str, str] = {}
-    void_k: dict[tuple[str, int], str] = {}
+    checked = trace_check.Exactness(info.get("greedy", True))  # whether E(k) is exact after all, and why not
     pred, inputs = {}, {}
     for name in names:
         progress(f"{name}: a speculative run at k = {k_max}")
@@ -126,11 +122,8 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in zip(prompts, plain)]
             for t in tr:
                 check_trace(t)
-                doubt = trace_check.trace_doubt(t)
-                if doubt and info.get("greedy", True):
-                    void_drafter.setdefault(name, doubt)
             traces[name] = tr
-            trace_seeds[name] = list(seeds)
+            checked.traced(name, tr, seeds)
         in_round: dict[int, list[float]] = {}
         book: dict[int, list[float]] = {}
         timeable = hasattr(seam, "components") and name not in WHAT_IF
@@ -211,22 +204,6 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             for a, xs in got["rollback"].items():
                 into["rollback"].setdefault(a, []).extend(xs)
 
-    def check_against_trace(name: str, k: int, rep: int, runs: list[dict]) -> None:
-        """The confirmation runs' tokens and rounds against the trace's walk at k (``trace_check.run_mismatch``): under
-        greedy decoding a mismatch voids "E(k) exact" for this setting."""
-        tr = inputs[name][2]
-        if not tr or not info.get("greedy", True) or (name, k) in void_k:
-            return
-        seeds = trace_seeds.get(name) or [0]
-        at = seeds.index(rep) if rep in seeds else 0
-        for i, run in enumerate(runs):
-            j = at * len(prompts) + i
-            if j < len(tr):
-                why = trace_check.run_mismatch(tr[j], plain[i]["tokens"], k, run)
-                if why:
-                    void_k[(name, k)] = f"{why} (repeat {rep + 1}, prompt {i + 1})"
-                    return
-
     def rep_costs(name: str, k: int, steps: list[float]) -> list[float] | None:
         """Each finished repeat's predicted round (ms) at k, priced by the one prediction (``predict``) from the
         timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
@@ -249,11 +226,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
         return out
 
     def exact(name: str, k: int) -> bool:
-        """E(k) exact for (name, k): greedy decoding, a trace, and nothing seen that says otherwise (``trace_check``)."""
-        return bool(info.get("greedy", True) and inputs[name][2] and name not in void_drafter and (name, k) not in void_k)
-
-    def void_reason(name: str, k: int) -> str | None:
-        return void_drafter.get(name) or void_k.get((name, k))
+        return checked.exact(name, k, bool(inputs[name][2]))
 
     def known(c: tuple[str, int]) -> bool:
         """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
@@ -296,7 +269,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
                                  costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
                 if info.get("greedy", True) and p.get("acceptance_source") == "trace":
                     rows[-1]["e_exact"] = e_exact
-                    why = void_reason(name, p["k"])
+                    why = checked.void_reason(name, p["k"])
                     if why:  # said beside the row: its error's interval is the sampled one, not the paired one
                         rows[-1]["e_exact_void"] = why
         voided = [f"{r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in rows if r.get("e_exact_void")]
@@ -356,7 +329,7 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
             plain_reps[(name, k)].append((len(steps), sum(steps)))
             runs = [seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep) for p, pl in zip(prompts, plain)]
             rr = [r for run in runs for r in run["rounds"]]
-            check_against_trace(name, k, rep, runs)
+            checked.confirm(name, k, rep, inputs[name][2], [pl["tokens"] for pl in plain], runs)
             time_beside(name, k, rep)
             # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
             # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
