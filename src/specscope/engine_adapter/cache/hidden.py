@@ -15,7 +15,7 @@ swapped classes with its own arguments, so nothing can be passed to them.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, TypedDict
+from typing import Any, TypedDict
 
 import mlx.core as mx
 
@@ -139,7 +139,7 @@ class Tap:
 
 
 @contextmanager
-def tapping(enabled: bool = True) -> Iterator[Tap | None]:
+def tapping(enabled: bool = True):
     """Record trunk hidden states for the forwards inside the block (in this thread); None when not ``enabled``."""
     if not enabled:
         yield None

@@ -117,8 +117,8 @@ def recording_routes(model):
                 break
     saved = [(m, m.__class__) for _, m in banks]
     rec: dict[int, list] = {}  # id(bank) -> the indices of each of its calls
-    for m, cls in saved:
-        m.__class__ = _routed(cls)
+    for m, cls in saved:  # a bank already recording (a record opened around this one) is not wrapped twice
+        m.__class__ = cls if cls in _routed_classes.values() else _routed(cls)
 
     def distinct() -> dict[str, list[int]]:  # dict: MoE block path -> distinct experts per call
         out = {}
