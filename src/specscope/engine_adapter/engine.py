@@ -252,7 +252,9 @@ class Engine:
     def forget_contexts(self) -> None:
         from specscope.engine_adapter.cache import context
 
-        context.clear()
+        context.clear(self.target.model)  # this engine's models only (an MTP head's are in the target's store)
+        if self.draft is not None:
+            context.clear(self.draft.model)
         self._held_prompt = None
 
     # -- the measured phases -----------------------------------------------------------------------

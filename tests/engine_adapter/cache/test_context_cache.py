@@ -10,13 +10,6 @@ from specscope.engine_adapter.engine import Engine, EngineParams
 from specscope.profiler.run.context import context_tokens
 
 
-@pytest.fixture(autouse=True)
-def _clear():
-    context.clear()
-    yield
-    context.clear()
-
-
 @pytest.mark.parametrize("drafter", ["mtp", "draft"])
 def test_stored_context_gives_the_same_output_and_is_timed_apart(drafter):
     e = Engine.open(EngineParams(demo=True, drafter=drafter, num_draft_tokens=2))
@@ -46,5 +39,5 @@ def test_a_stored_cache_is_not_changed_by_the_runs_that_copy_it():
     first = [r["token"] for r in e.plain(p1, 6)]
     [r["token"] for r in e.plain(p2, 12)]
     assert [r["token"] for r in e.plain(p1, 6)] == first
-    context.clear()
+    e.forget_contexts()
     assert [r["token"] for r in e.plain(p1, 6)] == first

@@ -309,9 +309,8 @@ def test_demo_drafter_and_a_stored_long_context():
     from specscope.engine_adapter.engine import Engine, EngineParams
     from specscope.profiler.run.context import context_tokens
 
-    context.clear()
+    e = Engine.open(EngineParams(demo=True, drafter="dflash", num_draft_tokens=3))
     try:
-        e = Engine.open(EngineParams(demo=True, drafter="dflash", num_draft_tokens=3))
         assert e.dflash is not None and e.dflash.block_size == 16
         ctx = context_tokens(e.encode, 96, "mixed")
         prompt = ctx + e.encode("def add(a, b):")
@@ -323,7 +322,7 @@ def test_demo_drafter_and_a_stored_long_context():
         assert [(r["drafted"], r["accepted"], r["emitted"]) for r in list(e.speculative(prompt, ref_plain, 10))[1:]] == ref
         assert [t for _, _, em in ref for t in em] == ref_plain[1:]
     finally:
-        context.clear()
+        e.forget_contexts()
 
 
 def test_uninstall_tap_gives_the_trunk_its_own_classes_back(hybrid, prompt):

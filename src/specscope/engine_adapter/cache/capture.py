@@ -4,19 +4,21 @@ Hooks on two things every Gated DeltaNet in mlx-lm goes through: its ``conv1d`` 
 input) and the module-level ``gated_delta_update`` (we keep references to its arguments; the call itself
 is mlx-lm's, unchanged, once over all positions). Sliding-window caches (RotatingKVCache) opted in with
 ``record_windows`` remember what they held before a multi-position update and what it appended.
-No cost when no capture is open.
+No cost when no capture is open. The open capture is this thread's (``active.CAPTURE``): mlx-lm calls the hooks
+with its own arguments, so nothing can be passed to them.
 """
 
 from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from typing import Iterator
 
 import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import RotatingKVCache
 
-_capture = None  # the active Capture, if any
+from specscope.engine_adapter.cache.active import CAPTURE
 
 
 class Capture:
@@ -35,25 +37,28 @@ class _RecordingRotatingKVCache(RotatingKVCache):
     """A RotatingKVCache that, while a verify is captured, remembers what it held and what was appended."""
 
     def update_and_fetch(self, keys, values):
-        if _capture is not None and keys.shape[2] > 1:
+        cap = CAPTURE.get()
+        if cap is not None and keys.shape[2] > 1:
             # The multi-position path builds new arrays (no in-place writes), so references are a snapshot.
-            _capture.windows[id(self)] = ((self.keys, self.values, self.offset, self._idx), keys, values)
+            cap.windows[id(self)] = ((self.keys, self.values, self.offset, self._idx), keys, values)
         return super().update_and_fetch(keys, values)
 
 
 class _CapturingConv1d(nn.Conv1d):
     def __call__(self, x):
-        if _capture is not None:
-            _capture.conv_inputs[id(self)] = x
-            _capture.order.append(id(self))
+        cap = CAPTURE.get()
+        if cap is not None:
+            cap.conv_inputs[id(self)] = x
+            cap.order.append(id(self))
         return super().__call__(x)
 
 
 def _make_capturing_update(original):
     def gated_delta_update(q, k, v, a, b, A_log, dt_bias, state=None, mask=None, **kw):
-        if _capture is not None and q.shape[1] > 1:
+        cap = CAPTURE.get()
+        if cap is not None and q.shape[1] > 1:
             # keep references only: the verify itself is mlx-lm's own single call over all positions
-            _capture.recurrences.append(((q, k, v, a, b, A_log, dt_bias, state, mask), kw))
+            cap.recurrences.append(((q, k, v, a, b, A_log, dt_bias, state, mask), kw))
         return original(q, k, v, a, b, A_log, dt_bias, state, mask, **kw)
 
     setattr(gated_delta_update, "specscope_original", original)  # how uninstall finds what it wrapped
@@ -97,13 +102,10 @@ def uninstall_capture(model) -> None:
 
 
 @contextmanager
-def capturing():
-    global _capture
-    prev, _capture = _capture, Capture()
-    try:
-        yield _capture
-    finally:
-        _capture = prev
+def capturing() -> Iterator[Capture]:
+    """A fresh ``Capture`` that the forwards inside the block (in this thread) record into."""
+    with CAPTURE.open(Capture()) as cap:
+        yield cap
 
 
 def record_windows(cache: list) -> None:

@@ -13,14 +13,18 @@ its conv window and recurrent state (replaced, never written in place). So the c
 its own, and never enters a prefill, decode, verify or draft figure of a case.
 
 Several contexts may be stored at once (a sweep revisits its points); a prefill takes the longest one that is a
-proper prefix of its tokens. Nothing here is global to a model's class: entries are keyed by the model object.
+proper prefix of its tokens. The stored contexts are the model's own (``contexts_of``: a ``ContextStore`` held by
+the model object, which every prefill is handed already), not the process's: a run sees only the contexts of the
+models it loaded, forgetting them (``clear(model)``) leaves every other model's alone, and they go with the model.
+A drafter's own caches over the target's positions (an MTP head's) are kept in the target's store under their
+own name (``Part``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence, TypedDict
+from typing import Any, Hashable, Sequence, TypedDict
 
 import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
@@ -125,13 +129,66 @@ class Stored:
     extra: dict = field(default_factory=dict)
 
 
-_store: dict = {}   # key(owner) -> its stored contexts
-_owners: dict = {}  # keeps each owner alive while it has entries (ids are never reused then)
+class ContextStore:
+    """The long contexts stored for one model: per part ("": the model's own caches; a ``Part``'s name: a drafter's
+    caches over the model's positions), the entries in the order they were stored."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, list[Stored]] = {}
+
+    def entries(self, part: Hashable = "") -> list[Stored]:
+        return list(self._entries.get(part, []))
+
+    def put(self, entry: Stored, part: Hashable = "") -> None:
+        """Keep ``entry``, in place of an entry with the same tokens."""
+        self._entries[part] = [e for e in self._entries.get(part, []) if e.tokens != entry.tokens] + [entry]
+
+    def discard(self, entry: Stored, part: Hashable = "") -> None:
+        kept = [e for e in self._entries.get(part, []) if e is not entry]
+        if kept:
+            self._entries[part] = kept
+        else:
+            self._entries.pop(part, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        """How many entries are stored, all parts together."""
+        return sum(len(v) for v in self._entries.values())
 
 
-def _key(owner):
-    """A model object by identity; a tuple (e.g. an MTP head's ("mtp", id(trunk), mode, weights)) by value."""
-    return owner if isinstance(owner, tuple) else id(owner)
+_ATTRIBUTE = "specscope_contexts"  # where a model object holds its ContextStore
+
+
+def contexts_of(model) -> ContextStore:
+    """The ``ContextStore`` that ``model`` (the model object itself) holds, made on first use."""
+    found = getattr(model, _ATTRIBUTE, None)
+    if found is None:
+        found = ContextStore()
+        setattr(model, _ATTRIBUTE, found)  # a plain attribute: not an array, so never one of the model's parameters
+    return found
+
+
+@dataclass(frozen=True)
+class Part:
+    """Contexts kept in ``model``'s store under their own ``name`` (an MTP head's: ("mtp", hidden mode, weights))."""
+    model: Any = field(compare=False, hash=False)
+    name: tuple = ()
+
+
+def _place(owner) -> tuple[ContextStore, Hashable]:
+    """The store and the part an owner (a model, or a ``Part`` of one) keeps its contexts in."""
+    if isinstance(owner, Part):
+        return contexts_of(owner.model), owner.name
+    return contexts_of(owner), ""
+
+
+def _stored(owner) -> list[Stored]:
+    """``owner``'s entries, read without giving a model a store it does not have."""
+    model, part = (owner.model, owner.name) if isinstance(owner, Part) else (owner, "")
+    found = getattr(model, _ATTRIBUTE, None)
+    return found.entries(part) if found is not None else []
 
 
 def frozen(tokens: list[int], cache: list, **extra) -> Stored:
@@ -143,17 +200,17 @@ def frozen(tokens: list[int], cache: list, **extra) -> Stored:
 
 
 def store(owner, tokens: list[int], cache: list, **extra) -> Stored:
+    """Keep a frozen copy of ``cache`` over ``tokens`` in ``owner``'s store (a model, or a ``Part`` of one)."""
     entry = frozen(tokens, cache, **extra)
-    _owners[_key(owner)] = owner
-    entries = [e for e in _store.get(_key(owner), []) if e.tokens != entry.tokens]
-    _store[_key(owner)] = entries + [entry]
+    where, part = _place(owner)
+    where.put(entry, part)
     return entry
 
 
 def find(owner, tokens: list[int]) -> Stored | None:
     """The longest stored context of ``owner`` that is a proper prefix of ``tokens``."""
     best = None
-    for e in _store.get(_key(owner), []):
+    for e in _stored(owner):
         n = len(e.tokens)
         if n < len(tokens) and (best is None or n > len(best.tokens)) and tokens[:n] == e.tokens:
             best = e
@@ -162,7 +219,7 @@ def find(owner, tokens: list[int]) -> Stored | None:
 
 def lookup(owner, tokens: list[int]) -> Stored | None:
     """The stored context of ``owner`` with exactly these tokens."""
-    for e in _store.get(_key(owner), []):
+    for e in _stored(owner):
         if e.tokens == tokens:
             return e
     return None
@@ -170,28 +227,21 @@ def lookup(owner, tokens: list[int]) -> Stored | None:
 
 def discard(owner, entry: Stored) -> None:
     """Remove one stored context of ``owner`` (the entry ``store`` returned); the others stay."""
-    entries = [e for e in _store.get(_key(owner), []) if e is not entry]
-    if entries:
-        _store[_key(owner)] = entries
-    else:
-        clear(owner)
+    where, part = _place(owner)
+    where.discard(entry, part)
 
 
-def clear(owner=None) -> None:
-    if owner is None:
-        _store.clear()
-        _owners.clear()
-    else:
-        _store.pop(_key(owner), None)
-        _owners.pop(_key(owner), None)
+def clear(model) -> None:
+    """Forget every context stored for ``model`` (its parts included); other models' stay."""
+    found = getattr(model, _ATTRIBUTE, None)
+    if found is not None:
+        found.clear()
 
 
 def restore_prefix(owner, cache: list, tokens: list[int]) -> int:
     """Start a fresh ``cache`` from a stored context of ``owner`` that ``tokens`` begins with; how many tokens it
     covers (0: none, prefill everything). An open hidden-state tap (``hidden.tapping``) receives the stored
     context's hidden states first, so a drafter that reads them (MTP) sees every position, as after a full prefill."""
-    if not _store.get(_key(owner)):
-        return 0
     e = find(owner, tokens)
     return restore_entry(e, cache, tokens) if e is not None else 0
 

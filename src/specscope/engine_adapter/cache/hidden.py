@@ -8,7 +8,8 @@ record their output (the residual stream after that layer: what the DFlash
 references read as ``hidden_states[i + 1]``). One mechanism for both: the same
 ``tapping`` block records whatever is installed, and ``Tap.hidden(mode)`` picks
 "post-norm", "pre-norm", or a tuple of layer indices (their outputs side by side,
-in that order). No cost when no tap is open.
+in that order). No cost when no tap is open. The open tap is this thread's (``active.TAP``): mlx-lm calls the
+swapped classes with its own arguments, so nothing can be passed to them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypedDict
 
 import mlx.core as mx
 
+from specscope.engine_adapter.cache.active import TAP
 
 
 class TrunkParts(TypedDict):
@@ -27,8 +29,7 @@ class TrunkParts(TypedDict):
     head: Any   # the lm_head, or the embedding's ``as_linear`` for a tied head
 
 
-_tap: dict[str, Any] | None = None
-_tapped_classes: dict[type, type] = {}
+_tapped_classes: dict[type, type] = {}  # mlx-lm's norm class -> its tapped subclass (made once, no run's data)
 
 
 def trunk_parts(model) -> TrunkParts:
@@ -47,16 +48,17 @@ def _tapped(cls):
 
         def __call__(self, x, *a, **kw):
             out = cls.__call__(self, x, *a, **kw)
-            if _tap is not None:
-                _tap["pre"].append(x[0])
-                _tap["post"].append(out[0])
+            tap = TAP.get()
+            if tap is not None:
+                tap.pre.append(x[0])
+                tap.post.append(out[0])
             return out
 
         _tapped_classes[cls] = type(f"Tapped{cls.__name__}", (cls,), {"__call__": __call__})
     return _tapped_classes[cls]
 
 
-_tapped_layer_classes: dict[type, type] = {}
+_tapped_layer_classes: dict[type, type] = {}  # likewise for decoder layers
 
 
 def _tapped_layer(cls):
@@ -65,8 +67,9 @@ def _tapped_layer(cls):
 
         def __call__(self, x, *a, **kw):
             out = cls.__call__(self, x, *a, **kw)
-            if _tap is not None:
-                _tap["layers"].setdefault(self._specscope_tap_index, []).append(out[0])
+            tap = TAP.get()
+            if tap is not None:
+                tap.layers.setdefault(self._specscope_tap_index, []).append(out[0])
             return out
 
         _tapped_layer_classes[cls] = type(f"TappedLayer{cls.__name__}", (cls,), {"__call__": __call__})
@@ -75,11 +78,12 @@ def _tapped_layer(cls):
 
 def feed(pre: mx.array, post: mx.array, layers: dict | None = None) -> None:
     """Hidden states computed earlier (a stored long context's, ``context``) recorded as if this forward made them."""
-    if _tap is not None:
-        _tap["pre"].append(pre)
-        _tap["post"].append(post)
+    tap = TAP.get()
+    if tap is not None:
+        tap.pre.append(pre)
+        tap.post.append(post)
         for i, h in (layers or {}).items():
-            _tap["layers"].setdefault(i, []).append(h)
+            tap.layers.setdefault(i, []).append(h)
 
 
 def trunk_layers(model) -> list:
@@ -136,14 +140,9 @@ class Tap:
 
 @contextmanager
 def tapping(enabled: bool = True):
-    """Record trunk hidden states for the forwards inside the block."""
-    global _tap
+    """Record trunk hidden states for the forwards inside the block (in this thread); None when not ``enabled``."""
     if not enabled:
         yield None
         return
-    t = Tap()
-    prev, _tap = _tap, {"pre": t.pre, "post": t.post, "layers": t.layers}
-    try:
+    with TAP.open(Tap()) as t:
         yield t
-    finally:
-        _tap = prev

@@ -53,9 +53,12 @@ class MTPDrafter(Drafter):
         return self.lm_head(x_normed)
 
     @property
-    def context_key(self) -> tuple:
-        """Where this head's own context caches are stored (``context``): the same trunk, mode and weights."""
-        return ("mtp", id(self.model), self.hidden_mode, self.source)
+    def context_key(self):
+        """Where this head's own context caches are stored (``context``): in the trunk's store, under this mode and
+        these weights."""
+        from specscope.engine_adapter.cache import context
+
+        return context.Part(self.model, ("mtp", self.hidden_mode, self.source))
 
     def prefill_context(self, tokens: list[int], hidden: dict, step: int = 512) -> HeadPrefill:
         """The head's own prefill of a long context, once (``context.prefill_context`` gave the trunk's hidden

@@ -11,7 +11,8 @@ hits every n alike. Per block, both rulers come from ``breakdown.measure_forward
 n per block repeat, interleaved the same way): barrier-timed blocks, and barrier-free estimates
 by difference. For MoE models, one extra untimed forward per n records which experts each layer's
 router picked (``recording_routes``), without changing the computation: the expert bank's call is
-wrapped to keep a reference to its ``indices`` argument, which the forward computes anyway.
+wrapped to keep a reference to its ``indices`` argument, which the forward computes anyway. The open record is
+this thread's (``cache.active.ROUTES``): mlx-lm calls the bank with its own arguments, so nothing can be passed to it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.measure.breakdown import measure_forward
 from specscope.engine_adapter.decode.decoding import plain_generate, prefill
 from specscope.engine_adapter.decode.records import tokens_of
+from specscope.engine_adapter.cache.active import ROUTES
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify, takes_indices
@@ -85,15 +87,15 @@ class VerifyPoint:
 
 # -- router recording ----------------------------------------------------------------------------------------------
 
-_recording: dict[int, list] | None = None
-_routed_classes: dict[type, type] = {}
+_routed_classes: dict[type, type] = {}  # mlx-lm's expert bank class -> its recording subclass (made once, no run's data)
 
 
 def _routed(cls):
     if cls not in _routed_classes:
         def __call__(self, x, indices, *args, **kwargs):
-            if _recording is not None:
-                _recording.setdefault(id(self), []).append(indices)
+            rec = ROUTES.get()
+            if rec is not None:
+                rec.setdefault(id(self), []).append(indices)
             return cls.__call__(self, x, indices, *args, **kwargs)
 
         _routed_classes[cls] = type(f"Routed{cls.__name__}", (cls,), {"__call__": __call__})
@@ -104,8 +106,7 @@ def _routed(cls):
 def recording_routes(model):
     """While active, every MoE expert bank called with ``indices`` keeps them; yields ``distinct()``:
     MoE block path -> distinct experts per call. Banks without an ``indices`` argument (experts as a list of
-    MLPs) are not recorded (their block is absent from the result)."""
-    global _recording
+    MLPs) are not recorded (their block is absent from the result). Only this thread's forwards are recorded."""
     mods = dict(model.named_modules())
     banks = []  # (block path, bank module)
     for b in classify(model).moe_blocks():
@@ -115,10 +116,9 @@ def recording_routes(model):
                 banks.append((b.path, m))
                 break
     saved = [(m, m.__class__) for _, m in banks]
-    prev, _recording = _recording, {}
-    rec = _recording
-    for m, cls in saved:
-        m.__class__ = _routed(cls)
+    rec: dict[int, list] = {}  # id(bank) -> the indices of each of its calls
+    for m, cls in saved:  # a bank already recording (a record opened around this one) is not wrapped twice
+        m.__class__ = cls if cls in _routed_classes.values() else _routed(cls)
 
     def distinct() -> dict[str, list[int]]:  # dict: MoE block path -> distinct experts per call
         out = {}
@@ -129,11 +129,11 @@ def recording_routes(model):
         return out
 
     try:
-        yield distinct
+        with ROUTES.open(rec):
+            yield distinct
     finally:
         for m, cls in saved:
             m.__class__ = cls
-        _recording = prev
 
 
 def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:  # dict: MoE block path -> experts
