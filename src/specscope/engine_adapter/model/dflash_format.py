@@ -4,9 +4,9 @@ A DFlash drafter (block diffusion drafting, arXiv 2602.06036) is a folder with `
 weights, and no embedding, head or tokenizer of its own: it borrows the target's. What the published checkpoints
 (``z-lab/*-DFlash``) and the public MLX code agree on, and where they differ (this module decides as written):
 
-- ``architectures``: ``["DFlashDraftModel"]``; ``["DFlash2DraftModel"]`` adds a candidate selector (recognised and
-  described, refused by the loader: the selector is not implemented here). A config with a ``dflash_config`` and no
-  such architecture is read as DFlash.
+- ``architectures``: ``["DFlashDraftModel"]``; ``["DFlash2DraftModel"]`` adds a convolution per layer and a
+  candidate selector (``dflash2_format``: ``read_dflash`` returns its ``DFlash2Spec``). A config with a
+  ``dflash_config`` and no such architecture is read as DFlash.
 - The drafter's own sizes at the top level, as a Qwen3 config: ``hidden_size``, ``num_hidden_layers``,
   ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``, ``intermediate_size``, ``vocab_size``,
   ``rms_norm_eps``, ``rope_theta`` (or ``rope_parameters.rope_theta``), optional ``rope_scaling``,
@@ -127,6 +127,10 @@ class DFlashSpec:
             })
         return out
 
+    def extra_lines(self) -> list[str]:
+        """``inspect``'s lines for what a variant adds (``DFlash2Spec``); none for DFlash."""
+        return []
+
     def describe(self) -> DFlashDescription:
         return {"kind": self.variant, "path": str(self.path), "block_size": self.block_size,
                 "max_draft_tokens": self.max_draft_tokens, "target_layer_ids": list(self.target_layer_ids),
@@ -235,6 +239,10 @@ def read_dflash(path: str | os.PathLike) -> DFlashSpec:
                 spec.tensor_dtypes[name] = meta["dtype"]
     if any(k.startswith("model.") for k in spec.tensor_shapes):
         spec.prefix = "model."
+    if variant == "dflash2":  # its own fields and tensors (the selector, the convolutions) are checked too
+        from specscope.engine_adapter.model.dflash2_format import as_dflash2
+
+        spec = as_dflash2(spec, where)
     _check_weights(spec, where)
     return spec
 
@@ -280,13 +288,11 @@ def misfits(spec: DFlashSpec, text_config: dict) -> list[str]:
 
 
 def check_fits(spec: DFlashSpec, text_config: dict, target_name: str = "the target") -> None:
-    """Refuse, before anything runs, a drafter that does not fit the target; refuse DFlash2 (not implemented)."""
+    """Refuse, before anything runs, a drafter that does not fit the target."""
     why = misfits(spec, text_config)
     if why:
-        raise SpecscopeError(f"DFlash drafter {spec.path.name} does not fit {target_name}: {'; '.join(why)}")
-    if spec.variant == "dflash2":
-        raise SpecscopeError(f"{spec.path.name} is a DFlash2 drafter: its candidate selector is not implemented in "
-                             "specscope; use a DFlash (DFlashDraftModel) drafter")
+        kind = "DFlash2" if spec.variant == "dflash2" else "DFlash"
+        raise SpecscopeError(f"{kind} drafter {spec.path.name} does not fit {target_name}: {'; '.join(why)}")
 
 
 def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = None) -> str:
@@ -294,7 +300,7 @@ def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = Non
     d = spec.describe()
     ids = ", ".join(map(str, spec.target_layer_ids)) + (" (derived: the config names none)" if spec.derived_layer_ids else "")
     lines = [
-        f"{spec.path.name}  ({'DFlash2 drafter: candidate selector not implemented' if spec.variant == 'dflash2' else 'DFlash drafter'})",
+        f"{spec.path.name}  ({'DFlash2 drafter (candidate selector)' if spec.variant == 'dflash2' else 'DFlash drafter'})",
         f"  path              {spec.path}",
         f"  block             {spec.block_size} (last token + {spec.max_draft_tokens} masks): up to {spec.max_draft_tokens} drafts a round",
         f"  drafter           {spec.num_layers} layers, hidden {spec.hidden_size}, {spec.num_heads} heads "
@@ -302,6 +308,7 @@ def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = Non
         f"  reads             target layers {ids} (outputs), mask token {spec.mask_token_id}",
         f"  fits              a target with hidden size {spec.hidden_size}, a {spec.vocab_size}-token vocabulary and "
         f"{spec.num_target_layers} layers (shares its embedding and head)",
+        *spec.extra_lines(),
     ]
     for name, why in fits or []:
         lines.append(f"  {'fits ' + name if not why else 'not for ' + name + ': ' + '; '.join(why)}")
