@@ -157,9 +157,10 @@ class CandidateSelector(nn.Module):
         return cands, unary, self.hidden_projection(hidden), self.successor_codebook[cands]
 
     def walk(self, anchor: int, parts: tuple[mx.array, mx.array, mx.array, mx.array], temp: float = 0.0,
-             keys: list[mx.array] | None = None) -> tuple[mx.array, mx.array | None]:
+             keys: list[mx.array] | None = None, path: list[int] | None = None) -> tuple[mx.array, mx.array | None]:
         """The sequential part (lazy): the picks [k] (uint32) and, at temperature, q [k, K] (float32), the
-        distribution each pick was drawn from over its position's candidates. ``keys``: one random key a position."""
+        distribution each pick was drawn from over its position's candidates. ``keys``: one random key a position.
+        ``path``: walk these picks instead (each position's q then given the path's previous pick: a check's)."""
         cands, unary, proj, succ = parts
         prev = mx.array([anchor], dtype=mx.uint32)
         picks, qs = [], []
@@ -168,12 +169,16 @@ class CandidateSelector(nn.Module):
             scores = unary[i] + edges
             if temp > 0:
                 q = mx.softmax(scores.astype(mx.float32) / temp, axis=-1)
-                assert keys is not None
-                j = mx.random.categorical(mx.log(q), key=keys[i])
                 qs.append(q)
+            if path is not None:
+                prev = mx.array([path[i]], dtype=mx.uint32)
             else:
-                j = mx.argmax(scores, axis=-1)
-            prev = cands[i][j][None].astype(mx.uint32)
+                if temp > 0:
+                    assert keys is not None
+                    j = mx.random.categorical(mx.log(qs[-1]), key=keys[i])
+                else:
+                    j = mx.argmax(scores, axis=-1)
+                prev = cands[i][j][None].astype(mx.uint32)
             picks.append(prev)
         return mx.concatenate(picks), (mx.stack(qs) if qs else None)
 
