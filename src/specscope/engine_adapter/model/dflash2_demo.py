@@ -26,7 +26,8 @@ EDGE_SCALE = 1.2  # the selector's edge term's standard deviation, roughly, in l
 
 
 def dflash2_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK, window: int = DFLASH2_DEMO_WINDOW,
-                   softcap: float | None = 30.0, output_multiplier: float = 1.0) -> dict:  # dict: a config.json
+                   softcap: float | None = 30.0, output_multiplier: float = 1.0,
+                   top_k: int = DFLASH2_DEMO["selector_top_k"]) -> dict:  # dict: a config.json
     """The DFlash2 drafter's config.json for a target with this text config (``full_layers``: its released depth)."""
     from specscope.engine_adapter.model.dflash_demo import dflash_config
 
@@ -37,7 +38,7 @@ def dflash2_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_B
     c["is_causal"] = False
     c["layer_types"] = ["sliding_attention"] * c["num_hidden_layers"]
     c["sliding_window"] = window
-    c["dflash_config"].update(DFLASH2_DEMO, output_multiplier=output_multiplier)
+    c["dflash_config"].update(DFLASH2_DEMO, output_multiplier=output_multiplier, selector_top_k=top_k)
     if softcap:
         c["dflash_config"]["final_logit_softcapping"] = softcap
     return c
@@ -66,7 +67,7 @@ def _weight(name: str, shape: list[int], key, rank: int):
 def build_dflash2_demo(path: str | os.PathLike, text: dict, target_name: str, full_layers: int | None = None,
                        seed: int = 0, block_size: int = DFLASH_DEMO_BLOCK, **config) -> Path:
     """Write a random DFlash2 drafter for a target with this text config at ``path`` (atomically); ``config``:
-    ``dflash2_config``'s options (window, softcap, output_multiplier)."""
+    ``dflash2_config``'s options (window, softcap, output_multiplier, top_k)."""
     import mlx.core as mx
 
     from specscope.engine_adapter.model.demo_model import model_folder
