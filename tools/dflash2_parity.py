@@ -87,7 +87,7 @@ def ours(args, ref: dict) -> list[dict]:
 
     from specscope.engine_adapter.cache.hidden import tapping
     from specscope.engine_adapter.decode.decoding import prefill, speculative_generate
-    from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+    from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
     from specscope.engine_adapter.model.loader import load_model
 
     target = load_model(args.target)

@@ -17,7 +17,7 @@ from specscope.engine_adapter.decode import sampling as sampling_mod
 from specscope.engine_adapter.decode.decoding import plain_generate, prefill, speculative_generate
 from specscope.engine_adapter.decode.records import tokens_of
 from specscope.engine_adapter.decode.sampling import Sampling
-from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
 from specscope.engine_adapter.drafters.dflash2 import DFlash2Drafter
 from specscope.engine_adapter.drafters.dflash2_model import CandidateSelector
 from specscope.engine_adapter.drafters.drafter import Draft

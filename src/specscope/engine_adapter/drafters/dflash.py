@@ -145,10 +145,6 @@ class DFlashModel(nn.Module):
 
 
 def load_dflash_model(spec: DFlashSpec, dtype: str | None = None) -> DFlashModel:
-    if spec.variant == "dflash2":  # its own network (``dflash2_model``); the round is DFlash's
-        from specscope.engine_adapter.drafters.dflash2_model import load_dflash2_model
-
-        return load_dflash2_model(spec, dtype)  # type: ignore[arg-type, return-value]  # read_dflash's DFlash2Spec
     model = DFlashModel(spec)
     weights: dict[str, mx.array] = {}
     for f in spec.weight_files:
@@ -251,19 +247,8 @@ class DFlashDrafter(Drafter):
                 "drafts": "greedy" if self.sampling is None or self.sampling.greedy else "sampled from the drafter (rejection sampling)"}
 
 
-def drafter_class(spec: DFlashSpec) -> type[DFlashDrafter]:
-    """The drafter for a folder ``read_dflash`` read: DFlash's, or DFlash2's (its forward, then the selector's walk)."""
-    if spec.variant == "dflash2":
-        from specscope.engine_adapter.drafters.dflash2 import DFlash2Drafter
-
-        return DFlash2Drafter
-    return DFlashDrafter
-
-
 def load_dflash_drafter(target, path, sampling: Any = None) -> DFlashDrafter:
-    """Read, check against ``target`` (refusing a misfit before anything runs) and load a DFlash (or DFlash2) drafter
-    folder."""
+    """Read, check against ``target`` (refusing a misfit before anything runs) and load a DFlash drafter folder."""
     spec = read_dflash(path)
     check_fits(spec, target.checkpoint.text_config, target.path.name)
-    model = load_dflash_model(spec, dtype=getattr(target, "compute_dtype", None))
-    return drafter_class(spec)(target, model, spec, sampling)
+    return DFlashDrafter(target, load_dflash_model(spec, dtype=getattr(target, "compute_dtype", None)), spec, sampling)

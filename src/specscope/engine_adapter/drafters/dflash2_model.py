@@ -31,7 +31,7 @@ import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
-from specscope.engine_adapter.drafters.dflash import _MLP
+from specscope.engine_adapter.drafters.dflash import _MLP, DFlashModel
 from specscope.engine_adapter.model.dflash2_format import DFlash2Spec
 from specscope.errors import SpecscopeError
 
@@ -183,35 +183,19 @@ class CandidateSelector(nn.Module):
         return mx.concatenate(picks), (mx.stack(qs) if qs else None)
 
 
-class DFlash2Model(nn.Module):
-    """The drafter's own layers and its selector (no embedding, no head: the target's are used)."""
+class DFlash2Model(DFlashModel):
+    """The drafter's own layers and its selector (no embedding, no head: the target's are used). Its cache, its
+    prefill (``read_context``) and its forward's signature are DFlash's; its layers are DFlash2's."""
 
     def __init__(self, spec: DFlash2Spec):
-        super().__init__()
+        nn.Module.__init__(self)  # not DFlashModel's: its layers are DFlash's
         H = spec.hidden_size
         self.spec = spec
         self.fc = nn.Linear(len(spec.target_layer_ids) * H, H, bias=False)
         self.hidden_norm = nn.RMSNorm(H, eps=spec.rms_norm_eps)
-        self.layers = [_Layer(spec, i) for i in range(spec.num_layers)]
+        self.layers = [_Layer(spec, i) for i in range(spec.num_layers)]  # type: ignore[misc]  # DFlash2 layers
         self.norm = nn.RMSNorm(H, eps=spec.rms_norm_eps)
         self.candidate_selector = CandidateSelector(spec)
-
-    def make_cache(self) -> list[KVCache]:
-        return [KVCache() for _ in self.layers]
-
-    def read_context(self, features: mx.array, cache: list[KVCache]) -> None:
-        """Append context positions to every layer's cache without a block (the drafter's own prefill)."""
-        ctx = self.hidden_norm(self.fc(features))
-        for layer, c in zip(self.layers, cache):
-            c.update_and_fetch(*layer.self_attn._kv(ctx, c.offset))
-
-    def __call__(self, block_embedded: mx.array, features: mx.array, cache: list[KVCache]) -> mx.array:
-        """``block_embedded`` [1, L, H]; ``features`` [1, S, n·H] (S may be 0): the normed block output [1, L, H]."""
-        ctx = self.hidden_norm(self.fc(features)) if features.shape[1] else features[..., : block_embedded.shape[-1]]
-        h = block_embedded
-        for layer, c in zip(self.layers, cache):
-            h = layer(h, ctx, c)
-        return self.norm(h)
 
     def logits(self, head_out: mx.array) -> mx.array:
         """The target head's output scaled and soft-capped as the drafter was trained."""

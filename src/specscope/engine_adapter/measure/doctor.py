@@ -110,7 +110,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
     ``dflash``: a DFlash drafter folder to check with it (refused with a SpecscopeError if it does not fit)."""
     drafter = None
     if dflash:
-        from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+        from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
 
         drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
         ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from specscope.engine_adapter.model.dflash_format import DFlashDescription, DFlashSpec
+from specscope.engine_adapter.model.dflash_spec import DFlashDescription, DFlashSpec
 from specscope.errors import SpecscopeError
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
