@@ -312,3 +312,24 @@ def test_sampled_rounds_end_to_end_equal_instrumented_ones(tiny):
         runs.append([(r["drafted"], r["accepted"], r["emitted"]) for r in ev[1:]])
     assert runs[0] == runs[1]
     assert any(a for _, a, _ in runs[0]) and any(len(dr) > a for dr, a, _ in runs[0])  # accepts and rejects
+
+
+# -- the engine ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.slow  # engine runs from model folders (~20 s); the drafter's own tests above stay in the default run
+def test_engine_runs_dflash2_end_to_end(model_dirs, dflash2_dir, prompt, plain):
+    """``--draft-model`` a DFlash2 folder: the engine takes it as the DFlash drafter (auto), its run facts say DFlash2,
+    an end-to-end run equals plain decoding, the acceptance trace walks it, and a misfit is refused by name."""
+    from specscope.engine_adapter.engine import Engine, EngineParams
+
+    eng = Engine.open(EngineParams(model=str(model_dirs["hybrid"]), draft_model=str(dflash2_dir), num_draft_tokens=B - 1))
+    assert eng.drafter_name == "dflash" and eng.dflash is not None and eng.dflash.variant == "dflash2"
+    assert isinstance(eng.make_drafter(), DFlash2Drafter)
+    facts = eng.run_facts(N)
+    assert facts["drafter"]["variant"] == "dflash2" and facts["drafter"]["block_size"] == B
+    assert "selector's greedy walk" in facts["drafter"]["drafts"]
+    assert tokens_of(list(eng.speculative(prompt, plain, N, round_kinds="end_to_end"))) == plain
+    trace = eng.trace(prompt, plain)
+    assert trace is not None and trace["drafter"] == "dflash" and len(trace["A"]) == N - 1
+    with pytest.raises(SpecscopeError, match="DFlash2 drafter d does not fit"):
+        Engine.open(EngineParams(model=str(model_dirs["draft"]), drafter="dflash", draft_model=str(dflash2_dir)))
