@@ -5,7 +5,7 @@ Running (``window_run``) and session files (``window_files``) are mixed in from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -273,7 +273,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         if self.font_hint:  # said once, in the status bar's message label
             self.statusBar().showMessage(self.font_hint)
 
-    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
+    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: Any) -> None:
         """A Verify cost or Tune measurement joins the current session (and its autosave)."""
         self.model.session.data[key] = result
         if not self.is_running():

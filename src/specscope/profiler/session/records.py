@@ -20,6 +20,8 @@ from specscope.events import (Breakdown, Components, Divergence, PassName, Prefl
                               Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
+                                                 TuneResult)
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -126,14 +128,14 @@ class SessionData(TypedDict):
     started_at: NotRequired[float | None]
     finished_at: NotRequired[float | None]
     probe: NotRequired[list[ProbeReading]]
-    cooldowns: NotRequired[list[dict[str, Any]]]
-    sensors: NotRequired[list[dict[str, Any]]]
-    thermal: NotRequired[list[dict[str, Any]]]
+    cooldowns: NotRequired[list[Cooldown]]
+    sensors: NotRequired[list[SensorReading]]
+    thermal: NotRequired[list[ThermalRecord]]
     context: NotRequired[ContextFacts]
     sweep: NotRequired[Sweep]
-    roofline: NotRequired[dict[str, Any]]
-    tune: NotRequired[dict[str, Any]]
-    context_sweep: NotRequired[dict[str, Any]]  # the app's Context page: a sweep's figures kept with the session
+    roofline: NotRequired[RooflineRun | RooflinePartial]  # specscope roofline, run --roofline (``run.roofline_run``)
+    tune: NotRequired[TuneResult]          # specscope tune (``analysis.tune.run_tune``)
+    context_sweep: NotRequired[ContextSweep]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
     preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
