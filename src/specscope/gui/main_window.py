@@ -11,6 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
+from .records import Snapshot
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette, restyle_charts
@@ -429,7 +430,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
 
     # -- running ----------------------------------------------------------------------
     # -- snapshot → status bar -------------------------------------------------------
-    def _on_snapshot(self, snap: dict) -> None:
+    def _on_snapshot(self, snap: Snapshot) -> None:
         # Only the page on screen redraws now; the others catch up when shown (CPU spent
         # drawing hidden pages is CPU taken from the engine on a small machine).
         current = self.tabs.currentWidget()

@@ -52,7 +52,7 @@ def verify_curve_data(roof: Roof | None) -> VerifyCurveData | None:
     if not curve or not dec:
         return None
     whole = whole_roofline(roof)  # the floor and the ideal: only once the roofline is whole
-    rows = {r["positions"]: r for r in whole["curve"]} if whole else {}
+    rows = {r["positions"]: r for r in (whole.get("curve") or [])} if whole else {}
     n: list[int] = []
     meas: list[float] = []
     lo: list[float | None] = []
@@ -84,7 +84,7 @@ def positions_available(roof: Roof | None) -> list[int]:
 
 def block_floor_data(roof: Roof | None, positions: int) -> BlockFloorData | None:
     whole = whole_roofline(roof)
-    point = next((p for p in whole["curve"] if p.get("positions") == positions), None) if whole else None
+    point = next((p for p in (whole.get("curve") or []) if p.get("positions") == positions), None) if whole else None
     if not point or not point.get("by_block"):
         return None
     cats: list[BlockFloor] = []
@@ -102,7 +102,7 @@ def expert_union_data(roof: Roof | None) -> ExpertUnionData | None:
     """Distinct experts per MoE layer against n × top-k; ``{}`` when the model has no MoE, None before data (or while
     still measuring: not yet known whether the model routes experts)."""
     whole = whole_roofline(roof)
-    curve = sorted(whole["curve"], key=lambda p: p.get("positions", 0)) if whole else []
+    curve = sorted((whole.get("curve") or []), key=lambda p: p.get("positions", 0)) if whole else []
     if not curve:
         return None
     experts: list[int | None] = []  # each point's expert count (the first is the model's)

@@ -299,7 +299,8 @@ def division_data(session: Session, summary: Summary, t_verify_ms: float | None 
         "source": s.get("division_inputs"),
         # the round model at the run's E, on the curve drawn (a T_verify what-if moves it with the curve)
         "predicted": ({"p": alpha_run, "speedup": at_run}
-                      if at_run is not None and s.get("predicted_speedup") is not None else None),
+                      if alpha_run is not None and at_run is not None and s.get("predicted_speedup") is not None
+                      else None),
     }
 
 

@@ -11,6 +11,7 @@ images always use the light palette (reports are printed on white).
 from __future__ import annotations
 
 import os
+from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
 
@@ -42,7 +43,8 @@ def chart_data(name: str, session, summary: Summary | None = None):
         if name == "verify_cost":
             return cost_data.verify_curve_data(session.data.get("roofline"))
         return cost_data.tune_data(session.data.get("tune"))
-    return data.all_chart_data(session, summary)[name]
+    charts: Mapping[str, Any] = data.all_chart_data(session, summary)  # the chart's name is a key of ChartData
+    return charts[name]
 
 
 def build_chart(name: str, session, theme: dict | None = None, summary: Summary | None = None):

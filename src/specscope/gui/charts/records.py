@@ -111,15 +111,22 @@ class RankSide(TypedDict):
     share: dict[str, float | None]    # CommunicationShare's rulers -> share
 
 
+class RankRatios(TypedDict):
+    """Verify ÷ decode rank by rank."""
+    compute_ms: list[float | None]
+    communication_ms: list[float | None]
+    whole_ms: list[float | None]
+
+
 class RankData(TypedDict):
     """A distributed breakdown's compute and communication per rank (``breakdown.rank_data``)."""
-    ranks: int | None
+    ranks: int
     hosts: list[str]
     backend: str | None
-    ratio: dict[str, list[float | None]]  # "compute_ms", "communication_ms", "whole_ms" -> verify / decode per rank
-    decode: NotRequired[RankSide]
-    verify: NotRequired[RankSide]
-    ruler: NotRequired[str]
+    ratio: RankRatios
+    decode: RankSide
+    verify: RankSide
+    ruler: str                        # "barrier_free" | "barrier": which communication figure the bars show
 
 
 # -- the Division page (data.division_data) --------------------------------------------------------------------------
@@ -134,7 +141,8 @@ class DivisionPoint(TypedDict):
 
 
 class DivisionAt(TypedDict):
-    p: float | None
+    """A point on the curve: the what-if's α, or the run's own."""
+    p: float
     speedup: float | None
 
 
@@ -230,6 +238,33 @@ class TuneChartData(TypedDict):
     recommended: TuneMark | None
 
 
+# -- the Context page (views.context.chart_data) ----------------------------------------------------------------------
+
+class ContextSeries(TypedDict):
+    """One line over the contexts; a band (``lo``, ``hi``) where it has an interval."""
+    name: str
+    y: list[float | None]
+    symbol: NotRequired[str]
+    lo: NotRequired[list[float | None]]
+    hi: NotRequired[list[float | None]]
+    negative_note: NotRequired[str]   # what a value below zero means (T_draft: noise)
+
+
+class ContextPanel(TypedDict):
+    contexts: list[int]
+    series: list[ContextSeries]
+    ref: NotRequired[float]           # a reference line (break-even: 1x) and its name
+    ref_name: NotRequired[str]
+    stacked: NotRequired[bool]
+
+
+class ContextChartData(TypedDict):
+    speedup: ContextPanel
+    verify: ContextPanel
+    split: ContextPanel
+    acceptance: ContextPanel
+
+
 # -- the acceptance trace (trace.trace_case_data, trace_class_data) ---------------------------------------------------
 
 class TraceCaseData(TypedDict):
@@ -248,7 +283,7 @@ class TraceCaseData(TypedDict):
 class TraceClass(TypedDict):
     name: str
     k: list[int]
-    E: list[float]
+    E: list[float | None]
     estimate: bool
     traces: int
 

@@ -13,6 +13,7 @@ from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
 
 from .common import Tile, fmt, set_speedup_tile
+from ..records import Snapshot
 
 COMPACT_BELOW = 640  # a Live page shorter than this (px) puts the clock probe beside the throughput
 
@@ -86,7 +87,7 @@ class LiveView(QtWidgets.QWidget):
         for c in self.charts:
             c.apply_theme(theme)
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         s = snap["summary"]
         self.throughput.set_data(snap["throughput"])
         if "probe" in snap:

@@ -191,7 +191,7 @@ class SessionFigures(TypedDict):
     """The figures a session file holds beside its data (``session_file.figures``), dropped and recomputed on load."""
     summary: Summary
     case_stats: dict[str, CaseStats]              # case id -> its figures
-    sweep_figures: NotRequired[list[dict[str, Any]]]  # a context sweep's points (``sweep.sweep_figures``)
+    sweep_figures: NotRequired[list[SweepPointFigures]]  # a context sweep's points (``sweep.sweep_figures``)
 
 
 class RunError(TypedDict):
