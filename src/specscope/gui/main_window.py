@@ -105,7 +105,7 @@ class Pages(Mapping[str, QtWidgets.QWidget]):
     def add(self, key: str, page: QtWidgets.QWidget) -> None:
         self._built[key] = page
 
-    def built(self) -> dict[str, QtWidgets.QWidget]:
+    def built(self) -> dict[str, QtWidgets.QWidget]:  # dict: page key -> the page (the keys: the pages built so far)
         return {k: self._built[k] for k in PAGES if k in self._built}
 
 

@@ -28,3 +28,49 @@ class Snapshot(ChartData):
     n_cases_done: int
     n_cases: int
     sweep: NotRequired[SweepSnapshot]  # a sweep's session only
+
+
+# -- the setup panel's parts of a RunConfig --------------------------------------------------------------------------
+
+class ContextFields(TypedDict):
+    """The RunConfig fields of the context choice (``ContextChoice.context_fields``)."""
+    context: int
+    context_kind: str
+    context_file: str | None
+
+
+class DistributedFields(TypedDict, total=False):
+    """The RunConfig fields of the Where choice (``SetupPanel.distributed``): none for a run in one process, ranks on
+    this machine, or hosts (a list or a hostfile) with their backend."""
+    ranks: int
+    hosts: list[str]
+    hostfile: str
+    backend: str
+
+
+# -- the History page -------------------------------------------------------------------------------------------------
+
+class HistoryEntry(TypedDict):
+    """One session file as the History page lists it (``read_entry``): where it is and when; with ``error`` set, why it
+    cannot be shown, else what it ran and its headline figures. ``loading``: a row still being read."""
+    path: str
+    file: str
+    error: NotRequired[str | None]
+    mtime: NotRequired[float | None]
+    loading: NotRequired[bool]
+    started: NotRequired[float | None]
+    model: NotRequired[str]
+    demo: NotRequired[bool]
+    shape: NotRequired[str | None]
+    drafter: NotRequired[str]
+    k: NotRequired[int]
+    regime: NotRequired[str]
+    status: NotRequired[str]
+    cases_done: NotRequired[int]
+    cases_total: NotRequired[int]
+    plain_tok_s: NotRequired[float | None]
+    spec_tok_s: NotRequired[float | None]
+    measured_speedup: NotRequired[float | None]
+    p: NotRequired[float | None]
+    acceptance: NotRequired[str]
+    last_error: NotRequired[str | None]

@@ -50,7 +50,7 @@ def is_dark(app: QtWidgets.QApplication) -> bool:
     return _palette_is_dark(app)
 
 
-def chart_theme(app) -> dict:
+def chart_theme(app) -> dict:  # dict: the chart theme (LIGHT or DARK), colour role -> colour, passed through whole
     return DARK if is_dark(app) else LIGHT
 
 
@@ -73,7 +73,7 @@ def dark_palette() -> QtGui.QPalette:
 STYLE_SET = "specscopeStyle"  # an app property: the style apply_palette set
 
 
-def apply_palette(app: QtWidgets.QApplication) -> dict:
+def apply_palette(app: QtWidgets.QApplication) -> dict:  # dict: the chart theme chosen (chart_theme), passed through
     """Use the platform's own palette on macOS (it follows the OS); Fusion + matching palette elsewhere.
 
     Each setter re-polishes every widget the app holds, so one that would change nothing is skipped: a second window
@@ -117,7 +117,7 @@ def style_sheet(t: dict) -> str:
 
 # -- switching a running app between light and dark --------------------------------------------------------
 
-def _colour_map(old: dict, new: dict) -> dict[int, QtGui.QColor]:
+def _colour_map(old: dict, new: dict) -> dict[int, QtGui.QColor]:  # dict: an old colour (RGBA) -> its new one
     """Every colour of the old chart theme (as RGBA) to the same role's colour in the new one."""
     out: dict[int, QtGui.QColor] = {}
 
