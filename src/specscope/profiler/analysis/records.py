@@ -11,6 +11,7 @@ breakdown) are the session's records (``session.records``: the session never imp
 from typing import Any, NotRequired, TypedDict
 
 # the figures a session's summary holds are the session's records (``session.records``), named here for analysis
+from specscope.profiler.session.records import SessionData
 from specscope.profiler.session.records import (BreakdownAggregate, BreakdownSpread, CaseStats,  # noqa: F401
                                                 CommunicationShare, MatchStats, PerRankAggregate, PhaseAggregate,
                                                 ProbeDrift, RepeatRates, Summary, Verdict)
@@ -192,6 +193,10 @@ class SessionFigures(TypedDict):
     summary: Summary
     case_stats: dict[str, CaseStats]              # case id -> its figures
     sweep_figures: NotRequired[list[SweepPointFigures]]  # a context sweep's points (``sweep.sweep_figures``)
+
+
+class SessionFile(SessionData, SessionFigures):
+    """A session file's whole JSON (``session_file.session_dict``): the data, and the figures written beside it."""
 
 
 class RunError(TypedDict):

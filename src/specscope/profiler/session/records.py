@@ -13,7 +13,7 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, Mapping, NotRequired, TypedDict
+from typing import Any, Mapping, NotRequired, TypedDict, cast
 
 # defined once, with the events that carry them; the session's readers find them here too
 from specscope.events import (Breakdown, Components, Divergence, PassName, Preflight, ProbeReading, RoundCore, RoundKind,
@@ -393,11 +393,20 @@ class ComponentCall(TypedDict):
     rounds: int
 
 
-def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:  # dict: the engine's own run_facts, passed through
+class EngineFacts(TypedDict):
+    """Whose speculative loop a session ran (``engine_facts``): its name, and where the config has them, the engine's
+    own facts (``SpeculativeEngine.describe``: version, the timings it reports and those it does not)."""
+    name: str
+    version: NotRequired[str]
+    reports: NotRequired[list[str]]
+    not_reported: NotRequired[list[str]]
+
+
+def engine_facts(config: Mapping[str, Any]) -> EngineFacts:
     """Whose speculative loop a session ran, from its config: the engine's own facts (``run_facts``: name, version,
     reports, not_reported), or ``{"name": …}`` where only the run setting's name is there (a string: a stub engine,
     or an older session), or specscope's own."""
     eng = config.get("engine")
     if isinstance(eng, dict):
-        return {"name": "specscope", **eng}
+        return cast(EngineFacts, {"name": "specscope", **eng})  # the engine's run_facts, as the config keeps them
     return {"name": eng if isinstance(eng, str) and eng else "specscope"}
