@@ -192,8 +192,8 @@ class Roofline(TypedDict):
     chip: str
     nominal_bandwidth_gbs: float | None
     nominal_tflops: float | None
-    gpu_cores: int | None
-    nominal_bin: str | None
+    gpu_cores: NotRequired[int | None]   # absent in rooflines saved before the chip's figures were read
+    nominal_bin: NotRequired[str | None]
     device: str | None
     compute_dtype: str | None
     context: int | None
@@ -237,7 +237,7 @@ class RooflineRun(Roofline):
     machine: Mapping[str, Any]         # machine_probe.probe_machine's record, as measured
     labels: dict[str, str]             # block name -> its label for this model
     verify_tokens: list[int]
-    context_prefill: ContextPrefill | None
+    context_prefill: NotRequired[ContextPrefill | None]   # absent in rooflines saved before --context
     attention_at_context: NotRequired[AttentionAtContext]   # where the model's KV bytes per token are known
 
 
