@@ -143,7 +143,7 @@ def tune_data(tune: TuneResult | None) -> TuneChartData | None:
         d["measured_ci"].append(r.get("measured_ci95"))
     out: TuneChartData = {"drafters": list(drafters.values()), "recommended": None}
     rec = recommendation(tune)
-    if rec is not None:
+    if rec is not None and rec.get("k") is not None:
         sp = rec.get("measured_speedup", rec.get("predicted_speedup"))
         # the best measured setting; "best, not shown to win" when its interval holds 1×
         label = f"k = {rec['k']} ({rec.get('drafter', '')})" + ("" if rec.get("wins", True) else ": best, not a shown win")

@@ -14,6 +14,7 @@ import os
 from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
+from .records import ChartTheme
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
 SESSION_CHARTS = {"verify_cost", "tune"}  # drawn from measurements the session holds beside the run (roofline, tune)
@@ -47,7 +48,7 @@ def chart_data(name: str, session, summary: Summary | None = None):
     return charts[name]
 
 
-def build_chart(name: str, session, theme: dict | None = None, summary: Summary | None = None):
+def build_chart(name: str, session, theme: ChartTheme | None = None, summary: Summary | None = None):
     """A chart widget filled from ``session`` (not shown)."""
     from . import CHARTS
     from .common import LIGHT

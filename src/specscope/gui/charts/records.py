@@ -9,6 +9,27 @@ from typing import NotRequired, TypedDict
 from specscope.profiler.session.records import Summary
 
 
+# -- the charts' colours (common.LIGHT, common.DARK; theme.chart_theme) -----------------------------------------------
+
+class ChartTheme(TypedDict):
+    """A chart theme: its name and a colour per role (a ``#rrggbb`` string, an RGBA tuple for a band, a grey level for
+    the grid, a list for the categories)."""
+    name: str                         # "light" | "dark"
+    bg: str
+    fg: str
+    grid: int
+    muted: str
+    plain: str
+    spec: str
+    pred: str
+    band: tuple[int, int, int, int]
+    accept: str
+    bar: str
+    whole: str
+    breakeven: str
+    cats: list[str]
+
+
 # -- the Live page (data.throughput_series, acceptance_series, tokens_per_round_hist, probe_series) ----------------------
 
 class ThroughputSeries(TypedDict):

@@ -15,6 +15,7 @@ from ..charts.breakdown import RankChart, rank_data
 from ..charts.records import RankData
 from ..records import Snapshot
 from .common import fmt, plain_label, read_only_table
+from ..charts.records import ChartTheme
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
@@ -39,7 +40,7 @@ def _time_cell(cell) -> str:
 
 
 class BreakdownView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         lay = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.LeftToRight, self)
         lay.setContentsMargins(8, 8, 8, 8)
@@ -132,7 +133,7 @@ class BreakdownView(QtWidgets.QWidget):
         width = self.table.horizontalHeader().length() + 2 * self.table.frameWidth()
         self.table.setFixedWidth(width)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
         self.rank_chart.apply_theme(theme)
 

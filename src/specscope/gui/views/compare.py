@@ -23,6 +23,7 @@ from specscope.profiler.session.records import engine_facts
 
 from ..text import home_relative
 from .common import plain_label
+from ..charts.records import ChartTheme
 
 HEADERS = ["Figure", "A", "B", "Δ (B − A)", "Better", "Winner"]
 PERCENT_KEYS = {"p", "prediction_error", "match_rate", "barrier_distortion"}
@@ -131,7 +132,7 @@ def describe(path: str | None, session) -> str:
 
 
 class CompareView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         self.theme = theme
         self.a = self.b = None
@@ -337,7 +338,7 @@ class CompareView(QtWidgets.QWidget):
         t = self.table
         return [[(item.text() if (item := t.item(r, c)) else "") for c in range(t.columnCount())] for r in range(t.rowCount())]
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         if self.result:
             self._fill(self.result)

@@ -22,6 +22,7 @@ from specscope.profiler.analysis.sweep import point_break_even_text
 from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
+from ..charts.records import ChartTheme
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
 COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
@@ -75,7 +76,7 @@ def chart_data(rows: list[SweepPointFigures]) -> ContextChartData:
 class ContextView(MeasurementPage):
     key = "context_sweep"
 
-    def __init__(self, theme: dict, config=None, session=None, parent=None):
+    def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
         self.contexts = QtWidgets.QLineEdit("0,1k,4k,16k")
@@ -99,7 +100,7 @@ class ContextView(MeasurementPage):
         self.table = read_only_table(COLUMNS)
         lay.addWidget(self.table, 1)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         for c in self.charts.values():
             c.apply_theme(theme)
 

@@ -17,10 +17,11 @@ from ..charts import DivisionChart
 from ..charts import data as chart_data
 from ..records import Snapshot
 from .common import LEDGER_LABEL, Tile, fmt, plain_label, set_speedup_tile
+from ..charts.records import ChartTheme
 
 
 class DivisionView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, model, parent=None):
+    def __init__(self, theme: ChartTheme, model, parent=None):
         super().__init__(parent)
         self.model = model  # SessionModel: the calculator re-derives the curve through the shared data function
         self._snap: Snapshot | None = None
@@ -104,7 +105,7 @@ class DivisionView(QtWidgets.QWidget):
         self.tv.valueChanged.connect(self._calc_changed)
         self.p.valueChanged.connect(self._calc_changed)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
 
     def reset_calculator(self) -> None:

@@ -20,6 +20,7 @@ from ..text import home_relative
 from .common import plain_label, sortable_table
 from ..records import HistoryEntry
 from .history_reader import SessionReader
+from ..charts.records import ChartTheme
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
            "Accept-\nance"]
@@ -44,7 +45,7 @@ class HistoryView(QtWidgets.QWidget):
     open_requested = QtCore.Signal(str)
     compare_requested = QtCore.Signal(str, str)  # older, newer
 
-    def __init__(self, theme: dict, folder, parent=None):
+    def __init__(self, theme: ChartTheme, folder, parent=None):
         """``folder``: the autosave folder, or a callable returning it (read at each refresh)."""
         super().__init__(parent)
         self.theme = theme
@@ -370,7 +371,7 @@ class HistoryView(QtWidgets.QWidget):
         a, b = sorted(sel, key=when)
         self.compare_requested.emit(a, b)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         for path, row in self._rows.items():
             e = self._entries.get(path)

@@ -17,6 +17,7 @@ from ..charts.tune import TuneChart
 from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
+from ..charts.records import ChartTheme
 
 DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
@@ -59,7 +60,7 @@ def _trace_note(tune: TuneResult) -> str:
 class TuneView(MeasurementPage):
     key = "tune"
 
-    def __init__(self, theme: dict, config=None, session=None, parent=None):
+    def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
         self.k_max = spin_box(1, MAX_K_MAX, DEFAULT_K_MAX, "K_max = ")
@@ -86,7 +87,7 @@ class TuneView(MeasurementPage):
         """Tune up to the setup's k at least (DFlash: 15), never below the default 4."""
         self.k_max.setValue(min(self.k_max.maximum(), max(DEFAULT_K_MAX, k)))
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
 
     def command(self, cfg) -> tuple[str, list[str]]:
@@ -109,7 +110,7 @@ class TuneView(MeasurementPage):
         if tune.get("partial"):  # predictions in, confirmations still running: no recommendation yet
             self.recommendation.setText("tuning… predictions are in; the confirmation runs fill the measured column")
         else:
-            self.recommendation.setText((rec["text"] if rec else None) or "tuning…")
+            self.recommendation.setText((rec.get("text") if rec else None) or "tuning…")
         self.assumption.setText(tune.get("assumption", "") + _trace_note(tune))
         rows = tune.get("rows") or []
         self.table.setRowCount(len(rows))

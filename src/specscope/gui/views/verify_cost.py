@@ -12,6 +12,7 @@ from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveC
 from ..command_process import model_args
 from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
+from ..charts.records import ChartTheme
 
 
 DEFAULT_POSITIONS, MAX_POSITIONS = 9, 17  # specscope roofline --positions: default 9, 1..17
@@ -33,7 +34,7 @@ class VerifyCostView(MeasurementPage):
 
     key = "roofline"
 
-    def __init__(self, theme: dict, config=None, session=None, parent=None):
+    def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
 
@@ -78,7 +79,7 @@ class VerifyCostView(MeasurementPage):
         """Measure up to the setup's verify (k + 1 positions; a DFlash block of 16), at least the default 9."""
         self.positions.setValue(min(self.positions.maximum(), max(DEFAULT_POSITIONS, k + 1)))
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
 

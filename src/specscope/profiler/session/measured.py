@@ -130,7 +130,7 @@ class TuneResult(TypedDict):
 def recommendation(tune: TuneResult | None) -> Recommendation | None:
     """What a tune recommends; None where it has not said yet (a partial tune's ``{}``) or there is no tune."""
     rec = tune.get("recommendation") if tune else None
-    return cast(Recommendation, rec) if rec and rec.get("k") is not None else None
+    return cast(Recommendation, rec) if rec else None
 
 
 # -- the roofline (roofline.build_roofline; roofline_run.roofline_data) -----------------------------------------------
