@@ -39,7 +39,7 @@ class ModelRef:
         """The name with its revision, for headings: ``org/name @ 0123abc``."""
         return f"{self.name} @ {self.revision[:7]}" if self.revision else self.name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # dict: the dataclass's fields by name (asdict), kept in the session's JSON
         return asdict(self)
 
 

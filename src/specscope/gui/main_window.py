@@ -5,12 +5,13 @@ Running (``window_run``) and session files (``window_files``) are mixed in from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
+from .records import Snapshot
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette, restyle_charts
@@ -104,7 +105,7 @@ class Pages(Mapping[str, QtWidgets.QWidget]):
     def add(self, key: str, page: QtWidgets.QWidget) -> None:
         self._built[key] = page
 
-    def built(self) -> dict[str, QtWidgets.QWidget]:
+    def built(self) -> dict[str, QtWidgets.QWidget]:  # dict: page key -> the page (the keys: the pages built so far)
         return {k: self._built[k] for k in PAGES if k in self._built}
 
 
@@ -273,7 +274,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         if self.font_hint:  # said once, in the status bar's message label
             self.statusBar().showMessage(self.font_hint)
 
-    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
+    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: Any) -> None:
         """A Verify cost or Tune measurement joins the current session (and its autosave)."""
         self.model.session.data[key] = result
         if not self.is_running():
@@ -429,7 +430,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
 
     # -- running ----------------------------------------------------------------------
     # -- snapshot → status bar -------------------------------------------------------
-    def _on_snapshot(self, snap: dict) -> None:
+    def _on_snapshot(self, snap: Snapshot) -> None:
         # Only the page on screen redraws now; the others catch up when shown (CPU spent
         # drawing hidden pages is CPU taken from the engine on a small machine).
         current = self.tabs.currentWidget()

@@ -16,6 +16,7 @@ from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, DEMOS, Inspector, demo_variant
 from .preflight_line import PreflightLine
+from .records import DistributedFields
 from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
@@ -276,7 +277,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         else:
             self.set_where("local")
 
-    def distributed(self) -> dict:
+    def distributed(self) -> DistributedFields:
         """The RunConfig fields of the Where choice (none set: a run in one process on this machine). Never
         raises: an empty or malformed host list is refused by ``RunConfig.validate`` with the reason."""
         key = self.where.currentData()

@@ -138,11 +138,10 @@ class RunControl(WindowBase):
         self.act_open.setEnabled(not running)
 
     def _progress_fraction(self) -> float:
-        snap = self.model.last_snapshot or {}
-        cfg = snap.get("config") or {}
-        n = snap.get("n_cases") or 0
-        if not n:
+        snap = self.model.last_snapshot
+        if not snap or not snap["n_cases"]:
             return 0.0
+        cfg, n = snap["config"], snap["n_cases"]
         per = max(1, 2 * int(cfg.get("max_tokens") or 1))
         done = 0.0
         for c in self.model.session.cases:

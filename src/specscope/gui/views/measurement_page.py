@@ -4,9 +4,12 @@ page in as they come; the finished result is handed to the window (``result_read
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6 import QtCore, QtWidgets
 
 from ..command_process import CommandProcess, cli_command
+from ..records import Snapshot
 from .common import plain_label
 
 
@@ -19,7 +22,7 @@ class MeasurementPage(QtWidgets.QWidget):
         self.page_layout = QtWidgets.QVBoxLayout(self)  # the page's widgets, top to bottom
         self.page_layout.setContentsMargins(8, 8, 8, 8)
         self._config, self._session = config, session  # the setup panel's RunConfig; the current session's data
-        self._result: dict | None = None
+        self._result: Any = None  # the page's record (``key``'s in ``SessionData``), or None
         self.extra_args: list[str] = []  # more command flags (tests: fewer repeats)
         self.proc = CommandProcess(self)
         self.proc.line.connect(self._line)
@@ -45,7 +48,7 @@ class MeasurementPage(QtWidgets.QWidget):
     def command(self, cfg) -> tuple[str, list[str]]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def draw(self, result: dict | None) -> None:  # pragma: no cover - interface
+    def draw(self, result: Any) -> None:  # pragma: no cover - interface (the result: the page's record, or None)
         raise NotImplementedError
 
     def start(self) -> None:
@@ -63,13 +66,13 @@ class MeasurementPage(QtWidgets.QWidget):
         self.status.setText("stopped")
         self._idle()
 
-    def update_snapshot(self, _snap: dict) -> None:
+    def update_snapshot(self, _snap: Snapshot) -> None:
         """Show the session's stored result (none: an empty page), unless a run is filling the page in."""
         stored = (self._session() or {}).get(self.key) if self._session else None
         if not self.proc.is_running() and stored is not self._result:
             self._show(stored)
 
-    def _show(self, result: dict | None) -> None:
+    def _show(self, result: Any) -> None:
         self._result = result
         self.draw(result)
 

@@ -9,6 +9,7 @@ from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, tail_text, accept
                                         prediction_error_text, verdict)
 
 from .common import FittingLabel, plain_label
+from ..records import Snapshot
 
 # Lines each part of the bar may take before it ends in "…" (the whole text in its tooltip), for a window
 # under COMPACT_BELOW px high (a 13" laptop) and for a taller one: a long verdict must leave the page room.
@@ -51,7 +52,7 @@ class VerdictBar(QtWidgets.QFrame):
         for key, n in budget.items():
             getattr(self, key).set_max_lines(n)
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         s = snap["summary"]
         status = snap.get("status")
         if status == "empty":

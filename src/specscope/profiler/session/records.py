@@ -13,13 +13,15 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, Mapping, NotRequired, TypedDict
+from typing import Any, Mapping, NotRequired, TypedDict, cast
 
 # defined once, with the events that carry them; the session's readers find them here too
 from specscope.events import (Breakdown, Components, Divergence, PassName, Preflight, ProbeReading, RoundCore, RoundKind,
                               Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
+                                                 TuneResult)
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -126,14 +128,14 @@ class SessionData(TypedDict):
     started_at: NotRequired[float | None]
     finished_at: NotRequired[float | None]
     probe: NotRequired[list[ProbeReading]]
-    cooldowns: NotRequired[list[dict[str, Any]]]
-    sensors: NotRequired[list[dict[str, Any]]]
-    thermal: NotRequired[list[dict[str, Any]]]
+    cooldowns: NotRequired[list[Cooldown]]
+    sensors: NotRequired[list[SensorReading]]
+    thermal: NotRequired[list[ThermalRecord]]
     context: NotRequired[ContextFacts]
     sweep: NotRequired[Sweep]
-    roofline: NotRequired[dict[str, Any]]
-    tune: NotRequired[dict[str, Any]]
-    context_sweep: NotRequired[dict[str, Any]]  # the app's Context page: a sweep's figures kept with the session
+    roofline: NotRequired[RooflineRun | RooflinePartial]  # specscope roofline, run --roofline (``run.roofline_run``)
+    tune: NotRequired[TuneResult]          # specscope tune (``analysis.tune.run_tune``)
+    context_sweep: NotRequired[ContextSweep]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
     preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
@@ -391,11 +393,20 @@ class ComponentCall(TypedDict):
     rounds: int
 
 
-def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:  # dict: the engine's own run_facts, passed through
+class EngineFacts(TypedDict):
+    """Whose speculative loop a session ran (``engine_facts``): its name, and where the config has them, the engine's
+    own facts (``SpeculativeEngine.describe``: version, the timings it reports and those it does not)."""
+    name: str
+    version: NotRequired[str]
+    reports: NotRequired[list[str]]
+    not_reported: NotRequired[list[str]]
+
+
+def engine_facts(config: Mapping[str, Any]) -> EngineFacts:
     """Whose speculative loop a session ran, from its config: the engine's own facts (``run_facts``: name, version,
     reports, not_reported), or ``{"name": …}`` where only the run setting's name is there (a string: a stub engine,
     or an older session), or specscope's own."""
     eng = config.get("engine")
     if isinstance(eng, dict):
-        return {"name": "specscope", **eng}
+        return cast(EngineFacts, {"name": "specscope", **eng})  # the engine's run_facts, as the config keeps them
     return {"name": eng if isinstance(eng, str) and eng else "specscope"}

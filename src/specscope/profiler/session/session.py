@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping, cast
 
 from specscope.events import Event
+from specscope.profiler.session.measured import (COOLDOWN_FIELDS, Cooldown, RooflinePartial, RooflineRun, SensorReading,
+                                                 ThermalRecord,
+                                                 TuneResult)
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
@@ -227,17 +230,17 @@ class Session:
                 cast(ProbeReading, {k: v for k, v in ev.items() if k in PROBE_FIELDS}))
         elif ev["event"] == "cooldown":
             self.data.setdefault("cooldowns", []).append(
-                {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
+                cast(Cooldown, {k: v for k, v in ev.items() if k in COOLDOWN_FIELDS}))
         elif ev["event"] == "sensors":
-            self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
+            self.data.setdefault("sensors", []).append(cast(SensorReading, {k: v for k, v in ev.items() if k != "event"}))
         elif ev["event"] == "thermal":
-            self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
+            self.data.setdefault("thermal", []).append(cast(ThermalRecord, {k: v for k, v in ev.items() if k != "event"}))
         elif ev["event"] == "preflight":  # the machine before the run (engine_adapter.preflight), kept whole
             self.data["preflight"] = cast(Preflight, ev.get("preflight") or {})
         elif ev["event"] == "roofline":  # the verify cost curve, measured beside a run or on its own
-            self.data["roofline"] = ev["roofline"]
+            self.data["roofline"] = cast("RooflineRun | RooflinePartial", ev["roofline"])  # the emitter's shape (mypy)
         elif ev["event"] == "tune":
-            self.data["tune"] = ev["tune"]
+            self.data["tune"] = cast(TuneResult, ev["tune"])
         elif ev["event"] == "memory":
             self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
 
