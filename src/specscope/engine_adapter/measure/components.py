@@ -31,6 +31,7 @@ import time
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -41,9 +42,6 @@ from .records import ComponentTimes
 
 DEFAULT_REPS = 3
 
-
-def _ms(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1000.0
 
 
 def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | None:
@@ -97,7 +95,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "round_drafts_agree": _share_equal(seen["round"], seen["alone"][0] if seen["alone"] else None),
         "rollback_ms": {str(a): xs for a, xs in bench.rollback_ms.items()},
         "rollback_mode": bench.rollback.mode,
-        "wall_ms": _ms(t_start),  # what timing the components apart cost this case, prefill included
+        "wall_ms": ms_since(t_start),  # what timing the components apart cost this case, prefill included
     }
 
 
@@ -145,7 +143,7 @@ class _RoundBench:
         with capturing() as cap, tapping(self.drafter.needs_hidden) as tap:
             logits = self.model(verify_inputs[None], cache=self.cache)[0]
         _, bonus, _ = self.sampling.verify(logits, verify_draft, len(self.context))
-        return _ms(t0), bonus, cap, tap
+        return ms_since(t0), bonus, cap, tap
 
     def verify_once(self) -> float:
         self.snapshot.restore()
@@ -161,7 +159,7 @@ class _RoundBench:
         if out.tokens is None:  # a lazy draft: evaluate it, as an instrumented round does
             mx.eval(out.array)
             out.materialize()
-        t = _ms(t0)
+        t = ms_since(t0)
         self.drafts_seen["alone"].append(list(out.tokens))
         return t
 
@@ -195,7 +193,7 @@ class _RoundBench:
         assert out.tokens is not None
         emitted = out.tokens[:a_prev] + [bonus]
         d.update(a_prev, out, emitted, hidden=tap.hidden(self.mode) if tap else None)
-        t_book = _ms(t1)
+        t_book = ms_since(t1)
         self.drafts_seen["round"].append(list(out.tokens))
         return t_round, t_book
 
@@ -204,7 +202,7 @@ class _RoundBench:
         touched = self.rollback.rollback(a)
         if touched:
             mx.eval(touched)
-        return _ms(t0)
+        return ms_since(t0)
 
     def warm_up(self) -> None:
         """Every shape once (not recorded)."""
