@@ -21,7 +21,7 @@ from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
-from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
+from specscope.profiler.session.records import (CONTEXT_FACTS, COOLDOWN_FIELDS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
                                                 Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
                                                 SessionData, SpecSide, Sweep, SweepPoint)
 
@@ -227,7 +227,7 @@ class Session:
                 cast(ProbeReading, {k: v for k, v in ev.items() if k in PROBE_FIELDS}))
         elif ev["event"] == "cooldown":
             self.data.setdefault("cooldowns", []).append(
-                {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
+                {k: v for k, v in ev.items() if k in COOLDOWN_FIELDS})
         elif ev["event"] == "sensors":
             self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
         elif ev["event"] == "thermal":
