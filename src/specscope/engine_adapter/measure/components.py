@@ -27,6 +27,7 @@ None of these are the rounds' own forwards: the speculative runs never see this 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
@@ -81,14 +82,14 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "context": len(context),
         "k": k,
         "reps": max(reps, 1),
-        "verify_ms": timed["verify"],
-        "draft_ms": timed["draft"],
+        "verify_ms": timed.verify,
+        "draft_ms": timed.draft,
         "draft_method": "in_round",
-        "prior_accepted": timed["prior"],
-        "bookkeeping_ms": timed["book"],
+        "prior_accepted": timed.prior,
+        "bookkeeping_ms": timed.book,
         "at": at,
-        "round_ms": timed["round"],
-        "draft_alone_ms": timed["alone"],
+        "round_ms": timed.round,
+        "draft_alone_ms": timed.alone,
         # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
         # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
         # its own drafts where they were wrong, which costs the same but may propose otherwise)
@@ -212,9 +213,9 @@ class _RoundBench:
         self.draft_once()
         self.round_once(0, self.drafter_after_round(0))
 
-    def timed(self, reps: int) -> dict[str, list]:  # dict: each figure's samples, in the order they were taken
+    def timed(self, reps: int) -> _Samples:
         """``reps`` rounds per earlier accepted count 0..k, each: the verify, the rollback, the round."""
-        out: dict[str, list] = {"verify": [], "draft": [], "alone": [], "round": [], "prior": [], "book": []}
+        out = _Samples()
         for r in range(reps * (self.k + 1)):
             a = r % (self.k + 1)
             # The drafter is made ready first, then the verify and the rollback run, then the timed round: what runs just
@@ -224,12 +225,23 @@ class _RoundBench:
             d = self.drafter_after_round(a)  # the earlier round accepted a: the draft catches up a+1 positions
             t_verify = self.verify_once()
             self.rollback_ms[a].append(self.rollback_once(a))
-            out["verify"].append(t_verify)
+            out.verify.append(t_verify)
             t_round, t_book = self.round_once(a, d)
-            out["round"].append(t_round)
-            out["draft"].append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
-            out["prior"].append(a)
-            out["book"].append(t_book)
+            out.round.append(t_round)
+            out.draft.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
+            out.prior.append(a)
+            out.book.append(t_book)
             if r == 0:  # the draft alone is a side figure (what barriers cost it): once a call is enough
-                out["alone"].append(self.draft_once())
+                out.alone.append(self.draft_once())
         return out
+
+
+@dataclass
+class _Samples:
+    """A call's timed rounds, in the order they were taken (``_RoundBench.timed``)."""
+    verify: list[float] = field(default_factory=list)
+    draft: list[float] = field(default_factory=list)    # each round less the verify just before it
+    alone: list[float] = field(default_factory=list)    # one draft timed alone
+    round: list[float] = field(default_factory=list)
+    prior: list[int] = field(default_factory=list)      # the earlier round's accepted count
+    book: list[float] = field(default_factory=list)

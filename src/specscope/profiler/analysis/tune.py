@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.profiler.analysis import stats, trace_check, trace_walk
@@ -60,7 +60,15 @@ def _rate(tokens: int, ms: float) -> float | None:
     return 1000.0 * tokens / ms if ms > 0 and tokens > 0 else None
 
 
-def _no_timings() -> dict[str, Any]:  # dict: the timings re-taken beside a pair (verify, draft, rollback, bookkeeping)
+class BesideTimings(TypedDict):
+    """The prediction's timings re-taken beside a confirmation pair (``run.tune_run``)."""
+    verify: list[float]
+    draft: list[float]
+    rollback: dict[int, list[float]]   # accepted count -> rollback times
+    bookkeeping: list[float]
+
+
+def no_timings() -> BesideTimings:
     return {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []}
 
 
@@ -94,9 +102,9 @@ class TuneMeasured:
     # per repeat: (tokens, ms) over every round, then (rounds, tokens, ms) of its full rounds
     spec_reps: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)
     plain_reps: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)  # (tokens, ms) of the plain run beside
-    beside: dict[tuple[str, int], dict] = field(default_factory=dict)  # the timings re-taken beside its pairs, pooled
+    beside: dict[tuple[str, int], BesideTimings] = field(default_factory=dict)  # timings re-taken beside its pairs
     # the same, repeat by repeat (what was timed before and after that repeat's pair): each repeat's own predicted round
-    beside_by_rep: dict[tuple[str, int], list[dict]] = field(default_factory=dict)
+    beside_by_rep: dict[tuple[str, int], list[BesideTimings]] = field(default_factory=dict)
     rep_cost: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (drafter, k, repeat) -> round (ms)
     confirm_steps: list[float] = field(default_factory=list)
     steps_beside: dict[tuple[str, int], list[float]] = field(default_factory=dict)  # each setting's own plain steps
@@ -106,16 +114,17 @@ class TuneMeasured:
         self.plan = plan
         for c in plan:
             self.spec_reps[c], self.plain_reps[c], self.beside_by_rep[c], self.steps_beside[c] = [], [], [], []
-            self.beside[c] = _no_timings()
+            self.beside[c] = no_timings()
 
-    def add_beside(self, name: str, k: int, rep: int, got: dict[str, Any]) -> None:
+    def add_beside(self, name: str, k: int, rep: int, got: BesideTimings) -> None:
         """Timings re-taken beside repeat ``rep``'s pair at (name, k): pooled, and kept for that repeat."""
         per = self.beside_by_rep[(name, k)]
         if len(per) <= rep:
-            per.append(_no_timings())
+            per.append(no_timings())
         for into in (self.beside[(name, k)], per[rep]):
-            for key in ("verify", "draft", "bookkeeping"):
-                into[key] += got[key]
+            into["verify"] += got["verify"]
+            into["draft"] += got["draft"]
+            into["bookkeeping"] += got["bookkeeping"]
             for a, xs in got["rollback"].items():
                 into["rollback"].setdefault(a, []).extend(xs)
 

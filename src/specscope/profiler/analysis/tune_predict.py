@@ -101,8 +101,48 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     rng = resample.generator(seed)
     base = _KmaxRun.of(rounds, draft_1, plain_steps, k_max, rng, resamples)
     timed = _TimedApart(draft_by_k or {}, rollback_by_k or {}, plain_steps_by_k or {}, bookkeeping_by_k or {})
-    return [_predict_at(k, base, verify[k + 1], traces, timed, rng, resamples, seed)
-            for k in ([only_k] if only_k else range(1, k_max + 1))]
+    rows = []
+    for k in ([only_k] if only_k else range(1, k_max + 1)):
+        at = _predict_at(k, base, verify[k + 1], traces, timed, rng, resamples, seed)
+        model = at.model
+        rows.append({
+            "k": k,
+            "predicted_speedup": model.speedup,
+            "predicted_ci95": [float(np.percentile(at.b_s, 2.5)), float(np.percentile(at.b_s, 97.5))],
+            # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
+            # only the timings are uncertain there (E's interval is about other content, not these prompts)
+            "predicted_ci95_timing": [float(np.percentile(at.b_t, 2.5)), float(np.percentile(at.b_t, 97.5))],
+            "division_speedup": model.division,
+            "tokens_per_round": model.tokens_per_round,
+            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(base.acc, k).mean()),
+            "acceptance_source": "trace" if traces else "k_max_rounds",
+            "t_decode_ms": model.t_decode_ms,
+            "t_verify_ms": model.t_verify_ms,
+            "t_draft_ms": model.t_draft_ms,
+            "t_draft_source": at.draft_source,
+            "t_draft_below_noise": model.t_draft_ms <= 0.0,  # at or below zero: drafting adds nothing measurable
+            "t_rollback_ms": model.t_rollback_ms,
+            "rollback_untimed_counts": at.rollback_untimed,  # accepted counts at k whose rollback was never timed
+            "untimed": model.untimed,
+            "formula": model.formula,
+            "t_bookkeeping_ms": model.t_bookkeeping_ms,
+            "t_bookkeeping_source": at.bookkeeping_source,
+            "verify_multiple": model.verify_multiple,
+            "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
+            "round_ms": model.round_ms,
+        })
+    return rows
+
+
+@dataclass
+class _AtK:
+    """One k's round model and its bootstrap: the speedup's draws (``b_s``), and the same with E held (``b_t``)."""
+    model: RoundModel
+    b_s: np.ndarray
+    b_t: np.ndarray
+    draft_source: str           # "in_round" (timed apart) or "line" (through the instrumented draft steps)
+    bookkeeping_source: str     # "in_round" or "k_max_run"
+    rollback_untimed: list[int]
 
 
 @dataclass
@@ -163,7 +203,7 @@ class _KmaxRun:
 
 
 def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] | None, timed: _TimedApart, rng,
-                resamples: int, seed: int) -> dict:  # dict: one k's prediction (TunePrediction's keys, JSON)
+                resamples: int, seed: int) -> _AtK:
     """The prediction at one k: the round model's terms, then their bootstrap (the draws in a fixed order)."""
     def boot(x, stat):
         return resample.statistic(x, stat, rng, resamples)
@@ -217,32 +257,8 @@ def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] 
     b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book_k
     b_s = b_E * b_steps_k / b_cost
     b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
-    return {
-        "k": k,
-        "predicted_speedup": model.speedup,
-        "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
-        # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
-        # only the timings are uncertain there (E's interval is about other content, not these prompts)
-        "predicted_ci95_timing": [float(np.percentile(b_t, 2.5)), float(np.percentile(b_t, 97.5))],
-        "division_speedup": model.division,
-        "tokens_per_round": E,
-        "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(base.acc, k).mean()),
-        "acceptance_source": "trace" if traces else "k_max_rounds",
-        "t_decode_ms": t_dec_k,
-        "t_verify_ms": t_v,
-        "t_draft_ms": t_d,
-        "t_draft_source": "in_round" if in_round.size else "line",
-        "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
-        "t_rollback_ms": t_rb,
-        "rollback_untimed_counts": rb_missing,  # accepted counts at k whose rollback was never timed: no figure
-        "untimed": model.untimed,
-        "formula": model.formula,
-        "t_bookkeeping_ms": t_book_k,
-        "t_bookkeeping_source": "in_round" if book_prev else "k_max_run",
-        "verify_multiple": model.verify_multiple,
-        "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
-        "round_ms": model.round_ms,
-    }
+    return _AtK(model, b_s, b_t, "in_round" if in_round.size else "line", "in_round" if book_prev else "k_max_run",
+                rb_missing)
 
 
 def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:  # dict: accepted count -> its samples

@@ -13,7 +13,8 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import trace_check
 from specscope.profiler.analysis.records import TuneResult
-from specscope.profiler.analysis.tune import WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, known, tune_result
+from specscope.profiler.analysis.tune import (WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, known, no_timings,
+                                             tune_result)
 from specscope.profiler.analysis.tune_confirm import MAX_REPS, MIN_REPS
 from specscope.profiler.analysis.tune_predict import TermsBelowNoise, predict
 from specscope.profiler.analysis.tune_recommend import confirm_set
@@ -201,7 +202,7 @@ class _TuneRun:
         on a shared machine hits the prediction and the measurement alike: for a real drafter, one round per earlier
         accepted count run as an end-to-end round runs it (``components``: verify with the drafter's hidden-state tap
         and accept read-back, what drafting adds, rollback by accepted count); else the whole-graph verify forward."""
-        got: dict[str, Any] = {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []}
+        got = no_timings()
         if hasattr(self.seam, "components") and name not in WHAT_IF:
             i = rep % len(self.prompts)
             c = self.seam.components(name, self.prompts[i], self.plain[i]["tokens"], k, self.beside_reps)
