@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
@@ -114,7 +115,7 @@ class PositionalOracle(OracleDrafter):
             if self.u[j] >= self.p:
                 true = (true + 1 + int(self.shift[j])) % self.vocab
             out.append(int(true))
-        while (time.perf_counter() - t0) * 1000.0 < self.draft_ms:
+        while ms_since(t0) < self.draft_ms:
             pass  # a busy wait, like a drafter that keeps the machine busy
         return Draft(out)
 

@@ -152,7 +152,7 @@ def bench_tune(a: BenchConfig) -> BenchResult:
     from specscope.engine_adapter.tune_runs import TuneEngine
 
     from specscope.profiler.cli.bench_common import PROMPT
-    from specscope.profiler.analysis.tune import run_tune
+    from specscope.profiler.run.tune_run import run_tune
 
     k_max = max(4, a.num_draft_tokens or 2)
     params = EngineParams(model=a.model, demo=not a.model)

@@ -315,8 +315,6 @@ class Cooldown(TypedDict):
     best_ms: NotRequired[float | None]
 
 
-COOLDOWN_FIELDS = tuple(Cooldown.__annotations__)
-
 
 class SensorReading(SensorWindow):
     """One pass's sensor window (``run.sensors.window``) and the pass it belongs to."""

@@ -16,12 +16,18 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 from typing import Any, Mapping, NotRequired, TypedDict, cast
 
 # defined once, with the events that carry them; the session's readers find them here too
-from specscope.events import (Breakdown, Components, Divergence, PassName, Preflight, ProbeReading, RoundCore, RoundKind,
-                              Trace)
+from specscope.events import (Breakdown, Components, CooldownEvent, Divergence, PassName, Preflight, ProbeReading, RoundCore,
+                              RoundKind, SweepStartedEvent, Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
 from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
                                                  TuneResult)
+
+
+def fields_of(record: Any, but: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A ``TypedDict``'s keys, required and optional, inherited first, in their declared order, less ``but``: the
+    field lists a fold copies are read off the record, so a field added to it reaches the fold."""
+    return tuple(k for k in record.__annotations__ if k not in but)
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -113,7 +119,8 @@ class Sweep(TypedDict, total=False):
     points: list[SweepPoint]
 
 
-SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
+SWEEP_FIELDS = fields_of(SweepStartedEvent, but=("event",))  # what sweep_started carries (Sweep keeps each); points are folded
+COOLDOWN_FIELDS = fields_of(CooldownEvent, but=("event",))  # what a cooldown wait's event leaves in the session
 
 
 class SessionData(TypedDict):

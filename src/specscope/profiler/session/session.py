@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any, Mapping, cast
 
 from specscope.events import Event
-from specscope.profiler.session.measured import (COOLDOWN_FIELDS, Cooldown, RooflinePartial, RooflineRun, SensorReading,
+from specscope.profiler.session.measured import (Cooldown, RooflinePartial, RooflineRun, SensorReading,
                                                  ThermalRecord,
                                                  TuneResult)
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
-from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
+from specscope.profiler.session.records import (CONTEXT_FACTS, COOLDOWN_FIELDS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
                                                 Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
                                                 SessionData, SpecSide, Sweep, SweepPoint)
 
