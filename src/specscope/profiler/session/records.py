@@ -20,6 +20,7 @@ from specscope.events import (Breakdown, Components, Divergence, PassName, Prefl
                               Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+from specscope.events import CheckResult as CheckResult  # noqa: F401
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -114,6 +115,13 @@ class Sweep(TypedDict, total=False):
 SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
 
 
+class CaptureResult(TypedDict):
+    """What ``specscope capture`` captured (its ``capture.json``, ``engine_adapter.measure.records.CaptureDescription``)
+    and the folder the traces are in (``events.CaptureEvent``)."""
+    description: dict[str, Any]
+    out_dir: str
+
+
 class SessionData(TypedDict):
     schema: str
     schema_version: int
@@ -137,6 +145,8 @@ class SessionData(TypedDict):
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
     preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
+    check: NotRequired[CheckResult]    # ``specscope check``'s result (a check's own session)
+    capture: NotRequired[CaptureResult]  # ``specscope capture``'s (a capture's own session)
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,16 @@
+"""``specscope capture``, measured: ``capture_data(cfg)`` loads the model and records Metal GPU traces of one decode
+step and one verify forward (``engine_adapter.measure.gpu_trace.run``), in the worker (``measurement``), which the CLI
+and the app start with ``MTL_CAPTURE_ENABLED=1`` (``CaptureConfig.worker_env``)."""
+
+from __future__ import annotations
+
+from specscope.profiler.session.records import CaptureResult
+from specscope.profiler.run.tool_configs import CaptureConfig
+
+
+def capture_data(cfg: CaptureConfig, say=lambda m, *a, **k: None, partial=None, metal=None) -> CaptureResult:
+    """What was captured (``capture.json``'s content) and where; ``metal``: ``mx.metal`` unless a test passes a fake."""
+    from specscope.engine_adapter.measure.gpu_trace import run
+
+    cfg.validate()
+    return {"description": dict(run(cfg.spec(), metal=metal, log=say)), "out_dir": cfg.out_dir}
