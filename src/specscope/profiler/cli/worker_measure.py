@@ -12,12 +12,12 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.run.runner import run_worker
 
 if TYPE_CHECKING:
-    from specscope.events import Event
+    from specscope.events import Event, StatusEvent
     from specscope.profiler.run.measure_config import Measurement
     from specscope.profiler.session.session import Session
 
 
-def run_in_worker(cfg: "Measurement", on_status: Callable[["Event"], None], out_path: str | None = None,
+def run_in_worker(cfg: "Measurement", on_status: Callable[["StatusEvent"], None], out_path: str | None = None,
                   on_event: Callable[["Event", "Session"], None] | None = None) -> "Session":
     """Measure ``cfg`` in the worker; ``on_status`` sees each ``status`` event, ``on_event`` every event. Returns the
     session (complete, or incomplete: stopped, or the worker died); a failure (an input the worker refused, an

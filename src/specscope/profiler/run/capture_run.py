@@ -8,9 +8,13 @@ from specscope.profiler.session.records import CaptureResult
 from specscope.profiler.run.tool_configs import CaptureConfig
 
 
-def capture_data(cfg: CaptureConfig, say=lambda m, *a, **k: None, partial=None, metal=None) -> CaptureResult:
-    """What was captured (``capture.json``'s content) and where; ``metal``: ``mx.metal`` unless a test passes a fake."""
-    from specscope.engine_adapter.measure.gpu_trace import run
+def capture_data(cfg: CaptureConfig, say=lambda m, *a, **k: None, partial=None, metal=None) -> CaptureResult | None:
+    """What was captured (``capture.json``'s content) and where; ``metal``: ``mx.metal`` unless a test passes a fake.
+    ``cfg.check_only``: refuse where Metal is missing, capture nothing (None)."""
+    from specscope.engine_adapter.measure.gpu_trace import require_metal, run
 
     cfg.validate()
+    if cfg.check_only:
+        require_metal(metal)
+        return None
     return {"description": dict(run(cfg.spec(), metal=metal, log=say)), "out_dir": cfg.out_dir}

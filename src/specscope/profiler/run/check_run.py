@@ -50,7 +50,7 @@ def _check_engine(cfg: CheckConfig, say) -> CheckResult:
     temp = cfg.temp if cfg.temp is not None else 0.25
     say(f"opening engine {cfg.engine}")
     eng = Engine.open(EngineParams(model=cfg.model, demo=cfg.demo and not cfg.model, draft_model=cfg.draft_model,
-                                   drafter=cfg.drafter or "auto", engine=cfg.engine, temp=temp, top_p=cfg.top_p,
+                                   drafter=cfg.drafter or "auto", engine=cfg.engine or "specscope", temp=temp, top_p=cfg.top_p,
                                    num_draft_tokens=cfg.num_draft_tokens, allow_oversize=cfg.allow_oversize))
     say(f"{cfg.draws} sampled draws from plain decoding, the engine and a known-wrong rule")
     rep = dict(sampling_audit(eng, eng.encode(cfg.prompt), draws=cfg.draws, temp=temp, top_p=cfg.top_p))

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable, Mapping
 
-from specscope.events import Emit, Event
+from specscope.events import Emit, Event, StatusEvent
 from specscope.profiler.session.file_io import finite_json
 
 from specscope.profiler.run.measure_config import Measurement, kind_of
@@ -40,9 +40,14 @@ def result_event(kind: str, result: Mapping[str, Any], partial: bool = False) ->
                                             "text": result["text"], "ok": result["ok"]}}
     if kind == "capture":
         return {"event": "capture", "capture": finite_json(result["description"]), "out_dir": result["out_dir"]}
+    ev: Event
     if kind == "roofline":
-        return {"event": "roofline", "roofline": finite_json(result), **({"partial": True} if partial else {})}
-    return {"event": "tune", "tune": finite_json(result), **({"partial": True} if partial else {})}
+        ev = {"event": "roofline", "roofline": finite_json(result)}
+    else:
+        ev = {"event": "tune", "tune": finite_json(result)}
+    if partial:
+        ev["partial"] = True
+    return ev
 
 
 class Stopped(Exception):
@@ -59,8 +64,12 @@ def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> 
           "model": {}, "cases": [], "time": time.time()})
 
     def say(message: str, done: int | None = None, total: int | None = None, notice: bool = False) -> None:
-        counted = {"done": done, "total": total} if done is not None and total is not None else {}
-        emit({"event": "status", "message": message, **counted, **({"notice": True} if notice else {})})
+        ev: StatusEvent = {"event": "status", "message": message}
+        if done is not None and total is not None:
+            ev["done"], ev["total"] = done, total
+        if notice:
+            ev["notice"] = True
+        emit(ev)
         if should_stop():
             raise Stopped
 

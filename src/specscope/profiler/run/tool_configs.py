@@ -61,9 +61,17 @@ class CaptureConfig:
     k: int = 2
     prompt_id: str | None = None
     allow_oversize: bool = False
+    check_only: bool = False          # only say whether this machine can capture (the app asks before a folder)
     worker_env: ClassVar[dict[str, str]] = {CAPTURE_ENV: "1"}
 
+    @classmethod
+    def probe(cls) -> "CaptureConfig":
+        """Whether this machine can capture: refused in the worker (no Metal) before anything is loaded."""
+        return cls(out_dir="", prompt="", check_only=True)
+
     def validate(self) -> None:
+        if self.check_only:
+            return
         if not self.demo and not self.model:
             raise SpecscopeError("no model: pass --model MODEL or --demo")
         if not 1 <= self.k <= 16:
