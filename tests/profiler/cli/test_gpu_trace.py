@@ -371,3 +371,31 @@ def test_bad_requests(tmp_path, monkeypatch, capsys):
         assert main(["capture", *args]) == 2
         assert msg in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+# -- the capture's session (the worker's events, folded) --------------------------------------------------------------
+
+def test_session_keeps_what_was_captured(tmp_path, fake_metal_cli, capsys):
+    out, kept = tmp_path / "t", tmp_path / "capture-session.json"
+    assert main(["capture", "--demo", "-k", "2", "-o", str(out), "--session", str(kept)]) == 0, capsys.readouterr().err
+    from specscope.profiler.session.session import Session
+
+    s = Session.load(kept)
+    assert s.status == "complete" and s.config["measure"] == "capture" and s.config["measurement"]["k"] == 2
+    assert s.data["capture"] == {"description": json.loads((out / "capture.json").read_text(encoding="utf-8")),
+                                 "out_dir": str(out.resolve())}
+
+
+@needs_no_metal
+def test_the_capture_runs_in_the_worker(tmp_path, monkeypatch, capsys):
+    """With the CLI's own Metal probe passed, the real worker is started: on this machine it is the worker that
+    refuses, and the capture's session says so."""
+    monkeypatch.setattr(cli_capture, "metal_status", lambda: {"metal": True, "device": "Metal (Apple M2 (fake))"})
+    out, kept = tmp_path / "traces", tmp_path / "capture-session.json"
+    assert main(["capture", "--demo", "-o", str(out), "--session", str(kept)]) == 2
+    assert capsys.readouterr().err.startswith("specscope: error: " + NOT_METAL)
+    assert not out.exists()
+    from specscope.profiler.session.session import Session
+
+    s = Session.load(kept)
+    assert s.status == "failed" and s.config["measure"] == "capture" and s.data["errors"][-1].startswith(NOT_METAL)
