@@ -26,7 +26,7 @@ from specscope.profiler.cli.worker_measure import incomplete_exit, run_in_worker
 from specscope.profiler.run.config import MAX_K
 from specscope.profiler.run.pump import worker_env
 from specscope.profiler.run.records import SuiteCase
-from specscope.profiler.run.tool_configs import CAPTURE_ENV, CaptureConfig
+from specscope.profiler.run.tool_configs import CaptureConfig
 
 
 def add_parser(sub) -> None:
