@@ -263,8 +263,8 @@ def test_cli_metal_path_end_to_end(tmp_path, fake_metal_cli, capsys):
     std = capsys.readouterr()
     assert rc == 0, std.err
     assert seen["cfg"].worker_env["MTL_CAPTURE_ENABLED"] == "1"
-    spec = seen["cfg"].spec()
-    assert spec["k"] == 3 and spec["prompt_id"] == "zh-01" and spec["out_dir"] == str(out.resolve())
+    cfg = seen["cfg"]
+    assert cfg.k == 3 and cfg.prompt_id == "zh-01" and cfg.out_dir == str(out.resolve())
     assert {p.name for p in out.iterdir()} == {"decode.gputrace", "verify-k3.gputrace", "capture.json"}
     assert all((out / f).is_dir() for f in ("decode.gputrace", "verify-k3.gputrace"))
     d = json.loads((out / "capture.json").read_text(encoding="utf-8"))

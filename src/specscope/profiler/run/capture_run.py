@@ -17,4 +17,6 @@ def capture_data(cfg: CaptureConfig, say=lambda m, *a, **k: None, partial=None, 
     if cfg.check_only:
         require_metal(metal)
         return None
-    return {"description": dict(run(cfg.spec(), metal=metal, log=say)), "out_dir": cfg.out_dir}
+    spec = {"demo": cfg.demo, "model_path": cfg.model, "model_name": cfg.model_name, "k": cfg.k, "out_dir": cfg.out_dir,
+            "prompt": cfg.prompt, "prompt_id": cfg.prompt_id, "allow_oversize": cfg.allow_oversize}
+    return {"description": dict(run(spec, metal=metal, log=say)), "out_dir": cfg.out_dir}

@@ -77,12 +77,6 @@ class CaptureConfig:
         if not 1 <= self.k <= 16:
             raise SpecscopeError(f"-k must be between 1 and 16 (got {self.k})")
 
-    def spec(self) -> dict:  # dict: the engine side's request (``engine_adapter.measure.gpu_trace.run``)
-        return {"demo": self.demo, "model_path": self.model, "model_name": self.model_name, "k": self.k,
-                "out_dir": self.out_dir, "prompt": self.prompt, "prompt_id": self.prompt_id,
-                "allow_oversize": self.allow_oversize}
-
-
 @dataclass
 class TraceConfig:
     """``specscope trace``: the acceptance trace A(s) of every complete case of the saved session at ``session``, drafted
