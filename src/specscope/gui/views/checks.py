@@ -37,7 +37,7 @@ def capture_text(capture: CaptureResult) -> str:
 def _text_box() -> QtWidgets.QPlainTextEdit:
     box = QtWidgets.QPlainTextEdit()
     box.setReadOnly(True)
-    box.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.NoWrap)
+    box.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.WidgetWidth)
     box.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
     return box
 
