@@ -69,8 +69,8 @@ def test_a_bad_check_is_refused_before_a_worker_starts(tmp_path, capsys, monkeyp
         assert err.startswith("specscope: error:") and msg in err
 
 
-def _worker_started(cli: subprocess.Popen, timeout: float = 120) -> None:
-    """Wait until the CLI has started its worker (a child running ``specscope.profiler.run.worker``)."""
+def _worker_started(cli: subprocess.Popen, timeout: float = 120) -> int:
+    """Wait until the CLI has started its worker (a child running ``specscope.profiler.run.worker``); its pid."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in os.listdir("/proc"):
@@ -82,28 +82,35 @@ def _worker_started(cli: subprocess.Popen, timeout: float = 120) -> None:
             except (OSError, ValueError, IndexError):
                 continue
             if ppid == cli.pid and b"specscope.profiler.run.worker" in cmd:
-                return
+                return int(pid)
         time.sleep(0.1)
     raise AssertionError("the worker never started")
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
-@pytest.mark.parametrize("kind", ["check", "trace"])
-def test_a_stop_keeps_a_session_marked_as_stopped(tmp_path, kind):
+@pytest.mark.parametrize("kind, fault", [("check", "SIGINT"), ("trace", "SIGINT"), ("check", "SIGTERM"),
+                                         ("trace", "worker killed")])
+def test_a_stop_or_a_dead_worker_keeps_a_session_that_says_so(tmp_path, kind, fault):
+    """Ctrl+C (SIGINT) or SIGTERM to the command: exit 130, the session kept and marked stopped by the user. The
+    worker killed: exit 1, the session kept and saying the worker ended unexpectedly."""
     out = tmp_path / "out.json"
     args = (["check", "--demo", "--max-k", "12", "-o", str(out)] if kind == "check" else
             ["trace", str(one_case_session(tmp_path)), "-o", str(out), "--k-max", "16", "--draws", "64"])
     cli = subprocess.Popen([sys.executable, "-m", "specscope.profiler.cli.main", *args], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _worker_started(cli)
+    worker = _worker_started(cli)
     time.sleep(2.0)  # into the measurement (MLX imported, the model loading or measured)
-    cli.send_signal(signal.SIGINT)
+    if fault == "worker killed":
+        os.kill(worker, signal.SIGKILL)
+    else:
+        cli.send_signal(getattr(signal, fault))
     _, err = cli.communicate(timeout=120)
-    assert cli.returncode == 130, err
-    assert "stopped by the user" in err and "Traceback" not in err
+    why = "the worker ended unexpectedly (killed by SIGKILL)" if fault == "worker killed" else "stopped by the user"
+    assert cli.returncode == (1 if fault == "worker killed" else 130), err
+    assert why in err and "Traceback" not in err
     s = Session.load(out)
-    assert "stopped by the user" in s.data["errors"][-1]
+    assert why in s.data["errors"][-1]
     if kind == "check":
         assert s.status == "incomplete" and s.config["measure"] == "check" and "check" not in s.data
-    else:  # the traced session is the run's (complete); the trace that was stopped says so in its errors
+    else:  # the traced session is the run's (complete); the trace that did not finish says so in its errors
         assert s.data["errors"][-1].startswith("trace incomplete")
