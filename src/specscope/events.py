@@ -217,6 +217,9 @@ class Preflight(TypedDict, total=False):
 class StatusEvent(TypedDict):
     event: Literal["status"]
     message: str
+    done: NotRequired[int]      # a measurement that counts its steps (check): how many are done, of ``total``
+    total: NotRequired[int]
+    notice: NotRequired[bool]   # the user must hear it even without a progress bar (trace: a demo model rebuilt)
 
 
 class RunStartedEvent(TypedDict):
@@ -393,6 +396,28 @@ class TuneEvent(TypedDict):
     partial: NotRequired[bool]
 
 
+class CheckResult(TypedDict):
+    """``specscope check`` (profiler.run.check_run): the report (``engine_adapter.measure.doctor``'s, or with ``--engine``
+    ``engines.audit``'s), its text as the command prints it, and whether the model (or engine) passed."""
+    what: Literal["model", "engine"]
+    report: dict[str, Any]
+    text: str
+    ok: bool
+
+
+class CheckEvent(TypedDict):
+    event: Literal["check"]
+    check: CheckResult
+
+
+class CaptureEvent(TypedDict):
+    """``specscope capture`` (profiler.run.capture_run): what was captured, as its ``capture.json`` holds it
+    (``engine_adapter.measure.records.CaptureDescription``), and the folder the traces are in."""
+    event: Literal["capture"]
+    capture: dict[str, Any]
+    out_dir: str
+
+
 class RunDoneEvent(TypedDict):
     event: Literal["run_done"]
     status: str
@@ -408,7 +433,7 @@ class ErrorEvent(TypedDict):
 Event = Union[StatusEvent, RunStartedEvent, PreflightEvent, CaseStartedEvent, PrefillEvent, StepEvent, RoundEvent,
               RepeatDoneEvent, BreakdownEvent, ComponentsEvent, TraceEvent, DivergenceEvent, CaseDoneEvent, MemoryEvent,
               ProbeEvent, CooldownEvent, SensorsEvent, ThermalEvent, ContextEvent, SweepStartedEvent, SweepVisitEvent,
-              SweepVisitDoneEvent, RooflineEvent, TuneEvent, RunDoneEvent, ErrorEvent]
+              SweepVisitDoneEvent, RooflineEvent, TuneEvent, CheckEvent, CaptureEvent, RunDoneEvent, ErrorEvent]
 
 # kind -> its record, read off the union (each class's ``event`` literal): nothing spelled twice
 EVENT_TYPES: dict[str, type] = {get_args(cls.__annotations__["event"])[0]: cls for cls in get_args(Event)}

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from .views.tune import TuneView
     from .views.verify_cost import VerifyCostView
 
-PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
+PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare", "checks"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
-               "cases": "Cases", "history": "History", "compare": "Compare"}
+               "cases": "Cases", "history": "History", "compare": "Compare", "checks": "Checks"}
 
 
 class StatusBar(QtWidgets.QStatusBar):
@@ -243,7 +243,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         r.addAction(self.act_capture)
         v = self.menuBar().addMenu("&View")
         for i, key in enumerate(PAGES):
-            v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
+            v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}" if i < 9 else None))
 
         # status bar: messages in a label of their own that elides (full text in its tooltip), beside the
         # session information, never drawn over it
@@ -332,6 +332,10 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             compare = CompareView(self.theme)
             compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
             page = compare
+        elif key == "checks":  # check's and capture's results (views.checks)
+            from .views.checks import ChecksView
+
+            page = ChecksView(self.theme, session_data)
         else:
             raise KeyError(key)
         return page

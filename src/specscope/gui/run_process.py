@@ -18,6 +18,7 @@ from PySide6 import QtCore
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.events import SAVE_POINTS, SAVED, STOP_GRACE_SECONDS, EventReader
 from specscope.profiler.run.launch import EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, plan_launch
+from specscope.profiler.run.measure_config import Measurement
 from specscope.profiler.run.rank_monitor import RankMonitor
 from specscope.profiler.run.runner import worker_command, worker_env
 
@@ -69,17 +70,18 @@ class WorkerProcess(QtCore.QObject):
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.state() != QtCore.QProcess.ProcessState.NotRunning
 
-    def start(self, cfg: RunConfig) -> None:
+    def start(self, cfg: RunConfig | Measurement) -> None:
         if self.is_running():
             raise RuntimeError("a run is already in progress")
         self._cleanup_plan()
-        spec = DistSpec.from_config(cfg)
-        if spec is not None:  # mlx.launch under the guard (a new process group), rank 0's events on stdout
+        spec = DistSpec.from_config(cfg) if isinstance(cfg, RunConfig) else None  # a measurement runs on one machine
+        if spec is not None:
+            assert isinstance(cfg, RunConfig)  # mlx.launch under the guard (a new process group), rank 0's events on stdout
             self.plan = plan_launch(cfg, spec)
             self.monitor = RankMonitor(self.plan.hosts, on_fault=self._rank_failed)
             cmd, env = self.plan.argv, self.plan.env
         else:  # it waits at each save point until the window has saved (``_read_out``): no save beside a measurement
-            cmd, env = worker_command(cfg), worker_env(save_ack=True)
+            cmd, env = worker_command(cfg), {**worker_env(save_ack=True), **getattr(cfg, "worker_env", {})}
         if self.proc is not None:  # one QProcess per run: release the last one (its pipes, its buffers)
             self.proc.deleteLater()
         self.proc = p = QtCore.QProcess(self)

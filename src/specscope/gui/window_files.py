@@ -73,6 +73,8 @@ class SessionFiles(WindowBase):
         self.setWindowTitle(f"specscope — {Path(path).name}")
         if s.data.get("sweep") and not s.cases:  # a sweep's figures are per context: its page, not an empty Live page
             self.show_page("context")
+        elif (s.data.get("check") or s.data.get("capture")) and not s.cases:  # a check's or capture's own session
+            self.show_page("checks")
 
     def open_session_dialog(self) -> None:
         f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open session", str(self.autosave_dir or sessions_dir()),

@@ -9,14 +9,14 @@ import sys
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
-from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, fail
-from specscope.profiler.cli.model_commands import cmd_check, cmd_demo_model, cmd_inspect
+from specscope.profiler.cli.common import add_download_arg, fail
+from specscope.profiler.cli.model_commands import cmd_demo_model, cmd_inspect
 from specscope.profiler.cli.predict_command import cmd_predict
 from specscope.profiler.cli.progress import add_progress_args
 from specscope.profiler.cli.run_args import add_run_args
 from specscope.profiler.cli.run_commands import cmd_run, cmd_sweep
 from specscope.profiler.cli.session_commands import cmd_compare, cmd_report, cmd_verdict
-from specscope.profiler.cli.tool_commands import cmd_bench, cmd_capture, cmd_gui
+from specscope.profiler.cli.tool_commands import cmd_bench, cmd_gui
 from specscope.profiler.run.config import RunConfig
 
 
@@ -75,29 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.add_argument("--allow-oversize", action="store_true")
     i.set_defaults(func=cmd_inspect)
-
-    ck = sub.add_parser("check", help="can specscope profile this model correctly? (rollback exactness, MTP, windows)")
-    ck.add_argument("path", nargs="?", metavar="MODEL", help="a model folder or a cached repo id")
-    ck.add_argument("--model", dest="model_flag", metavar="MODEL", help="the same, as run and tune spell it")
-    ck.add_argument("--demo", action="store_true")
-    ck.add_argument("--json", action="store_true")
-    ck.add_argument("--max-k", type=int, default=4, help="check rollback for k = 1..MAX_K (default 4)")
-    ck.add_argument("--no-mtp", action="store_true", help="skip loading the MTP head")
-    ck.add_argument("--drafter", choices=["dflash", "draft", "auto"], help="also check this drafter: dflash checks rollback at k = block "
-                    "size - 1 and the drafter's own context at every accepted length 0..block size - 1")
-    ck.add_argument("--engine", metavar="NAME", help="check another engine's acceptance rule at temperature instead: its "
-                    "sampled tokens against plain decoding's (two-sample chi-square) with the test's power")
-    ck.add_argument("--temp", type=float, help="with --engine: the temperature (default 0.25)")
-    ck.add_argument("--top-p", type=float, default=0.9, help="with --engine (default 0.9)")
-    ck.add_argument("--draws", type=int, default=100, help="with --engine: sampled draws per side (default 100)")
-    ck.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="with --engine (default 2)")
-    ck.add_argument("--prompt", default="Why is the sky blue?", help="with --engine: the prompt the draws start from")
-    ck.add_argument("--draft-model", help="with --drafter dflash: the DFlash drafter folder (or cached repo id)")
-    ck.add_argument("--allow-oversize", action="store_true")
-    add_dtype_arg(ck)
-    add_progress_args(ck)
-    add_download_arg(ck)
-    ck.set_defaults(func=cmd_check)
 
     p = sub.add_parser("predict", help="the round model as a calculator (the seed's division beside it)")
     p.add_argument("--t-decode-ms", type=float, required=True)
@@ -158,21 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_progress_args(b)
     b.set_defaults(func=cmd_bench)
 
-    cap = sub.add_parser("capture", help="Metal GPU traces (.gputrace) of one decode step and one verify forward")
-    src = cap.add_mutually_exclusive_group()
-    src.add_argument("--model", help="a model folder or a cached repo id")
-    src.add_argument("--demo", action="store_true", help="the synthetic demo model")
-    add_download_arg(cap)
-    cap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens: the verify covers k+1 positions")
-    cap.add_argument("-o", "--output", metavar="DIR", help="folder for decode.gputrace, verify-kK.gputrace, capture.json")
-    cap.add_argument("--force", action="store_true", help="write into DIR even if it is not empty (replaces those files)")
-    cap.add_argument("--suite", help="prompt suite JSON (default: the built-in suite); its first case is used")
-    cap.add_argument("--case", help="the id of the suite case to use instead of the first")
-    cap.add_argument("--allow-oversize", action="store_true")
-    cap.add_argument("--json", action="store_true", help="print capture.json instead of the summary")
-    cap.add_argument("--check", action="store_true", help="only say whether this machine can capture (exit 0) or not (2)")
-    cap.set_defaults(func=cmd_capture)
-
     g = sub.add_parser("gui", help="open the desktop app")
     g.add_argument("--demo", action="store_true")
     g.add_argument("--model", help="a model folder or a cached repo id to select")
@@ -194,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
     g.set_defaults(func=cmd_gui)
     from specscope.profiler.cli import preflight as preflight_cli, roofline as roofline_cli, trace as trace_cli, tune as tune_cli
+    from specscope.profiler.cli import check as check_cli, gpu_trace as capture_cli
+
+    check_cli.add_parser(sub)  # ``specscope check`` and ``capture``: measured in the worker
+    capture_cli.add_parser(sub)
 
     preflight_cli.add_parser(sub)  # ``specscope preflight``: the machine checked before a run, or on its own
     roofline_cli.add_parser(sub)

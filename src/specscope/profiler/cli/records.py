@@ -65,7 +65,7 @@ class TraceCaseFigures(TypedDict):
 
 
 class TraceFigures(TypedDict):
-    """What ``specscope trace`` prints (``trace.trace_session``)."""
+    """What ``specscope trace`` prints (``trace.trace_figures``)."""
     drafter: str
     k: int
     k_max: int

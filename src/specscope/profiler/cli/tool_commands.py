@@ -1,6 +1,5 @@
 """Commands that hand off to a tool of their own, imported only when run: ``bench`` (the benchmark harness,
-``cli.bench``), ``capture`` (Metal GPU traces, ``cli.gpu_trace``) and ``gui`` (the desktop app, through the plugin
-table)."""
+``cli.bench``) and ``gui`` (the desktop app, through the plugin table). ``capture`` is ``cli.gpu_trace``."""
 
 from __future__ import annotations
 
@@ -15,23 +14,6 @@ def cmd_bench(a) -> int:
 
     resolve_model_args(a)
     return run_bench(a)
-
-
-def cmd_capture(a) -> int:
-    from specscope.profiler.cli import gpu_trace as capture
-
-    capture.validate(a)  # Metal first: elsewhere this refuses before any model or folder is touched
-    if a.check:
-        print(f"GPU trace capture is available: MLX runs on {capture.metal_status()['device']}")
-        return 0
-    requested = a.model
-    resolve_model_args(a)
-    name = None
-    if a.model:
-        from specscope.model_ref import ref_for_folder
-
-        name = ref_for_folder(a.model, requested).label
-    return capture.run_capture(a, a.model, name)
 
 
 def cmd_gui(a) -> int:

@@ -16,6 +16,7 @@ from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.tool_configs import CaptureConfig, CheckConfig, TraceConfig
 
 # the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
 DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
@@ -118,12 +119,13 @@ class TuneConfig(EngineParams):
             load_suite(self.suite)  # fail fast, before loading a model
 
 
-Measurement = RooflineConfig | TuneConfig
-KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig}
+Measurement = RooflineConfig | TuneConfig | CheckConfig | CaptureConfig | TraceConfig
+KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig, "check": CheckConfig,
+                          "capture": CaptureConfig, "trace": TraceConfig}
 
 
 def kind_of(cfg: Measurement) -> str:
-    return "roofline" if isinstance(cfg, RooflineConfig) else "tune"
+    return next(kind for kind, cls in KINDS.items() if type(cfg) is cls)
 
 
 def worker_argument(cfg: Measurement) -> str:

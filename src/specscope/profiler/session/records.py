@@ -20,6 +20,7 @@ from specscope.events import (Breakdown, Components, CooldownEvent, Divergence, 
                               RoundKind, SweepStartedEvent, Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+from specscope.events import CheckResult as CheckResult  # noqa: F401
 from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
                                                  TuneResult)
 
@@ -123,6 +124,13 @@ SWEEP_FIELDS = fields_of(SweepStartedEvent, but=("event",))  # what sweep_starte
 COOLDOWN_FIELDS = fields_of(CooldownEvent, but=("event",))  # what a cooldown wait's event leaves in the session
 
 
+class CaptureResult(TypedDict):
+    """What ``specscope capture`` captured (its ``capture.json``, ``engine_adapter.measure.records.CaptureDescription``)
+    and the folder the traces are in (``events.CaptureEvent``)."""
+    description: dict[str, Any]
+    out_dir: str
+
+
 class SessionData(TypedDict):
     schema: str
     schema_version: int
@@ -146,6 +154,8 @@ class SessionData(TypedDict):
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
     preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
+    check: NotRequired[CheckResult]    # ``specscope check``'s result (a check's own session)
+    capture: NotRequired[CaptureResult]  # ``specscope capture``'s (a capture's own session)
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from specscope.profiler.session.measured import (Cooldown, RooflinePartial, Roof
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
+from specscope.profiler.session.tool_fold import FOLDS
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
 from specscope.profiler.session.records import (CONTEXT_FACTS, COOLDOWN_FIELDS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
                                                 Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
@@ -132,6 +133,8 @@ class Session:
         if kind in ("sweep_started", "context", "sweep_visit", "sweep_visit_done") or self._visit is not None:
             if self._apply_sweep(kind, ev):
                 return
+        if kind in FOLDS:  # trace, check, capture: each its own small fold (session.tool_fold)
+            return FOLDS[kind](self.data, self._index, ev)
         if kind in ("prefill", "step", "round", "repeat_done", "breakdown", "components") and ev.get("case") not in self._index:
             # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
             self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
@@ -189,12 +192,6 @@ class Session:
                 c["spec"].setdefault("repeats_instrumented_tok_s", []).append(instrumented)
         elif ev["event"] == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
-        elif ev["event"] == "trace":  # the case's acceptance trace A(s) (engine_adapter.measure.acceptance_trace), kept whole
-            traced = self._index.get(ev.get("case", ""))
-            if traced is None:
-                self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
-            else:
-                traced["trace"] = ev.get("trace")
         elif ev["event"] == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
             case = self._index[ev["case"]]
             case["components"] = fold_components(case.get("components"), ev["components"], ev.get("when"), ev.get("repeat"))
