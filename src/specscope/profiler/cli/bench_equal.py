@@ -4,10 +4,8 @@ measured in the worker as one measurement (``run.bench_run``), ``memory`` a read
 
 - ``abba_pairs`` (in ``bench_common``): every A/B benchmark alternates its order pair by pair (A B, B A, A B, …), so a drift on a
   shared machine (heat, a neighbour's load) hits both sides alike instead of always the one that runs second.
-- ``overhead``: specscope's plain decoding (as ``run`` does it: one JSON event written per token) against
-  ``mlx_lm.stream_generate``, the same span on both sides — from the first token in hand to the last, so N − 1
-  decode steps each — the same N tokens (EOS off on both: mlx-lm's EOS set is emptied for the run; specscope
-  never stops at EOS), and the tokens asserted equal (else the comparison is void).
+- ``overhead``: specscope's plain decoding against ``mlx_lm.stream_generate``, the same span and tokens on both sides
+  (``run.bench_run``, where it is measured).
 - ``memory``: peak MLX memory for the same work on both sides, each in a fresh worker: plain vs plain
   (``plain_generate`` vs ``stream_generate``, N tokens) and speculative vs speculative (dense demo + draft
   model, k drafts: ``speculative_generate`` vs ``speculative_generate_step``, the pair mlx-lm can run). The
