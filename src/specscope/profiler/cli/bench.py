@@ -1,13 +1,12 @@
 """``specscope bench``: does specscope measure without distorting, and is its engine as fast as mlx-lm's?
 
-Every benchmark interleaves its two contenders in ABBA order (A B, B A, A B, …) on
-the same model, prompt and token count after a warm-up, compares equal work (see
-``bench_equal``), and reports the median of per-pair ratios with min and max. Each is measured in the worker, as a
-run is: ``overhead``, ``spec-vs-mlx-lm`` and ``rollback`` as one measurement each (``run.bench_run``), ``memory`` a
-reading at a time in a fresh worker, ``predict`` and ``gui`` a run at a time; ``capture`` and ``tune`` still run
-here. Nothing here is asserted in the test suite: machines
-are shared and noisy; the tests only check that each benchmark runs and emits
-well-formed JSON.
+Every benchmark interleaves its two contenders in ABBA order (A B, B A, A B, …) on the same model, prompt and token
+count after a warm-up, compares equal work (see ``bench_equal``), and reports the median of per-pair ratios with min
+and max. Each is measured in the worker, as a run is: ``overhead``, ``spec-vs-mlx-lm``, ``rollback`` and ``tune`` as
+one measurement each (``run.bench_run``), ``memory`` a reading at a time in a fresh worker, ``predict`` and ``gui`` a
+run at a time (``gui``'s app half here: it measures the app); ``capture`` still runs here. Nothing here is asserted
+in the test suite: machines are shared and noisy; the tests only check that each benchmark runs and emits well-formed
+JSON.
 """
 
 from __future__ import annotations
@@ -154,14 +153,6 @@ def bench_capture(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResul
                                                                    "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
-def bench_tune(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
-    from specscope.profiler.cli.tune import bench_tune as run
-
-    return run(a)
-
-
-
 BENCHES = {
     "overhead": in_worker("overhead"),
     "spec-vs-mlx-lm": in_worker("spec-vs-mlx-lm"),
@@ -170,7 +161,7 @@ BENCHES = {
     "memory": bench_memory,
     "gui": bench_gui,
     "capture": bench_capture,
-    "tune": bench_tune,
+    "tune": in_worker("tune"),
 }
 
 

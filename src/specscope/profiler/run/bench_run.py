@@ -1,5 +1,5 @@
 """The benchmarks measured in the worker as one measurement each (``measure_config.BenchConfig``, kind ``bench``):
-``overhead``, ``spec-vs-mlx-lm`` and ``rollback``. ``bench_data(cfg, say, partial)`` runs the one ``cfg.what`` names
+``overhead``, ``spec-vs-mlx-lm``, ``rollback`` and ``tune`` (``bench_tune``). ``bench_data(cfg, say, partial)`` runs the one ``cfg.what`` names
 (``measurement.run_measurement`` calls it, as it calls roofline's and tune's) and returns its ``BenchResult``;
 ``partial`` hears each pair as it is measured (the CLI's progress bar).
 
@@ -194,7 +194,14 @@ def bench_rollback(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResu
 # -- the measurement ----------------------------------------------------------------------------------------------
 # benchmark -> its function (what the worker measures as kind ``bench``)
 IN_WORKER: dict[str, Callable[[BenchConfig, PairHook | None], BenchResult]] = {
-    "overhead": bench_overhead, "spec-vs-mlx-lm": bench_spec_vs_mlx_lm, "rollback": bench_rollback}
+    "overhead": bench_overhead, "spec-vs-mlx-lm": bench_spec_vs_mlx_lm, "rollback": bench_rollback,
+    "tune": lambda a, on_pair: _bench_tune(a)}
+
+
+def _bench_tune(a: BenchConfig) -> BenchResult:
+    from specscope.profiler.run.bench_tune import bench_tune  # tune's engine and analysis: only when asked for
+
+    return bench_tune(a)
 
 
 def bench_data(cfg: BenchConfig, say=lambda m: None, partial=None) -> BenchResult:
