@@ -59,7 +59,7 @@ TINY = {
 KINDS = ["run", "sweep", *MEASURE]
 # the kinds each fault is tried on by default (the quickest there, a few seconds each on 2 cores); every other kind
 # runs with -m slow (a run and a sweep open the engine before they start, a tune confirms, a roofline probes)
-FAST = {"stop": {"bench", "memory_peak"}, "bad_input": {"run", "sweep", "bench", "memory_peak", "tune"},
+FAST = {"stop": {"bench", "memory_peak"}, "bad_input": set(KINDS),  # refused before MLX loads: under a second each
         "kill": {"roofline"}, "sigterm": {"bench", "memory_peak", "roofline"}}
 
 

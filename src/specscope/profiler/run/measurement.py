@@ -49,6 +49,7 @@ def _result(kind: str, out: Mapping[str, Any], partial: bool = False) -> Event:
 
 def run_measurement(cfg: Measurement, emit: Emit, should_stop=lambda: False) -> str:
     """Measure, emitting as a run does; return the final status ("complete", or "incomplete" when stopped)."""
+    cfg.validate()  # bad input refused before the engine (and MLX) loads, as a run's is
     from specscope.engine_adapter.engine import environment
 
     kind = kind_of(cfg)
