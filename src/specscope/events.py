@@ -223,11 +223,15 @@ class StatusEvent(TypedDict):
 
 
 class RunStartedEvent(TypedDict):
+    """The start of every measurement, one shape: what is measured (``measure``: a run, a sweep, or a measurement
+    besides a run, named as the worker's MEASURE registry names it) and its configuration under ``config`` (a run's
+    ``RunConfig`` with the engine's facts, or the measurement's configuration object as a dict)."""
     event: Literal["run_started"]
+    measure: NotRequired[str]       # "run", "sweep", or the MEASURE registry's name (absent in older events: a run)
     config: dict[str, Any]
     environment: dict[str, Any]
-    model: dict[str, Any]
-    cases: list[dict[str, Any]]     # id, content_class, prompt
+    model: dict[str, Any]           # the model panel's facts ({} where the measurement opens no model up front)
+    cases: list[dict[str, Any]]     # id, content_class, prompt ([] for a measurement without cases)
     time: NotRequired[float]
 
 
@@ -418,6 +422,27 @@ class CaptureEvent(TypedDict):
     out_dir: str
 
 
+class BenchEvent(TypedDict):
+    """``specscope bench overhead|spec-vs-mlx-lm|rollback``: one benchmark's result, measured in the worker
+    (profiler.run.bench_run; its shape: profiler.run.bench_records.BenchResult)."""
+    event: Literal["bench"]
+    bench: dict[str, Any]
+
+
+class BenchPairEvent(TypedDict):
+    """A benchmark's ``pair``-th pair is measured (the CLI's progress bar)."""
+    event: Literal["bench_pair"]
+    benchmark: str
+    pair: int
+
+
+class MemoryPeakEvent(TypedDict):
+    """One side of ``specscope bench memory``, measured in a fresh worker (profiler.run.bench_memory): MLX's peak
+    memory (``mlx_peak``, bytes) and the ``tokens`` that work made."""
+    event: Literal["memory_peak"]
+    memory_peak: dict[str, Any]
+
+
 class RunDoneEvent(TypedDict):
     event: Literal["run_done"]
     status: str
@@ -433,7 +458,8 @@ class ErrorEvent(TypedDict):
 Event = Union[StatusEvent, RunStartedEvent, PreflightEvent, CaseStartedEvent, PrefillEvent, StepEvent, RoundEvent,
               RepeatDoneEvent, BreakdownEvent, ComponentsEvent, TraceEvent, DivergenceEvent, CaseDoneEvent, MemoryEvent,
               ProbeEvent, CooldownEvent, SensorsEvent, ThermalEvent, ContextEvent, SweepStartedEvent, SweepVisitEvent,
-              SweepVisitDoneEvent, RooflineEvent, TuneEvent, CheckEvent, CaptureEvent, RunDoneEvent, ErrorEvent]
+              SweepVisitDoneEvent, RooflineEvent, TuneEvent, CheckEvent, CaptureEvent, BenchEvent, BenchPairEvent,
+              MemoryPeakEvent, RunDoneEvent, ErrorEvent]
 
 # kind -> its record, read off the union (each class's ``event`` literal): nothing spelled twice
 EVENT_TYPES: dict[str, type] = {get_args(cls.__annotations__["event"])[0]: cls for cls in get_args(Event)}

@@ -32,7 +32,7 @@ def test_a_check_session_opens_on_the_checks_page(window, tmp_path, capsys):
 def test_a_capture_session_opens_on_the_checks_page(window, tmp_path):
     """A capture's session as the worker's events fold it (a capture needs Metal: the events are the worker's)."""
     s = Session()
-    s.apply({"event": "run_started", "config": {"measure": "capture", "measurement": {"k": 2}}, "environment": {},
+    s.apply({"event": "run_started", "measure": "capture", "config": {"k": 2}, "environment": {},
              "model": {}, "cases": []})
     desc = {"k": 2, "model": "the demo model", "prompt_tokens": 31, "prompt": {"id": "zh-01"},
             "environment": {"device": "Metal (Apple M2)"},

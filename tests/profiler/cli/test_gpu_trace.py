@@ -381,7 +381,7 @@ def test_session_keeps_what_was_captured(tmp_path, fake_metal_cli, capsys):
     from specscope.profiler.session.session import Session
 
     s = Session.load(kept)
-    assert s.status == "complete" and s.config["measure"] == "capture" and s.config["measurement"]["k"] == 2
+    assert s.status == "complete" and s.data["measure"] == "capture" and s.data["measurement"]["k"] == 2
     assert s.data["capture"] == {"description": json.loads((out / "capture.json").read_text(encoding="utf-8")),
                                  "out_dir": str(out.resolve())}
 
@@ -398,4 +398,4 @@ def test_the_capture_runs_in_the_worker(tmp_path, monkeypatch, capsys):
     from specscope.profiler.session.session import Session
 
     s = Session.load(kept)
-    assert s.status == "failed" and s.config["measure"] == "capture" and s.data["errors"][-1].startswith(NOT_METAL)
+    assert s.status == "failed" and s.data["measure"] == "capture" and s.data["errors"][-1].startswith(NOT_METAL)

@@ -41,7 +41,7 @@ def test_check_runs_in_the_worker_and_keeps_its_session(tmp_path):
     said, r = specscope_cli("check", "--demo", "--max-k", "1", "--json", "-o", str(out))
     assert said == {"rc": 0, "mlx": False}, r.stderr  # the model was loaded and checked in the worker
     s = Session.load(out)
-    assert s.status == "complete" and s.config["measure"] == "check" and s.config["measurement"]["max_k"] == 1
+    assert s.status == "complete" and s.data["measure"] == "check" and s.data["measurement"]["max_k"] == 1
     check = s.data["check"]
     assert check["what"] == "model" and check["ok"] and "compatibility     supported" in check["text"]
     assert json.loads(r.stdout) == check["report"]  # what it printed is what the session holds
@@ -111,6 +111,6 @@ def test_a_stop_or_a_dead_worker_keeps_a_session_that_says_so(tmp_path, kind, fa
     s = Session.load(out)
     assert why in s.data["errors"][-1]
     if kind == "check":
-        assert s.status == "incomplete" and s.config["measure"] == "check" and "check" not in s.data
+        assert s.status == "incomplete" and s.data["measure"] == "check" and "check" not in s.data
     else:  # the traced session is the run's (complete); the trace that did not finish says so in its errors
         assert s.data["errors"][-1].startswith("trace incomplete")

@@ -36,7 +36,9 @@ def test_roofline_arrives_in_a_session_through_the_worker(tmp_path, capsys):
     assert main(["roofline", "--demo", *SMALL, "--json", "-o", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     s = Session.load(out)
-    assert s.status == "complete" and s.config["measure"] == "roofline" and s.config["measurement"]["positions"] == 3
+    # one run_started shape: the kind under ``measure``, the configuration beside it (a run's ``config`` stays empty)
+    assert s.status == "complete" and s.data["measure"] == "roofline" and s.data["measurement"]["positions"] == 3
+    assert s.config == {}
     assert [row["positions"] for row in s.data["roofline"]["curve"]] == [1, 2, 3]
     assert printed["headline"] == s.data["roofline"]["headline"]  # what it printed is what the session holds
     _fits(measured.RooflineRun, s.data["roofline"])  # the session's record describes what was stored
@@ -76,6 +78,7 @@ def test_run_roofline_measures_in_a_worker_and_keeps_the_curve_with_the_run(tmp_
     assert main(["run", "--demo", "--cases", "1", "--max-tokens", "8", "--repeats", "1", "--warmup", "0",
                  "--no-breakdown", "--roofline", "-o", str(out), "--json"]) == 0
     s = Session.load(out)
-    assert s.status == "complete" and s.config.get("measure") is None  # the run's session, its own configuration
+    assert s.status == "complete" and s.data["measure"] == "run"  # the run's session, its own configuration
+    assert s.config["max_tokens"] == 8 and "measurement" not in s.data
     assert [row["positions"] for row in s.data["roofline"]["curve"]][:2] == [1, 2]
     assert "division" in s.data["roofline"]

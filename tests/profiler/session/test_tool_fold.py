@@ -8,7 +8,7 @@ from specscope.profiler.session.session import Session
 
 def _started(measure: str) -> Session:
     s = Session()
-    s.apply({"event": "run_started", "config": {"measure": measure, "measurement": {}}, "environment": {}, "model": {},
+    s.apply({"event": "run_started", "measure": measure, "config": {}, "environment": {}, "model": {},
              "cases": []})
     return s
 

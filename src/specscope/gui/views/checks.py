@@ -10,6 +10,7 @@ from PySide6 import QtGui, QtWidgets
 
 from specscope.profiler.session.records import CaptureResult, CheckResult
 
+from ..charts.records import ChartTheme
 from .common import headline_label, plain_label
 
 IDLE_TEXT = ("No check or GPU capture in this session. `specscope check MODEL -o FILE` and `specscope capture … "
@@ -43,7 +44,7 @@ def _text_box() -> QtWidgets.QPlainTextEdit:
 
 
 class ChecksView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, session: Callable[[], Mapping[str, Any]], parent=None):
+    def __init__(self, theme: ChartTheme, session: Callable[[], Mapping[str, Any]], parent=None):
         super().__init__(parent)
         self._session = session
         self._shown: tuple[Any, Any] = (None, None)
@@ -58,7 +59,7 @@ class ChecksView(QtWidgets.QWidget):
             lay.addWidget(w, 1 if isinstance(w, QtWidgets.QPlainTextEdit) else 0)
         self._show(None, None)
 
-    def apply_theme(self, theme: dict) -> None:  # text only: the palette is the application's
+    def apply_theme(self, theme: ChartTheme) -> None:  # text only: the palette is the application's
         pass
 
     def update_snapshot(self, _snap: dict) -> None:

@@ -121,8 +121,8 @@ def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
     if precheck:
         config["context_check"] = precheck
     sensors = _sensors.open_sensors()
-    emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
-          "model": engine.describe(), "time": time.time(),
+    emit({"event": "run_started", "measure": "sweep" if cfg.sweep else "run", "config": config,
+          "environment": {**environment(), "sensors": sensors.describe()}, "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
     report = cast(Preflight, preflight.evaluate(readings, *parts_from_engine(engine)))  # its record: specscope.events
     report["ignored"] = report["status"] == "fail" and cfg.ignore_preflight

@@ -135,7 +135,9 @@ class SessionData(TypedDict):
     schema: str
     schema_version: int
     status: str                       # empty | running | complete | incomplete | failed
-    config: dict[str, Any]            # the run's configuration (``run.config.RunConfig.to_dict``)
+    measure: NotRequired[str]         # what was measured (run_started's ``measure``): "run" when absent
+    config: dict[str, Any]            # a run's configuration (``run.config.RunConfig.to_dict`` and the engine's facts)
+    measurement: NotRequired[dict[str, Any]]  # a measurement besides a run: its configuration object (as a dict)
     environment: dict[str, Any]
     model: dict[str, Any]             # the model panel's facts (``engine_adapter.model.inspect_model``)
     cases: list[Case]
@@ -150,6 +152,8 @@ class SessionData(TypedDict):
     sweep: NotRequired[Sweep]
     roofline: NotRequired[RooflineRun | RooflinePartial]  # specscope roofline, run --roofline (``run.roofline_run``)
     tune: NotRequired[TuneResult]          # specscope tune (``analysis.tune.run_tune``)
+    bench: NotRequired[dict[str, Any]]        # a benchmark measured in the worker (``run.bench_records.BenchResult``)
+    memory_peak: NotRequired[dict[str, Any]]  # one side of the memory bench (``run.bench_records.PeakReading``)
     context_sweep: NotRequired[ContextSweep]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
