@@ -19,7 +19,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.runner import worker_env
 
-from .command_process import error_text
+from .text import error_text
 from .text import clip, home_relative
 from .run_process import qt_env
 

@@ -1,6 +1,6 @@
 """Tune page: which k, with which drafter — predicted speedup for every k from the acceptance trace (E(k)
 walked at every k), the verify curve and draft steps timed apart, confirmed by interleaved runs; from the
-session, or run now with ``specscope tune``. The table shows E(k) from the trace beside what the K_max rounds
+session, or run now in the worker (``TuneConfig``, as ``specscope tune`` runs it). The table shows E(k) from the trace beside what the K_max rounds
 would have read and what the confirmation runs measured."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from specscope.profiler.analysis.formatting import DASH
 
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import TuneConfig
+
 from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
@@ -54,6 +56,7 @@ def _trace_note(tune: dict) -> str:
 
 class TuneView(MeasurementPage):
     key = "tune"
+    what = "tune"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
@@ -85,11 +88,10 @@ class TuneView(MeasurementPage):
     def apply_theme(self, theme: dict) -> None:
         self.chart.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
-        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens)]
-        if cfg.draft_model:
-            args += ["--draft-model", str(cfg.draft_model)]
-        return "tune", args
+    def measurement(self, cfg: RunConfig) -> TuneConfig:
+        """The setup's model (and draft model) and tokens per run, tuned up to the page's K_max."""
+        return TuneConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                          draft_model=cfg.draft_model or None, k_max=self.k_max.value(), max_tokens=cfg.max_tokens)
 
     def set_tune(self, tune: dict | None) -> None:
         self._show(tune)

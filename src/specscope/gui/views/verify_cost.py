@@ -1,5 +1,6 @@
 """Verify cost page: the cost of verifying n positions against the two bounds, the roofline per block,
-and the MoE expert union — from the session, or measured now with ``specscope roofline`` (filling in live)."""
+and the MoE expert union — from the session, or measured now in the worker (``RooflineConfig``, as ``specscope roofline``
+measures it; the page fills in live)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from PySide6 import QtWidgets
 
 from ..charts.cost_data import block_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import RooflineConfig
+
 from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
 
@@ -30,6 +33,7 @@ class VerifyCostView(MeasurementPage):
     session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
 
     key = "roofline"
+    what = "verify cost measurement"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
@@ -80,9 +84,11 @@ class VerifyCostView(MeasurementPage):
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
+    def measurement(self, cfg: RunConfig) -> RooflineConfig:
+        """The setup's model, the curve up to the page's n, the headline verify at the setup's k (at most n - 1)."""
         n = self.positions.value()
-        return "roofline", [*model_args(cfg), "--positions", str(n), "-k", str(min(cfg.num_draft_tokens, n - 1))]
+        return RooflineConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                              positions=n, num_draft_tokens=min(cfg.num_draft_tokens, n - 1))
 
     def set_roofline(self, roof: dict | None) -> None:
         self._show(roof)

@@ -44,7 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
     sw.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     sw.add_argument("--json", action="store_true", help="print the per-context figures as JSON at the end")
-    sw.add_argument("--jsonl", action="store_true", help="print one JSON line per context as each completes")
     add_progress_args(sw)
     sw.set_defaults(func=cmd_sweep)
 

@@ -74,17 +74,6 @@ def cmd_sweep(a) -> int:
     def on_event(ev, session):
         progress.update(ev, session)
         show_preflight(ev)
-        if not a.jsonl:
-            return
-        # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}
-        if ev.get("event") == "status":
-            print(json.dumps({"status": ev.get("message", "")}, ensure_ascii=False), flush=True)
-        elif ev.get("event") == "sweep_visit":
-            print(json.dumps({"status": f"context {ev['context']:,}: visit {ev['visit'] + 1} of {ev.get('of', '?')}"}), flush=True)
-        elif ev.get("event") == "sweep_visit_done" and ev.get("last"):
-            sw = session.data.get("sweep") or {}
-            print(json.dumps(finite_rows({"context_sweep": {"contexts": sw.get("contexts"), "order": sw.get("order"),
-                                                            "points": sweep_figures(session)}}), ensure_ascii=False), flush=True)
 
     try:
         res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
@@ -103,7 +92,7 @@ def cmd_sweep(a) -> int:
         print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
                                       "order": (s.data.get("sweep") or {}).get("order"), "points": rows}),
                          indent=1, ensure_ascii=False))
-    elif not a.jsonl:
+    else:
         print(format_sweep(rows, s))
     if out:
         print(f"\nsession saved to {out}", file=sys.stderr)
