@@ -14,7 +14,8 @@ from .fonts import missing_cjk_font_message
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette, restyle_charts
-from .views.common import ElidingLabel, PlainLabel
+from .status_bar import StatusBar
+from .views.common import PlainLabel
 from .views.verdict_bar import VerdictBar
 from .run_process import WorkerProcess
 from .window_files import SessionFiles, sessions_dir
@@ -34,37 +35,6 @@ if TYPE_CHECKING:
 PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
                "cases": "Cases", "history": "History", "compare": "Compare"}
-MEASURE_NAMES = {"roofline": "verify cost", "tune": "tune"}  # a measurement's session, in the status bar
-
-
-class StatusBar(QtWidgets.QStatusBar):
-    """A status bar whose messages never cover the session information on its right.
-
-    QStatusBar paints a message itself, cut off where the permanent widgets begin. Here a message is the
-    text of an eliding label that takes the space left of them (the whole message in its tooltip)."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.message = ElidingLabel("", 1)
-        self.message.setObjectName("statusMessage")
-        self.message.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
-        self.message.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter)
-        self.addWidget(self.message, 1)
-        self._clear = QtCore.QTimer(self)
-        self._clear.setSingleShot(True)
-        self._clear.timeout.connect(self.clearMessage)
-
-    def showMessage(self, text: str, timeout: int | None = 0) -> None:  # noqa: N802 (Qt naming)
-        self.message.setText(text)
-        self._clear.stop()
-        if timeout is not None and timeout > 0:
-            self._clear.start(timeout)
-
-    def clearMessage(self) -> None:  # noqa: N802 (Qt naming)
-        self.message.setText("")
-
-    def currentMessage(self) -> str:  # noqa: N802 (Qt naming)
-        return self.message.full_text()
 
 
 class _FirstPaint(QtCore.QObject):
@@ -269,21 +239,9 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
 
     def _build_status_bar(self) -> None:
-        """Messages in a label of their own that elides (full text in its tooltip), beside the session information,
-        never drawn over it."""
-        sb = StatusBar()
+        self.status_bar = sb = StatusBar()
         self.setStatusBar(sb)
-        self.sb_device = PlainLabel()
-        self.sb_device.setText("device: —")
-        self.sb_mlx = PlainLabel()
-        self.sb_mlx.setText("MLX: —")
-        self.sb_mem = PlainLabel()
-        self.sb_mem.setText("peak memory: —")
-        self.sb_status = PlainLabel()
-        self.sb_status.setText("no session")
-        for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
-            w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-            sb.addPermanentWidget(w)
+        self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem = sb.session, sb.device, sb.mlx, sb.memory
 
     def _check_fonts(self) -> None:
         self.font_hint = missing_cjk_font_message()
@@ -453,21 +411,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
                 else:
                     self._stale_pages.add(v)
         self.verdict.update_snapshot(snap)
-        env = snap.get("environment") or {}
-        if env:
-            self.sb_device.setText(f"device: {env.get('device_name') or env.get('device', '?')}"
-                                   + (f" ({env['chip']})" if env.get("chip") else ""))
-            self.sb_mlx.setText(f"MLX {env.get('mlx', '?')} · mlx-lm {env.get('mlx_lm', '?')}")
-            pk = env.get("peak_memory_bytes")
-            self.sb_mem.setText(f"peak memory: {pk / 2**20:.0f} MiB" if pk else "peak memory: —")
-        n, total = snap.get("n_cases_done", 0), snap.get("n_cases", 0)
-        measure = (snap.get("config") or {}).get("measure")
-        if snap.get("sweep"):  # a sweep's top level has no cases of its own: its points do
-            self.sb_status.setText(f"session: {snap.get('status')} · {snap['sweep']['status']}")
-        elif measure:  # a verify cost or tune measurement: no cases
-            self.sb_status.setText(f"session: {snap.get('status')} · {MEASURE_NAMES.get(measure, measure)}")
-        else:
-            self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
+        self.status_bar.update_snapshot(snap)
 
     # -- files ----------------------------------------------------------------------
     # -- screenshots & closing ---------------------------------------------------------
