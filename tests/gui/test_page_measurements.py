@@ -138,3 +138,28 @@ def test_a_bad_page_setting_is_refused_with_the_reason(window, qtbot, small_demo
     box = window._last_dialog
     assert box.windowTitle() == "Cannot start the context sweep" and "lots" in box.text()
     box.close()
+
+
+def test_an_empty_page_says_its_measurement_has_started(qtbot):
+    """Between Start and the first result the page says it is measuring, not "Press …" (and only for its own kind)."""
+    from specscope.gui.charts.common import LIGHT
+    from specscope.gui.views.context import ContextView
+    from specscope.gui.views.tune import TuneView
+    from specscope.gui.views.verify_cost import VerifyCostView
+
+    data: dict = {"status": "running", "config": {"measure": "roofline"}, "cases": [], "errors": []}
+    vc, tv, ctx = (cls(LIGHT, session=lambda: data) for cls in (VerifyCostView, TuneView, ContextView))
+    for page in (vc, tv, ctx):
+        qtbot.addWidget(page)
+        page.update_snapshot({})
+    assert vc.headline.text().startswith("Measuring") and tv.recommendation.text().startswith("Press")
+    assert ctx.headline.text().startswith("Press")
+    data["config"] = {"measure": "tune"}
+    tv.update_snapshot({})
+    assert tv.recommendation.text().startswith("Tuning")
+    data["config"], data["status"] = {"sweep": [0, 64]}, "running"
+    ctx.update_snapshot({})
+    assert ctx.headline.text().startswith("Sweeping")
+    data["status"] = "incomplete"  # stopped before anything arrived: the page is empty again
+    ctx.update_snapshot({})
+    assert ctx.headline.text().startswith("Press")

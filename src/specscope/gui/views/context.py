@@ -22,6 +22,7 @@ from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
+RUNNING_TEXT = "Sweeping: each context's figures come when its visits are done (the context prefilled first)."
 COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
            "full attention\ndecode / verify", "acceptance p\n(95% CI)", "E", "predicted\n(whole round)", "measured\n(95% CI)", "break-even\nT_verify",
            "context\nprefill"]
@@ -119,6 +120,7 @@ class ContextView(MeasurementPage):
             return
         data: Any = self._session() or {}
         stored = data.get(self.key)
+        measuring = data.get("status") == "running" and self.measures(data)
         if stored is None and data.get("sweep"):
             key = _progress_key(data)
             if data is self._figures_of[0] and key == self._figures_of[1]:
@@ -128,8 +130,12 @@ class ContextView(MeasurementPage):
 
             self._figures_of = (data, key)
             stored = {"points": sweep_figures(Session(cast(SessionData, data)))}
-        if stored is not self._result and stored != self._result:
-            self._show(stored)
+            if stored == self._result:
+                stored = self._result  # the same figures: nothing to redraw
+        self._show_if_new(stored, measuring)
+
+    def measures(self, data) -> bool:
+        return bool((data.get("config") or {}).get("sweep"))
 
     def draw(self, result: dict | None) -> None:
         rows = (result or {}).get("points") or []
@@ -137,7 +143,7 @@ class ContextView(MeasurementPage):
         for key, chart in self.charts.items():
             chart.set_data(data[key])
         self.headline.setText(dominant_effect(rows) or (f"{len(rows)} context(s) in; the next fills in when its visits "
-                                                        "are done" if rows else IDLE_TEXT))
+                                                        "are done" if rows else self.idle_text(IDLE_TEXT, RUNNING_TEXT)))
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):
             fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")

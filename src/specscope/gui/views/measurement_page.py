@@ -23,6 +23,7 @@ class MeasurementPage(QtWidgets.QWidget):
     start_requested = QtCore.Signal()  # the start button: the window runs ``config_for(setup config)``
     stop_requested = QtCore.Signal()
     key = ""  # the session key the page shows
+    measure = ""  # the session's config "measure" when it is this page's measurement (run.measure_config.KINDS)
     what = "measurement"  # how the window names it ("Cannot start the …", "the … is in progress")
 
     def __init__(self, config=None, session=None, parent=None) -> None:
@@ -31,6 +32,7 @@ class MeasurementPage(QtWidgets.QWidget):
         self.page_layout.setContentsMargins(8, 8, 8, 8)
         self._config, self._session = config, session  # the setup panel's RunConfig; the current session's data
         self._result: dict | None = None
+        self.measuring = False  # the session is this page's measurement, running (nothing arrived yet: say so)
         self.overrides: dict[str, Any] = {}  # fields of the measurement's config set over the page's (tests: fewer repeats)
 
     def add_button_row(self, label: str, tip: str, *options: QtWidgets.QWidget) -> None:
@@ -69,10 +71,23 @@ class MeasurementPage(QtWidgets.QWidget):
         self.start_btn.setToolTip(why_not or self._start_tip)
         self.stop_btn.setEnabled(bool(why_not) and mine)
 
+    def measures(self, data) -> bool:
+        """Whether the session ``data`` is this page's measurement."""
+        return bool(self.measure) and (data.get("config") or {}).get("measure") == self.measure
+
+    def idle_text(self, idle: str, running: str) -> str:
+        """The headline of an empty page: ``running`` while its measurement starts, else ``idle``."""
+        return running if self.measuring else idle
+
     def update_snapshot(self, _snap: dict) -> None:
         """Show the session's result (none: an empty page); a measurement running fills it in as it comes."""
-        stored = (self._session() or {}).get(self.key) if self._session else None
-        if stored is not self._result:
+        data = (self._session() or {}) if self._session else {}
+        stored = data.get(self.key)
+        self._show_if_new(stored, data.get("status") == "running" and self.measures(data))
+
+    def _show_if_new(self, stored: dict | None, measuring: bool) -> None:
+        if stored is not self._result or measuring != self.measuring:
+            self.measuring = measuring
             self._show(stored)
 
     def _show(self, result: dict | None) -> None:

@@ -19,6 +19,7 @@ from .measurement_page import MeasurementPage
 
 DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
+RUNNING_TEXT = "Tuning: the predictions come after one speculative run at K_max per drafter; then the confirmation runs."
 # the predicted band is the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so it is not called 95%);
 # the measured interval's is (tests/profiler/analysis/test_tune_confirm.py)
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
@@ -56,6 +57,7 @@ def _trace_note(tune: dict) -> str:
 
 class TuneView(MeasurementPage):
     key = "tune"
+    measure = "tune"
     what = "tune"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
@@ -103,7 +105,7 @@ class TuneView(MeasurementPage):
         if tune.get("partial"):  # predictions in, confirmations still running: no recommendation yet
             self.recommendation.setText("tuning… predictions are in; the confirmation runs fill the measured column")
         else:
-            self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
+            self.recommendation.setText(rec.get("text") or ("tuning…" if tune else self.idle_text(IDLE_TEXT, RUNNING_TEXT)))
         self.assumption.setText(tune.get("assumption", "") + _trace_note(tune))
         rows = tune.get("rows") or []
         self.table.setRowCount(len(rows))

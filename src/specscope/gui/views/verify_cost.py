@@ -17,6 +17,7 @@ from .measurement_page import MeasurementPage
 
 DEFAULT_POSITIONS, MAX_POSITIONS = 9, 17  # specscope roofline --positions: default 9, 1..17
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
+RUNNING = "Measuring: the curve comes first (whole-graph forwards over 1..n positions), then the machine and the blocks."
 
 
 def machine_text(roof: dict) -> tuple[str, str]:
@@ -33,6 +34,7 @@ class VerifyCostView(MeasurementPage):
     session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
 
     key = "roofline"
+    measure = "roofline"
     what = "verify cost measurement"
 
     def __init__(self, theme: dict, config=None, session=None, parent=None):
@@ -109,7 +111,7 @@ class VerifyCostView(MeasurementPage):
         self.cat_n.blockSignals(False)
         self._draw_blocks()
         roof = roof or {}
-        self.headline.setText(roof.get("headline") or ("measuring…" if roof else IDLE_HEADLINE))
+        self.headline.setText(roof.get("headline") or ("measuring…" if roof else self.idle_text(IDLE_HEADLINE, RUNNING)))
         head = next((p for p in roof.get("curve") or [] if p.get("positions") == (roof.get("k") or 0) + 1), None)
         floor = head.get("floor_ms") / roof["t_decode_ms"] if head and head.get("floor_ms") and roof.get("t_decode_ms") else None
         self.t_ideal.set(fmt(roof.get("ideal_verify_multiple"), ".2f", " plain steps"),
