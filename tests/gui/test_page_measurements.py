@@ -154,6 +154,10 @@ def test_an_empty_page_says_its_measurement_has_started(qtbot):
         page.update_snapshot({})
     assert vc.headline.text().startswith("Measuring") and tv.recommendation.text().startswith("Press")
     assert ctx.headline.text().startswith("Press")
+    ctx.set_running(True, "Not now: the context sweep is in progress")  # the window started it: no event yet
+    assert ctx.headline.text().startswith("Sweeping")
+    ctx.set_running(False, "")
+    assert ctx.headline.text().startswith("Press")
     data["config"] = {"measure": "tune"}
     tv.update_snapshot({})
     assert tv.recommendation.text().startswith("Tuning")

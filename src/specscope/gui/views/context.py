@@ -120,18 +120,19 @@ class ContextView(MeasurementPage):
             return
         data: Any = self._session() or {}
         stored = data.get(self.key)
-        measuring = data.get("status") == "running" and self.measures(data)
+        measuring = self._started or (data.get("status") == "running" and self.measures(data))
         if stored is None and data.get("sweep"):
             key = _progress_key(data)
             if data is self._figures_of[0] and key == self._figures_of[1]:
-                return  # no visit done since the last figures: nothing new to draw
-            from specscope.profiler.session.session import Session
-            from specscope.profiler.analysis.sweep import sweep_figures
+                stored = self._result  # no visit done since the last figures: the same figures
+            else:
+                from specscope.profiler.session.session import Session
+                from specscope.profiler.analysis.sweep import sweep_figures
 
-            self._figures_of = (data, key)
-            stored = {"points": sweep_figures(Session(cast(SessionData, data)))}
-            if stored == self._result:
-                stored = self._result  # the same figures: nothing to redraw
+                self._figures_of = (data, key)
+                stored = {"points": sweep_figures(Session(cast(SessionData, data)))}
+                if stored == self._result:
+                    stored = self._result  # the same figures: nothing to redraw
         self._show_if_new(stored, measuring)
 
     def measures(self, data) -> bool:

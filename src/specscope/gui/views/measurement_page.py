@@ -33,6 +33,7 @@ class MeasurementPage(QtWidgets.QWidget):
         self._config, self._session = config, session  # the setup panel's RunConfig; the current session's data
         self._result: dict | None = None
         self.measuring = False  # the session is this page's measurement, running (nothing arrived yet: say so)
+        self._started = False  # the window runs this page's measurement (from the press, before its first event)
         self.overrides: dict[str, Any] = {}  # fields of the measurement's config set over the page's (tests: fewer repeats)
 
     def add_button_row(self, label: str, tip: str, *options: QtWidgets.QWidget) -> None:
@@ -70,6 +71,9 @@ class MeasurementPage(QtWidgets.QWidget):
         self.start_btn.setEnabled(not why_not)
         self.start_btn.setToolTip(why_not or self._start_tip)
         self.stop_btn.setEnabled(bool(why_not) and mine)
+        started, self._started = self._started, bool(why_not) and mine
+        if started != self._started:  # "measuring" from the press, the idle text again once it ends
+            self.update_snapshot({})
 
     def measures(self, data) -> bool:
         """Whether the session ``data`` is this page's measurement."""
@@ -83,7 +87,7 @@ class MeasurementPage(QtWidgets.QWidget):
         """Show the session's result (none: an empty page); a measurement running fills it in as it comes."""
         data = (self._session() or {}) if self._session else {}
         stored = data.get(self.key)
-        self._show_if_new(stored, data.get("status") == "running" and self.measures(data))
+        self._show_if_new(stored, self._started or (data.get("status") == "running" and self.measures(data)))
 
     def _show_if_new(self, stored: dict | None, measuring: bool) -> None:
         if stored is not self._result or measuring != self.measuring:
