@@ -114,6 +114,7 @@ class RunControl(WindowBase):
         if self.is_running():
             self._status_msg = "stopping: finishing the current step…"
             self.run_status.setText(self._status_msg)
+            self._page_status(self._status_msg)
             self.worker.stop()
 
     def _on_event(self, ev: Event) -> None:
