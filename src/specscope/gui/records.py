@@ -25,6 +25,7 @@ class Snapshot(ChartData):
     environment: dict[str, Any]       # ``SessionData.environment``
     model: dict[str, Any]             # ``SessionData.model``
     config: dict[str, Any]            # ``SessionData.config``
+    measure: str                      # ``SessionData.measure``: what was measured ("run", "sweep", "roofline", …)
     n_cases_done: int
     n_cases: int
     sweep: NotRequired[SweepSnapshot]  # a sweep's session only

@@ -1,4 +1,5 @@
-"""Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines.
+"""Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines: a run,
+a sweep, or a measurement besides a run (``RooflineConfig``, ``TuneConfig``: the Verify cost and Tune pages).
 
 A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.run.launch``'s plan instead: the
 guard (its own process group) wrapping ``mlx.launch`` wrapping the ranks; rank 0's events arrive the same way.
@@ -71,12 +72,13 @@ class WorkerProcess(QtCore.QObject):
         return self.proc is not None and self.proc.state() != QtCore.QProcess.ProcessState.NotRunning
 
     def start(self, cfg: RunConfig | Measurement) -> None:
+        """Run ``cfg`` in the worker: a run (a sweep too), or a measurement besides a run (roofline, tune)."""
         if self.is_running():
             raise RuntimeError("a run is already in progress")
         self._cleanup_plan()
-        spec = DistSpec.from_config(cfg) if isinstance(cfg, RunConfig) else None  # a measurement runs on one machine
-        if spec is not None:
-            assert isinstance(cfg, RunConfig)  # mlx.launch under the guard (a new process group), rank 0's events on stdout
+        spec = DistSpec.from_config(cfg) if isinstance(cfg, RunConfig) else None
+        if spec is not None:  # mlx.launch under the guard (a new process group), rank 0's events on stdout
+            assert isinstance(cfg, RunConfig)  # only a run has ranks
             self.plan = plan_launch(cfg, spec)
             self.monitor = RankMonitor(self.plan.hosts, on_fault=self._rank_failed)
             cmd, env = self.plan.argv, self.plan.env

@@ -115,6 +115,7 @@ class SessionModel(QtCore.QObject):
                           "environment": dict(s.data.get("environment", {})),
                           "model": dict(s.data.get("model", {})),
                           "config": dict(s.config),
+                          "measure": str(s.data.get("measure") or "run"),
                           "n_cases_done": sum(1 for c in s.cases if c.get("complete")),
                           "n_cases": s.config.get("n_cases") or len(s.cases)}
         sweep = self._sweep_snapshot(s)

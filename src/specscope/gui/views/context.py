@@ -1,30 +1,32 @@
 """Context page: how the speedup, the verify cost, the block split and the acceptance change as the context grows.
 
-From the session's sweep (``session["sweep"]``, figures from ``profiler.analysis.sweep.sweep_figures``), or run now with
-``specscope sweep --context … --jsonl``: each context's figures arrive as soon as all its visits are done, and the
-page fills in live. The table gives the same figures with the context's own prefill time."""
+From the session's sweep (``session["sweep"]``, figures from ``profiler.analysis.sweep.sweep_figures``), or run now in
+the worker (a ``RunConfig`` with ``sweep`` set, as ``specscope sweep --context …`` runs it): the figures are recomputed
+as each visit of a context is done, and the page fills in live. The table gives the same figures with the context's own
+prefill time."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.intervals import draft_time_text
-from specscope.profiler.analysis.sweep import dominant_effect
+from specscope.profiler.analysis.sweep import dominant_effect, point_break_even_text
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.context import parse_contexts
 from specscope.profiler.session.measured import ContextSweep, SweepPointFigures
 from specscope.profiler.session.records import SessionData
 
 from ..charts.context import ContextChart
 from ..charts.records import ContextChartData, ContextSeries
 from ..records import Snapshot
-from specscope.profiler.analysis.sweep import point_break_even_text
-from ..command_process import model_args
 from .common import fmt, plain_label, read_only_table
 from .measurement_page import MeasurementPage
 from ..charts.records import ChartTheme
 
 IDLE_TEXT = "Press “Sweep context”: the protocol at each context (same cases, k and drafter), each context prefilled once."
+RUNNING_TEXT = "Sweeping: each context's figures come when its visits are done (the context prefilled first)."
 COLUMNS = ["context", "plain\ntok/s", "spec\ntok/s", "T_decode\nms", "T_verify /\nT_decode", "T_draft\nms",
            "full attention\ndecode / verify", "acceptance p\n(95% CI)", "E", "predicted\n(whole round)", "measured\n(95% CI)", "break-even\nT_verify",
            "context\nprefill"]
@@ -73,11 +75,19 @@ def chart_data(rows: list[SweepPointFigures]) -> ContextChartData:
     }
 
 
+def _progress_key(data: dict) -> tuple:
+    """What the figures of a sweep depend on as it runs: the session's status and each point's visits."""
+    points = (data.get("sweep") or {}).get("points") or []
+    return data.get("status"), tuple((p.get("context"), p.get("visits"), p.get("complete")) for p in points)
+
+
 class ContextView(MeasurementPage):
-    key = "context_sweep"
+    key = "context_sweep"  # older sessions: the figures the app kept beside a run; a sweep's own session: "sweep"
+    what = "context sweep"
 
     def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
+        self._figures_of: tuple[Any, tuple] = (None, ())  # the session data and progress the figures shown are of
         lay = self.page_layout
         self.contexts = QtWidgets.QLineEdit("0,1k,4k,16k")
         self.contexts.setToolTip("context sizes in tokens (4k = 4,096)")
@@ -104,30 +114,37 @@ class ContextView(MeasurementPage):
         for c in self.charts.values():
             c.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
-        args = [*model_args(cfg), "--context", self.contexts.text().replace(" ", ""), "--max-tokens", str(cfg.max_tokens)]
-        if cfg.cases:
-            args += ["--cases", str(cfg.cases)]
-        if cfg.draft_model:
-            args += ["--draft-model", str(cfg.draft_model)]
-        if cfg.drafter and cfg.drafter != "auto":
-            args += ["--drafter", cfg.drafter]
-        args += ["--context-file", cfg.context_file] if cfg.context_file else ["--context-kind", cfg.context_kind]
-        return "sweep", [*args, "-k", str(cfg.num_draft_tokens)]
+    def measurement(self, cfg: RunConfig) -> RunConfig:
+        """The setup's model, drafter, k, cases, tokens and context document, at each of the page's contexts; the
+        rest as ``specscope sweep`` has it by default."""
+        return RunConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize, max_tokens=cfg.max_tokens,
+                         cases=cfg.cases, draft_model=cfg.draft_model or None, drafter=cfg.drafter or "auto",
+                         num_draft_tokens=cfg.num_draft_tokens, context_file=cfg.context_file or None,
+                         context_kind=cfg.context_kind, sweep=parse_contexts(self.contexts.text().replace(" ", "")))
 
-    def update_snapshot(self, _snap: Snapshot) -> None:
-        """A session with a sweep shows it (its figures recomputed from its points), unless a sweep is running."""
-        if self.proc.is_running() or not self._session:
+    def update_snapshot(self, _snap: Snapshot | None) -> None:
+        """A session with a sweep shows it (its figures recomputed from its points as each visit is done)."""
+        if not self._session:
             return
-        data: SessionData | None = self._session()
-        stored: ContextSweep | None = data.get("context_sweep") if data else None
-        if stored is None and data and data.get("sweep"):
-            from specscope.profiler.session.session import Session
-            from specscope.profiler.analysis.sweep import sweep_figures
+        data: Any = self._session() or {}
+        stored = data.get(self.key)
+        measuring = self._started or (data.get("status") == "running" and self.measures(data))
+        if stored is None and data.get("sweep"):
+            key = _progress_key(data)
+            if data is self._figures_of[0] and key == self._figures_of[1]:
+                stored = self._result  # no visit done since the last figures: the same figures
+            else:
+                from specscope.profiler.session.session import Session
+                from specscope.profiler.analysis.sweep import sweep_figures
 
-            stored = {"points": sweep_figures(Session(data))}  # a loaded session's data
-        if stored is not self._result and stored != self._result:
-            self._show(stored)
+                self._figures_of = (data, key)
+                stored = {"points": sweep_figures(Session(cast(SessionData, data)))}
+                if stored == self._result:
+                    stored = self._result  # the same figures: nothing to redraw
+        self._show_if_new(stored, measuring)
+
+    def measures(self, data) -> bool:
+        return bool((data.get("config") or {}).get("sweep"))
 
     def draw(self, result: ContextSweep | None) -> None:
         rows = (result.get("points") or []) if result else []
@@ -135,7 +152,7 @@ class ContextView(MeasurementPage):
         for key, chart in self.charts.items():
             chart.set_data(panels[key])
         self.headline.setText(dominant_effect(rows) or (f"{len(rows)} context(s) in; the next fills in when its visits "
-                                                        "are done" if rows else IDLE_TEXT))
+                                                        "are done" if rows else self.idle_text(IDLE_TEXT, RUNNING_TEXT)))
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):
             fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")

@@ -1,6 +1,6 @@
 """Tune page: which k, with which drafter — predicted speedup for every k from the acceptance trace (E(k)
 walked at every k), the verify curve and draft steps timed apart, confirmed by interleaved runs; from the
-session, or run now with ``specscope tune``. The table shows E(k) from the trace beside what the K_max rounds
+session, or run now in the worker (``TuneConfig``, as ``specscope tune`` runs it). The table shows E(k) from the trace beside what the K_max rounds
 would have read and what the confirmation runs measured."""
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from specscope.profiler.session.measured import TuneResult, TuneRow, recommendat
 
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import TuneConfig
+
 from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
 from ..charts.records import ChartTheme
 
 DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
+RUNNING_TEXT = "Tuning: the predictions come after one speculative run at K_max per drafter; then the confirmation runs."
 # the predicted band is the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so it is not called 95%);
 # the measured interval's is (tests/profiler/analysis/test_tune_confirm.py)
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
@@ -59,6 +62,8 @@ def _trace_note(tune: TuneResult) -> str:
 
 class TuneView(MeasurementPage):
     key = "tune"
+    measure = "tune"
+    what = "tune"
 
     def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
@@ -90,11 +95,10 @@ class TuneView(MeasurementPage):
     def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
-        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens)]
-        if cfg.draft_model:
-            args += ["--draft-model", str(cfg.draft_model)]
-        return "tune", args
+    def measurement(self, cfg: RunConfig) -> TuneConfig:
+        """The setup's model (and draft model) and tokens per run, tuned up to the page's K_max."""
+        return TuneConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                          draft_model=cfg.draft_model or None, k_max=self.k_max.value(), max_tokens=cfg.max_tokens)
 
     def set_tune(self, tune: TuneResult | None) -> None:
         self._show(tune)
@@ -103,7 +107,7 @@ class TuneView(MeasurementPage):
         self.chart.set_data(tune_data(tune))
         rec = recommendation(tune)
         if not tune:
-            self.recommendation.setText(IDLE_TEXT)
+            self.recommendation.setText(self.idle_text(IDLE_TEXT, RUNNING_TEXT))
             self.assumption.setText("")
             self.table.setRowCount(0)
             return

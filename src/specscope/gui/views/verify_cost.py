@@ -1,5 +1,6 @@
 """Verify cost page: the cost of verifying n positions against the two bounds, the roofline per block,
-and the MoE expert union — from the session, or measured now with ``specscope roofline`` (filling in live)."""
+and the MoE expert union — from the session, or measured now in the worker (``RooflineConfig``, as ``specscope roofline``
+measures it; the page fills in live)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from specscope.profiler.session.measured import Roofline, whole_roofline
 
 from ..charts.cost_data import Roof, block_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import RooflineConfig
+
 from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
 from ..charts.records import ChartTheme
@@ -17,6 +20,7 @@ from ..charts.records import ChartTheme
 
 DEFAULT_POSITIONS, MAX_POSITIONS = 9, 17  # specscope roofline --positions: default 9, 1..17
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
+RUNNING = "Measuring: the curve comes first (whole-graph forwards over 1..n positions), then the machine and the blocks."
 
 
 def machine_text(roof: Roofline) -> tuple[str, str]:
@@ -33,6 +37,8 @@ class VerifyCostView(MeasurementPage):
     session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
 
     key = "roofline"
+    measure = "roofline"
+    what = "verify cost measurement"
 
     def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
@@ -83,9 +89,11 @@ class VerifyCostView(MeasurementPage):
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
+    def measurement(self, cfg: RunConfig) -> RooflineConfig:
+        """The setup's model, the curve up to the page's n, the headline verify at the setup's k (at most n - 1)."""
         n = self.positions.value()
-        return "roofline", [*model_args(cfg), "--positions", str(n), "-k", str(min(cfg.num_draft_tokens, n - 1))]
+        return RooflineConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                              positions=n, num_draft_tokens=min(cfg.num_draft_tokens, n - 1))
 
     def set_roofline(self, roof: Roof | None) -> None:
         self._show(roof)
@@ -106,7 +114,7 @@ class VerifyCostView(MeasurementPage):
             self.cat_n.setCurrentIndex(ns.index(want))
         self.cat_n.blockSignals(False)
         self._draw_blocks()
-        self.headline.setText((whole.get("headline") if whole else None) or ("measuring…" if roof else IDLE_HEADLINE))
+        self.headline.setText((whole.get("headline") if whole else None) or ("measuring…" if roof else self.idle_text(IDLE_HEADLINE, RUNNING)))
         head = next((p for p in (whole.get("curve") or []) if p.get("positions") == (whole.get("k") or 0) + 1), None) if whole else None
         floor = (head["floor_ms"] / whole["t_decode_ms"] if whole and head and head.get("floor_ms") and whole.get("t_decode_ms")
                  else None)

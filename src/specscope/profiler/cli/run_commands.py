@@ -76,17 +76,6 @@ def cmd_sweep(a) -> int:
     def on_event(ev, session):
         progress.update(ev, session)
         show_preflight(ev)
-        if not a.jsonl:
-            return
-        # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}
-        if ev.get("event") == "status":
-            print(json.dumps({"status": ev.get("message", "")}, ensure_ascii=False), flush=True)
-        elif ev.get("event") == "sweep_visit":
-            print(json.dumps({"status": f"context {ev['context']:,}: visit {ev['visit'] + 1} of {ev.get('of', '?')}"}), flush=True)
-        elif ev.get("event") == "sweep_visit_done" and ev.get("last"):
-            sw = session.data.get("sweep") or {}
-            print(json.dumps(finite_rows({"context_sweep": {"contexts": sw.get("contexts"), "order": sw.get("order"),
-                                                            "points": sweep_figures(session)}}), ensure_ascii=False), flush=True)
 
     try:
         res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
@@ -105,7 +94,7 @@ def cmd_sweep(a) -> int:
         print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
                                       "order": (s.data.get("sweep") or {}).get("order"), "points": rows}),
                          indent=1, ensure_ascii=False))
-    elif not a.jsonl:
+    else:
         print(format_sweep(rows, s))
     if out:
         print(f"\nsession saved to {out}", file=sys.stderr)
@@ -167,6 +156,5 @@ def add_parser(sub) -> None:
     sw.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
     sw.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     sw.add_argument("--json", action="store_true", help="print the per-context figures as JSON at the end")
-    sw.add_argument("--jsonl", action="store_true", help="print one JSON line per context as each completes")
     add_progress_args(sw)
     sw.set_defaults(func=cmd_sweep)

@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
 
 
 def status(a):
-    """The status of a tune run: JSON lines (--jsonl) or a bar counting its phases."""
+    """The status of a tune run: a bar counting its phases."""
     n_drafters = len([d for d in a.drafters.split(",") if d.strip()]) if a.drafters else 3
     return status_for(a, "tune", 2 + 2 + 4 * n_drafters + (a.reps or 12))  # unset reps: 6-30 confirmation repeats, about 12
 
