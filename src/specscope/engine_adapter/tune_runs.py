@@ -213,16 +213,24 @@ class TuneEngine:
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
                        ns: list[int] | None = None) -> dict[int, list[float]]:  # dict: n -> times
-        """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,
-        repeats interleaved across n."""
-        from specscope.engine_adapter.measure.verify_curve import VerifyPoint, whole_samples
+        """Whole-graph verify forward times (ms) over n = 1..positions (or only the ``ns``) at the end of
+        ``context``, ``reps`` each after one warm-up each, repeats interleaved across n."""
+        from specscope.engine_adapter.measure.verify_curve import VerifyPoint
 
         key = tuple(context)
         if self._point is None or self._point[0] != key:  # one prefilled cache per context, reused
             self._point = (key, VerifyPoint(self.model, context))
         point = self._point[1]
         toks = (list(tokens) + [tokens[-1] if tokens else 0] * positions)[:positions]
-        return whole_samples(point, toks, list(ns or range(1, positions + 1)), reps)
+        at = list(ns or range(1, positions + 1))
+        for n in at:
+            point.forward(toks[:n])
+        out: dict[int, list[float]] = {n: [] for n in at}
+        for _ in range(reps):
+            for n in at:
+                out[n].append(point.time_ms(toks[:n]))
+        point.restore()
+        return out
 
     # -- roofline inputs ----------------------------------------------------------------------------------------------
     def roofline_inputs(self, prompt: list[int], positions: int, reps: int, block_reps: int,

@@ -28,7 +28,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import mlx.core as mx
 
@@ -36,7 +36,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.engine_adapter.mlx_types import scalar, values
 
-from .records import CaptureDescription, CaptureEnvironment, CaptureRecord, MetalStatus
+from .records import CaptureDescription, CaptureEnvironment, CaptureRecord, DeviceInfo, MetalStatus
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 DECODE_FILE = "decode.gputrace"
@@ -52,11 +52,11 @@ def output_files(k: int) -> list[str]:
     return [DECODE_FILE, verify_file(k), DESCRIPTION_FILE]
 
 
-def _device_info(metal) -> dict:  # dict: Metal's own device description, its keys as the device reports them
-    """Metal's device description (``mx.device_info`` where MLX has it: ``mx.metal.device_info`` is deprecated)."""
-    if metal is mx.metal and hasattr(mx, "device_info"):
-        return dict(mx.device_info())
-    return dict(metal.device_info())
+def _device_info(metal) -> DeviceInfo:
+    """Metal's device description (``mx.device_info`` where MLX has it: ``mx.metal.device_info`` is deprecated),
+    plain values."""
+    info = mx.device_info() if metal is mx.metal and hasattr(mx, "device_info") else metal.device_info()
+    return cast(DeviceInfo, {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in dict(info).items()})
 
 
 def device_label(metal=None) -> str:
@@ -212,10 +212,10 @@ def environment(metal=None) -> CaptureEnvironment:
         mlx_version, mlx_lm_version = version("mlx"), version("mlx-lm")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         mlx_version, mlx_lm_version = getattr(mx, "__version__", "?"), "?"
-    info = {}
+    info: DeviceInfo = {}
     try:
         if metal.is_available():
-            info = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in _device_info(metal).items()}
+            info = _device_info(metal)
     except Exception:
         info = {}
     return {

@@ -33,8 +33,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
+from specscope.engine_adapter.model.config_json import DFlashBlock, ModelConfig, TextConfig
 from specscope.errors import SpecscopeError
 
 ARCHITECTURES = {"DFlashDraftModel": "dflash", "DFlash2DraftModel": "dflash2"}
@@ -78,7 +79,7 @@ class DFlashSpec:
     """A DFlash drafter folder that passed the format checks."""
 
     path: Path
-    config: dict
+    config: ModelConfig
     variant: str  # "dflash" or "dflash2"
     hidden_size: int
     num_layers: int
@@ -142,7 +143,7 @@ def _numel(shape: list[int]) -> int:
     return n
 
 
-def _read_config(d: Path) -> dict:  # dict: config.json, read whole
+def _read_config(d: Path) -> ModelConfig:
     f = d / "config.json"
     if not f.is_file():
         raise SpecscopeError(f"{d} has no config.json: not a DFlash drafter folder")
@@ -152,10 +153,10 @@ def _read_config(d: Path) -> dict:  # dict: config.json, read whole
         raise SpecscopeError(f"{f} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise SpecscopeError(f"{f} is not a JSON object")
-    return config
+    return cast(ModelConfig, config)
 
 
-def variant_of(config: dict) -> str | None:
+def variant_of(config: ModelConfig) -> str | None:
     """"dflash" / "dflash2" for a DFlash drafter's config, else None."""
     for a in config.get("architectures") or []:
         if a in ARCHITECTURES:
@@ -171,7 +172,7 @@ def is_dflash_folder(path: str | os.PathLike) -> bool:
         return False
 
 
-def _int(config: dict, key: str, where: str, minimum: int = 1) -> int:
+def _int(config: ModelConfig | DFlashBlock, key: str, where: str, minimum: int = 1) -> int:
     v = config.get(key)
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise SpecscopeError(f"{where}: {key} must be an integer >= {minimum} (got {v!r})")
@@ -252,13 +253,13 @@ def _check_weights(spec: DFlashSpec, where: str) -> None:
         raise SpecscopeError(f"{where}: weights do not match its config: {'; '.join(wrong[:3])}")
 
 
-def target_shape(text_config: dict) -> TargetShape:
+def target_shape(text_config: TextConfig) -> TargetShape:
     """The target's hidden size, vocabulary and layer count, from its (text) config."""
     return {"hidden_size": text_config.get("hidden_size"), "vocab_size": text_config.get("vocab_size"),
             "layers": text_config.get("num_hidden_layers")}
 
 
-def misfits(spec: DFlashSpec, text_config: dict) -> list[str]:
+def misfits(spec: DFlashSpec, text_config: TextConfig) -> list[str]:
     """Why this drafter cannot draft for a target with this config (empty: it fits)."""
     t = target_shape(text_config)
     out = []
@@ -279,7 +280,7 @@ def misfits(spec: DFlashSpec, text_config: dict) -> list[str]:
     return out
 
 
-def check_fits(spec: DFlashSpec, text_config: dict, target_name: str = "the target") -> None:
+def check_fits(spec: DFlashSpec, text_config: TextConfig, target_name: str = "the target") -> None:
     """Refuse, before anything runs, a drafter that does not fit the target; refuse DFlash2 (not implemented)."""
     why = misfits(spec, text_config)
     if why:

@@ -137,19 +137,19 @@ def tokens_per_round_hist(session: Session) -> TokensPerRoundHist:
     return {"bins": list(range(1, k + 2)), "counts": counts}
 
 
-def _run_times(series: Sequence[Mapping[str, Any]]) -> dict[int, float]:  # dict: a reading's id -> its time
-    """Each reading's time on one clock for the whole session: a context sweep's visits each start their clock at
-    zero, so a reading earlier than the one before starts a new visit, laid after the last (drawn as they were taken,
-    not as lines folding back across the chart)."""
-    out, offset, last = {}, 0.0, None
+def _run_times(series: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    """Each reading's time on one clock for the whole session, in the series' order (None: the reading has no time):
+    a context sweep's visits each start their clock at zero, so a reading earlier than the one before starts a new
+    visit, laid after the last (drawn as they were taken, not as lines folding back across the chart)."""
+    out: list[float | None] = []
+    offset, last = 0.0, None
     for p in series:
         t = p.get("t")
-        if t is None:
-            continue
-        if last is not None and t < last:
-            offset += last
-        out[id(p)] = offset + t
-        last = t
+        if t is not None:
+            if last is not None and t < last:
+                offset += last
+            last = t
+        out.append(None if t is None else offset + t)
     return out
 
 
@@ -159,16 +159,22 @@ def probe_series(session: Session, summary: Summary) -> ProbeSeries:
     series = session.data.get("probe") or []
     best = min((p["ms"] for p in series), default=1.0)  # (no readings: nothing divides by it)
     rs = judged(series)
+    x: list[float] = []
+    cool_x: list[float] = []
+    for p, t in zip(series, _run_times(series)):
+        if p in rs:  # a judged reading without a time is placed by its rank among them
+            x.append(float(len(x)) if t is None else t)
+        else:
+            cool_x.append(0.0 if t is None else t)
     cool = [p for p in series if p not in rs]
-    run_t = _run_times(series)
     d: Mapping[str, Any] = summary.get("probe") or {}
     gpu = [(t, f) for w in session.data.get("sensors") or []
            if (f := w.get("gpu_freq_mhz")) and (t := w.get("t")) is not None]
     top = max((f for _, f in gpu), default=None)
     return {
-        "x": [run_t.get(id(p), float(i)) for i, p in enumerate(rs)],
+        "x": x,
         "y": [100.0 * best / p["ms"] for p in rs],
-        "cool_x": [run_t.get(id(p), 0.0) for p in cool],
+        "cool_x": cool_x,
         "cool_y": [100.0 * best / p["ms"] for p in cool],
         "noise": d.get("noise"),
         "slowdown": d.get("slowdown"),
