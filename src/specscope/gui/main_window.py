@@ -5,7 +5,7 @@ Running (``window_run``) and session files (``window_files``) are mixed in from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -21,6 +21,7 @@ from .views.verdict_bar import VerdictBar
 from .run_process import WorkerProcess
 from .window_files import SessionFiles, sessions_dir
 from .window_run import RUN_TIP, RunControl
+from .pages import PAGE_TITLES, PAGES, Pages  # noqa: F401 (PAGE_TITLES, PAGES: read from here too)
 
 if TYPE_CHECKING:
     from .views.breakdown import BreakdownView
@@ -32,11 +33,6 @@ if TYPE_CHECKING:
     from .views.live import LiveView
     from .views.tune import TuneView
     from .views.verify_cost import VerifyCostView
-
-PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare", "checks"]
-PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
-               "cases": "Cases", "history": "History", "compare": "Compare", "checks": "Checks"}
-
 
 class _FirstPaint(QtCore.QObject):
     """Calls ``then`` once, when ``widget`` receives its first paint event."""
@@ -51,33 +47,6 @@ class _FirstPaint(QtCore.QObject):
             obj.removeEventFilter(self)
             self._then()
         return False
-
-
-class Pages(Mapping[str, QtWidgets.QWidget]):
-    """The window's pages by key (``PAGES``), each built the first time it is asked for; iterating the values
-    builds every page. ``built()``: the pages that exist so far, in ``PAGES`` order."""
-
-    def __init__(self, make) -> None:
-        self._make = make  # key -> the new page (it registers it with ``add``)
-        self._built: dict[str, QtWidgets.QWidget] = {}
-
-    def __getitem__(self, key: str) -> QtWidgets.QWidget:
-        if key not in PAGE_TITLES:
-            raise KeyError(key)
-        page = self._built.get(key)
-        return page if page is not None else self._make(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(PAGES)
-
-    def __len__(self) -> int:
-        return len(PAGES)
-
-    def add(self, key: str, page: QtWidgets.QWidget) -> None:
-        self._built[key] = page
-
-    def built(self) -> dict[str, QtWidgets.QWidget]:  # dict: page key -> the page (the keys: the pages built so far)
-        return {k: self._built[k] for k in PAGES if k in self._built}
 
 
 class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):

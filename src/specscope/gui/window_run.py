@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -25,6 +25,7 @@ from .text import home_relative
 from .window_files import sessions_dir
 
 if TYPE_CHECKING:
+    from .pages import Pages
     from .run_process import WorkerProcess
     from .session_model import SessionModel
     from .setup_panel import SetupPanel
@@ -36,14 +37,6 @@ else:
     WindowBase = object
 
 RUN_TIP = "Run the protocol (Ctrl+R)"
-
-
-class PageRegistry(Protocol):
-    """The window's pages (``main_window.Pages``): by key, built when asked for; ``built()`` those that exist."""
-
-    def __getitem__(self, key: str) -> QtWidgets.QWidget: ...
-
-    def built(self) -> dict[str, QtWidgets.QWidget]: ...
 
 
 class RunControl(WindowBase):
@@ -67,7 +60,7 @@ class RunControl(WindowBase):
     _status_msg: str
     show_error: Callable[[str, str], None]
     show_page: Callable[[str], None]
-    views: PageRegistry
+    views: Pages  # the window's pages by key, built when asked for
     _measuring: tuple[str, str] = ("live", "run")  # the page whose measurement runs (or ran last), and its name
 
     def is_running(self) -> bool:
