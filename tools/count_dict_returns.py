@@ -1,4 +1,5 @@
-"""Count the functions in the engine and the core annotated as returning a dict of any form (issue 35, item 3).
+"""Count the functions in the package (``src/specscope``: the engine, the core, the app and the top-level modules)
+annotated as returning a dict of any form (issue 35, item 3; the whole package since issue 52).
 
 ``dict``, ``dict[...]``, ``Dict``, ``Dict[...]``, and any of them in a union (``dict | None``), in the annotation or
 as its string. A typed record (a dataclass, a TypedDict) is not counted: that is the point of the count.
@@ -16,7 +17,7 @@ import ast
 import sys
 from pathlib import Path
 
-PACKAGES = ("engine_adapter", "profiler")
+PACKAGE = "src/specscope"  # every module under it, the app's and the top-level ones included
 
 
 def _is_dict(node: ast.expr | None) -> bool:
@@ -55,17 +56,14 @@ def _reason(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> s
 
 
 def dict_returning(root: Path) -> list[tuple[str, int, str, str | None]]:
-    """(path relative to ``root``, line, name, reason or None) of every such function under
-    ``root/src/specscope/{engine_adapter,profiler}``."""
+    """(path relative to ``root``, line, name, reason or None) of every such function under ``root/src/specscope``."""
     out = []
-    base = root / "src" / "specscope"
-    for pkg in PACKAGES:
-        for path in sorted((base / pkg).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            lines = text.splitlines()
-            for node in ast.walk(ast.parse(text, filename=str(path))):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_dict(node.returns):
-                    out.append((path.relative_to(root).as_posix(), node.lineno, node.name, _reason(lines, node)))
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_dict(node.returns):
+                out.append((path.relative_to(root).as_posix(), node.lineno, node.name, _reason(lines, node)))
     return sorted(out)
 
 
@@ -78,8 +76,7 @@ def main(argv: list[str]) -> int:
         for path, line, name, reason in found:
             print(f"{path}:{line} {name}" + (f"  ({reason})" if reason else ""))
     unsaid = sum(1 for *_, reason in found if not reason)
-    print(f"{len(found)} functions in {', '.join(PACKAGES)} are annotated as returning a dict ({unsaid} without a "
-          f"reason)")
+    print(f"{len(found)} functions in {PACKAGE} are annotated as returning a dict ({unsaid} without a reason)")
     return 0
 
 

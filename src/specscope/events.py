@@ -217,14 +217,21 @@ class Preflight(TypedDict, total=False):
 class StatusEvent(TypedDict):
     event: Literal["status"]
     message: str
+    done: NotRequired[int]      # a measurement that counts its steps (check): how many are done, of ``total``
+    total: NotRequired[int]
+    notice: NotRequired[bool]   # the user must hear it even without a progress bar (trace: a demo model rebuilt)
 
 
 class RunStartedEvent(TypedDict):
+    """The start of every measurement, one shape: what is measured (``measure``: a run, a sweep, or a measurement
+    besides a run, named as the worker's MEASURE registry names it) and its configuration under ``config`` (a run's
+    ``RunConfig`` with the engine's facts, or the measurement's configuration object as a dict)."""
     event: Literal["run_started"]
+    measure: NotRequired[str]       # "run", "sweep", or the MEASURE registry's name (absent in older events: a run)
     config: dict[str, Any]
     environment: dict[str, Any]
-    model: dict[str, Any]
-    cases: list[dict[str, Any]]     # id, content_class, prompt
+    model: dict[str, Any]           # the model panel's facts ({} where the measurement opens no model up front)
+    cases: list[dict[str, Any]]     # id, content_class, prompt ([] for a measurement without cases)
     time: NotRequired[float]
 
 
@@ -393,6 +400,49 @@ class TuneEvent(TypedDict):
     partial: NotRequired[bool]
 
 
+class CheckResult(TypedDict):
+    """``specscope check`` (profiler.run.check_run): the report (``engine_adapter.measure.doctor``'s, or with ``--engine``
+    ``engines.audit``'s), its text as the command prints it, and whether the model (or engine) passed."""
+    what: Literal["model", "engine"]
+    report: dict[str, Any]
+    text: str
+    ok: bool
+
+
+class CheckEvent(TypedDict):
+    event: Literal["check"]
+    check: CheckResult
+
+
+class CaptureEvent(TypedDict):
+    """``specscope capture`` (profiler.run.capture_run): what was captured, as its ``capture.json`` holds it
+    (``engine_adapter.measure.records.CaptureDescription``), and the folder the traces are in."""
+    event: Literal["capture"]
+    capture: dict[str, Any]
+    out_dir: str
+
+
+class BenchEvent(TypedDict):
+    """``specscope bench overhead|spec-vs-mlx-lm|rollback``: one benchmark's result, measured in the worker
+    (profiler.run.bench_run; its shape: profiler.run.bench_records.BenchResult)."""
+    event: Literal["bench"]
+    bench: dict[str, Any]
+
+
+class BenchPairEvent(TypedDict):
+    """A benchmark's ``pair``-th pair is measured (the CLI's progress bar)."""
+    event: Literal["bench_pair"]
+    benchmark: str
+    pair: int
+
+
+class MemoryPeakEvent(TypedDict):
+    """One side of ``specscope bench memory``, measured in a fresh worker (profiler.run.bench_memory): MLX's peak
+    memory (``mlx_peak``, bytes) and the ``tokens`` that work made."""
+    event: Literal["memory_peak"]
+    memory_peak: dict[str, Any]
+
+
 class RunDoneEvent(TypedDict):
     event: Literal["run_done"]
     status: str
@@ -408,7 +458,8 @@ class ErrorEvent(TypedDict):
 Event = Union[StatusEvent, RunStartedEvent, PreflightEvent, CaseStartedEvent, PrefillEvent, StepEvent, RoundEvent,
               RepeatDoneEvent, BreakdownEvent, ComponentsEvent, TraceEvent, DivergenceEvent, CaseDoneEvent, MemoryEvent,
               ProbeEvent, CooldownEvent, SensorsEvent, ThermalEvent, ContextEvent, SweepStartedEvent, SweepVisitEvent,
-              SweepVisitDoneEvent, RooflineEvent, TuneEvent, RunDoneEvent, ErrorEvent]
+              SweepVisitDoneEvent, RooflineEvent, TuneEvent, CheckEvent, CaptureEvent, BenchEvent, BenchPairEvent,
+              MemoryPeakEvent, RunDoneEvent, ErrorEvent]
 
 # kind -> its record, read off the union (each class's ``event`` literal): nothing spelled twice
 EVENT_TYPES: dict[str, type] = {get_args(cls.__annotations__["event"])[0]: cls for cls in get_args(Event)}

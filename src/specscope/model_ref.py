@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from specscope.errors import SpecscopeError
@@ -38,9 +38,6 @@ class ModelRef:
     def label(self) -> str:
         """The name with its revision, for headings: ``org/name @ 0123abc``."""
         return f"{self.name} @ {self.revision[:7]}" if self.revision else self.name
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def hub_cache_dir() -> Path:

@@ -1,4 +1,4 @@
-"""The Context page draws a sweep from the lines `specscope sweep --jsonl` prints, and from a session with a sweep."""
+"""The Context page draws a sweep's figures (from the session a sweep folds, live or loaded), and what it sweeps."""
 
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ ROW = {"context": 0, "plain_tok_s": 10.0, "spec_tok_s": 12.0, "t_decode_ms": 100
        "measured_speedup_ci95": [1.0, 1.2], "break_even_multiple": 1.9, "prefill_ms": None}
 
 
-def test_page_fills_in_from_the_command_lines(qtbot):
+def test_page_draws_the_figures_of_each_context(qtbot):
     v = ContextView(LIGHT)
     qtbot.addWidget(v)
-    v._line({"status": "context 0: visit 1 of 4"})
-    assert "visit 1" in v.status.text()
-    v._line({"context_sweep": {"points": [ROW]}})
+    v._show({"points": [ROW]})
     assert v.table.rowCount() == 1
-    v._line({"context_sweep": {"points": [ROW, {**ROW, "context": 4096, "t_verify_ms": 250.0, "verify_multiple": 2.5,
-                                                       "prefill_ms": 98_000.0}]}})
+    v._show({"points": [ROW, {**ROW, "context": 4096, "t_verify_ms": 250.0, "verify_multiple": 2.5, "prefill_ms": 98_000.0}]})
     assert v.table.rowCount() == 2 and v.table.item(1, 0).text() == "4k" and "98.0 s" in v.table.item(1, 12).text()
     assert "dominant: verify cost" in v.headline.text()
 
@@ -115,10 +112,11 @@ def test_the_context_page_sweeps_the_setup_panels_context_file(qtbot, settings):
 
     v = ContextView(LIGHT)
     qtbot.addWidget(v)
-    sub, args = v.command(RunConfig(demo=True, context_file="/data/doc.txt"))
-    assert sub == "sweep" and args[args.index("--context-file") + 1] == "/data/doc.txt" and "--context-kind" not in args
-    sub, args = v.command(RunConfig(demo=True, context_kind="code"))
-    assert args[args.index("--context-kind") + 1] == "code"
+    v.contexts.setText("0, 1k")
+    cfg = v.config_for(RunConfig(demo=True, context_file="/data/doc.txt", num_draft_tokens=3))
+    assert isinstance(cfg, RunConfig) and cfg.sweep == [0, 1024] and cfg.context == 0
+    assert cfg.context_file == "/data/doc.txt" and cfg.num_draft_tokens == 3 and cfg.demo
+    assert v.config_for(RunConfig(demo=True, context_kind="code")).context_kind == "code"
 
 
 # -- what a sweep session shows: its own verdict and status, charts that keep every value in sight ------------------
@@ -187,8 +185,8 @@ def test_the_clock_probe_runs_on_one_clock_across_a_sweeps_visits():
     from specscope.gui.charts.data import _run_times
 
     series = [{"t": 1.0}, {"t": 5.0}, {"t": 0.5}, {"t": 3.0}, {"t": 0.2}]  # each visit restarts its clock
-    times = _run_times(series)
-    assert [times[id(p)] for p in series] == [1.0, 5.0, 5.5, 8.0, 8.2]
+    assert _run_times(series) == [1.0, 5.0, 5.5, 8.0, 8.2]
+    assert _run_times([{"t": 2.0}, {}, {"t": 1.0}]) == [2.0, None, 3.0]  # a reading without a time keeps its place
 
 
 def test_a_negative_draft_is_below_noise_and_a_lost_break_even_out_of_reach(qtbot):
@@ -199,13 +197,13 @@ def test_a_negative_draft_is_below_noise_and_a_lost_break_even_out_of_reach(qtbo
     v = ContextView(LIGHT)
     qtbot.addWidget(v)
     lost = {**ROW, "context": 4096, "t_draft_ms": -3.2, "break_even_multiple": None, "break_even_out_of_reach": True}
-    v._line({"context_sweep": {"points": [ROW, lost]}})
+    v._show({"points": [ROW, lost]})
     cells = [v.table.item(1, j).text() for j in range(v.table.columnCount())]
     assert cells[5] == "below noise" and not any("-3.2" in c or "−3.2" in c for c in cells)
     assert cells[11] == "out of reach" and v.table.item(0, 11).text() == "≤ 1.90× T_dec"
     # a point without the flag (older figures): a priced round with no break-even is out of reach too
     assert v.table.item(1, 11).text() == "out of reach"
     old = {k: x for k, x in lost.items() if k != "break_even_out_of_reach"}
-    v._line({"context_sweep": {"points": [old]}})
+    v._show({"points": [old]})
     assert v.table.item(0, 11).text() == "out of reach"
     assert "below noise" in _draft(lost) and "-3.2" not in _draft(lost)

@@ -16,11 +16,10 @@ def test_measurement_pages_cover_the_sessions_k(window, tmp_path):
     assert window.setup.k.value() == 15
     vc, tv = window.verify_cost, window.tune
     assert vc.positions.value() == 16
-    sub, args = vc.command(window.setup.config())
-    assert sub == "roofline" and args[args.index("--positions") + 1] == "16" and args[args.index("-k") + 1] == "15"
+    roof = vc.config_for(window.setup.config())
+    assert (roof.positions, roof.num_draft_tokens) == (16, 15)
     assert tv.k_max.value() == 15
-    sub, args = tv.command(window.setup.config())
-    assert args[args.index("--k-max") + 1] == "15"
+    assert tv.config_for(window.setup.config()).k_max == 15
     # back to a small k: the defaults again
     window.setup.k.setValue(2)
     assert vc.positions.value() == 9 and tv.k_max.value() == 4

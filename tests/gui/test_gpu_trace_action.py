@@ -1,14 +1,16 @@
-"""Run → Capture GPU trace…: the same behaviour as ``specscope capture``, in QProcesses (pytest-qt, offscreen)."""
+"""Run → Capture GPU trace…: the same behaviour as ``specscope capture``, in the worker the Run button starts
+(pytest-qt, offscreen)."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 
-from specscope.gui import gpu_trace_action
+from specscope.gui import gpu_trace_action, run_process
 from specscope.gui.inspector import DEMO
-from specscope.profiler.cli.main import build_parser
+from specscope.profiler.run.tool_configs import CaptureConfig
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,32 +57,49 @@ def test_without_metal_the_action_says_why(qtbot, window, monkeypatch):
     box.close()
 
 
-FAKE_CAPTURE = r"""
+FAKE_WORKER = r"""
 import json, sys
 from pathlib import Path
-out = Path(sys.argv[1]); k = int(sys.argv[2])
-out.mkdir(parents=True, exist_ok=True)
-for name in ("decode.gputrace", "verify-k%d.gputrace" % k):
-    (out / name).mkdir()
-(out / "capture.json").write_text(json.dumps({"k": k}))
-print("captured", file=sys.stderr)
+spec = json.loads(sys.argv[1]); cfg = spec["config"]
+say = lambda ev: print(json.dumps(ev), flush=True)
+say({"event": "run_started", "config": spec, "environment": {}, "model": {}, "cases": []})
+if FAIL and not cfg["check_only"]:
+    say({"event": "status", "message": "loading"})
+    say({"event": "error", "message": "could not load weights from x", "kind": "input"})
+    sys.exit(2)
+if not cfg["check_only"]:
+    out = Path(cfg["out_dir"]); k = cfg["k"]
+    for name in ("decode.gputrace", "verify-k%d.gputrace" % k):
+        (out / name).mkdir()
+    desc = {"k": k, "model": "the demo model", "prompt_tokens": 30, "prompt": {"id": cfg["prompt_id"]},
+            "environment": {"device": "Metal (fake)"},
+            "captures": [{"name": "decode", "file": "decode.gputrace", "positions": 1, "start_position": 30}]}
+    (out / "capture.json").write_text(json.dumps(desc))
+    say({"event": "capture", "capture": desc, "out_dir": cfg["out_dir"]})
+say({"event": "run_done", "status": "complete"})
 """
 
 
+def fake_worker(monkeypatch, fail=False) -> list:
+    """The worker replaced by a script that says what a capture worker on Metal says (the app's side is real: the
+    WorkerProcess, the fold, the folder, the dialogs); returns the configurations it was started with."""
+    started: list = []
+
+    def command(cfg):
+        started.append(cfg)
+        return [sys.executable, "-c", f"FAIL = {fail}\n" + FAKE_WORKER, json.dumps({"measure": "capture",
+                                                                                   "config": cfg.__dict__})]
+
+    monkeypatch.setattr(run_process, "worker_command", command)
+    return started
+
+
 def test_on_metal_it_asks_for_a_folder_and_captures_there(qtbot, window, monkeypatch, tmp_path):
-    """The Metal flow with its two processes replaced: a check that passes, a capture that writes the files."""
+    """The Metal flow with the worker replaced: a check that passes, a capture that writes the files."""
     base = tmp_path / "picked"
     base.mkdir()
     (base / "other.txt").write_text("not empty")  # a new subfolder is made inside a folder that is not empty
-    seen = {}
-    real = gpu_trace_action.capture_command
-
-    def fake_capture_command(cfg, out_dir):
-        seen["real"] = real(cfg, out_dir)
-        return [sys.executable, "-c", FAKE_CAPTURE, out_dir, str(cfg.num_draft_tokens)]
-
-    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
-    monkeypatch.setattr(gpu_trace_action, "capture_command", fake_capture_command)
+    started = fake_worker(monkeypatch)
     monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: str(base))
     window.setup.set_model(DEMO)
     window.setup.k.setValue(3)
@@ -94,26 +113,31 @@ def test_on_metal_it_asks_for_a_folder_and_captures_there(qtbot, window, monkeyp
     box = window.gpu_capture.last_dialog
     assert box.isVisible() and any(b.text() == "Open folder" for b in box.buttons())
     box.close()
-    # the command the app would really run is one the CLI accepts, with the model and k from the setup panel
-    a = build_parser().parse_args(seen["real"][3:])
-    assert a.cmd == "capture" and a.demo and a.num_draft_tokens == 3 and a.output == str(out)
+    # the worker was asked first whether it can capture, then for the capture of the setup panel's model and k
+    assert [type(c) for c in started] == [CaptureConfig, CaptureConfig] and started[0].check_only
+    assert started[1].demo and started[1].k == 3 and started[1].out_dir == str(out.resolve())
+    assert started[1].worker_env == {"MTL_CAPTURE_ENABLED": "1"}
     assert window.settings.value("captureDir") == str(base)
+    # the capture joined the window's session, and the Checks page shows it
+    assert window.model.session.data["capture"]["out_dir"] == str(out.resolve())
+    window.show_page("checks")
+    assert str(out.resolve()) in window.views["checks"].capture_text.toPlainText()
 
 
 def test_a_failed_capture_shows_its_error(qtbot, window, monkeypatch, tmp_path):
-    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
-    monkeypatch.setattr(gpu_trace_action, "capture_command", lambda cfg, out: [
-        sys.executable, "-c", "import sys; print('specscope: loading', file=sys.stderr); "
-                              "print('specscope: error: could not load weights from x', file=sys.stderr); sys.exit(2)"])
+    fake_worker(monkeypatch, fail=True)
+    (tmp_path / "mine.txt").write_text("not empty: a subfolder is made for the capture")
     monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: str(tmp_path))
     code, text = _wait_done(qtbot, window)
     assert code == 2 and text == "could not load weights from x"
     assert window.gpu_capture.last_dialog.windowTitle() == "Capture GPU trace failed"
+    out = window.gpu_capture.out_dir
+    assert out.parent == tmp_path and not out.exists()  # the folder made for it is gone again
     window.gpu_capture.last_dialog.close()
 
 
 def test_cancelling_the_folder_dialog_does_nothing(qtbot, window, monkeypatch):
-    monkeypatch.setattr(gpu_trace_action, "probe_command", lambda: [sys.executable, "-c", "pass"])
+    fake_worker(monkeypatch)
     monkeypatch.setattr(gpu_trace_action.GpuCapture, "ask_folder", lambda self: "")
     window.act_capture.trigger()
     qtbot.waitUntil(lambda: "cancelled" in window.run_status.text(), timeout=60_000)

@@ -268,10 +268,11 @@ class Engine:
         from specscope.engine_adapter.decode.decoding import speculative_generate
 
         if self.foreign is not None:  # its own loop, as it runs it (end to end); what it does not time stays None
-            from specscope.engine_adapter.engines.seam import watched
+            from specscope.engine_adapter.engines.seam import checked, watched
 
-            return watched(self.foreign.speculative(prompt, max_tokens, self.sampling), self.params.engine_timeout_s,
-                           self.params.engine)
+            name = self.params.engine
+            return checked(watched(self.foreign.speculative(prompt, max_tokens, self.sampling),
+                                   self.params.engine_timeout_s, name), name)
         p = self.params
         kinds = round_kinds or p.round_kinds
         if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.run.protocol); alone: the measured one

@@ -21,6 +21,8 @@ from typing import TypedDict
 
 import mlx.core as mx
 
+from specscope.engine_adapter.clock import ms_since
+
 DEFAULT_BANDWIDTH_MIB = 512
 DEFAULT_REPS = 5
 
@@ -216,7 +218,7 @@ def _median_ms(fn, reps: int) -> tuple[float, list[float]]:
     for _ in range(max(1, reps)):
         t0 = time.perf_counter()
         fn()
-        ms.append((time.perf_counter() - t0) * 1000.0)
+        ms.append(ms_since(t0))
     return statistics.median(ms), ms
 
 

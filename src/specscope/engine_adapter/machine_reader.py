@@ -12,7 +12,9 @@ import glob as _glob
 import os
 import platform
 import subprocess
-from typing import Any, Sequence, TypedDict, cast
+from typing import Sequence, TypedDict, cast
+
+from specscope.engine_adapter.measure.records import DeviceInfo
 
 # the packages' versions and the platform (``versions``); "mlx-lm" is not a name, hence the functional form; a recording
 # may hold any of them
@@ -55,7 +57,7 @@ class SystemReader:
     def cpu_count(self) -> int | None:
         return os.cpu_count()
 
-    def device_info(self) -> dict[str, Any]:  # dict: MLX's device info, its keys as MLX names them
+    def device_info(self) -> DeviceInfo:
         """MLX's device info (``mx.device_info()``; ``mx.metal.device_info()`` on MLX before 0.30), plain values;
         {} when MLX cannot say."""
         try:
@@ -70,7 +72,7 @@ class SystemReader:
                 info = {}
         except Exception:  # noqa: BLE001 - a device that cannot be described is "not checked", not a crash
             return {}
-        return {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in dict(info).items()}
+        return cast(DeviceInfo, {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in dict(info).items()})
 
     def mlx_device(self) -> str | None:
         """MLX's default device, as MLX prints it (``Device(gpu, 0)``)."""
@@ -126,8 +128,8 @@ class RecordedReader:
     def cpu_count(self) -> int | None:
         return self._cpu_count
 
-    def device_info(self) -> dict[str, Any]:  # dict: MLX's device info as recorded, its keys as MLX names them
-        return dict(self._device_info)
+    def device_info(self) -> DeviceInfo:
+        return cast(DeviceInfo, dict(self._device_info))
 
     def mlx_device(self) -> str | None:
         return self._mlx_device

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
@@ -114,7 +115,7 @@ class PositionalOracle(OracleDrafter):
             if self.u[j] >= self.p:
                 true = (true + 1 + int(self.shift[j])) % self.vocab
             out.append(int(true))
-        while (time.perf_counter() - t0) * 1000.0 < self.draft_ms:
+        while ms_since(t0) < self.draft_ms:
             pass  # a busy wait, like a drafter that keeps the machine busy
         return Draft(out)
 
@@ -212,16 +213,24 @@ class TuneEngine:
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,
                        ns: list[int] | None = None) -> dict[int, list[float]]:  # dict: n -> times
-        """Whole-graph verify forwards over n = 1..positions (or only the ``ns``) at the end of ``context``,
-        repeats interleaved across n."""
-        from specscope.engine_adapter.measure.verify_curve import VerifyPoint, whole_samples
+        """Whole-graph verify forward times (ms) over n = 1..positions (or only the ``ns``) at the end of
+        ``context``, ``reps`` each after one warm-up each, repeats interleaved across n."""
+        from specscope.engine_adapter.measure.verify_curve import VerifyPoint
 
         key = tuple(context)
         if self._point is None or self._point[0] != key:  # one prefilled cache per context, reused
             self._point = (key, VerifyPoint(self.model, context))
         point = self._point[1]
         toks = (list(tokens) + [tokens[-1] if tokens else 0] * positions)[:positions]
-        return whole_samples(point, toks, list(ns or range(1, positions + 1)), reps)
+        at = list(ns or range(1, positions + 1))
+        for n in at:
+            point.forward(toks[:n])
+        out: dict[int, list[float]] = {n: [] for n in at}
+        for _ in range(reps):
+            for n in at:
+                out[n].append(point.time_ms(toks[:n]))
+        point.restore()
+        return out
 
     # -- roofline inputs ----------------------------------------------------------------------------------------------
     def roofline_inputs(self, prompt: list[int], positions: int, reps: int, block_reps: int,

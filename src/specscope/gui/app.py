@@ -94,42 +94,30 @@ def make_app(argv=None) -> QtWidgets.QApplication:
     return app
 
 
-def main(args=None) -> int:
-    _stamp("main")
-    automated = bool(_arg(args, "screenshot") or _arg(args, "exit_when_done"))
-    try:
-        size = parse_size(_arg(args, "size"))
-    except ValueError as exc:
-        print(f"specscope: error: {exc}", file=sys.stderr)
-        return 2
+def _error(message: str) -> int:
+    print(f"specscope: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _platform_problem(automated: bool) -> str | None:
+    """Why Qt cannot open a window here (missing xcb libraries, named with the install command), else None."""
     if automated:
         offscreen_if_headless()
     if QtWidgets.QApplication.instance() is None:
         from .platform_libs import xcb_problem
 
-        problem = xcb_problem()  # Qt would abort naming one library; say them all, with the install command
-        if problem:
-            print(f"specscope: error: {problem}", file=sys.stderr)
-            return 2
-    app = make_app()
-    collect_on_the_gui_thread(app)
-    from .main_window import PAGES, MainWindow
+        return xcb_problem()  # Qt would abort naming one library; say them all, with the install command
+    return None
 
-    if _arg(args, "view") and args.view not in PAGES:
-        print(f"specscope: error: unknown --view {args.view!r}; choose one of {', '.join(PAGES)}", file=sys.stderr)
-        return 2
 
-    _stamp("window_module")
-    settings = None
-    if automated:
-        # scripted runs (screenshots, tests) never overwrite the user's saved settings
-        tmp = tempfile.mkdtemp(prefix="specscope-gui-")
-        settings = QtCore.QSettings(os.path.join(tmp, "settings.ini"), QtCore.QSettings.Format.IniFormat)
-    win = MainWindow(settings=settings)
-    _stamp("window_built")
-    if automated or size:
-        win.resize(*(size or SCREEN_SIZE))
-    setup = win.setup
+def _scripted_settings() -> QtCore.QSettings:
+    """Scripted runs (screenshots, tests) never overwrite the user's saved settings: theirs live in a temp folder."""
+    tmp = tempfile.mkdtemp(prefix="specscope-gui-")
+    return QtCore.QSettings(os.path.join(tmp, "settings.ini"), QtCore.QSettings.Format.IniFormat)
+
+
+def _apply_setup_args(setup, args) -> None:
+    """The command line's model and run settings into the setup panel."""
     if _arg(args, "demo"):
         setup.set_model(DEMO)
     elif _arg(args, "model"):
@@ -138,25 +126,22 @@ def main(args=None) -> int:
         setup.set_model(args.model)
     if _arg(args, "drafter"):
         setup.set_drafter(args.drafter)
-    if _arg(args, "num_draft_tokens"):
-        setup.k.setValue(args.num_draft_tokens)
-    if _arg(args, "cases"):
-        setup.cases.setValue(args.cases)
-    if _arg(args, "max_tokens"):
-        setup.max_tokens.setValue(args.max_tokens)
-    if _arg(args, "repeats"):
-        setup.repeats.setValue(args.repeats)
+    for name, box in (("num_draft_tokens", setup.k), ("cases", setup.cases), ("max_tokens", setup.max_tokens),
+                      ("repeats", setup.repeats)):
+        if _arg(args, name):
+            box.setValue(getattr(args, name))
     if _arg(args, "discard_first") is not None:
         setup.discard_first.setValue(args.discard_first)
     if _arg(args, "cooldown"):
         setup.cooldown.setChecked(True)
     if _arg(args, "ranks") is not None:
         setup.set_ranks(args.ranks)
-    win.show()
 
-    state = {"code": 0}
-    shot = _arg(args, "screenshot")
-    view = _arg(args, "view")
+
+def _finisher(app, win, args, state: dict):
+    """``finish(code)``: take the screenshot asked for (on ``--view``), keep ``code`` in ``state`` and, when scripted,
+    close the window and end the app with it."""
+    shot, view = _arg(args, "screenshot"), _arg(args, "view")
 
     def finish(code: int) -> None:
         if shot:
@@ -173,6 +158,11 @@ def main(args=None) -> int:
             win.close()
             app.exit(code)
 
+    return finish
+
+
+def _open_requested(win, args, automated: bool) -> int:
+    """``--session`` (and ``--compare``): opened, or said why not; non-zero when a scripted run must end here."""
     if _arg(args, "session"):
         from specscope.profiler.session.schema import SessionError
 
@@ -194,40 +184,84 @@ def main(args=None) -> int:
             print(f"specscope: error: cannot compare {args.session} with {args.compare}", file=sys.stderr)
             win.close()
             return 2
+    return 0
+
+
+def _finish_when_settled(win, finish) -> None:
+    """A picture of the window as opened (session or model picked): once the compatibility line and the pages that
+    read files in the background (History) have filled in, or after 15 s."""
+    deadline = QtCore.QDeadlineTimer(15000)
+
+    def busy():
+        return win.setup.inspector.proc is not None or any(
+            getattr(v, "busy", lambda: False)() for v in win.views.built().values())
+
+    def when_inspected():
+        if not busy() or deadline.hasExpired():
+            finish(0)
+        else:
+            QtCore.QTimer.singleShot(200, when_inspected)
+
+    QtCore.QTimer.singleShot(400, when_inspected)
+
+
+def _autorun(win, automated: bool, finish) -> None:
+    """``--autorun``: press Run once the app runs; a failed run says why; a scripted run ends with the run."""
+    def on_done(status: str) -> None:
+        if status == "failed":
+            errs = win.model.session.data.get("errors") or ["unknown error"]
+            print(f"specscope: run failed: {errs[-1]}", file=sys.stderr)
+        if automated:
+            QtCore.QTimer.singleShot(300, lambda: finish(0 if status == "complete" else 1))
+
+    win.run_finished.connect(on_done)
+
+    def go():
+        if not win.start_run() and automated:
+            finish(2)
+
+    QtCore.QTimer.singleShot(0, go)
+
+
+def main(args=None) -> int:
+    _stamp("main")
+    automated = bool(_arg(args, "screenshot") or _arg(args, "exit_when_done"))
+    try:
+        size = parse_size(_arg(args, "size"))
+    except ValueError as exc:
+        return _error(str(exc))
+    problem = _platform_problem(automated)
+    if problem:
+        return _error(problem)
+    app = make_app()
+    collect_on_the_gui_thread(app)
+    from .main_window import PAGES, MainWindow
+
+    view = _arg(args, "view")
+    if view and view not in PAGES:
+        return _error(f"unknown --view {view!r}; choose one of {', '.join(PAGES)}")
+
+    _stamp("window_module")
+    win = MainWindow(settings=_scripted_settings() if automated else None)
+    _stamp("window_built")
+    if automated or size:
+        win.resize(*(size or SCREEN_SIZE))
+    _apply_setup_args(win.setup, args)
+    win.show()
+
+    state = {"code": 0}
+    finish = _finisher(app, win, args, state)
+    code = _open_requested(win, args, automated)
+    if code:
+        return code
     if view:
         win.show_page(view)
     _stamp("session_opened")
     _watch_first_paint(win.tabs.currentWidget())
-    if automated and not _arg(args, "autorun"):  # a picture of the window as opened (session or model picked)
-        deadline = QtCore.QDeadlineTimer(15000)
-
-        def busy():  # the compatibility line, and pages that read files in the background (History)
-            return win.setup.inspector.proc is not None or any(
-                getattr(v, "busy", lambda: False)() for v in win.views.built().values())
-
-        def when_inspected():  # let them fill in before the picture is taken
-            if not busy() or deadline.hasExpired():
-                finish(0)
-            else:
-                QtCore.QTimer.singleShot(200, when_inspected)
-
-        QtCore.QTimer.singleShot(400, when_inspected)
-
+    if automated and not _arg(args, "autorun"):
+        _finish_when_settled(win, finish)
     if _arg(args, "autorun"):
-        def on_done(status: str) -> None:
-            if status == "failed":
-                errs = win.model.session.data.get("errors") or ["unknown error"]
-                print(f"specscope: run failed: {errs[-1]}", file=sys.stderr)
-            if automated:
-                QtCore.QTimer.singleShot(300, lambda: finish(0 if status == "complete" else 1))
-
-        win.run_finished.connect(on_done)
-
-        def go():
-            if not win.start_run() and automated:
-                finish(2)
-
-        QtCore.QTimer.singleShot(0, go)
+        _autorun(win, automated, finish)
     rc = app.exec()
     return state["code"] if automated else rc
 

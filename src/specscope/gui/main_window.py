@@ -5,20 +5,23 @@ Running (``window_run``) and session files (``window_files``) are mixed in from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .gpu_trace_action import GpuCapture
 from .fonts import missing_cjk_font_message
+from .records import Snapshot
 from .session_model import SessionModel
 from .setup_panel import SetupPanel
 from .theme import apply_palette, restyle_charts
-from .views.common import ElidingLabel, PlainLabel
+from .status_bar import StatusBar
+from .views.common import PlainLabel
 from .views.verdict_bar import VerdictBar
 from .run_process import WorkerProcess
 from .window_files import SessionFiles, sessions_dir
-from .window_run import RunControl
+from .window_run import RUN_TIP, RunControl
+from .pages import PAGE_TITLES, PAGES, Pages  # noqa: F401 (PAGE_TITLES, PAGES: read from here too)
 
 if TYPE_CHECKING:
     from .views.breakdown import BreakdownView
@@ -30,41 +33,6 @@ if TYPE_CHECKING:
     from .views.live import LiveView
     from .views.tune import TuneView
     from .views.verify_cost import VerifyCostView
-
-PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare"]
-PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
-               "cases": "Cases", "history": "History", "compare": "Compare"}
-
-
-class StatusBar(QtWidgets.QStatusBar):
-    """A status bar whose messages never cover the session information on its right.
-
-    QStatusBar paints a message itself, cut off where the permanent widgets begin. Here a message is the
-    text of an eliding label that takes the space left of them (the whole message in its tooltip)."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.message = ElidingLabel("", 1)
-        self.message.setObjectName("statusMessage")
-        self.message.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
-        self.message.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignVCenter)
-        self.addWidget(self.message, 1)
-        self._clear = QtCore.QTimer(self)
-        self._clear.setSingleShot(True)
-        self._clear.timeout.connect(self.clearMessage)
-
-    def showMessage(self, text: str, timeout: int | None = 0) -> None:  # noqa: N802 (Qt naming)
-        self.message.setText(text)
-        self._clear.stop()
-        if timeout is not None and timeout > 0:
-            self._clear.start(timeout)
-
-    def clearMessage(self) -> None:  # noqa: N802 (Qt naming)
-        self.message.setText("")
-
-    def currentMessage(self) -> str:  # noqa: N802 (Qt naming)
-        return self.message.full_text()
-
 
 class _FirstPaint(QtCore.QObject):
     """Calls ``then`` once, when ``widget`` receives its first paint event."""
@@ -81,36 +49,10 @@ class _FirstPaint(QtCore.QObject):
         return False
 
 
-class Pages(Mapping[str, QtWidgets.QWidget]):
-    """The window's pages by key (``PAGES``), each built the first time it is asked for; iterating the values
-    builds every page. ``built()``: the pages that exist so far, in ``PAGES`` order."""
-
-    def __init__(self, make) -> None:
-        self._make = make  # key -> the new page (it registers it with ``add``)
-        self._built: dict[str, QtWidgets.QWidget] = {}
-
-    def __getitem__(self, key: str) -> QtWidgets.QWidget:
-        if key not in PAGE_TITLES:
-            raise KeyError(key)
-        page = self._built.get(key)
-        return page if page is not None else self._make(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(PAGES)
-
-    def __len__(self) -> int:
-        return len(PAGES)
-
-    def add(self, key: str, page: QtWidgets.QWidget) -> None:
-        self._built[key] = page
-
-    def built(self) -> dict[str, QtWidgets.QWidget]:
-        return {k: self._built[k] for k in PAGES if k in self._built}
-
-
 class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
     run_finished = QtCore.Signal(str)  # final session status
     setup: SetupPanel  # made in _build, after the pages that read its config
+    views: Pages
 
     def __init__(self, settings: QtCore.QSettings | None = None, autosave_dir: str | None = None, parent=None):
         super().__init__(parent)
@@ -146,6 +88,21 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
 
     # -- building -----------------------------------------------------------------
     def _build(self) -> None:
+        self._build_pages()
+        self._build_dock()
+        self._build_menus()
+        self._build_status_bar()
+        # Is there a font for the Chinese prompts? Asked once the window has first been painted: the question reads
+        # the whole font database (some 25 ms here), which nothing on the first page needs.
+        self.font_hint: str | None = None
+        self._when_painted = _FirstPaint(self, lambda: QtCore.QTimer.singleShot(0, self, self._check_fonts))
+
+        self.eta_timer = QtCore.QTimer(self)
+        self.eta_timer.setInterval(1000)
+        self.eta_timer.timeout.connect(self._update_progress)
+
+    def _build_pages(self) -> None:
+        """The verdict bar above the tabs of the pages."""
         central = QtWidgets.QWidget()
         outer = QtWidgets.QVBoxLayout(central)
         outer.setContentsMargins(8, 8, 8, 4)
@@ -166,7 +123,8 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         self.tabs.currentChanged.connect(self._page_shown)
         self.setCentralWidget(central)
 
-        # setup dock with Run/Stop and progress
+    def _build_dock(self) -> None:
+        """The setup dock: the setup panel (scrolling) above Run/Stop, the progress bar and the run's status."""
         self.setup = SetupPanel(self.settings)
         dock_w = QtWidgets.QWidget()
         dl = QtWidgets.QVBoxLayout(dock_w)
@@ -176,12 +134,24 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         scroll.setWidget(self.setup)
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         dl.addWidget(scroll, 1)
+        dl.addWidget(self._run_box())
+        self.dock = QtWidgets.QDockWidget("Setup")
+        self.dock.setObjectName("setupDock")
+        self.dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.dock.setWidget(dock_w)
+        # wide enough for the panel beside its vertical scroll bar: no horizontal scroll bar at any window size
+        bar = self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.dock.setMinimumWidth(max(330, self.setup.minimumSizeHint().width() + bar + 2 * scroll.frameWidth() + 2))
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
+
+    def _run_box(self) -> QtWidgets.QWidget:
+        """Run and Stop side by side, the progress bar and the status line under them."""
         runbox = QtWidgets.QWidget()
         rl = QtWidgets.QVBoxLayout(runbox)
         rl.setContentsMargins(8, 4, 8, 8)
         btns = QtWidgets.QHBoxLayout()
         self.run_btn = QtWidgets.QPushButton("Run")
-        self.run_btn.setToolTip("Run the protocol (Ctrl+R)")
+        self.run_btn.setToolTip(RUN_TIP)
         self.run_btn.setDefault(True)
         self.stop_btn = QtWidgets.QPushButton("Stop")
         self.stop_btn.setToolTip("Stop and keep what was measured (Esc)")
@@ -201,25 +171,19 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         self.run_status.setWordWrap(True)
         self.run_status.setObjectName("muted")
         rl.addWidget(self.run_status)
-        dl.addWidget(runbox)
-        self.dock = QtWidgets.QDockWidget("Setup")
-        self.dock.setObjectName("setupDock")
-        self.dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
-        self.dock.setWidget(dock_w)
-        # wide enough for the panel beside its vertical scroll bar: no horizontal scroll bar at any window size
-        bar = self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
-        self.dock.setMinimumWidth(max(330, self.setup.minimumSizeHint().width() + bar + 2 * scroll.frameWidth() + 2))
-        self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
+        return runbox
 
-        # actions & menus
-        def act(text, slot, shortcut=None):
-            a = QtGui.QAction(text, self)
-            if shortcut:
-                a.setShortcut(QtGui.QKeySequence(shortcut))
-            a.triggered.connect(slot)
-            self.addAction(a)
-            return a
+    def _action(self, text: str, slot, shortcut=None) -> QtGui.QAction:
+        a = QtGui.QAction(text, self)
+        if shortcut:
+            a.setShortcut(QtGui.QKeySequence(shortcut))
+        a.triggered.connect(slot)
+        self.addAction(a)
+        return a
 
+    def _build_menus(self) -> None:
+        """File, Run and View, their actions kept as ``act_*`` (their shortcuts work in every page)."""
+        act = self._action
         self.act_run = act("&Run", self.start_run, "Ctrl+R")
         self.act_stop = act("&Stop", self.stop_run, "Esc")
         self.act_open = act("&Open session…", self.open_session_dialog, QtGui.QKeySequence.StandardKey.Open)
@@ -242,43 +206,17 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
         r.addAction(self.act_capture)
         v = self.menuBar().addMenu("&View")
         for i, key in enumerate(PAGES):
-            v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}"))
+            v.addAction(act(PAGE_TITLES[key], lambda checked=False, k=key: self.show_page(k), f"Ctrl+{i + 1}" if i < 9 else None))
 
-        # status bar: messages in a label of their own that elides (full text in its tooltip), beside the
-        # session information, never drawn over it
-        sb = StatusBar()
+    def _build_status_bar(self) -> None:
+        self.status_bar = sb = StatusBar()
         self.setStatusBar(sb)
-        self.sb_device = PlainLabel()
-        self.sb_device.setText("device: —")
-        self.sb_mlx = PlainLabel()
-        self.sb_mlx.setText("MLX: —")
-        self.sb_mem = PlainLabel()
-        self.sb_mem.setText("peak memory: —")
-        self.sb_status = PlainLabel()
-        self.sb_status.setText("no session")
-        for w in (self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem):
-            w.setTextFormat(QtCore.Qt.TextFormat.PlainText)
-            sb.addPermanentWidget(w)
-        # Is there a font for the Chinese prompts? Asked once the window has first been painted: the question reads
-        # the whole font database (some 25 ms here), which nothing on the first page needs.
-        self.font_hint: str | None = None
-        self._when_painted = _FirstPaint(self, lambda: QtCore.QTimer.singleShot(0, self, self._check_fonts))
-
-        self.eta_timer = QtCore.QTimer(self)
-        self.eta_timer.setInterval(1000)
-        self.eta_timer.timeout.connect(self._update_progress)
+        self.sb_status, self.sb_device, self.sb_mlx, self.sb_mem = sb.session, sb.device, sb.mlx, sb.memory
 
     def _check_fonts(self) -> None:
         self.font_hint = missing_cjk_font_message()
         if self.font_hint:  # said once, in the status bar's message label
             self.statusBar().showMessage(self.font_hint)
-
-    def _keep_result(self, key: Literal["roofline", "tune", "context_sweep"], result: dict) -> None:
-        """A Verify cost or Tune measurement joins the current session (and its autosave)."""
-        self.model.session.data[key] = result
-        if not self.is_running():
-            self.model.save_autosave()
-            self.model.flush()  # the Division page's prediction uses the verify curve
 
     # -- pages ----------------------------------------------------------------------
     def _new_page(self, key: str) -> QtWidgets.QWidget:
@@ -304,10 +242,10 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             from .views.verify_cost import VerifyCostView
 
             cls = {"verify_cost": VerifyCostView, "tune": TuneView, "context": ContextView}[key]
-            kept: Literal["roofline", "tune", "context_sweep"] = (
-                "roofline" if key == "verify_cost" else "tune" if key == "tune" else "context_sweep")
             measured = cls(self.theme, config=config, session=session_data)
-            measured.result_ready.connect(lambda r, kept=kept: self._keep_result(kept, r))
+            # run in the worker as Run is (window_run): its events folded into a session of its own
+            measured.start_requested.connect(lambda key=key: self.start_page_measurement(key))
+            measured.stop_requested.connect(self.stop_run)
             if isinstance(measured, (VerifyCostView, TuneView)):  # their n / K_max cover the setup's k (DFlash: 15)
                 self.setup.k.valueChanged.connect(measured.follow_k)
                 measured.follow_k(self.setup.k.value())
@@ -331,6 +269,10 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             compare = CompareView(self.theme)
             compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
             page = compare
+        elif key == "checks":  # check's and capture's results (views.checks)
+            from .views.checks import ChecksView
+
+            page = ChecksView(self.theme, session_data)
         else:
             raise KeyError(key)
         return page
@@ -355,6 +297,8 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
                 page.update_snapshot(self.model.last_snapshot)
             if key == "cases" and self.model.last_cases is not None:
                 page.update_cases(self.model.last_cases)  # type: ignore[attr-defined]
+            if hasattr(page, "set_running"):  # its start button disabled if something runs already
+                self._update_buttons()
         finally:
             self.tabs.blockSignals(False)
         slot.deleteLater()
@@ -429,7 +373,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
 
     # -- running ----------------------------------------------------------------------
     # -- snapshot → status bar -------------------------------------------------------
-    def _on_snapshot(self, snap: dict) -> None:
+    def _on_snapshot(self, snap: Snapshot) -> None:
         # Only the page on screen redraws now; the others catch up when shown (CPU spent
         # drawing hidden pages is CPU taken from the engine on a small machine).
         current = self.tabs.currentWidget()
@@ -441,18 +385,7 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
                 else:
                     self._stale_pages.add(v)
         self.verdict.update_snapshot(snap)
-        env = snap.get("environment") or {}
-        if env:
-            self.sb_device.setText(f"device: {env.get('device_name') or env.get('device', '?')}"
-                                   + (f" ({env['chip']})" if env.get("chip") else ""))
-            self.sb_mlx.setText(f"MLX {env.get('mlx', '?')} · mlx-lm {env.get('mlx_lm', '?')}")
-            pk = env.get("peak_memory_bytes")
-            self.sb_mem.setText(f"peak memory: {pk / 2**20:.0f} MiB" if pk else "peak memory: —")
-        n, total = snap.get("n_cases_done", 0), snap.get("n_cases", 0)
-        if snap.get("sweep"):  # a sweep's top level has no cases of its own: its points do
-            self.sb_status.setText(f"session: {snap.get('status')} · {snap['sweep']['status']}")
-        else:
-            self.sb_status.setText(f"session: {snap.get('status')} · {n}/{total} cases")
+        self.status_bar.update_snapshot(snap)
 
     # -- files ----------------------------------------------------------------------
     # -- screenshots & closing ---------------------------------------------------------

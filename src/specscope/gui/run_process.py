@@ -1,4 +1,5 @@
-"""Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines.
+"""Runs the profiler worker (``python -m specscope.profiler.run.worker``) in a QProcess and parses its JSON lines: a run,
+a sweep, or a measurement besides a run (``RooflineConfig``, ``TuneConfig``: the Verify cost and Tune pages).
 
 A distributed run (``RunConfig.ranks`` / ``hosts`` / ``hostfile``) runs ``profiler.run.launch``'s plan instead: the
 guard (its own process group) wrapping ``mlx.launch`` wrapping the ranks; rank 0's events arrive the same way.
@@ -18,6 +19,7 @@ from PySide6 import QtCore
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.events import SAVE_POINTS, SAVED, STOP_GRACE_SECONDS, EventReader
 from specscope.profiler.run.launch import EXIT_RANK_FAULT, RANK_GRACE_SECONDS, DistSpec, LaunchPlan, plan_launch
+from specscope.profiler.run.measure_config import Measurement
 from specscope.profiler.run.rank_monitor import RankMonitor
 from specscope.profiler.run.runner import worker_command, worker_env
 
@@ -69,17 +71,19 @@ class WorkerProcess(QtCore.QObject):
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.state() != QtCore.QProcess.ProcessState.NotRunning
 
-    def start(self, cfg: RunConfig) -> None:
+    def start(self, cfg: RunConfig | Measurement) -> None:
+        """Run ``cfg`` in the worker: a run (a sweep too), or a measurement besides a run (roofline, tune)."""
         if self.is_running():
             raise RuntimeError("a run is already in progress")
         self._cleanup_plan()
-        spec = DistSpec.from_config(cfg)
+        spec = DistSpec.from_config(cfg) if isinstance(cfg, RunConfig) else None
         if spec is not None:  # mlx.launch under the guard (a new process group), rank 0's events on stdout
+            assert isinstance(cfg, RunConfig)  # only a run has ranks
             self.plan = plan_launch(cfg, spec)
             self.monitor = RankMonitor(self.plan.hosts, on_fault=self._rank_failed)
             cmd, env = self.plan.argv, self.plan.env
         else:  # it waits at each save point until the window has saved (``_read_out``): no save beside a measurement
-            cmd, env = worker_command(cfg), worker_env(save_ack=True)
+            cmd, env = worker_command(cfg), {**worker_env(save_ack=True), **getattr(cfg, "worker_env", {})}
         if self.proc is not None:  # one QProcess per run: release the last one (its pipes, its buffers)
             self.proc.deleteLater()
         self.proc = p = QtCore.QProcess(self)

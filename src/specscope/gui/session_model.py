@@ -24,6 +24,7 @@ from specscope.profiler.analysis.session_file import save_session
 from specscope.profiler.analysis.summary import LiveSummary
 
 from .charts.live_data import LiveChartData
+from .records import Snapshot, SweepSnapshot
 
 # ≤ 4 redraws per second, whatever the token rate: on a 2-core machine every repaint
 # (pyqtgraph axes dominate) is CPU taken from the engine being measured; see `specscope bench gui`.
@@ -49,7 +50,7 @@ class SessionModel(QtCore.QObject):
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self._publish)
         self._timer.start()
-        self.last_snapshot: dict = {}
+        self.last_snapshot: Snapshot | None = None  # none before the first frame
         self.last_cases: list | None = None  # the rows cases_changed last sent (a page built later starts from them)
 
     # -- input ------------------------------------------------------------------
@@ -108,14 +109,15 @@ class SessionModel(QtCore.QObject):
         s = self.session
         live = self._live_data()
         summary = live.live.summary()
-        snap = live.chart_data(summary)
-        snap["status"] = s.status
-        snap["errors"] = list(s.data.get("errors", []))
-        snap["environment"] = dict(s.data.get("environment", {}))
-        snap["model"] = dict(s.data.get("model", {}))
-        snap["config"] = dict(s.config)
-        snap["n_cases_done"] = sum(1 for c in s.cases if c.get("complete"))
-        snap["n_cases"] = s.config.get("n_cases") or len(s.cases)
+        snap: Snapshot = {**live.chart_data(summary),
+                          "status": s.status,
+                          "errors": list(s.data.get("errors", [])),
+                          "environment": dict(s.data.get("environment", {})),
+                          "model": dict(s.data.get("model", {})),
+                          "config": dict(s.config),
+                          "measure": str(s.data.get("measure") or "run"),
+                          "n_cases_done": sum(1 for c in s.cases if c.get("complete")),
+                          "n_cases": s.config.get("n_cases") or len(s.cases)}
         sweep = self._sweep_snapshot(s)
         if sweep:
             snap["sweep"] = sweep
@@ -126,7 +128,7 @@ class SessionModel(QtCore.QObject):
             self.last_cases = [(c, live.live.case_stats(c)) for c in s.cases]
             self.cases_changed.emit(self.last_cases)
 
-    def _sweep_snapshot(self, s) -> dict | None:
+    def _sweep_snapshot(self, s: Session) -> SweepSnapshot | None:
         """A sweep's session (its cases are in its points; its top level has none): what the verdict bar and the
         status bar say instead of "No verdict yet" and "0/3 cases". Figures recomputed only when a point changes."""
         sw = s.data.get("sweep")

@@ -10,6 +10,8 @@ from PySide6 import QtWidgets
 
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 
+from .records import ContextFields
+
 if TYPE_CHECKING:
     PanelBase = QtWidgets.QWidget
 else:
@@ -86,7 +88,7 @@ class ContextChoice(PanelBase):
         if file:
             self.context_file.setText(str(file))
 
-    def context_fields(self) -> dict:
+    def context_fields(self) -> ContextFields:
         """The RunConfig fields of the context choice. A size that is not one, or a file mode without a file, is
         refused with the reason (the app shows it; nothing starts)."""
         from specscope.errors import SpecscopeError

@@ -16,6 +16,7 @@ from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
 from .inspector import DEMO, DEMOS, Inspector, demo_variant
 from .preflight_line import PreflightLine
+from .records import DistributedFields
 from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
@@ -70,8 +71,22 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self._layout = QtWidgets.QVBoxLayout(self)
         self._layout.setContentsMargins(8, 8, 8, 8)
         self._layout.setSpacing(10)
+        self._build_model()
+        _box, form = self._group("Pre-flight")  # the machine checked for the picked model, before Run (gui.preflight_line)
+        self.preflight = PreflightLine(self.preflight_args)
+        form.addRow(self.preflight)
+        self._build_where()
+        self._build_drafter()
+        self._build_sampling()
+        self._build_protocol()
+        self.model_changed.connect(self.preflight.schedule)
+        self.drafter.currentIndexChanged.connect(self.preflight.schedule)
+        self.preflight.schedule()
+        self._layout.addStretch(1)
 
-        box, form = self._group("Model")
+    def _build_model(self) -> None:
+        """The model picker, Browse… and the compatibility line under them."""
+        _box, form = self._group("Model")
         row = QtWidgets.QHBoxLayout()
         self.model_combo = QtWidgets.QComboBox()
         self.model_combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -90,11 +105,9 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.compat.setObjectName("compat")
         form.addRow(self.compat)
 
-        box, form = self._group("Pre-flight")  # the machine checked for the picked model, before Run (gui.preflight_line)
-        self.preflight = PreflightLine(self.preflight_args)
-        form.addRow(self.preflight)
-
-        box, form = self._group("Where")
+    def _build_where(self) -> None:
+        """This machine, or N local ranks / hosts (a distributed run) with their backend."""
+        _box, form = self._group("Where")
         self.where = QtWidgets.QComboBox()
         for key, label in WHERE:
             self.where.addItem(label, key)
@@ -119,7 +132,9 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         form.addRow("Backend", self.backend)
         self._where_form = form
 
-        box, form = self._group("Drafter")
+    def _build_drafter(self) -> None:
+        """The drafter, k, the draft model and the oracle's and MTP's settings."""
+        _box, form = self._group("Drafter")
         self.drafter = QtWidgets.QComboBox()
         for key, label in DRAFTERS:
             self.drafter.addItem(label, key)
@@ -149,7 +164,8 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         form.addRow("MTP hidden", self.mtp_hidden)
         self._drafter_form = form
 
-        box, form = self._group("Sampling")
+    def _build_sampling(self) -> None:
+        _box, form = self._group("Sampling")
         self.greedy = QtWidgets.QCheckBox("Greedy (temperature 0)")
         self.greedy.setChecked(True)
         self.greedy.toggled.connect(self._sampling_changed)
@@ -161,7 +177,9 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         form.addRow("Top-p", self.top_p)
         form.addRow("Seed", self.seed)
 
-        box, form = self._group("Protocol")
+    def _build_protocol(self) -> None:
+        """The suite, cases, tokens, context, warm-up, repeats and what else each run measures."""
+        _box, form = self._group("Protocol")
         srow = QtWidgets.QHBoxLayout()
         self.suite = QtWidgets.QLineEdit()
         self.suite.setPlaceholderText("built-in: 6 zh, 6 en, 6 code")
@@ -191,6 +209,20 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         self.discard_first.setToolTip("the first N cases are measured and kept in the session, marked, "
                                       "but left out of the summary (the machine settling in)")
         form.addRow("Discard first", self.discard_first)
+        self._cooldown_rows(form)
+        self.breakdown = QtWidgets.QCheckBox("Per-block breakdown")
+        self.breakdown.setChecked(True)
+        form.addRow(self.breakdown)
+        self.until_decided = QtWidgets.QCheckBox("Run until decided")
+        self.until_decided.setToolTip("measure the cases one at a time and stop as soon as the prediction's verdict is "
+                                      "decided (agrees / off), at a level corrected for looking after every case; "
+                                      f"at most {UNTIL_DECIDED_CASES} cases (the suite again after its last), or "
+                                      "the cases above")
+        self.until_decided.toggled.connect(lambda _: self.changed.emit())
+        form.addRow(self.until_decided)
+
+    def _cooldown_rows(self, form: QtWidgets.QFormLayout) -> None:
+        """Cool down before each case, and its timeout (enabled with it)."""
         self.cooldown = QtWidgets.QCheckBox("Cool down before each case")
         self.cooldown.setToolTip("before each case, wait until the clock probe is back within 2% of its best "
                                  "(at most the timeout)")
@@ -204,20 +236,6 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         form.addRow(self.cooldown)
         self.cooldown_timeout.setEnabled(False)
         form.addRow("Cooldown timeout", self.cooldown_timeout)
-        self.breakdown = QtWidgets.QCheckBox("Per-block breakdown")
-        self.breakdown.setChecked(True)
-        form.addRow(self.breakdown)
-        self.until_decided = QtWidgets.QCheckBox("Run until decided")
-        self.until_decided.setToolTip("measure the cases one at a time and stop as soon as the prediction's verdict is "
-                                      "decided (agrees / off), at a level corrected for looking after every case; "
-                                      f"at most {UNTIL_DECIDED_CASES} cases (the suite again after its last), or "
-                                      "the cases above")
-        self.until_decided.toggled.connect(lambda _: self.changed.emit())
-        form.addRow(self.until_decided)
-        self.model_changed.connect(self.preflight.schedule)
-        self.drafter.currentIndexChanged.connect(self.preflight.schedule)
-        self.preflight.schedule()
-        self._layout.addStretch(1)
 
     def _browse_draft(self):
         d = QtWidgets.QFileDialog.getExistingDirectory(self, "Choose a draft model folder")
@@ -276,7 +294,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
         else:
             self.set_where("local")
 
-    def distributed(self) -> dict:
+    def distributed(self) -> DistributedFields:
         """The RunConfig fields of the Where choice (none set: a run in one process on this machine). Never
         raises: an empty or malformed host list is refused by ``RunConfig.validate`` with the reason."""
         key = self.where.currentData()

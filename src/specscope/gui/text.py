@@ -41,3 +41,16 @@ def clip(text: str, limit: int = LABEL_MAX_CHARS) -> str:
     if text and len(text) > limit:
         return text[:limit] + f"… (+{len(text) - limit:,} more characters)"
     return text
+
+
+ERROR_PREFIX = "specscope: error: "
+
+
+def error_text(stderr: str, code: int, what: str) -> str:
+    """A ``specscope`` command's own "specscope: error: …" line, else the tail of what it printed."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith(ERROR_PREFIX):
+            return ln[len(ERROR_PREFIX):]
+    tail = "\n".join(lines[-8:])
+    return f"{what} failed (exit code {code})" + (f":\n{tail}" if tail else "")

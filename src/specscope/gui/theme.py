@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Mapping
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .charts.common import DARK, LIGHT
+from .charts.records import ChartTheme
 
 THEME_ENV = "SPECSCOPE_THEME"
 _platform_dark: bool | None = None  # the platform palette's lightness, read before the app replaces it
@@ -50,7 +52,7 @@ def is_dark(app: QtWidgets.QApplication) -> bool:
     return _palette_is_dark(app)
 
 
-def chart_theme(app) -> dict:
+def chart_theme(app) -> ChartTheme:
     return DARK if is_dark(app) else LIGHT
 
 
@@ -73,7 +75,7 @@ def dark_palette() -> QtGui.QPalette:
 STYLE_SET = "specscopeStyle"  # an app property: the style apply_palette set
 
 
-def apply_palette(app: QtWidgets.QApplication) -> dict:
+def apply_palette(app: QtWidgets.QApplication) -> ChartTheme:
     """Use the platform's own palette on macOS (it follows the OS); Fusion + matching palette elsewhere.
 
     Each setter re-polishes every widget the app holds, so one that would change nothing is skipped: a second window
@@ -94,7 +96,7 @@ def apply_palette(app: QtWidgets.QApplication) -> dict:
     return theme
 
 
-def style_sheet(t: dict) -> str:
+def style_sheet(t: ChartTheme) -> str:
     dark = t["name"] == "dark"
     card = "#161b22" if dark else "#f6f8fa"
     border = "#30363d" if dark else "#d0d7de"
@@ -117,7 +119,7 @@ def style_sheet(t: dict) -> str:
 
 # -- switching a running app between light and dark --------------------------------------------------------
 
-def _colour_map(old: dict, new: dict) -> dict[int, QtGui.QColor]:
+def _colour_map(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[int, QtGui.QColor]:  # dict: an old colour (RGBA) -> its new one
     """Every colour of the old chart theme (as RGBA) to the same role's colour in the new one."""
     out: dict[int, QtGui.QColor] = {}
 
@@ -160,7 +162,7 @@ def _swap_brush(brush, cmap):
     return _swapped(brush, lambda b: QtGui.QBrush(pg.mkBrush(b)), cmap)
 
 
-def restyle_charts(root: QtWidgets.QWidget, old: dict, new: dict) -> int:
+def restyle_charts(root: QtWidgets.QWidget, old: ChartTheme, new: ChartTheme) -> int:
     """Recolour the items already drawn in every chart under ``root`` from the ``old`` chart theme to ``new``.
 
     A chart's ``apply_theme`` restyles its frame (background, axes, title, legend); the curves, bars,

@@ -46,6 +46,19 @@ def sessions_dir() -> Path:
     return d
 
 
+MEASUREMENT_PAGES = {"roofline": "verify_cost", "tune": "tune"}  # a measurement's session (config "measure"): its page
+
+
+def page_of(s: Session) -> str:
+    """The page that shows what session ``s`` measured: a sweep's figures are per context (its page, not an empty Live
+    page), a verify cost or tune measurement has its own page, a check or a capture the Checks page; a run's is Live."""
+    if s.data.get("sweep") and not s.cases:
+        return "context"
+    if (s.data.get("check") or s.data.get("capture")) and not s.cases:  # a check's or capture's own session
+        return "checks"
+    return MEASUREMENT_PAGES.get(str(s.data.get("measure")), "live")
+
+
 class SessionFiles(WindowBase):
     """The File menu's actions and the History page's requests, mixed into ``MainWindow``."""
 
@@ -71,8 +84,9 @@ class SessionFiles(WindowBase):
         self.progress.setValue(1000 if s.status == "complete" else 0)
         self.progress.setFormat(f"opened ({s.status})")
         self.setWindowTitle(f"specscope — {Path(path).name}")
-        if s.data.get("sweep") and not s.cases:  # a sweep's figures are per context: its page, not an empty Live page
-            self.show_page("context")
+        page = page_of(s)
+        if page != "live":
+            self.show_page(page)
 
     def open_session_dialog(self) -> None:
         f, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open session", str(self.autosave_dir or sessions_dir()),
@@ -93,7 +107,7 @@ class SessionFiles(WindowBase):
         except SessionError as exc:
             self.show_error("Cannot open the session", str(exc))
             return
-        self.show_page("live")
+        self.show_page(page_of(self.model.session))
 
     def compare_paths(self, a: str, b: str) -> bool:
         """Put two session files side by side on the Compare page (A = ``a``, B = ``b``)."""

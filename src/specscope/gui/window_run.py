@@ -1,5 +1,9 @@
 """The main window's run control: start and stop a run in the worker process, follow its events, say how it ended,
-and keep the buttons and the progress bar (with its ETA) in step."""
+and keep the buttons and the progress bar (with its ETA) in step.
+
+A page's measurement (Verify cost, Tune, Context: ``views.measurement_page``) runs the same way: its config in the
+worker, a new session folded from its events by ``Session.apply``, the same Stop, progress, errors and autosave.
+One measurement at a time: while one runs, every start button is disabled and its tooltip says why."""
 
 from __future__ import annotations
 
@@ -12,21 +16,27 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from specscope.events import Event
 from specscope.errors import SpecscopeError
+from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.events import finish_run
+from specscope.profiler.run.measure_config import Measurement
 from specscope.profiler.session.session import Session
 
 from .text import home_relative
 from .window_files import sessions_dir
 
 if TYPE_CHECKING:
+    from .pages import Pages
     from .run_process import WorkerProcess
     from .session_model import SessionModel
     from .setup_panel import SetupPanel
     from .views.common import PlainLabel
+    from .views.measurement_page import MeasurementPage
 
     WindowBase = QtWidgets.QMainWindow
 else:
     WindowBase = object
+
+RUN_TIP = "Run the protocol (Ctrl+R)"
 
 
 class RunControl(WindowBase):
@@ -50,18 +60,30 @@ class RunControl(WindowBase):
     _status_msg: str
     show_error: Callable[[str, str], None]
     show_page: Callable[[str], None]
+    views: Pages  # the window's pages by key, built when asked for
+    _measuring: tuple[str, str] = ("live", "run")  # the page whose measurement runs (or ran last), and its name
 
     def is_running(self) -> bool:
         return self.worker.is_running()
 
     def start_run(self) -> bool:
+        return self.start_measurement(self.setup.config, "live", "run")
+
+    def start_page_measurement(self, key: str) -> bool:
+        """The start button of page ``key`` (a ``MeasurementPage``): its measurement of the setup's model."""
+        page: MeasurementPage = self.views[key]  # type: ignore[assignment]
+        return self.start_measurement(lambda: page.config_for(self.setup.config()), key, page.what)
+
+    def start_measurement(self, build: Callable[[], RunConfig | Measurement], page: str, what: str) -> bool:
+        """Run ``build()``'s config in the worker into a new session (autosaved), showing ``page``; ``what`` names it
+        in messages. Refused (False) while anything runs, or with the reason in a dialog when the config is bad."""
         if self.is_running():
             return False
         try:
-            cfg = self.setup.config()
+            cfg = build()
             cfg.validate()
         except SpecscopeError as exc:
-            self.show_error("Cannot start the run", str(exc))
+            self.show_error(f"Cannot start the {what}", str(exc))
             return False
         self.setup.save_settings()
         if cfg.model:
@@ -73,17 +95,19 @@ class RunControl(WindowBase):
         self.model.reset(Session(), autosave_path=path)
         self._run_started = time.monotonic()
         self._status_msg = "starting the worker…"
+        self._measuring = (page, what)
         self.worker.start(cfg)
         self.eta_timer.start()
         self._update_buttons()
         self._update_progress()
-        self.show_page("live")
+        self.show_page(page)
         return True
 
     def stop_run(self) -> None:
         if self.is_running():
             self._status_msg = "stopping: finishing the current step…"
             self.run_status.setText(self._status_msg)
+            self._page_status(self._status_msg)
             self.worker.stop()
 
     def _on_event(self, ev: Event) -> None:
@@ -104,8 +128,9 @@ class RunControl(WindowBase):
         self.eta_timer.stop()
         st = s.status
         reason = (s.data.get("errors") or [""])[-1]
-        msg = {"complete": "run complete", "incomplete": "run stopped early: partial results kept",
-               "failed": "run failed"}.get(st, st)
+        what = self._measuring[1]
+        msg = {"complete": f"{what} complete", "incomplete": f"{what} stopped early: partial results kept",
+               "failed": f"{what} failed"}.get(st, st)
         if st in ("incomplete", "failed") and reason and not stopped:
             msg += f" ({reason})"
         saved = self.session_path and not self.model.autosave_error
@@ -124,25 +149,35 @@ class RunControl(WindowBase):
             where = (f" and saved to {home_relative(self.session_path)}." if saved
                      else f"; it could not be saved ({self.model.autosave_error}): use File → Save session as…"
                      if self.model.autosave_error else ".")
-            title = "The run failed" if st == "failed" else "The run ended early"
+            title = f"The {what} failed" if st == "failed" else f"The {what} ended early"
             self.show_error(title, f"{reason or 'unknown error'}\n\n{kept}{where}")
         self.run_finished.emit(st)
 
     def _update_buttons(self) -> None:
         running = self.is_running()
+        why_not = f"Not now: the {self._measuring[1]} is in progress (stop it first)" if running else ""
         self.run_btn.setEnabled(not running)
+        self.run_btn.setToolTip(why_not or RUN_TIP)
         self.act_run.setEnabled(not running)
         self.stop_btn.setEnabled(running)
         self.act_stop.setEnabled(running)
         self.setup.setEnabled(not running)
         self.act_open.setEnabled(not running)
+        for key, page in self.views.built().items():
+            if hasattr(page, "set_running"):  # a page with a measurement of its own
+                page.set_running(key == self._measuring[0], why_not)
+
+    def _page_status(self, text: str) -> None:
+        """The status line of the page whose measurement runs (the Run button's is the dock's alone)."""
+        page = self.views.built().get(self._measuring[0])
+        if page is not None and hasattr(page, "status") and hasattr(page, "set_running"):
+            page.status.setText(text)
 
     def _progress_fraction(self) -> float:
-        snap = self.model.last_snapshot or {}
-        cfg = snap.get("config") or {}
-        n = snap.get("n_cases") or 0
-        if not n:
+        snap = self.model.last_snapshot
+        if not snap or not snap["n_cases"]:
             return 0.0
+        cfg, n = snap["config"], snap["n_cases"]
         per = max(1, 2 * int(cfg.get("max_tokens") or 1))
         done = 0.0
         for c in self.model.session.cases:
@@ -154,6 +189,7 @@ class RunControl(WindowBase):
 
     def _update_progress(self, final: bool = False) -> None:
         self.run_status.setText(self._status_msg)
+        self._page_status(self._status_msg)
         if final:
             st = self.model.session.status
             self.progress.setValue(1000 if st == "complete" else int(1000 * self._progress_fraction()))

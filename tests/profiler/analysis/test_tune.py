@@ -13,7 +13,8 @@ import pytest
 from specscope.errors import SpecscopeError
 from specscope.profiler.cli.main import main
 from specscope.profiler.cli.tune import bench_tune
-from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation, run_tune
+from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation
+from specscope.profiler.run.tune_run import run_tune
 from specscope.profiler.analysis.tune_confirm import agreement
 from specscope.profiler.analysis.tune_predict import GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, draft_ms_at, per_position, predict
 

@@ -3,12 +3,11 @@
 On this kind of machine (Linux, MLX on the CPU) the command must refuse, clearly and before
 anything is loaded or created. The Metal path is tested through its seams: a fake
 ``start_capture`` / ``stop_capture`` (which, like Metal, writes a .gputrace bundle and refuses
-an existing one), a fake Metal probe, and the worker run in-process from the exact command and
-environment the CLI would start it with.
+an existing one), a fake Metal probe, and the worker's measurement (``run.measurement``) run in-process on the
+configuration the CLI would start the worker with.
 """
 
-import contextlib
-import io
+import functools
 import json
 import os
 import subprocess
@@ -18,8 +17,13 @@ from pathlib import Path
 import pytest
 
 from specscope.engine_adapter.measure import gpu_trace as engine_capture
-from specscope.profiler.cli import gpu_trace as cli_capture
+from specscope.errors import SpecscopeError
+from specscope.profiler.cli import gpu_trace as cli_capture, worker_measure
 from specscope.profiler.cli.main import main
+from specscope.profiler.run import measurement
+from specscope.profiler.run.capture_run import capture_data
+from specscope.profiler.run.pump import EventPump
+from specscope.profiler.run.tool_configs import CaptureConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 NOT_METAL = "GPU trace capture needs Metal (macOS on Apple silicon); this machine runs MLX on "
@@ -81,27 +85,37 @@ class RecordingModel:
         return getattr(self._model, name)
 
 
+def in_process_worker(monkeypatch, measure, seen):
+    """``runner.run_worker`` with the worker's measurement run in this process (``measure``: the capture, with a fake
+    Metal): the same events, folded by the same pump."""
+
+    def run_worker(cfg, on_event=None, autosave=None, on_start=None):
+        seen["cfg"] = cfg
+        pump = EventPump(autosave, on_event)
+
+        def emit(ev):
+            pump.feed(json.dumps(ev))
+
+        with monkeypatch.context() as m:
+            m.setitem(measurement.MEASURE, "capture", measure)
+            for k, v in cfg.worker_env.items():
+                m.setenv(k, v)
+            try:
+                emit({"event": "run_done", "status": measurement.run_measurement(cfg, emit)})
+            except SpecscopeError as exc:
+                emit({"event": "error", "message": str(exc), "kind": "input"})
+        return pump.result(0, "")
+
+    monkeypatch.setattr(worker_measure, "run_worker", run_worker)
+
+
 @pytest.fixture
 def fake_metal_cli(monkeypatch):
-    """The CLI believes it is on Metal; the worker is run in-process from the command and env the CLI builds."""
+    """The CLI believes it is on Metal; the worker's measurement runs in-process on the configuration the CLI built."""
     metal = FakeMetal()
     seen = {}
     monkeypatch.setattr(cli_capture, "metal_status", lambda: {"metal": True, "device": "Metal (Apple M2 (fake))"})
-
-    def run_worker(cmd, env):
-        seen["cmd"], seen["env"] = cmd, env
-        assert cmd[:3] == [sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace"]
-        out, err = io.StringIO(), io.StringIO()
-        with monkeypatch.context() as m:
-            m.setenv("MTL_CAPTURE_ENABLED", env.get("MTL_CAPTURE_ENABLED", ""))
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                rc = engine_capture.main(cmd[3:], metal=metal)
-        seen["stderr"] = err.getvalue()
-        if err.getvalue():
-            print(err.getvalue(), file=sys.stderr, end="")
-        return subprocess.CompletedProcess(cmd, rc, out.getvalue(), None)
-
-    monkeypatch.setattr(cli_capture, "run_worker_process", run_worker)
+    in_process_worker(monkeypatch, functools.partial(capture_data, metal=metal), seen)
     return metal, seen
 
 
@@ -116,7 +130,7 @@ def _forbid_model_loading(monkeypatch):
     monkeypatch.setattr(loader, "load_model", boom)
     monkeypatch.setattr(demo_model, "demo_model_path", boom)
     monkeypatch.setattr(model_ref, "resolve_model", boom)
-    monkeypatch.setattr(cli_capture, "run_worker_process", boom)
+    monkeypatch.setattr(worker_measure, "run_worker", boom)
 
 
 # -- this machine: no Metal -----------------------------------------------------------------------
@@ -156,17 +170,16 @@ def test_check_says_why_not(capsys):
 
 
 @needs_no_metal
-def test_worker_refuses_too_and_probe_reports(tmp_path):
-    """Started by hand (not through the CLI), the worker refuses the same way; --probe says what it sees."""
-    spec = {"demo": True, "k": 2, "out_dir": str(tmp_path), "prompt": "hello"}
-    r = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace", json.dumps(spec)],
+def test_worker_refuses_too(tmp_path):
+    """Started by hand (not through the CLI), the worker refuses the same way, as an input error event."""
+    from specscope.profiler.run.measure_config import worker_argument
+
+    cfg = CaptureConfig(out_dir=str(tmp_path), prompt="hello", demo=True)
+    r = subprocess.run([sys.executable, "-m", "specscope.profiler.run.worker", worker_argument(cfg)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, env=cli_capture.capture_env())
-    assert r.returncode == 2 and NOT_METAL in r.stderr, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    assert r.returncode == 2 and events[-1]["event"] == "error" and NOT_METAL in events[-1]["message"], r.stdout
     assert list(tmp_path.iterdir()) == []
-    p = subprocess.run([sys.executable, "-m", "specscope.engine_adapter.measure.gpu_trace", "--probe"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0
-    assert json.loads(p.stdout) == engine_capture.metal_status()
 
 
 def test_check_on_metal(monkeypatch, capsys):
@@ -249,9 +262,9 @@ def test_cli_metal_path_end_to_end(tmp_path, fake_metal_cli, capsys):
     rc = main(["capture", "--model", small_model(), "-k", "3", "-o", str(out)])
     std = capsys.readouterr()
     assert rc == 0, std.err
-    assert seen["env"]["MTL_CAPTURE_ENABLED"] == "1"
-    spec = json.loads(seen["cmd"][3])
-    assert spec["k"] == 3 and spec["prompt_id"] == "zh-01" and spec["out_dir"] == str(out.resolve())
+    assert seen["cfg"].worker_env["MTL_CAPTURE_ENABLED"] == "1"
+    cfg = seen["cfg"]
+    assert cfg.k == 3 and cfg.prompt_id == "zh-01" and cfg.out_dir == str(out.resolve())
     assert {p.name for p in out.iterdir()} == {"decode.gputrace", "verify-k3.gputrace", "capture.json"}
     assert all((out / f).is_dir() for f in ("decode.gputrace", "verify-k3.gputrace"))
     d = json.loads((out / "capture.json").read_text(encoding="utf-8"))
@@ -322,20 +335,24 @@ def test_force_replaces_only_the_capture_files(tmp_path, fake_metal_cli, capsys)
 def test_a_failed_capture_leaves_no_new_folder(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli_capture, "metal_status", lambda: {"metal": True, "device": "Metal"})
 
-    def failing(cmd, env):
-        print("specscope: error: could not load weights", file=sys.stderr)
-        return subprocess.CompletedProcess(cmd, 2, "", None)
+    def failing(cfg, say=None, partial=None, metal=None):
+        say("loading")
+        raise SpecscopeError("could not load weights")
 
-    monkeypatch.setattr(cli_capture, "run_worker_process", failing)
+    in_process_worker(monkeypatch, failing, {})
     out = tmp_path / "traces"
     assert main(["capture", "--model", small_model(), "-o", str(out)]) == 2
     assert "could not load weights" in capsys.readouterr().err
     assert not out.exists()
 
-    def crashed(cmd, env):
-        return subprocess.CompletedProcess(cmd, -11, "", None)
+    def crashed(cfg, on_event=None, autosave=None, on_start=None):  # the worker killed before it said anything
+        pump = EventPump(autosave, on_event)
+        from specscope.profiler.run.events import finish_run
 
-    monkeypatch.setattr(cli_capture, "run_worker_process", crashed)
+        finish_run(pump.session, "killed by SIGSEGV", stopped_by_user=False)
+        return pump.result(-11, "")
+
+    monkeypatch.setattr(worker_measure, "run_worker", crashed)
     assert main(["capture", "--model", small_model(), "-o", str(out)]) == 2
     assert "killed by SIGSEGV" in capsys.readouterr().err
     assert not out.exists()
@@ -354,3 +371,31 @@ def test_bad_requests(tmp_path, monkeypatch, capsys):
         assert main(["capture", *args]) == 2
         assert msg in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+# -- the capture's session (the worker's events, folded) --------------------------------------------------------------
+
+def test_session_keeps_what_was_captured(tmp_path, fake_metal_cli, capsys):
+    out, kept = tmp_path / "t", tmp_path / "capture-session.json"
+    assert main(["capture", "--demo", "-k", "2", "-o", str(out), "--session", str(kept)]) == 0, capsys.readouterr().err
+    from specscope.profiler.session.session import Session
+
+    s = Session.load(kept)
+    assert s.status == "complete" and s.data["measure"] == "capture" and s.data["measurement"]["k"] == 2
+    assert s.data["capture"] == {"description": json.loads((out / "capture.json").read_text(encoding="utf-8")),
+                                 "out_dir": str(out.resolve())}
+
+
+@needs_no_metal
+def test_the_capture_runs_in_the_worker(tmp_path, monkeypatch, capsys):
+    """With the CLI's own Metal probe passed, the real worker is started: on this machine it is the worker that
+    refuses, and the capture's session says so."""
+    monkeypatch.setattr(cli_capture, "metal_status", lambda: {"metal": True, "device": "Metal (Apple M2 (fake))"})
+    out, kept = tmp_path / "traces", tmp_path / "capture-session.json"
+    assert main(["capture", "--demo", "-o", str(out), "--session", str(kept)]) == 2
+    assert capsys.readouterr().err.startswith("specscope: error: " + NOT_METAL)
+    assert not out.exists()
+    from specscope.profiler.session.session import Session
+
+    s = Session.load(kept)
+    assert s.status == "failed" and s.data["measure"] == "capture" and s.data["errors"][-1].startswith(NOT_METAL)

@@ -165,16 +165,25 @@ def test_dominant_effect_names_the_largest_term():
 
 
 @pytest.mark.slow  # a sweep over two contexts (~10 s); the sweep's order and analysis are tested without MLX by default
-def test_a_small_sweep_runs_end_to_end_and_streams_a_line_per_context(tmp_path, capsys):
-    """The command the app runs: one ``context_sweep`` line as each context completes, the context prefilled once and
-    timed on its own (never in the case's figures), the session holding every point's own cases."""
+def test_a_small_sweep_runs_end_to_end_and_fills_in_a_context_at_a_time(tmp_path):
+    """The sweep the app's Context page runs (a RunConfig with ``sweep``, in the worker): each context's figures are
+    there as soon as its visits are done, the context prefilled once and timed on its own (never in the case's
+    figures), the session holding every point's own cases."""
+    from specscope.profiler.run.runner import run_worker
+
     out = tmp_path / "sweep.json"
-    assert main(["sweep", "--demo", "--context", "0,64", "--cases", "1", "--max-tokens", "8", "--passes", "1",
-                 "--jsonl", "-o", str(out)]) == 0
-    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
-    sweeps = [x["context_sweep"] for x in lines if "context_sweep" in x]
-    assert [len([p for p in s["points"] if p.get("cases")]) for s in sweeps] == [1, 2]  # it fills in as it goes
-    assert any("prefilling the context: 64 tokens" in x.get("status", "") for x in lines)
+    statuses, filled = [], []
+
+    def on_event(ev, session):
+        if ev["event"] == "status":
+            statuses.append(ev["message"])
+        elif ev["event"] == "sweep_visit_done" and ev.get("last"):
+            filled.append(len([p for p in sweep_figures(session) if p.get("plain_tok_s")]))
+
+    cfg = RunConfig(demo=True, sweep=[0, 64], sweep_passes=1, cases=1, max_tokens=8)
+    assert run_worker(cfg, on_event=on_event, autosave=str(out)).session.status == "complete"
+    assert filled == [1, 2]  # it fills in as it goes
+    assert any("prefilling the context: 64 tokens" in m for m in statuses)
     s = Session.load(out)
     points = {p["context"]: p for p in sweep_figures(s)}
     assert set(points) == {0, 64}

@@ -7,12 +7,19 @@ import json
 from specscope.profiler.cli.main import main
 from specscope.profiler.run.measure_config import RooflineConfig, TuneConfig, from_argument, worker_argument
 from specscope.profiler.run.runner import run_worker, worker_command
+from specscope.profiler.session import measured
 from specscope.profiler.session.session import Session
 
 import pytest
 
 SMALL = ["--positions", "3", "--reps", "1", "--block-reps", "1", "--bandwidth-mib", "8", "--matmul-n", "64",
          "--max-tokens", "8", "-k", "1", "--prompt", "Hello there"]
+
+
+def _fits(record, d: dict) -> None:
+    """``d`` has every required key of ``record`` and no key it does not declare (``session.measured``)."""
+    assert set(d) <= set(record.__annotations__), f"not in {record.__name__}: {sorted(set(d) - set(record.__annotations__))}"
+    assert record.__required_keys__ <= set(d), f"{record.__name__} lacks {sorted(record.__required_keys__ - set(d))}"
 
 
 def test_a_measurement_crosses_to_the_worker_whole():
@@ -29,9 +36,16 @@ def test_roofline_arrives_in_a_session_through_the_worker(tmp_path, capsys):
     assert main(["roofline", "--demo", *SMALL, "--json", "-o", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     s = Session.load(out)
-    assert s.status == "complete" and s.config["measure"] == "roofline" and s.config["measurement"]["positions"] == 3
+    # one run_started shape: the kind under ``measure``, the configuration beside it (a run's ``config`` stays empty)
+    assert s.status == "complete" and s.data["measure"] == "roofline" and s.data["measurement"]["positions"] == 3
+    assert s.config == {}
     assert [row["positions"] for row in s.data["roofline"]["curve"]] == [1, 2, 3]
     assert printed["headline"] == s.data["roofline"]["headline"]  # what it printed is what the session holds
+    _fits(measured.RooflineRun, s.data["roofline"])  # the session's record describes what was stored
+    for row in s.data["roofline"]["curve"]:
+        _fits(measured.RooflineRow, row)
+        for block in row["by_block"].values():
+            _fits(measured.RooflineBlock, block)
 
 
 def test_tune_arrives_in_a_session_through_the_worker():
@@ -43,6 +57,12 @@ def test_tune_arrives_in_a_session_through_the_worker():
     assert res.returncode == 0 and s.status == "complete", s.data["errors"]
     assert seen[0] == "run_started" and "status" in seen and seen[-2:] == ["tune", "run_done"]
     assert {r["drafter"] for r in s.data["tune"]["rows"]} == {"ngram"} and s.data["tune"]["recommendation"]["text"]
+    _fits(measured.TuneResult, s.data["tune"])  # the session's record describes what was stored
+    _fits(measured.Recommendation, s.data["tune"]["recommendation"])
+    for row in s.data["tune"]["rows"]:
+        _fits(measured.TuneRow, row)
+    for d in s.data["tune"]["drafters"].values():
+        _fits(measured.TuneDrafter, d)
 
 
 def test_a_refusal_in_the_worker_is_a_clear_message(capsys):
@@ -58,6 +78,7 @@ def test_run_roofline_measures_in_a_worker_and_keeps_the_curve_with_the_run(tmp_
     assert main(["run", "--demo", "--cases", "1", "--max-tokens", "8", "--repeats", "1", "--warmup", "0",
                  "--no-breakdown", "--roofline", "-o", str(out), "--json"]) == 0
     s = Session.load(out)
-    assert s.status == "complete" and s.config.get("measure") is None  # the run's session, its own configuration
+    assert s.status == "complete" and s.data["measure"] == "run"  # the run's session, its own configuration
+    assert s.config["max_tokens"] == 8 and "measurement" not in s.data
     assert [row["positions"] for row in s.data["roofline"]["curve"]][:2] == [1, 2]
     assert "division" in s.data["roofline"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specscope.profiler.analysis.summary import session_case_stats, summarize
-from specscope.profiler.session import records
+from specscope.profiler.session import measured, records
 from specscope.profiler.session.session import Session
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -73,3 +73,52 @@ def test_the_key_lists_the_fold_walks_are_the_records():
     assert records.CONTEXT_FACTS == tuple(records.ContextFacts.__annotations__)
     assert records.PROBE_FIELDS == tuple(records.ProbeReading.__annotations__)
     assert set(records.SWEEP_FIELDS) | {"points"} == set(records.Sweep.__annotations__)
+
+
+# -- the measurements a session keeps beside its cases (session/measured.py) -------------------------------------------
+
+def roofline_fits(roof: dict, where: str) -> None:
+    """A whole roofline, its curve's rows and their blocks, against ``RooflineRun``."""
+    keys_fit(measured.RooflineRun, roof, where)
+    assert roof["curve"]
+    for row in roof["curve"]:
+        keys_fit(measured.RooflineRow, row, f"{where} n={row['positions']}")
+        for name, block in row["by_block"].items():
+            keys_fit(measured.RooflineBlock, block, f"{where} n={row['positions']} {name}")
+
+
+def tune_fits(tune: dict, where: str) -> None:
+    keys_fit(measured.TuneResult, tune, where)
+    assert tune["rows"]
+    for row in tune["rows"]:
+        keys_fit(measured.TuneRow, row, f"{where} {row['drafter']} k={row['k']}")
+    for name, d in tune["drafters"].items():
+        keys_fit(measured.TuneDrafter, d, f"{where} drafter {name}")
+    if tune["recommendation"]:
+        keys_fit(measured.Recommendation, tune["recommendation"], f"{where} recommendation")
+
+
+def test_a_stored_roofline_is_the_record():
+    s = Session.load(FIXTURES / "session_real_shape.json")
+    roofline_fits(s.data["roofline"], "session_real_shape roofline")
+
+
+def test_what_the_fold_keeps_of_cooldowns_sensors_thermal_and_a_partial_roofline_is_the_record():
+    s = Session()
+    s.apply({"event": "cooldown", "case": "c1", "waited_s": 3.0, "reached": True, "probe_ms": 1.0, "best_ms": 0.98})
+    s.apply({"event": "sensors", "case": "c1", "mode": "spec", "repeat": 0, "tokens": 24, "t": 1.5, "seconds": 0.4,
+             "gpu_freq_mhz": 1300.0, "gpu_power_w": 9.0, "package_power_w": 12.0, "gpu_temp_c": 50.0, "joules": 4.8})
+    s.apply({"event": "thermal", "case": "c1", "when": "before", "text": "No thermal warning", "limits": {},
+             "warnings": []})
+    s.apply({"event": "roofline", "partial": True,
+             "roofline": {"curve": [{"positions": 1, "whole_ms": 2.0, "whole_ms_min": 1.9, "whole_ms_max": 2.2}],
+                          "partial": True}})
+    (cool,), (window,), (therm,) = s.data["cooldowns"], s.data["sensors"], s.data["thermal"]
+    keys_fit(measured.Cooldown, cool, "cooldown")
+    from specscope.profiler.session.records import COOLDOWN_FIELDS  # the fold's fields (off the event's record)
+    assert set(COOLDOWN_FIELDS) == set(measured.Cooldown.__annotations__)  # the session's record says what it keeps
+    keys_fit(measured.SensorReading, window, "sensors")
+    keys_fit(measured.ThermalRecord, therm, "thermal")
+    keys_fit(measured.RooflinePartial, s.data["roofline"], "partial roofline")
+    keys_fit(measured.CurveTimes, s.data["roofline"]["curve"][0], "partial roofline's point")
+    assert measured.whole_roofline(s.data["roofline"]) is None  # the curve so far is not a roofline yet

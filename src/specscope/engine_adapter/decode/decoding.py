@@ -19,12 +19,12 @@ record: step 1's in the prefill's, which no rate counts.)
 
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from specscope.engine_adapter.clock import now_ms
 from specscope.engine_adapter.cache import context as _context
 from specscope.engine_adapter.drafters.drafter import Drafter
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -40,9 +40,6 @@ ROUND_KINDS = ("instrumented", "end_to_end", "alternate")
 # pass over the same case (profiler.run.protocol); a single generator only ever runs one of the kinds above.
 RUN_ROUND_KINDS = ("paired",) + ROUND_KINDS
 
-
-def _now_ms() -> float:
-    return time.perf_counter() * 1000.0
 
 
 def prefill(model, cache, prompt: list[int], step: int = PREFILL_STEP, start: _context.Stored | None = None) -> mx.array:
@@ -77,7 +74,7 @@ def plain_generate(
     sampling = sampling or Sampling()
     pipeline = pipelines_plain() if pipeline is None else pipeline
     cache = make_prompt_cache(model)
-    t_start = _now_ms()
+    t_start = now_ms()
     y = sampling.sample(prefill(model, cache, prompt), 0)
     mx.async_eval(y)
     n = 0
@@ -87,7 +84,7 @@ def plain_generate(
             if pipeline:
                 mx.async_eval(nxt)
         tok = token(y)
-        ms = _now_ms() - t_start
+        ms = now_ms() - t_start
         if n == 0:
             yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=tok, ms=ms)
         else:
@@ -96,7 +93,7 @@ def plain_generate(
         if n >= max_tokens:
             return
         # the step's clock starts at the resume, as a speculative round's does: the consumer's time is in no record
-        t_start = _now_ms()
+        t_start = now_ms()
         if not pipeline:
             mx.async_eval(nxt)
         y = nxt
@@ -137,20 +134,20 @@ def speculative_generate(
         install_tap(model)
     cache = make_prompt_cache(model)
     rollback = VerifyRollback(model, cache)
-    t0 = _now_ms()
+    t0 = now_ms()
     with tapping(drafter.needs_hidden) as tap:
         last = token(sampling.sample(prefill(model, cache, prompt), 0))
     drafter.begin(list(prompt), last, hidden=tap.hidden(hidden_mode) if tap else None)
-    yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=last, ms=_now_ms() - t0)
+    yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=last, ms=now_ms() - t0)
     emitted, r = 1, 0
     if round_kinds not in ROUND_KINDS:
         raise ValueError(f"round_kinds must be one of {', '.join(ROUND_KINDS)}")
     while emitted < max_tokens:
         e2e = round_kinds == "end_to_end" or (round_kinds == "alternate" and r % 2 == 1)
-        t_start = _now_ms()
+        t_start = now_ms()
         k = min(num_draft_tokens, max_tokens - emitted - 1)
         draft = drafter.draft(last, k, lazy=True) if e2e and drafter.lazy_drafts else drafter.draft(last, k)
-        t_drafted = _now_ms()
+        t_drafted = now_ms()
         inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), draft.as_array().astype(mx.uint32)]) if k else \
             mx.array([last], dtype=mx.uint32)
         rollback.before_verify()
@@ -158,7 +155,7 @@ def speculative_generate(
             logits = model(inputs[None], cache=cache)[0]
         # lazy drafts (end-to-end round): one sync for the chained drafts, the verify and the argmax, as mlx-lm does
         accepted, bonus, extra = sampling.verify(logits, draft, emitted)
-        t_verified = _now_ms()
+        t_verified = now_ms()
         rollback.record(cap, k + 1, inputs)
         touched = rollback.rollback(accepted)
         out_len = accepted + 1
@@ -169,13 +166,13 @@ def speculative_generate(
         next_e2e = round_kinds == "end_to_end" and emitted + out_len < max_tokens
         if touched and not next_e2e:
             mx.eval(touched)
-        t_rolled = _now_ms()
+        t_rolled = now_ms()
         assert draft.tokens is not None  # verify read back lazy drafts
         out = draft.tokens[:accepted] + [bonus]
         drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
         last = out[-1]
         emitted += len(out)
-        t_end = _now_ms()
+        t_end = now_ms()
         yield RoundRecord(event="round",
             index=r,
             drafted=list(draft.tokens),

@@ -27,6 +27,7 @@ from typing import TypedDict
 
 import mlx.core as mx
 
+from specscope.engine_adapter.model.config_json import TextConfig
 from specscope.errors import SpecscopeError
 
 from specscope.engine_adapter.distributed.breakdown import DistributedBreakdown, measure_breakdown_distributed
@@ -62,7 +63,7 @@ class RankedClockReading(ClockReading):
 # -- sharding -------------------------------------------------------------------------------------------------
 
 
-def shard_problems(text_config: dict, n: int, group_size: int | None = None) -> list[str]:
+def shard_problems(text_config: TextConfig, n: int, group_size: int | None = None) -> list[str]:
     """Why mlx-lm's tensor-parallel ``shard`` cannot split this model ``n`` ways (empty: it can).
 
     Checks what Qwen3.5 / Qwen3-Next style sharding splits: the vocabulary (untied head), attention and

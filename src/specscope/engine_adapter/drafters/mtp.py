@@ -21,6 +21,7 @@ from typing import TypedDict
 import mlx.core as mx
 from mlx_lm.models.cache import KVCache
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.engine_adapter.drafters.mtp_head import MTPHead, build_mtp_head
 from specscope.engine_adapter.cache.hidden import trunk_parts
@@ -73,7 +74,7 @@ class MTPDrafter(Drafter):
             j = min(i + step, len(tokens) - 1)
             self._step(mx.array(tokens[i + 1:j + 1], dtype=mx.uint32), h[i:j])
             mx.eval(self.cache.state)
-        ms = (time.perf_counter() - t0) * 1000.0
+        ms = ms_since(t0)
         entry = context.store(self.context_key, tokens, [self.cache])
         self.cache = KVCache()
         return {"ms": ms, "bytes": context.nbytes(entry.saved)}

@@ -217,11 +217,13 @@ def _read_mtp_tensors(path: Path, first_mtp_layer: int | None, model_type: str) 
     return out, mlx_format, style
 
 
-def _to_module_names(w: dict, n_experts: int) -> dict:  # dict: tensor name -> array
-    """Original names → the head module's names (experts stacked into switch_mlp)."""
-    out = {}
+def _qwen_names(raw: dict, mlx_format: bool, n_experts: int) -> dict:  # dict: tensor name -> array
+    """Qwen-style ``mtp.*`` tensors → the head module's names: the ``mtp.`` prefix dropped, experts stacked into
+    ``switch_mlp``, and an original checkpoint's 1+w norms made plain."""
+    named = {}
     experts: dict[str, list] = {}
-    for k, v in w.items():
+    for key, v in raw.items():
+        k = key[key.index("mtp.") + 4 :]
         if ".mlp.experts." in k and k.split(".mlp.experts.")[1].split(".")[0].isdigit():
             pre, rest = k.split(".mlp.experts.")
             e, proj = rest.split(".", 1)
@@ -229,21 +231,16 @@ def _to_module_names(w: dict, n_experts: int) -> dict:  # dict: tensor name -> a
         elif k.endswith(".mlp.experts.gate_up_proj"):
             pre = k[: -len(".experts.gate_up_proj")]
             mid = v.shape[-2] // 2
-            out[f"{pre}.switch_mlp.gate_proj.weight"] = v[..., :mid, :]
-            out[f"{pre}.switch_mlp.up_proj.weight"] = v[..., mid:, :]
+            named[f"{pre}.switch_mlp.gate_proj.weight"] = v[..., :mid, :]
+            named[f"{pre}.switch_mlp.up_proj.weight"] = v[..., mid:, :]
         elif k.endswith(".mlp.experts.down_proj"):
-            out[k.replace(".experts.down_proj", ".switch_mlp.down_proj.weight")] = v
+            named[k.replace(".experts.down_proj", ".switch_mlp.down_proj.weight")] = v
         else:
-            out[k] = v
+            named[k] = v
     for k, vs in experts.items():
         if any(x is None for x in vs):
             raise SpecscopeError(f"MTP weights are missing some experts for {k}")
-        out[k] = mx.stack(vs)
-    return out
-
-
-def _qwen_names(raw: dict, mlx_format: bool, n_experts: int) -> dict:  # dict: tensor name -> array
-    named = _to_module_names({k[k.index("mtp.") + 4 :]: v for k, v in raw.items()}, n_experts)
+        named[k] = mx.stack(vs)
     if not mlx_format:  # original checkpoints store 1+w norms
         named = {k: (v + 1.0 if v.ndim == 1 and _is_norm(k) else v) for k, v in named.items()}
     return named

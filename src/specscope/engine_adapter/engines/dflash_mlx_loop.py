@@ -25,18 +25,15 @@ token); both were reproduced here.
 
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
+from specscope.engine_adapter.clock import now_ms
 from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.engines.seam import UNKNOWN_TOKEN, SpeculativeEngine
 from specscope.errors import SpecscopeError
 
 TESTED_VERSION = "0.1.8"
 
-
-def _now_ms() -> float:
-    return time.perf_counter() * 1000.0
 
 
 class DFlashMlxLoop(SpeculativeEngine):
@@ -84,7 +81,7 @@ class DFlashMlxLoop(SpeculativeEngine):
 
         b = self._bundle
         k = min(self.params.num_draft_tokens, self.block - 1)
-        t0 = _now_ms()
+        t0 = now_ms()
         events = stream_dflash_generate(target_model=b.target_model, target_ops=b.target_ops, tokenizer=b.tokenizer,
                                         draft_model=b.draft_model, draft_backend=b.draft_backend, prompt="",
                                         prompt_tokens_override=list(prompt), max_new_tokens=max_tokens,
@@ -102,7 +99,7 @@ class DFlashMlxLoop(SpeculativeEngine):
                 prefill_ms = ev.prefill_us / 1000.0
             if not isinstance(ev, TokenEvent):
                 continue
-            now = _now_ms() - away
+            now = now_ms() - away
             rec: PrefillRecord | RoundRecord | None = None
             if made == 0:  # the prefill's token
                 rec = PrefillRecord(event="prefill", n_prompt=len(prompt), token=int(ev.token_id),
@@ -117,9 +114,9 @@ class DFlashMlxLoop(SpeculativeEngine):
                 t_end = now
                 made += 1
             if rec is not None:
-                handed = _now_ms()
+                handed = now_ms()
                 yield rec
-                away += _now_ms() - handed
+                away += now_ms() - handed
         if pending:
             yield self._round(index, pending, k, t_end - t_cycle)
 

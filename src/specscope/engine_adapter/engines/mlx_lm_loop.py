@@ -13,18 +13,15 @@ refusal is said before anything is measured.
 
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import mlx.core as mx
 
+from specscope.engine_adapter.clock import now_ms
 from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.engines.seam import UNKNOWN_TOKEN, SpeculativeEngine
 from specscope.errors import SpecscopeError
 
-
-def _now_ms() -> float:
-    return time.perf_counter() * 1000.0
 
 
 class MlxLmLoop(SpeculativeEngine):
@@ -58,11 +55,11 @@ class MlxLmLoop(SpeculativeEngine):
         k = self.params.num_draft_tokens
         target, draft = self.target.model, self.draft.model
         t_cache, d_cache = make_prompt_cache(target), make_prompt_cache(draft)
-        t0 = _now_ms()
+        t0 = now_ms()
         first = token(sampling.sample(prefill(target, t_cache, prompt), 0))
         mx.eval(prefill(draft, d_cache, prompt))  # the draft model reads the prompt too, as mlx-lm's own prefill does
         mx.eval([c.state for c in t_cache + d_cache])
-        yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=first, ms=_now_ms() - t0)
+        yield PrefillRecord(event="prefill", n_prompt=len(prompt), token=first, ms=now_ms() - t0)
         if max_tokens <= 1:
             return
         if not sampling.greedy:
@@ -72,14 +69,14 @@ class MlxLmLoop(SpeculativeEngine):
                                         max_tokens=max_tokens - 1, sampler=sampler, prompt_cache=t_cache + d_cache)
         made, index = 1, 0
         pending: list[int] = []  # this cycle's accepted drafts so far
-        t_start = _now_ms()
+        t_start = now_ms()
         for out, _logprobs, from_draft in gen:
             tok = int(out)
             if from_draft:
                 pending.append(tok)
                 if made + len(pending) < max_tokens:
                     continue
-            t_end = _now_ms()
+            t_end = now_ms()
             emitted = pending + ([] if from_draft else [tok])
             drafted_n = min(k, max_tokens - made)  # what mlx-lm drafted this cycle (it drafts fewer near the end)
             accepted = len(pending)
@@ -89,6 +86,6 @@ class MlxLmLoop(SpeculativeEngine):
             made += len(emitted)
             index += 1
             pending = []
-            t_start = _now_ms()  # at the resume: the consumer's time is in no cycle (one clock, as decode.decoding)
+            t_start = now_ms()  # at the resume: the consumer's time is in no cycle (one clock, as decode.decoding)
             if made >= max_tokens:
                 break

@@ -22,9 +22,11 @@ components timed apart are specscope's, on the same loaded weights. What the eng
 
 from __future__ import annotations
 
-from typing import Iterator, TypedDict
+from types import UnionType
+from typing import Any, Iterator, Literal, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
+from specscope.errors import SpecscopeError
 
 UNKNOWN_TOKEN = -1  # a drafted token the engine does not expose (a rejected draft)
 TIMINGS = ("ms", "draft_ms", "verify_ms", "rollback_ms")
@@ -60,6 +62,65 @@ class SpeculativeEngine:
     def describe(self) -> EngineDescription:
         return {"name": self.name, "version": self.version, "reports": sorted(self.reports),
                 "not_reported": sorted(set(TIMINGS) - set(self.reports))}
+
+
+_RECORDS: dict[str, type] = {"prefill": PrefillRecord, "round": RoundRecord}
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (from JSON-like Python) has the record field's type: the forms the records use (int, float,
+    str, None, Literal, unions, ``list[...]``, ``dict[str, ...]``, Any)."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return True
+    if tp is None or tp is type(None):
+        return value is None
+    if origin is Literal:
+        return value in get_args(tp)
+    if origin in (Union, UnionType):
+        return any(_fits(value, a) for a in get_args(tp))
+    if origin is list:
+        (item,) = get_args(tp) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if tp is float:  # an int is a float's value (JSON says 3 for 3.0); a bool is neither
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, tp)
+
+
+def check_record(rec: Any, name: str) -> None:
+    """An engine's record as the seam reads it: a prefill or a round with every field of its record
+    (``specscope.events``) and each of the field's type; anything else is a clear error naming the engine and the
+    field (the worker reports it as an ``error`` event), never a record dropped or a traceback later."""
+    if not isinstance(rec, dict):
+        raise SpecscopeError(f"engine {name} yielded a {type(rec).__name__}, not a record (a dict with \"event\": "
+                             "\"prefill\" or \"round\")")
+    kind = rec.get("event")
+    record = _RECORDS.get(kind) if isinstance(kind, str) else None
+    if record is None:
+        raise SpecscopeError(f"engine {name} yielded a record whose event is {kind!r}: the seam takes \"prefill\" and "
+                             "\"round\" (engine_adapter.engines.seam)")
+    for field, tp in get_type_hints(record).items():
+        if field not in rec:
+            raise SpecscopeError(f"engine {name}: its {kind} record has no field {field!r} ({record.__name__} in "
+                                 "specscope.events)")
+        if not _fits(rec[field], tp):
+            raise SpecscopeError(f"engine {name}: its {kind} record's field {field!r} is {rec[field]!r} "
+                                 f"({type(rec[field]).__name__}), not {_type_name(tp)}")
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__name__ if isinstance(tp, type) and not get_args(tp) else str(tp).replace("typing.", "")
+
+
+def checked(records: Iterator, name: str) -> Iterator[PrefillRecord | RoundRecord]:
+    """``records`` (an engine's loop), each checked as the seam reads it (``check_record``)."""
+    for rec in records:
+        check_record(rec, name)
+        yield rec
 
 
 def watched(records: Iterator, timeout_s: float, name: str) -> Iterator:

@@ -35,6 +35,7 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import make_prompt_cache
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.drafters.drafter import Drafter
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -45,9 +46,6 @@ from specscope.engine_adapter.decode.sampling import Sampling
 
 from .records import AcceptanceTrace
 
-
-def _ms(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1000.0
 
 
 def _agree(draft: list[int], truth: list[int]) -> int:
@@ -95,7 +93,7 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
         target = mx.argmax(logits, axis=-1)
         mx.eval(target, *([tap.hidden(mode)] if tap else []))
     hidden = tap.hidden(mode) if tap else None
-    cost["target_ms"] = _ms(t0)
+    cost["target_ms"] = ms_since(t0)
     agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(values(target), c[1:]))
     return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
 
@@ -117,7 +115,7 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
         d.materialize()
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
-    cost["draft_ms"] = _ms(t1)
+    cost["draft_ms"] = ms_since(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
     out: AcceptanceTrace = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
@@ -168,7 +166,7 @@ def _record_sampled(model, prompt, c, drafter, k_max, sampling: Sampling, draws:
                 n += 1
             per_draw[m].append(n)
         drafter.update(0, d, [c[s + 1]], hidden=tap.hidden(mode)[:1] if tap else None)
-    total = _ms(t0)
+    total = ms_since(t0)
     mean = [int(round(float(np.mean([dr[s] for dr in per_draw])))) for s in range(len(c) - 1)]
     return {"drafter": name or drafter.kind, "k_max": k_max, "A": mean, "draws": per_draw, "tokens": len(c),
             "regime": sampling.regime, "estimate": True, "cost_ms": {"total_ms": total},

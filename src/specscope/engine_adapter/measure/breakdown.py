@@ -26,6 +26,7 @@ from typing import Any
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.measure.instrument import Instrumenter
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
@@ -67,7 +68,7 @@ def forward_ms(model, cache, tokens: mx.array, capture: bool) -> float:
     else:
         out = model(tokens[None], cache=cache)
         mx.eval(out)
-    return (time.perf_counter() - t0) * 1000.0
+    return ms_since(t0)
 
 
 def median(xs: list[float]) -> float:

@@ -16,6 +16,7 @@ import time
 
 import mlx.core as mx
 
+from specscope.engine_adapter.clock import ms_since
 from .records import ClockProbeInfo, ClockReading
 
 # (matrix size, matmuls per chain) by device kind: about 70 MFLOP on a CPU (~10 ms on 2 cores),
@@ -49,7 +50,7 @@ class ClockProbe:
         for _ in range(self.chain):
             c = c @ self._b
         mx.eval(c)
-        return (time.perf_counter() - t0) * 1000.0
+        return ms_since(t0)
 
     def read(self) -> ClockReading:
         """One reading: the median of ``reps`` timed chains (ms), every rep kept."""

@@ -27,10 +27,12 @@ None of these are the rounds' own forwards: the speculative runs never see this 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.engine_adapter.cache.hidden import install_tap, tapping
@@ -41,9 +43,6 @@ from .records import ComponentTimes
 
 DEFAULT_REPS = 3
 
-
-def _ms(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1000.0
 
 
 def _share_equal(rounds: list[list[int]], alone: list[int] | None) -> float | None:
@@ -69,68 +68,109 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     if not 0.0 <= at <= 1.0:
         raise ValueError("at must lie in [0, 1]")
     t_start = time.perf_counter()
+    context, last, tokens = _point(prompt, continuation, k, at)
+    bench = _RoundBench(model, make_drafter(), sampling, context, last, tokens, start)
+    # Every begin below starts within k + 2 positions of the context's end: the drafter keeps its state over the
+    # context before that once for the call (a draft model's cache, an MTP head's: ``Drafter.hold_prefix``), so each begin fills in
+    # only those positions, not the whole context again (untimed work, but 28% of a call's wall time without it).
+    with bench.drafter.hold_prefix(bench.seq[:max(0, len(context) - k - 2)], hidden=bench.hidden):
+        bench.warm_up()
+        timed = bench.timed(max(reps, 1))
+    bench.snapshot.restore()
+    seen = bench.drafts_seen
+    return {
+        "context": len(context),
+        "k": k,
+        "reps": max(reps, 1),
+        "verify_ms": timed.verify,
+        "draft_ms": timed.draft,
+        "draft_method": "in_round",
+        "prior_accepted": timed.prior,
+        "bookkeeping_ms": timed.book,
+        "at": at,
+        "round_ms": timed.round,
+        "draft_alone_ms": timed.alone,
+        # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
+        # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
+        # its own drafts where they were wrong, which costs the same but may propose otherwise)
+        "round_drafts_agree": _share_equal(seen["round"], seen["alone"][0] if seen["alone"] else None),
+        "rollback_ms": {str(a): xs for a, xs in bench.rollback_ms.items()},
+        "rollback_mode": bench.rollback.mode,
+        "wall_ms": ms_since(t_start),  # what timing the components apart cost this case, prefill included
+    }
+
+
+def _point(prompt: list[int], continuation: list[int], k: int, at: float) -> tuple[list[int], int, list[int]]:
+    """Where the timed rounds stand: (the context before the round, its first verify input, the k tokens after)."""
     cont = list(continuation)
     m = min(max(1, round(len(cont) * at)), max(1, len(cont)))
     if len(cont) < m + k + 1:  # a short continuation: verify its own last tokens, repeated where it runs out
         cont = cont + [cont[-1] if cont else prompt[-1]] * (m + k + 1 - len(cont))
     context = list(prompt) + cont[:m - 1]  # the token at m-1 is "last": the round's first verify input
-    last, tokens = cont[m - 1], cont[m:m + k]
-    drafter = make_drafter()
-    if is_hybrid(model):
-        install_capture(model)
-    if drafter.needs_hidden:
-        install_tap(model)
-    mode = getattr(drafter, "hidden_mode", "post-norm")
-    cache = make_prompt_cache(model)
-    with tapping(drafter.needs_hidden) as tap:
-        mx.eval(prefill(model, cache, context, start=start))
-        hidden = tap.hidden(mode) if tap else None
-        if hidden is not None:
-            mx.eval(hidden)
-    mx.eval([c.state for c in cache])
-    snapshot = CacheSnapshot(cache)
-    rollback = VerifyRollback(model, cache)
-    inputs = mx.array([last] + tokens, dtype=mx.uint32)
-    draft = Draft(list(tokens))
+    return context, cont[m - 1], cont[m:m + k]
 
-    def verify(verify_inputs, verify_draft, t0: float):
+
+class _RoundBench:
+    """The target prefilled to a point of the case, its cache snapshot and rollback, and one drafter: each part of a
+    round run (and timed) on its own, the cache restored between them."""
+
+    def __init__(self, model, drafter, sampling, context: list[int], last: int, tokens: list[int], start):
+        self.model, self.drafter, self.sampling = model, drafter, sampling
+        self.context, self.last, self.k = context, last, len(tokens)
+        if is_hybrid(model):
+            install_capture(model)
+        if drafter.needs_hidden:
+            install_tap(model)
+        self.mode = getattr(drafter, "hidden_mode", "post-norm")
+        self.cache = cache = make_prompt_cache(model)
+        with tapping(drafter.needs_hidden) as tap:
+            mx.eval(prefill(model, cache, context, start=start))
+            self.hidden = tap.hidden(self.mode) if tap else None
+            if self.hidden is not None:
+                mx.eval(self.hidden)
+        mx.eval([c.state for c in cache])
+        self.snapshot = CacheSnapshot(cache)
+        self.rollback = VerifyRollback(model, cache)
+        self.inputs = mx.array([last] + tokens, dtype=mx.uint32)
+        self.draft = Draft(list(tokens))
+        self.seq = context + [last]  # seq[p] for p < len(context) has its hidden state in hidden[p]
+        self.drafts_seen: dict[str, list] = {"alone": [], "round": []}
+        self.rollback_ms: dict[int, list[float]] = {a: [] for a in range(self.k + 1)}
+
+    def verify(self, verify_inputs, verify_draft, t0: float):
         """The verify forward as a round runs it (capture, tap, accept read-back), timed from ``t0`` to the sync;
         returns the time, what the read-back gave (accepted, bonus) and what the round's work after it needs."""
-        rollback.before_verify()
-        with capturing() as cap, tapping(drafter.needs_hidden) as tap:
-            logits = model(verify_inputs[None], cache=cache)[0]
-        _, bonus, _ = sampling.verify(logits, verify_draft, len(context))
-        return _ms(t0), bonus, cap, tap
+        self.rollback.before_verify()
+        with capturing() as cap, tapping(self.drafter.needs_hidden) as tap:
+            logits = self.model(verify_inputs[None], cache=self.cache)[0]
+        _, bonus, _ = self.sampling.verify(logits, verify_draft, len(self.context))
+        return ms_since(t0), bonus, cap, tap
 
-    def verify_once() -> float:
-        snapshot.restore()
-        t, _, cap, _ = verify(inputs, draft, time.perf_counter())
-        rollback.record(cap, k + 1, inputs)
+    def verify_once(self) -> float:
+        self.snapshot.restore()
+        t, _, cap, _ = self.verify(self.inputs, self.draft, time.perf_counter())
+        self.rollback.record(cap, self.k + 1, self.inputs)
         return t
 
-    drafts_seen: dict[str, list] = {"alone": [], "round": []}
-
-    def draft_once() -> float:
-        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
-        d.begin(list(context), last, hidden=hidden)
+    def draft_once(self) -> float:
+        d = self.drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
+        d.begin(list(self.context), self.last, hidden=self.hidden)
         t0 = time.perf_counter()
-        out = d.draft(last, k)
+        out = d.draft(self.last, self.k)
         if out.tokens is None:  # a lazy draft: evaluate it, as an instrumented round does
             mx.eval(out.array)
             out.materialize()
-        t = _ms(t0)
-        drafts_seen["alone"].append(list(out.tokens))
+        t = ms_since(t0)
+        self.drafts_seen["alone"].append(list(out.tokens))
         return t
 
-    seq = context + [last]  # seq[p] for p < len(context) has its hidden state in hidden[p]
-
-    def drafter_after_round(a_prev: int):
+    def drafter_after_round(self, a_prev: int):
         """A fresh drafter as a real round leaves it: an earlier round from ``a_prev + 1`` positions back drafted
         ``k`` and had ``a_prev`` accepted (untimed)."""
-        d = drafter  # begin() resets every drafter: one instance (one load of an MTP head) serves every rep
-        start = max(1, len(context) - a_prev - 1)
+        d, seq, hidden = self.drafter, self.seq, self.hidden  # begin() resets every drafter: one instance serves every rep
+        start = max(1, len(self.context) - a_prev - 1)
         d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
-        pre = d.draft(seq[start], k)
+        pre = d.draft(seq[start], self.k)
         if pre.tokens is None:
             mx.eval(pre.array)
             pre.materialize()
@@ -138,76 +178,70 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
         return d
 
-    def round_once(a_prev: int, d) -> tuple[float, float]:
+    def round_once(self, a_prev: int, d) -> tuple[float, float]:
         """One round as an end-to-end round runs it, by a drafter ``drafter_after_round(a_prev)`` made ready: lazy
         drafts, the verify built on them, one sync; then the round's work after the read-back but its rollback (timed
         apart), as ``accepted = a_prev`` (the bookkeeping). Returns (the round to the read-back, the bookkeeping), ms."""
-        snapshot.restore()
+        last, k = self.last, self.k
+        self.snapshot.restore()
         t0 = time.perf_counter()
         out = d.draft(last, k, lazy=True) if d.lazy_drafts else d.draft(last, k)
         round_inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), out.as_array().astype(mx.uint32)])
-        t_round, bonus, cap, tap = verify(round_inputs, out, t0)
+        t_round, bonus, cap, tap = self.verify(round_inputs, out, t0)
         t1 = time.perf_counter()  # as speculative_generate after the read-back (its rollback is timed apart)
-        rollback.record(cap, k + 1, round_inputs)
+        self.rollback.record(cap, k + 1, round_inputs)
         out.materialize()
         assert out.tokens is not None
         emitted = out.tokens[:a_prev] + [bonus]
-        d.update(a_prev, out, emitted, hidden=tap.hidden(mode) if tap else None)
-        t_book = _ms(t1)
-        drafts_seen["round"].append(list(out.tokens))
+        d.update(a_prev, out, emitted, hidden=tap.hidden(self.mode) if tap else None)
+        t_book = ms_since(t1)
+        self.drafts_seen["round"].append(list(out.tokens))
         return t_round, t_book
 
-    # Every begin below starts within k + 2 positions of the context's end: the drafter keeps its state over the
-    # context before that once for the call (a draft model's cache, an MTP head's: ``Drafter.hold_prefix``), so each begin fills in
-    # only those positions, not the whole context again (untimed work, but 28% of a call's wall time without it).
-    with drafter.hold_prefix(seq[:max(0, len(context) - k - 2)], hidden=hidden):
-        # warm-up: every shape once (not recorded)
-        verify_once()
-        rollback.rollback(0)
-        snapshot.restore()
-        draft_once()
-        round_once(0, drafter_after_round(0))
-        verify_ms, draft_ms, draft_alone_ms, round_ms, prior, book_ms = [], [], [], [], [], []
-        rollback_ms: dict[int, list[float]] = {a: [] for a in range(k + 1)}
-        for r in range(max(reps, 1) * (k + 1)):
-            a = r % (k + 1)
+    def rollback_once(self, a: int) -> float:
+        t0 = time.perf_counter()
+        touched = self.rollback.rollback(a)
+        if touched:
+            mx.eval(touched)
+        return ms_since(t0)
+
+    def warm_up(self) -> None:
+        """Every shape once (not recorded)."""
+        self.verify_once()
+        self.rollback.rollback(0)
+        self.snapshot.restore()
+        self.draft_once()
+        self.round_once(0, self.drafter_after_round(0))
+
+    def timed(self, reps: int) -> _Samples:
+        """``reps`` rounds per earlier accepted count 0..k, each: the verify, the rollback, the round."""
+        out = _Samples()
+        for r in range(reps * (self.k + 1)):
+            a = r % (self.k + 1)
             # The drafter is made ready first, then the verify and the rollback run, then the timed round: what runs just
             # before a real round's draft is the earlier round's verify and rollback, not the drafter's own work. Timed
             # straight after its preparation (its weights and cache just touched), a separate draft model's round read
             # 5.6% below the real rounds it was interleaved with (0.944, 0.931-0.956, 400 rounds); in this order 2.9%.
-            d = drafter_after_round(a)  # the earlier round accepted a: the draft catches up a+1 positions
-            t_verify = verify_once()
-            t0 = time.perf_counter()
-            touched = rollback.rollback(a)
-            if touched:
-                mx.eval(touched)
-            rollback_ms[a].append(_ms(t0))
-            verify_ms.append(t_verify)
-            t_round, t_book = round_once(a, d)
-            round_ms.append(t_round)
-            draft_ms.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
-            prior.append(a)
-            book_ms.append(t_book)
+            d = self.drafter_after_round(a)  # the earlier round accepted a: the draft catches up a+1 positions
+            t_verify = self.verify_once()
+            self.rollback_ms[a].append(self.rollback_once(a))
+            out.verify.append(t_verify)
+            t_round, t_book = self.round_once(a, d)
+            out.round.append(t_round)
+            out.draft.append(t_round - t_verify)  # paired: what drafting adds to the verify just before it
+            out.prior.append(a)
+            out.book.append(t_book)
             if r == 0:  # the draft alone is a side figure (what barriers cost it): once a call is enough
-                draft_alone_ms.append(draft_once())
-    snapshot.restore()
-    return {
-        "context": len(context),
-        "k": k,
-        "reps": max(reps, 1),
-        "verify_ms": verify_ms,
-        "draft_ms": draft_ms,
-        "draft_method": "in_round",
-        "prior_accepted": prior,
-        "bookkeeping_ms": book_ms,
-        "at": at,
-        "round_ms": round_ms,
-        "draft_alone_ms": draft_alone_ms,
-        # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
-        # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
-        # its own drafts where they were wrong, which costs the same but may propose otherwise)
-        "round_drafts_agree": _share_equal(drafts_seen["round"], drafts_seen["alone"][0] if drafts_seen["alone"] else None),
-        "rollback_ms": {str(a): xs for a, xs in rollback_ms.items()},
-        "rollback_mode": rollback.mode,
-        "wall_ms": _ms(t_start),  # what timing the components apart cost this case, prefill included
-    }
+                out.alone.append(self.draft_once())
+        return out
+
+
+@dataclass
+class _Samples:
+    """A call's timed rounds, in the order they were taken (``_RoundBench.timed``)."""
+    verify: list[float] = field(default_factory=list)
+    draft: list[float] = field(default_factory=list)    # each round less the verify just before it
+    alone: list[float] = field(default_factory=list)    # one draft timed alone
+    round: list[float] = field(default_factory=list)
+    prior: list[int] = field(default_factory=list)      # the earlier round's accepted count
+    book: list[float] = field(default_factory=list)

@@ -1,10 +1,8 @@
 """Metal GPU traces of one decode step and one verify forward (the MLX side of ``specscope capture``).
 
-    MTL_CAPTURE_ENABLED=1 python -m specscope.engine_adapter.measure.gpu_trace '<spec as JSON>'
-
-The spec (written by ``specscope.profiler.cli.gpu_trace``) names the model, ``k``, the
-prompt and the output folder. The worker loads the model, encodes the prompt and
-prefills it (outside any capture), then records, each with
+``run(spec)`` is what the worker (``profiler.run.capture_run``, in ``python -m specscope.profiler.run.worker``) runs
+for a ``CaptureConfig``: the spec names the model, ``k``, the prompt and the output folder. It loads the model, encodes
+the prompt and prefills it (outside any capture), then records, each with
 ``mx.metal.start_capture(path)`` / ``mx.metal.stop_capture()``:
 
 - ``decode.gputrace``: one decode step, 1 position, at the end of the prompt;
@@ -15,11 +13,10 @@ prefills it (outside any capture), then records, each with
 The verify's drafts are the target's own greedy continuation (every draft right), so
 MoE routing sees real tokens. Each captured shape is run once beforehand, outside the
 capture, so pipeline compilation is not in the trace. ``capture.json`` says what was
-captured; the same description is printed on stdout as one JSON line.
+captured; the same description is the worker's ``capture`` event.
 
 Metal only records when the process was started with ``MTL_CAPTURE_ENABLED=1``; the
-CLI starts this worker with it. A SpecscopeError ends it with
-``specscope: error: …`` on stderr and exit code 2.
+CLI and the app start the worker with it.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import mlx.core as mx
 
@@ -39,7 +36,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.engine_adapter.mlx_types import scalar, values
 
-from .records import CaptureDescription, CaptureEnvironment, CaptureRecord, MetalStatus
+from .records import CaptureDescription, CaptureEnvironment, CaptureRecord, DeviceInfo, MetalStatus
 
 CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
 DECODE_FILE = "decode.gputrace"
@@ -55,11 +52,11 @@ def output_files(k: int) -> list[str]:
     return [DECODE_FILE, verify_file(k), DESCRIPTION_FILE]
 
 
-def _device_info(metal) -> dict:  # dict: Metal's own device description, its keys as the device reports them
-    """Metal's device description (``mx.device_info`` where MLX has it: ``mx.metal.device_info`` is deprecated)."""
-    if metal is mx.metal and hasattr(mx, "device_info"):
-        return dict(mx.device_info())
-    return dict(metal.device_info())
+def _device_info(metal) -> DeviceInfo:
+    """Metal's device description (``mx.device_info`` where MLX has it: ``mx.metal.device_info`` is deprecated),
+    plain values."""
+    info = mx.device_info() if metal is mx.metal and hasattr(mx, "device_info") else metal.device_info()
+    return cast(DeviceInfo, {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in dict(info).items()})
 
 
 def device_label(metal=None) -> str:
@@ -215,10 +212,10 @@ def environment(metal=None) -> CaptureEnvironment:
         mlx_version, mlx_lm_version = version("mlx"), version("mlx-lm")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         mlx_version, mlx_lm_version = getattr(mx, "__version__", "?"), "?"
-    info = {}
+    info: DeviceInfo = {}
     try:
         if metal.is_available():
-            info = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in _device_info(metal).items()}
+            info = _device_info(metal)
     except Exception:
         info = {}
     return {
@@ -240,7 +237,7 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def run(spec: dict, metal=None, log=None) -> CaptureDescription:
-    """The worker's job: check Metal, load the model, capture, write ``capture.json``; return its content."""
+    """The capture: check Metal, load the model, capture, write ``capture.json``; return its content."""
     from specscope.engine_adapter.model.loader import load_model
 
     log = log or (lambda msg: print(f"specscope: {msg}", file=sys.stderr, flush=True))
@@ -277,27 +274,3 @@ def run(spec: dict, metal=None, log=None) -> CaptureDescription:
     }
     _write_json(out / DESCRIPTION_FILE, desc)
     return desc
-
-
-def main(argv: list[str] | None = None, metal=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--probe"]:  # whether this machine can capture, as JSON (loads no model)
-        print(json.dumps(metal_status(metal)))
-        return 0
-    try:
-        if len(argv) != 1:
-            raise SpecscopeError("usage: python -m specscope.engine_adapter.measure.gpu_trace '<spec as JSON>' (or --probe)")
-        try:
-            spec = json.loads(argv[0])
-        except json.JSONDecodeError as exc:
-            raise SpecscopeError(f"the capture spec is not valid JSON: {exc.msg}") from None
-        desc = run(spec, metal=metal)
-    except SpecscopeError as exc:
-        print(f"specscope: error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    print(json.dumps(desc, ensure_ascii=False), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

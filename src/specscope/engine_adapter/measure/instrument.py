@@ -17,6 +17,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.model.blocks import Structure
 from specscope.engine_adapter.model.block_names import BLOCK_NAMES
 
@@ -104,7 +105,7 @@ class Instrumenter:
         t0 = time.perf_counter()
         out = fn()
         mx.eval(arrays_in(out))
-        ms = (time.perf_counter() - t0) * 1000.0
+        ms = ms_since(t0)
         self.close_span(block, ms)
         self.called.add((id(module), block))
         return out

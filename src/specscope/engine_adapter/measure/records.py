@@ -132,12 +132,26 @@ class CaptureRecord(TypedDict):
     hybrid: bool
 
 
+class DeviceInfo(TypedDict, total=False):
+    """MLX's description of its device (``mx.device_info()``; ``mx.metal.device_info()`` before MLX 0.30), its keys
+    as MLX names them: the ones specscope reads. Whatever else the device reports passes through (plain values)."""
+    device_name: str                        # "Apple M2 Max"
+    architecture: str                       # the GPU family, "applegpu_g14s"
+    memory_size: int                        # bytes
+    max_recommended_working_set_size: int   # bytes
+    max_buffer_length: int
+    resource_limit: int
+    gpu_core_count: int                     # the GPU core count, where a version of MLX gives it (any of the three)
+    gpu_cores: int
+    core_count: int
+
+
 class CaptureEnvironment(TypedDict):
     mlx: str
     mlx_lm: str
     device: str
     mlx_device: str
-    device_info: dict[str, int | float | str]
+    device_info: DeviceInfo
     os: str
     machine: str
     python: str

@@ -147,18 +147,6 @@ def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:  #
 
 # -- the curve -----------------------------------------------------------------------------------------------------
 
-def whole_samples(point: VerifyPoint, tokens: list[int], positions: list[int], reps: int) -> dict[int, list[float]]:  # dict: n -> times
-    """Whole-graph forward times (ms) per n, ``reps`` each, interleaved across n after one warm-up each."""
-    for n in positions:
-        point.forward(tokens[:n])
-    out: dict[int, list[float]] = {n: [] for n in positions}
-    for _ in range(reps):
-        for n in positions:
-            out[n].append(point.time_ms(tokens[:n]))
-    point.restore()
-    return out
-
-
 def _median(xs):
     return statistics.median(xs) if xs else None
 

@@ -10,9 +10,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from specscope.errors import SpecscopeError
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig, text_of
 from specscope.engine_adapter.model.safetensors_header import read_safetensors_header
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
@@ -23,7 +25,7 @@ class Checkpoint:
     """A model directory that passed the cheap checks."""
 
     path: Path
-    config: dict
+    config: ModelConfig
     weight_files: list[Path]
     tensor_shapes: dict[str, list[int]] = field(default_factory=dict)
     tensor_dtypes: dict[str, str] = field(default_factory=dict)
@@ -34,8 +36,8 @@ class Checkpoint:
         return self.config.get("model_type", "")
 
     @property
-    def text_config(self) -> dict:  # dict: config.json's text config, passed through whole
-        return {**self.config, **self.config.get("text_config", {})}
+    def text_config(self) -> TextConfig:
+        return text_of(self.config)
 
     def mtp_keys(self) -> list[str]:
         """Names of the tensors of the checkpoint's own MTP head, in either naming (see ``is_mtp_key``)."""
@@ -107,7 +109,7 @@ def open_checkpoint(path: str | os.PathLike) -> Checkpoint:
         raise SpecscopeError(f"no .safetensors weight files in {d}")
     if not any((d / t).exists() for t in TOKENIZER_FILES):
         raise SpecscopeError(f"no tokenizer in {d} (expected one of {', '.join(TOKENIZER_FILES)})")
-    ck = Checkpoint(path=d, config=config, weight_files=files)
+    ck = Checkpoint(path=d, config=cast(ModelConfig, config), weight_files=files)
     for f in files:
         header = read_safetensors_header(f)
         ck.file_bytes += f.stat().st_size

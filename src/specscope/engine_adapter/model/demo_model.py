@@ -26,8 +26,10 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import cast
 from pathlib import Path
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig
 from specscope.demo_labels import SYNTHETIC_NOTE, TRAINED_NOTE, demo_note  # noqa: F401 (re-exported)
 from specscope.errors import SpecscopeError
 
@@ -42,8 +44,8 @@ VOCAB_TARGET = 4096  # model vocabulary; the tokenizer uses a prefix of it, the 
 BRANCH_GAIN = float(os.environ.get("SPECSCOPE_GAIN", "0.15"))
 
 
-def demo_text_config(kind: str, vocab: int) -> dict:  # dict: a config.json text config, written whole
-    common = {
+def demo_text_config(kind: str, vocab: int) -> TextConfig:
+    common: TextConfig = {
         "hidden_size": HIDDEN,
         "vocab_size": vocab,
         "rms_norm_eps": 1e-6,
@@ -93,7 +95,7 @@ def demo_text_config(kind: str, vocab: int) -> dict:  # dict: a config.json text
     }
 
 
-def _config(kind: str, vocab: int) -> dict:  # dict: a config.json, written whole
+def _config(kind: str, vocab: int) -> ModelConfig:
     text = demo_text_config(kind, vocab)
     if kind == "hybrid":
         return {
@@ -149,7 +151,7 @@ def hash_name(name: str) -> int:
     return zlib.crc32(name.encode()) % 100000
 
 
-def _mtp_weights(text: dict, seed: int) -> dict:  # dict: tensor name -> array
+def _mtp_weights(text: TextConfig, seed: int) -> dict:  # dict: tensor name -> array
     """MTP head tensors in the original (Hugging Face) checkpoint naming."""
     import mlx.core as mx
 
@@ -230,12 +232,14 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
     with model_folder(path, prefix=".demo-") as tmp:
         n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
         config = _config(kind, VOCAB_TARGET)
-        model_class, args_class = get_classes(config)
-        model = model_class(args_class.from_dict(config))
+        plain = dict(config)  # mlx-lm's functions take a plain dict
+        model_class, args_class = get_classes(plain)
+        model = model_class(args_class.from_dict(plain))
         _random_params(model, seed=seed * 10 + DEMO_KINDS.index(kind), shared_seed=seed, n_tokens=n_tokens)
         predicate = getattr(model, "quant_predicate", None)
         with contextlib.redirect_stdout(sys.stderr):  # mlx-lm prints an [INFO] line; stdout may carry JSON
-            model, config = quantize_model(model, config, group_size=64, bits=4, quant_predicate=predicate)
+            model, quantized = quantize_model(model, plain, group_size=64, bits=4, quant_predicate=predicate)
+        config = cast(ModelConfig, quantized)
         save_model(tmp, model)
         if kind == "hybrid":
             mtp = _mtp_weights(config["text_config"], seed)
@@ -246,7 +250,7 @@ def build_demo_model(path: str | os.PathLike, kind: str = "hybrid", seed: int = 
             index["weight_map"] = dict(sorted(index["weight_map"].items()))
             index_path.write_text(json.dumps(index, indent=4))
         config["specscope_demo"] = {"kind": kind, "seed": seed, "format_version": DEMO_FORMAT_VERSION}
-        save_config(config, tmp / "config.json")
+        save_config(dict(config), tmp / "config.json")
         (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
     return path
 

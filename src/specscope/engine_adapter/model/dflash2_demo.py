@@ -17,6 +17,7 @@ import json
 import os
 from pathlib import Path
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig
 from specscope.engine_adapter.model.dflash_format import DFLASH_DEMO_BLOCK
 from specscope.errors import SpecscopeError
 
@@ -25,9 +26,9 @@ DFLASH2_DEMO_WINDOW = 64  # short enough that a test's context runs past it
 EDGE_SCALE = 1.2  # the selector's edge term's standard deviation, roughly, in logits
 
 
-def dflash2_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK, window: int = DFLASH2_DEMO_WINDOW,
-                   softcap: float | None = 30.0, output_multiplier: float = 1.0,
-                   top_k: int = DFLASH2_DEMO["selector_top_k"]) -> dict:  # dict: a config.json
+def dflash2_config(text: TextConfig, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK,
+                   window: int = DFLASH2_DEMO_WINDOW, softcap: float | None = 30.0, output_multiplier: float = 1.0,
+                   top_k: int = DFLASH2_DEMO["selector_top_k"]) -> ModelConfig:
     """The DFlash2 drafter's config.json for a target with this text config (``full_layers``: its released depth)."""
     from specscope.engine_adapter.model.dflash_demo import dflash_config
 
@@ -38,9 +39,11 @@ def dflash2_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_B
     c["is_causal"] = False
     c["layer_types"] = ["sliding_attention"] * c["num_hidden_layers"]
     c["sliding_window"] = window
-    c["dflash_config"].update(DFLASH2_DEMO, output_multiplier=output_multiplier, selector_top_k=top_k)
+    dc = c["dflash_config"]
+    dc["conv_kernel_size"], dc["conv_group_size"] = DFLASH2_DEMO["conv_kernel_size"], DFLASH2_DEMO["conv_group_size"]
+    dc["selector_rank"], dc["selector_top_k"], dc["output_multiplier"] = DFLASH2_DEMO["selector_rank"], top_k, output_multiplier
     if softcap:
-        c["dflash_config"]["final_logit_softcapping"] = softcap
+        dc["final_logit_softcapping"] = softcap
     return c
 
 
@@ -64,7 +67,7 @@ def _weight(name: str, shape: list[int], key, rank: int):
     return w
 
 
-def build_dflash2_demo(path: str | os.PathLike, text: dict, target_name: str, full_layers: int | None = None,
+def build_dflash2_demo(path: str | os.PathLike, text: TextConfig, target_name: str, full_layers: int | None = None,
                        seed: int = 0, block_size: int = DFLASH_DEMO_BLOCK, **config) -> Path:
     """Write a random DFlash2 drafter for a target with this text config at ``path`` (atomically); ``config``:
     ``dflash2_config``'s options (window, softcap, output_multiplier, top_k)."""

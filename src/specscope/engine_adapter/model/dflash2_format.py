@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from specscope.engine_adapter.model.config_json import DFlashBlock
 from specscope.engine_adapter.model.dflash_spec import DFlashDescription, DFlashSpec
 from specscope.errors import SpecscopeError
 
@@ -63,15 +64,14 @@ class DFlash2Spec(DFlashSpec):
         """Whether layer ``layer``'s block attends causally (the reference's rule when ``is_causal`` is absent)."""
         return self.layer_types[layer] == "sliding_attention" if self.is_causal is None else self.is_causal
 
-    def expected_shapes(self) -> dict[str, list[int]]:  # dict: tensor name -> shape
+    def extra_shapes(self) -> list[tuple[str, list[int]]]:
         H, V, r = self.hidden_size, self.vocab_size, self.selector_rank
-        out = {SELECTOR_TENSORS[0]: [r, H], SELECTOR_TENSORS[1]: [V, r], SELECTOR_TENSORS[2]: [V, r]}
-        out.update(super().expected_shapes())
+        out = [(SELECTOR_TENSORS[0], [r, H]), (SELECTOR_TENSORS[1], [V, r]), (SELECTOR_TENSORS[2], [V, r])]
         K, groups = self.conv_kernel_size, H // self.conv_group_size
         for i in range(self.num_layers):
             for conv in ("attention_conv", "mlp_conv"):
-                out[f"layers.{i}.{conv}.base_kernel"] = [2, K, H]
-                out[f"layers.{i}.{conv}.kernel_projection.weight"] = [2 * K * groups, H]
+                out.append((f"layers.{i}.{conv}.base_kernel", [2, K, H]))
+                out.append((f"layers.{i}.{conv}.kernel_projection.weight", [2 * K * groups, H]))
         return out
 
     def describe(self) -> DFlash2Description:
@@ -93,7 +93,7 @@ class DFlash2Spec(DFlashSpec):
         ]
 
 
-def _positive_int(dc: dict, key: str, where: str, maximum: int | None = None) -> int:
+def _positive_int(dc: DFlashBlock, key: str, where: str, maximum: int | None = None) -> int:
     v = dc.get(key)
     if v is None:
         raise SpecscopeError(f"{where}: dflash_config has no {key} (a DFlash2 drafter needs it; specscope does not "
@@ -115,7 +115,7 @@ def _number(v, key: str, where: str, default: float | None) -> float | None:
 def as_dflash2(spec: DFlashSpec, where: str) -> DFlash2Spec:
     """``spec`` (a folder ``variant_of`` reads as DFlash2) with DFlash2's own fields read and checked."""
     c = spec.config
-    dc = c.get("dflash_config") or {}
+    dc: DFlashBlock = c.get("dflash_config") or {}
     top_k = _positive_int(dc, "selector_top_k", where, maximum=spec.vocab_size)
     rank = _positive_int(dc, "selector_rank", where)
     kernel = _positive_int(dc, "conv_kernel_size", where)

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import cast
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig, text_of
 from specscope.engine_adapter.model.dflash_format import DFLASH_DEMO_BLOCK, build_target_layer_ids
 from specscope.errors import SpecscopeError
 
@@ -41,7 +43,7 @@ def map_layer_ids(ids: list[int], full_layers: int, layers: int) -> list[int]:
     return out
 
 
-def demo_target_config(kind: str, shape: str | None = None, layers: int | None = None) -> tuple[dict, str, int]:
+def demo_target_config(kind: str, shape: str | None = None, layers: int | None = None) -> tuple[TextConfig, str, int]:
     """(text config, target name, the target's released depth) of the demo target a drafter is written for:
     ``kind`` "trained" or "random", or a ``shape`` slice of ``layers`` layers."""
     if shape:
@@ -59,13 +61,12 @@ def demo_target_config(kind: str, shape: str | None = None, layers: int | None =
     p = trained_demo_path("hybrid")
     if p is None:
         raise SpecscopeError("this install has no trained demo; use --random")
-    cfg = json.loads((p / "config.json").read_text())
-    t = {**cfg, **cfg.get("text_config", {})}
+    t = text_of(cast(ModelConfig, json.loads((p / "config.json").read_text())))
     return t, f"the trained demo model ({p.name})", t["num_hidden_layers"]
 
 
-def dflash_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK,
-                  draft_layers: int = DFLASH_DEMO_LAYERS) -> dict:  # dict: a config.json, written whole
+def dflash_config(text: TextConfig, full_layers: int, block_size: int = DFLASH_DEMO_BLOCK,
+                  draft_layers: int = DFLASH_DEMO_LAYERS) -> ModelConfig:
     """The drafter's config.json for a target with this text config (``full_layers``: its released depth)."""
     H, V, n = int(text["hidden_size"]), int(text["vocab_size"]), int(text["num_hidden_layers"])
     if block_size < 2:
@@ -98,7 +99,7 @@ def dflash_config(text: dict, full_layers: int, block_size: int = DFLASH_DEMO_BL
     }
 
 
-def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, full_layers: int | None = None,
+def build_dflash_demo(path: str | os.PathLike, text: TextConfig, target_name: str, full_layers: int | None = None,
                       seed: int = 0, block_size: int = DFLASH_DEMO_BLOCK) -> Path:
     """Write a random DFlash drafter for a target with this text config at ``path`` (atomically)."""
     import mlx.core as mx
@@ -136,10 +137,10 @@ def build_dflash_demo(path: str | os.PathLike, text: dict, target_name: str, ful
 
 def read_dflash_shapes(folder: Path) -> dict[str, list[int]]:  # dict: tensor name -> shape
     """The weight names and shapes a drafter with this folder's config.json must have."""
-    return spec_of_config(json.loads((folder / "config.json").read_text()), folder).expected_shapes()
+    return spec_of_config(cast(ModelConfig, json.loads((folder / "config.json").read_text())), folder).expected_shapes()
 
 
-def spec_of_config(c: dict, folder: Path):
+def spec_of_config(c: ModelConfig, folder: Path):
     """The ``DFlashSpec`` a config this module writes describes (no weights read: for writing or training one)."""
     from specscope.engine_adapter.model.dflash_format import DFlashSpec, variant_of
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
+from specscope.engine_adapter.model.config_json import DFlashBlock, ModelConfig, TextConfig
 from specscope.engine_adapter.model.dflash_spec import DFlashDescription, DFlashSpec
 from specscope.errors import SpecscopeError
 
@@ -59,7 +60,7 @@ class TargetShape(TypedDict):
     layers: int | None
 
 
-def _read_config(d: Path) -> dict:  # dict: config.json, read whole
+def _read_config(d: Path) -> ModelConfig:
     f = d / "config.json"
     if not f.is_file():
         raise SpecscopeError(f"{d} has no config.json: not a DFlash drafter folder")
@@ -69,10 +70,10 @@ def _read_config(d: Path) -> dict:  # dict: config.json, read whole
         raise SpecscopeError(f"{f} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise SpecscopeError(f"{f} is not a JSON object")
-    return config
+    return cast(ModelConfig, config)
 
 
-def variant_of(config: dict) -> str | None:
+def variant_of(config: ModelConfig) -> str | None:
     """"dflash" / "dflash2" for a DFlash drafter's config, else None."""
     for a in config.get("architectures") or []:
         if a in ARCHITECTURES:
@@ -88,7 +89,7 @@ def is_dflash_folder(path: str | os.PathLike) -> bool:
         return False
 
 
-def _int(config: dict, key: str, where: str, minimum: int = 1) -> int:
+def _int(config: ModelConfig | DFlashBlock, key: str, where: str, minimum: int = 1) -> int:
     v = config.get(key)
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise SpecscopeError(f"{where}: {key} must be an integer >= {minimum} (got {v!r})")
@@ -173,13 +174,13 @@ def _check_weights(spec: DFlashSpec, where: str) -> None:
         raise SpecscopeError(f"{where}: weights do not match its config: {'; '.join(wrong[:3])}")
 
 
-def target_shape(text_config: dict) -> TargetShape:
+def target_shape(text_config: TextConfig) -> TargetShape:
     """The target's hidden size, vocabulary and layer count, from its (text) config."""
     return {"hidden_size": text_config.get("hidden_size"), "vocab_size": text_config.get("vocab_size"),
             "layers": text_config.get("num_hidden_layers")}
 
 
-def misfits(spec: DFlashSpec, text_config: dict) -> list[str]:
+def misfits(spec: DFlashSpec, text_config: TextConfig) -> list[str]:
     """Why this drafter cannot draft for a target with this config (empty: it fits)."""
     t = target_shape(text_config)
     out = []
@@ -200,7 +201,7 @@ def misfits(spec: DFlashSpec, text_config: dict) -> list[str]:
     return out
 
 
-def check_fits(spec: DFlashSpec, text_config: dict, target_name: str = "the target") -> None:
+def check_fits(spec: DFlashSpec, text_config: TextConfig, target_name: str = "the target") -> None:
     """Refuse, before anything runs, a drafter that does not fit the target."""
     why = misfits(spec, text_config)
     if why:

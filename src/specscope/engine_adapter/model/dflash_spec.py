@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+from specscope.engine_adapter.model.config_json import ModelConfig
+
 
 class DFlashDescription(TypedDict):
     """A DFlash drafter folder as ``specscope inspect`` and ``check`` show it (``DFlashSpec.describe``)."""
@@ -29,7 +31,7 @@ class DFlashSpec:
     """A DFlash drafter folder that passed the format checks."""
 
     path: Path
-    config: dict
+    config: ModelConfig
     variant: str  # "dflash" or "dflash2"
     hidden_size: int
     num_layers: int
@@ -76,7 +78,12 @@ class DFlashSpec:
                 p + "input_layernorm.weight": [H],
                 p + "post_attention_layernorm.weight": [H],
             })
+        out.update(self.extra_shapes())
         return out
+
+    def extra_shapes(self) -> list[tuple[str, list[int]]]:
+        """(name, shape) of the tensors a variant adds (``DFlash2Spec``); none for DFlash."""
+        return []
 
     def extra_lines(self) -> list[str]:
         """``inspect``'s lines for what a variant adds (``DFlash2Spec``); none for DFlash."""

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.engine_adapter.model.checkpoint import Checkpoint, mtp_layer_index, mtp_naming, open_checkpoint
 from specscope.engine_adapter.model.compat_class import cheap_report
+from specscope.engine_adapter.model.config_json import TextConfig
 from specscope.engine_adapter.model.loader import MEMORY_LIMIT_FRACTION, LoadedModel, system_memory_bytes
 from specscope.engine_adapter.model.records import (
     Compatibility,
@@ -46,7 +47,7 @@ def _layer_kinds(model, structure=None) -> LayerKinds:
     }
 
 
-def _param_counts(model, structure=None, text_config: dict | None = None) -> tuple[int, int, int]:
+def _param_counts(model, structure=None, text_config: TextConfig | None = None) -> tuple[int, int, int]:
     """(parameters, bytes, active parameters per token), counting quantized weights at full size.
 
     Every parameter is counted once, wherever it sits (also on modules with children: sinks, router
@@ -79,7 +80,7 @@ def _param_counts(model, structure=None, text_config: dict | None = None) -> tup
     return total, nbytes, int(round(total - inactive))
 
 
-def _top_k_for(model, structure=None, text_config: dict | None = None) -> int | None:
+def _top_k_for(model, structure=None, text_config: TextConfig | None = None) -> int | None:
     """Experts per token: what the MoE modules say, else the config's field."""
     s = structure or classify(model)
     ks = [b.top_k for b in s.moe_blocks() if b.top_k]
@@ -92,7 +93,7 @@ def _top_k_for(model, structure=None, text_config: dict | None = None) -> int | 
     return None
 
 
-def _kv_cache_estimate(model, structure, text_config: dict, ctx: int) -> KVCacheEstimate:
+def _kv_cache_estimate(model, structure, text_config: TextConfig, ctx: int) -> KVCacheEstimate:
     """KV-cache bytes at ``ctx`` tokens, per attention layer from its own projections.
 
     GQA: the K and V projections' widths (KV heads × head dim); MLA: the compressed latent plus

@@ -21,8 +21,9 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig
 from specscope.errors import SpecscopeError
 
 SHAPES = ("qwen3.5-35b-a3b",)
@@ -31,7 +32,7 @@ FULL_LAYERS = {"qwen3.5-35b-a3b": 40}
 MIN_LAYERS = 4
 
 
-def text_config(shape: str, layers: int) -> dict:  # dict: a config.json text config, written whole
+def text_config(shape: str, layers: int) -> TextConfig:
     """The released model's text config (transformers' Qwen3_5MoeTextConfig defaults), cut to ``layers``."""
     if shape not in SHAPES:
         raise SpecscopeError(f"unknown --shape {shape!r}; known: {', '.join(SHAPES)}")
@@ -75,7 +76,7 @@ def text_config(shape: str, layers: int) -> dict:  # dict: a config.json text co
     }
 
 
-def _config(shape: str, layers: int) -> dict:  # dict: a config.json, written whole
+def _config(shape: str, layers: int) -> ModelConfig:
     return {
         "model_type": "qwen3_5_moe",
         "architectures": ["Qwen3_5MoeForConditionalGeneration"],
@@ -163,20 +164,20 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
     from specscope.engine_adapter.model.demo_tokenizer import build_tokenizer
 
     config = _config(shape, layers)
-    config["text_config"].update(overrides or {})
+    config["text_config"].update(cast(TextConfig, overrides or {}))
     path = Path(path).expanduser()
     if path.exists() and any(path.iterdir()):
         raise SpecscopeError(f"{path} exists and is not empty; choose a new directory")
     with model_folder(path, prefix=".shape-") as tmp:
         n_tokens = build_tokenizer(tmp, VOCAB_TARGET)
-        model_class, args_class = get_classes(config)
-        model = model_class(args_class.from_dict(config))  # lazy: nothing is allocated yet
+        model_class, args_class = get_classes(dict(config))  # mlx-lm's functions take a plain dict
+        model = model_class(args_class.from_dict(dict(config)))  # lazy: nothing is allocated yet
         predicate = getattr(model, "quant_predicate", None)
         lm = model.language_model
         parts: list[tuple[str, Any, str | int]] = [("language_model.model.embed_tokens", lm.model, "embed_tokens")]
         parts += [(f"language_model.model.layers.{i}", lm.model.layers, i) for i in range(layers)]
         parts += [("language_model.model.norm", lm.model, "norm"), ("language_model.lm_head", lm, "lm_head")]
-        quant = {"group_size": 64, "bits": 4, "mode": "affine"}
+        quant: dict[str, Any] = {"group_size": 64, "bits": 4, "mode": "affine"}
         weight_map, total_size, total_params = {}, 0, 0
         n_shards = len(parts)
         for i, (prefix, owner, attr) in enumerate(parts):
@@ -215,6 +216,6 @@ def build_real_shape_model(path, shape: str = "qwen3.5-35b-a3b", layers: int = 4
         config["quantization_config"] = dict(quant)
         config["specscope_demo"] = {"kind": "shape", "shape": shape, "layers": layers, "seed": seed,
                                     "format_version": REAL_SHAPE_FORMAT_VERSION}
-        save_config(config, tmp / "config.json")
+        save_config(dict(config), tmp / "config.json")
         (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
     return path

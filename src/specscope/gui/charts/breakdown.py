@@ -3,13 +3,14 @@ each beside the whole-graph time (the two rulers), with verify/decode ratios pri
 
 from __future__ import annotations
 
-from typing import Any
 
 import pyqtgraph as pg
 
 from specscope.profiler.analysis.intervals import time_text
+from specscope.profiler.session.records import BreakdownAggregate
 
 from .common import BaseChart
+from .records import RankData, RankSide
 
 
 class BreakdownChart(BaseChart):
@@ -87,35 +88,43 @@ class BreakdownChart(BaseChart):
         self.plot_item.setYRange(0, top * headroom if top else 1, padding=0)
 
 
-def rank_data(bd: dict | None) -> dict | None:
+def rank_data(bd: BreakdownAggregate | None) -> RankData | None:
     """Per rank, for decode and verify: compute (whole graph − communication) and communication (the barrier-free
     estimate where there is one; the barrier-timed figure beside it, split into waiting for the slowest rank and
     transfer), medians over cases; None unless the breakdown is from a distributed run with per-rank figures."""
-    if not bd or not bd.get("distributed"):
+    dist = bd.get("distributed") if bd else None
+    if not bd or not dist:
         return None
-    out: dict[str, Any] = {"ranks": None, "hosts": list((bd.get("distributed") or {}).get("hosts") or []),
-           "backend": (bd.get("distributed") or {}).get("backend"), "ratio": {}}
-    for side in ("decode", "verify"):
-        pr = (bd.get(side) or {}).get("per_rank")
+    sides: list[RankSide] = []
+    ranks, ruler = 0, "barrier"
+    for phase in (bd["decode"], bd["verify"]):
+        pr = phase.get("per_rank")
         if not pr:
             return None
         split = pr.get("communication_split") or {}
-        out[side] = {
-            "positions": bd[side]["positions"],
+        cs = phase.get("communication_share")
+        sides.append({
+            "positions": phase["positions"],
             "whole_ms": list(pr["whole_ms"]),
             "compute_ms": list(pr["compute_ms"]),
             "communication_ms": list(pr["communication_ms"]),
             "communication_barrier_ms": list(pr.get("communication_barrier_ms") or pr["communication_ms"]),
             "wait_ms": list(split.get("wait_ms") or [None] * pr["ranks"]),
             "transfer_ms": list(split.get("transfer_ms") or [None] * pr["ranks"]),
-            "share": dict(bd[side].get("communication_share") or {}),
-        }
-        out["ranks"] = pr["ranks"]
-        out["ruler"] = pr.get("communication_ruler", "barrier")
-    for key in ("compute_ms", "communication_ms", "whole_ms"):
-        d, v = out["decode"][key], out["verify"][key]
-        out["ratio"][key] = [b / a if a and b is not None and a > 0 else None for a, b in zip(d, v)]
-    return out
+            "share": {"barrier": cs["barrier"], "barrier_free": cs["barrier_free"]} if cs else {},
+        })
+        ranks, ruler = pr["ranks"], pr.get("communication_ruler", "barrier")
+    dec, ver = sides
+    return {"ranks": ranks, "hosts": list(dist.get("hosts") or []), "backend": dist.get("backend"),
+            "ratio": {"compute_ms": _ratios(dec["compute_ms"], ver["compute_ms"]),
+                      "communication_ms": _ratios(dec["communication_ms"], ver["communication_ms"]),
+                      "whole_ms": _ratios(dec["whole_ms"], ver["whole_ms"])},
+            "decode": dec, "verify": ver, "ruler": ruler}
+
+
+def _ratios(decode: list[float | None], verify: list[float | None]) -> list[float | None]:
+    """Verify ÷ decode rank by rank (None where the decode's figure is missing or not above zero)."""
+    return [b / a if a and b is not None and a > 0 else None for a, b in zip(decode, verify)]
 
 
 class RankChart(BaseChart):

@@ -11,18 +11,20 @@ at every redraw.
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any, Mapping, TypeGuard
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-LIGHT: dict[str, Any] = {
+from .records import ChartTheme
+
+LIGHT: ChartTheme = {
     "name": "light", "bg": "#ffffff", "fg": "#1f2328", "grid": 60, "muted": "#6e7781",
     "plain": "#0969da", "spec": "#d1242f", "pred": "#8250df", "band": (9, 105, 218, 50),
     "accept": "#1a7f37", "bar": "#0969da", "whole": "#57606a", "breakeven": "#9a6700",
     "cats": ["#0969da", "#8250df", "#bf3989", "#1a7f37", "#9a6700", "#6e7781"],
 }
-DARK: dict[str, Any] = {
+DARK: ChartTheme = {
     "name": "dark", "bg": "#161b22", "fg": "#e6edf3", "grid": 80, "muted": "#8d96a0",
     "plain": "#58a6ff", "spec": "#ff7b72", "pred": "#d2a8ff", "band": (88, 166, 255, 60),
     "accept": "#3fb950", "bar": "#58a6ff", "whole": "#8d96a0", "breakeven": "#d29922",
@@ -123,7 +125,7 @@ class BaseChart(pg.PlotWidget):
     legend_offset = (10, 5)
     empty_text = ""
 
-    def __init__(self, theme: dict | None = None, parent=None):
+    def __init__(self, theme: ChartTheme | None = None, parent=None):
         super().__init__(parent=parent, axisItems={"left": GridAxis("left"), "bottom": GridAxis("bottom")},
                          viewBox=LazyMenuViewBox())
         self.theme = theme or LIGHT
@@ -245,7 +247,7 @@ class BaseChart(pg.PlotWidget):
         if y is not None and (auto_y is not False or (y0, y1) != tuple(y)):
             self.plot_item.setYRange(*y, padding=0)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         self._drawn = _NOTHING  # colours picked while drawing change with the theme: the next data redraws
         self.setBackground(theme["bg"])
@@ -288,4 +290,5 @@ class BaseChart(pg.PlotWidget):
             self._empty.setPos((vr[0][0] + vr[0][1]) / 2, (vr[1][0] + vr[1][1]) / 2)
 
     def pen(self, key: str, width: float = 2, style=QtCore.Qt.PenStyle.SolidLine):
-        return pg.mkPen(self.theme[key] if key in self.theme else key, width=width, style=style)
+        roles: Mapping[str, Any] = self.theme  # a role's colour, or a colour given as itself
+        return pg.mkPen(roles[key] if key in roles else key, width=width, style=style)

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from .common import BaseChart
+from .records import ChartTheme
 
 
 def _ticks(xs: list[int]) -> list[tuple[float, str]]:
@@ -25,7 +26,7 @@ class ContextChart(BaseChart):
     legend_offset = (-10, 5)
     empty_text = "no sweep yet: press “Sweep context”"
 
-    def __init__(self, theme: dict, title: str, y_label: tuple[str, str], parent=None):
+    def __init__(self, theme: ChartTheme, title: str, y_label: tuple[str, str], parent=None):
         self.title, self.y_label = title, y_label
         super().__init__(theme, parent)
 

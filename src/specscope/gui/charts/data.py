@@ -13,20 +13,24 @@ with the steps and rounds that arrived since it last looked.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from specscope.profiler.session.records import Summary
+from specscope.profiler.session.records import Case, Round, Summary
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.round_model import REST, RoundModel
 from specscope.profiler.analysis.drift import drift_warning, judged
 from specscope.profiler.analysis.summary import BLOCK_LABELS, session_case_stats, summarize
 from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
 
+from .records import (AcceptanceSeries, BreakdownData, BreakdownSide, ChartData, DivisionAt, DivisionData, DivisionPoint, ProbeSeries,
+                      ThroughputSeries, TokensPerRoundHist)
+
 ROLLING_STEPS = 8  # plain steps / spec rounds per point on the throughput chart
-_NONE: list = []  # the rounds a discarded case contributes to acceptance (shared, never written to)
+_NONE: list[Round] = []  # the rounds a discarded case contributes to acceptance (shared, never written to)
 
 
-def counted_rounds(c: dict) -> list:
+def counted_rounds(c: Case) -> list[Round]:
     """The rounds acceptance may count: none from a case left out of the summary (--discard-first)."""
     return _NONE if c.get("discarded") else c["spec"]["rounds"]
 
@@ -97,7 +101,7 @@ def count_emitted(rs: list, start: int, k: int, counts: list) -> None:
             counts[n - 1] += 1
 
 
-def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
+def throughput_series(session: Session, window: int = ROLLING_STEPS) -> ThroughputSeries:
     """Plain and speculative tok/s over each mode's own generation clock (seconds)."""
     px: list[float] = []
     py: list[float] = []
@@ -112,7 +116,7 @@ def throughput_series(session, window: int = ROLLING_STEPS) -> dict:
     return {"plain_x": px, "plain_y": py, "spec_x": sx, "spec_y": sy}
 
 
-def acceptance_series(session) -> dict:
+def acceptance_series(session: Session) -> AcceptanceSeries:
     """Cumulative acceptance over drafted tokens (full-k rounds) with its 95% band (rounds as the unit)."""
     k = session.k
     x: list[int] = []
@@ -125,7 +129,7 @@ def acceptance_series(session) -> dict:
     return {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED}
 
 
-def tokens_per_round_hist(session) -> dict:
+def tokens_per_round_hist(session: Session) -> TokensPerRoundHist:
     k = session.k
     counts = [0] * (k + 1)
     for c in session.cases:
@@ -133,55 +137,62 @@ def tokens_per_round_hist(session) -> dict:
     return {"bins": list(range(1, k + 2)), "counts": counts}
 
 
-def _run_times(series: list[dict]) -> dict[int, float]:
-    """Each reading's time on one clock for the whole session: a context sweep's visits each start their clock at
-    zero, so a reading earlier than the one before starts a new visit, laid after the last (drawn as they were taken,
-    not as lines folding back across the chart)."""
-    out, offset, last = {}, 0.0, None
+def _run_times(series: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    """Each reading's time on one clock for the whole session, in the series' order (None: the reading has no time):
+    a context sweep's visits each start their clock at zero, so a reading earlier than the one before starts a new
+    visit, laid after the last (drawn as they were taken, not as lines folding back across the chart)."""
+    out: list[float | None] = []
+    offset, last = 0.0, None
     for p in series:
         t = p.get("t")
-        if t is None:
-            continue
-        if last is not None and t < last:
-            offset += last
-        out[id(p)] = offset + t
-        last = t
+        if t is not None:
+            if last is not None and t < last:
+                offset += last
+            last = t
+        out.append(None if t is None else offset + t)
     return out
 
 
-def probe_series(session, summary: Summary) -> dict:
+def probe_series(session: Session, summary: Summary) -> ProbeSeries:
     """The clock probe over the run's wall clock: each reading's speed as a share of the fastest (100% =
     the best clock seen), the band of its own noise, and the runs' GPU clock where sensors recorded it."""
     series = session.data.get("probe") or []
     best = min((p["ms"] for p in series), default=1.0)  # (no readings: nothing divides by it)
     rs = judged(series)
+    x: list[float] = []
+    cool_x: list[float] = []
+    for p, t in zip(series, _run_times(series)):
+        if p in rs:  # a judged reading without a time is placed by its rank among them
+            x.append(float(len(x)) if t is None else t)
+        else:
+            cool_x.append(0.0 if t is None else t)
     cool = [p for p in series if p not in rs]
-    run_t = _run_times(series)
     d: Mapping[str, Any] = summary.get("probe") or {}
-    windows = [w for w in session.data.get("sensors") or [] if w.get("gpu_freq_mhz") and w.get("t") is not None]
-    top = max((w["gpu_freq_mhz"] for w in windows), default=None)
+    gpu = [(t, f) for w in session.data.get("sensors") or []
+           if (f := w.get("gpu_freq_mhz")) and (t := w.get("t")) is not None]
+    top = max((f for _, f in gpu), default=None)
     return {
-        "x": [run_t.get(id(p), float(i)) for i, p in enumerate(rs)],
+        "x": x,
         "y": [100.0 * best / p["ms"] for p in rs],
-        "cool_x": [run_t.get(id(p), 0.0) for p in cool],
+        "cool_x": cool_x,
         "cool_y": [100.0 * best / p["ms"] for p in cool],
         "noise": d.get("noise"),
         "slowdown": d.get("slowdown"),
         "drift": bool(d.get("drift")),
         "warning": drift_warning(d),
-        "gpu_x": [w["t"] for w in windows],
-        "gpu_y": [100.0 * w["gpu_freq_mhz"] / top for w in windows] if top else [],
+        "gpu_x": [t for t, _ in gpu],
+        "gpu_y": [100.0 * f / top for _, f in gpu] if top else [],
     }
 
 
-def breakdown_data(summary: Summary) -> dict | None:
+def breakdown_data(summary: Summary) -> BreakdownData | None:
     bd = summary.get("breakdown")
     if not bd:
         return None
     cats = list(bd["block_order"])
     labels = {c: BLOCK_LABELS.get(c, c) for c in cats + ["inter_block"]}
     labels.update({c: v for c, v in (bd.get("labels") or {}).items() if c in labels})
-    sides = {}
+    sides: dict[str, BreakdownSide] = {}
     for side in ("decode", "verify"):
         d = bd[side]
         sp = d.get("spread") or {}
@@ -219,8 +230,8 @@ def _curve(values) -> list[float]:
     return [float("nan") if v is None else v for v in values]
 
 
-def division_data(session, summary: Summary, t_verify_ms: float | None = None, p: float | None = None,
-                  case_stats=None) -> dict | None:
+def division_data(session: Session, summary: Summary, t_verify_ms: float | None = None, p: float | None = None,
+                  case_stats=None) -> DivisionData | None:
     """The round model's speedup over the per-position acceptance α (geometric model), from measured times; optional
     what-if overrides of T_verify and α. Every figure here is ``RoundModel``'s (``from_summary``): the curve, the
     marker at the run's α, the what-if point; the seed's bare division is drawn as its own labelled curve where the
@@ -250,7 +261,7 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         lo, hi = (stats.alpha_for_tokens_per_round(x, k) for x in e_ci) if e_ci else (a, a)
         return a, lo, hi
 
-    points = []
+    points: list[DivisionPoint] = []
     alpha_run = None
     tokens_per_round, measured = s.get("tokens_per_round"), s.get("measured_speedup")
     if tokens_per_round is not None:
@@ -266,7 +277,7 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         if acc.get("tokens_per_round") is not None and cs["measured_speedup"] is not None:
             a, lo, hi = at(acc["tokens_per_round"], acc.get("tokens_per_round_ci95"))
             points.append({"label": c["id"], "p": a, "p_lo": lo, "p_hi": hi, "speedup": cs["measured_speedup"], "main": False})
-    what_if = None
+    what_if: DivisionAt | None = None
     if p is not None:
         what_if = {"p": p, "speedup": drawn.at_alpha(p, k).speedup}
     # the model at the run's own E (the summary's prediction, or the ledger's figure where it stands in)
@@ -294,17 +305,19 @@ def division_data(session, summary: Summary, t_verify_ms: float | None = None, p
         "source": s.get("division_inputs"),
         # the round model at the run's E, on the curve drawn (a T_verify what-if moves it with the curve)
         "predicted": ({"p": alpha_run, "speedup": at_run}
-                      if at_run is not None and s.get("predicted_speedup") is not None else None),
+                      if alpha_run is not None and at_run is not None and s.get("predicted_speedup") is not None
+                      else None),
     }
 
 
-def all_chart_data(session, summary: Summary | None = None) -> dict:
+def all_chart_data(session: Session, summary: Summary | None = None) -> ChartData:
     summary = summarize(session) if summary is None else summary
     return _chart_data(summary, throughput_series(session), acceptance_series(session), tokens_per_round_hist(session),
                        breakdown_data(summary), division_data(session, summary), probe_series(session, summary))
 
 
-def _chart_data(summary: Summary, throughput: dict, acceptance: dict, tpr: dict, breakdown, division, probe) -> dict:
+def _chart_data(summary: Summary, throughput: ThroughputSeries, acceptance: AcceptanceSeries, tpr: TokensPerRoundHist,
+                breakdown: BreakdownData | None, division: DivisionData | None, probe: ProbeSeries) -> ChartData:
     return {
         "probe": probe,
         "summary": summary,

@@ -11,8 +11,10 @@ images always use the light palette (reports are printed on white).
 from __future__ import annotations
 
 import os
+from typing import Any, Mapping
 
 from specscope.profiler.session.records import Summary
+from .records import ChartTheme
 
 NAMES = ("throughput", "acceptance", "tokens_per_round", "breakdown", "division", "probe", "verify_cost", "tune")
 SESSION_CHARTS = {"verify_cost", "tune"}  # drawn from measurements the session holds beside the run (roofline, tune)
@@ -42,10 +44,11 @@ def chart_data(name: str, session, summary: Summary | None = None):
         if name == "verify_cost":
             return cost_data.verify_curve_data(session.data.get("roofline"))
         return cost_data.tune_data(session.data.get("tune"))
-    return data.all_chart_data(session, summary)[name]
+    charts: Mapping[str, Any] = data.all_chart_data(session, summary)  # the chart's name is a key of ChartData
+    return charts[name]
 
 
-def build_chart(name: str, session, theme: dict | None = None, summary: Summary | None = None):
+def build_chart(name: str, session, theme: ChartTheme | None = None, summary: Summary | None = None):
     """A chart widget filled from ``session`` (not shown)."""
     from . import CHARTS
     from .common import LIGHT

@@ -8,10 +8,13 @@ from itertools import chain
 
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.summary import LiveSummary
-from specscope.profiler.session.records import Summary
+from specscope.profiler.session.records import Case, Summary
+from specscope.profiler.session.session import Session
 
 from .data import (acceptance_points, breakdown_data, count_emitted, counted_rounds, division_data, plain_points,
                    probe_series, spec_points)
+from .records import (AcceptanceData, BreakdownData, ChartData, ProbeSeries, ThroughputData,
+                      TokensPerRoundData)
 
 
 # -- the same, for a session that grows -----------------------------------------------------------
@@ -38,7 +41,7 @@ class _SeriesFold:
         self._order: list[_Segment] = []
         self._out: list[list] | None = None
 
-    def columns(self, cases: list[dict]) -> list[list]:
+    def columns(self, cases: list[Case]) -> list[list]:
         state, order, changed = self.initial, [], False
         for c in cases:
             src = self.source(c)
@@ -66,7 +69,7 @@ class LiveChartData:
     (tested on the fixture session fed event by event, and on a live run).
     """
 
-    def __init__(self, session, live_summary: LiveSummary | None = None):
+    def __init__(self, session: Session, live_summary: LiveSummary | None = None):
         self.session = session
         self.live = live_summary if live_summary is not None else LiveSummary(session)
         self._k: int | None = None
@@ -74,15 +77,15 @@ class LiveChartData:
         self._spec = _SeriesFold(lambda c: c["spec"]["rounds"], spec_points, 2, 0.0)
         # each chart's data, and the key it was made from: remade only when the key changes
         self._bd_src: object | None = None  # the summary's breakdown, compared by identity
-        self._bd: dict | None = None
+        self._bd: BreakdownData | None = None
         self._tp_key: tuple | None = None
-        self._tp: dict | None = None
+        self._tp: ThroughputData | None = None
         self._acc_key: tuple | None = None
-        self._acc: dict | None = None
+        self._acc: AcceptanceData | None = None
         self._tpr_key: tuple | None = None
-        self._tpr: dict | None = None
+        self._tpr: TokensPerRoundData | None = None
         self._probe_key: tuple | None = None
-        self._probe: dict | None = None
+        self._probe: ProbeSeries | None = None
 
     def _reset_k(self, k: int) -> None:
         self._k = k
@@ -90,7 +93,7 @@ class LiveChartData:
                                      lambda rs, i, st, *cols: acceptance_points(rs, i, st, k, *cols), 4, (0, 0, 0))
         self._tpr_counts: dict[int, tuple] = {}  # id(case) -> (case, rounds, n counted, counts)
 
-    def _tokens_per_round(self, cases: list[dict], k: int) -> list[int]:
+    def _tokens_per_round(self, cases: list[Case], k: int) -> list[int]:
         total = [0] * (k + 1)
         for c in cases:
             rs = counted_rounds(c)
@@ -104,7 +107,7 @@ class LiveChartData:
             total = [a + b for a, b in zip(total, e[3])]
         return total
 
-    def chart_data(self, summary: Summary | None = None) -> dict:
+    def chart_data(self, summary: Summary | None = None) -> ChartData:
         s = self.session
         summary = self.live.summary() if summary is None else summary
         cases, k = s.cases, s.k

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from .common import BaseChart, font, nice_ceil
+from .records import ChartTheme
 
 SHORT_TITLE = "Clock probe"
 WAITING = "the clock probe is read before and after every repeat…"
@@ -62,7 +63,7 @@ class ProbeChart(BaseChart):
         if hasattr(self, "band") and not getattr(self, "closed", False):  # built, and not closing (its scene is gone)
             self._fit_title()
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         super().apply_theme(theme)
         self._shown_title = None  # the base class wrote the plain title: the next fit writes the right one
         if hasattr(self, "band"):

@@ -6,6 +6,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from .common import BaseChart, font, nice_ceil
+from .records import ChartTheme
 
 
 class TokensPerRoundChart(BaseChart):
@@ -53,7 +54,7 @@ class TokensPerRoundChart(BaseChart):
         minor = [(b, "") for i, b in enumerate(self._bins) if i % step]
         self.plot_item.getAxis("bottom").setTicks([major, minor])
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         super().apply_theme(theme)
         for t in getattr(self, "labels", []):
             t.setColor(theme["fg"])

@@ -15,11 +15,12 @@ from specscope.profiler.analysis import trace_walk
 from specscope.profiler.run.suite import CONTENT_CLASS_NAMES
 
 from .common import BaseChart
+from .records import TraceCaseData, TraceClass, TraceClassData
 
 CLASS_NAMES = CONTENT_CLASS_NAMES
 
 
-def trace_case_data(case: dict | None) -> dict | None:
+def trace_case_data(case: dict | None) -> TraceCaseData | None:
     """A(s) of one case, with its pieces of text (when the session has them) for the hover text."""
     case = case or {}
     t = case.get("trace")
@@ -34,12 +35,12 @@ def trace_case_data(case: dict | None) -> dict | None:
             "mean_A": facts["mean_A"], "first_draft_agrees": facts["first_draft_agrees"]}
 
 
-def trace_class_data(cases: list[dict]) -> dict | None:
+def trace_class_data(cases: list[dict]) -> TraceClassData | None:
     """E(k) walked on the traces of each content class (cases pooled), k = 1..K_max."""
     by = trace_walk.by_class([c for c in cases if not c.get("discarded")])
     if not by:
         return None
-    out = []
+    out: list[TraceClass] = []
     for cat in sorted(by, key=lambda c: list(CLASS_NAMES).index(c) if c in CLASS_NAMES else 9):
         curve = by[cat]
         out.append({"name": CLASS_NAMES.get(cat, cat), "k": [c["k"] for c in curve],

@@ -9,11 +9,14 @@ data function) and its table per context. Nothing for a session without a sweep.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from specscope.profiler.analysis.formatting import fmt as f, mib, pct
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.analysis.sweep import draft_is_noise, dominant_effect, point_break_even_text, sweep_figures
+from specscope.profiler.session.measured import SweepPointFigures
 
 from . import charts as _charts
 
@@ -33,7 +36,7 @@ CHARTS = (
 )
 
 
-def _rows(session) -> list[dict]:
+def _rows(session) -> list[SweepPointFigures]:
     return sweep_figures(session) if (session.data.get("sweep") or {}).get("points") else []
 
 
@@ -47,11 +50,11 @@ def context_images(session, width: int = 900, height: int = 380) -> _charts.Char
     from specscope.gui.charts.context import ContextChart
     from specscope.gui.views.context import chart_data  # what the Context page draws
 
-    data = chart_data(rows)
+    panels: Mapping[str, Any] = chart_data(rows)  # a panel per chart, by the chart's name
     try:
         for key, title, ylabel, _cap in CHARTS:
             w = ContextChart(LIGHT, title, ylabel)
-            w.set_data(data[key])
+            w.set_data(panels[key])
             out[f"context_{key}"] = _charts.widget_png(w, width, height)
     except Exception as exc:  # a missing chart must never cost the whole report
         out.leave_out("context", exc)
@@ -69,7 +72,7 @@ def _iv(iv, spec: str) -> str:
     return f"{f(iv[0], spec)}{sep}{f(iv[1], spec)}".replace("-", "−")
 
 
-def _draft(r: dict) -> str:
+def _draft(r: SweepPointFigures) -> str:
     """T_draft, or "below noise" (never a negative time: ``draft_time_text``), starred to the note under the table."""
     text = draft_time_text(r.get("t_draft_ms"), r.get("t_draft_ms_ci95"), ".1f")
     if draft_is_noise(r):
@@ -77,7 +80,7 @@ def _draft(r: dict) -> str:
     return text
 
 
-def formula_text(rows: list[dict]) -> str:
+def formula_text(rows: list[SweepPointFigures]) -> str:
     """What "predicted" is at each context: the points' own formula where they give it, else the whole round."""
     formulas = {r["prediction_formula"] for r in rows if r.get("prediction_formula")}
     if len(formulas) == 1:
@@ -114,7 +117,7 @@ def context_section(session, charts: dict, target: str = "screen") -> str:
     split = []
     for r in rows:
         fa = r.get("full_attention_share_decode"), r.get("full_attention_share_verify")
-        pre = "—" if not r["context"] else f(r.get("prefill_ms") and r["prefill_ms"] / 1000, ".1f", " s")
+        pre = "—" if not r["context"] else f((ms := r.get("prefill_ms")) and ms / 1000, ".1f", " s")
         if r["context"] and r.get("prefill_tok_s"):
             pre += f", {f(r['prefill_tok_s'], '.0f')} tok/s"
         speed.append([size(r["context"]), f(r.get("plain_tok_s"), ".2f"), f(r.get("spec_tok_s"), ".2f"),

@@ -3,7 +3,11 @@ session holds them (``run --roofline``, the Verify cost and Tune pages)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from specscope.profiler.session.records import Summary
+from specscope.profiler.session.measured import recommendation, whole_roofline
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.formatting import fmt as f, pct
 from specscope.profiler.renderers.html_common import esc
@@ -27,8 +31,8 @@ def prediction_paragraph(session, s: Summary) -> str:
     return "".join(parts) + "</p>"
 
 
-def verify_cost_section(session, figure: str = "") -> str:
-    roof = session.data.get("roofline")
+def verify_cost_section(session: Session, figure: str = "") -> str:
+    roof = whole_roofline(session.data.get("roofline"))  # the curve so far of a stopped measurement is no roofline
     if not roof or not roof.get("curve"):
         return ""
     parts = ["<h2>Verify cost and roofline</h2>", f"<p><b>{esc(roof.get('headline', ''))}</b></p>",
@@ -61,14 +65,14 @@ MEASURED = {"pooled": "measured = the pooled rates' ratio (a ratio of means, as 
                   "the pooled measurement)."}
 
 
-def tune_section(session, figure: str = "") -> str:
+def tune_section(session: Session, figure: str = "") -> str:
     tune = session.data.get("tune")
     if not tune or not tune.get("rows"):
         return ""
-    rec = tune.get("recommendation") or {}
+    rec = recommendation(tune)
     rows = []
     for r in tune["rows"]:
-        ci = r.get("predicted_ci95") or [None, None]
+        ci: Sequence[float | None] = r.get("predicted_ci95") or [None, None]
         trace = r.get("acceptance_source") == "trace"
         rows.append([esc(r.get("drafter", "")), str(r.get("k")), f(r.get("tokens_per_round") if trace else None, ".2f"),
                      f(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
@@ -76,8 +80,8 @@ def tune_section(session, figure: str = "") -> str:
                      f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
                      f"{f(mci[0], '.3f')}–{f(mci[1], '.3f')}" if (mci := r.get("measured_ci95")) else "—",
                      pct(r.get("prediction_error"), signed=True) if r.get("prediction_error") is not None else "—",
-                     esc((r.get("agreement") or {}).get("text", "—"))])
-    return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', ''))}</b></p>"
+                     esc(agreement.get("text", "—") if (agreement := r.get("agreement")) else "—")])
+    return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', '') if rec else '')}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
                                "bootstrap 2.5–97.5 pct", "measured", "measured 95% interval", "error", "at ±5%"], rows)

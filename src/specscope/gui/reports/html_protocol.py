@@ -4,6 +4,7 @@ discarded cases, cooldown, the clock probe and its verdict, the machine's sensor
 from __future__ import annotations
 
 from specscope.profiler.session.records import Summary
+from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import spread_text
@@ -51,7 +52,7 @@ def _probe_rows(session, s) -> list:
     ]
 
 
-def _sensor_rows(session, s) -> list:
+def _sensor_rows(session: Session, s: Summary) -> list:
     env = session.data.get("environment") or {}
     sensors = env.get("sensors") or {}
     rows = []
@@ -75,7 +76,7 @@ def _sensor_rows(session, s) -> list:
     return rows
 
 
-def protocol_section(session, s: Summary) -> str:
+def protocol_section(session: Session, s: Summary) -> str:
     cfg = session.config
     reps = cfg.get("repeats", 1) or 1
     discarded = [c["id"] for c in session.cases if c.get("discarded")]

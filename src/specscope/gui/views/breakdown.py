@@ -9,8 +9,13 @@ from specscope.profiler.analysis.formatting import scaled
 from specscope.profiler.analysis.intervals import BIAS, noise_state, not_a_time, spread_text, time_text
 
 from ..charts import BreakdownChart
+from specscope.profiler.session.records import BreakdownAggregate
+
 from ..charts.breakdown import RankChart, rank_data
+from ..charts.records import RankData
+from ..records import Snapshot
 from .common import fmt, plain_label, read_only_table
+from ..charts.records import ChartTheme
 
 NARROW = 1000  # below this page width (a 1280-px window) the table and notes go under the chart
 CHART_MIN = 560  # and whenever the chart would get less than this beside the table
@@ -35,7 +40,7 @@ def _time_cell(cell) -> str:
 
 
 class BreakdownView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         lay = QtWidgets.QBoxLayout(QtWidgets.QBoxLayout.Direction.LeftToRight, self)
         lay.setContentsMargins(8, 8, 8, 8)
@@ -128,21 +133,21 @@ class BreakdownView(QtWidgets.QWidget):
         width = self.table.horizontalHeader().length() + 2 * self.table.frameWidth()
         self.table.setFixedWidth(width)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
         self.rank_chart.apply_theme(theme)
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         d = snap["breakdown"]
         self.chart.set_data(d)
-        ranks = rank_data((snap.get("summary") or {}).get("breakdown")) if d else None
+        ranks = rank_data(snap["summary"]["breakdown"]) if d else None
         for w in (self.rank_chart, self.rank_title, self.rank_table):
             w.setVisible(ranks is not None)
         self.rank_chart.set_data(ranks)
         self._fill_ranks(ranks)
         if not d:
             self.table.setRowCount(0)
-            if (snap.get("config") or {}).get("breakdown") is False:  # it never will be: say so, not "yet"
+            if snap["config"].get("breakdown") is False:  # it never will be: say so, not "yet"
                 self.rulers.setText("This session was recorded without the breakdown (--no-breakdown, or the "
                                     "Per-block breakdown option off): run again with it to see where verify time goes.")
                 self.chart.show_empty("recorded without the breakdown")
@@ -203,10 +208,11 @@ class BreakdownView(QtWidgets.QWidget):
             f"A ratio near 1 means weights were read once for all {k1} positions; near {k1} means the work was repeated.",
         ]
         if ranks:
-            lines += ["", *rank_notes(ranks, (snap.get("summary") or {}).get("breakdown") or {})]
+            bd = snap["summary"]["breakdown"]
+            lines += ["", *rank_notes(ranks, bd)] if bd else []
         self.rulers.setText("\n".join(lines))
 
-    def _fill_ranks(self, r: dict | None) -> None:
+    def _fill_ranks(self, r: RankData | None) -> None:
         t = self.rank_table
         if not r:
             t.setRowCount(0)
@@ -216,8 +222,7 @@ class BreakdownView(QtWidgets.QWidget):
         for i in range(r["ranks"]):
             host = hosts[i] if i < len(hosts) else ""
             cells: list[tuple[str, str | None]] = [(f"{i}" + (f" ({host})" if host else ""), None)]
-            for side in ("decode", "verify"):
-                sd = r[side]
+            for sd in (r["decode"], r["verify"]):
                 wait, transfer, barrier = sd["wait_ms"][i], sd["transfer_ms"][i], sd["communication_barrier_ms"][i]
                 tip = (f"barrier-timed: {barrier:.1f} ms = {wait:.1f} ms waiting for the slowest rank + {transfer:.1f} ms transfer"
                        if None not in (wait, transfer, barrier) else None)
@@ -240,11 +245,11 @@ def _ms(x) -> str:
     return "below noise" if x is not None and x <= 0 else fmt(x, ".1f", " ms")
 
 
-def rank_notes(r: dict, bd: dict) -> list[str]:
+def rank_notes(r: RankData, bd: BreakdownAggregate) -> list[str]:
     """Two lines under the notes: what the per-rank figures are, and what communication does to the ratio."""
     dist = bd.get("distributed") or {}
-    share = (bd.get("decode") or {}).get("communication_share") or {}
-    sh = share.get("barrier_free")
+    share = bd["decode"].get("communication_share")
+    sh = share["barrier_free"] if share else None
     rm = (r["ratio"]["communication_ms"] or [None])[0]
     return [
         f"Distributed: {r['ranks']} ranks ({dist.get('backend', '?')}, {dist.get('parallelism', 'tensor')} parallel, "

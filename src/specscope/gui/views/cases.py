@@ -20,6 +20,7 @@ from specscope.profiler.run.suite import CONTENT_CLASS_NAMES
 from ..text import breakable
 from .common import fmt, plain_label, sortable_table
 from .trace_panel import TracePanel
+from ..charts.records import ChartTheme
 
 # short header lines: fits 1280 px. "Predicted" is the case's own judged round model (its components, rollback and
 # bookkeeping); its error is against the case's full rounds, as the headline's is
@@ -66,7 +67,7 @@ def case_prediction_tip(st: dict) -> str:
 
 
 class CasesView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         self.theme = theme
         self._rows: list = []
@@ -120,7 +121,7 @@ class CasesView(QtWidgets.QWidget):
         w.setUndoRedoEnabled(False)
         return w
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         self.trace.apply_theme(theme)
         self._show_selected()

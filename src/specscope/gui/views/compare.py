@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Mapping
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -17,10 +18,12 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.compare import compare
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.summary import summarize
+from specscope.profiler.analysis.records import ComparedFigure
 from specscope.profiler.session.records import engine_facts
 
 from ..text import home_relative
 from .common import plain_label
+from ..charts.records import ChartTheme
 
 HEADERS = ["Figure", "A", "B", "Δ (B − A)", "Better", "Winner"]
 PERCENT_KEYS = {"p", "prediction_error", "match_rate", "barrier_distortion"}
@@ -39,7 +42,7 @@ BREAK_EVEN_KEYS = {"break_even_verify_ms", "break_even_multiple"}
 OUT_OF_REACH = "out of reach"
 
 
-def out_of_reach(row: dict, reach: dict | None = None) -> dict:
+def out_of_reach(row: ComparedFigure, reach: Mapping[str, bool | None] | None = None) -> ComparedFigure:
     """A break-even out of reach is no verify time at all (the round's other terms alone reach E·T_decode, as a
     DFlash block of 15 drafts on the demo does): said in words, as the report and the verdict say it, with no delta
     and no winner. ``reach``: side -> the session's ``break_even_out_of_reach`` (the core gives None for the figure
@@ -47,15 +50,19 @@ def out_of_reach(row: dict, reach: dict | None = None) -> dict:
     if row.get("key") not in BREAK_EVEN_KEYS:
         return row
     reach = reach or {}
-    gone = [side for side in ("a", "b")
-            if reach.get(side) or (isinstance(row.get(side), (int, float)) and row[side] <= 0)]
+    gone = [side for side, v in (("a", row.get("a")), ("b", row.get("b")))
+            if reach.get(side) or (isinstance(v, (int, float)) and v <= 0)]
     if not gone:
         return row
-    return {**row, **{side: OUT_OF_REACH for side in gone}, "delta": None, "relative": None, "by": None,
-            "winner": None}
+    out: ComparedFigure = {**row, "delta": None, "relative": None, "by": None, "winner": None}
+    if "a" in gone:
+        out["a"] = OUT_OF_REACH
+    if "b" in gone:
+        out["b"] = OUT_OF_REACH
+    return out
 
 
-def _is_percent(row: dict, unit: str | None) -> bool:
+def _is_percent(row: ComparedFigure, unit: str | None) -> bool:
     return unit == "%" or row.get("key", "").split(".")[-1] in PERCENT_KEYS
 
 
@@ -76,21 +83,21 @@ def fmt_value(x, unit: str, percent: bool) -> str:
     return f"{text} {unit}" if unit else text
 
 
-def _relative_meaningful(row: dict) -> bool:
+def _relative_meaningful(row: ComparedFigure) -> bool:
     """A relative change ("+3943%") only reads right when both values are on the same side of zero."""
     a, b = row.get("a"), row.get("b")
     return a is not None and b is not None and a != 0 and (a > 0) == (b > 0)
 
 
-def fmt_delta(row: dict, unit: str, percent: bool) -> str:
+def fmt_delta(row: ComparedFigure, unit: str, percent: bool) -> str:
     d = row.get("delta")
     if d is None:
         return "—"
     if percent:
         return f"{d * 100:+.1f} pts"
     text = f"{d:+.{_decimals(unit)}f}" + ("×" if unit == "×" else f" {unit}" if unit else "")
-    if row.get("relative") is not None and _relative_meaningful(row):
-        text += f" ({row['relative'] * 100:+.1f}%)"
+    if (rel := row.get("relative")) is not None and _relative_meaningful(row):
+        text += f" ({rel * 100:+.1f}%)"
     return text
 
 
@@ -98,7 +105,7 @@ def fmt_better(b) -> str:
     return {"higher": "higher", "lower": "lower", "abs-lower": "closer to 0"}.get(b, "—")
 
 
-def fmt_winner(row: dict) -> str:
+def fmt_winner(row: ComparedFigure) -> str:
     w = row.get("winner")
     if w is None:
         return "—"
@@ -125,7 +132,7 @@ def describe(path: str | None, session) -> str:
 
 
 class CompareView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         self.theme = theme
         self.a = self.b = None
@@ -317,7 +324,7 @@ class CompareView(QtWidgets.QWidget):
         self.swap_btn.setEnabled(have)
 
     # -- for tests and the window -------------------------------------------------------------
-    def figure(self, key: str) -> dict | None:
+    def figure(self, key: str) -> ComparedFigure | None:
         """The first compare row whose key is ``key`` ("plain_tok_s", a block such as "moe", "verify.whole_ms")."""
         if not self.result:
             return None
@@ -331,7 +338,7 @@ class CompareView(QtWidgets.QWidget):
         t = self.table
         return [[(item.text() if (item := t.item(r, c)) else "") for c in range(t.columnCount())] for r in range(t.rowCount())]
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         if self.result:
             self._fill(self.result)

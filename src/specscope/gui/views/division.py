@@ -9,20 +9,22 @@ from PySide6 import QtCore, QtWidgets
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.round_model import REST, RoundModel, communication_what_if
-from specscope.profiler.session.records import engine_facts
+from specscope.profiler.session.records import Summary, engine_facts
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.verdict import audit_answers, ledger_text, rollback_term_text
 
 from ..charts import DivisionChart
 from ..charts import data as chart_data
+from ..records import Snapshot
 from .common import LEDGER_LABEL, Tile, fmt, plain_label, set_speedup_tile
+from ..charts.records import ChartTheme
 
 
 class DivisionView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, model, parent=None):
+    def __init__(self, theme: ChartTheme, model, parent=None):
         super().__init__(parent)
         self.model = model  # SessionModel: the calculator re-derives the curve through the shared data function
-        self._snap: dict | None = None
+        self._snap: Snapshot | None = None
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
         self.chart = DivisionChart(theme)
@@ -103,17 +105,17 @@ class DivisionView(QtWidgets.QWidget):
         self.tv.valueChanged.connect(self._calc_changed)
         self.p.valueChanged.connect(self._calc_changed)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
 
     def reset_calculator(self) -> None:
-        s = (self._snap or {}).get("summary") or {}
+        s = self._snap["summary"] if self._snap else None
         self._touched = False
         for w in (self.tv, self.p):
             w.blockSignals(True)
-        if s.get("t_verify_ms") is not None:
-            self.tv.setValue(s["t_verify_ms"])
-        alpha = stats.alpha_for_tokens_per_round(s.get("tokens_per_round"), s.get("k") or 1)
+        if s and (tv := s["t_verify_ms"]) is not None:
+            self.tv.setValue(tv)
+        alpha = stats.alpha_for_tokens_per_round(s["tokens_per_round"] if s else None, (s["k"] if s else 0) or 1)
         if alpha is not None:  # the calculator works on the chart's axis: α, placed at the run's E
             self.p.setValue(100 * alpha)
             self.p_slider.blockSignals(True)
@@ -122,16 +124,15 @@ class DivisionView(QtWidgets.QWidget):
         for w in (self.tv, self.p):
             w.blockSignals(False)
         self.comm_ms.blockSignals(True)
-        self.comm_ms.setValue(measured_communication(s)[0])
+        self.comm_ms.setValue(measured_communication(s)[0] if s else 0.0)
         self.comm_ms.blockSignals(False)
         self._redraw()
         self._comm_changed()
 
     def _comm_changed(self, *_):
-        s = (self._snap or {}).get("summary") or {}
-        has = bool((self._snap or {}).get("division"))
-        self.comm_result.setText(communication_text(s, self.comm_ms.value()) if has else "")
-        self.comm_result.setToolTip(communication_details(s, self.comm_ms.value()) if has else "")
+        s = self._snap["summary"] if self._snap and self._snap["division"] else None
+        self.comm_result.setText(communication_text(s, self.comm_ms.value()) if s else "")
+        self.comm_result.setToolTip(communication_details(s, self.comm_ms.value()) if s else "")
 
     def _calc_changed(self, *_):
         self._touched = True
@@ -147,12 +148,12 @@ class DivisionView(QtWidgets.QWidget):
         else:
             d = chart_data.division_data(self.model.session, s, t_verify_ms=self.tv.value(), p=self.p.value() / 100.0)
         self.chart.set_data(d)
-        if self._touched and d and d.get("what_if"):
-            self.result.setText(what_if_text(s, self.tv.value(), d["what_if"]["p"]))
+        if self._touched and d and (what_if := d["what_if"]):
+            self.result.setText(what_if_text(s, self.tv.value(), what_if["p"]))
         elif d:
             self.result.setText("Edit T_verify or α to move the curve.")
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         self._snap = snap
         s = snap["summary"]
         if s.get("ledger_speedup") is not None:
@@ -193,11 +194,12 @@ class DivisionView(QtWidgets.QWidget):
             self.audit.setText("")
 
 
-def measured_communication(s: dict) -> tuple[float, float, float]:
+def measured_communication(s: Summary) -> tuple[float, float, float]:
     """(communication per decode step in ms, its share of decode, its share of verify): the barrier-free shares
     of the breakdown applied to the measured T_decode; zeros when the run has no communication (one machine)."""
-    bd = s.get("breakdown") or {}
-    shares = [((bd.get(side) or {}).get("communication_share") or {}).get("barrier_free") for side in ("decode", "verify")]
+    bd = s.get("breakdown")
+    shares = [cs["barrier_free"] if (cs := phase.get("communication_share")) else None
+              for phase in ((bd["decode"], bd["verify"]) if bd else ())] or [None, None]
     sd, sv = (min(max(x or 0.0, 0.0), 1.0) for x in shares)
     return (s.get("t_decode_ms") or 0.0) * sd, sd, sv
 
@@ -206,7 +208,7 @@ def _p_text(p) -> str:
     return "none: speculation cannot win at this k" if p is None else ("any (it wins at α = 0)" if p == 0 else f"α ≥ {p * 100:.1f}%")
 
 
-def communication_text(s: dict, comm_ms: float) -> str:
+def communication_text(s: Summary, comm_ms: float) -> str:
     """What the communication what-if says, from the summary and the chosen communication per forward: the whole
     round's break-even acceptance (``round_model.communication_what_if``), rollback and bookkeeping as timed."""
     model = RoundModel.from_summary(s)
@@ -221,7 +223,7 @@ def communication_text(s: dict, comm_ms: float) -> str:
             f"{sv * 100:.0f}% of verify.")
 
 
-def communication_details(s: dict, comm_ms: float) -> str:
+def communication_details(s: Summary, comm_ms: float) -> str:
     """The what-if's inputs, for the tooltip."""
     model = RoundModel.from_summary(s)
     if model is None or not model.t_decode_ms:
@@ -238,7 +240,7 @@ def communication_details(s: dict, comm_ms: float) -> str:
             "Geometric acceptance α assumed.")
 
 
-def what_if_text(s: dict, t_verify_ms: float, alpha: float) -> str:
+def what_if_text(s: Summary, t_verify_ms: float, alpha: float) -> str:
     """The calculator's answer: the round model at this T_verify and α (``RoundModel.what_if`` / ``at_alpha``), the
     seed's division beside it where the round pays more, and the break-even verify of the whole round."""
     model = RoundModel.from_summary(s)
@@ -260,7 +262,7 @@ def what_if_text(s: dict, t_verify_ms: float, alpha: float) -> str:
     return "\n".join(lines)
 
 
-def break_even_tile(s: dict) -> tuple[str, str]:
+def break_even_tile(s: Summary) -> tuple[str, str]:
     """The break-even tile's value and note, from the summary's whole-round break-even and its formula."""
     formula = s.get("break_even_formula") or "E·T_decode − T_draft"
     measured = f"verify measured {fmt(s.get('verify_multiple'), '.2f')}× T_decode"

@@ -18,7 +18,9 @@ from specscope.profiler.analysis.formatting import rate
 
 from ..text import home_relative
 from .common import plain_label, sortable_table
+from ..records import HistoryEntry
 from .history_reader import SessionReader
+from ..charts.records import ChartTheme
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
            "Accept-\nance"]
@@ -43,14 +45,14 @@ class HistoryView(QtWidgets.QWidget):
     open_requested = QtCore.Signal(str)
     compare_requested = QtCore.Signal(str, str)  # older, newer
 
-    def __init__(self, theme: dict, folder, parent=None):
+    def __init__(self, theme: ChartTheme, folder, parent=None):
         """``folder``: the autosave folder, or a callable returning it (read at each refresh)."""
         super().__init__(parent)
         self.theme = theme
         self._folder = folder
-        self._cache: dict[str, tuple[tuple, dict]] = {}  # path -> ((size, mtime_ns), entry)
+        self._cache: dict[str, tuple[tuple, HistoryEntry]] = {}  # path -> ((size, mtime_ns), entry)
         self._rows: dict[str, int] = {}  # path -> source row
-        self._entries: dict[str, dict] = {}
+        self._entries: dict[str, HistoryEntry] = {}
         self._pending: set[str] = set()
         self._gen = 0
         self._stale = True
@@ -194,7 +196,7 @@ class HistoryView(QtWidgets.QWidget):
             self._update_buttons()
 
     # -- rows ------------------------------------------------------------------------
-    def _make_row(self, e: dict) -> list[QtGui.QStandardItem]:
+    def _make_row(self, e: HistoryEntry) -> list[QtGui.QStandardItem]:
         ts = e.get("started") or e.get("mtime")
         if e.get("loading"):
             cells = [(_date_text(ts), ts or 0), (f"reading {e['file']}…", "")] + [("", "")] * (len(COLUMNS) - 2)
@@ -247,8 +249,8 @@ class HistoryView(QtWidgets.QWidget):
         first, n = ERROR_SPAN
         for r in range(self.proxy.rowCount()):
             path = self._path_at(r)
-            e = (self._entries.get(path) if path is not None else None) or {}
-            if e.get("error"):
+            e = self._entries.get(path) if path is not None else None
+            if e and e.get("error"):
                 self.table.setSpan(r, first, 1, n)
 
     def _fit_columns(self) -> None:
@@ -260,7 +262,7 @@ class HistoryView(QtWidgets.QWidget):
         # the Model column fits the model names, not the reasons spanning it on unreadable rows
         fm = self.table.fontMetrics()
         names = [self.model.item(r, C_MODEL).text() for r in range(self.model.rowCount())
-                 if not (self._entries.get(self.model.item(r, 0).data(PATH_ROLE)) or {}).get("error")]
+                 if not ((e := self._entries.get(self.model.item(r, 0).data(PATH_ROLE))) and e.get("error"))]
         self._model_width = max(100, min(240, max((fm.horizontalAdvance(t) for t in names), default=0) + 16))
         self._spread()
         self._apply_spans()
@@ -291,7 +293,7 @@ class HistoryView(QtWidgets.QWidget):
                               "to put them side by side.")
 
     # -- selection and actions -----------------------------------------------------------
-    def entry(self, path: str) -> dict | None:
+    def entry(self, path: str) -> HistoryEntry | None:
         return self._entries.get(path)
 
     def row_count(self) -> int:
@@ -320,16 +322,16 @@ class HistoryView(QtWidgets.QWidget):
                 sm.select(self.proxy.index(r, 0), flags)
 
     def _readable(self, path: str) -> bool:
-        e = self._entries.get(path) or {}
-        return not e.get("error") and not e.get("loading")
+        e = self._entries.get(path)
+        return e is None or (not e.get("error") and not e.get("loading"))
 
     def _selection_changed(self) -> None:
         self._update_buttons()
         sel = self.selected_paths()
         if len(sel) == 1:
-            e = self._entries.get(sel[0]) or {}
+            e = self._entries.get(sel[0])
             text = home_relative(sel[0])
-            if e.get("error"):
+            if e and e.get("error"):
                 text += f" · {UNREADABLE}: {e['error']}"
             self.note.setText(text)
         elif len(sel) == 2:
@@ -346,8 +348,8 @@ class HistoryView(QtWidgets.QWidget):
         path = self._path_at(proxy_row)
         if not path:
             return
-        e = self._entries.get(path) or {}
-        if e.get("error"):
+        e = self._entries.get(path)
+        if e and e.get("error"):
             self.note.setText(f"{e['file']} cannot be opened: {e['error']}")
             return
         self.open_requested.emit(path)
@@ -363,13 +365,13 @@ class HistoryView(QtWidgets.QWidget):
             return
         # older first: the deltas then read as "what changed since"
         def when(p):
-            e = self._entries.get(p) or {}
-            return e.get("started") or e.get("mtime") or 0
+            e = self._entries.get(p)
+            return (e.get("started") or e.get("mtime") or 0) if e else 0
 
         a, b = sorted(sel, key=when)
         self.compare_requested.emit(a, b)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
         for path, row in self._rows.items():
             e = self._entries.get(path)

@@ -7,21 +7,22 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Any
 
 from specscope.profiler.session.schema import SessionError
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.analysis.verdict import acceptance_phrase
 
+from ..records import HistoryEntry
 
-def read_entry(path: str | os.PathLike) -> dict:
+
+def read_entry(path: str | os.PathLike) -> HistoryEntry:
     """What the History page shows of one session file (Qt-free; runs in the reader thread).
 
     Never raises: a file that cannot be read or is not a usable session comes back with ``error`` set.
     """
     p = Path(path)
-    entry: dict[str, Any] = {"path": str(p), "file": p.name, "error": None}
+    entry: HistoryEntry = {"path": str(p), "file": p.name, "error": None}
     try:
         st = p.stat()
         entry["mtime"] = st.st_mtime
@@ -43,24 +44,24 @@ def read_entry(path: str | os.PathLike) -> dict:
     drafter = cfg.get("drafter") or {}
     model = d.get("model") or {}
     started = d.get("started_at")
-    entry.update(
-        started=started if isinstance(started, (int, float)) else None,
-        model=model.get("name") or cfg.get("model") or "—",
-        demo=bool(model.get("demo") or cfg.get("demo")),
-        shape=(model.get("demo") or {}).get("shape") if isinstance(model.get("demo"), dict) else None,
-        drafter=(drafter.get("name") or "—") + (" (what-if)" if s.what_if else ""),
-        k=s.k,
-        regime=s.regime,
-        status=s.status,
-        cases_done=sm.get("cases_measured", 0),
-        cases_total=cfg.get("n_cases") or len(s.cases),
-        plain_tok_s=sm.get("plain_tok_s"),
-        spec_tok_s=sm.get("spec_tok_s"),
-        measured_speedup=sm.get("measured_speedup"),
-        p=sm.get("p"),
-        acceptance=acceptance_phrase(sm),
-        last_error=d["errors"][-1] if d.get("errors") else None,
-    )
+    entry.update({
+        "started": started if isinstance(started, (int, float)) else None,
+        "model": model.get("name") or cfg.get("model") or "—",
+        "demo": bool(model.get("demo") or cfg.get("demo")),
+        "shape": (model.get("demo") or {}).get("shape") if isinstance(model.get("demo"), dict) else None,
+        "drafter": (drafter.get("name") or "—") + (" (what-if)" if s.what_if else ""),
+        "k": s.k,
+        "regime": s.regime,
+        "status": s.status,
+        "cases_done": sm.get("cases_measured", 0),
+        "cases_total": cfg.get("n_cases") or len(s.cases),
+        "plain_tok_s": sm.get("plain_tok_s"),
+        "spec_tok_s": sm.get("spec_tok_s"),
+        "measured_speedup": sm.get("measured_speedup"),
+        "p": sm.get("p"),
+        "acceptance": acceptance_phrase(sm),
+        "last_error": d["errors"][-1] if d.get("errors") else None,
+    })
     return entry
 
 

@@ -13,6 +13,8 @@ from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
 
 from .common import Tile, fmt, set_speedup_tile
+from ..records import Snapshot
+from ..charts.records import ChartTheme
 
 COMPACT_BELOW = 640  # a Live page shorter than this (px) puts the clock probe beside the throughput
 
@@ -23,7 +25,7 @@ def _repeats(iv) -> str:
 
 
 class LiveView(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
@@ -82,11 +84,11 @@ class LiveView(QtWidgets.QWidget):
         h = self.split.height()
         self.split.setSizes([h // 2, h - h // 2] if compact else [h * 5 // 8, h - h * 5 // 8])
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         for c in self.charts:
             c.apply_theme(theme)
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         s = snap["summary"]
         self.throughput.set_data(snap["throughput"])
         if "probe" in snap:

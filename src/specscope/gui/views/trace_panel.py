@@ -7,10 +7,11 @@ from __future__ import annotations
 from PySide6 import QtWidgets
 
 from ..charts.trace import TraceChart, TraceClassChart, trace_case_data, trace_class_data
+from ..charts.records import ChartTheme
 
 
 class TracePanel(QtWidgets.QWidget):
-    def __init__(self, theme: dict, parent=None):
+    def __init__(self, theme: ChartTheme, parent=None):
         super().__init__(parent)
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -21,7 +22,7 @@ class TracePanel(QtWidgets.QWidget):
         self.setMinimumHeight(200)
         self.setVisible(False)
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.case_chart.apply_theme(theme)
         self.class_chart.apply_theme(theme)
 

@@ -1,22 +1,29 @@
 """Tune page: which k, with which drafter — predicted speedup for every k from the acceptance trace (E(k)
 walked at every k), the verify curve and draft steps timed apart, confirmed by interleaved runs; from the
-session, or run now with ``specscope tune``. The table shows E(k) from the trace beside what the K_max rounds
+session, or run now in the worker (``TuneConfig``, as ``specscope tune`` runs it). The table shows E(k) from the trace beside what the K_max rounds
 would have read and what the confirmation runs measured."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.formatting import DASH
+from specscope.profiler.session.measured import TuneResult, TuneRow, recommendation
 
 from ..charts.cost_data import tune_data
 from ..charts.tune import TuneChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import TuneConfig
+
 from .common import fmt, plain_label, read_only_table, headline_label, spin_box
 from .measurement_page import MeasurementPage
+from ..charts.records import ChartTheme
 
 DEFAULT_K_MAX, MAX_K_MAX = 4, 16  # specscope tune --k-max: default 4, 1..16 (a DFlash block of 16 drafts 15)
 IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k up to K_max."
+RUNNING_TEXT = "Tuning: the predictions come after one speculative run at K_max per drafter; then the confirmation runs."
 # the predicted band is the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so it is not called 95%);
 # the measured interval's is (tests/profiler/analysis/test_tune_confirm.py)
 COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
@@ -34,19 +41,20 @@ def _measured(m, iv) -> str:
     return fmt(m, ".3f", "×") + (f" ({fmt(iv[0], '.2f')}–{fmt(iv[1], '.2f')})" if iv else "")
 
 
-def _agreement_word(row: dict) -> str:
-    state = (row.get("agreement") or {}).get("state")
+def _agreement_word(row: TuneRow) -> str:
+    agreement = row.get("agreement")
+    state = agreement["state"] if agreement else None
     return AGREEMENT.get(state, DASH) if state else DASH
 
 
-def _trace_note(tune: dict) -> str:
+def _trace_note(tune: TuneResult) -> str:
     """Each drafter's trace in a line: positions, what it cost, E(k) walked on it."""
     parts = []
     for name, d in (tune.get("drafters") or {}).items():
         t = d.get("trace")
         if t:
             es = " ".join(fmt(e, ".2f") for e in t.get("tokens_per_round") or [])
-            cost = f", {t['cost_ms'] / 1000:.1f} s" if t.get("cost_ms") else ""
+            cost = f", {ms / 1000:.1f} s" if (ms := t.get("cost_ms")) else ""
             parts.append(f"{d.get('label', name)}: {t['positions']} positions{cost}, E(k) = {es}"
                          + (" (an estimate)" if t.get("estimate") else ""))
     return ("\nAcceptance traces — " + "; ".join(parts)) if parts else ""
@@ -54,8 +62,10 @@ def _trace_note(tune: dict) -> str:
 
 class TuneView(MeasurementPage):
     key = "tune"
+    measure = "tune"
+    what = "tune"
 
-    def __init__(self, theme: dict, config=None, session=None, parent=None):
+    def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
         self.k_max = spin_box(1, MAX_K_MAX, DEFAULT_K_MAX, "K_max = ")
@@ -82,31 +92,34 @@ class TuneView(MeasurementPage):
         """Tune up to the setup's k at least (DFlash: 15), never below the default 4."""
         self.k_max.setValue(min(self.k_max.maximum(), max(DEFAULT_K_MAX, k)))
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
-        args = [*model_args(cfg), "--k-max", str(self.k_max.value()), "--max-tokens", str(cfg.max_tokens)]
-        if cfg.draft_model:
-            args += ["--draft-model", str(cfg.draft_model)]
-        return "tune", args
+    def measurement(self, cfg: RunConfig) -> TuneConfig:
+        """The setup's model (and draft model) and tokens per run, tuned up to the page's K_max."""
+        return TuneConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                          draft_model=cfg.draft_model or None, k_max=self.k_max.value(), max_tokens=cfg.max_tokens)
 
-    def set_tune(self, tune: dict | None) -> None:
+    def set_tune(self, tune: TuneResult | None) -> None:
         self._show(tune)
 
-    def draw(self, tune: dict | None) -> None:
+    def draw(self, tune: TuneResult | None) -> None:
         self.chart.set_data(tune_data(tune))
-        tune = tune or {}
-        rec = tune.get("recommendation") or {}
+        rec = recommendation(tune)
+        if not tune:
+            self.recommendation.setText(self.idle_text(IDLE_TEXT, RUNNING_TEXT))
+            self.assumption.setText("")
+            self.table.setRowCount(0)
+            return
         if tune.get("partial"):  # predictions in, confirmations still running: no recommendation yet
             self.recommendation.setText("tuning… predictions are in; the confirmation runs fill the measured column")
         else:
-            self.recommendation.setText(rec.get("text") or ("tuning…" if tune else IDLE_TEXT))
+            self.recommendation.setText((rec.get("text") if rec else None) or "tuning…")
         self.assumption.setText(tune.get("assumption", "") + _trace_note(tune))
         rows = tune.get("rows") or []
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):
-            ci = r.get("predicted_ci95") or [None, None]
+            ci: Sequence[float | None] = r.get("predicted_ci95") or [None, None]
             trace = r.get("acceptance_source") == "trace"
             cells = [r.get("drafter", ""), str(r.get("k", "")),
                      fmt(r.get("tokens_per_round") if trace else None, ".2f"),
@@ -123,6 +136,6 @@ class TuneView(MeasurementPage):
                     f = item.font()
                     f.setBold(True)
                     item.setFont(f)
-                if j == len(cells) - 1 and r.get("agreement"):
-                    item.setToolTip(r["agreement"]["text"])
+                if j == len(cells) - 1 and (agreement := r.get("agreement")):
+                    item.setToolTip(agreement["text"])
                 self.table.setItem(i, j, item)

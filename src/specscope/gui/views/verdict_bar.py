@@ -9,10 +9,12 @@ from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, tail_text, accept
                                         prediction_error_text, verdict)
 
 from .common import FittingLabel, plain_label
+from ..records import Snapshot
 
 # Lines each part of the bar may take before it ends in "…" (the whole text in its tooltip), for a window
 # under COMPACT_BELOW px high (a 13" laptop) and for a taller one: a long verdict must leave the page room.
 COMPACT_BELOW = 900
+MEASURED = {"roofline": ("A verify cost measurement", "Verify cost"), "tune": ("A tune", "Tune")}  # config "measure"
 LINES = {"compact": {"headline": 3, "detail": 2, "drift": 2}, "tall": {"headline": 5, "detail": 3, "drift": 3}}
 
 
@@ -51,7 +53,7 @@ class VerdictBar(QtWidgets.QFrame):
         for key, n in budget.items():
             getattr(self, key).set_max_lines(n)
 
-    def update_snapshot(self, snap: dict) -> None:
+    def update_snapshot(self, snap: Snapshot) -> None:
         s = snap["summary"]
         status = snap.get("status")
         if status == "empty":
@@ -81,6 +83,10 @@ class VerdictBar(QtWidgets.QFrame):
         if sweep:  # a context sweep: no single verdict, one per context (the Context page)
             self.headline.setText(sweep["verdict"])
             bits = [sweep["status"]] + ([sweep["effect"]] if sweep.get("effect") else [])
+        measure = MEASURED.get(snap.get("measure", "run"))
+        if measure:  # a verify cost or tune measurement (its page's button): no run, no verdict; its page says it all
+            self.headline.setText(f"{measure[0]} ({status}): no run here, so no verdict; the {measure[1]} page shows it.")
+            bits = []
         if snap.get("model", {}).get("demo"):
             from specscope.demo_labels import demo_note
 

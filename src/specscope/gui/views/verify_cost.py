@@ -1,22 +1,29 @@
 """Verify cost page: the cost of verifying n positions against the two bounds, the roofline per block,
-and the MoE expert union — from the session, or measured now with ``specscope roofline`` (filling in live)."""
+and the MoE expert union — from the session, or measured now in the worker (``RooflineConfig``, as ``specscope roofline``
+measures it; the page fills in live)."""
 
 from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from ..charts.cost_data import block_floor_data, expert_union_data, positions_available, verify_curve_data
+from specscope.profiler.session.measured import Roofline, whole_roofline
+
+from ..charts.cost_data import Roof, block_floor_data, expert_union_data, positions_available, verify_curve_data
 from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveChart
-from ..command_process import model_args
+from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.measure_config import RooflineConfig
+
 from .common import Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
+from ..charts.records import ChartTheme
 
 
 DEFAULT_POSITIONS, MAX_POSITIONS = 9, 17  # specscope roofline --positions: default 9, 1..17
 IDLE_HEADLINE = "Press “Measure verify cost”: the cost of verifying n positions, beside what the hardware allows."
+RUNNING = "Measuring: the curve comes first (whole-graph forwards over 1..n positions), then the machine and the blocks."
 
 
-def machine_text(roof: dict) -> tuple[str, str]:
+def machine_text(roof: Roofline) -> tuple[str, str]:
     bw, peak = roof.get("bandwidth_gbs"), roof.get("peak_tflops")
     nominal = roof.get("nominal_bandwidth_gbs")
     chip = roof.get("chip") or "unknown chip"
@@ -30,8 +37,10 @@ class VerifyCostView(MeasurementPage):
     session's data, whose "roofline" the page shows (a finished measurement is stored there)."""
 
     key = "roofline"
+    measure = "roofline"
+    what = "verify cost measurement"
 
-    def __init__(self, theme: dict, config=None, session=None, parent=None):
+    def __init__(self, theme: ChartTheme, config=None, session=None, parent=None):
         super().__init__(config, session, parent)
         lay = self.page_layout
 
@@ -76,18 +85,20 @@ class VerifyCostView(MeasurementPage):
         """Measure up to the setup's verify (k + 1 positions; a DFlash block of 16), at least the default 9."""
         self.positions.setValue(min(self.positions.maximum(), max(DEFAULT_POSITIONS, k + 1)))
 
-    def apply_theme(self, theme: dict) -> None:
+    def apply_theme(self, theme: ChartTheme) -> None:
         for c in (self.curve, self.cats, self.experts):
             c.apply_theme(theme)
 
-    def command(self, cfg) -> tuple[str, list[str]]:
+    def measurement(self, cfg: RunConfig) -> RooflineConfig:
+        """The setup's model, the curve up to the page's n, the headline verify at the setup's k (at most n - 1)."""
         n = self.positions.value()
-        return "roofline", [*model_args(cfg), "--positions", str(n), "-k", str(min(cfg.num_draft_tokens, n - 1))]
+        return RooflineConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
+                              positions=n, num_draft_tokens=min(cfg.num_draft_tokens, n - 1))
 
-    def set_roofline(self, roof: dict | None) -> None:
+    def set_roofline(self, roof: Roof | None) -> None:
         self._show(roof)
 
-    def draw(self, roof: dict | None) -> None:
+    def draw(self, roof: Roof | None) -> None:
         self.curve.set_data(verify_curve_data(roof))
         self.experts.set_data(expert_union_data(roof))
         ns = positions_available(roof)
@@ -96,23 +107,24 @@ class VerifyCostView(MeasurementPage):
         self.cat_n.clear()
         for n in ns:
             self.cat_n.addItem(str(n), n)
+        whole = whole_roofline(roof)  # the curve so far while it measures: no headline, floor or machine yet
         if ns:
-            verify = ((roof or {}).get("k") or 2) + 1  # the run's own verify (3 positions for k = 2, 16 for DFlash's 15)
+            verify = ((whole.get("k") if whole else None) or 2) + 1  # the run's own verify (3 positions for k = 2, 16 for DFlash's 15)
             want = cur if cur in ns else (verify if verify in ns else ns[-1])
             self.cat_n.setCurrentIndex(ns.index(want))
         self.cat_n.blockSignals(False)
         self._draw_blocks()
-        roof = roof or {}
-        self.headline.setText(roof.get("headline") or ("measuring…" if roof else IDLE_HEADLINE))
-        head = next((p for p in roof.get("curve") or [] if p.get("positions") == (roof.get("k") or 0) + 1), None)
-        floor = head.get("floor_ms") / roof["t_decode_ms"] if head and head.get("floor_ms") and roof.get("t_decode_ms") else None
-        self.t_ideal.set(fmt(roof.get("ideal_verify_multiple"), ".2f", " plain steps"),
+        self.headline.setText((whole.get("headline") if whole else None) or ("measuring…" if roof else self.idle_text(IDLE_HEADLINE, RUNNING)))
+        head = next((p for p in (whole.get("curve") or []) if p.get("positions") == (whole.get("k") or 0) + 1), None) if whole else None
+        floor = (head["floor_ms"] / whole["t_decode_ms"] if whole and head and head.get("floor_ms") and whole.get("t_decode_ms")
+                 else None)
+        self.t_ideal.set(fmt(whole.get("ideal_verify_multiple") if whole else None, ".2f", " plain steps"),
                          f"n = {head['positions']}, at the decode step's own efficiency; the roofline floor is "
                          f"{fmt(floor, '.2f')} steps" if head else "")
-        sp = roof.get("speedup_at_floor")
-        self.t_floor.set(fmt(sp, ".2f", "×"), roof.get("speedup_at_floor_note") or "the whole round at the floor, at the measured acceptance")
-        if roof.get("bandwidth_gbs") is not None:
-            self.t_machine.set(*machine_text(roof))
+        sp = whole.get("speedup_at_floor") if whole else None
+        self.t_floor.set(fmt(sp, ".2f", "×"), "the whole round at the floor, at the measured acceptance")
+        if whole and whole.get("bandwidth_gbs") is not None:
+            self.t_machine.set(*machine_text(whole))
         else:
             self.t_machine.set("—", "")
 

@@ -145,6 +145,34 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
             "(same temperature and top-p), or compare timings only."
         )
     accept_ok = same_regime
+    figures = _figures(sa, sb, names, accept_ok)
+    ratios, breakdown = _breakdown_figures(sa.get("breakdown"), sb.get("breakdown"), names)
+    da, db = _describe(a), _describe(b)
+    m = next((f for f in figures if f["key"] == "measured_speedup"), None)
+    winner = m if m and m["winner"] else next((f for f in figures if f["key"] == "t_verify_ms"), None)
+    return {
+        "schema": "specscope.compare",
+        "schema_version": 1,
+        "names": list(names),
+        "sessions": {names[0]: da, names[1]: db},
+        "same_regime": same_regime,
+        "acceptance_compared": accept_ok,
+        # correctness before speed: a session whose greedy output left plain decoding with a clear margin is wrong,
+        # and its speed is no win
+        "headline": correctness_line(sa, sb, names) + headline(winner, names),
+        "correct": {names[0]: not sa.get("engine_faults"), names[1]: not sb.get("engine_faults")},
+        # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
+        "why": _why(sa, sb, names, m, (a, b)) if accept_ok else None,
+        "figures": figures,
+        "ratios": ratios,
+        "breakdown": breakdown,
+        "acceptance_by_content_class": _by_content_class(sa, sb, names) if accept_ok else [],
+        "notes": _notes(sa, sb, da, db),
+    }
+
+
+def _figures(sa, sb, names, accept_ok: bool) -> list[ComparedFigure]:
+    """The headline figures side by side (``FIGURES``), those that need acceptance only in the same regime."""
     figures: list[ComparedFigure] = []
     for key, label, unit, better, needs_acc in FIGURES:
         if needs_acc and not accept_ok:
@@ -160,42 +188,53 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
                     row[which] = OUT_OF_REACH  # type: ignore[literal-required]
                     row.update({"delta": None, "relative": None, "winner": None, "by": None})
         figures.append(row)
+    return figures
 
+
+def _breakdown_figures(bda, bdb, names) -> tuple[list[ComparedFigure], list[ComparedFigure]]:
+    """Where both sessions have a breakdown: each block's verify/decode ratio, and each phase's block times and
+    figures (``BREAKDOWN_FIGURES``)."""
     ratios: list[ComparedFigure] = []
-    bda, bdb = sa.get("breakdown"), sb.get("breakdown")
     breakdown: list[ComparedFigure] = []
-    if bda and bdb:
-        cats = list(dict.fromkeys(list(bda["block_order"]) + list(bdb["block_order"])))
-        for c in cats + ["whole"]:
-            label = ((bdb.get("labels") or {}).get(c) or (bda.get("labels") or {}).get(c)
-                     or BLOCK_LABELS.get(c, "Whole graph" if c == "whole" else c))
-            ratios.append({"key": c, "label": label, "better": "lower",
-                           **_judge(bda["ratios"].get(c), bdb["ratios"].get(c), "lower", names)})
-        for side in ("decode", "verify"):
-            for c in cats:
-                label = (bda.get("labels") or {}).get(c) or BLOCK_LABELS.get(c, c)
-                breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
-                                  **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names,
-                                           _spread(bda[side], c), _spread(bdb[side], c))})
-            for key, label, unit, better in BREAKDOWN_FIGURES:
-                va, vb = _vouched(bda[side], key), _vouched(bdb[side], key)
-                judged = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names,
-                                (bda[side].get("spread") or {}).get(key), (bdb[side].get("spread") or {}).get(key))
-                judged["a"], judged["b"] = va, vb  # "below noise" is shown as such, and neither judged nor subtracted
-                breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
-                                  **judged})
-
-    by_content_class: list[ComparedFigure] = []
-    if accept_ok:
-        cats = sorted(set(sa["acceptance_by_content_class"]) | set(sb["acceptance_by_content_class"]))
+    if not (bda and bdb):
+        return ratios, breakdown
+    cats = list(dict.fromkeys(list(bda["block_order"]) + list(bdb["block_order"])))
+    for c in cats + ["whole"]:
+        label = ((bdb.get("labels") or {}).get(c) or (bda.get("labels") or {}).get(c)
+                 or BLOCK_LABELS.get(c, "Whole graph" if c == "whole" else c))
+        ratios.append({"key": c, "label": label, "better": "lower",
+                       **_judge(bda["ratios"].get(c), bdb["ratios"].get(c), "lower", names)})
+    for side in ("decode", "verify"):
         for c in cats:
-            ca, cb = sa["acceptance_by_content_class"].get(c) or {}, sb["acceptance_by_content_class"].get(c) or {}
-            by_content_class.append({"key": c, "label": c, "unit": "%", "better": "higher",
-                                **_judge(ca.get("p"), cb.get("p"), "higher", names, ca.get("p_ci95"), cb.get("p_ci95"))})
+            label = (bda.get("labels") or {}).get(c) or BLOCK_LABELS.get(c, c)
+            breakdown.append({"key": f"{side}.{c}", "label": f"{side}: {label}", "unit": "ms", "better": "lower",
+                              **_judge(bda[side]["blocks"].get(c), bdb[side]["blocks"].get(c), "lower", names,
+                                       _spread(bda[side], c), _spread(bdb[side], c))})
+        for key, label, unit, better in BREAKDOWN_FIGURES:
+            va, vb = _vouched(bda[side], key), _vouched(bdb[side], key)
+            judged = _judge(None if isinstance(va, str) else va, None if isinstance(vb, str) else vb, better, names,
+                            (bda[side].get("spread") or {}).get(key), (bdb[side].get("spread") or {}).get(key))
+            judged["a"], judged["b"] = va, vb  # "below noise" is shown as such, and neither judged nor subtracted
+            breakdown.append({"key": f"{side}.{key}", "label": f"{side}: {label}", "unit": unit, "better": better,
+                              **judged})
+    return ratios, breakdown
 
-    da, db = _describe(a), _describe(b)
+
+def _by_content_class(sa, sb, names) -> list[ComparedFigure]:
+    """Acceptance per content class, side by side (same regime only)."""
+    out: list[ComparedFigure] = []
+    for c in sorted(set(sa["acceptance_by_content_class"]) | set(sb["acceptance_by_content_class"])):
+        ca, cb = sa["acceptance_by_content_class"].get(c) or {}, sb["acceptance_by_content_class"].get(c) or {}
+        out.append({"key": c, "label": c, "unit": "%", "better": "higher",
+                    **_judge(ca.get("p"), cb.get("p"), "higher", names, ca.get("p_ci95"), cb.get("p_ci95"))})
+    return out
+
+
+def _notes(sa, sb, da, db) -> list[str]:
+    """What the reader must know before trusting a delta: different regimes, k, models, machines, drafters."""
     notes = []
-    if not same_regime:
+    accept_ok = sa["regime"] == sb["regime"]
+    if not accept_ok:
         notes.append(f"Timings only: the sessions were measured in different sampling regimes ({sa['regime']} vs {sb['regime']}); "
                      "acceptance and every figure that depends on it are left out on purpose.")
     if da["k"] != db["k"]:
@@ -216,32 +255,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
             notes.append("Synthetic demo model involved: timings real, text/acceptance not meaningful.")
     if (sa.get("low_sample") or sb.get("low_sample")) and accept_ok:
         notes.append(f"At least one session drafted fewer than {LOW_SAMPLE_DRAFTED} tokens: acceptance deltas are mostly noise.")
-
-    winner = None
-    m = next((f for f in figures if f["key"] == "measured_speedup"), None)
-    if m and m["winner"]:
-        winner = m
-    else:
-        winner = next((f for f in figures if f["key"] == "t_verify_ms"), None)
-    return {
-        "schema": "specscope.compare",
-        "schema_version": 1,
-        "names": list(names),
-        "sessions": {names[0]: da, names[1]: db},
-        "same_regime": same_regime,
-        "acceptance_compared": accept_ok,
-        # correctness before speed: a session whose greedy output left plain decoding with a clear margin is wrong,
-        # and its speed is no win
-        "headline": correctness_line(sa, sb, names) + headline(winner, names),
-        "correct": {names[0]: not sa.get("engine_faults"), names[1]: not sb.get("engine_faults")},
-        # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
-        "why": _why(sa, sb, names, m, (a, b)) if accept_ok else None,
-        "figures": figures,
-        "ratios": ratios,
-        "breakdown": breakdown,
-        "acceptance_by_content_class": by_content_class,
-        "notes": notes,
-    }
+    return notes
 
 
 def _why(sa, sb, names, measured_row, sessions) -> WhyFaster | None:

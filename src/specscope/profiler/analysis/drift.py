@@ -14,23 +14,24 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from specscope.profiler.analysis.records import ProbeDrift
+from specscope.profiler.session.records import ProbeReading
 from specscope.profiler.analysis.stats import median
 
 MIN_READINGS = 6  # fewer (a 1–2 case run): one slow reading would decide the verdict; too few to judge
 
 
-def judged(series: list[dict]) -> list[dict]:
+def judged(series: list[ProbeReading]) -> list[ProbeReading]:
     return [p for p in series or [] if p.get("when", "before") in ("before", "after")]
 
 
-def reading_noise(p: dict) -> float | None:
+def reading_noise(p: ProbeReading) -> float | None:
     reps = [x for x in p.get("reps_ms") or [] if isinstance(x, (int, float))]
     if len(reps) < 2 or not p.get("ms"):
         return None
     return (max(reps) - min(reps)) / p["ms"]
 
 
-def probe_drift(series: list[dict]) -> ProbeDrift | None:
+def probe_drift(series: list[ProbeReading]) -> ProbeDrift | None:
     """The drift verdict of a probe series, or None when the session has no probe readings."""
     if not series:
         return None

@@ -69,62 +69,9 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         raise ValueError("the curve needs n = 1 (the decode step)")
     t_dec = pts[1]["whole_ms"]
     base: dict[str, tuple[float | None, float]] = {}  # cat -> (ms at n=1, floor at n=1)
-    rows: list[RooflineRow] = []
-    for n in sorted(pts):
-        p, cost = pts[n], costs.get(n, {})
-        cats: dict[str, RooflineBlock] = {}
-        floor_sum = 0.0
-        for cat, c in cost.items():
-            fl, bound = floor_ms(c["weight_bytes"] + c["other_bytes"], c["flops"], bw, peak)
-            floor_sum += fl
-            ms = (p.get("blocks") or {}).get(cat)
-            if n == 1:
-                base[cat] = (ms, fl)
-            b_ms, b_fl = base.get(cat, (None, 0.0))
-            ideal = b_ms * fl / b_fl if b_ms is not None and b_fl > 0 else b_ms
-            entry: RooflineBlock = {
-                "ms": ms,
-                "ms_barrier_free": (p.get("skip_estimates") or {}).get(cat),
-                "weight_bytes": c["weight_bytes"],
-                "other_bytes": c["other_bytes"],
-                "flops": c["flops"],
-                "floor_ms": fl,
-                "bound": bound,
-                "efficiency": _ratio(fl, ms),
-                "distinct_experts": c.get("distinct_experts"),
-                **_expert_figures(c),
-                "ideal_ms": min(ideal, ms) if ideal is not None and ms is not None else ideal,
-            }
-            cats[cat] = entry
-        rows.append({
-            "positions": n,
-            "whole_ms": p["whole_ms"],
-            "whole_ms_min": p.get("whole_ms_min"),
-            "whole_ms_max": p.get("whole_ms_max"),
-            "multiple_of_decode": p["whole_ms"] / t_dec,
-            "n_times_decode_ms": n * t_dec,
-            "floor_ms": floor_sum,
-            "efficiency": _ratio(floor_sum, p["whole_ms"]),
-            "inter_block_ms": p.get("inter_block_ms"),
-            "by_block": cats,
-            # set below for every row, once the decode's floor is known (the placeholders keep the keys' order)
-            "ideal_ms": None,
-            "ideal_multiple": None,
-            "floor_multiple": None,
-        })
-    measured_cats = all(e["ms"] is not None for e in rows[0]["by_block"].values()) and rows[0]["by_block"]
-    floor1 = rows[0]["floor_ms"]
-    for r in rows:
-        if measured_cats:
-            # a block timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
-            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - ms1)
-                                                          for c, e in r["by_block"].items()
-                                                          if e["ideal_ms"] is not None
-                                                          and (ms1 := base.get(c, (None, 0.0))[0]) is not None))
-        else:  # no per-block times: the whole decode grown as the whole floor grows
-            r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
-        r["ideal_multiple"] = _ratio(r["ideal_ms"], t_dec)
-        r["floor_multiple"] = _ratio(r["floor_ms"], floor1)
+    rows = [_curve_row(n, pts[n], costs.get(n, {}), t_dec, base, bw, peak) for n in sorted(pts)]
+    measured_cats = bool(all(e["ms"] is not None for e in rows[0]["by_block"].values()) and rows[0]["by_block"])
+    _set_ideals(rows, base, t_dec, measured_cats)
 
     n_head = min(k + 1, max(pts))
     head = next(r for r in rows if r["positions"] == n_head)
@@ -153,25 +100,94 @@ def build_roofline(curve: Mapping[str, Any], costs: Mapping[int, Mapping[str, Ma
         "headline": "",  # set below, from the rest (the placeholders keep the keys' order)
         "notes": [],
     }
-    if division and division.get("tokens_per_round") and division.get("t_draft_ms") is None:
-        # acceptance without a draft time: no speedup is printed (taking T_draft as 0 would print a bound as a figure)
-        out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
-                           "t_verify_ideal_ms": head["ideal_ms"], "speedup_now": None, "speedup_at_floor": None}
-    elif division and division.get("tokens_per_round"):
-        # the whole round (round_model): rollback and bookkeeping where the short run timed them, named where not
-        now = RoundModel(float(division["tokens_per_round"]), t_dec, head["whole_ms"], float(division["t_draft_ms"]),
-                         division.get("t_rollback_ms"), division.get("t_bookkeeping_ms"))
-        at_floor = now.what_if(t_verify_ms=head["ideal_ms"]) if head["ideal_ms"] else None
-        out["speedup_now"] = now.speedup
-        out["speedup_at_floor"] = at_floor.speedup if at_floor else None
-        out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
-                           "t_verify_ideal_ms": head["ideal_ms"],
-                           "break_even_verify_ms": now.break_even_verify_ms if now.break_even_verify_ms > 0 else None,
-                           "formula": now.formula, "division_now": now.division,
-                           "speedup_now": out["speedup_now"], "speedup_at_floor": out["speedup_at_floor"]}
+    if division and division.get("tokens_per_round"):
+        _set_division(out, division, head, t_dec)
     out["headline"] = headline(out)
     out["notes"] = _notes(out)
     return out
+
+
+def _curve_row(n: int, p: Mapping[str, Any], cost: Mapping[str, Mapping[str, Any]], t_dec: float,
+               base: dict[str, tuple[float | None, float]], bw: float, peak: float) -> RooflineRow:
+    """The curve at n positions: each block's time beside its floor, the whole forward's. ``base`` (block -> its time
+    and floor at n = 1) is filled in at n = 1, which comes first; the ideals are set later (``_set_ideals``)."""
+    cats: dict[str, RooflineBlock] = {}
+    floor_sum = 0.0
+    for cat, c in cost.items():
+        fl, bound = floor_ms(c["weight_bytes"] + c["other_bytes"], c["flops"], bw, peak)
+        floor_sum += fl
+        ms = (p.get("blocks") or {}).get(cat)
+        if n == 1:
+            base[cat] = (ms, fl)
+        b_ms, b_fl = base.get(cat, (None, 0.0))
+        ideal = b_ms * fl / b_fl if b_ms is not None and b_fl > 0 else b_ms
+        cats[cat] = {
+            "ms": ms,
+            "ms_barrier_free": (p.get("skip_estimates") or {}).get(cat),
+            "weight_bytes": c["weight_bytes"],
+            "other_bytes": c["other_bytes"],
+            "flops": c["flops"],
+            "floor_ms": fl,
+            "bound": bound,
+            "efficiency": _ratio(fl, ms),
+            "distinct_experts": c.get("distinct_experts"),
+            **_expert_figures(c),
+            "ideal_ms": min(ideal, ms) if ideal is not None and ms is not None else ideal,
+        }
+    return {
+        "positions": n,
+        "whole_ms": p["whole_ms"],
+        "whole_ms_min": p.get("whole_ms_min"),
+        "whole_ms_max": p.get("whole_ms_max"),
+        "multiple_of_decode": p["whole_ms"] / t_dec,
+        "n_times_decode_ms": n * t_dec,
+        "floor_ms": floor_sum,
+        "efficiency": _ratio(floor_sum, p["whole_ms"]),
+        "inter_block_ms": p.get("inter_block_ms"),
+        "by_block": cats,
+        # set by _set_ideals for every row, once the decode's floor is known (the placeholders keep the keys' order)
+        "ideal_ms": None,
+        "ideal_multiple": None,
+        "floor_multiple": None,
+    }
+
+
+def _set_ideals(rows: list[RooflineRow], base: dict[str, tuple[float | None, float]], t_dec: float,
+                measured_cats: bool) -> None:
+    """Each row's ideal: the decode grown block by block as each block's floor grows (the whole decode as the whole
+    floor grows where blocks were not timed), never above what was measured."""
+    floor1 = rows[0]["floor_ms"]
+    for r in rows:
+        if measured_cats:
+            # a block timed cheaper at n than at 1 is noise, not negative growth: it adds nothing to the ideal
+            r["ideal_ms"] = min(r["whole_ms"], t_dec + sum(max(0.0, e["ideal_ms"] - ms1)
+                                                          for c, e in r["by_block"].items()
+                                                          if e["ideal_ms"] is not None
+                                                          and (ms1 := base.get(c, (None, 0.0))[0]) is not None))
+        else:  # no per-block times: the whole decode grown as the whole floor grows
+            r["ideal_ms"] = min(r["whole_ms"], t_dec * r["floor_ms"] / floor1) if floor1 else None
+        r["ideal_multiple"] = _ratio(r["ideal_ms"], t_dec)
+        r["floor_multiple"] = _ratio(r["floor_ms"], floor1)
+
+
+def _set_division(out: Roofline, division: dict, head: RooflineRow, t_dec: float) -> None:
+    """The division at the headline k, now and with the verify at its floor (``division`` has tokens per round)."""
+    if division.get("t_draft_ms") is None:
+        # acceptance without a draft time: no speedup is printed (taking T_draft as 0 would print a bound as a figure)
+        out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
+                           "t_verify_ideal_ms": head["ideal_ms"], "speedup_now": None, "speedup_at_floor": None}
+        return
+    # the whole round (round_model): rollback and bookkeeping where the short run timed them, named where not
+    now = RoundModel(float(division["tokens_per_round"]), t_dec, head["whole_ms"], float(division["t_draft_ms"]),
+                     division.get("t_rollback_ms"), division.get("t_bookkeeping_ms"))
+    at_floor = now.what_if(t_verify_ms=head["ideal_ms"]) if head["ideal_ms"] else None
+    out["speedup_now"] = now.speedup
+    out["speedup_at_floor"] = at_floor.speedup if at_floor else None
+    out["division"] = {**division, "t_decode_ms": t_dec, "t_verify_ms": head["whole_ms"],
+                       "t_verify_ideal_ms": head["ideal_ms"],
+                       "break_even_verify_ms": now.break_even_verify_ms if now.break_even_verify_ms > 0 else None,
+                       "formula": now.formula, "division_now": now.division,
+                       "speedup_now": out["speedup_now"], "speedup_at_floor": out["speedup_at_floor"]}
 
 
 def _expert_figures(cost: Mapping[str, Any]) -> BlockExperts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from specscope.profiler.session.session import Session
-from specscope.profiler.analysis.records import SessionFigures
+from specscope.profiler.analysis.records import SessionFigures, SessionFile
 from specscope.profiler.analysis.summary import session_case_stats, summarize
 from specscope.profiler.analysis.sweep import sweep_figures
 
@@ -28,7 +28,7 @@ def figures(session: Session, live=None) -> SessionFigures:
     return out
 
 
-def session_dict(session: Session) -> dict:  # dict: the session file's whole JSON, data and figures
+def session_dict(session: Session) -> SessionFile:
     """The file's content as a dict: the data (a copy) and its figures."""
     return {**session.to_dict(), **figures(session)}
 

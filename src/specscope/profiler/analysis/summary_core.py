@@ -141,48 +141,24 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
     several = sum(1 for x in reps["speedup"] if x is not None) > 1
-    # pooled rates (tokens over time, every repeat of every case), the one measured estimand; with several repeats each
-    # repeat's own rate is shown beside it as the spread
-    plain_tok_s = pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
-    spec_tok_s = pooled_tok_s([(n, s["spec_tok_s"]) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
-    instr_tok_s = pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for (c, s), n in zip(per_case, spec_emitted)
-                                 if c["spec"]["rounds"]])
+    plain_tok_s, spec_tok_s, instr_tok_s, judged_tok_s, judged_tokens = _pooled_rates(per_case, spec_emitted)
     t_decode = 1000.0 / plain_tok_s if plain_tok_s else None
     measured = spec_tok_s / plain_tok_s if spec_tok_s and plain_tok_s else None
-    # what the prediction is judged against: the full rounds (rounds.judged_rounds), pooled alike
-    judged_tok_s = pooled_tok_s([(s.get("judged_tokens") or n, s.get("judged_tok_s", s["spec_tok_s"]))
-                                 for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]])
     judged = judged_tok_s / plain_tok_s if judged_tok_s and plain_tok_s else None
-    judged_tokens = sum((s.get("judged_tokens") or 0) for c, s in per_case if c["spec"]["rounds"])
     tail_tokens = max(0, noise["rate_tokens"] - judged_tokens) if judged_tokens else 0
     acc, by_content_class = _acceptance_by_unit(per_case, acc, by_content_class, k)
     # The ledger: the division with T_verify and T_draft from the run's own instrumented rounds. Its agreement with the
     # measurement checks the accounting (rounds = draft + verify + rollback + bookkeeping); it is not a forecast.
-    ledger: RoundModel | None = None
-    if t_decode and t_verify is not None and t_draft is not None and acc["rounds"]:
-        ledger = RoundModel(acc["tokens_per_round"], t_decode, t_verify, t_draft)
-    # the ledger's residual over the judged (full) rounds, the rounds its parts were timed in
-    round_ms_list, round_tokens = noise.get("judged_ms") or noise["rate_ms"], noise.get("judged_tokens") or noise["rate_tokens"]
-    measured_round_ms = stats.mean(round_ms_list)
-    measured_round_tokens = round_tokens / len(round_ms_list) if round_ms_list else None
+    ledger = RoundModel(acc["tokens_per_round"], t_decode, t_verify, t_draft) \
+        if t_decode and t_verify is not None and t_draft is not None and acc["rounds"] else None
     # The prediction: components timed apart from the rounds (profiler.analysis.prediction.genuine_prediction).
     pred = prediction.genuine_prediction(session, [c for c, _ in per_case], acc, noise["hist"], t_decode, spec_tok_s,
                                          judged)
     # the model whose terms the summary prints: the prediction's, else the ledger's (labelled by division_inputs)
     model: RoundModel | None = pred["model"] if pred.get("available") else ledger
     matches = [s["match"] for _, s in per_case if s["match"] is not None]
-    match_rate = (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None
-    greedy = session.regime == "greedy"
-    divergences = [{"case": c["id"], **s["divergence"]} for c, s in per_case if greedy and s["divergence"]]
-    # Sessions from before the divergence check: a finished greedy case whose outputs differ, with no margin.
-    unchecked = [{"case": c["id"], "position": s["match"]["first_divergence"]} for c, s in per_case
-                 if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
-    block_pred = None
-    if model and bd and bd["decode"]["block_sum_ms"]:
-        # the wrong ruler on purpose: the block sum as T_decode, the same round (what the two rulers' gap does)
-        block_pred = model.what_if(t_decode_ms=bd["decode"]["block_sum_ms"]).speedup
+    divergences, unchecked = _divergences(session, per_case)
     verdict: Verdict = pred["verdict"] if pred.get("verdict") else {"state": None, "text": pred.get("why", "no prediction")}
-    ledger_parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
     cis = _figure_intervals(per_case, reps if several else None, noise, pred, model, measured,
                             {"plain": plain_tok_s, "spec": spec_tok_s})
     return {
@@ -236,8 +212,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "predicted_speedup_with_rollback": pred.get("speedup_with_rollback"),
         "prediction_error_with_rollback": pred.get("error_with_rollback"),
         "rollback_share": pred.get("rollback_share"),
-        "prediction_components": {k2: pred.get(k2) for k2 in ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "t_bookkeeping_ms", "samples",
-                                                               "cases_timed")} if pred.get("available") else None,
+        "prediction_components": {k2: pred.get(k2) for k2 in PREDICTION_COMPONENTS} if pred.get("available") else None,
         "measured_speedup": measured,
         # the full rounds the prediction is judged against, and the measured tokens of the shorter last rounds left
         # out of that (rounds.judged_rounds); equal to measured_speedup when every round drafted k
@@ -259,9 +234,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "ledger_t_verify_ms": t_verify,
         "ledger_t_draft_ms": t_draft,
         "ledger_t_rollback_ms": t_rollback,
-        # measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest
-        "ledger_residual": (1.0 - ledger_parts * (measured_round_tokens / acc["tokens_per_round"]) / measured_round_ms)
-        if ledger_parts and measured_round_ms and measured_round_tokens and acc["tokens_per_round"] else None,
+        "ledger_residual": _ledger_residual(t_verify, t_draft, t_rollback, acc["tokens_per_round"], noise),
         # the whole round's break-even (E·T_decode less every other timed term); None where it is out of reach
         "break_even_verify_ms": model.break_even_verify_ms if model and model.break_even_verify_ms > 0 else None,
         "break_even_out_of_reach": bool(model and model.break_even_verify_ms <= 0),
@@ -269,8 +242,10 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "break_even_formula": model.break_even_formula if model else None,
         "prediction_formula": model.formula if model else None,
         "verify_multiple": model.verify_multiple if model else None,
-        "block_sum_predicted_speedup": block_pred,
-        "match_rate": match_rate,
+        # the wrong ruler on purpose: the block sum as T_decode, the same round (what the two rulers' gap does)
+        "block_sum_predicted_speedup": model.what_if(t_decode_ms=bd["decode"]["block_sum_ms"]).speedup
+        if model and bd and bd["decode"]["block_sum_ms"] else None,
+        "match_rate": (sum(m["match_rate"] for m in matches) / len(matches)) if matches else None,
         "all_match": bool(matches) and all(m["equal"] for m in matches),
         "divergences": divergences,
         "engine_faults": [d for d in divergences if d["verdict"] == ENGINE_FAULT],
@@ -279,6 +254,44 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "probe": probe_drift(session.data.get("probe") or []),
         "energy": energy(session, {c["id"] for c, _ in per_case}),
     }
+
+
+PREDICTION_COMPONENTS = ("t_verify_ms", "t_draft_ms", "t_rollback_ms", "t_bookkeeping_ms", "samples", "cases_timed")
+
+
+def _pooled_rates(per_case, spec_emitted) -> tuple[float | None, float | None, float | None, float | None, int]:
+    """Pooled rates (tokens over time, every repeat of every case), the one measured estimand: plain, speculative,
+    the instrumented rounds', and the full rounds' the prediction is judged against (rounds.judged_rounds), with the
+    judged tokens."""
+    spec = [(c, s, n) for (c, s), n in zip(per_case, spec_emitted) if c["spec"]["rounds"]]
+    plain_tok_s = pooled_tok_s([(len(c["plain"]["step_ms"]), s["plain_tok_s"]) for c, s in per_case])
+    spec_tok_s = pooled_tok_s([(n, s["spec_tok_s"]) for c, s, n in spec])
+    instr_tok_s = pooled_tok_s([(n, s.get("spec_instrumented_tok_s")) for c, s, n in spec])
+    judged_tok_s = pooled_tok_s([(s.get("judged_tokens") or n, s.get("judged_tok_s", s["spec_tok_s"])) for c, s, n in spec])
+    judged_tokens = sum((s.get("judged_tokens") or 0) for c, s in per_case if c["spec"]["rounds"])
+    return plain_tok_s, spec_tok_s, instr_tok_s, judged_tok_s, judged_tokens
+
+
+def _divergences(session, per_case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Greedy cases whose outputs diverged (with the check's verdict), and those from sessions before the divergence
+    check: a finished greedy case whose outputs differ, with no margin."""
+    greedy = session.regime == "greedy"
+    divergences = [{"case": c["id"], **s["divergence"]} for c, s in per_case if greedy and s["divergence"]]
+    unchecked = [{"case": c["id"], "position": s["match"]["first_divergence"]} for c, s in per_case
+                 if greedy and c.get("complete") and s["match"] and not s["match"]["equal"] and not s["divergence"]]
+    return divergences, unchecked
+
+
+def _ledger_residual(t_verify, t_draft, t_rollback, tokens_per_round, noise) -> float | None:
+    """Measured round (per token) = draft + verify + rollback (timed in the ledger's rounds) + bookkeeping: the rest,
+    over the judged (full) rounds, the rounds its parts were timed in."""
+    parts = (t_verify + t_draft + (t_rollback or 0.0)) if t_verify is not None and t_draft is not None else None
+    round_ms_list, round_tokens = noise.get("judged_ms") or noise["rate_ms"], noise.get("judged_tokens") or noise["rate_tokens"]
+    round_ms = stats.mean(round_ms_list)
+    round_tokens_each = round_tokens / len(round_ms_list) if round_ms_list else None
+    if not (parts and round_ms and round_tokens_each and tokens_per_round):
+        return None
+    return 1.0 - parts * (round_tokens_each / tokens_per_round) / round_ms
 
 
 def energy(session, case_ids: set) -> dict | None:  # dict: mode -> its sensor means (Summary.energy, JSON)

@@ -93,6 +93,18 @@ def _thermal(session: Session) -> str:
 
 def format_summary(session: Session) -> str:
     s = summarize(session)
+    lines = _header_lines(session, s) + _figure_lines(session, s) + _output_check_lines(s)
+    lines += protocol_lines(session, s)
+    if s["acceptance_by_content_class"]:
+        lines.append("  by content        " + "   ".join(
+            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
+            for cat, a in s["acceptance_by_content_class"].items()))
+    lines += _breakdown_lines(s)
+    return "\n".join(lines)
+
+
+def _header_lines(session: Session, s: Summary) -> list[str]:
+    """Which model, on what, with which drafter and engine; the demo's and the cast's caveats."""
     cfg = session.config
     env = session.data.get("environment", {})
     model = session.data.get("model", {})
@@ -115,9 +127,16 @@ def format_summary(session: Session) -> str:
     comp = cfg.get("compatibility") or {}
     if comp.get("class") and comp["class"] != "supported":
         lines.append(f"compatibility: {comp['class']} — " + "; ".join(comp.get("reasons") or []))
+    return lines
+
+
+def _figure_lines(session: Session, s: Summary) -> list[str]:
+    """The verdict (an engine fault fenced), then the speeds, the division's terms, acceptance, the speedup and the
+    prediction, break-even and the ledger."""
+    cfg = session.config
     bar = ["!" * 80] if engine_fault_line(s) else []  # an engine fault leads the verdict, fenced
     drift = drift_warning(s.get("probe"))
-    lines += [
+    return [
         "",
         *bar,
         verdict(s),
@@ -151,6 +170,11 @@ def format_summary(session: Session) -> str:
                 "not time its rounds' parts)"] if engine_line(cfg) else []),
         *([f"  verify curve      {prediction_text(for_session(session, s))}"] if session.data.get("roofline") else []),
     ]
+
+
+def _output_check_lines(s: Summary) -> list[str]:
+    """Greedy: how many tokens equal plain decoding, and any divergence; sampled: what is checked instead."""
+    lines = []
     if s["regime"] == "greedy":
         lines.append(f"  greedy match      {fmt(None if s['match_rate'] is None else s['match_rate'] * 100, '.1f', '%')} of tokens equal to plain")
         note = divergence_note(s)
@@ -158,45 +182,47 @@ def format_summary(session: Session) -> str:
             lines.append(f"  divergence        {note}")
     else:  # sampled outputs differ from plain by design: no match rate, say what is checked instead
         lines.append(f"  output check      {SAMPLED_NOTE}")
-    lines += protocol_lines(session, s)
-    if s["acceptance_by_content_class"]:
-        lines.append("  by content        " + "   ".join(
-            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
-            for cat, a in s["acceptance_by_content_class"].items()))
+    return lines
+
+
+def _breakdown_lines(s: Summary) -> list[str]:
+    """Where time goes, block by block, decode beside verify (when the run measured a breakdown)."""
+    lines: list[str] = []
     bd = s.get("breakdown")
-    if bd:
-        dec, ver = bd["decode"], bd["verify"]
-        sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
-        lines += ["", "  where time goes (median over cases; ms, [spread over reps])",
-                  f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
-        for c in bd["block_order"]:
+    if not bd:
+        return lines
+    dec, ver = bd["decode"], bd["verify"]
+    sd, sv = dec.get("spread") or {}, ver.get("spread") or {}
+    lines += ["", "  where time goes (median over cases; ms, [spread over reps])",
+              f"    {'':<40} {'decode (1 pos)':>22} {'verify (' + str(ver['positions']) + ' pos)':>22}   ratio"]
+    for c in bd["block_order"]:
+        label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
+        r = bd["ratios"].get(c)
+        lines.append(f"    {label:<40} {_cell(dec['blocks'][c], (sd.get('blocks') or {}).get(c))} "
+                     f"{_cell(ver['blocks'][c], (sv.get('blocks') or {}).get(c))}   {fmt(r, '.2f', '×'):>6}")
+    lines.append(f"    {'sum of blocks (barriers)':<40} {_cell(dec['block_sum_ms'], sd.get('block_sum_ms'))} "
+                 f"{_cell(ver['block_sum_ms'], sv.get('block_sum_ms'))}")
+    lines.append(f"    {'whole graph (no barriers)':<40} {_cell(dec['whole_ms'], sd.get('whole_ms'))} "
+                 f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
+    lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
+                 f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
+    # None where the whole graph timed 0 ms (aggregate_breakdown): a dash, not a crash
+    lines.append(f"    {'barrier distortion (instrumented/whole)':<40} "
+                 f"{fmt(scaled(dec['barrier_distortion'], 100), '.1f', '%'):>22} "
+                 f"{fmt(scaled(ver['barrier_distortion'], 100), '.1f', '%'):>22}")
+    if dec["skip_estimates"]:
+        lines.append("    without barriers (whole graph minus the graph with one block skipped):")
+        for c in dec["skip_estimates"]:
             label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
-            r = bd["ratios"].get(c)
-            lines.append(f"    {label:<40} {_cell(dec['blocks'][c], (sd.get('blocks') or {}).get(c))} "
-                         f"{_cell(ver['blocks'][c], (sv.get('blocks') or {}).get(c))}   {fmt(r, '.2f', '×'):>6}")
-        lines.append(f"    {'sum of blocks (barriers)':<40} {_cell(dec['block_sum_ms'], sd.get('block_sum_ms'))} "
-                     f"{_cell(ver['block_sum_ms'], sv.get('block_sum_ms'))}")
-        lines.append(f"    {'whole graph (no barriers)':<40} {_cell(dec['whole_ms'], sd.get('whole_ms'))} "
-                     f"{_cell(ver['whole_ms'], sv.get('whole_ms'))}   {fmt(bd['ratios'].get('whole'), '.2f', '×'):>6}")
-        lines.append(f"    {'inter-block overhead (whole − blocks)':<40} {_cell(dec['inter_block_ms'], sd.get('inter_block_ms'), True)} "
-                     f"{_cell(ver['inter_block_ms'], sv.get('inter_block_ms'), True)}")
-        # None where the whole graph timed 0 ms (aggregate_breakdown): a dash, not a crash
-        lines.append(f"    {'barrier distortion (instrumented/whole)':<40} "
-                     f"{fmt(scaled(dec['barrier_distortion'], 100), '.1f', '%'):>22} "
-                     f"{fmt(scaled(ver['barrier_distortion'], 100), '.1f', '%'):>22}")
-        if dec["skip_estimates"]:
-            lines.append("    without barriers (whole graph minus the graph with one block skipped):")
-            for c in dec["skip_estimates"]:
-                label = bd["labels"].get(c) or BLOCK_LABELS.get(c, c)
-                lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
-                             f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
-        lines += rank_lines(bd)
-        if s.get("block_sum_predicted_speedup") is not None:
-            whole, what = ((s["predicted_speedup"], "the prediction") if s.get("predicted_speedup") is not None
-                           else (s.get("ledger_speedup"), "the ledger (the run's own rounds, not a prediction)"))
-            lines.append(f"    a block-sum T_decode would give {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs "
-                         f"{fmt(whole, '.3f', '×')} from whole-graph times ({what})")
-    return "\n".join(lines)
+            lines.append(f"      {'skipped: ' + label:<38} {_cell(dec['skip_estimates'].get(c), (sd.get('skip_estimates') or {}).get(c), True)} "
+                         f"{_cell(ver['skip_estimates'].get(c), (sv.get('skip_estimates') or {}).get(c), True)}")
+    lines += rank_lines(bd)
+    if s.get("block_sum_predicted_speedup") is not None:
+        whole, what = ((s["predicted_speedup"], "the prediction") if s.get("predicted_speedup") is not None
+                       else (s.get("ledger_speedup"), "the ledger (the run's own rounds, not a prediction)"))
+        lines.append(f"    a block-sum T_decode would give {s['block_sum_predicted_speedup']:.3f}× (wrong ruler) vs "
+                     f"{fmt(whole, '.3f', '×')} from whole-graph times ({what})")
+    return lines
 
 
 def _ms(x) -> str:

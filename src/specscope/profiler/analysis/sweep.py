@@ -16,12 +16,14 @@ measurements, as for a run.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.records import SweepPointFigures
 from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.summary import summarize
+from specscope.profiler.session.records import ContextFacts
+from specscope.profiler.session.session import Session
 
 
 
@@ -42,7 +44,7 @@ def _share(part: Mapping[str, Any] | None, cat: str) -> float | None:
     return v / total if isinstance(v, (int, float)) and total > 0 else None
 
 
-def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
+def kv_bytes_per_step(model: Mapping[str, Any] | None, context: int) -> float | None:
     """Bytes the full-attention layers read per decode step for the context's positions: the model's KV bytes per
     token (``inspect_model.describe``: 2 x kv_heads x head_dim x dtype bytes per full-attention layer; a Gated
     DeltaNet state does not grow) x the context."""
@@ -50,7 +52,8 @@ def kv_bytes_per_step(model: dict | None, context: int) -> float | None:
     return None if not per else float(per) * context
 
 
-def point_figures(sub, context: int, facts: dict | None = None, model: dict | None = None) -> SweepPointFigures:
+def point_figures(sub: Session, context: int, facts: ContextFacts | None = None,
+                  model: Mapping[str, Any] | None = None) -> SweepPointFigures:
     """One sweep point's figures from its own session (``sub``: a ``Session``) and its context facts."""
     sm = summarize(sub)
     bd = sm.get("breakdown")
@@ -58,7 +61,6 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
     t_decode = sm.get("t_decode_ms")
     t_verify = sm.get("t_verify_ms")
     ratio = t_verify / t_decode if t_verify and t_decode else None
-    facts = facts or {}
     return {
         "context": context,
         "cases": sm.get("cases_measured"),
@@ -80,7 +82,7 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "blocks_decode": dec["blocks"] if dec else None,
         "blocks_verify": ver["blocks"] if ver else None,
         "kv_bytes_per_step": kv_bytes_per_step(model, context),
-        "cache_bytes": facts.get("kv_bytes") if context else 0,  # the stored context's caches, Gated DeltaNet state included
+        "cache_bytes": (facts.get("kv_bytes") if facts else None) if context else 0,  # the stored context's caches, Gated DeltaNet state included
         "p": sm.get("p"),
         "p_ci95": sm.get("p_ci95"),
         "tokens_per_round": sm.get("tokens_per_round"),
@@ -91,18 +93,18 @@ def point_figures(sub, context: int, facts: dict | None = None, model: dict | No
         "break_even_verify_ms": sm.get("break_even_verify_ms"),
         "break_even_multiple": sm.get("break_even_multiple"),
         "break_even_out_of_reach": sm.get("break_even_out_of_reach"),
-        "prefill_ms": facts.get("prefill_ms"),
-        "prefill_tok_s": facts.get("prefill_tok_s"),
-        "draft_prefill_ms": facts.get("draft_prefill_ms"),
+        "prefill_ms": facts.get("prefill_ms") if facts else None,
+        "prefill_tok_s": facts.get("prefill_tok_s") if facts else None,
+        "draft_prefill_ms": facts.get("draft_prefill_ms") if facts else None,
         "low_sample": sm.get("low_sample"),
     }
 
 
-def sweep_figures(session) -> list[dict]:
+def sweep_figures(session: Session) -> list[SweepPointFigures]:
     """Every complete point of a session's sweep, smallest context first (each point's own session is read as the
     sweep's, of the same class; ``session_file`` writes these figures beside the session)."""
     sw = session.data.get("sweep") or {}
-    out = []
+    out: list[SweepPointFigures] = []
     for pt in sorted(sw.get("points", []), key=lambda p: p["context"]):
         if not pt.get("complete"):  # a point is shown once all its visits are in
             continue
@@ -122,18 +124,18 @@ def _size(n: int) -> str:
     return f"{n // 1024}k" if n and n % 1024 == 0 else str(n)
 
 
-def format_sweep(rows: list[dict], session=None) -> str:
+def format_sweep(rows: list[SweepPointFigures], session=None) -> str:
     """The sweep as a table (tok/s, T_verify/T_decode, full attention's share, acceptance, E, predicted vs
     measured, break-even, the context's own prefill), and what changed from the smallest to the largest context."""
     head = ("context", "plain tok/s", "spec tok/s", "T_dec ms", "T_ver/T_dec", "T_draft ms", "full-attn dec/ver",
             "p [95%]", "E", "pred ×", "meas × [95%]", "break-even", "prefill")
     lines = []
     for r in rows:
-        ci = r.get("p_ci95") or [None, None]
-        mci = r.get("measured_speedup_ci95") or [None, None]
+        ci: Sequence[float | None] = r.get("p_ci95") or [None, None]
+        mci: Sequence[float | None] = r.get("measured_speedup_ci95") or [None, None]
         fa = f"{_f(r['full_attention_share_decode'] and 100 * r['full_attention_share_decode'], '.0f')}%/" \
              f"{_f(r['full_attention_share_verify'] and 100 * r['full_attention_share_verify'], '.0f')}%"
-        pre = "—" if not r["context"] else f"{_f(r.get('prefill_ms') and r['prefill_ms'] / 1000, '.1f')} s"
+        pre = "—" if not r["context"] else f"{_f((ms := r.get('prefill_ms')) and ms / 1000, '.1f')} s"
         lines.append((_size(r["context"]), _f(r["plain_tok_s"], ".2f"), _f(r["spec_tok_s"], ".2f"), _f(r["t_decode_ms"], ".1f"),
                       _f(r["verify_multiple"], ".2f"), draft_time_text(r["t_draft_ms"], spec=".1f"), fa,
                       f"{_f(r['p'], '.2f')} [{_f(ci[0], '.2f')}–{_f(ci[1], '.2f')}]", _f(r["tokens_per_round"], ".2f"),
@@ -148,7 +150,7 @@ def format_sweep(rows: list[dict], session=None) -> str:
     return "\n".join(out)
 
 
-def dominant_effect(rows: list[dict]) -> str:
+def dominant_effect(rows: list[SweepPointFigures]) -> str:
     """Which effect moves the predicted speedup most from the smallest to the largest context: the verify cost
     (T_verify / T_decode), the acceptance (E), or the rest of the round (draft, rollback and bookkeeping over T_decode).
     From the round model: speedup = E / (T_verify/T_decode + rest/T_decode), so each term's change is read as a
@@ -179,7 +181,7 @@ def dominant_effect(rows: list[dict]) -> str:
             f"effect on the predicted speedup — {parts}; dominant: {top}.")
 
 
-def _model(r: dict) -> tuple[dict, RoundModel] | None:
+def _model(r: SweepPointFigures) -> tuple[SweepPointFigures, RoundModel] | None:
     """A sweep point's round model (``RoundModel.from_summary`` on its figures), with the point."""
     m = RoundModel.from_summary(r)
     return (r, m) if m is not None and m.t_decode_ms > 0 and m.tokens_per_round > 0 else None
@@ -198,7 +200,7 @@ def point_break_even_text(r: Mapping[str, Any], unit: str = "× T_dec.") -> str:
     return f"≤ {r['break_even_multiple']:.2f}{unit}" if r.get("break_even_multiple") is not None else "—"
 
 
-def draft_is_noise(r: dict) -> bool:
+def draft_is_noise(r: Mapping[str, Any]) -> bool:
     """T_draft below zero: an in-round draft time is a round less the verify timed before it, so noise (or a verify
     timed apart that ran slower than inside the round) can make it negative. Shown as it is, marked as noise."""
     v = r.get("t_draft_ms")
@@ -216,7 +218,7 @@ def sweep_status(session) -> str:
     return text if done >= len(contexts) else f"{text} ({done}/{len(contexts)} contexts in)"
 
 
-def sweep_verdict(rows: list[dict], where: str = "on the Context page") -> str:
+def sweep_verdict(rows: list[SweepPointFigures], where: str = "on the Context page") -> str:
     """The headline of a sweep: there is no single verdict, there is one per context. Says where speculation wins or
     loses (measured), from the smallest to the largest context."""
     if not rows:

@@ -1,4 +1,5 @@
-"""``specscope tune``: which k, with which drafter, wins on this machine? Pure Python over an engine seam.
+"""``specscope tune``: which k, with which drafter, wins on this machine? The figures, as functions of what was
+measured (``TuneMeasured``); ``profiler.run.tune_run.run_tune`` runs the engine seam in this order and fills it in.
 
 1. Plain decoding of each prompt gives T_decode (and the tokens the oracle drafts from).
 2. The verify curve: whole-graph verify forwards over n = 1..K+1 positions at mid-run context,
@@ -28,7 +29,7 @@
    unpaired interval then, and the output says why).
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
-The seam (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
+The seam ``run_tune`` drives (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
 ``plain(prompt, n)``, ``speculative(drafter, prompt, plain_tokens, k, n, round_kinds, seed=0)``,
 ``verify_samples(context, tokens, positions, reps, ns=None)`` and ``trace(drafter, prompt, plain_tokens,
 k_max, seed=0)``; tests may pass any object that does.
@@ -37,308 +38,241 @@ k_max, seed=0)``; tests may pass any object that does.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypedDict
 
 from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
-from specscope.errors import SpecscopeError
-
 from specscope.profiler.analysis import stats, trace_check, trace_walk
 from specscope.profiler.analysis.records import TraceFacts, TuneDrafter, TuneResult, TuneRow
 from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
                                                       precise, rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
-                                                       UNCHAINED_NOTE, TermsBelowNoise,
-                                                      per_position, predict)
-from specscope.profiler.analysis.tune_recommend import confirm_set, recommendation
-from specscope.profiler.session.trace_record import check as check_trace
+                                                      UNCHAINED_NOTE, per_position, predict)
+from specscope.profiler.analysis.tune_recommend import confirm_set, recommendation  # noqa: F401 (confirm_set: tune's API, the tests take it from here)
 
 LABELS = DRAFTER_LABELS
-RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2×, then 4× the rounds) before refusing
 WHAT_IF = set(WHAT_IF_DRAFTERS)
 
 
-# -- the run ----------------------------------------------------------------------------------------------------------
+# -- what a tune measured, and the figures over it ----------------------------------------------------------------------
 
 def _rate(tokens: int, ms: float) -> float | None:
     return 1000.0 * tokens / ms if ms > 0 and tokens > 0 else None
 
 
-def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
-             reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> TuneResult:
-    """The whole tuning run as a JSON-able record (``specscope tune --json``; ``session["tune"]``).
+class BesideTimings(TypedDict):
+    """The prediction's timings re-taken beside a confirmation pair (``run.tune_run``)."""
+    verify: list[float]
+    draft: list[float]
+    rollback: dict[int, list[float]]   # accepted count -> rollback times
+    bookkeeping: list[float]
 
-    ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
-    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes.
-    ``component_reps``: rounds per earlier accepted count timed apart before the confirmations; ``beside_reps``: the
-    same, re-timed right before and after each confirmation pair."""
-    if not 1 <= k_max <= 16:
-        raise SpecscopeError("--k-max must be between 1 and 16")
-    if max_tokens < 4:
-        raise SpecscopeError("--max-tokens must be at least 4")
-    if reps is not None and reps < 1:
-        raise SpecscopeError("--reps must be at least 1")
-    if not prompts:
-        raise SpecscopeError("no prompts to tune on")
-    info = seam.describe()
-    names = list(drafters or info["drafters"])
-    unknown = [d for d in names if d not in info["drafters"] and d not in WHAT_IF]
-    if unknown:
-        have = ", ".join(info["drafters"] + sorted(WHAT_IF))
-        raise SpecscopeError(f"drafter {unknown[0]!r} is not available for this model (available: {have})")
 
-    progress("plain decoding")
-    plain = [seam.plain(p, max_tokens) for p in prompts]
-    plain_steps = [ms for r in plain for ms in r["step_ms"]]
-    mid = max_tokens // 2
-    context = list(prompts[0]) + plain[0]["tokens"][:mid]
-    progress(f"verify curve over n = 1..{k_max + 1} at context {len(context)}")
-    verify = seam.verify_samples(context, plain[0]["tokens"][mid:], k_max + 1, verify_reps)
+def no_timings() -> BesideTimings:
+    return {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []}
 
-    per_drafter: dict[str, TuneDrafter] = {}
-    traces: dict[str, list[dict[str, Any]]] = {}  # drafter -> its acceptance traces
-    checked = trace_check.Exactness(info.get("greedy", True))  # whether E(k) is exact after all, and why not
-    pred, inputs = {}, {}
-    for name in names:
-        progress(f"{name}: a speculative run at k = {k_max}")
-        # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
-        # so acceptance is measured on the same draws it is held against. Real greedy drafters need one run.
-        # With repeats chosen adaptively (reps None) that is up to MAX_REPS seeds.
-        seeds = range(reps if reps is not None else MAX_REPS) if name in WHAT_IF else [0]
-        runs = [seam.speculative(name, p, pl["tokens"], k_max, max_tokens, "instrumented", seed=s)
-                for s in seeds for p, pl in zip(prompts, plain)]
-        full = [r for run in runs for r in run["rounds"] if r["drafted"] == k_max]
-        draft_k = [r["draft_ms"] for r in full]
-        draft_1 = []
-        if k_max > 1:
-            progress(f"{name}: draft steps at k = 1")
-            short = [seam.speculative(name, p, pl["tokens"], 1, max(4, max_tokens // 2), "instrumented")
-                     for p, pl in zip(prompts, plain)]
-            draft_1 = [r["draft_ms"] for run in short for r in run["rounds"] if r["drafted"] == 1]
-        accepted = [r["accepted"] for r in full]
-        tr = None
-        if hasattr(seam, "trace"):  # the acceptance trace of every prompt (every oracle seed): E(k) walked on it
-            progress(f"{name}: acceptance trace over {max_tokens} tokens × {len(prompts)} prompts")
-            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in zip(prompts, plain)]
-            for t in tr:
-                check_trace(t)
-            traces[name] = tr
-            checked.traced(name, tr, seeds)
-        in_round: dict[int, list[float]] = {}
-        book: dict[int, list[float]] = {}
-        timeable = hasattr(seam, "components") and name not in WHAT_IF
 
-        def time_apart(k: int, n_reps: int) -> None:
-            """What drafting adds to a round at k, and the round's bookkeeping, timed apart as run's prediction does
-            (added to what was timed there before: nothing measured is dropped)."""
-            comps = [seam.components(name, p, pl["tokens"], k, n_reps) for p, pl in zip(prompts, plain)]
-            in_round.setdefault(k, []).extend(x for c in comps for x in c["draft_ms"])
-            if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
-                book.setdefault(k, []).extend(x for c in comps for x in c["bookkeeping_ms"])
-            else:  # bookkeeping timed for only some rounds cannot be weighted with them
-                book.pop(k, None)
+class DrafterInputs(NamedTuple):
+    """What a drafter's runs before the confirmations measured, as its predictions take it."""
+    full: list[dict]                     # the K_max run's full rounds (K_max drafts)
+    draft_1: list[float]                 # draft steps of a short run at k = 1
+    traces: list | None                  # its acceptance traces (every prompt, every oracle seed)
+    in_round: dict[int, list[float]]     # k -> what drafting adds to a round, timed apart
+    book: dict[int, list[float]]         # k -> the round's bookkeeping, timed apart
 
-        if timeable:
-            progress(f"{name}: rounds timed apart at k = 1..{k_max}")
-            for k in range(1, k_max + 1):
-                time_apart(k, component_reps)
-        inputs[name] = (full, draft_1, tr, in_round, book)
-        for attempt in range(RETIME_ATTEMPTS + 1):
-            try:
-                pred[name] = predict(full, k_max, verify, draft_1, plain_steps, traces=tr, draft_by_k=in_round,
-                                     bookkeeping_by_k=book)
-                break
-            except TermsBelowNoise as below:
-                # One stall in a verify timed alone can sink a k's few paired differences below zero; a refusal
-                # then would lose every run so far. Time that k again, with more rounds, before refusing.
-                if not timeable or attempt == RETIME_ATTEMPTS or below.k not in in_round:
-                    raise
-                more = component_reps * 2 ** (attempt + 1)
-                progress(f"{name}: at k = {below.k} the terms timed apart add up to nothing (noise): timing "
-                         f"{more} more rounds per accepted count there")
-                time_apart(below.k, more)
-        lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
-        per_drafter[name] = {"label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
-                             "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
-                             "t_draft_ms_k1": statistics.fmean(draft_1 or draft_k) if (draft_1 or draft_k) else None,
-                             "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
-                             # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
-                             "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
-        if tr:
-            per_drafter[name]["trace"] = _trace_facts(tr, full, k_max)
 
-    plan = confirm_set(pred, k_max, confirm)
+@dataclass
+class TuneMeasured:
+    """Everything a tune has measured so far (``run.tune_run.run_tune`` fills it in as it runs); the figures
+    (``rep_costs``, ``known``, ``tune_result``) are functions of it alone."""
+    info: dict[str, Any]                 # the seam's ``describe()``
+    names: list[str]                     # the drafters tuned, in order
+    k_max: int
+    max_tokens: int
+    prompts: int
+    reps: int | None                     # fixed confirmation repeats, or None: until known
+    plain_steps: list[float]             # the first plain runs' steps
+    context: int                         # the verify curve's context length
+    verify: dict[int, list[float]]       # the curve: n positions -> whole-graph verify forwards (ms)
+    checked: trace_check.Exactness       # whether E(k) is exact after all, and why not
+    inputs: dict[str, DrafterInputs] = field(default_factory=dict)
+    per_drafter: dict[str, TuneDrafter] = field(default_factory=dict)
+    traces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # drafter -> its acceptance traces
+    plan: list[tuple[str, int]] = field(default_factory=list)  # the confirmed (drafter, k)
     # per repeat: (tokens, ms) over every round, then (rounds, tokens, ms) of its full rounds
-    spec_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}
-    plain_reps: dict[tuple[str, int], list[tuple]] = {c: [] for c in plan}  # (tokens, ms) of the plain run beside it
-    beside: dict[tuple[str, int], dict] = {c: {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []} for c in plan}
+    spec_reps: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)
+    plain_reps: dict[tuple[str, int], list[tuple]] = field(default_factory=dict)  # (tokens, ms) of the plain run beside
+    beside: dict[tuple[str, int], BesideTimings] = field(default_factory=dict)  # timings re-taken beside its pairs
     # the same, repeat by repeat (what was timed before and after that repeat's pair): each repeat's own predicted round
-    beside_by_rep: dict[tuple[str, int], list[dict]] = {c: [] for c in plan}
-    rep_cost: dict[tuple[str, int, int], float] = {}  # (drafter, k, repeat) -> its predicted round (ms), once known
-    confirm_steps: list[float] = []
-    steps_beside: dict[tuple[str, int], list[float]] = {c: [] for c in plan}  # each setting's own plain steps
+    beside_by_rep: dict[tuple[str, int], list[BesideTimings]] = field(default_factory=dict)
+    rep_cost: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (drafter, k, repeat) -> round (ms)
+    confirm_steps: list[float] = field(default_factory=list)
+    steps_beside: dict[tuple[str, int], list[float]] = field(default_factory=dict)  # each setting's own plain steps
 
-    def time_beside(name: str, k: int, rep: int) -> None:
-        """The prediction's timings re-taken right before and after a confirmation pair (never inside it), so drift
-        on a shared machine hits the prediction and the measurement alike: for a real drafter, one round per earlier
-        accepted count run as an end-to-end round runs it (``components``: verify with the drafter's hidden-state tap
-        and accept read-back, what drafting adds, rollback by accepted count); else the whole-graph verify forward."""
-        got: dict[str, Any] = {"verify": [], "draft": [], "rollback": {}, "bookkeeping": []}
-        if hasattr(seam, "components") and name not in WHAT_IF:
-            i = rep % len(prompts)
-            c = seam.components(name, prompts[i], plain[i]["tokens"], k, beside_reps)
-            got["draft"] = list(c["draft_ms"])
-            if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
-                got["bookkeeping"] = list(c["bookkeeping_ms"])
-            for a, xs in (c.get("rollback_ms") or {}).items():
-                got["rollback"].setdefault(int(a), []).extend(xs)
-            got["verify"] = list(c.get("verify_ms") or [])
-        if not got["verify"]:
-            got["verify"] = list(seam.verify_samples(context, plain[0]["tokens"][mid:], k + 1, 2, ns=[k + 1])[k + 1])
-        per = beside_by_rep[(name, k)]
+    def confirming(self, plan: list[tuple[str, int]]) -> None:
+        """The settings to confirm (``confirm_set``), each with nothing measured yet."""
+        self.plan = plan
+        for c in plan:
+            self.spec_reps[c], self.plain_reps[c], self.beside_by_rep[c], self.steps_beside[c] = [], [], [], []
+            self.beside[c] = no_timings()
+
+    def add_beside(self, name: str, k: int, rep: int, got: BesideTimings) -> None:
+        """Timings re-taken beside repeat ``rep``'s pair at (name, k): pooled, and kept for that repeat."""
+        per = self.beside_by_rep[(name, k)]
         if len(per) <= rep:
-            per.append({"verify": [], "draft": [], "rollback": {}, "bookkeeping": []})
-        for into in (beside[(name, k)], per[rep]):
-            for key in ("verify", "draft", "bookkeeping"):
-                into[key] += got[key]
+            per.append(no_timings())
+        for into in (self.beside[(name, k)], per[rep]):
+            into["verify"] += got["verify"]
+            into["draft"] += got["draft"]
+            into["bookkeeping"] += got["bookkeeping"]
             for a, xs in got["rollback"].items():
                 into["rollback"].setdefault(a, []).extend(xs)
 
-    def rep_costs(name: str, k: int, steps: list[float]) -> list[float] | None:
-        """Each finished repeat's predicted round (ms) at k, priced by the one prediction (``predict``) from the
-        timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
-        if name in WHAT_IF:
-            return None
-        full, draft_1, tr, in_round, book = inputs[name]
-        out = []
-        for r, b in enumerate(beside_by_rep[(name, k)][:len(spec_reps[(name, k)])]):
-            if (name, k, r) not in rep_cost:
-                if not b["verify"]:
-                    return None
-                own_book = b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])
-                row = predict(full, k_max, {**verify, k + 1: b["verify"]}, draft_1, steps, traces=tr,
-                              draft_by_k={**in_round, **({k: b["draft"]} if b["draft"] else {})},
-                              rollback_by_k={k: b["rollback"]} if b["rollback"] else None,
-                              bookkeeping_by_k={**book, **({k: b["bookkeeping"]} if own_book else {})},
-                              resamples=20, only_k=k)[0]
-                rep_cost[(name, k, r)] = row["round_ms"]
-            out.append(rep_cost[(name, k, r)])
-        return out
+    def add_pair(self, name: str, k: int, steps: list[float], rounds: list[dict]) -> None:
+        """One confirmation pair at (name, k): the plain run's steps and the speculative runs' rounds."""
+        self.confirm_steps += steps
+        self.steps_beside[(name, k)] += steps
+        self.plain_reps[(name, k)].append((len(steps), sum(steps)))
+        # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
+        # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
+        full_k = [r for r in rounds if r["drafted"] == k]
+        self.spec_reps[(name, k)].append((sum(r["emitted"] for r in rounds), sum(r["ms"] for r in rounds), len(full_k),
+                                          sum(r["emitted"] for r in full_k), sum(r["ms"] for r in full_k)))
 
-    def exact(name: str, k: int) -> bool:
-        return checked.exact(name, k, bool(inputs[name][2]))
+    def exact(self, name: str, k: int) -> bool:
+        return self.checked.exact(name, k, bool(self.inputs[name].traces))
 
-    def known(c: tuple[str, int]) -> bool:
-        """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
-        judges it) no wider than ±PRECISE_HALF; else its measured speedup known to ±AGREE (``tune_confirm.precise``).
-        Width only: stopping on where the interval lies would bias the verdict. Without the final prediction's
-        bootstrap, which grows with every repeat's plain steps."""
-        name, k = c
-        spec = spec_reps[c]
-        if exact(name, k) and name not in WHAT_IF:
-            half = _paired_half(spec, rep_costs(name, k, confirm_steps or plain_steps))
-            if half is not None:
-                return half <= PRECISE_HALF
-        ratio, ci = _measured(spec, plain_reps[c])
-        return precise(ci, ratio)
 
-    def result(partial: bool) -> TuneResult:
-        """The tune JSON (``session["tune"]``, ``tune --json``), so far (``partial``) or whole."""
-        all_plain = [x for xs in plain_reps.values() for x in xs]
-        plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
-        steps = confirm_steps or plain_steps  # before any confirmation: the first plain runs' steps
-        # Final predictions. A confirmed (drafter, k) takes everything timed beside its own pairs: T_decode from the
-        # plain runs its measured side divides by (so the error is E(k) and the round's cost, not which minutes the
-        # plain runs fell in), T_verify, T_draft and T_rollback from the timings re-taken around them. The rest: the
-        # curve, the components timed before the confirmations, and every plain run so far.
-        rows: list[TuneRow] = []
-        for name in names:
-            full, draft_1, tr, in_round, book = inputs[name]
-            mine = {k: beside[(n, k)] for n, k in plan if n == name and beside[(n, k)]["verify"]}
-            verify_n = {**verify, **{k + 1: b["verify"] for k, b in mine.items()}}
-            draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
-            rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
-            book_n = {**book, **{k: b["bookkeeping"] for k, b in mine.items()
-                                 if b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])}}
-            steps_n = {k: own for (n, k), own in steps_beside.items() if n == name and own}
-            for p in predict(full, k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
-                             rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
-                c = (name, p["k"])
-                e_exact = p.get("acceptance_source") == "trace" and exact(name, p["k"])
-                rows.append(_row(name, p, spec_reps.get(c), plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
-                                 costs=rep_costs(name, p["k"], steps) if e_exact and p["k"] in mine else None))
-                if info.get("greedy", True) and p.get("acceptance_source") == "trace":
-                    rows[-1]["e_exact"] = e_exact
-                    why = checked.void_reason(name, p["k"])
-                    if why:  # said beside the row: its error's interval is the sampled one, not the paired one
-                        rows[-1]["e_exact_void"] = why
-        voided = [f"{r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in rows if r.get("e_exact_void")]
-        out: TuneResult = {
-            "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
-            "rows": rows,
-            "assumption": (TEMPERATURE_ASSUMPTION if not info.get("greedy", True) else
-                           GREEDY_ASSUMPTION if traces else K_MAX_ASSUMPTION)
-            + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in traces.values() for t in tr) else "")
+def drafter_facts(name: str, full: list[dict], draft_1: list[float], traces: list[dict] | None,
+                  k_max: int) -> TuneDrafter:
+    """A drafter's K_max run (and its traces) in figures: acceptance by position, draft and verify times."""
+    draft_k = [r["draft_ms"] for r in full]
+    accepted = [r["accepted"] for r in full]
+    lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
+    facts: TuneDrafter = {
+        "label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
+        "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
+        "t_draft_ms_k1": statistics.fmean(draft_1 or draft_k) if (draft_1 or draft_k) else None,
+        "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
+        # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
+        "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
+    if traces:
+        facts["trace"] = _trace_facts(traces, full, k_max)
+    return facts
+
+
+def rep_costs(m: TuneMeasured, name: str, k: int, steps: list[float]) -> list[float] | None:
+    """Each finished repeat's predicted round (ms) at k, priced by the one prediction (``predict``) from the
+    timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
+    if name in WHAT_IF:
+        return None
+    full, draft_1, tr, in_round, book = m.inputs[name]
+    out = []
+    for r, b in enumerate(m.beside_by_rep[(name, k)][:len(m.spec_reps[(name, k)])]):
+        if (name, k, r) not in m.rep_cost:
+            if not b["verify"]:
+                return None
+            own_book = b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])
+            row = predict(full, m.k_max, {**m.verify, k + 1: b["verify"]}, draft_1, steps, traces=tr,
+                          draft_by_k={**in_round, **({k: b["draft"]} if b["draft"] else {})},
+                          rollback_by_k={k: b["rollback"]} if b["rollback"] else None,
+                          bookkeeping_by_k={**book, **({k: b["bookkeeping"]} if own_book else {})},
+                          resamples=20, only_k=k)[0]
+            m.rep_cost[(name, k, r)] = row["round_ms"]
+        out.append(m.rep_cost[(name, k, r)])
+    return out
+
+
+def known(m: TuneMeasured, c: tuple[str, int]) -> bool:
+    """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
+    judges it) no wider than ±PRECISE_HALF; else its measured speedup known to ±AGREE (``tune_confirm.precise``).
+    Width only: stopping on where the interval lies would bias the verdict. Without the final prediction's
+    bootstrap, which grows with every repeat's plain steps."""
+    name, k = c
+    spec = m.spec_reps[c]
+    if m.exact(name, k) and name not in WHAT_IF:
+        half = _paired_half(spec, rep_costs(m, name, k, m.confirm_steps or m.plain_steps))
+        if half is not None:
+            return half <= PRECISE_HALF
+    ratio, ci = _measured(spec, m.plain_reps[c])
+    return precise(ci, ratio)
+
+
+def _final_rows(m: TuneMeasured, steps: list[float]) -> list[TuneRow]:
+    """Final predictions. A confirmed (drafter, k) takes everything timed beside its own pairs: T_decode from the
+    plain runs its measured side divides by (so the error is E(k) and the round's cost, not which minutes the
+    plain runs fell in), T_verify, T_draft and T_rollback from the timings re-taken around them. The rest: the
+    curve, the components timed before the confirmations, and every plain run so far."""
+    rows: list[TuneRow] = []
+    for name in m.names:
+        full, draft_1, tr, in_round, book = m.inputs[name]
+        mine = {k: m.beside[(n, k)] for n, k in m.plan if n == name and m.beside[(n, k)]["verify"]}
+        verify_n = {**m.verify, **{k + 1: b["verify"] for k, b in mine.items()}}
+        draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
+        rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
+        book_n = {**book, **{k: b["bookkeeping"] for k, b in mine.items()
+                             if b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])}}
+        steps_n = {k: own for (n, k), own in m.steps_beside.items() if n == name and own}
+        for p in predict(full, m.k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
+                         rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
+            c = (name, p["k"])
+            e_exact = p.get("acceptance_source") == "trace" and m.exact(name, p["k"])
+            rows.append(_row(name, p, m.spec_reps.get(c), m.plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
+                             costs=rep_costs(m, name, p["k"], steps) if e_exact and p["k"] in mine else None))
+            if m.info.get("greedy", True) and p.get("acceptance_source") == "trace":
+                rows[-1]["e_exact"] = e_exact
+                why = m.checked.void_reason(name, p["k"])
+                if why:  # said beside the row: its error's interval is the sampled one, not the paired one
+                    rows[-1]["e_exact_void"] = why
+    return rows
+
+
+def _assumption(m: TuneMeasured, rows: list[TuneRow]) -> str:
+    """What the predictions assume of E(k), and where the exactness check found otherwise."""
+    voided = [f"{r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in rows if r.get("e_exact_void")]
+    return ((TEMPERATURE_ASSUMPTION if not m.info.get("greedy", True) else
+             GREEDY_ASSUMPTION if m.traces else K_MAX_ASSUMPTION)
+            + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in m.traces.values() for t in tr) else "")
             + (" E(k) not exact where the check found otherwise (there the error's interval is the unpaired one, the "
-               "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""),
-            "acceptance_source": "trace" if traces else "k_max_rounds",
-            "traces": traces,
-            "regime": info.get("regime", "greedy"),
-            "model": info.get("model"),
-            "k_max": k_max,
-            "max_tokens": max_tokens,
-            "prompts": len(prompts),
-            "confirm_reps": max((len(v) for v in spec_reps.values()), default=0),
-            # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
-            "measured_method": "pooled",
-            "confirm_reps_rule": (f"fixed ({reps})" if reps is not None else
-                                  f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower, a what-if's "
-                                  f"measured speedup known to ±{AGREE:.0%}; {MIN_REPS}–{MAX_REPS} repeats"),
-            "t_decode_ms": statistics.fmean(steps),
-            "plain_tok_s": plain_rate,
-            # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
-            "verify_ms": {str(n): statistics.fmean(v) for n, v in verify.items()},
-            "verify_ms_beside": {f"{n}:{k}": statistics.fmean(b["verify"]) for (n, k), b in beside.items() if b["verify"]},
-            "verify_context": len(context),
-            "drafters": per_drafter,
-            "method": METHOD,
-        }
-        if partial:
-            out["partial"] = True
-        return out
+               "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""))
 
-    if on_update is not None:
-        on_update(result(partial=True))
-    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``known``: by
-    # the interval's width, never by where it lies), or MAX_REPS
-    fixed = reps is not None
-    n_reps = reps if reps is not None else MAX_REPS
-    for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and all(known(c) for c in plan):
-            break
-        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
-                 f"{len(plan)} speculative settings, each beside its own plain run")
-        order = plan[rep % len(plan):] + plan[: rep % len(plan)]  # rotate, so no setting always runs first
-        for name, k in order:
-            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and the
-            # prediction's timings are re-taken right before and after the pair (apart from both).
-            time_beside(name, k, rep)
-            steps = [ms for p in prompts for ms in seam.plain(p, max_tokens)["step_ms"]]
-            confirm_steps += steps
-            steps_beside[(name, k)] += steps
-            plain_reps[(name, k)].append((len(steps), sum(steps)))
-            runs = [seam.speculative(name, p, pl["tokens"], k, max_tokens, "end_to_end", seed=rep) for p, pl in zip(prompts, plain)]
-            rr = [r for run in runs for r in run["rounds"]]
-            checked.confirm(name, k, rep, inputs[name][2], [pl["tokens"] for pl in plain], runs)
-            time_beside(name, k, rep)
-            # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
-            # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
-            full_k = [r for r in rr if r["drafted"] == k]
-            spec_reps[(name, k)].append((sum(r["emitted"] for r in rr), sum(r["ms"] for r in rr), len(full_k),
-                                         sum(r["emitted"] for r in full_k), sum(r["ms"] for r in full_k)))
-        if on_update is not None and rep + 1 < n_reps:
-            on_update(result(partial=True))
-    return result(partial=False)
+
+def tune_result(m: TuneMeasured, partial: bool) -> TuneResult:
+    """The tune JSON (``session["tune"]``, ``tune --json``), so far (``partial``) or whole."""
+    all_plain = [x for xs in m.plain_reps.values() for x in xs]
+    plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
+    steps = m.confirm_steps or m.plain_steps  # before any confirmation: the first plain runs' steps
+    rows = _final_rows(m, steps)
+    out: TuneResult = {
+        "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
+        "rows": rows,
+        "assumption": _assumption(m, rows),
+        "acceptance_source": "trace" if m.traces else "k_max_rounds",
+        "traces": m.traces,
+        "regime": m.info.get("regime", "greedy"),
+        "model": m.info.get("model"),
+        "k_max": m.k_max,
+        "max_tokens": m.max_tokens,
+        "prompts": m.prompts,
+        "confirm_reps": max((len(v) for v in m.spec_reps.values()), default=0),
+        # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
+        "measured_method": "pooled",
+        "confirm_reps_rule": (f"fixed ({m.reps})" if m.reps is not None else
+                              f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower, a what-if's "
+                              f"measured speedup known to ±{AGREE:.0%}; {MIN_REPS}–{MAX_REPS} repeats"),
+        "t_decode_ms": statistics.fmean(steps),
+        "plain_tok_s": plain_rate,
+        # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
+        "verify_ms": {str(n): statistics.fmean(v) for n, v in m.verify.items()},
+        "verify_ms_beside": {f"{n}:{k}": statistics.fmean(b["verify"]) for (n, k), b in m.beside.items()
+                             if b["verify"]},
+        "verify_context": m.context,
+        "drafters": m.per_drafter,
+        "method": METHOD,
+    }
+    if partial:
+        out["partial"] = True
+    return out
 
 
 def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list[float] | None]:

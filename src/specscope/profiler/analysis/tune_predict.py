@@ -10,6 +10,8 @@ below).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from specscope.errors import SpecscopeError
@@ -96,113 +98,167 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     is held against."""
     if not rounds:
         raise SpecscopeError("no full speculative rounds at K_max to measure acceptance from (raise --max-tokens)")
-    acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
-    dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
-    rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
-    # signed, as timed (the round model's rule: a floor at zero would bias the round dearer)
-    book = np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
-                       for r in rounds], dtype=float)
-    d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
-    steps = np.asarray(plain_steps, dtype=float)
-    rb_by, rb_full = _rollback_by_accepted(acc, rb, k_max)
     rng = resample.generator(seed)
-
-    def boot(x, stat):
-        return resample.statistic(x, stat, rng, resamples)
-
-    def rollback_of(a: np.ndarray, k: int, timed: dict[int, float]) -> tuple[np.ndarray, list[int]]:
-        """Each round's rollback at k: timed apart at k where it was, else the K_max run's at the same accepted count
-        (a full round's for a = k); a count timed in neither is named (the round model's rule, as ``run`` names it)
-        and counts as nothing, never filled in with another count's time."""
-        known = {**rb_by, **timed}
-        missing = sorted({int(x) for x in a if int(x) < k and int(x) not in known})
-        part = np.asarray([known.get(int(x), 0.0) for x in a], dtype=float)
-        full = timed.get(k, rb_full)
-        return np.where(a < k, part, full), missing
-
-    b_steps = boot(steps, np.mean)
-    b_d1 = boot(d1, np.mean)
-    idx = resample.indices(rng, len(acc), resamples)  # K_max rounds resampled whole
-    b_book, b_dk = book[idx].mean(axis=1), dk[idx].mean(axis=1)
-    t_dec, t1, tk, t_book = float(steps.mean()), float(d1.mean()), float(dk.mean()), float(book.mean())
+    base = _KmaxRun.of(rounds, draft_1, plain_steps, k_max, rng, resamples)
+    timed = _TimedApart(draft_by_k or {}, rollback_by_k or {}, plain_steps_by_k or {}, bookkeeping_by_k or {})
     rows = []
     for k in ([only_k] if only_k else range(1, k_max + 1)):
-        if traces:  # the rounds a run at k makes, walked on the traces
-            at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
-        else:
-            at_k = np.minimum(acc, k)
-        v = np.asarray(verify[k + 1], dtype=float)
-        t_v = float(np.mean(v))
-        by_prev = _by_prior_accepted((draft_by_k or {}).get(k), k)
-        in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
-        # per accepted count of the round before (the drafter's catch-up), the mean of paired differences (round less
-        # the verify before it), weighted by how often a run at k accepts that many, as rollback is. Means, not
-        # medians, of everything timed apart: the measured speed is a rate (a mean over rounds, stalls included), and
-        # costs on a shared machine are right-skewed, so medians read optimistic (8–12% in the stall simulation, tested)
-        w_prev = _weights(at_k, by_prev)
-        # Not floored at zero: where drafting adds nearly nothing, the difference of two timings comes out below zero
-        # about as often as above (the verify timed alone also costs a little more than inside a round), and a floor
-        # would bias the round upward; the mean of the differences is unbiased, and verify + draft is the round as timed
-        # (shown as "below noise" when at or below zero)
-        t_d = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
-               else draft_ms_at(k, t1, tk, k_max))
-        timed_rb = {int(a): float(np.mean(xs)) for a, xs in ((rollback_by_k or {}).get(k) or {}).items() if len(xs)}
-        rb_k, rb_missing = rollback_of(at_k, k, timed_rb)
-        t_rb = None if rb_missing else float(rb_k.mean())
-        book_prev = _by_prior_accepted((bookkeeping_by_k or {}).get(k), k)
-        w_book = _weights(at_k, book_prev)
-        # the bookkeeping timed apart at k (components: the round's work after the read-back but its rollback), weighted
-        # by the accepted count as the draft is; without it, the rest of the K_max run's instrumented rounds
-        t_book_k = sum(w * float(np.mean(book_prev[a])) for a, w in w_book.items()) if book_prev else t_book
-        E = 1.0 + float(at_k.mean())
-        own = (plain_steps_by_k or {}).get(k)
-        if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
-            s_k = np.asarray(own, dtype=float)
-            t_dec_k = float(s_k.mean())
-            b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, k]), resamples)
-        else:
-            t_dec_k, b_steps_k = t_dec, b_steps
-        model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book_k)
-        if model.round_ms <= 0:
-            raise TermsBelowNoise(k, f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
-                                 f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
-                                 "--component-reps on a quieter machine")
-        frac = (k - 1) / (k_max - 1) if k_max > 1 else 0.0
-        j = resample.indices(rng, len(at_k), resamples)  # rounds at k resampled whole
-        b_E = 1.0 + at_k[j].mean(axis=1)
-        b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
-               else b_d1 + (b_dk - b_d1) * frac)
-        b_book_k = sum(w * boot(book_prev[a], np.mean) for a, w in w_book.items()) if book_prev else b_book
-        b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book_k
-        b_s = b_E * b_steps_k / b_cost
-        b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
+        at = _predict_at(k, base, verify[k + 1], traces, timed, rng, resamples, seed)
+        model = at.model
         rows.append({
             "k": k,
             "predicted_speedup": model.speedup,
-            "predicted_ci95": [float(np.percentile(b_s, 2.5)), float(np.percentile(b_s, 97.5))],
+            "predicted_ci95": [float(np.percentile(at.b_s, 2.5)), float(np.percentile(at.b_s, 97.5))],
             # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
             # only the timings are uncertain there (E's interval is about other content, not these prompts)
-            "predicted_ci95_timing": [float(np.percentile(b_t, 2.5)), float(np.percentile(b_t, 97.5))],
+            "predicted_ci95_timing": [float(np.percentile(at.b_t, 2.5)), float(np.percentile(at.b_t, 97.5))],
             "division_speedup": model.division,
-            "tokens_per_round": E,
-            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(acc, k).mean()),
+            "tokens_per_round": model.tokens_per_round,
+            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(base.acc, k).mean()),
             "acceptance_source": "trace" if traces else "k_max_rounds",
-            "t_decode_ms": t_dec_k,
-            "t_verify_ms": t_v,
-            "t_draft_ms": t_d,
-            "t_draft_source": "in_round" if in_round.size else "line",
-            "t_draft_below_noise": t_d <= 0.0,  # the difference came out at or below zero: drafting adds nothing measurable
-            "t_rollback_ms": t_rb,
-            "rollback_untimed_counts": rb_missing,  # accepted counts at k whose rollback was never timed: no figure
+            "t_decode_ms": model.t_decode_ms,
+            "t_verify_ms": model.t_verify_ms,
+            "t_draft_ms": model.t_draft_ms,
+            "t_draft_source": at.draft_source,
+            "t_draft_below_noise": model.t_draft_ms <= 0.0,  # at or below zero: drafting adds nothing measurable
+            "t_rollback_ms": model.t_rollback_ms,
+            "rollback_untimed_counts": at.rollback_untimed,  # accepted counts at k whose rollback was never timed
             "untimed": model.untimed,
             "formula": model.formula,
-            "t_bookkeeping_ms": t_book_k,
-            "t_bookkeeping_source": "in_round" if book_prev else "k_max_run",
+            "t_bookkeeping_ms": model.t_bookkeeping_ms,
+            "t_bookkeeping_source": at.bookkeeping_source,
             "verify_multiple": model.verify_multiple,
             "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
             "round_ms": model.round_ms,
         })
     return rows
+
+
+@dataclass
+class _AtK:
+    """One k's round model and its bootstrap: the speedup's draws (``b_s``), and the same with E held (``b_t``)."""
+    model: RoundModel
+    b_s: np.ndarray
+    b_t: np.ndarray
+    draft_source: str           # "in_round" (timed apart) or "line" (through the instrumented draft steps)
+    bookkeeping_source: str     # "in_round" or "k_max_run"
+    rollback_untimed: list[int]
+
+
+@dataclass
+class _TimedApart:
+    """What was timed apart at each k (``predict``'s ``*_by_k`` arguments), in place of the K_max run's figures."""
+    draft: dict[int, list[float]]
+    rollback: dict[int, dict[int, list[float]]]
+    plain_steps: dict[int, list[float]]
+    bookkeeping: dict[int, list[float]]
+
+
+@dataclass
+class _KmaxRun:
+    """The instrumented K_max run's full rounds as arrays, their means, and their bootstrap resamples (drawn in this
+    order from the one generator, so a prediction is reproducible)."""
+    k_max: int
+    acc: np.ndarray
+    dk: np.ndarray
+    rb_by: dict[int, float]
+    rb_full: float
+    book: np.ndarray
+    t_dec: float
+    t1: float
+    tk: float
+    t_book: float
+    b_steps: np.ndarray
+    b_d1: np.ndarray
+    b_dk: np.ndarray
+    b_book: np.ndarray
+
+    @classmethod
+    def of(cls, rounds: list[dict], draft_1: list[float], plain_steps: list[float], k_max: int, rng,
+           resamples: int) -> _KmaxRun:
+        acc = np.asarray([r["accepted"] for r in rounds], dtype=float)
+        dk = np.asarray([r["draft_ms"] or 0.0 for r in rounds], dtype=float)
+        rb = np.asarray([r.get("rollback_ms") or 0.0 for r in rounds], dtype=float)
+        # signed, as timed (the round model's rule: a floor at zero would bias the round dearer)
+        book = np.asarray([r["ms"] - (r["draft_ms"] or 0.0) - (r["verify_ms"] or 0.0) - (r.get("rollback_ms") or 0.0)
+                           for r in rounds], dtype=float)
+        d1 = np.asarray(draft_1, dtype=float) if draft_1 else dk
+        steps = np.asarray(plain_steps, dtype=float)
+        rb_by, rb_full = _rollback_by_accepted(acc, rb, k_max)
+        b_steps = resample.statistic(steps, np.mean, rng, resamples)
+        b_d1 = resample.statistic(d1, np.mean, rng, resamples)
+        idx = resample.indices(rng, len(acc), resamples)  # K_max rounds resampled whole
+        return cls(k_max, acc, dk, rb_by, rb_full, book, float(steps.mean()), float(d1.mean()), float(dk.mean()),
+                   float(book.mean()), b_steps, b_d1, dk[idx].mean(axis=1), book[idx].mean(axis=1))
+
+    def rollback_of(self, a: np.ndarray, k: int, timed: dict[int, float]) -> tuple[np.ndarray, list[int]]:
+        """Each round's rollback at k: timed apart at k where it was, else the K_max run's at the same accepted count
+        (a full round's for a = k); a count timed in neither is named (the round model's rule, as ``run`` names it)
+        and counts as nothing, never filled in with another count's time."""
+        known = {**self.rb_by, **timed}
+        missing = sorted({int(x) for x in a if int(x) < k and int(x) not in known})
+        part = np.asarray([known.get(int(x), 0.0) for x in a], dtype=float)
+        full = timed.get(k, self.rb_full)
+        return np.where(a < k, part, full), missing
+
+
+def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] | None, timed: _TimedApart, rng,
+                resamples: int, seed: int) -> _AtK:
+    """The prediction at one k: the round model's terms, then their bootstrap (the draws in a fixed order)."""
+    def boot(x, stat):
+        return resample.statistic(x, stat, rng, resamples)
+
+    if traces:  # the rounds a run at k makes, walked on the traces
+        at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
+    else:
+        at_k = np.minimum(base.acc, k)
+    v = np.asarray(verify, dtype=float)
+    t_v = float(np.mean(v))
+    by_prev = _by_prior_accepted(timed.draft.get(k), k)
+    in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
+    # per accepted count of the round before (the drafter's catch-up), the mean of paired differences (round less
+    # the verify before it), weighted by how often a run at k accepts that many, as rollback is. Means, not
+    # medians, of everything timed apart: the measured speed is a rate (a mean over rounds, stalls included), and
+    # costs on a shared machine are right-skewed, so medians read optimistic (8–12% in the stall simulation, tested)
+    w_prev = _weights(at_k, by_prev)
+    # Not floored at zero: where drafting adds nearly nothing, the difference of two timings comes out below zero
+    # about as often as above (the verify timed alone also costs a little more than inside a round), and a floor
+    # would bias the round upward; the mean of the differences is unbiased, and verify + draft is the round as timed
+    # (shown as "below noise" when at or below zero)
+    t_d = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
+           else draft_ms_at(k, base.t1, base.tk, base.k_max))
+    timed_rb = {int(a): float(np.mean(xs)) for a, xs in (timed.rollback.get(k) or {}).items() if len(xs)}
+    rb_k, rb_missing = base.rollback_of(at_k, k, timed_rb)
+    t_rb = None if rb_missing else float(rb_k.mean())
+    book_prev = _by_prior_accepted(timed.bookkeeping.get(k), k)
+    w_book = _weights(at_k, book_prev)
+    # the bookkeeping timed apart at k (components: the round's work after the read-back but its rollback), weighted
+    # by the accepted count as the draft is; without it, the rest of the K_max run's instrumented rounds
+    t_book_k = sum(w * float(np.mean(book_prev[a])) for a, w in w_book.items()) if book_prev else base.t_book
+    E = 1.0 + float(at_k.mean())
+    own = timed.plain_steps.get(k)
+    if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
+        s_k = np.asarray(own, dtype=float)
+        t_dec_k = float(s_k.mean())
+        b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, k]), resamples)
+    else:
+        t_dec_k, b_steps_k = base.t_dec, base.b_steps
+    model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book_k)
+    if model.round_ms <= 0:
+        raise TermsBelowNoise(k, f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
+                                 f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
+                                 "--component-reps on a quieter machine")
+    frac = (k - 1) / (base.k_max - 1) if base.k_max > 1 else 0.0
+    j = resample.indices(rng, len(at_k), resamples)  # rounds at k resampled whole
+    b_E = 1.0 + at_k[j].mean(axis=1)
+    b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
+           else base.b_d1 + (base.b_dk - base.b_d1) * frac)
+    b_book_k = sum(w * boot(book_prev[a], np.mean) for a, w in w_book.items()) if book_prev else base.b_book
+    b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book_k
+    b_s = b_E * b_steps_k / b_cost
+    b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
+    return _AtK(model, b_s, b_t, "in_round" if in_round.size else "line", "in_round" if book_prev else "k_max_run",
+                rb_missing)
 
 
 def _by_prior_accepted(samples, k: int) -> dict[int, np.ndarray]:  # dict: accepted count -> its samples

@@ -19,7 +19,7 @@ What the model does not explain — measured ratio against the model's — is re
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, TypedDict
 
 from specscope.profiler.analysis.records import WhyFaster, WhyTerm
 from specscope.profiler.analysis.round_model import RoundModel, implied_round_ms
@@ -35,7 +35,19 @@ LABELS = dict(TERMS)
 NOTHING = 1e-3  # |log ratio| below this (0.1%): nothing to explain
 
 
-def factors(s: Mapping) -> dict[str, float] | None:  # dict: the terms, read by names built from them (x_draft, ...)
+class RoundFactors(TypedDict):
+    """One side's round model as ``decompose`` splits it: E over the positions a round verifies, T_verify over them in
+    units of T_decode, and the round's other terms in units of T_verify (``x_…``)."""
+    E: float
+    positions: float                  # k + 1
+    t_decode: float
+    t_verify: float
+    x_draft: float
+    x_rollback: float
+    x_bookkeeping: float
+
+
+def factors(s: Mapping) -> RoundFactors | None:
     """The terms of one summary's round model, or None when it lacks one that is needed (E, k, T_decode, T_verify) or
     its round cannot be priced. The round model's rules for a term: an untimed one counts as nothing, a negative one (a
     paired difference below its noise) is kept as timed, never floored."""
@@ -46,7 +58,8 @@ def factors(s: Mapping) -> dict[str, float] | None:  # dict: the terms, read by 
     if RoundModel(float(E), float(t_dec), float(t_v), rest["draft"], rest["rollback"], rest["bookkeeping"]).speedup is None:
         return None
     return {"E": float(E), "positions": float(k) + 1.0, "t_decode": float(t_dec), "t_verify": float(t_v),
-            **{f"x_{key}": v / float(t_v) for key, v in rest.items()}}
+            "x_draft": rest["draft"] / float(t_v), "x_rollback": rest["rollback"] / float(t_v),
+            "x_bookkeeping": rest["bookkeeping"] / float(t_v)}
 
 
 def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B"), why_whole: str = "") -> WhyFaster | None:
@@ -75,7 +88,7 @@ def decompose_measured(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B
             "answer": answer + (f" ({why_whole})" if why_whole and cause else "")}
 
 
-def model_speedup(f: Mapping[str, float]) -> float:
+def model_speedup(f: RoundFactors) -> float:
     """The round model's speedup from one side's factors (``factors``)."""
     t_v = f["t_verify"]
     out = RoundModel(f["E"], f["t_decode"], t_v, f["x_draft"] * t_v, f["x_rollback"] * t_v, f["x_bookkeeping"] * t_v).speedup
@@ -94,10 +107,11 @@ def decompose(a: Mapping, b: Mapping, names: tuple[str, str] = ("A", "B")) -> Wh
         "verify": math.log((fb["t_verify"] / (fb["positions"] * fb["t_decode"]))
                            / (fa["t_verify"] / (fa["positions"] * fa["t_decode"]))),
     }
-    xa = sum(fa[f"x_{t}"] for t in ("draft", "rollback", "bookkeeping"))
-    xb = sum(fb[f"x_{t}"] for t in ("draft", "rollback", "bookkeeping"))
+    xa = sum((fa["x_draft"], fa["x_rollback"], fa["x_bookkeeping"]))
+    xb = sum((fb["x_draft"], fb["x_rollback"], fb["x_bookkeeping"]))
     rest = math.log((1.0 + xb) / (1.0 + xa))  # what the round beside its verify gives A (positive: A pays less)
-    moved = {t: fb[f"x_{t}"] - fa[f"x_{t}"] for t in ("draft", "rollback", "bookkeeping")}
+    moved = {"draft": fb["x_draft"] - fa["x_draft"], "rollback": fb["x_rollback"] - fa["x_rollback"],
+             "bookkeeping": fb["x_bookkeeping"] - fa["x_bookkeeping"]}
     total_moved = sum(moved.values())
     for t, d in moved.items():
         parts[t] = rest * d / total_moved if abs(total_moved) > 1e-15 else rest / 3.0

@@ -1,10 +1,12 @@
 """``specscope bench``: does specscope measure without distorting, and is its engine as fast as mlx-lm's?
 
-Every benchmark interleaves its two contenders in ABBA order (A B, B A, A B, …) on
-the same model, prompt and token count after a warm-up, compares equal work (see
-``bench_equal``), and reports the median of per-pair ratios with min and max. Nothing here is asserted in the test suite: machines
-are shared and noisy; the tests only check that each benchmark runs and emits
-well-formed JSON.
+Every benchmark interleaves its two contenders in ABBA order (A B, B A, A B, …) on the same model, prompt and token
+count after a warm-up, compares equal work (see ``bench_equal``), and reports the median of per-pair ratios with min
+and max. Each is measured in the worker, as a run is: ``overhead``, ``spec-vs-mlx-lm``, ``rollback`` and ``tune`` as
+one measurement each (``run.bench_run``), ``memory`` a reading at a time in a fresh worker, ``predict`` and ``gui`` a
+run at a time (``gui``'s app half here: it measures the app); ``capture`` still runs here. Nothing here is asserted
+in the test suite: machines are shared and noisy; the tests only check that each benchmark runs and emits well-formed
+JSON.
 """
 
 from __future__ import annotations
@@ -12,140 +14,36 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from dataclasses import replace
 
-from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.bench_common import (
     PROMPT,
     abba_pairs,
     bench_result,
     load_bench_model,
-    median_interval,
     PairHook,
     BenchConfig,
 )
-from specscope.profiler.cli.bench_equal import bench_memory, bench_overhead, bench_predict
-from specscope.profiler.cli.records import BenchResult
+from specscope.profiler.cli.bench_equal import bench_memory, bench_predict
+from specscope.profiler.run.bench_records import BenchResult
 
-# -- overhead, memory, predict: equal work on both sides (profiler.cli.bench_equal) -------------------------------------
-# -- spec-vs-mlx-lm: same dense model + draft model, same k, greedy ------------------------------
-def bench_spec_vs_mlx_lm(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    """specscope's end-to-end speculative rounds vs ``mlx_lm.generate.speculative_generate_step``.
+# -- overhead, spec-vs-mlx-lm, rollback: each one measurement in the worker (profiler.run.bench_run) --------------
+def in_worker(name: str):
+    """The benchmark ``name`` as the CLI runs it: its ``BenchConfig`` measured in a worker (kind ``bench``), each pair
+    reported to ``on_pair`` as its ``bench_pair`` event arrives."""
 
-    Same target and draft model, same prompt, same ``k``, greedy, the same ``--max-tokens`` tokens
-    (asserted identical, else the comparison is void). Both sides are timed over the same span:
-    from just before the generator is created to the moment the last token is in hand, so each
-    clock covers the prompt prefill of both models and every token (tok/s = tokens / that span).
-    mlx-lm's generator yields its first token only after its first draft+verify round (its prefill
-    stops one token short and the last prompt token goes into the first verify); starting its clock
-    at that first yield, as earlier versions did, handed it the prefill and the first round's extra
-    tokens for free, and ours started after our prefill: not the same span. Warm-up: one run each.
-    """
-    import mlx.core as mx
-    from mlx_lm.generate import speculative_generate_step
+    def bench(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
+        from specscope.profiler.cli.measured import measured_result
 
-    from specscope.engine_adapter.decode.decoding import speculative_generate
-    from specscope.engine_adapter.drafters.drafter import DraftModelDrafter
+        def on_event(ev: dict) -> None:
+            if ev["event"] == "bench_pair" and on_pair:
+                on_pair(ev["pair"])
 
-    from specscope.engine_adapter.model.loader import load_model
+        return measured_result(replace(a, what=name), on_event)  # type: ignore[return-value]  # a bench result
 
-    target = load_model(a.model) if a.model else load_bench_model(a, "dense")
-    draft = load_model(a.draft_model) if a.draft_model else load_bench_model(a, "draft")
-    prompt = target.encode(PROMPT)
-    k, n = a.num_draft_tokens, a.max_tokens
-
-    def ours():
-        toks: list[int] = []
-        t0 = time.perf_counter()
-        # end-to-end rounds: what a production engine does (drafts chained into the verify, one sync per round)
-        for rec in speculative_generate(target.model, prompt, DraftModelDrafter(draft.model), k, n, round_kinds="end_to_end"):
-            toks.extend([rec["token"]] if rec["event"] == "prefill" else rec["emitted"])
-        return len(toks) / (time.perf_counter() - t0), toks
-
-    def theirs():
-        toks = []
-        t0 = time.perf_counter()
-        for tok, _, _ in speculative_generate_step(mx.array(prompt), target.model, draft.model, num_draft_tokens=k, max_tokens=n):
-            toks.append(int(tok))
-        return len(toks) / (time.perf_counter() - t0), toks
-
-    ours(), theirs()
-    raw_pairs = abba_pairs(a, ours, theirs, "spec-vs-mlx-lm", on_pair)  # A B, B A, …
-    identical = all(tx == ty and len(tx) == n for _, _, tx, ty in raw_pairs)
-    pairs = [(x, y) for x, y, _, _ in raw_pairs]
-    if not identical:
-        raise SpecscopeError("spec-vs-mlx-lm: the two engines produced different tokens; the comparison is void")
-    res = bench_result("spec-vs-mlx-lm", [x / y for x, y in pairs],
-                       {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs], "k": k,
-                        "identical_tokens": identical, "timed_span": "generator start to last token, prefill included",
-                        "order": "ABBA"})
-    return res
-
-
-# -- rollback: share of a round spent restoring linear-attention state ---------------------------
-def bench_rollback(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    from specscope.engine_adapter.decode.decoding import plain_generate, speculative_generate
-    from specscope.engine_adapter.drafters.oracle import OracleDrafter
-
-    lm = load_bench_model(a)
-    prompt = lm.encode(PROMPT)
-    plain = [r["token"] for r in plain_generate(lm.model, prompt, a.max_tokens)]
-    calls = {"n": 0}
-    model_cls = type(lm.model)
-    original = model_cls.__call__
-
-    def counting(self, *args, **kw):
-        calls["n"] += 1
-        return original(self, *args, **kw)
-
-    shares, per_round_calls, rounds_seen = [], [], 0
-    model_cls.__call__ = counting
-    try:
-        for rep in range(a.pairs):
-            drafter = OracleDrafter(plain, p=0.5, seed=rep, vocab_size=lm.vocab_size)
-            gen = speculative_generate(lm.model, prompt, drafter, a.num_draft_tokens, a.max_tokens)
-            next(gen)  # prefill
-            while True:
-                before = calls["n"]
-                try:
-                    r = next(gen)
-                except StopIteration:
-                    break
-                assert r["event"] == "round"  # after the prefill
-                per_round_calls.append(calls["n"] - before)
-                rounds_seen += 1
-                assert r["rollback_ms"] is not None  # after the prefill: instrumented rounds
-                if r["accepted"] < len(r["drafted"]):
-                    shares.append(r["rollback_ms"] / r["ms"])
-    finally:
-        model_cls.__call__ = original
-    if not shares:
-        raise SpecscopeError("rollback: no partially accepted rounds to measure")
-    ci = median_interval(shares, 0.95)
-    return bench_result("rollback", [], {"rounds": rounds_seen, "partial_rounds": len(shares), "share_median": statistics.median(shares),
-                                         "share_max": max(shares), "target_forwards_per_round": max(per_round_calls)},
-                        unit="share of round", value=statistics.median(shares)) | {
-        "ratio_min": min(shares), "ratio_max": max(shares), "median_ci95": list(ci) if ci else None, "pairs": a.pairs,
-        "sample": f"{a.pairs} run{'s' if a.pairs != 1 else ''}, {len(shares)} partially accepted rounds of {rounds_seen}"}
-
-
-# -- predict: oracle sweep, predicted vs measured speedup ---------------------------------------
-def rounds_side_by_side(gen_a, gen_b) -> tuple[list, list]:
-    """Advance two decoding generators one record at a time, alternately (A B, then B A, …), so that the
-    machine's drift hits both alike; returns their records."""
-    out_a: list = []
-    out_b: list = []
-    pending = [(gen_a, out_a), (gen_b, out_b)]
-    r = 0
-    while pending:
-        order = pending if r % 2 == 0 else pending[::-1]
-        for g, out in list(order):
-            try:
-                out.append(next(g))
-            except StopIteration:
-                pending.remove((g, out))
-        r += 1
-    return out_a, out_b
+    bench.__name__ = bench.__qualname__ = f"bench_{name.replace('-', '_')}"
+    return bench
 
 
 # -- gui: engine tok/s with the app open and charts updating vs headless -------------------------
@@ -255,23 +153,15 @@ def bench_capture(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResul
                                                                    "positions": k + 1, "forwards_per_side": reps, "order": "ABBA"})
 
 
-def bench_tune(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    """tune's prediction for every k vs its confirmation runs (oracle at P = 0.75): the largest |error|."""
-    from specscope.profiler.cli.tune import bench_tune as run
-
-    return run(a)
-
-
-
 BENCHES = {
-    "overhead": bench_overhead,
-    "spec-vs-mlx-lm": bench_spec_vs_mlx_lm,
-    "rollback": bench_rollback,
+    "overhead": in_worker("overhead"),
+    "spec-vs-mlx-lm": in_worker("spec-vs-mlx-lm"),
+    "rollback": in_worker("rollback"),
     "predict": bench_predict,
     "memory": bench_memory,
     "gui": bench_gui,
     "capture": bench_capture,
-    "tune": bench_tune,
+    "tune": in_worker("tune"),
 }
 
 
@@ -284,9 +174,8 @@ def _line(res: BenchResult) -> str:
 
 
 def run_bench(a) -> int:
-    if a.pairs < 1 or a.max_tokens < 4:
-        raise SpecscopeError("--pairs must be >= 1 and --max-tokens >= 4")
     cfg = BenchConfig.from_args(a)
+    cfg.validate()  # refused here, before a worker starts
     names = list(BENCHES) if cfg.what == "all" else [cfg.what]
     results: list[BenchResult] = []
     from specscope.profiler.cli.progress import Bar, progress_wanted

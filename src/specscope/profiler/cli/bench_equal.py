@@ -1,12 +1,12 @@
-"""Benchmarks that compare equal work, in ABBA order (``specscope bench overhead|memory|predict``).
+"""Benchmarks that compare equal work, in ABBA order (``specscope bench overhead|memory|predict``); ``overhead`` is
+measured in the worker as one measurement (``run.bench_run``), ``memory`` a reading at a time, each in a fresh worker
+(``run.bench_memory``), ``predict`` a run at a time (``run_worker``).
 
 - ``abba_pairs`` (in ``bench_common``): every A/B benchmark alternates its order pair by pair (A B, B A, A B, …), so a drift on a
   shared machine (heat, a neighbour's load) hits both sides alike instead of always the one that runs second.
-- ``overhead``: specscope's plain decoding (as ``run`` does it: one JSON event written per token) against
-  ``mlx_lm.stream_generate``, the same span on both sides — from the first token in hand to the last, so N − 1
-  decode steps each — the same N tokens (EOS off on both: mlx-lm's EOS set is emptied for the run; specscope
-  never stops at EOS), and the tokens asserted equal (else the comparison is void).
-- ``memory``: peak MLX memory for the same work on both sides, each in a fresh process: plain vs plain
+- ``overhead``: specscope's plain decoding against ``mlx_lm.stream_generate``, the same span and tokens on both sides
+  (``run.bench_run``, where it is measured).
+- ``memory``: peak MLX memory for the same work on both sides, each in a fresh worker: plain vs plain
   (``plain_generate`` vs ``stream_generate``, N tokens) and speculative vs speculative (dense demo + draft
   model, k drafts: ``speculative_generate`` vs ``speculative_generate_step``, the pair mlx-lm can run). The
   figure is the larger raw ratio; a fixed allowance is printed as its own number, never folded in.
@@ -20,118 +20,33 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import replace
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.bench_common import (PROMPT, BenchConfig, PairHook, abba_pairs, bench_result,
-                                                 load_bench_model)
-from specscope.profiler.cli.records import BenchResult, MemoryPrograms, PeakReading
+from specscope.profiler.cli.bench_common import PROMPT, BenchConfig, PairHook, abba_pairs, bench_result
+from specscope.profiler.run.bench_common import MemoryPeakConfig
+from specscope.profiler.run.bench_records import BenchResult, PeakReading
 
 ALLOWANCE_BYTES = 16 * 2**20  # a fixed amount for what specscope keeps that mlx-lm does not (printed apart)
 
 
-# -- overhead ------------------------------------------------------------------------------------------------------
-def bench_overhead(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    from mlx_lm.generate import stream_generate
-
-    from specscope.engine_adapter.decode.decoding import plain_generate
-    from specscope.events import Event
-    from specscope.profiler.run.protocol import PassEvents
-
-    lm = load_bench_model(a)
-    prompt = lm.encode(PROMPT)
-    n = a.max_tokens
-    sink = open(os.devnull, "w")
-
-    def write(ev: Event) -> None:  # what the worker does per event: serialise, write, flush
-        sink.write(json.dumps(ev) + "\n")
-        sink.flush()
-
-    def ours():
-        toks: list[int] = []
-        t_first: float | None = None
-        held = PassEvents(write)  # as run's protocol holds a pass's events (at most every PASS_FLUSH_S, and at its end)
-        for rec in plain_generate(lm.model, prompt, n):
-            held({**rec, "case": "bench", "mode": "plain"} if rec["event"] == "prefill" else {**rec, "case": "bench"})
-            toks.append(rec["token"])
-            if t_first is None:
-                t_first = time.perf_counter()
-        held.flush()
-        assert t_first is not None
-        return (len(toks) - 1) / (time.perf_counter() - t_first), toks
-
-    def theirs():
-        eos = lm.tokenizer.eos_token_ids
-        lm.tokenizer.eos_token_ids = set()  # EOS off, as on our side: both generate exactly N tokens
-        try:
-            toks: list[int] = []
-            t_first: float | None = None
-            for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=n):
-                toks.append(int(r.token))
-                if t_first is None:
-                    t_first = time.perf_counter()
-            assert t_first is not None
-            return (len(toks) - 1) / (time.perf_counter() - t_first), toks
-        finally:
-            lm.tokenizer.eos_token_ids = eos
-
-    ours(), theirs()  # warm-up
-    pairs = abba_pairs(a, ours, theirs, "overhead", on_pair)
-    if not all(tx == ty and len(tx) == n for _, _, tx, ty in pairs):
-        raise SpecscopeError("overhead: the two sides produced different tokens; the comparison is void")
-    return bench_result("overhead", [x / y for x, y, *_ in pairs],
-                        {"specscope_tok_s": [p[0] for p in pairs], "mlx_lm_tok_s": [p[1] for p in pairs],
-                         "tokens": n, "identical_tokens": True, "order": "ABBA",
-                         "timed_span": f"first token in hand to the last ({n - 1} decode steps on each side), EOS off on both"})
-
-
 # -- memory --------------------------------------------------------------------------------------------------------
-def _peak(code: str) -> PeakReading:
-    """Run ``code`` in a fresh process; the JSON its last line prints (peak memory and tokens)."""
-    import subprocess
+def _peak(cfg: MemoryPeakConfig) -> PeakReading:
+    """One side's reading, measured in a fresh worker (``run.bench_memory``): its peak is that work's alone."""
+    from specscope.profiler.cli.measured import measured_result
 
-    from specscope.profiler.run.pump import worker_env
-
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=900)
-    if r.returncode != 0:
-        raise SpecscopeError(f"memory bench subprocess failed: {r.stderr.strip().splitlines()[-1:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def _memory_programs(a: BenchConfig) -> MemoryPrograms:
-    n, k = a.max_tokens, a.num_draft_tokens
-    model_arg = repr(a.model) if a.model else "None"
-    head = ("import json, mlx.core as mx\n"
-            "from specscope.engine_adapter.model.demo_model import demo_model_path\n"
-            "from specscope.engine_adapter.model.loader import load_model\n")
-    tail = "print(json.dumps({'mlx_peak': mx.get_peak_memory(), 'tokens': toks}))\n"
-    plain = head + f"lm = load_model({model_arg} or demo_model_path('hybrid'))\nprompt = lm.encode({PROMPT!r})\nmx.reset_peak_memory()\n"
-    ours_plain = plain + ("from specscope.engine_adapter.decode.decoding import plain_generate\n"
-                          f"toks = [r['token'] for r in plain_generate(lm.model, prompt, {n})]\n") + tail
-    theirs_plain = plain + ("from mlx_lm.generate import stream_generate\nlm.tokenizer.eos_token_ids = set()\n"
-                            f"toks = [int(r.token) for r in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens={n})]\n") + tail
-    draft_arg = repr(a.draft_model) if a.draft_model else "None"
-    spec = head + (f"t = load_model({model_arg} or demo_model_path('dense'))\nd = load_model({draft_arg} or demo_model_path('draft'))\n"
-                   f"prompt = t.encode({PROMPT!r})\nmx.reset_peak_memory()\n")
-    ours_spec = spec + ("from specscope.engine_adapter.decode.decoding import speculative_generate\n"
-                        "from specscope.engine_adapter.drafters.drafter import DraftModelDrafter\n"
-                        "toks = []\n"
-                        f"for r in speculative_generate(t.model, prompt, DraftModelDrafter(d.model), {k}, {n}, round_kinds='end_to_end'):\n"
-                        "    toks += [r['token']] if r['event'] == 'prefill' else r['emitted']\n") + tail
-    theirs_spec = spec + ("from mlx_lm.generate import speculative_generate_step\n"
-                          f"toks = [int(x) for x, _, _ in speculative_generate_step(mx.array(prompt), t.model, d.model, "
-                          f"num_draft_tokens={k}, max_tokens={n})]\n") + tail
-    return {"plain": (ours_plain, theirs_plain), "speculative": (ours_spec, theirs_spec)}
+    return measured_result(cfg)  # type: ignore[return-value]  # a memory_peak result: a PeakReading
 
 
 def bench_memory(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    programs = _memory_programs(a)
     rows = {}
-    for what, (ours, theirs) in (("plain", programs["plain"]), ("speculative", programs["speculative"])):  # in order
+    for what in ("plain", "speculative"):  # in order
+        ours, theirs = (MemoryPeakConfig(side=side, work=what, model=a.model, draft_model=a.draft_model,
+                                         max_tokens=a.max_tokens, num_draft_tokens=a.num_draft_tokens)
+                        for side in ("specscope", "mlx_lm"))
         a_small = replace(a, pairs=max(1, min(a.pairs, 3)), until=None, max_pairs=0)
         pairs = abba_pairs(a_small, lambda ours=ours: _peak(ours), lambda theirs=theirs: _peak(theirs), on_pair=on_pair)
         if not all(x["tokens"] == y["tokens"] for x, y, *_ in pairs):

@@ -1,5 +1,5 @@
 """What ``specscope roofline`` and ``specscope tune`` share: the model arguments, the status they report as they go
-(JSON lines for a program, else a progress bar), the worker they measure in (``run.measurement``, through the pump
+(a progress bar), the worker they measure in (``run.measurement``, through the pump
 and into a session, as a run is measured) and how they print their result.
 """
 
@@ -22,16 +22,10 @@ if TYPE_CHECKING:
     from specscope.profiler.run.measure_config import Measurement
 
 
-def jsonl_status(message: str) -> None:
-    print(json.dumps({"status": message}), flush=True)
-
-
 def status_for(a, name: str, expected_phases: int):
-    """Status for a program (--jsonl), else a progress bar on a terminal (nothing when piped unless --progress).
+    """A progress bar on a terminal (nothing when piped unless --progress).
 
     The bar counts the command's phases; the time left is estimated from the phases done so far."""
-    if a.jsonl:
-        return jsonl_status
     from specscope.profiler.cli.progress import PhaseProgress, progress_wanted
 
     return PhaseProgress(name, expected_phases, enabled=progress_wanted(a))
@@ -56,24 +50,19 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-oversize", action="store_true")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_args(p)
-    p.add_argument("--jsonl", action="store_true",
-                   help="JSON lines on stdout for a program (the app): {\"status\": …} as it goes, then the result")
     p.add_argument("-o", "--output", help="keep the measurement's session (JSON: its result and how it was run)")
     add_download_arg(p)
 
 
 
 def print_result(a, key: str, out: dict, fmt: Callable[[dict], str]) -> None:
-    if a.jsonl:
-        print(json.dumps({key: finite_json(out)}), flush=True)
-    else:
-        print(json.dumps(finite_json(out), indent=1) if a.json else fmt(out))
+    print(json.dumps(finite_json(out), indent=1) if a.json else fmt(out))
 
 
 def measure_and_print(a, cfg: "Measurement", say, fmt: Callable[[dict], str]) -> int:
     """Measure ``cfg`` (roofline, tune) in the worker, as a run is measured (``run.measurement``: its events through
-    the pump, folded into a session; ``-o`` keeps that session), and print the result: ``{key: result}`` lines with
-    ``--jsonl`` (each partial result as it comes, then the whole), else JSON (``--json``) or text (``fmt``)."""
+    the pump, folded into a session; ``-o`` keeps that session), and print the result: JSON (``--json``) or text
+    (``fmt``)."""
     from specscope.profiler.run.measure_config import kind_of
     from specscope.profiler.run.runner import run_worker
 
@@ -82,8 +71,6 @@ def measure_and_print(a, cfg: "Measurement", say, fmt: Callable[[dict], str]) ->
     def on_event(ev, session) -> None:
         if ev["event"] == "status":
             say(ev["message"])
-        elif ev["event"] == key and ev.get("partial") and a.jsonl:
-            print(json.dumps({key: ev[key]}), flush=True)
 
     out_path = getattr(a, "output", None)
     try:

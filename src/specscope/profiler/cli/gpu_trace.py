@@ -1,10 +1,11 @@
 """``specscope capture``: Metal GPU traces of one decode step and one verify forward (the CLI side).
 
-The capture itself runs in a worker process (``python -m specscope.engine_adapter.measure.gpu_trace``)
-started with ``MTL_CAPTURE_ENABLED=1``: Metal only records GPU work in a process that
-had the variable when it started. This side refuses early and clearly, before any
-model is loaded or any folder is created: on a machine without Metal, on an output
-folder that exists and is not empty (unless ``--force``), on a bad ``k``.
+``add_parser(sub)`` adds the command. The capture is measured in the worker (``run.capture_run``, the engine side
+``engine_adapter.measure.gpu_trace``), started with ``MTL_CAPTURE_ENABLED=1`` (``CaptureConfig.worker_env``): Metal
+only records GPU work in a process that had the variable when it started. This side refuses early and clearly,
+before any model is loaded or any folder is created: on a machine without Metal, on an output folder that exists and
+is not empty (unless ``--force``), on a bad ``k``. ``--session FILE`` keeps the capture's session, which the app opens
+on its Checks page.
 
 Nothing here imports MLX at module level (the Metal probe imports it when called).
 """
@@ -14,19 +15,52 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
 from specscope.engine_adapter.measure.records import MetalStatus  # records only: no MLX
+from specscope.profiler.cli.common import add_download_arg, check_output_path, resolve_model_args
+from specscope.profiler.cli.worker_measure import incomplete_exit, run_in_worker, stopped_by_user
 from specscope.profiler.run.config import MAX_K
-from specscope.profiler.run.pump import describe_exit, worker_env
+from specscope.profiler.run.pump import worker_env
 from specscope.profiler.run.records import SuiteCase
+from specscope.profiler.run.tool_configs import CaptureConfig
 
-CAPTURE_ENV = "MTL_CAPTURE_ENABLED"
-WORKER_MODULE = "specscope.engine_adapter.measure.gpu_trace"
+
+def add_parser(sub) -> None:
+    cap = sub.add_parser("capture", help="Metal GPU traces (.gputrace) of one decode step and one verify forward")
+    src = cap.add_mutually_exclusive_group()
+    src.add_argument("--model", help="a model folder or a cached repo id")
+    src.add_argument("--demo", action="store_true", help="the synthetic demo model")
+    add_download_arg(cap)
+    cap.add_argument("--num-draft-tokens", "-k", type=int, default=2, help="draft tokens: the verify covers k+1 positions")
+    cap.add_argument("-o", "--output", metavar="DIR", help="folder for decode.gputrace, verify-kK.gputrace, capture.json")
+    cap.add_argument("--force", action="store_true", help="write into DIR even if it is not empty (replaces those files)")
+    cap.add_argument("--suite", help="prompt suite JSON (default: the built-in suite); its first case is used")
+    cap.add_argument("--case", help="the id of the suite case to use instead of the first")
+    cap.add_argument("--allow-oversize", action="store_true")
+    cap.add_argument("--json", action="store_true", help="print capture.json instead of the summary")
+    cap.add_argument("--check", action="store_true", help="only say whether this machine can capture (exit 0) or not (2)")
+    cap.add_argument("--session", metavar="FILE", help="keep the capture's session (what was captured and how; "
+                     "`specscope gui FILE` shows it on the Checks page)")
+    cap.set_defaults(func=cmd_capture)
+
+
+def cmd_capture(a) -> int:
+    validate(a)  # Metal first: elsewhere this refuses before any model or folder is touched
+    if a.check:
+        print(f"GPU trace capture is available: MLX runs on {metal_status()['device']}")
+        return 0
+    requested = a.model
+    resolve_model_args(a)
+    name = None
+    if a.model:
+        from specscope.model_ref import ref_for_folder
+
+        name = ref_for_folder(a.model, requested).label
+    return run_capture(a, a.model, name)
 
 
 def output_files(k: int) -> list[str]:
@@ -51,19 +85,8 @@ def require_metal() -> MetalStatus:
 
 
 def capture_env() -> dict[str, str]:  # dict: environment variables (names are data)
-    env = worker_env()
-    env[CAPTURE_ENV] = "1"
-    return env
-
-
-def capture_command(spec: dict) -> list[str]:
-    return [sys.executable, "-m", WORKER_MODULE, json.dumps(spec, ensure_ascii=False)]
-
-
-def run_worker_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
-    """Run the worker; its progress and errors go straight to our stderr, its result comes on stdout."""
-    return subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                          encoding="utf-8", errors="replace")
+    """The worker's environment for a capture (``runner.run_worker`` adds ``CaptureConfig.worker_env``)."""
+    return {**worker_env(), **CaptureConfig.worker_env}
 
 
 def check_output_dir(path: str, force: bool) -> Path:
@@ -130,6 +153,8 @@ def validate(a) -> None:
         raise SpecscopeError("give the folder for the traces with -o DIR")
     check_output_dir(a.output, a.force)
     pick_prompt(a.suite, a.case)
+    if getattr(a, "session", None):
+        check_output_path(a.session, a.force)
 
 
 def format_result(desc: dict, out: Path) -> str:
@@ -147,28 +172,26 @@ def format_result(desc: dict, out: Path) -> str:
 
 
 def run_capture(a, model_path: str | None, model_name: str | None) -> int:
-    """Start the worker (``MTL_CAPTURE_ENABLED=1``) for a validated request; print where the traces are."""
+    """Measure the capture in the worker (``MTL_CAPTURE_ENABLED=1``) for a validated request; print where the traces
+    are. Its progress reaches stderr as ``specscope: …`` lines."""
     out = check_output_dir(a.output, a.force)
     case = pick_prompt(a.suite, a.case)
     k = a.num_draft_tokens
     created = prepare_output_dir(out, k, a.force)
-    spec = {"demo": bool(a.demo), "model_path": model_path, "model_name": model_name, "k": k,
-            "out_dir": str(out.resolve()), "prompt": case["prompt"], "prompt_id": case["id"],
-            "allow_oversize": bool(getattr(a, "allow_oversize", False))}
+    cfg = CaptureConfig(out_dir=str(out.resolve()), prompt=case["prompt"], model=model_path, model_name=model_name,
+                        demo=bool(a.demo), k=k, prompt_id=case["id"], allow_oversize=bool(getattr(a, "allow_oversize", False)))
+    kept = getattr(a, "session", None)
     try:
-        res = run_worker_process(capture_command(spec), capture_env())
+        s = run_in_worker(cfg, lambda ev: print(f"specscope: {ev['message']}", file=sys.stderr, flush=True), kept)
     except BaseException:
         _remove_if_empty(out, created)
         raise
-    if res.returncode != 0:
+    if s.status != "complete" or "capture" not in s.data:
         _remove_if_empty(out, created)
-        if res.returncode == 2:  # the worker said why on stderr ("specscope: error: …")
-            return 2
-        raise SpecscopeError(f"the capture worker failed ({describe_exit(res.returncode)}); its output is above")
-    try:
-        desc = json.loads(res.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        raise SpecscopeError("the capture worker ended without saying what it captured") from None
+        if stopped_by_user(s):
+            return incomplete_exit("capture", s, kept)
+        raise SpecscopeError(f"the capture worker failed: {'; '.join(s.data['errors'][-1:]) or 'no result'}")
+    desc = s.data["capture"]["description"]
     if a.json:
         print(json.dumps(desc, indent=1, ensure_ascii=False))
     else:

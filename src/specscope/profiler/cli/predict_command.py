@@ -59,3 +59,18 @@ def cmd_predict(a) -> int:
         print(f"break-even verify         ≤ {m.break_even_verify_ms:.2f} ms  (≤ {m.break_even_multiple:.2f} × T_decode; "
               f"{m.break_even_formula})")
     return 0
+
+
+def add_parser(sub) -> None:
+    """``specscope predict`` on the ``specscope`` argparse subparsers."""
+    p = sub.add_parser("predict", help="the round model as a calculator (the seed's division beside it)")
+    p.add_argument("--t-decode-ms", type=float, required=True)
+    p.add_argument("--t-verify-ms", type=float, required=True)
+    p.add_argument("--t-draft-ms", type=float, default=0.0)
+    p.add_argument("--t-rollback-ms", type=float, help="rollback per round (untimed if not given: named, not taken as 0)")
+    p.add_argument("--t-bookkeeping-ms", type=float, help="work after the verify's read-back per round (untimed if not given)")
+    p.add_argument("--p", type=float)
+    p.add_argument("--num-draft-tokens", "-k", type=int, default=1)
+    p.add_argument("--accept", help="measured per-position acceptance a1,a2,... (overrides --p and -k)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)

@@ -1,39 +1,12 @@
 """The shapes of what the CLI's commands compute and print (``TypedDict``s: plain dicts at run time, keys checked by
-mypy): a benchmark's result (``bench_common.bench_result``, every ``specscope bench`` benchmark), the memory bench's
-fresh-process reading, the Metal probe, the run flags' RunConfig fields, and ``specscope trace``'s figures.
+mypy): a benchmark's result (defined with the benchmarks, ``run.bench_records``), the Metal probe, the run flags'
+RunConfig fields, and ``specscope trace``'s figures.
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
-
-class BenchResult(TypedDict):
-    """One ``specscope bench`` benchmark's result (``bench_common.bench_result``; ``bench tune`` builds its own)."""
-    benchmark: str
-    ratio: float                       # the figure: a median ratio, a share or a largest |error| (``unit`` says which)
-    ratio_min: float
-    ratio_max: float
-    median_ci95: list[float] | None    # the median's 95% interval: binomial order statistics (bench_common.median_interval)
-    stable_to_1pct: bool
-    pairs: int
-    sample: NotRequired[str]           # what the figure rests on, where it is not a number of pairs ("4 runs, 97 rounds")
-    target: str                        # "<op> <target>", e.g. ">= 0.98"
-    met: bool
-    unit: str
-    agreement: NotRequired[dict[str, int]]  # bench tune: how many settings agree, are off, are undecided
-    raw: dict[str, Any]                # the benchmark's own measurements (each its own keys)
-
-
-class PeakReading(TypedDict):
-    """What a memory bench subprocess prints on its last line."""
-    mlx_peak: int
-    tokens: list[int]
-
-
-class MemoryPrograms(TypedDict):
-    """The memory bench's programs: (specscope's, mlx-lm's) for each comparison."""
-    plain: tuple[str, str]
-    speculative: tuple[str, str]
+from specscope.profiler.run.bench_records import BenchResult as BenchResult  # measured in the worker: its floor's record
 
 
 class DistributedArgs(TypedDict):
@@ -65,7 +38,7 @@ class TraceCaseFigures(TypedDict):
 
 
 class TraceFigures(TypedDict):
-    """What ``specscope trace`` prints (``trace.trace_session``)."""
+    """What ``specscope trace`` prints (``trace.trace_figures``)."""
     drafter: str
     k: int
     k_max: int

@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 
 def status(a):
-    """The status of a roofline run: JSON lines (--jsonl) or a bar counting its phases."""
+    """The status of a roofline run: a bar counting its phases."""
     return status_for(a, "roofline", 2 + 3 + max(a.reps, a.block_reps) + 2 + (0 if a.no_division else 1))
 
 

@@ -8,7 +8,9 @@ import sys
 from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.profiler.cli.common import check_output_path, fail
 from specscope.profiler.cli.preflight import show_preflight
-from specscope.profiler.cli.run_args import config_from_args
+from specscope.profiler.cli.progress import add_progress_args
+from specscope.profiler.cli.run_args import add_run_args, config_from_args
+from specscope.profiler.run.config import RunConfig
 
 
 def cmd_run(a) -> int:
@@ -74,17 +76,6 @@ def cmd_sweep(a) -> int:
     def on_event(ev, session):
         progress.update(ev, session)
         show_preflight(ev)
-        if not a.jsonl:
-            return
-        # the app's Context page reads these lines: {"status": …} and {"context_sweep": the points so far}
-        if ev.get("event") == "status":
-            print(json.dumps({"status": ev.get("message", "")}, ensure_ascii=False), flush=True)
-        elif ev.get("event") == "sweep_visit":
-            print(json.dumps({"status": f"context {ev['context']:,}: visit {ev['visit'] + 1} of {ev.get('of', '?')}"}), flush=True)
-        elif ev.get("event") == "sweep_visit_done" and ev.get("last"):
-            sw = session.data.get("sweep") or {}
-            print(json.dumps(finite_rows({"context_sweep": {"contexts": sw.get("contexts"), "order": sw.get("order"),
-                                                            "points": sweep_figures(session)}}), ensure_ascii=False), flush=True)
 
     try:
         res = run_worker(cfg, on_event=on_event, autosave=str(out) if out else None)
@@ -103,7 +94,7 @@ def cmd_sweep(a) -> int:
         print(json.dumps(finite_rows({"contexts": (s.data.get("sweep") or {}).get("contexts"),
                                       "order": (s.data.get("sweep") or {}).get("order"), "points": rows}),
                          indent=1, ensure_ascii=False))
-    elif not a.jsonl:
+    else:
         print(format_sweep(rows, s))
     if out:
         print(f"\nsession saved to {out}", file=sys.stderr)
@@ -141,3 +132,29 @@ def _add_roofline(a, cfg, session, out) -> None:
     session.data["roofline"] = measured.data["roofline"]
     if out:
         save_session(session, out)
+
+
+def add_parser(sub) -> None:
+    """``specscope run`` and ``specscope sweep`` on the ``specscope`` argparse subparsers."""
+    r = sub.add_parser("run", help="run the protocol headless and print the summary")
+    add_run_args(r)
+    r.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
+    r.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_progress_args(r)
+    r.add_argument("--roofline", action="store_true",
+                   help="after the run, measure the verify cost curve and draft steps apart (as `specscope roofline`) "
+                        "and keep it in the session: the summary then holds a prediction beside the ledger")
+    r.set_defaults(func=cmd_run)
+
+    sw = sub.add_parser("sweep", help="the protocol at several contexts: how verify cost, acceptance and the speedup "
+                                      "change as the conversation grows")
+    add_run_args(sw)
+    sw.add_argument("--passes", type=int, default=RunConfig.sweep_passes,
+                    help="visits of every context, each pass in the reverse order of the one before (default 2: "
+                         "0,1k,4k,16k then 16k,4k,1k,0), so drift cannot pass for a context effect")
+    sw.add_argument("-o", "--output", help="write the session JSON here (autosaved while running)")
+    sw.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    sw.add_argument("--json", action="store_true", help="print the per-context figures as JSON at the end")
+    add_progress_args(sw)
+    sw.set_defaults(func=cmd_sweep)

@@ -118,3 +118,28 @@ def cmd_verdict(a) -> int:
               "hold the pooled error")
     print(f"verdict over runs: {res['verdict']['text']}")
     return 0
+
+
+def add_parser(sub) -> None:
+    """``report``, ``compare`` and ``verdict`` on the ``specscope`` argparse subparsers."""
+    rep = sub.add_parser("report", help="render a saved session (format from the extension: .html .pdf .csv .json .trace.json)")
+    rep.add_argument("session")
+    rep.add_argument("-o", "--output", required=True)
+    rep.add_argument("--force", action="store_true")
+    rep.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="compare two sessions side by side")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("-o", "--output", required=True)
+    c.add_argument("--force", action="store_true")
+    c.add_argument("--timings-only", action="store_true",
+                   help="compare timings even across sampling regimes (acceptance is left out)")
+    c.set_defaults(func=cmd_compare)
+
+    v = sub.add_parser("verdict", help="the judged prediction over several runs of one setting (the spread between "
+                                       "runs in its interval)")
+    v.add_argument("sessions", nargs="+", metavar="SESSION", help="saved sessions of one model, drafter, k and sampling")
+    v.add_argument("--json", action="store_true", help="print the result as JSON")
+    v.add_argument("--force", action="store_true", help="pool runs whose settings differ")
+    v.set_defaults(func=cmd_verdict)

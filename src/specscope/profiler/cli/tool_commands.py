@@ -1,12 +1,15 @@
 """Commands that hand off to a tool of their own, imported only when run: ``bench`` (the benchmark harness,
-``cli.bench``), ``capture`` (Metal GPU traces, ``cli.gpu_trace``) and ``gui`` (the desktop app, through the plugin
-table)."""
+``cli.bench``) and ``gui`` (the desktop app, through the plugin table). ``capture`` is ``cli.gpu_trace``."""
 
 from __future__ import annotations
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.cli.common import resolve_model_args
+import argparse
+
+from specscope.profiler.cli.common import add_download_arg, resolve_model_args
+from specscope.profiler.cli.progress import add_progress_args
+from specscope.profiler.run.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
 from specscope.profiler.run.config import DistSpec
 
 
@@ -15,23 +18,6 @@ def cmd_bench(a) -> int:
 
     resolve_model_args(a)
     return run_bench(a)
-
-
-def cmd_capture(a) -> int:
-    from specscope.profiler.cli import gpu_trace as capture
-
-    capture.validate(a)  # Metal first: elsewhere this refuses before any model or folder is touched
-    if a.check:
-        print(f"GPU trace capture is available: MLX runs on {capture.metal_status()['device']}")
-        return 0
-    requested = a.model
-    resolve_model_args(a)
-    name = None
-    if a.model:
-        from specscope.model_ref import ref_for_folder
-
-        name = ref_for_folder(a.model, requested).label
-    return capture.run_capture(a, a.model, name)
 
 
 def cmd_gui(a) -> int:
@@ -46,3 +32,55 @@ def cmd_gui(a) -> int:
     from specscope.profiler.renderers.plugins import COMMANDS, load
 
     return load(COMMANDS, "gui", "the desktop app")(a)
+
+
+def add_bench(sub) -> None:
+    """``specscope bench`` on the ``specscope`` argparse subparsers."""
+    b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
+    b.add_argument("what", choices=["overhead", "spec-vs-mlx-lm", "rollback", "predict", "memory", "gui", "capture", "tune", "all"])
+    src = b.add_mutually_exclusive_group()
+    src.add_argument("--demo", action="store_true", help="the demo model (the default when no --model is given)")
+    src.add_argument("--model")
+    b.add_argument("--draft-model")
+    add_download_arg(b)
+    b.add_argument("--pairs", type=int, default=5, help="interleaved pairs (the minimum with --until decided)")
+    b.add_argument("--until", choices=["decided"], default=None,
+                   help="add pairs until the median ratio's interval lies wholly on one side of the benchmark's target, "
+                        "at the sequential level (each look's interval widened so looking again and again does not bias "
+                        "it; up to --max-pairs); predict always runs each point until its verdict is decided")
+    b.add_argument("--until-stable", dest="until", action="store_const", const="decided",
+                   help=argparse.SUPPRESS)  # the older name: --until decided replaces it
+    b.add_argument("--max-pairs", type=int, default=None,
+                   help=f"the cap of --until decided (default {MAX_PAIRS}; for predict: the most cases a point may "
+                        f"take, default {PREDICT_MAX_CASES})")
+    b.add_argument("--max-tokens", type=int, default=64)
+    b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
+    b.add_argument("--component-reps", type=int, default=8,
+                   help="tune: rounds timed apart per k and drafter for T_draft (each a round and the verify before it)")
+    b.add_argument("--json", action="store_true")
+    add_progress_args(b)
+    b.set_defaults(func=cmd_bench)
+
+
+def add_gui(sub) -> None:
+    """``specscope gui`` on the ``specscope`` argparse subparsers."""
+    g = sub.add_parser("gui", help="open the desktop app")
+    g.add_argument("--demo", action="store_true")
+    g.add_argument("--model", help="a model folder or a cached repo id to select")
+    add_download_arg(g)
+    g.add_argument("--session", help="open a saved session")
+    g.add_argument("--autorun", action="store_true")
+    g.add_argument("--screenshot")
+    g.add_argument("--exit-when-done", action="store_true")
+    g.add_argument("--cases", type=int)
+    g.add_argument("--max-tokens", type=int)
+    g.add_argument("--drafter")
+    g.add_argument("--num-draft-tokens", "-k", type=int)
+    g.add_argument("--repeats", type=int, help="measured repeats per case (setup panel)")
+    g.add_argument("--cooldown", action="store_true", help="cool down before each case (setup panel)")
+    g.add_argument("--discard-first", type=int, metavar="N", help="leave the first N cases out of the summary (setup panel)")
+    g.add_argument("--ranks", type=int, metavar="N", help="run N ranks on this machine (setup panel: Where)")
+    g.add_argument("--view", help="page to show first (live, breakdown, division, verify_cost, tune, cases, history, compare)")
+    g.add_argument("--size", metavar="WxH", help="window size, e.g. 1280x800 (for screenshots)")
+    g.add_argument("--compare", metavar="B.json", help="open the Compare page with --session as A and this as B")
+    g.set_defaults(func=cmd_gui)

@@ -2,15 +2,19 @@
 
 For each complete case, the session's own drafter (its model, draft model, MTP weights and sampling, from the
 session's config) proposes K_max tokens from every position of the case's plain output, and A(s) counts how many
-agree with it (``engine_adapter.measure.acceptance_trace``). The cases gain ``trace`` (schema 2; see ``session``), and the
-command prints E(k) walked on the traces per case and per content class beside what the case's own rounds
-measured at the session's k. The oracle what-if has no trace: its acceptance is i.i.d. by construction.
+agree with it (``engine_adapter.measure.acceptance_trace``). That is measured in the worker (``run.trace_run``, a
+``TraceConfig``): each case's trace arrives as a ``trace`` event, folded into the session (``Session.apply``) and
+written to OUT as it comes (a stopped trace keeps the cases traced so far, and says so in the session's errors). The
+cases gain ``trace`` (schema 2; see ``session``), and the command prints E(k) walked on the traces per case and per
+content class beside what the case's own rounds measured at the session's k. The oracle what-if has no trace: its
+acceptance is i.i.d. by construction.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
@@ -44,46 +48,19 @@ def _measured_e(case: dict, k: int) -> float | None:
     return 1.0 + sum(r["accepted"] for r in rounds) / len(rounds) if rounds else None
 
 
-def trace_session(session, k_max: int | None = None, draws: int = 8, say=lambda m: None, models: dict | None = None,
-                  tell=lambda m: None) -> TraceFigures:
-    """Record the traces into ``session`` (in place); return the figures ``trace`` prints. ``models``: the user's
-    ``model``/``draft_model``/``mtp_weights`` in place of the session's (``run.session_models``); ``tell``: what the
-    user must hear even without a progress bar (a demo rebuilt)."""
-    from specscope.engine_adapter.measure.acceptance_trace import record_trace
-    from specscope.engine_adapter.engine import Engine
-
-    from specscope.profiler.run.session_models import reopen_params, session_drafter
-
-    cfg = session.config
-    drafter = session_drafter(cfg)
-    if not drafter:
-        raise SpecscopeError("the session does not say which drafter it ran")
-    if drafter == "oracle":
-        raise SpecscopeError("the oracle what-if has no acceptance trace: its draws are i.i.d., so E(k) = 1 + Σ p^i")
-    k = int(cfg.get("num_draft_tokens") or 2)
-    k_max = max(4, k) if k_max is None else k_max
-    if not 1 <= k_max <= 16:
-        raise SpecscopeError("--k-max must be between 1 and 16")
-    if draws < 1:
-        raise SpecscopeError("--draws must be at least 1")
-    cases = [c for c in session.cases if c.get("complete") and len(c["plain"]["tokens"]) >= 2 and c.get("prompt_tokens")]
-    if not cases:
-        raise SpecscopeError("the session has no complete case with a plain output to trace")
-    params = reopen_params(session.data, say=tell, **(models or {}))
-    eng = Engine.open(params, status=say)
+def trace_figures(session, plan, traced: list[str]) -> TraceFigures:
+    """What ``trace`` prints, from the traces folded into ``session`` (the cases ``traced``, in order)."""
+    index = {c["id"]: c for c in session.cases}
+    cases = [index[i] for i in traced]
     figures: list[TraceCaseFigures] = []
     for c in cases:
-        say(f"tracing {c['id']} ({len(c['plain']['tokens'])} tokens)")
-        d = eng.make_drafter(c["plain"]["tokens"])
-        tr = record_trace(eng.target.model, c["prompt_tokens"], c["plain"]["tokens"], d, k_max, sampling=eng.sampling,
-                          draws=draws, name=drafter, target_forward=d.needs_hidden)
-        session.apply({"event": "trace", "case": c["id"], "trace": tr})
+        tr = c["trace"]
         figures.append({"case": c["id"], "content_class": c.get("content_class"), "positions": len(tr["A"]),
-                             "estimate": tr["estimate"], "cost_ms": tr["cost_ms"]["total_ms"],
-                             "E": [trace_walk.at_k(tr, j)["tokens_per_round"] for j in range(1, k_max + 1)],
-                             "measured_E_at_k": _measured_e(c, k) if k <= k_max else None})
-    classes = {cat: [x["tokens_per_round"] for x in curve] for cat, curve in trace_walk.by_class(cases, k_max).items()}
-    return {"drafter": drafter, "k": k, "k_max": k_max, "cases": figures, "classes": classes}
+                        "estimate": tr["estimate"], "cost_ms": tr["cost_ms"]["total_ms"],
+                        "E": [trace_walk.at_k(tr, j)["tokens_per_round"] for j in range(1, plan.k_max + 1)],
+                        "measured_E_at_k": _measured_e(c, plan.k) if plan.k <= plan.k_max else None})
+    classes = {cat: [x["tokens_per_round"] for x in curve] for cat, curve in trace_walk.by_class(cases, plan.k_max).items()}
+    return {"drafter": plan.drafter, "k": plan.k, "k_max": plan.k_max, "cases": figures, "classes": classes}
 
 
 def format_trace(res: TraceFigures) -> str:
@@ -101,24 +78,54 @@ def format_trace(res: TraceFigures) -> str:
 
 
 def cmd_trace(a) -> int:
+    from specscope.profiler.analysis.session_file import save_session
     from specscope.profiler.cli.common import check_output_path  # the same refusal of bad paths as report
+    from specscope.profiler.cli.progress import PhaseProgress, progress_wanted
+    from specscope.profiler.cli.worker_measure import incomplete_exit, run_in_worker
+    from specscope.profiler.run.tool_configs import TraceConfig
+    from specscope.profiler.run.trace_run import trace_plan
     from specscope.profiler.session.schema import SessionError
     from specscope.profiler.session.session import Session
-    from specscope.profiler.analysis.session_file import save_session
 
     out = check_output_path(a.output, a.force)
     try:
         s = Session.load(a.session)
     except (SessionError, OSError) as exc:
         raise SpecscopeError(str(exc)) from None
-    from specscope.profiler.cli.progress import PhaseProgress, progress_wanted
+    cfg = TraceConfig(session=str(Path(a.session).resolve()), k_max=a.k_max, draws=a.draws, model=a.model,
+                      draft_model=a.draft_model, mtp_weights=a.mtp_weights)
+    plan = trace_plan(s, cfg)  # refused here, before a worker starts
+    traced: list[str] = []
 
-    say = PhaseProgress("trace", 2 + sum(1 for c in s.cases if c.get("complete")), enabled=progress_wanted(a))
+    def fold(ev, _measurement) -> None:  # each case's trace into the session written to OUT, as it comes
+        if ev["event"] == "trace":
+            s.apply(ev)
+            traced.append(ev["case"])
+            save_session(s, out)
+
+    say = PhaseProgress("trace", 2 + len(plan.cases), enabled=progress_wanted(a))
+
+    def status(ev) -> None:
+        if ev.get("notice"):
+            print(f"specscope: {ev['message']}", file=sys.stderr)
+        say(ev["message"])
+
+    def keep_partial(why: str) -> None:  # what was traced stays in OUT, the session saying the trace did not finish
+        s.mark_incomplete(f"trace {why}: {len(traced)} of {len(plan.cases)} cases traced")
+        save_session(s, out)
+
     try:
-        res = trace_session(s, a.k_max, a.draws, say=say, tell=lambda m: print(f"specscope: {m}", file=sys.stderr),
-                            models={"model": a.model, "draft_model": a.draft_model, "mtp_weights": a.mtp_weights})
+        m = run_in_worker(cfg, status, on_event=fold)
+    except SpecscopeError as exc:
+        if traced:
+            keep_partial(f"failed ({exc})")
+        raise
     finally:
         say.close()
+    if m.status != "complete":
+        keep_partial(f"{m.status} ({'; '.join(m.data['errors'][-1:]) or 'no result'})")
+        return incomplete_exit("trace", m, str(out))
     save_session(s, out)
+    res = trace_figures(s, plan, traced)
     print(json.dumps(res, indent=1) if a.json else format_trace(res) + f"\n\nwrote {out}")
     return 0

@@ -187,7 +187,8 @@ def _context_rows(session) -> list[dict]:
     from specscope.profiler.analysis.sweep import draft_is_noise, sweep_figures
 
     out = []
-    for r in sweep_figures(session):
+    for point in sweep_figures(session):
+        r: Mapping[str, Any] = point  # its keys are built below (``<figure>_ci95``)
         row = {k: _num(r.get(k)) for k in ("plain_tok_s", "spec_tok_s", "t_decode_ms", "t_verify_ms", "t_draft_ms",
                                             "full_attention_share_decode", "full_attention_share_verify", "p",
                                             "tokens_per_round", "predicted_speedup", "measured_speedup",

@@ -5,10 +5,10 @@ where the demo lives, which the app must not import). No MLX at module level.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
+from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig, read_config
 from specscope.errors import SpecscopeError
 from specscope.profiler.run.records import ContextCheck, MemoryNeeded
 
@@ -36,20 +36,14 @@ def _model_dir(cfg) -> Path | None:
         return None  # the loader says why, with its own message
 
 
-def read_model_config(path: Path | None) -> dict | None:  # dict: a model's config.json, passed through whole
-    if path is None:
-        return None
-    try:
-        d = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return d if isinstance(d, dict) else None
+def read_model_config(path: Path | None) -> ModelConfig | None:
+    return None if path is None else read_config(path)
 
 
-def kv_bytes_per_token(config: dict) -> int:
+def kv_bytes_per_token(config: ModelConfig) -> int:
     """Bytes the KV caches add per context token: 2 (K and V) x kv_heads x head_dim x 2 bytes per full-attention
     layer (a Gated DeltaNet layer's state does not grow)."""
-    t = config.get("text_config") or config
+    t: TextConfig = config.get("text_config") or config
     layers = int(t.get("num_hidden_layers") or 0)
     interval = t.get("full_attention_interval")
     full = layers // int(interval) if interval else layers
@@ -72,10 +66,10 @@ def machine_memory() -> int:
         return 0
 
 
-def memory_needed(config: dict, contexts: list[int], weights: int = 0) -> MemoryNeeded:
+def memory_needed(config: ModelConfig, contexts: list[int], weights: int = 0) -> MemoryNeeded:
     """What holding every context of a run needs: the stored caches (each point kept for its revisit), one case's
     copy of the largest, the prefill's attention scores (chunk x context x heads, float32) and the weights."""
-    t = config.get("text_config") or config
+    t: TextConfig = config.get("text_config") or config
     per = kv_bytes_per_token(config)
     big = max(contexts or [0])
     heads = int(t.get("num_attention_heads") or 1)
@@ -93,7 +87,7 @@ def precheck(cfg, contexts: list[int], memory: int | None = None) -> ContextChec
     if config is None:
         return {}
     assert path is not None  # the config was read from it
-    t = config.get("text_config") or config
+    t: TextConfig = config.get("text_config") or config
     window = int(t.get("max_position_embeddings") or 0)
     need = max(contexts) + cfg.max_tokens + cfg.num_draft_tokens + 1
     if window and need > window:

@@ -23,7 +23,8 @@ SCHEMA = EVENT_TYPES  # kind -> its record (``specscope.events``)
 # SAVE_ACK_ENV set waits (at most SAVE_ACK_TIMEOUT_S) until the reader writes SAVED to its stdin. What came since
 # the last save point (a pass's rounds, components, a breakdown) is in the reader's memory, so only a reader killed
 # outright loses it: at most one case.
-SAVE_POINTS = frozenset({"case_done", "sweep_visit_done", "preflight", "context", "roofline", "tune"})
+# run_started too: the file says "running" (and what is measured) from the start, whatever the measurement
+SAVE_POINTS = frozenset({"run_started", "case_done", "sweep_visit_done", "preflight", "context", "roofline", "tune"})
 # Saved at once as well (the worker stops after them: nothing to wait for).
 AUTOSAVE_EVENTS = SAVE_POINTS | {"run_done", "error"}
 # Past this long with no save point (a long measurement, a long-context case), a reader saves anyway.

@@ -1,5 +1,5 @@
-"""What a measurement besides a run measures: ``RooflineConfig`` (the verify cost curve) and ``TuneConfig`` (tune), and
-how one crosses to the worker.
+"""What a measurement besides a run measures: ``RooflineConfig`` (the verify cost curve), ``TuneConfig`` (tune), and
+the benchmarks' ``BenchConfig`` and ``MemoryPeakConfig`` (``bench_common``), and how one crosses to the worker.
 
 Built by the CLI from its flags (model references already resolved to folders), or by ``run --roofline`` from the
 run's configuration: no argument namespace is built outside argument parsing. The measuring itself is
@@ -15,7 +15,9 @@ from dataclasses import asdict, dataclass, fields
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
+from specscope.profiler.run.bench_common import BenchConfig, MemoryPeakConfig
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.tool_configs import CaptureConfig, CheckConfig, TraceConfig
 
 # the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
 DEFAULT_PROMPT = ("Explain in two short paragraphs why a verification pass over several tokens can cost as much as "
@@ -118,12 +120,15 @@ class TuneConfig(EngineParams):
             load_suite(self.suite)  # fail fast, before loading a model
 
 
-Measurement = RooflineConfig | TuneConfig
-KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig}
+Measurement = RooflineConfig | TuneConfig | CheckConfig | CaptureConfig | TraceConfig | BenchConfig | MemoryPeakConfig
+# the measurement's name (its run_started's ``measure``, its result event's kind) -> its configuration
+KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig, "check": CheckConfig,
+                          "capture": CaptureConfig, "trace": TraceConfig, "bench": BenchConfig,
+                          "memory_peak": MemoryPeakConfig}
 
 
 def kind_of(cfg: Measurement) -> str:
-    return "roofline" if isinstance(cfg, RooflineConfig) else "tune"
+    return next(kind for kind, cls in KINDS.items() if type(cfg) is cls)
 
 
 def worker_argument(cfg: Measurement) -> str:

@@ -20,16 +20,17 @@ once when a run starts, inside the worker process, and called once per phase.
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import cast
 
 from specscope.errors import SpecscopeError
-from specscope.events import Emit, Event, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, StepRecord
+from specscope.events import Emit, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, StepRecord
 
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.pass_events import PASS_FLUSH_S, PassEvents
 from specscope.profiler.run.records import ContextCheck
+from specscope.profiler.run.until_decided import until_decided
 from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
 from specscope.profiler.analysis.stats import tok_s
 
@@ -37,32 +38,6 @@ COOLDOWN_TOLERANCE = 0.02  # --cooldown: the probe must be back within 2% of its
 COOLDOWN_POLL_S = 2.0      # between two probe readings while cooling down
 MEASURED: PassName = "measured"  # the two passes of a paired speculative phase
 LEDGER: PassName = "ledger"
-# A pass's step and round events are held and handed on together at most this often (and at the pass's end): the
-# consumer's work between two rounds (an event encoded, written, read and folded on the other side) slows the round
-# after it. Emitted per round, a worker-like consumer made the demo's end-to-end rounds 1.9% slower (1.6-3.7%, 18
-# cases, in process), which the components, timed back to back, never pay.
-PASS_FLUSH_S = 0.5
-
-
-class PassEvents:
-    """A pass's events, held and emitted in order, at most every ``interval_s`` and at ``flush()``: one pause of the
-    decoding loop for the consumer instead of one per step."""
-
-    def __init__(self, emit: Emit, interval_s: float | None = None):
-        self.emit, self.interval_s = emit, PASS_FLUSH_S if interval_s is None else interval_s
-        self.held: list[Event] = []
-        self.since = time.monotonic()
-
-    def __call__(self, ev: Event) -> None:
-        self.held.append(ev)
-        if time.monotonic() - self.since >= self.interval_s:
-            self.flush()
-
-    def flush(self) -> None:
-        held, self.held = self.held, []
-        for ev in held:
-            self.emit(ev)
-        self.since = time.monotonic()
 
 
 def abba(repeat: int) -> tuple[Mode, Mode]:
@@ -98,41 +73,6 @@ def run_protocol(cfg: RunConfig, emit: Emit, should_stop=lambda: False, open_eng
         return _measure(cfg, engine, encoded, engine.sampling.greedy, sensors, emit, should_stop, enough=enough)
     finally:
         sensors.close()
-
-
-def until_decided(cfg: RunConfig, emit: Emit):
-    """``--until decided``: the run's own events folded as they are emitted, and after every finished case (from the
-    MIN_UNITS-th on) the prediction's verdict at the sequential level (``analysis.sequential``: each look's interval
-    at 1 − 0.05 / looks); decided, the run stops there. Progress says the interval now and how much more would decide
-    it. Returns the emit to measure with and ``enough()``: decided, the next case does not start."""
-    from specscope.profiler.analysis.summary import summarize
-    from specscope.profiler.analysis.uncertainty import MIN_UNITS
-    from specscope.profiler.session.session import Session
-
-    session = Session()
-    t0 = time.monotonic()
-    done = [0]  # cases finished
-    decided: list[str] = []  # the verdict, once decided
-
-    def emit_and_look(ev: Event) -> None:
-        session.apply(copy.deepcopy(ev))  # its own copy: a fold may keep what an event holds, and emit passes it on
-        emit(ev)
-        if ev.get("event") != "case_done":
-            return
-        done[0] += 1
-        if done[0] < MIN_UNITS:
-            return
-        v = summarize(session).get("prediction_verdict") or {}
-        per_case = (time.monotonic() - t0) / done[0]
-        more = v.get("more_cases")
-        eta = f"; about {more} more cases (~{more * per_case / 60:.1f} min) would decide it" if more else ""
-        n_cases = session.config.get("n_cases") or "?"
-        emit({"event": "status", "message": f"until decided, after {done[0]} of {n_cases} cases: "
-                                            f"{v.get('text', 'no verdict yet')}{eta if v.get('state') == 'too_little_data' else ''}"})
-        if (state := v.get("state")) in ("agrees", "off"):
-            decided.append(state)
-
-    return emit_and_look, (lambda: bool(decided))
 
 
 def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
@@ -181,8 +121,8 @@ def start_run(cfg: RunConfig, emit: Emit, open_engine, sizes: list[int]):
     if precheck:
         config["context_check"] = precheck
     sensors = _sensors.open_sensors()
-    emit({"event": "run_started", "config": config, "environment": {**environment(), "sensors": sensors.describe()},
-          "model": engine.describe(), "time": time.time(),
+    emit({"event": "run_started", "measure": "sweep" if cfg.sweep else "run", "config": config,
+          "environment": {**environment(), "sensors": sensors.describe()}, "model": engine.describe(), "time": time.time(),
           "cases": [{k: c[k] for k in ("id", "content_class", "prompt")} for c in encoded]})
     report = cast(Preflight, preflight.evaluate(readings, *parts_from_engine(engine)))  # its record: specscope.events
     report["ignored"] = report["status"] == "fail" and cfg.ignore_preflight
@@ -210,30 +150,59 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors:
              repeat_offset: int = 0, warmup: bool = True, plain_memo: dict | None = None, enough=None) -> str:
     """The cases, each repeat in ABBA order. A sweep's later visits of a context pass ``repeat_offset`` (their
     repeats continue the count, so the order alternates across visits too) and ``warmup`` False."""
-    t_start = time.monotonic()
-    best: dict[str, float | None] = {"ms": None}
+    m = _Measurement(cfg, engine, sensors, emit, should_stop, repeat_offset)
+    if warmup and not m.warm_up(encoded):
+        return "incomplete"
+    faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
+    for i, c in enumerate(encoded):
+        if enough is not None and enough():  # --until decided: the verdict is known, the remaining cases are not run
+            emit({"event": "status", "message": f"until decided: decided after {i} of {len(encoded)} cases"})
+            break
+        if cfg.cooldown and not m.cooldown(c["id"]):
+            return "incomplete"
+        m.thermal(c["id"], "before")
+        outputs = m.case(c, i, plain_memo)
+        if outputs is None:
+            return "incomplete"
+        m.thermal(c["id"], "after")
+        if m.case_done(c, *outputs, greedy):
+            faults.append(c["id"])
+    return "failed" if faults else "complete"
 
-    def probe(case_id: str, repeat: int, when: str) -> float:
+
+class _Measurement:
+    """What ``_measure``'s steps share: the run's settings, the engine, the sensors, where events go, and the clock
+    probe's best reading so far (the cooldown's reference)."""
+
+    def __init__(self, cfg: RunConfig, engine, sensors: _sensors.SensorSource, emit: Emit, should_stop,
+                 repeat_offset: int):
+        self.cfg, self.engine, self.sensors, self.emit, self.should_stop = cfg, engine, sensors, emit, should_stop
+        self.repeat_offset = repeat_offset
+        self.t_start = time.monotonic()
+        self.best_ms: float | None = None
+
+    def probe(self, case_id: str, repeat: int, when: str) -> float:
         """A clock-probe reading, emitted; returns its time (ms)."""
-        r = engine.probe()
-        best["ms"] = r["ms"] if best["ms"] is None else min(best["ms"], r["ms"])
-        emit({"event": "probe", "case": case_id, "repeat": repeat, "when": when, "ms": r["ms"], "reps_ms": r["reps_ms"],
-              "t": time.monotonic() - t_start})
+        r = self.engine.probe()
+        self.best_ms = r["ms"] if self.best_ms is None else min(self.best_ms, r["ms"])
+        self.emit({"event": "probe", "case": case_id, "repeat": repeat, "when": when, "ms": r["ms"],
+                   "reps_ms": r["reps_ms"], "t": time.monotonic() - self.t_start})
         return r["ms"]
 
-    def cooldown(case_id: str) -> bool:
+    def cooldown(self, case_id: str) -> bool:
         """Wait until the probe is back within COOLDOWN_TOLERANCE of its best (or the timeout); False: stopped."""
+        cfg, emit = self.cfg, self.emit
         t0 = time.monotonic()
         while True:
-            ms = probe(case_id, 0, "cooldown")
+            ms = self.probe(case_id, 0, "cooldown")
             waited = time.monotonic() - t0
-            best_ms = best["ms"]
+            best_ms = self.best_ms
             assert best_ms is not None  # probe() has just read the clock
             slower = ms / best_ms - 1.0
             if slower <= COOLDOWN_TOLERANCE or waited >= cfg.cooldown_timeout_s:
                 reached = slower <= COOLDOWN_TOLERANCE
                 emit({"event": "cooldown", "case": case_id, "waited_s": waited, "reached": reached, "probe_ms": ms,
-                      "best_ms": best["ms"]})
+                      "best_ms": best_ms})
                 if not reached:
                     emit({"event": "status", "message": f"cooldown timed out before {case_id} after {waited:.0f} s: "
                                                         f"probe still {slower * 100:+.1f}% from its best; measuring anyway"})
@@ -243,21 +212,26 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors:
                                                 f"{waited:.0f} of {cfg.cooldown_timeout_s:.0f} s"})
             until = time.monotonic() + COOLDOWN_POLL_S
             while time.monotonic() < until:
-                if should_stop():
+                if self.should_stop():
                     return False
                 time.sleep(0.1)
 
-    def plain_run(c, record: bool):
-        out = PassEvents(emit)
+    def thermal(self, case_id: str, when: str) -> None:
+        therm = self.sensors.thermal()
+        if therm:
+            self.emit({"event": "thermal", "case": case_id, "when": when, **therm})
+
+    def plain_run(self, c, record: bool):
+        out = PassEvents(self.emit, PASS_FLUSH_S)
         try:
-            return plain_pass(c, record, out)
+            return self._plain_pass(c, record, out)
         finally:
             out.flush()
 
-    def plain_pass(c, record: bool, emit: Emit):
+    def _plain_pass(self, c, record: bool, emit: Emit):
         toks, ms = [], []
         rec: PrefillRecord | StepRecord
-        for rec in engine.plain(c["prompt_tokens"], cfg.max_tokens):
+        for rec in self.engine.plain(c["prompt_tokens"], self.cfg.max_tokens):
             toks.append(rec["token"])
             if record:
                 if rec["event"] == "prefill":
@@ -266,24 +240,25 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors:
                     emit({**rec, "case": c["id"]})
             if rec["event"] == "step":
                 ms.append(rec["ms"])
-            if should_stop():
+            if self.should_stop():
                 return toks, None
         return toks, tok_s(len(ms), sum(ms))
 
-    def spec_pass(c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None):
+    def _spec_pass(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None):
         """One speculative pass: tokens and tok/s per round kind ({"instrumented": …, "end_to_end": …})."""
-        out = PassEvents(emit)
+        out = PassEvents(self.emit, PASS_FLUSH_S)
         try:
-            return spec_rounds(c, plain_tokens, record, kinds, pass_name, out)
+            return self._spec_rounds(c, plain_tokens, record, kinds, pass_name, out)
         finally:
             out.flush()
 
-    def spec_rounds(c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
+    def _spec_rounds(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
         toks = []
         n = {"instrumented": 0, "end_to_end": 0}
         total = {"instrumented": 0.0, "end_to_end": 0.0}
         rec: PrefillRecord | RoundRecord
-        for rec in engine.speculative(c["prompt_tokens"], plain_tokens, cfg.max_tokens, **({"round_kinds": kinds} if kinds else {})):
+        for rec in self.engine.speculative(c["prompt_tokens"], plain_tokens, self.cfg.max_tokens,
+                                           **({"round_kinds": kinds} if kinds else {})):
             if rec["event"] == "prefill":
                 toks.append(rec["token"])
                 if record and pass_name != LEDGER:  # the session's output is the measured pass's
@@ -294,123 +269,141 @@ def _measure(cfg: RunConfig, engine, encoded: list[dict], greedy: bool, sensors:
                 total[rec["kind"]] += rec["ms"]
                 if record:
                     emit({**rec, "case": c["id"], "pass": pass_name} if pass_name else {**rec, "case": c["id"]})
-            if should_stop():
+            if self.should_stop():
                 return toks, None
         return toks, {kind: tok_s(n[kind], total[kind]) for kind in n}
 
-    def spec_run(c, plain_tokens, record: bool, repeat: int = 0):
+    def spec_run(self, c, plain_tokens, record: bool, repeat: int = 0):
         """Tokens and (measured tok/s, instrumented tok/s). The measured speed comes from end-to-end rounds when the
         run has them (the speed a user gets), the instrumented rate beside it (what timing the parts apart costs).
         A paired run makes both passes over the same case, end-to-end first in even repeats and last in odd ones."""
-        if cfg.round_kinds != "paired":
-            toks, rates = spec_pass(c, plain_tokens, record, None, None)
+        if self.cfg.round_kinds != "paired":
+            toks, rates = self._spec_pass(c, plain_tokens, record, None, None)
             return toks, None if rates is None else (rates["end_to_end"] or rates["instrumented"], rates["instrumented"])
         order = ((MEASURED, "end_to_end"), (LEDGER, "instrumented"))
         out = {}
         for pass_name, kinds in (order if repeat % 2 == 0 else order[::-1]):
-            toks, rates = spec_pass(c, plain_tokens, record, kinds, pass_name)
+            toks, rates = self._spec_pass(c, plain_tokens, record, kinds, pass_name)
             if rates is None:
                 return toks, None
             out[pass_name] = (toks, rates[kinds])
         return out[MEASURED][0], (out[MEASURED][1], out[LEDGER][1])
 
-    def time_components(c, r: int, when: str, plain_tokens) -> None:
+    def time_components(self, c, r: int, when: str, plain_tokens) -> None:
         """The prediction's inputs, timed apart from the rounds they predict (``engine_adapter.measure.components``):
         beside each speculative pass, before and after it (never inside), each call at its own point of the case so
         the calls spread over it as the rounds do (call j of 2·repeats at (j + ½) / (2·repeats) of the continuation),
         ``component_reps`` split between the two."""
+        cfg, engine = self.cfg, self.engine
         if not callable(getattr(engine, "components", None)) or not plain_tokens:
             return
         calls = 2 * cfg.repeats
-        j = 2 * (r - repeat_offset) + (when == "after")
+        j = 2 * (r - self.repeat_offset) + (when == "after")
         at = (j + 0.5) / calls
-        emit({"event": "status", "message": f"{c['id']}: verify forwards, drafts and bookkeeping timed apart {when} the "
-                                            f"speculative pass (the prediction's inputs, at {at:.0%} of the case)"})
+        self.emit({"event": "status", "message": f"{c['id']}: verify forwards, drafts and bookkeeping timed apart {when} "
+                                                 f"the speculative pass (the prediction's inputs, at {at:.0%} of the case)"})
         comp = engine.components(c["prompt_tokens"], plain_tokens, reps=max(1, -(-cfg.component_reps // 2)), at=at)
-        emit({"event": "components", "case": c["id"], "components": comp, "repeat": r, "when": when})
+        self.emit({"event": "components", "case": c["id"], "components": comp, "repeat": r, "when": when})
 
-    # Warm-up: compile kernels and fill allocator caches for both paths; not recorded.
-    for w in range(cfg.warmup if warmup else 0):
-        emit({"event": "status", "message": f"warm-up {w + 1}/{cfg.warmup}"})
-        c = encoded[w % len(encoded)]
-        pt, _ = plain_run(c, record=False)
-        spec_run(c, pt, record=False)
-        if should_stop():
-            return "incomplete"
+    def warm_up(self, encoded: list[dict]) -> bool:
+        """Compile kernels and fill allocator caches for both paths; not recorded. False: stopped."""
+        for w in range(self.cfg.warmup):
+            self.emit({"event": "status", "message": f"warm-up {w + 1}/{self.cfg.warmup}"})
+            c = encoded[w % len(encoded)]
+            pt, _ = self.plain_run(c, record=False)
+            self.spec_run(c, pt, record=False)
+            if self.should_stop():
+                return False
+        return True
 
-    faults = []  # cases whose greedy speculative output left plain decoding with a clear margin
-    for i, c in enumerate(encoded):
-        if enough is not None and enough():  # --until decided: the verdict is known, the remaining cases are not run
-            emit({"event": "status", "message": f"until decided: decided after {i} of {len(encoded)} cases"})
-            break
+    def case(self, c: dict, i: int, plain_memo: dict | None) -> tuple[list[int], list[int]] | None:
+        """A case's repeats, each in ABBA order; its (plain, speculative) output, or None: stopped."""
         info = {k: c[k] for k in ("id", "content_class", "prompt")}
         info["prompt_tokens"] = c.get("own_tokens", c["prompt_tokens"])  # a long context is recorded once, not per case
         if c.get("context"):
             info["context"] = c["context"]
-        discarded = i < cfg.discard_first
-        if cfg.cooldown and not cooldown(c["id"]):
-            return "incomplete"
-        therm = sensors.thermal()
-        if therm:
-            emit({"event": "thermal", "case": c["id"], "when": "before", **therm})
+        discarded = i < self.cfg.discard_first
         plain_tokens, spec_tokens = (plain_memo or {}).get(c["id"]), None  # a BA visit's oracle: the last visit's plain output
-        for r in range(repeat_offset, repeat_offset + cfg.repeats):
+        for r in range(self.repeat_offset, self.repeat_offset + self.cfg.repeats):
             order = abba(r)
-            probe(c["id"], r, "before")
+            self.probe(c["id"], r, "before")
             for phase in order:
                 if phase == "spec":  # beside the pass, never inside it (nor inside its sensor window)
-                    time_components(c, r, "before", plain_tokens)
-                emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": phase,
-                      "order": "AB" if order[0] == "plain" else "BA", "discarded": discarded})
-                sensors.start()
+                    self.time_components(c, r, "before", plain_tokens)
+                self.emit({"event": "case_started", "case": info, "index": i, "repeat": r, "phase": phase,
+                           "order": "AB" if order[0] == "plain" else "BA", "discarded": discarded})
+                made = self._phase(c, r, phase, plain_tokens)
+                if made is None:
+                    return None
                 if phase == "plain":
-                    plain_tokens, tps = plain_run(c, record=True)
-                    if tps is None:
-                        return "incomplete"
-                    emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
-                    made = len(plain_tokens)
+                    plain_tokens = made
                     if plain_memo is not None:
                         plain_memo[c["id"]] = plain_tokens
+                    self._after_first_plain(c, r, plain_tokens)
                 else:
-                    # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
-                    spec_tokens, rates = spec_run(c, plain_tokens, record=True, repeat=r)
-                    if rates is None:
-                        return "incomplete"
-                    emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
-                          "instrumented_tok_s": rates[1]})
-                    made = len(spec_tokens)
-                window = sensors.stop()
-                if phase == "spec":
-                    time_components(c, r, "after", plain_tokens)
-                if window:
-                    emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": made,
-                          "t": time.monotonic() - t_start, **window})
-                if phase == "plain" and r == repeat_offset == 0 and cfg.breakdown:
-                    emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
-                    bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
-                    emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
-                if phase == "plain" and r == repeat_offset == 0 and cfg.trace and callable(getattr(engine, "trace", None)):
-                    emit({"event": "status", "message": f"{c['id']}: the drafter's acceptance trace along the plain output"})
-                    tr = engine.trace(c["prompt_tokens"], plain_tokens)
-                    if tr is not None:  # None for the oracle: its acceptance is analytic
-                        emit({"event": "trace", "case": c["id"], "trace": tr})
-                if should_stop():
-                    return "incomplete"
-            probe(c["id"], r, "after")
-        therm = sensors.thermal()
-        if therm:
-            emit({"event": "thermal", "case": c["id"], "when": "after", **therm})
+                    spec_tokens = made
+                if self.should_stop():
+                    return None
+            self.probe(c["id"], r, "after")
         assert plain_tokens is not None and spec_tokens is not None  # every repeat (at least one) ran both phases
+        return plain_tokens, spec_tokens
+
+    def _phase(self, c: dict, r: int, phase: Mode, plain_tokens) -> list[int] | None:
+        """One pass of a repeat inside its sensor window (the components timed beside a speculative pass, never inside
+        it); its output, or None: stopped."""
+        emit = self.emit
+        self.sensors.start()
+        if phase == "plain":
+            toks, tps = self.plain_run(c, record=True)
+            if tps is None:
+                return None
+            emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
+        else:
+            # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
+            toks, rates = self.spec_run(c, plain_tokens, record=True, repeat=r)
+            if rates is None:
+                return None
+            emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
+                  "instrumented_tok_s": rates[1]})
+        window = self.sensors.stop()
+        if phase == "spec":
+            self.time_components(c, r, "after", plain_tokens)
+        if window:
+            emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": len(toks),
+                  "t": time.monotonic() - self.t_start, **window})
+        return toks
+
+    def _after_first_plain(self, c: dict, r: int, plain_tokens: list[int]) -> None:
+        """After a run's first plain pass: the breakdown of one decode step and one verify forward, and the drafter's
+        acceptance trace along the plain output (each when asked for)."""
+        cfg, engine, emit = self.cfg, self.engine, self.emit
+        if not r == self.repeat_offset == 0:
+            return
+        if cfg.breakdown:
+            emit({"event": "status", "message": f"{c['id']}: breakdown of one decode step and one verify forward"})
+            bd = engine.breakdown(c["prompt_tokens"], plain_tokens, reps=cfg.breakdown_reps)
+            emit({"event": "breakdown", "case": c["id"], "breakdown": bd})
+        if cfg.trace and callable(getattr(engine, "trace", None)):
+            emit({"event": "status", "message": f"{c['id']}: the drafter's acceptance trace along the plain output"})
+            tr = engine.trace(c["prompt_tokens"], plain_tokens)
+            if tr is not None:  # None for the oracle: its acceptance is analytic
+                emit({"event": "trace", "case": c["id"], "trace": tr})
+
+    def case_done(self, c: dict, plain_tokens: list[int], spec_tokens: list[int], greedy: bool) -> bool:
+        """The case's outputs and the memory peak, emitted; True: an engine fault (greedy outputs that differ by more
+        than a near-tie's rounding)."""
+        engine, emit = self.engine, self.emit
+        fault = False
         if greedy and plain_tokens != spec_tokens:
             # Greedy speculative output must equal plain output; a difference is rounding only at a near-tie.
             ev = engine.divergence(c["id"], c["prompt_tokens"], plain_tokens, spec_tokens)
             emit(ev)
-            if ev["verdict"] == "engine_fault":
-                faults.append(c["id"])
-        emit({"event": "case_done", "case": c["id"], "plain_text": engine.decode(plain_tokens), "spec_text": engine.decode(spec_tokens),
-              "plain_pieces": [engine.decode([t]) for t in plain_tokens], "spec_pieces": [engine.decode([t]) for t in spec_tokens]})
+            fault = ev["verdict"] == "engine_fault"
+        emit({"event": "case_done", "case": c["id"], "plain_text": engine.decode(plain_tokens),
+              "spec_text": engine.decode(spec_tokens), "plain_pieces": [engine.decode([t]) for t in plain_tokens],
+              "spec_pieces": [engine.decode([t]) for t in spec_tokens]})
         emit({"event": "memory", "peak_bytes": engine.peak_memory()})
-    return "failed" if faults else "complete"
+        return fault
 
 
 def run_sweep(cfg: RunConfig, emit: Emit, should_stop, open_engine=None) -> str:

@@ -4,10 +4,10 @@ what the measurements beside a run add to the analysis' figures (the roofline's)
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
-from specscope.profiler.analysis.records import Roofline
+# the roofline as measured is kept with the session: defined with it (``session.measured``)
+from specscope.profiler.session.measured import AttentionAtContext, ContextPrefill, RooflineRun  # noqa: F401
 
 
 class SuiteCase(TypedDict):
@@ -62,31 +62,3 @@ class RingHostfile(TypedDict):
     hosts: list[RingHost]
 
 
-class ContextPrefill(TypedDict):
-    """The long context prefilled once and stored (``TuneEngine.store_context``), and where its tokens came from."""
-    ms: float
-    tokens: int
-    bytes: int
-    kind: str                          # "file", or the synthetic context's kind
-
-
-class AttentionAtContext(TypedDict):
-    """Full attention's KV reads against a decode step's bytes, from the model's bytes (not timed)."""
-    bytes_per_context_token: float
-    step_bytes_no_context: float
-    kv_share_of_step: float            # of a decode step's bytes at this context
-    context_at_10pct: float            # the context at which the KV reads are 10% (and 50%) of a step's bytes
-    context_at_50pct: float
-
-
-class RooflineRun(Roofline):
-    """The roofline as ``specscope roofline`` measures it (``roofline_run.roofline_data``): ``analysis.records.Roofline``
-    and what the measurement knows beside it. ``notes`` also holds the cost model's own notes."""
-    model: str
-    prompt_tokens: int
-    weight_bytes_total: int
-    machine: Mapping[str, Any]         # machine_probe.probe_machine's record, as measured
-    labels: dict[str, str]             # block name -> its label for this model
-    verify_tokens: list[int]
-    context_prefill: ContextPrefill | None
-    attention_at_context: NotRequired[AttentionAtContext]   # where the model's KV bytes per token are known

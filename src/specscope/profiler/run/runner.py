@@ -58,7 +58,7 @@ def run_worker(cfg: RunConfig | Measurement, on_event=None, autosave: str | None
     pump = EventPump(autosave, on_event)  # an unwritable path is refused here, before a model is loaded
     proc = subprocess.Popen(
         worker_command(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=worker_env(save_ack=True), text=True, encoding="utf-8", errors="replace", bufsize=1,
+        env={**worker_env(save_ack=True), **getattr(cfg, "worker_env", {})}, text=True, encoding="utf-8", errors="replace", bufsize=1,
     )  # stdin: the pump answers each save point on it, so no save runs beside a measurement
 
     def stop() -> None:

@@ -17,11 +17,11 @@ option that points at it (a ``SpecscopeError``: exit 2, no traceback).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from specscope.demo_labels import demo_kind
+from specscope.engine_adapter.model.config_json import DemoRecord, read_config
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
@@ -34,14 +34,13 @@ def session_drafter(cfg: dict) -> str | None:
     return d.get("name") if isinstance(d, dict) else d
 
 
-def _config_demo(folder: str | Path) -> dict | None:  # dict: the demo's own record in its config.json, passed through
-    try:
-        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("specscope_demo")
-    except (OSError, ValueError, AttributeError):
-        return None
+def _config_demo(folder: str | Path) -> DemoRecord | None:
+    """The demo's own record in its config.json (None: no config, or not a model specscope generated)."""
+    config = read_config(folder)
+    return config.get("specscope_demo") if config else None
 
 
-def _same_shape(a: dict | None, b: dict) -> bool:
+def _same_shape(a: DemoRecord | None, b: dict) -> bool:
     return bool(a) and all((a or {}).get(k) == b.get(k) for k in ("kind", "shape", "layers", "seed", "format_version"))
 
 

@@ -1,22 +1,31 @@
 """Tune, measured: ``tune_data(cfg)`` checks a ``measure_config.TuneConfig``, opens the engine and tunes
-(``analysis.tune.run_tune``), in the worker (``measurement``)."""
+(``run_tune``), in the worker (``measurement``). ``run_tune`` runs the engine seam in the order the method needs
+(``profiler.analysis.tune`` explains it) and records what it measures in an ``analysis.tune.TuneMeasured``; the
+figures are ``analysis.tune``'s."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
+from specscope.profiler.analysis import trace_check
 from specscope.profiler.analysis.records import TuneResult
+from specscope.profiler.analysis.tune import (WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, known, no_timings,
+                                             tune_result)
+from specscope.profiler.analysis.tune_confirm import MAX_REPS, MIN_REPS
+from specscope.profiler.analysis.tune_predict import TermsBelowNoise, predict
+from specscope.profiler.analysis.tune_recommend import confirm_set
+from specscope.profiler.session.trace_record import check as check_trace
 from specscope.profiler.run.measure_config import TuneConfig
 
 
 def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> TuneResult:
-    """Everything ``specscope tune`` measures, as the JSON-able record it prints with ``--json`` (``analysis.tune.run_tune``'s
+    """Everything ``specscope tune`` measures, as the JSON-able record it prints with ``--json`` (``run_tune``'s
     result, passed through)."""
     from specscope.engine_adapter.tune_runs import TuneEngine
-    from specscope.profiler.analysis.tune import run_tune
 
     cfg.validate()
     drafters = cfg.drafters
@@ -38,3 +47,186 @@ def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> TuneResult:
         prompts = [eng.encode(c["prompt"]) for c in take_cases(load_suite(cfg.suite)["cases"], cfg.cases)]
     return run_tune(eng, prompts, k_max=k_max or 4, max_tokens=cfg.max_tokens, drafters=drafters, reps=cfg.reps,
                     confirm=cfg.confirm, progress=say, on_update=partial, beside_reps=cfg.beside_reps)
+
+
+RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2×, then 4× the rounds) before refusing
+
+
+def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
+             reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
+             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> TuneResult:
+    """The whole tuning run as a JSON-able record (``specscope tune --json``; ``session["tune"]``).
+
+    ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
+    drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes.
+    ``component_reps``: rounds per earlier accepted count timed apart before the confirmations; ``beside_reps``: the
+    same, re-timed right before and after each confirmation pair."""
+    _check_arguments(k_max, max_tokens, reps, prompts)
+    info = seam.describe()
+    run = _TuneRun(seam, prompts, progress, component_reps, beside_reps)
+    m = run.baseline(info, _drafter_names(info, drafters), k_max, max_tokens, reps, verify_reps)
+    pred = {name: run.measure_drafter(name) for name in m.names}
+    m.confirming(confirm_set(pred, k_max, confirm))
+    if on_update is not None:
+        on_update(tune_result(m, partial=True))
+    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``known``: by
+    # the interval's width, never by where it lies), or MAX_REPS
+    fixed = reps is not None
+    n_reps = reps if reps is not None else MAX_REPS
+    for rep in range(n_reps):
+        if not fixed and rep >= MIN_REPS and all(known(m, c) for c in m.plan):
+            break
+        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
+                 f"{len(m.plan)} speculative settings, each beside its own plain run")
+        run.confirmation(rep)
+        if on_update is not None and rep + 1 < n_reps:
+            on_update(tune_result(m, partial=True))
+    return tune_result(m, partial=False)
+
+
+def _check_arguments(k_max: int, max_tokens: int, reps: int | None, prompts: list[list[int]]) -> None:
+    if not 1 <= k_max <= 16:
+        raise SpecscopeError("--k-max must be between 1 and 16")
+    if max_tokens < 4:
+        raise SpecscopeError("--max-tokens must be at least 4")
+    if reps is not None and reps < 1:
+        raise SpecscopeError("--reps must be at least 1")
+    if not prompts:
+        raise SpecscopeError("no prompts to tune on")
+
+
+def _drafter_names(info: dict[str, Any], drafters: list[str] | None) -> list[str]:
+    names = list(drafters or info["drafters"])
+    unknown = [d for d in names if d not in info["drafters"] and d not in WHAT_IF]
+    if unknown:
+        have = ", ".join(info["drafters"] + sorted(WHAT_IF))
+        raise SpecscopeError(f"drafter {unknown[0]!r} is not available for this model (available: {have})")
+    return names
+
+
+class _TuneRun:
+    """One tune's engine runs, each step of the method (``analysis.tune``) in turn; what they return goes to ``m``."""
+
+    def __init__(self, seam, prompts: list[list[int]], progress, component_reps: int, beside_reps: int):
+        self.seam, self.prompts, self.progress = seam, prompts, progress
+        self.component_reps, self.beside_reps = component_reps, beside_reps
+        self.plain: list[dict[str, Any]] = []
+        self.context: list[int] = []
+        self.mid = 0
+
+    def baseline(self, info: dict[str, Any], names: list[str], k_max: int, max_tokens: int, reps: int | None,
+                 verify_reps: int) -> TuneMeasured:
+        """Steps 1 and 2: plain decoding of every prompt, then the verify curve at mid-run context."""
+        self.progress("plain decoding")
+        self.plain = [self.seam.plain(p, max_tokens) for p in self.prompts]
+        self.mid = max_tokens // 2
+        self.context = list(self.prompts[0]) + self.plain[0]["tokens"][:self.mid]
+        self.progress(f"verify curve over n = 1..{k_max + 1} at context {len(self.context)}")
+        verify = self.seam.verify_samples(self.context, self.plain[0]["tokens"][self.mid:], k_max + 1, verify_reps)
+        self.m = TuneMeasured(info=info, names=names, k_max=k_max, max_tokens=max_tokens, prompts=len(self.prompts),
+                              reps=reps, plain_steps=[ms for r in self.plain for ms in r["step_ms"]],
+                              context=len(self.context), verify=verify,
+                              checked=trace_check.Exactness(info.get("greedy", True)))
+        return self.m
+
+    def _pairs(self):
+        return zip(self.prompts, self.plain)
+
+    def measure_drafter(self, name: str) -> list[dict]:
+        """Step 3 for one drafter: its K_max run, draft steps at k = 1, its traces and its rounds timed apart; then
+        its predictions (step 4), re-timing a k whose terms add up to nothing. Returns the predictions."""
+        m, seam, k_max, n = self.m, self.seam, self.m.k_max, self.m.max_tokens
+        self.progress(f"{name}: a speculative run at k = {k_max}")
+        # The oracle's draws depend on a seed: its K_max run covers every seed the confirmations use (one per repeat),
+        # so acceptance is measured on the same draws it is held against. Real greedy drafters need one run.
+        # With repeats chosen adaptively (reps None) that is up to MAX_REPS seeds.
+        seeds = range(m.reps if m.reps is not None else MAX_REPS) if name in WHAT_IF else [0]
+        runs = [seam.speculative(name, p, pl["tokens"], k_max, n, "instrumented", seed=s)
+                for s in seeds for p, pl in self._pairs()]
+        full = [r for run in runs for r in run["rounds"] if r["drafted"] == k_max]
+        draft_1 = []
+        if k_max > 1:
+            self.progress(f"{name}: draft steps at k = 1")
+            short = [seam.speculative(name, p, pl["tokens"], 1, max(4, n // 2), "instrumented")
+                     for p, pl in self._pairs()]
+            draft_1 = [r["draft_ms"] for run in short for r in run["rounds"] if r["drafted"] == 1]
+        tr = None
+        if hasattr(seam, "trace"):  # the acceptance trace of every prompt (every oracle seed): E(k) walked on it
+            self.progress(f"{name}: acceptance trace over {n} tokens × {len(self.prompts)} prompts")
+            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in self._pairs()]
+            for t in tr:
+                check_trace(t)
+            m.traces[name] = tr
+            m.checked.traced(name, tr, seeds)
+        m.inputs[name] = DrafterInputs(full, draft_1, tr, {}, {})
+        timeable = hasattr(seam, "components") and name not in WHAT_IF
+        if timeable:
+            self.progress(f"{name}: rounds timed apart at k = 1..{k_max}")
+            for k in range(1, k_max + 1):
+                self._time_apart(name, k, self.component_reps)
+        pred = self._predict(name, timeable)
+        m.per_drafter[name] = drafter_facts(name, full, draft_1, tr, k_max)
+        return pred
+
+    def _time_apart(self, name: str, k: int, n_reps: int) -> None:
+        """What drafting adds to a round at k, and the round's bookkeeping, timed apart as run's prediction does
+        (added to what was timed there before: nothing measured is dropped)."""
+        inp = self.m.inputs[name]
+        comps = [self.seam.components(name, p, pl["tokens"], k, n_reps) for p, pl in self._pairs()]
+        inp.in_round.setdefault(k, []).extend(x for c in comps for x in c["draft_ms"])
+        if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
+            inp.book.setdefault(k, []).extend(x for c in comps for x in c["bookkeeping_ms"])
+        else:  # bookkeeping timed for only some rounds cannot be weighted with them
+            inp.book.pop(k, None)
+
+    def _predict(self, name: str, timeable: bool) -> list[dict]:
+        m = self.m
+        full, draft_1, tr, in_round, book = m.inputs[name]
+        for attempt in range(RETIME_ATTEMPTS + 1):
+            try:
+                return predict(full, m.k_max, m.verify, draft_1, m.plain_steps, traces=tr, draft_by_k=in_round,
+                               bookkeeping_by_k=book)
+            except TermsBelowNoise as below:
+                # One stall in a verify timed alone can sink a k's few paired differences below zero; a refusal
+                # then would lose every run so far. Time that k again, with more rounds, before refusing.
+                if not timeable or attempt == RETIME_ATTEMPTS or below.k not in in_round:
+                    raise
+                more = self.component_reps * 2 ** (attempt + 1)
+                self.progress(f"{name}: at k = {below.k} the terms timed apart add up to nothing (noise): timing "
+                              f"{more} more rounds per accepted count there")
+                self._time_apart(name, below.k, more)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _time_beside(self, name: str, k: int, rep: int) -> None:
+        """The prediction's timings re-taken right before and after a confirmation pair (never inside it), so drift
+        on a shared machine hits the prediction and the measurement alike: for a real drafter, one round per earlier
+        accepted count run as an end-to-end round runs it (``components``: verify with the drafter's hidden-state tap
+        and accept read-back, what drafting adds, rollback by accepted count); else the whole-graph verify forward."""
+        got = no_timings()
+        if hasattr(self.seam, "components") and name not in WHAT_IF:
+            i = rep % len(self.prompts)
+            c = self.seam.components(name, self.prompts[i], self.plain[i]["tokens"], k, self.beside_reps)
+            got["draft"] = list(c["draft_ms"])
+            if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
+                got["bookkeeping"] = list(c["bookkeeping_ms"])
+            for a, xs in (c.get("rollback_ms") or {}).items():
+                got["rollback"].setdefault(int(a), []).extend(xs)
+            got["verify"] = list(c.get("verify_ms") or [])
+        if not got["verify"]:
+            tail = self.plain[0]["tokens"][self.mid:]
+            got["verify"] = list(self.seam.verify_samples(self.context, tail, k + 1, 2, ns=[k + 1])[k + 1])
+        self.m.add_beside(name, k, rep, got)
+
+    def confirmation(self, rep: int) -> None:
+        """Step 5, one repeat: every planned setting's A/B pair, the prediction's timings re-taken around each."""
+        m, n = self.m, self.m.max_tokens
+        order = m.plan[rep % len(m.plan):] + m.plan[: rep % len(m.plan)]  # rotate, so no setting always runs first
+        for name, k in order:
+            # Each speculative run is held against a plain run made right before it (A/B pairs, as bench does), and the
+            # prediction's timings are re-taken right before and after the pair (apart from both).
+            self._time_beside(name, k, rep)
+            steps = [ms for p in self.prompts for ms in self.seam.plain(p, n)["step_ms"]]
+            runs = [self.seam.speculative(name, p, pl["tokens"], k, n, "end_to_end", seed=rep) for p, pl in self._pairs()]
+            m.checked.confirm(name, k, rep, m.inputs[name].traces, [pl["tokens"] for pl in self.plain], runs)
+            self._time_beside(name, k, rep)
+            m.add_pair(name, k, steps, [r for run in runs for r in run["rounds"]])

@@ -1,7 +1,8 @@
 """The worker process: runs the protocol and streams events as JSON lines on stdout.
 
     python -m specscope.profiler.run.worker '<RunConfig as JSON>'
-    python -m specscope.profiler.run.worker '{"measure": "roofline" | "tune", "config": {…}}'
+    python -m specscope.profiler.run.worker '{"measure": KIND, "config": {…}}'   (measure_config.KINDS: roofline,
+                                                                                tune, check, capture, trace)
 
 One event per line, flushed as it happens, so a reader that is stopped or
 crashes loses nothing already written. SIGINT/SIGTERM end the run cleanly
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _request_stop)
     try:
         spec = json.loads(argv[0])
-        if "measure" in spec:  # a measurement besides a run (roofline, tune): run.measurement
+        if "measure" in spec:  # a measurement besides a run (measure_config.KINDS): run.measurement
             from specscope.profiler.run.measure_config import from_argument
             from specscope.profiler.run.measurement import run_measurement
 

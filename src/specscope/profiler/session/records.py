@@ -13,13 +13,22 @@ Figures (computed by ``profiler.analysis``, written beside the data): ``CaseStat
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
-from typing import Any, Mapping, NotRequired, TypedDict
+from typing import Any, Mapping, NotRequired, TypedDict, cast
 
 # defined once, with the events that carry them; the session's readers find them here too
-from specscope.events import (Breakdown, Components, Divergence, PassName, Preflight, ProbeReading, RoundCore, RoundKind,
-                              Trace)
+from specscope.events import (Breakdown, Components, CooldownEvent, Divergence, PassName, Preflight, ProbeReading, RoundCore,
+                              RoundKind, SweepStartedEvent, Trace)
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
+from specscope.events import CheckResult as CheckResult  # noqa: F401
+from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
+                                                 TuneResult)
+
+
+def fields_of(record: Any, but: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A ``TypedDict``'s keys, required and optional, inherited first, in their declared order, less ``but``: the
+    field lists a fold copies are read off the record, so a field added to it reaches the fold."""
+    return tuple(k for k in record.__annotations__ if k not in but)
 
 
 _RoundPass = TypedDict("_RoundPass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
@@ -111,14 +120,24 @@ class Sweep(TypedDict, total=False):
     points: list[SweepPoint]
 
 
-SWEEP_FIELDS = ("contexts", "order", "passes", "kind", "file")  # what sweep_started carries; points are folded
+SWEEP_FIELDS = fields_of(SweepStartedEvent, but=("event",))  # what sweep_started carries (Sweep keeps each); points are folded
+COOLDOWN_FIELDS = fields_of(CooldownEvent, but=("event",))  # what a cooldown wait's event leaves in the session
+
+
+class CaptureResult(TypedDict):
+    """What ``specscope capture`` captured (its ``capture.json``, ``engine_adapter.measure.records.CaptureDescription``)
+    and the folder the traces are in (``events.CaptureEvent``)."""
+    description: dict[str, Any]
+    out_dir: str
 
 
 class SessionData(TypedDict):
     schema: str
     schema_version: int
     status: str                       # empty | running | complete | incomplete | failed
-    config: dict[str, Any]            # the run's configuration (``run.config.RunConfig.to_dict``)
+    measure: NotRequired[str]         # what was measured (run_started's ``measure``): "run" when absent
+    config: dict[str, Any]            # a run's configuration (``run.config.RunConfig.to_dict`` and the engine's facts)
+    measurement: NotRequired[dict[str, Any]]  # a measurement besides a run: its configuration object (as a dict)
     environment: dict[str, Any]
     model: dict[str, Any]             # the model panel's facts (``engine_adapter.model.inspect_model``)
     cases: list[Case]
@@ -126,17 +145,21 @@ class SessionData(TypedDict):
     started_at: NotRequired[float | None]
     finished_at: NotRequired[float | None]
     probe: NotRequired[list[ProbeReading]]
-    cooldowns: NotRequired[list[dict[str, Any]]]
-    sensors: NotRequired[list[dict[str, Any]]]
-    thermal: NotRequired[list[dict[str, Any]]]
+    cooldowns: NotRequired[list[Cooldown]]
+    sensors: NotRequired[list[SensorReading]]
+    thermal: NotRequired[list[ThermalRecord]]
     context: NotRequired[ContextFacts]
     sweep: NotRequired[Sweep]
-    roofline: NotRequired[dict[str, Any]]
-    tune: NotRequired[dict[str, Any]]
-    context_sweep: NotRequired[dict[str, Any]]  # the app's Context page: a sweep's figures kept with the session
+    roofline: NotRequired[RooflineRun | RooflinePartial]  # specscope roofline, run --roofline (``run.roofline_run``)
+    tune: NotRequired[TuneResult]          # specscope tune (``analysis.tune.run_tune``)
+    bench: NotRequired[dict[str, Any]]        # a benchmark measured in the worker (``run.bench_records.BenchResult``)
+    memory_peak: NotRequired[dict[str, Any]]  # one side of the memory bench (``run.bench_records.PeakReading``)
+    context_sweep: NotRequired[ContextSweep]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]
     internal_errors: NotRequired[list[str]]
     preflight: NotRequired[Preflight]  # the machine before the run (absent in sessions from before the pre-flight)
+    check: NotRequired[CheckResult]    # ``specscope check``'s result (a check's own session)
+    capture: NotRequired[CaptureResult]  # ``specscope capture``'s (a capture's own session)
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------
@@ -391,11 +414,20 @@ class ComponentCall(TypedDict):
     rounds: int
 
 
-def engine_facts(config: Mapping[str, Any]) -> dict[str, Any]:  # dict: the engine's own run_facts, passed through
+class EngineFacts(TypedDict):
+    """Whose speculative loop a session ran (``engine_facts``): its name, and where the config has them, the engine's
+    own facts (``SpeculativeEngine.describe``: version, the timings it reports and those it does not)."""
+    name: str
+    version: NotRequired[str]
+    reports: NotRequired[list[str]]
+    not_reported: NotRequired[list[str]]
+
+
+def engine_facts(config: Mapping[str, Any]) -> EngineFacts:
     """Whose speculative loop a session ran, from its config: the engine's own facts (``run_facts``: name, version,
     reports, not_reported), or ``{"name": …}`` where only the run setting's name is there (a string: a stub engine,
     or an older session), or specscope's own."""
     eng = config.get("engine")
     if isinstance(eng, dict):
-        return {"name": "specscope", **eng}
+        return cast(EngineFacts, {"name": "specscope", **eng})  # the engine's run_facts, as the config keeps them
     return {"name": eng if isinstance(eng, str) and eng else "specscope"}

@@ -33,6 +33,10 @@ SCHEMA_VERSION = 2
 #      sessions too; new files carry the new names only): a case's content class is ``case["content_class"]``
 #      (was ``category``), and a roofline point's per-block costs are ``roofline["curve"][i]["by_block"]`` (was
 #      ``categories``). "Category" meant both, and "other" was a value of both.
+#      What was measured (no bump): ``session["measure"]`` ("run", "sweep", "roofline", "tune", "bench", …; absent:
+#      a run); a run's configuration under ``config``, a measurement's under ``measurement`` (``config`` then {}).
+#      A measurement's older file nested both in ``config`` (``{"measure": kind, "measurement": {…}}``), which
+#      ``migrate_names`` unnests on load.
 SCHEMA_HISTORY = {1: "first and second wave",
                   2: "third wave: components timed apart, paired runs, traces, context; a case's content class is "
                      "content_class and a roofline point's per-block costs by_block (files with the old names, "
@@ -52,9 +56,15 @@ def _rename(items, old: str, new: str) -> None:
 def migrate_names(d: dict) -> dict:  # dict: an older file's raw JSON, renamed in place
     """Rename, in place, the keys an older session file spells the old way ("category" meant two things): a
     case's ``category`` (its content class) becomes ``content_class``, a roofline point's ``categories`` (its
-    per-block costs) becomes ``by_block``; a sweep's point sessions likewise. The new name wins where a file has
+    per-block costs) becomes ``by_block``; a sweep's point sessions likewise; a measurement's nested ``config``
+    (``{"measure", "measurement"}``) becomes ``measure`` and ``measurement``. The new name wins where a file has
     both. Returns ``d``. The derived figures (summary, case_stats) are recomputed on load, so they are not touched."""
     _rename(d.get("cases"), "category", "content_class")
+    cfg = d.get("config")
+    if isinstance(cfg, dict) and set(cfg) == {"measure", "measurement"} and isinstance(cfg["measurement"], dict):
+        d.setdefault("measure", cfg["measure"])  # a measurement's older run_started: its kind and config nested
+        d.setdefault("measurement", cfg["measurement"])
+        d["config"] = {}
     roof = d.get("roofline")
     if isinstance(roof, dict):
         _rename(roof.get("curve"), "categories", "by_block")

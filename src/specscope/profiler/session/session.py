@@ -14,14 +14,17 @@ import copy
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, Callable, Mapping, cast
 
 from specscope.events import Event
+from specscope.profiler.session.measured import (Cooldown, SensorReading,
+                                                 ThermalRecord)
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
+from specscope.profiler.session.tool_fold import FOLDS as TOOL_FOLDS
 from specscope.profiler.session.divergence import ENGINE_FAULT, case_divergence, divergence_message
-from specscope.profiler.session.records import (CONTEXT_FACTS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
+from specscope.profiler.session.records import (CONTEXT_FACTS, COOLDOWN_FIELDS, DIVERGENCE_FIELDS, PROBE_FIELDS, ROUND_FIELDS, SWEEP_FIELDS,
                                                 Case, ContextFacts, Divergence, PlainSide, Preflight, ProbeReading, Round,
                                                 SessionData, SpecSide, Sweep, SweepPoint)
 
@@ -44,6 +47,34 @@ def _new_case(info: dict) -> Case:
         "spec_text": "",
         "complete": False,
     }
+
+
+def _fold_run_started(data: SessionData, index: dict[str, Case], ev: Event) -> None:
+    """Every measurement starts so (``events.RunStartedEvent``): what it measures, its configuration, where."""
+    assert ev["event"] == "run_started"
+    data["status"] = "running"
+    data["measure"] = measure = ev.get("measure", "run")
+    if measure in ("run", "sweep"):
+        data["config"] = ev.get("config", {})
+    else:  # ``config`` stays a run's (what every reader of a session's config expects); the measurement's beside it
+        data["config"], data["measurement"] = {}, ev.get("config", {})
+    data["environment"] = ev.get("environment", {})
+    data["model"] = ev.get("model", {})
+    data["started_at"] = ev.get("time")
+
+
+def _keep_result(data: SessionData, index: dict[str, Case], ev: Event) -> None:
+    """A measurement's result, kept whole under its event's name (a partial one replaced by the next): the verify
+    cost curve (``roofline``, beside a run or on its own), ``tune``, a benchmark (``bench``), a memory reading."""
+    kind = ev["event"]  # roofline | tune | bench | memory_peak: the event's field and the session's key alike
+    cast(dict, data)[kind] = cast(dict, ev)[kind]
+
+
+# event -> its fold, for the events that are not a run's cases (kept off ``Session.apply``'s chain); ``bench_pair``
+# is progress only
+FOLDS: dict[str, Callable[[SessionData, dict[str, Case], Any], None]] = {
+    "run_started": _fold_run_started, "roofline": _keep_result, "tune": _keep_result, "bench": _keep_result,
+    "memory_peak": _keep_result, "bench_pair": lambda data, index, ev: None, **TOOL_FOLDS}
 
 
 class Session:
@@ -129,17 +160,14 @@ class Session:
         if kind in ("sweep_started", "context", "sweep_visit", "sweep_visit_done") or self._visit is not None:
             if self._apply_sweep(kind, ev):
                 return
+        fold = FOLDS.get(kind)  # the events besides a run's cases: each its own small fold
+        if fold is not None:
+            return fold(self.data, self._index, ev)
         if kind in ("prefill", "step", "round", "repeat_done", "breakdown", "components") and ev.get("case") not in self._index:
             # a measurement for a case whose start never arrived (a malformed line was dropped): keep count, never crash
             self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
             return
-        if ev["event"] == "run_started":
-            self.data["status"] = "running"
-            self.data["config"] = ev.get("config", {})
-            self.data["environment"] = ev.get("environment", {})
-            self.data["model"] = ev.get("model", {})
-            self.data["started_at"] = ev.get("time")
-        elif ev["event"] == "case_started":
+        if ev["event"] == "case_started":
             if ev["case"]["id"] not in self._index:
                 case = _new_case(ev["case"])
                 self.data["cases"].append(case)
@@ -186,12 +214,6 @@ class Session:
                 c["spec"].setdefault("repeats_instrumented_tok_s", []).append(instrumented)
         elif ev["event"] == "breakdown":
             self._index[ev["case"]]["breakdown"] = ev["breakdown"]
-        elif ev["event"] == "trace":  # the case's acceptance trace A(s) (engine_adapter.measure.acceptance_trace), kept whole
-            traced = self._index.get(ev.get("case", ""))
-            if traced is None:
-                self.data["dropped_events"] = self.data.get("dropped_events", 0) + 1
-            else:
-                traced["trace"] = ev.get("trace")
         elif ev["event"] == "components":  # the prediction's inputs timed apart (engine_adapter.measure.components)
             case = self._index[ev["case"]]
             case["components"] = fold_components(case.get("components"), ev["components"], ev.get("when"), ev.get("repeat"))
@@ -227,17 +249,13 @@ class Session:
                 cast(ProbeReading, {k: v for k, v in ev.items() if k in PROBE_FIELDS}))
         elif ev["event"] == "cooldown":
             self.data.setdefault("cooldowns", []).append(
-                {k: ev[k] for k in ("case", "waited_s", "reached", "probe_ms", "best_ms") if k in ev})
+                cast(Cooldown, {k: v for k, v in ev.items() if k in COOLDOWN_FIELDS}))
         elif ev["event"] == "sensors":
-            self.data.setdefault("sensors", []).append({k: v for k, v in ev.items() if k != "event"})
+            self.data.setdefault("sensors", []).append(cast(SensorReading, {k: v for k, v in ev.items() if k != "event"}))
         elif ev["event"] == "thermal":
-            self.data.setdefault("thermal", []).append({k: v for k, v in ev.items() if k != "event"})
+            self.data.setdefault("thermal", []).append(cast(ThermalRecord, {k: v for k, v in ev.items() if k != "event"}))
         elif ev["event"] == "preflight":  # the machine before the run (engine_adapter.preflight), kept whole
             self.data["preflight"] = cast(Preflight, ev.get("preflight") or {})
-        elif ev["event"] == "roofline":  # the verify cost curve, measured beside a run or on its own
-            self.data["roofline"] = ev["roofline"]
-        elif ev["event"] == "tune":
-            self.data["tune"] = ev["tune"]
         elif ev["event"] == "memory":
             self.data.setdefault("environment", {})["peak_memory_bytes"] = ev.get("peak_bytes")
 
