@@ -134,3 +134,13 @@ def test_cli_inspect_and_check_with_a_dflash2_drafter(folder, model_dirs):
     assert "DFlash2 drafter" in r.stdout and "context after 0..7 accepted exact" in r.stdout, r.stdout
     r = specscope("check", str(model_dirs["draft"]), "--drafter", "dflash", "--draft-model", str(folder))
     assert r.returncode == 2 and "DFlash2 drafter d does not fit" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_every_field_the_dflash2_config_writes_is_in_the_records(text):
+    """As test_config_json's: the records name every field a generated DFlash2 config holds (its dflash_config too)."""
+    from specscope.engine_adapter.model.config_json import DFlashBlock, ModelConfig
+    from specscope.engine_adapter.model.dflash2_demo import dflash2_config
+
+    c = dflash2_config(text, 8)
+    assert set(c) - set(ModelConfig.__optional_keys__) == set()
+    assert set(c["dflash_config"]) - set(DFlashBlock.__optional_keys__) == set()
