@@ -146,6 +146,36 @@ def ours(args, ref: dict) -> list[dict]:
     return rows
 
 
+def dflash2_from_dflash(src: Path, out: Path, edge: float = 0.3, seed: int = 0) -> Path:
+    """A DFlash2 drafter made from a DFlash one (the shipped trained demo's): identity convolutions (tap 0 of the static
+    kernel 1, the rest and the dynamic kernels 0), full attention both ways as DFlash's, and a random selector whose
+    edge term has about ``edge`` logits of spread: its drafts are accepted as DFlash's mostly are, so the loop
+    comparison covers accepted lengths above 0 (a random drafter's cycles all accept nothing)."""
+    import mlx.core as mx
+
+    c = json.loads((src / "config.json").read_text())
+    n, H, V = c["num_hidden_layers"], c["hidden_size"], c["vocab_size"]
+    c["architectures"], c["is_causal"], c["layer_types"] = ["DFlash2DraftModel"], False, ["full_attention"] * n
+    rank, K, G = 32, 2, 16
+    c["dflash_config"].update(conv_kernel_size=K, conv_group_size=G, selector_rank=rank, selector_top_k=8)
+    w = {k: v for f in sorted(src.glob("*.safetensors")) for k, v in mx.load(str(f)).items()}
+    dt = w["fc.weight"].dtype
+    base = mx.concatenate([mx.ones((2, 1, H)), mx.zeros((2, K - 1, H))], axis=1).astype(dt)
+    for i in range(n):
+        for conv in ("attention_conv", "mlp_conv"):
+            w[f"layers.{i}.{conv}.base_kernel"] = base
+            w[f"layers.{i}.{conv}.kernel_projection.weight"] = mx.zeros((2 * K * H // G, H), dtype=dt)
+    keys = mx.random.split(mx.random.key(seed), 3)
+    w["candidate_selector.hidden_projection.weight"] = (mx.random.normal((rank, H), key=keys[0]) * H ** -0.5).astype(dt)
+    for j, name in enumerate(("predecessor_codebook", "successor_codebook")):
+        w[f"candidate_selector.{name}"] = (mx.random.normal((V, rank), key=keys[j + 1]) * edge ** 0.5
+                                           * rank ** -0.25).astype(dt)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(c, indent=2))
+    mx.save_safetensors(str(out / "model.safetensors"), w, metadata={"format": "pt"})
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--target")
@@ -162,6 +192,8 @@ def main() -> int:
     p.add_argument("--temporal-cache", action="store_true",
                    help="patch the reference's RotatingKVCache to keep the window's keys in temporal order (its "
                    "one-token update keeps them in ring order, which its sliding mask does not expect)")
+    p.add_argument("--from-dflash", nargs="?", const="dflash", help="the trained demo target and a DFlash2 drafter "
+                   "made from its trained DFlash drafter (accepted often, unlike a random one)")
     p.add_argument("--side", choices=["reference"], help=argparse.SUPPRESS)
     p.add_argument("--ids", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -169,6 +201,15 @@ def main() -> int:
         args.ids = json.loads(args.ids)
         print(json.dumps(reference(args)))
         return 0
+    if args.from_dflash:  # the trained demo and a DFlash2 drafter made from its DFlash drafter
+        from specscope.engine_adapter.model.demo_model import trained_demo_path
+
+        target, src = trained_demo_path("hybrid"), trained_demo_path(args.from_dflash)
+        assert target is not None and src is not None, "this install has no trained demo"
+        out = Path("/tmp/specscope-dflash2-parity/from-dflash")
+        if not (out / "config.json").exists():
+            dflash2_from_dflash(src, out)
+        args.target, args.drafter = str(target), str(out)
     if not args.target or not args.drafter:
         from specscope.engine_adapter.model.demo_model import build_demo_model
         from specscope.engine_adapter.model.dflash2_demo import build_dflash2_demo
