@@ -8,8 +8,10 @@ Runs, from a fresh temporary home (so no path, setting or session of this machin
    measured until the prediction's verdict is decided, the verify cost curve kept in the first;
 2. `specscope tune --demo` on one prompt (a short tune: its page, not a figure to quote);
 
-checks each run is clean (complete, the verdict decided, no clock-probe drift: a picture of a warning says nothing
-about the app) and reruns a run that is not, once; then opens the sessions in the app offscreen
+checks the pictures' session is clean (complete, the verdict decided, no clock-probe drift: a picture of a warning
+says nothing about the app) and measures it again if it is not, once; a busy machine cannot decide a verdict, so
+before each measurement it waits (up to --wait-quiet seconds) until the 1-minute load is under the CPU count less
+half a core; then opens the sessions in the app offscreen
 (QT_QPA_PLATFORM=offscreen, QWidget.grab) and saves every main page into OUT/screenshots/ at 1440×900, and writes
 OUT/sample-report.html and .pdf with `specscope report`. `--sessions DIR` reuses demo.json, draft.json and tune.json
 from an earlier `--keep DIR` instead of measuring again. On a 2-core machine the measuring takes 10–15 minutes.
@@ -24,11 +26,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 RUNS = {  # session file -> the command that makes it (after `specscope`)
-    "demo.json": ["run", "--demo", "--until", "decided", "--roofline"],
-    "draft.json": ["run", "--demo", "--drafter", "draft", "--until", "decided"],
+    "demo.json": ["run", "--demo", "--until", "decided", "--roofline"],  # the pictures' session: must be clean
+    "draft.json": ["run", "--demo", "--drafter", "draft"],  # the other side of Compare, and a second row in History
     "tune.json": ["tune", "--demo", "--drafters", "mtp,draft", "--k-max", "3", "--cases", "1", "--max-tokens", "48",
                   "--reps", "6"],
 }
@@ -66,12 +69,24 @@ def why_not_clean(path: Path) -> str | None:
     return None
 
 
-def measure(env: dict[str, str], home: Path) -> None:
+def wait_quiet(seconds: float) -> None:
+    """Wait until other processes leave the cores alone (the 1-minute load under the CPU count less half a core)."""
+    limit, waited = (os.cpu_count() or 1) - 0.5, 0.0
+    while os.getloadavg()[0] >= limit and waited < seconds:
+        if waited == 0:
+            print(f"waiting for a quiet machine (1-minute load {os.getloadavg()[0]:.1f}, wanted < {limit})", flush=True)
+        time.sleep(15)
+        waited += 15
+    print(f"1-minute load {os.getloadavg()[0]:.1f} after {waited:.0f} s", flush=True)
+
+
+def measure(env: dict[str, str], home: Path, quiet_s: float) -> None:
     for name, cmd in RUNS.items():
         for attempt in (1, 2):
             (home / name).unlink(missing_ok=True)  # a retry replaces the unclean session
+            wait_quiet(quiet_s)
             rc = specscope(env, *cmd, "-o", str(home / name), "--quiet")
-            problem = f"exit {rc}" if rc != 0 else (why_not_clean(home / name) if cmd[0] == "run" else None)
+            problem = f"exit {rc}" if rc != 0 else (why_not_clean(home / name) if name == "demo.json" else None)
             if problem is None:
                 break
             print(f"{name}: {problem}" + ("; measuring it again" if attempt == 1 else ""), flush=True)
@@ -100,9 +115,16 @@ def grab(home: Path, shots: Path) -> None:
         while not end.hasExpired():
             app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
+    def busy() -> bool:  # the model's compatibility line, the pre-flight line, a page reading files (History)
+        return (win.setup.inspector.proc is not None or win.setup.preflight.proc is not None
+                or any(getattr(v, "busy", lambda: False)() for v in win.views.built().values()))
+
     def shoot(page: str) -> None:
         win.show_page(page)
         settle()
+        deadline = QtCore.QDeadlineTimer(30000)
+        while busy() and not deadline.hasExpired():  # let them fill in before the picture is taken
+            settle(200)
         win.statusBar().clearMessage()  # a hint about this machine (a missing font) is not part of the picture
         out = shots / f"{page}.png"
         assert win.grab_png(str(out)), f"could not write {out}"
@@ -116,10 +138,6 @@ def grab(home: Path, shots: Path) -> None:
     win.open_session(str(home / "demo.json"))
     assert win.compare_paths(str(home / "demo.json"), str(home / "draft.json"))
     shoot("compare")
-    win.show_page("history")
-    deadline = QtCore.QDeadlineTimer(15000)
-    while win.history.busy() and not deadline.hasExpired():  # it reads the folder in the background
-        settle(200)
     shoot("history")
     win.close()
 
@@ -129,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"), help="the docs folder")
     ap.add_argument("--keep", help="copy the measured sessions here")
     ap.add_argument("--sessions", help="reuse demo.json, draft.json and tune.json from this folder")
+    ap.add_argument("--wait-quiet", type=float, default=1800, metavar="S",
+                    help="wait at most S seconds for a quiet machine before each measurement (default 1800)")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     shots = out / "screenshots"
@@ -141,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in RUNS:
             shutil.copy(Path(args.sessions) / name, home / name)
     else:
-        measure(env, home)
+        measure(env, home, args.wait_quiet)
     if args.keep:
         Path(args.keep).mkdir(parents=True, exist_ok=True)
         for name in RUNS:
