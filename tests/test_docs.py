@@ -42,7 +42,7 @@ def _headings(text: str) -> list[str]:
 
 
 def _plain(heading: str) -> str:
-    return re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading)
+    return re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading)
 
 
 def mkdocs_slug(heading: str) -> str:
