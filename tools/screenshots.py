@@ -10,7 +10,7 @@ Runs, from a fresh temporary home (so no path, setting or session of this machin
 
 checks the pictures' session is clean (complete, the verdict decided, no clock-probe drift: a picture of a warning
 says nothing about the app) and measures it again if it is not, once; a busy machine cannot decide a verdict, so
-before each measurement it waits (up to --wait-quiet seconds) until the 1-minute load is under the CPU count less
+before measuring it it waits (up to --wait-quiet seconds) until the 1-minute load is under the CPU count less
 half a core; then opens the sessions in the app offscreen
 (QT_QPA_PLATFORM=offscreen, QWidget.grab) and saves every main page into OUT/screenshots/ at 1440×900, and writes
 OUT/sample-report.html and .pdf with `specscope report`. `--sessions DIR` reuses demo.json, draft.json and tune.json
@@ -31,9 +31,9 @@ from pathlib import Path
 
 RUNS = {  # session file -> the command that makes it (after `specscope`)
     "demo.json": ["run", "--demo", "--until", "decided", "--roofline"],  # the pictures' session: must be clean
-    "draft.json": ["run", "--demo", "--drafter", "draft"],  # the other side of Compare, and a second row in History
-    "tune.json": ["tune", "--demo", "--drafters", "mtp,draft", "--k-max", "3", "--cases", "1", "--max-tokens", "48",
-                  "--reps", "6"],
+    "draft.json": ["run", "--demo", "--drafter", "draft", "--cases", "6"],  # the other side of Compare, a row in History
+    "tune.json": ["tune", "--demo", "--drafters", "mtp,draft", "--k-max", "2", "--cases", "1", "--max-tokens", "32",
+                  "--reps", "3"],  # its page, not a figure to quote
 }
 PAGES = {"demo.json": ["live", "breakdown", "division", "verify_cost", "cases"], "tune.json": ["tune"]}
 
@@ -84,7 +84,8 @@ def measure(env: dict[str, str], home: Path, quiet_s: float) -> None:
     for name, cmd in RUNS.items():
         for attempt in (1, 2):
             (home / name).unlink(missing_ok=True)  # a retry replaces the unclean session
-            wait_quiet(quiet_s)
+            if name == "demo.json":
+                wait_quiet(quiet_s)
             rc = specscope(env, *cmd, "-o", str(home / name), "--quiet")
             problem = f"exit {rc}" if rc != 0 else (why_not_clean(home / name) if name == "demo.json" else None)
             if problem is None:
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="copy the measured sessions here")
     ap.add_argument("--sessions", help="reuse demo.json, draft.json and tune.json from this folder")
     ap.add_argument("--wait-quiet", type=float, default=1800, metavar="S",
-                    help="wait at most S seconds for a quiet machine before each measurement (default 1800)")
+                    help="wait at most S seconds for a quiet machine before the pictured run (default 1800)")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     shots = out / "screenshots"
