@@ -34,7 +34,7 @@ class ContextChoice(PanelBase):
         for key, label in CONTEXT_MODES:
             self.context_mode.addItem(label, key)
         self.context_mode.setToolTip("tokens of a long document put before every case's prompt, prefilled once, timed on "
-                                     "its own and copied per case and mode (README: Long context)")
+                                     "its own and copied per case and mode (docs: Long context)")
         self.context_size = QtWidgets.QLineEdit("4k")
         self.context_size.setToolTip("context size in tokens: 4096 or 4k")
         self.context_size.setMaximumWidth(64)

@@ -113,7 +113,7 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
             self.where.addItem(label, key)
         self.where.setToolTip("This machine: one process. N ranks / hosts: the target is sharded (tensor parallel) "
                               "over MLX distributed ranks started by mlx.launch; drafting is replicated on every rank. "
-                              "README: Several machines")
+                              "docs: Several machines")
         self.where.currentIndexChanged.connect(self._where_changed)
         form.addRow("Run on", self.where)
         self.ranks = self._spin(1, MAX_LOCAL_RANKS, 2)

@@ -8,7 +8,7 @@ loaded through specscope's loader). For each one:
 - the model's outputs are diverse (a model stuck on one token would hide rollback errors);
 - or, for a family with no rollback strategy, a clear refusal naming the layer type.
 
-The README's "Supported models" table is generated from these results:
+The documentation's "Supported models" table (docs/models.md) is generated from these results:
     SPECSCOPE_UPDATE_README=1 pytest tests/engine_adapter/cache/test_conformance.py
 rewrites it; a normal run fails if the table and the results disagree.
 """
@@ -31,7 +31,7 @@ from specscope.engine_adapter.decode.records import tokens_of
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.cache.rollback_plan import UnsupportedModel
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "models.md"  # the "Supported models" page
 PROMPT = "Explain why a verification pass over several tokens can cost as much as decoding."
 N_TOKENS = 20
 K = 3
@@ -113,18 +113,18 @@ BEGIN, END = "<!-- conformance:begin -->", "<!-- conformance:end -->"
 
 def test_readme_table_matches_the_conformance_results():
     if len(RESULTS) != len(FAMILIES):
-        pytest.skip("run the whole conformance matrix to compare the README table")
+        pytest.skip("run the whole conformance matrix to compare the table in docs/models.md")
     table = _table(RESULTS)
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     block = f"{BEGIN}\n{table}\n{END}"
     if os.environ.get("SPECSCOPE_UPDATE_README"):
         text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), block, text, flags=re.S) if BEGIN in text else text
-        README.write_text(text, encoding="utf-8")
+        PAGE.write_text(text, encoding="utf-8")
     got = re.search(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), text, flags=re.S)
-    assert got, "README has no conformance table markers"
+    assert got, "docs/models.md has no conformance table markers"
     # numbers vary with the machine; compare everything but the error figures
     strip = lambda s: re.sub(r"error [0-9.e+-]+", "error x", s)  # noqa: E731
-    assert strip(got.group(1)) == strip(table), "README 'Supported models' table is stale: rerun with SPECSCOPE_UPDATE_README=1"
+    assert strip(got.group(1)) == strip(table), "docs/models.md 'Supported models' table is stale: rerun with SPECSCOPE_UPDATE_README=1"
 
 
 

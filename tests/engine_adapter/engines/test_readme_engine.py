@@ -1,4 +1,4 @@
-"""The README's "plugging in your own engine" block, run as written: registered under a name, it decodes the dense
+"""The documentation's "plugging in your own engine" block (docs/engines.md), run as written: registered under a name, it decodes the dense
 demo with the draft model, its output equals plain decoding, and the session says what it reports."""
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from specscope.profiler.run import protocol
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.session.session import Session
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "engines.md"  # "Another engine on the same model"
 
 
-@pytest.mark.slow  # the README's engine example run whole (~20 s); the seam's own tests stay in the default run
-@pytest.mark.skipif(not README.is_file(), reason="needs the checkout's README")
+@pytest.mark.slow  # the documented engine example run whole (~20 s); the seam's own tests stay in the default run
+@pytest.mark.skipif(not PAGE.is_file(), reason="needs the checkout's docs/engines.md")
 def test_the_readmes_engine_runs_and_matches_plain_decoding(model_dirs, monkeypatch):
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     section = text[text.index("**Plugging in your own engine**"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     module = types.ModuleType("readme_engine")
-    exec(compile(code, "README.md", "exec"), module.__dict__)
+    exec(compile(code, "docs/engines.md", "exec"), module.__dict__)
     monkeypatch.setitem(sys.modules, "readme_engine", module)
     monkeypatch.setitem(registry.BUILT_IN, "my-engine", "readme_engine:MyEngine")
     cfg = RunConfig(model=str(model_dirs["dense"]), draft_model=str(model_dirs["draft"]), drafter="draft",

@@ -1,4 +1,4 @@
-"""Render any chart offscreen from a Session, for reports and README images.
+"""Render any chart offscreen from a Session, for reports and the docs' images.
 
     chart_image(name, session, width=900, height=420, fmt="png") -> bytes
 

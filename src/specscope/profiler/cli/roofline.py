@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
     r.add_argument("--bandwidth-mib", type=float, default=512, help="size of the bandwidth probe's array")
     r.add_argument("--matmul-n", type=int, help="size of the compute probe's square matmul (default 1024 CPU, 4096 GPU)")
     add_context_args(r, "measure at N tokens of a long document before the prompt (4096 or 4k), prefilled once and "
-                        "timed on its own (README: Long context)")
+                        "timed on its own (docs: Long context)")
     r.set_defaults(func=cmd_roofline, temp=0.0, top_p=1.0)
 
 

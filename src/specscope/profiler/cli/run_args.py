@@ -77,14 +77,14 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--allow-oversize", action="store_true", help="load even if the model looks larger than memory")
     add_dtype_arg(ap)
     add_context_args(ap, "N tokens of a long document before every case's prompt (4096 or 4k), prefilled once and timed "
-                         "on its own; `sweep`: a list, e.g. 0,1k,4k,16k (see README: Long context)")
+                         "on its own; `sweep`: a list, e.g. 0,1k,4k,16k (see the docs: Long context)")
     add_ignore_arg(ap)
     add_download_arg(ap)
     add_distributed_args(ap)
 
 
 def add_distributed_args(ap: argparse.ArgumentParser) -> None:
-    g = ap.add_argument_group("distributed runs (tensor parallel; README: Several machines)")
+    g = ap.add_argument_group("distributed runs (tensor parallel; docs: Several machines)")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--ranks", type=int, metavar="N",
                        help="run N ranks on this machine under mlx.launch (ring backend over loopback): the target is "

@@ -39,7 +39,7 @@ class RunConfig(EngineParams):
     breakdown_reps: int = 3
     # the prediction's inputs timed apart per case (engine_adapter.measure.components): half of them beside the
     # speculative pass before it, half after, each (k+1) rounds. 12 (18 rounds a call at k = 2) since a call prefills
-    # its prompt and the drafter's context once (README "Checked again on 2026-12-03, night"): a narrower run for the
+    # its prompt and the drafter's context once (docs/figures.md, "Checked again on 2026-12-03, night"): a narrower run for the
     # call time that 3 took before
     component_reps: int = 12
     # the acceptance trace A(s) of the run's drafter along each case's plain output (engine_adapter.measure.acceptance_trace):

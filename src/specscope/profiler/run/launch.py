@@ -192,7 +192,7 @@ def check_hosts(hosts: list[str], python: str | None = None, timeout: int = SSH_
             bad.append(f"host {h} has no working specscope + MLX at {python} ({last or f'exit code {p.returncode}'})")
     if bad:
         raise SpecscopeError("; ".join(bad) + ". mlx.launch needs password-less ssh to every host and the same Python "
-                             "environment at the same path (see README, Several machines)")
+                             "environment at the same path (see the docs, Several machines)")
 
 
 # -- reading how the ranks ended ----------------------------------------------------------------------------
