@@ -43,9 +43,6 @@ class Inspector(QtCore.QObject):
         """The worker of the inspection under way (None: none is)."""
         return self.query.proc if self.query is not None else None
 
-    def busy(self) -> bool:
-        return self.query is not None
-
     def inspect(self, path: str) -> None:
         self.current = path
         if path in self.cache:

@@ -7,6 +7,7 @@ resolved in the worker, fetched only with ``download``. Nothing here imports the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from specscope.drafter_kinds import DRAFTER_NAMES
 from specscope.errors import SpecscopeError
@@ -24,13 +25,18 @@ def _check_demo(model: str | None, demo: bool, variant: str | None) -> None:
         raise SpecscopeError("a demo variant needs --demo")
 
 
-def _demo_env(variant: str | None) -> dict[str, str]:
-    # the environment, not only a parameter: every demo path the worker reads (a demo's drafter too) follows it
-    return {DEMO_ENV: variant} if variant else {}
+class _DemoEnv:
+    demo_variant: str | None
+
+    @property
+    def worker_env(self) -> Mapping[str, str]:
+        """What the worker is started with besides the usual (``run_process``, ``runner``): the demo's variant, in the
+        environment rather than only a parameter, so every demo path the worker reads (a demo's drafter too) follows."""
+        return {DEMO_ENV: self.demo_variant} if self.demo_variant else {}
 
 
 @dataclass
-class InspectConfig:
+class InspectConfig(_DemoEnv):
     """``specscope inspect``: a model's description (``engine_adapter.model.inspect_model.describe``, the record a
     run keeps as its session's ``model``), loaded in the worker."""
 
@@ -45,13 +51,9 @@ class InspectConfig:
             raise SpecscopeError("give a model (a folder or a cached repo id like org/name) or --demo")
         _check_demo(self.model, self.demo, self.demo_variant)
 
-    @property
-    def worker_env(self) -> dict[str, str]:
-        return _demo_env(self.demo_variant)
-
 
 @dataclass
-class PreflightConfig:
+class PreflightConfig(_DemoEnv):
     """``specscope preflight``: this machine's checks (``engine_adapter.preflight``), for the parts a run with this
     model and drafter would load (no model nor demo: the machine alone)."""
 
@@ -70,7 +72,3 @@ class PreflightConfig:
             raise SpecscopeError(f"unknown drafter {self.drafter!r}; choose auto, {', '.join(DRAFTER_NAMES)}")
         if self.drafter in ("draft", "dflash") and not self.draft_model and not (self.drafter == "dflash" and self.demo):
             raise SpecscopeError(f"--drafter {self.drafter} needs --draft-model")
-
-    @property
-    def worker_env(self) -> dict[str, str]:
-        return _demo_env(self.demo_variant)
