@@ -23,6 +23,7 @@ import pytest
 from specscope.profiler.run.bench_common import BenchConfig, MemoryPeakConfig
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import RooflineConfig, TuneConfig
+from specscope.profiler.run.query_configs import InspectConfig, PreflightConfig
 from specscope.profiler.run.tool_configs import CaptureConfig, CheckConfig, TraceConfig
 from specscope.profiler.run.measurement import MEASURE
 from specscope.profiler.run.runner import run_worker
@@ -64,6 +65,9 @@ TINY = {
     "capture": (CaptureConfig(out_dir="", prompt="Hello there", demo=True, k=1),
                 (CaptureConfig(out_dir="", prompt="", demo=True, k=0), "-k must be between 1 and 16"),
                 ["capture", "--demo", "-k", "1"]),
+    "inspect": (InspectConfig(demo=True), (InspectConfig(), "give a model"), ["inspect", "--demo"]),
+    "preflight": (PreflightConfig(demo=True), (PreflightConfig(drafter="draft"), "--drafter draft needs --draft-model"),
+                  ["preflight", "--demo"]),
 }
 KINDS = ["run", "sweep", *MEASURE]
 # the kinds each fault is tried on by default (the quickest there, a few seconds each on 2 cores); every other kind
@@ -77,7 +81,10 @@ ELSEWHERE = {
     "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops, "
              "SIGTERMs and kills a trace and checks what it keeps",
     "capture": "a capture is refused before it measures where there is no Metal GPU (tests/profiler/cli/test_gpu_trace.py "
-               "runs its measurement with a fake Metal)"}
+               "runs its measurement with a fake Metal)",
+    **dict.fromkeys(("inspect", "preflight"), "the app's live lines, one-shot queries with no session: `specscope inspect` "
+                    "and `preflight` answer in the command's own process (no worker to SIGTERM), and the app drops a "
+                    "query by killing its worker (tests/gui/test_one_shot.py)")}
 
 
 def kinds(fault: str):

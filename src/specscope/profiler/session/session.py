@@ -70,11 +70,17 @@ def _keep_result(data: SessionData, index: dict[str, Case], ev: Event) -> None:
     cast(dict, data)[kind] = cast(dict, ev)[kind]
 
 
+def _keep_model(data: SessionData, index: dict[str, Case], ev: Event) -> None:
+    """``inspect``'s description is the record a run's ``run_started`` brings as ``model`` (``Engine.describe``)."""
+    assert ev["event"] == "inspect"
+    data["model"] = ev["inspect"]
+
+
 # event -> its fold, for the events that are not a run's cases (kept off ``Session.apply``'s chain); ``bench_pair``
 # is progress only
 FOLDS: dict[str, Callable[[SessionData, dict[str, Case], Any], None]] = {
     "run_started": _fold_run_started, "roofline": _keep_result, "tune": _keep_result, "bench": _keep_result,
-    "memory_peak": _keep_result, "bench_pair": lambda data, index, ev: None, **TOOL_FOLDS}
+    "memory_peak": _keep_result, "bench_pair": lambda data, index, ev: None, "inspect": _keep_model, **TOOL_FOLDS}
 
 
 class Session:
