@@ -27,6 +27,7 @@ from specscope.profiler.cli.bench_common import (
 )
 from specscope.profiler.cli.bench_equal import bench_memory, bench_predict
 from specscope.profiler.run.bench_records import BenchResult
+from specscope.profiler.analysis.bench_text import bench_line as _line  # the line the app's Checks page shows too
 
 # -- overhead, spec-vs-mlx-lm, rollback: each one measurement in the worker (profiler.run.bench_run) --------------
 def in_worker(name: str):
@@ -165,21 +166,15 @@ BENCHES = {
 }
 
 
-def _line(res: BenchResult) -> str:
-    mark = "met" if res["met"] else "MISSED"
-    ci = res.get("median_ci95")
-    ci_text = f", median's 95% interval (binomial order statistics) {ci[0]:.4f}–{ci[1]:.4f}" if ci else ""
-    return (f"{res['benchmark']:<16} {res['unit']:<22} {res['ratio']:.4f}  (min {res['ratio_min']:.4f}, max {res['ratio_max']:.4f}"
-          f"{ci_text}; {res.get('sample') or str(res['pairs']) + ' pairs'}; target {res['target']}: {mark})")
-
-
 def run_bench(a) -> int:
     cfg = BenchConfig.from_args(a)
     cfg.validate()  # refused here, before a worker starts
     names = list(BENCHES) if cfg.what == "all" else [cfg.what]
     results: list[BenchResult] = []
     from specscope.profiler.cli.progress import Bar, progress_wanted
+    from specscope.profiler.cli.bench_session import keep_bench
 
+    kept = keep_bench(a, cfg)  # -o FILE: refused here, before anything is measured
     bar = Bar("bench", len(names) * a.pairs, "pairs", enabled=progress_wanted(a))
     try:
         for i, name in enumerate(names):
@@ -191,10 +186,16 @@ def run_bench(a) -> int:
 
             res = BENCHES[name](cfg, on_pair)
             results.append(res)
+            kept.add(res)
             if not a.json:
                 bar.write_out(_line(res))
+    except BaseException as exc:  # stopped (Ctrl+C, SIGTERM) or failed: the session keeps what was measured
+        bar.close()
+        kept.end(exc)
+        raise
     finally:
         bar.close()
     if a.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=1))
+    kept.end(None)
     return 0

@@ -58,6 +58,9 @@ def add_bench(sub) -> None:
     b.add_argument("--component-reps", type=int, default=8,
                    help="tune: rounds timed apart per k and drafter for T_draft (each a round and the verify before it)")
     b.add_argument("--json", action="store_true")
+    b.add_argument("-o", "--output", metavar="FILE", help="keep the benchmark's session (`bench all`: every benchmark's "
+                   "result; `specscope gui FILE` shows it on the Checks page)")
+    b.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     add_progress_args(b)
     b.set_defaults(func=cmd_bench)
 
