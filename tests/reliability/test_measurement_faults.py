@@ -74,8 +74,8 @@ FAST = {"stop": {"bench", "memory_peak"}, "bad_input": set(KINDS),  # refused be
 
 # kinds a fault cannot be tried on here, and why (bad input is tried on every kind)
 ELSEWHERE = {
-    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops, "
-             "SIGTERMs and kills a trace and checks what it keeps",
+    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops "
+             "and kills a trace and checks what it keeps",
     "capture": "a capture is refused before it measures where there is no Metal GPU (tests/profiler/cli/test_gpu_trace.py "
                "runs its measurement with a fake Metal)"}
 
