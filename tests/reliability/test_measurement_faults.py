@@ -80,10 +80,18 @@ ELSEWHERE = {
                "runs its measurement with a fake Metal)"}
 
 
+# a fault and a measurement a default test already tries, with more checks: run once, there
+TRIED_BY_DEFAULT = {
+    ("stop", "run"): "the app's Stop mid-run: tests/gui/test_app.py::test_run_demo_to_completion_then_stop_mid_run",
+    ("kill", "run"): "tests/reliability/test_faults.py::test_worker_sigkill_mid_run_keeps_everything"}
+
+
 def kinds(fault: str):
     def param(k: str):
         if fault != "bad_input" and k in ELSEWHERE:
             return pytest.param(k, marks=pytest.mark.skip(reason=ELSEWHERE[k]))
+        if (fault, k) in TRIED_BY_DEFAULT:
+            return pytest.param(k, marks=pytest.mark.skip(reason=TRIED_BY_DEFAULT[fault, k]))
         return k if k in FAST[fault] else pytest.param(k, marks=pytest.mark.slow)
 
     return [param(k) for k in KINDS]
