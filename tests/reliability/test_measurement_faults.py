@@ -78,8 +78,8 @@ FAST = {"stop": {"bench", "memory_peak"}, "bad_input": set(KINDS),  # refused be
 
 # kinds a fault cannot be tried on here, and why (bad input is tried on every kind)
 ELSEWHERE = {
-    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops, "
-             "SIGTERMs and kills a trace and checks what it keeps",
+    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops "
+             "and kills a trace and checks what it keeps",
     "capture": "a capture is refused before it measures where there is no Metal GPU (tests/profiler/cli/test_gpu_trace.py "
                "runs its measurement with a fake Metal)",
     **dict.fromkeys(("inspect", "preflight"), "the app's live lines, one-shot queries with no session: `specscope inspect` "
@@ -87,10 +87,18 @@ ELSEWHERE = {
                     "query by killing its worker (tests/gui/test_one_shot.py)")}
 
 
+# a fault and a measurement a default test already tries, with more checks: run once, there
+TRIED_BY_DEFAULT = {
+    ("stop", "run"): "the app's Stop mid-run: tests/gui/test_app.py::test_run_demo_to_completion_then_stop_mid_run",
+    ("kill", "run"): "tests/reliability/test_faults.py::test_worker_sigkill_mid_run_keeps_everything"}
+
+
 def kinds(fault: str):
     def param(k: str):
         if fault != "bad_input" and k in ELSEWHERE:
             return pytest.param(k, marks=pytest.mark.skip(reason=ELSEWHERE[k]))
+        if (fault, k) in TRIED_BY_DEFAULT:
+            return pytest.param(k, marks=pytest.mark.skip(reason=TRIED_BY_DEFAULT[fault, k]))
         return k if k in FAST[fault] else pytest.param(k, marks=pytest.mark.slow)
 
     return [param(k) for k in KINDS]
