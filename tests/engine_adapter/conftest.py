@@ -5,22 +5,16 @@ family models of ``families.py`` are built into, one per session for every modul
 (conformance, structure, families), so each family is built once.
 """
 
-import os
-
 import pytest
 
-from specscope.engine_adapter.model.demo_model import demo_model_path
+from specscope.engine_adapter.model.demo_model import build_demo_model
 from specscope.engine_adapter.model.loader import load_model
 
 
 @pytest.fixture(scope="session")
-def model_dirs():
-    """The random demo models (read only), from the suite's demo cache: built once for the whole run under its lock
-    (xdist's workers and the processes tests start share the suite's home), not once more in every worker."""
-    home = os.path.join(os.environ["SPECSCOPE_TEST_HOME"], ".cache", "specscope")  # never a test's own home
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPECSCOPE_HOME", home)
-        return {kind: demo_model_path(kind) for kind in ("hybrid", "dense", "draft")}
+def model_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    return {kind: build_demo_model(root / kind, kind) for kind in ("hybrid", "dense", "draft")}
 
 
 @pytest.fixture(scope="session")

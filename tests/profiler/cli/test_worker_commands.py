@@ -96,8 +96,11 @@ def test_a_stopped_or_dead_trace_keeps_a_session_that_says_so(tmp_path, fault):
     ``check`` with every other measurement.)"""
     out = tmp_path / "out.json"
     args = ["trace", str(one_case_session(tmp_path)), "-o", str(out), "--k-max", "16", "--draws", "64"]
+    # SIGINT at its default, as in a terminal: a run under nohup or a shell without job control (a background CI job)
+    # starts its children with SIGINT ignored, and the command then never saw the Ctrl+C (exit 0, the trace finished)
     cli = subprocess.Popen([sys.executable, "-m", "specscope.profiler.cli.main", *args], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     worker = _worker_started(cli)
     time.sleep(2.0)  # into the measurement (MLX imported, the model loading or measured)
     if fault == "worker killed":
