@@ -39,14 +39,16 @@ ROOF = dict(demo=True, positions=3, reps=1, block_reps=0, bandwidth_mib=8.0, mat
 TUNE = dict(demo=True, drafters=["ngram"], k_max=2, max_tokens=8, reps=1, beside_reps=1, prompt="Hello there")
 
 SESSION = ROOT / "tests" / "fixtures" / "session_demo.json"  # a saved run, for trace
-# measurement -> (its smallest configuration, the same with bad input and the message it must give, the command)
+# measurement -> (its smallest configuration, the same with bad input and the message it must give, the command). The
+# command of a run and a sweep measures more than the smallest: SIGTERM comes once the session says running, and on a
+# quiet machine the smallest sweep had already finished by then (exit 0: the test would test nothing).
 TINY = {
     "run": (RunConfig(**RUN), (RunConfig(**{**RUN, "demo": False}), "no model"),
-            ["run", "--demo", "--cases", "1", "--max-tokens", "8", "--warmup", "0", "--repeats", "1", "--no-breakdown"]),
+            ["run", "--demo", "--cases", "1", "--max-tokens", "64", "--warmup", "0", "--repeats", "3", "--no-breakdown"]),
     "sweep": (RunConfig(**RUN, sweep=[0, 64], sweep_passes=1),
               (RunConfig(**{**RUN, "demo": False}, sweep=[0, 64]), "no model"),
-              ["sweep", "--demo", "--context", "0,64", "--passes", "1", "--cases", "1", "--max-tokens", "8",
-               "--warmup", "0", "--repeats", "1", "--no-breakdown"]),
+              ["sweep", "--demo", "--context", "0,64,256", "--passes", "2", "--cases", "1", "--max-tokens", "64",
+               "--warmup", "0", "--repeats", "2", "--no-breakdown"]),
     "roofline": (RooflineConfig(**ROOF), (RooflineConfig(**{**ROOF, "positions": 0}), "--positions must be"),
                  ["roofline", "--demo", "--positions", "3", "--reps", "1", "--block-reps", "0", "--no-division",
                   "--bandwidth-mib", "8", "--matmul-n", "64", "-k", "1"]),
