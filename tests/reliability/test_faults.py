@@ -55,7 +55,7 @@ def _load_when(path, pred):
 def test_worker_sigkill_mid_run_keeps_everything(tmp_path):
     suite = unique_suite(tmp_path)
     out = tmp_path / "s.json"
-    cfg = RunConfig(demo=True, cases=2, max_tokens=16, warmup=0, breakdown_reps=1, suite=str(suite))
+    cfg = RunConfig(demo=True, cases=2, max_tokens=16, warmup=0, breakdown_reps=1, component_reps=1, suite=str(suite))
     state = {"pid": None, "at_kill": None}
 
     def on_event(ev, session):
