@@ -87,6 +87,8 @@ def test_grid_lines_are_opaque_and_behind_the_data(qtbot):
         assert specs and specs[1] and all(pen.color().alpha() == 255 for pen, _, _ in specs[1])
 
 
+@pytest.mark.slow  # a real run in the app (~10 s); snapshots equal to a recomputation at every event of a session
+# run by default above (charts) and in tests/profiler/analysis/test_summary.py (the summary)
 def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
     """A real demo run in the app (two repeats: lists are replaced mid-case): every snapshot the model
     publishes equals the summary and chart data recomputed from the whole session at that moment."""

@@ -77,6 +77,8 @@ def test_run_config_refuses_dflash_with_several_ranks_or_without_a_folder(tmp_pa
     RunConfig(model="m", drafter="dflash", draft_model=str(folder), num_draft_tokens=3).validate()
 
 
+@pytest.mark.slow  # `check --demo --drafter dflash` as a process (~9 s); the context check it prints runs by default in
+# tests/engine_adapter/drafters/test_dflash.py, and `check --demo` through its worker in tests/profiler/cli/test_progress.py
 def test_check_demo_with_its_own_dflash_drafter():
     r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
     assert r.returncode == 0, r.stderr

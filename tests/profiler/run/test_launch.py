@@ -161,6 +161,7 @@ def test_the_issues_done_when_command(tmp_path):
     assert "per rank (2 ranks, ring, tensor parallel" in r.stdout and "rank 1 (" in r.stdout
 
 
+@pytest.mark.slow  # two ranks launched and one killed (~8 s); who failed first is named by default (test_monitor_…)
 @pytest.mark.parametrize("victim", [1])
 def test_killing_a_rank_mid_run_names_it_and_keeps_the_partial_session(tmp_path, victim, capsys, monkeypatch):
     """Through `specscope run`: the message names the rank, the partial session is saved, no process is left."""
