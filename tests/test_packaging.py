@@ -95,6 +95,8 @@ def clean_env() -> dict:
     return env
 
 
+@pytest.mark.slow  # run, app screenshot, HTML and PDF report by the installed command (~12 s; CI runs it): each
+# step runs by default on its own (tests/profiler/cli, tests/gui/test_gui_command.py, tests/profiler/renderers)
 def test_installed_command_end_to_end_from_outside_the_checkout(tmp_path):
     cmd = installed_command()
 

@@ -443,6 +443,13 @@ class MemoryPeakEvent(TypedDict):
     memory_peak: dict[str, Any]
 
 
+class InspectEvent(TypedDict):
+    """``inspect`` measured in the worker (profiler.run.query_run; the app's model line): the model's description,
+    ``engine_adapter.model.records.ModelDescription``, the record a run keeps as its session's ``model``."""
+    event: Literal["inspect"]
+    inspect: dict[str, Any]
+
+
 class RunDoneEvent(TypedDict):
     event: Literal["run_done"]
     status: str
@@ -459,7 +466,7 @@ Event = Union[StatusEvent, RunStartedEvent, PreflightEvent, CaseStartedEvent, Pr
               RepeatDoneEvent, BreakdownEvent, ComponentsEvent, TraceEvent, DivergenceEvent, CaseDoneEvent, MemoryEvent,
               ProbeEvent, CooldownEvent, SensorsEvent, ThermalEvent, ContextEvent, SweepStartedEvent, SweepVisitEvent,
               SweepVisitDoneEvent, RooflineEvent, TuneEvent, CheckEvent, CaptureEvent, BenchEvent, BenchPairEvent,
-              MemoryPeakEvent, RunDoneEvent, ErrorEvent]
+              MemoryPeakEvent, InspectEvent, RunDoneEvent, ErrorEvent]
 
 # kind -> its record, read off the union (each class's ``event`` literal): nothing spelled twice
 EVENT_TYPES: dict[str, type] = {get_args(cls.__annotations__["event"])[0]: cls for cls in get_args(Event)}

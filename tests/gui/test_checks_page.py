@@ -27,6 +27,9 @@ def test_a_check_session_opens_on_the_checks_page(window, tmp_path, capsys):
     assert page.headline.text() == "Check of the model: passed"
     assert page.check_text.toPlainText() == printed.rstrip("\n") and page.check_text.isVisible()
     assert not page.capture_text.isVisible()
+    window.model.flush()  # the banner speaks of what was measured: no run, so no verdict (not "still being measured")
+    assert window.verdict.headline.text() == ("A check (complete): no run here, so no verdict; the Checks page "
+                                              "shows it.")
 
 
 def test_a_capture_session_opens_on_the_checks_page(window, tmp_path):

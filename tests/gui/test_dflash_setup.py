@@ -1,7 +1,7 @@
 """The setup panel offers the DFlash drafter, with the drafter folder in the draft-model field, and its pre-flight."""
 
 from specscope.gui.inspector import DEMO
-from specscope.gui.preflight_line import preflight_command
+from specscope.gui.preflight_line import preflight_config
 
 
 def test_setup_panel_offers_dflash_with_its_folder(window):
@@ -19,8 +19,8 @@ def test_setup_panel_offers_dflash_with_its_folder(window):
 
 
 def test_preflight_names_the_dflash_drafter():
-    assert preflight_command("/m", "dflash", "/d")[3:] == ["preflight", "--model", "/m", "--drafter", "dflash",
-                                                           "--draft-model", "/d", "--json"]
+    cfg = preflight_config("/m", "dflash", "/d")
+    assert (cfg.model, cfg.drafter, cfg.draft_model) == ("/m", "dflash", "/d")
 
 
 def test_an_opened_session_sets_the_protocol_so_run_repeats_it(window):

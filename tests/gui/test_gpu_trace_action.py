@@ -84,8 +84,11 @@ def fake_worker(monkeypatch, fail=False) -> list:
     """The worker replaced by a script that says what a capture worker on Metal says (the app's side is real: the
     WorkerProcess, the fold, the folder, the dialogs); returns the configurations it was started with."""
     started: list = []
+    real = run_process.worker_command
 
     def command(cfg):
+        if not isinstance(cfg, CaptureConfig):  # the setup panel's live lines (inspect, pre-flight) run for real
+            return real(cfg)
         started.append(cfg)
         return [sys.executable, "-c", f"FAIL = {fail}\n" + FAKE_WORKER, json.dumps({"measure": "capture",
                                                                                    "config": cfg.__dict__})]

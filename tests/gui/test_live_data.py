@@ -4,6 +4,7 @@ event by event on the fixture session and at every snapshot of a live run; chart
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,8 @@ def test_grid_lines_are_opaque_and_behind_the_data(qtbot):
         assert specs and specs[1] and all(pen.color().alpha() == 255 for pen, _, _ in specs[1])
 
 
+@pytest.mark.slow  # a real run in the app (~10 s); snapshots equal to a recomputation at every event of a session
+# run by default above (charts) and in tests/profiler/analysis/test_summary.py (the summary)
 def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
     """A real demo run in the app (two repeats: lists are replaced mid-case): every snapshot the model
     publishes equals the summary and chart data recomputed from the whole session at that moment."""
@@ -102,6 +105,8 @@ def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
     s.repeats.setValue(2)
     s.breakdown.setChecked(True)
     s.greedy.setChecked(True)
+    panel_config = s.config  # the panel has no component-reps field: one a call, the components are not checked here
+    s.config = lambda: replace(panel_config(), component_reps=1)
     checked = []
 
     def check(snap):

@@ -1,13 +1,11 @@
-"""The setup panel's pre-flight line (gui.preflight_line): `specscope preflight --json` in a process of its own for the
-picked model, one line before Run, every check in the tooltip, and the box that lets a run go past a failed one."""
+"""The setup panel's pre-flight line (gui.preflight_line): the pre-flight measured in the worker for the picked model,
+one line before Run, every check in the tooltip, and the box that lets a run go past a failed one."""
 
 from __future__ import annotations
 
-import sys
-
 from specscope.engine_adapter import preflight as pf
 from specscope.gui.inspector import DEMO
-from specscope.gui.preflight_line import details, preflight_command, summary_line
+from specscope.gui.preflight_line import details, preflight_config, summary_line
 
 # An Apple M1 with Low Power Mode on: readings recorded on real Macs (sources in tests/engine_adapter/test_preflight.py)
 MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx": "0.30.4", "mlx-lm": "0.32.2"},
@@ -16,11 +14,11 @@ MAC_LPM = {"system": "Darwin", "mlx_device": "Device(gpu, 0)", "versions": {"mlx
            "outputs": {"pmset -g": " lowpowermode         1\n"}, "files": {}}
 
 
-def test_the_command_names_the_pick():
-    assert preflight_command(DEMO)[-3:] == ["preflight", "--demo", "--json"]
-    assert preflight_command("/m", "draft", "/d")[3:] == ["preflight", "--model", "/m", "--drafter", "draft",
-                                                         "--draft-model", "/d", "--json"]
-    assert preflight_command(None)[0] == sys.executable and "--model" not in preflight_command(None)
+def test_the_config_names_the_pick():
+    assert preflight_config(DEMO).demo and preflight_config(DEMO).model is None
+    cfg = preflight_config("/m", "draft", "/d")
+    assert (cfg.model, cfg.demo, cfg.drafter, cfg.draft_model) == ("/m", False, "draft", "/d")
+    assert preflight_config(None).model is None and not preflight_config(None).demo
 
 
 def test_the_line_names_what_fails_and_the_tooltip_says_the_fix():

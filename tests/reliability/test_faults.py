@@ -55,7 +55,7 @@ def _load_when(path, pred):
 def test_worker_sigkill_mid_run_keeps_everything(tmp_path):
     suite = unique_suite(tmp_path)
     out = tmp_path / "s.json"
-    cfg = RunConfig(demo=True, cases=2, max_tokens=16, warmup=0, breakdown_reps=1, suite=str(suite))
+    cfg = RunConfig(demo=True, cases=2, max_tokens=16, warmup=0, breakdown_reps=1, component_reps=1, suite=str(suite))
     state = {"pid": None, "at_kill": None}
 
     def on_event(ev, session):
@@ -101,12 +101,12 @@ def _start_cli(tmp_path, *extra, new_session=True):
     return p, out, suite
 
 
-# SIGTERM takes the same path as Ctrl+C once it reaches the CLI (pump._terminate_as_interrupt): slow, with "cli-only"
-@pytest.mark.parametrize("to", ["group", pytest.param("sigterm", marks=pytest.mark.slow),
-                                pytest.param("cli-only", marks=pytest.mark.slow)])
+# SIGTERM takes the same path as Ctrl+C once it reaches the CLI (pump._terminate_as_interrupt): `kill <cli pid>` on
+# `specscope run` is tested with every other measurement (test_measurement_faults.py's SIGTERM test, -m slow)
+@pytest.mark.parametrize("to", ["group", pytest.param("cli-only", marks=pytest.mark.slow)])
 def test_ctrl_c_in_specscope_run(tmp_path, to):
-    """Ctrl+C in a terminal signals the whole foreground group; ``kill -INT <cli pid>`` only the CLI; ``kill <cli
-    pid>`` (SIGTERM) ends the run as Ctrl+C does (before, the session was left "running" and unsaved)."""
+    """Ctrl+C in a terminal signals the whole foreground group; ``kill -INT <cli pid>`` only the CLI: either ends the
+    run with what was measured saved, summarised and exportable."""
     p, out, suite = _start_cli(tmp_path)
     try:
         first_case = wait_until(lambda: _load_when(out, lambda s: any(c["complete"] for c in s.cases)), timeout=180)
@@ -114,8 +114,6 @@ def test_ctrl_c_in_specscope_run(tmp_path, to):
         assert worker_pids(str(suite)), "the worker should be running"
         if to == "group":
             os.killpg(p.pid, signal.SIGINT)
-        elif to == "sigterm":
-            p.send_signal(signal.SIGTERM)
         else:
             p.send_signal(signal.SIGINT)
         stdout, stderr = p.communicate(timeout=60)

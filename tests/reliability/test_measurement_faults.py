@@ -17,12 +17,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from specscope.profiler.run.bench_common import BenchConfig, MemoryPeakConfig
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import RooflineConfig, TuneConfig
+from specscope.profiler.run.query_configs import InspectConfig, PreflightConfig
 from specscope.profiler.run.tool_configs import CaptureConfig, CheckConfig, TraceConfig
 from specscope.profiler.run.measurement import MEASURE
 from specscope.profiler.run.runner import run_worker
@@ -38,14 +40,16 @@ ROOF = dict(demo=True, positions=3, reps=1, block_reps=0, bandwidth_mib=8.0, mat
 TUNE = dict(demo=True, drafters=["ngram"], k_max=2, max_tokens=8, reps=1, beside_reps=1, prompt="Hello there")
 
 SESSION = ROOT / "tests" / "fixtures" / "session_demo.json"  # a saved run, for trace
-# measurement -> (its smallest configuration, the same with bad input and the message it must give, the command)
+# measurement -> (its smallest configuration, the same with bad input and the message it must give, the command). The
+# command of a run and a sweep measures more than the smallest: SIGTERM comes once the session says running, and on a
+# quiet machine the smallest sweep had already finished by then (exit 0: the test would test nothing).
 TINY = {
     "run": (RunConfig(**RUN), (RunConfig(**{**RUN, "demo": False}), "no model"),
-            ["run", "--demo", "--cases", "1", "--max-tokens", "8", "--warmup", "0", "--repeats", "1", "--no-breakdown"]),
+            ["run", "--demo", "--cases", "1", "--max-tokens", "64", "--warmup", "0", "--repeats", "3", "--no-breakdown"]),
     "sweep": (RunConfig(**RUN, sweep=[0, 64], sweep_passes=1),
               (RunConfig(**{**RUN, "demo": False}, sweep=[0, 64]), "no model"),
-              ["sweep", "--demo", "--context", "0,64", "--passes", "1", "--cases", "1", "--max-tokens", "8",
-               "--warmup", "0", "--repeats", "1", "--no-breakdown"]),
+              ["sweep", "--demo", "--context", "0,64,256", "--passes", "2", "--cases", "1", "--max-tokens", "64",
+               "--warmup", "0", "--repeats", "2", "--no-breakdown"]),
     "roofline": (RooflineConfig(**ROOF), (RooflineConfig(**{**ROOF, "positions": 0}), "--positions must be"),
                  ["roofline", "--demo", "--positions", "3", "--reps", "1", "--block-reps", "0", "--no-division",
                   "--bandwidth-mib", "8", "--matmul-n", "64", "-k", "1"]),
@@ -64,6 +68,9 @@ TINY = {
     "capture": (CaptureConfig(out_dir="", prompt="Hello there", demo=True, k=1),
                 (CaptureConfig(out_dir="", prompt="", demo=True, k=0), "-k must be between 1 and 16"),
                 ["capture", "--demo", "-k", "1"]),
+    "inspect": (InspectConfig(demo=True), (InspectConfig(), "give a model"), ["inspect", "--demo"]),
+    "preflight": (PreflightConfig(demo=True), (PreflightConfig(drafter="draft"), "--drafter draft needs --draft-model"),
+                  ["preflight", "--demo"]),
 }
 KINDS = ["run", "sweep", *MEASURE]
 # the kinds each fault is tried on by default (the quickest there, a few seconds each on 2 cores); every other kind
@@ -74,16 +81,36 @@ FAST = {"stop": {"bench", "memory_peak"}, "bad_input": set(KINDS),  # refused be
 
 # kinds a fault cannot be tried on here, and why (bad input is tried on every kind)
 ELSEWHERE = {
-    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops, "
-             "SIGTERMs and kills a trace and checks what it keeps",
+    "trace": "its session is the traced run's, not its own: tests/profiler/cli/test_worker_commands.py stops "
+             "and kills a trace and checks what it keeps",
     "capture": "a capture is refused before it measures where there is no Metal GPU (tests/profiler/cli/test_gpu_trace.py "
-               "runs its measurement with a fake Metal)"}
+               "runs its measurement with a fake Metal)",
+    **dict.fromkeys(("inspect", "preflight"), "the app's live lines, one-shot queries with no session: `specscope inspect` "
+                    "and `preflight` answer in the command's own process (no worker to SIGTERM), and the app drops a "
+                    "query by killing its worker (tests/gui/test_one_shot.py)")}
+
+
+# a fault and a measurement a default test already tries, with more checks: run once, there
+TRIED_BY_DEFAULT = {
+    ("stop", "run"): "the app's Stop mid-run: tests/gui/test_app.py::test_run_demo_to_completion_then_stop_mid_run",
+    ("kill", "run"): "tests/reliability/test_faults.py::test_worker_sigkill_mid_run_keeps_everything"}
+
+
+# a known failure, open: kept running (a pass is reported too), not hidden
+KNOWN_FAILING = {
+    ("sigterm", "sweep"): "SIGTERM to `specscope sweep` exited 0 with the sweep complete, twice in a fresh-clone CI on a "
+                          "quiet machine (2026-12-06), while it passed in the checkout's venv: not understood yet"}
 
 
 def kinds(fault: str):
     def param(k: str):
         if fault != "bad_input" and k in ELSEWHERE:
             return pytest.param(k, marks=pytest.mark.skip(reason=ELSEWHERE[k]))
+        if (fault, k) in TRIED_BY_DEFAULT:
+            return pytest.param(k, marks=pytest.mark.skip(reason=TRIED_BY_DEFAULT[fault, k]))
+        if (fault, k) in KNOWN_FAILING:
+            return pytest.param(k, marks=[pytest.mark.slow, pytest.mark.xfail(reason=KNOWN_FAILING[fault, k],
+                                                                              strict=False)])
         return k if k in FAST[fault] else pytest.param(k, marks=pytest.mark.slow)
 
     return [param(k) for k in KINDS]
@@ -157,6 +184,7 @@ def test_sigterm_to_the_command_stops_it_as_ctrl_c_does(kind, tmp_path):
     out = tmp_path / "s.json"
     keeps = argv[0] != "bench"  # bench writes no session: its exit and its workers are what there is to check
     cmd = [sys.executable, "-m", "specscope.profiler.cli.main", *argv, *(["-o", str(out)] if keeps else [])]
+    t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         # the worker is measuring once the session says running (a run's autosave), or once it is there (bench)
@@ -164,13 +192,19 @@ def test_sigterm_to_the_command_stops_it_as_ctrl_c_does(kind, tmp_path):
             not keeps or (out.is_file() and Session.load(out).status == "running")), timeout=120, interval=0.05)
         assert started, "the worker never started"
         workers = [c for c in _children(p.pid) if _is_worker(c)]
+        waited = time.monotonic() - t0
+        ended_first = p.poll()  # the command ended before the signal: the signal was never sent
         p.send_signal(signal.SIGTERM)
         stdout, stderr = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert p.returncode == 130, (p.returncode, stderr[-3000:])
+    # what the failures in a fresh-clone CI (exit 0, complete) need to be told apart: a late signal or an ignored one
+    said = Session.load(out) if keeps and out.is_file() else None
+    assert p.returncode == 130, (p.returncode, f"ended before the signal: {ended_first}", f"signal after {waited:.1f} s",
+                                 f"ended {time.monotonic() - t0:.1f} s after the start",
+                                 said and (said.status, said.data["errors"]), stderr[-3000:])
     assert "Traceback" not in stderr, stderr
     assert wait_until(lambda: not any(os.path.exists(f"/proc/{w}") and _is_worker(w) for w in workers), timeout=10)
     if keeps:

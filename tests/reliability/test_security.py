@@ -32,7 +32,7 @@ def test_no_network_at_run_time(demo_draft_dir, no_network):
     # network, not the model, and the random hybrid demo took 17 s of the suite here for 4 tokens)
     env, net = no_network
     r = specscope("run", "--model", demo_draft_dir, "--drafter", "ngram", "--cases", "1", "--max-tokens", "4",
-                  "--warmup", "0", "--no-breakdown", env=env)
+                  "--warmup", "0", "--no-breakdown", "--component-reps", "1", env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     active = [p for p in net.iterdir() if p.name.startswith("active-")]
     assert len(active) >= 2, "the blocker must be active in the CLI and in the worker"
@@ -53,7 +53,7 @@ def test_custom_code_in_a_checkpoint_never_runs(tmp_path, demo_draft_dir):
     (d / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     out = tmp_path / "s.json"
     r = specscope("run", "--model", d, "--drafter", "ngram", "--cases", "1", "--max-tokens", "4", "--warmup", "0",
-                  "--no-breakdown", "-o", out)
+                  "--no-breakdown", "--component-reps", "1", "-o", out)
     assert not marker.exists(), "code from the checkpoint folder was executed"
     assert "Traceback" not in r.stderr
     # auto_map is ignored: the folder loads as the plain safetensors model it also is, and runs

@@ -1,16 +1,13 @@
-"""Asynchronous ``specscope inspect --json`` for the compatibility line (the GUI never imports the engine)."""
+"""The setup panel's model line: the picked model's description (``inspect``), measured in the worker as the Run
+button's run is (``one_shot.OneShot``; the GUI never imports the engine)."""
 
 from __future__ import annotations
 
-import json
-import sys
-
-import shiboken6
 from PySide6 import QtCore
 
-from specscope.profiler.run.runner import worker_env
+from specscope.profiler.run.query_configs import InspectConfig
 
-from .run_process import discard, qt_env
+from .one_shot import OneShot
 
 DEMO = "__demo__"  # the built-in demo (the tiny trained one, unless SPECSCOPE_DEMO=random)
 DEMO_RANDOM = "__demo_random__"  # the random (synthetic) demo, as a session recorded with it ran
@@ -22,9 +19,11 @@ def demo_variant(path: str | None) -> str | None:
     return DEMOS[path][1] if path in DEMOS else None
 
 
-def inspect_command(path: str) -> list[str]:
-    args = ["--demo"] if path in DEMOS else [path]
-    return [sys.executable, "-m", "specscope.profiler.cli", "inspect", *args, "--json"]
+def inspect_config(path: str) -> InspectConfig:
+    """What the worker inspects for a model box entry (a folder, a cached repo id, a built-in demo)."""
+    if path in DEMOS:
+        return InspectConfig(demo=True, demo_variant=demo_variant(path))
+    return InspectConfig(model=path)
 
 
 class Inspector(QtCore.QObject):
@@ -36,66 +35,56 @@ class Inspector(QtCore.QObject):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.current: str | None = None
-        self.proc: QtCore.QProcess | None = None
+        self.query: OneShot | None = None
         self.cache: dict[str, dict] = {}
+
+    @property
+    def proc(self) -> QtCore.QProcess | None:
+        """The worker of the inspection under way (None: none is)."""
+        return self.query.proc if self.query is not None else None
 
     def inspect(self, path: str) -> None:
         self.current = path
         if path in self.cache:
             self.result.emit(path, self.cache[path])
             return
-        if self.proc is not None:
-            old, self.proc = self.proc, None
-            discard(old)
-        p = QtCore.QProcess(self)
-        env = worker_env()
-        if demo_variant(path) == "random":
-            env["SPECSCOPE_DEMO"] = "random"
-        p.setProcessEnvironment(qt_env(env))
-        cmd = inspect_command(path)
-        p.finished.connect(lambda code, st, p=p, path=path: self._done(p, path, code))
-        self.proc = p
+        self._drop()
+        q = OneShot(inspect_config(path), self)
+        q.answered.connect(lambda ev, q=q, path=path: self._done(q, path, ev["inspect"], None))
+        q.failed.connect(lambda msg, q=q, path=path: self._done(q, path, None, msg))
+        self.query = q
         # Started from the event loop, not now: the app's start picks the last model (an inspection) and then,
         # with --session, the session's model, which drops that inspection before it has cost a process (one
         # that would compete with the window's first paint on a small machine).
-        QtCore.QTimer.singleShot(0, self, lambda p=p, path=path, cmd=cmd: self._start(p, path, cmd))
+        QtCore.QTimer.singleShot(0, self, lambda q=q, path=path: self._start(q, path))
 
-    def _start(self, p: QtCore.QProcess, path: str, cmd: list[str]) -> None:
-        if p is not self.proc:
+    def _start(self, q: OneShot, path: str) -> None:
+        if q is not self.query:
             return  # replaced or shut down meanwhile
         if path != self.current:  # dropped meanwhile (a session's own model is shown)
-            self.proc = None
-            p.deleteLater()
+            self._drop()
             return
-        p.start(cmd[0], cmd[1:])
+        q.start()
 
-    def _done(self, p: QtCore.QProcess, path: str, code: int) -> None:
-        if not shiboken6.isValid(p) or not shiboken6.isValid(self):
-            # a window deleted mid-inspect: the process object, dying, kills its child and says it finished
-            return
-        out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
-        err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
-        if p is self.proc:
-            self.proc = None
-        p.deleteLater()
+    def _done(self, q: OneShot, path: str, description: dict | None, message: str | None) -> None:
+        if q is self.query:
+            self.query = None
+        q.deleteLater()
         if path != self.current:
             return  # stale: the pick changed meanwhile
-        if code == 0:
-            try:
-                d = json.loads(out)
-                self.cache[path] = d
-                self.result.emit(path, d)
-                return
-            except json.JSONDecodeError:
-                pass
-        msg = next((ln for ln in reversed(err.strip().splitlines()) if ln.strip()), "inspect failed")
-        self.failed.emit(path, msg.replace("specscope: error: ", ""))
+        if description is not None:
+            self.cache[path] = description
+            self.result.emit(path, description)
+        else:
+            self.failed.emit(path, message or "inspect failed")
+
+    def _drop(self) -> None:
+        if self.query is not None:
+            old, self.query = self.query, None
+            old.cancel()
 
     def shutdown(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.waitForFinished(1000)
-            self.proc = None
+        self._drop()
 
 
 def describe_line(d: dict) -> str:

@@ -1,19 +1,16 @@
-"""The setup panel's pre-flight line: ``specscope preflight --json`` for the picked model, run in a process of its own
-(the app never imports MLX), one line before Run with every check in its tooltip, and the box to run past a failed
-pre-flight (``RunConfig.ignore_preflight``)."""
+"""The setup panel's pre-flight line: the pre-flight (``preflight``, ``specscope preflight``'s report) for the picked
+model, measured in the worker as the Run button's run is (``one_shot.OneShot``; the app never imports MLX), one line
+before Run with every check in its tooltip, and the box to run past a failed pre-flight (``RunConfig.ignore_preflight``)."""
 
 from __future__ import annotations
-
-import json
-import sys
 
 from PySide6 import QtCore, QtWidgets
 
 from specscope.drafter_kinds import DRAFTER_NAMES
-from specscope.profiler.run.runner import worker_env
+from specscope.profiler.run.query_configs import PreflightConfig
 
 from .inspector import DEMOS, demo_variant
-from .run_process import discard, qt_env
+from .one_shot import OneShot
 from .views.common import ElidingLabel
 
 # a check waits this long after the last change of the pick (and the first one until the window is up): each check
@@ -21,13 +18,13 @@ from .views.common import ElidingLabel
 SETTLE_MS = 1500
 
 
-def preflight_command(path: str | None, drafter: str = "auto", draft_model: str | None = None) -> list[str]:
-    args = ["--demo"] if path in DEMOS else (["--model", path] if path else [])
-    if drafter in DRAFTER_NAMES:
-        args += ["--drafter", drafter]
-    if drafter in ("draft", "dflash") and draft_model:
-        args += ["--draft-model", draft_model]
-    return [sys.executable, "-m", "specscope.profiler.cli", "preflight", *args, "--json"]
+def preflight_config(path: str | None, drafter: str = "auto", draft_model: str | None = None) -> PreflightConfig:
+    """What the worker checks for the pick: the model box entry (a folder, a cached repo id, a built-in demo, or none:
+    the machine alone), the drafter, and its draft model where the drafter has one."""
+    demo = path in DEMOS
+    return PreflightConfig(model=None if demo else (path or None), demo=demo, demo_variant=demo_variant(path),
+                           drafter=drafter if drafter in DRAFTER_NAMES else "auto",
+                           draft_model=draft_model if drafter in ("draft", "dflash") and draft_model else None)
 
 
 def summary_line(report: dict) -> str:
@@ -62,7 +59,7 @@ class PreflightLine(QtWidgets.QWidget):
     def __init__(self, args=lambda: (None, "auto", None), parent=None) -> None:
         """``args()``: the (model path, drafter, draft model) picked now."""
         super().__init__(parent)
-        self.proc: QtCore.QProcess | None = None
+        self.query: OneShot | None = None  # the check under way
         self.report: dict | None = None
         self.args = args
         self._args: tuple = ()
@@ -96,39 +93,26 @@ class PreflightLine(QtWidgets.QWidget):
 
     def check(self, path: str | None = None, drafter: str = "auto", draft_model: str | None = None) -> None:
         self._timer.stop()
-        self._args = (path, drafter, draft_model)
+        self._args = args = (path, drafter, draft_model)
         self.shutdown()
         self.label.setText("Pre-flight: checking the machine…")
-        p = QtCore.QProcess(self)
-        env = worker_env()
-        if demo_variant(path) == "random":
-            env["SPECSCOPE_DEMO"] = "random"
-        p.setProcessEnvironment(qt_env(env))
-        cmd = preflight_command(path, drafter, draft_model)
-        p.finished.connect(lambda code, st, p=p, args=self._args: self._done(p, args, code))
-        self.proc = p
-        p.start(cmd[0], cmd[1:])
+        q = OneShot(preflight_config(path, drafter, draft_model), self)
+        q.answered.connect(lambda ev, q=q: self._done(q, args, ev["preflight"], None))
+        q.failed.connect(lambda msg, q=q: self._done(q, args, None, msg))
+        self.query = q
+        q.start()
 
-    def _done(self, p: QtCore.QProcess, args: tuple, code: int) -> None:
-        try:
-            out = bytes(p.readAllStandardOutput().data()).decode("utf-8", "replace")
-            err = bytes(p.readAllStandardError().data()).decode("utf-8", "replace")
-        except RuntimeError:  # the process went with its widget (the window closed): nobody to tell
-            return
-        if p is self.proc:
-            self.proc = None
-        p.deleteLater()
+    def _done(self, q: OneShot, args: tuple, report: dict | None, message: str | None) -> None:
+        if q is self.query:
+            self.query = None
+        q.deleteLater()
         if args != self._args:
             return  # stale: the pick changed meanwhile
-        if code in (0, 1):  # 1: a check failed; the report is on stdout either way
-            try:
-                self.show_report(json.loads(out))
-                return
-            except json.JSONDecodeError:
-                pass
-        msg = next((ln for ln in reversed(err.strip().splitlines()) if ln.strip()), "the pre-flight could not run")
+        if report is not None:  # a failed check is a report too: the line says what fails
+            self.show_report(report)
+            return
         self.report = None
-        self.label.setText("Pre-flight: not checked — " + msg.replace("specscope: error: ", ""))
+        self.label.setText("Pre-flight: not checked — " + (message or "the pre-flight could not run"))
         self.label.setToolTip("")
 
     def show_report(self, report: dict) -> None:
@@ -141,18 +125,18 @@ class PreflightLine(QtWidgets.QWidget):
         self.checked.emit(report)
 
     def hideEvent(self, event) -> None:  # noqa: N802 (Qt naming): a closing window ends a check still running
-        if self.proc is not None:
+        if self.query is not None:
             self.shutdown()
             self.label.setText("Pre-flight: not checked yet")
         self._timer.stop()
         super().hideEvent(event)
 
     def showEvent(self, event) -> None:  # noqa: N802
-        if self.report is None and self.proc is None:
+        if self.report is None and self.query is None:
             self.schedule()
         super().showEvent(event)
 
     def shutdown(self) -> None:
-        if self.proc is not None:
-            old, self.proc = self.proc, None
-            discard(old)
+        if self.query is not None:
+            old, self.query = self.query, None
+            old.cancel()

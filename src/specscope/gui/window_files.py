@@ -46,15 +46,17 @@ def sessions_dir() -> Path:
     return d
 
 
-MEASUREMENT_PAGES = {"roofline": "verify_cost", "tune": "tune"}  # a measurement's session (config "measure"): its page
+# a measurement's session (config "measure"): its page
+MEASUREMENT_PAGES = {"roofline": "verify_cost", "tune": "tune", "bench": "checks"}
 
 
 def page_of(s: Session) -> str:
     """The page that shows what session ``s`` measured: a sweep's figures are per context (its page, not an empty Live
-    page), a verify cost or tune measurement has its own page, a check or a capture the Checks page; a run's is Live."""
+    page), a verify cost or tune measurement has its own page, a check, a capture or a benchmark the Checks page; a
+    run's is Live."""
     if s.data.get("sweep") and not s.cases:
         return "context"
-    if (s.data.get("check") or s.data.get("capture")) and not s.cases:  # a check's or capture's own session
+    if (s.data.get("check") or s.data.get("capture") or s.data.get("benchmarks")) and not s.cases:  # their own session
         return "checks"
     return MEASUREMENT_PAGES.get(str(s.data.get("measure")), "live")
 

@@ -170,7 +170,7 @@ def test_cli_run_exits_nonzero_on_an_engine_fault(tmp_path, monkeypatch, capsys)
     out = tmp_path / "s.json"
     rc = cli.main(["run", "--model", str(demo_model_path("draft")), "--drafter", "oracle", "--oracle-p", "0.5",
                    "-k", "3", "--max-tokens", "24", "--suite", str(suite), "--warmup", "0", "--no-breakdown",
-                   "-o", str(out)])
+                   "--component-reps", "1", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc != 0
     assert "engine fault: speculative output diverged from plain decoding at case fox position" in err

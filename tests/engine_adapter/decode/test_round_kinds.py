@@ -12,10 +12,14 @@ from specscope.engine_adapter.decode.records import tokens_of
 N = 20
 
 
+@pytest.fixture(scope="module")
+def plain(hybrid, prompt):
+    return tokens_of(list(plain_generate(hybrid.model, prompt, N)))
+
+
 @pytest.mark.parametrize("kinds", ["end_to_end", "alternate"])
 @pytest.mark.parametrize("drafter", ["mtp", "draft", "ngram"])
-def test_round_kinds_keep_greedy_output(kinds, drafter, hybrid, draft, prompt):
-    plain = tokens_of(list(plain_generate(hybrid.model, prompt, N)))
+def test_round_kinds_keep_greedy_output(kinds, drafter, hybrid, draft, prompt, plain):
     d = {"mtp": lambda: load_mtp_drafter(hybrid), "draft": lambda: DraftModelDrafter(draft.model),
          "ngram": NgramDrafter}[drafter]()
     rounds = list(speculative_generate(hybrid.model, prompt, d, 3, N, round_kinds=kinds))

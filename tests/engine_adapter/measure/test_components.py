@@ -12,10 +12,17 @@ from specscope.engine_adapter.decode.records import tokens_of
 from specscope.engine_adapter.decode.sampling import Sampling
 
 
+@pytest.fixture(scope="module")
+def plain24(hybrid, prompt):
+    """The target's own greedy continuation, once for the module (a shorter one is its prefix)."""
+    return tokens_of(list(plain_generate(hybrid.model, prompt, 24)))
+
+
 @pytest.mark.parametrize("kind", ["mtp", "ngram", "draft"])
-def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_would(kind, hybrid, draft, prompt):
+def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_would(kind, hybrid, draft, prompt,
+                                                                                       plain24):
     k, reps = 2, 2
-    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 16)))
+    cont = plain24[:16]
     make = {"mtp": lambda: load_mtp_drafter(hybrid), "ngram": NgramDrafter,
             "draft": lambda: DraftModelDrafter(draft.model)}[kind]
     comp = measure_components(hybrid.model, make, Sampling(), prompt, cont, k, reps=reps)
@@ -30,11 +37,11 @@ def test_components_time_a_real_round_and_leave_the_drafter_where_a_real_round_w
         assert comp["round_drafts_agree"] is not None
 
 
-def test_components_time_the_bookkeeping_and_stand_where_they_are_told(hybrid, prompt):
+def test_components_time_the_bookkeeping_and_stand_where_they_are_told(hybrid, prompt, plain24):
     """Each timed round's work after the read-back (the rollback's record and the drafter's update) is timed apart
     beside the earlier accepted count its draft caught up from; ``at`` moves the timed rounds along the case."""
     k, reps = 2, 1
-    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 24)))
+    cont = plain24
     early = measure_components(hybrid.model, lambda: load_mtp_drafter(hybrid), Sampling(), prompt, cont, k, reps=reps, at=0.25)
     late = measure_components(hybrid.model, lambda: load_mtp_drafter(hybrid), Sampling(), prompt, cont, k, reps=reps, at=0.75)
     n = reps * (k + 1)
@@ -48,7 +55,7 @@ def test_components_time_the_bookkeeping_and_stand_where_they_are_told(hybrid, p
         measure_components(hybrid.model, NgramDrafter, Sampling(), prompt, cont, k, at=1.5)
 
 
-def test_the_timed_round_follows_a_verify_not_the_drafters_own_preparation(hybrid, draft, prompt, monkeypatch):
+def test_the_timed_round_follows_a_verify_not_the_drafters_own_preparation(hybrid, draft, prompt, monkeypatch, plain24):
     """What runs just before a real round's draft is the earlier round's verify and rollback. A round timed straight
     after the drafter was made ready (its weights and cache just touched) priced a draft model's round 5.6% low
     (0.944 of the real rounds it was interleaved with, 400 rounds), so each sample readies the drafter first, then
@@ -71,7 +78,7 @@ def test_the_timed_round_follows_a_verify_not_the_drafters_own_preparation(hybri
             return super().draft(last_token, k, lazy)
 
     k = 2
-    cont = tokens_of(list(plain_generate(hybrid.model, prompt, 16)))
+    cont = plain24[:16]
     monkeypatch.setattr(target_cls, "__call__", logged_target)
     measure_components(hybrid.model, lambda: LoggedDrafter(draft.model), Sampling(), prompt, cont, k, reps=1)
     # a sample: ready, its earlier round's draft, then the verify alone (k+1 positions), then the timed round's draft

@@ -27,3 +27,19 @@ def test_no_module_draws_bootstrap_indices_of_its_own():
     own = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
            if p.name != "resample.py" and "profiler" in p.parts and ".integers(0, len(" in p.read_text(encoding="utf-8")]
     assert own == []
+
+
+@pytest.mark.parametrize("n, reps", [(1, 7), (3, 2000), (499, 2000), (3001, 301), (200_001, 5)])
+def test_resamples_drawn_a_slice_at_a_time_are_the_whole_matrixs(n, reps):
+    """``statistic`` and ``means`` draw the index matrix a slice of rows at a time (it stays in cache): the same
+    resamples as the whole (reps, n) matrix drawn at once, and the generator left where the whole draw leaves it (so
+    every later draw is unchanged too)."""
+    x = np.random.default_rng(n).random(n)
+    y = np.random.default_rng(n + 1).random(n)
+    whole_rng, sliced_rng = np.random.default_rng(5), np.random.default_rng(5)
+    idx = whole_rng.integers(0, n, size=(reps, n))
+    assert np.array_equal(resample.statistic(x, np.mean, sliced_rng, reps), x[idx].mean(axis=1))
+    idx = whole_rng.integers(0, n, size=(reps, n))
+    mx_, my_ = resample.means([x, y], sliced_rng, reps)
+    assert np.array_equal(mx_, x[idx].mean(axis=1)) and np.array_equal(my_, y[idx].mean(axis=1))
+    assert sliced_rng.integers(0, 1 << 40) == whole_rng.integers(0, 1 << 40)

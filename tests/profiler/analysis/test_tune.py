@@ -12,7 +12,6 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.cli.main import main
-from specscope.profiler.cli.tune import bench_tune
 from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation
 from specscope.profiler.run.tune_run import run_tune
 from specscope.profiler.analysis.tune_confirm import agreement
@@ -249,22 +248,6 @@ def test_bad_input_is_a_clear_message(args, message, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("specscope: error:") and message in err and "Traceback" not in err
-
-
-@pytest.mark.slow  # times real rounds on the demo (a k whose terms a stall sank below zero is timed again)
-def test_bench_tune_result_shape():
-    from specscope.profiler.cli.bench_common import BenchConfig
-
-    res = bench_tune(BenchConfig(pairs=1, max_tokens=8, num_draft_tokens=2, prompt="Hi there", component_reps=2,
-                                 beside_reps=1))  # the shape, not the figures: few rounds timed apart
-    assert res["benchmark"] == "tune" and res["unit"] == "max |relative error|" and res["target"] == "<= 0.05"
-    assert isinstance(res["ratio"], float) and res["ratio_min"] <= res["ratio"] == res["ratio_max"]
-    assert isinstance(res["met"], bool)
-    rows = res["raw"]["rows"]
-    assert {r["drafter"] for r in rows} == {"mtp", "draft", "ngram"}  # the demo's real drafters, not the i.i.d. oracle
-    assert all([r["k"] for r in rows if r["drafter"] == d] == [1, 2, 3, 4] for d in ("mtp", "draft", "ngram"))
-    assert all(r["measured_speedup"] is not None for r in rows)
-    assert sum(res["agreement"].values()) == len(rows)
 
 
 class FusedEngine(FakeEngine):

@@ -130,10 +130,11 @@ def _paired_repeat(rng: random.Random, bias: float, noise: dict = NOISY) -> tupl
 
 
 def _paired_truth(bias: float, noise: dict = NOISY) -> float:
-    """The estimand, predicted ÷ measured = E · E[ms] / (E[tokens] · E[cost]), from 50,000 repeats."""
-    rng = random.Random(1)
-    rounds, costs = zip(*(_paired_repeat(rng, bias, noise) for _ in range(50_000)))
-    return E_K * paired_error(list(rounds), list(costs))[0]
+    """The estimand, predicted ÷ measured = E · E[ms] / (E[tokens] · E[cost]), in closed form: E[tokens] = 30 E
+    (the ±2 is symmetric); the drift, the jitter and the stalls are independent of each other and enter E[ms] / 30
+    and E[cost] alike, so only the bias and the beside timings' own moment are left: (1 + bias) / E[moment], with
+    E[exp N(0, s²)] = exp(s² / 2). (50,000 simulated repeats gave the same to 1e-4: 5 s of the run a call.)"""
+    return (1.0 + bias) * math.exp(-noise["moment"] ** 2 / 2.0)
 
 
 def _paired_coverage(n: int, trials: int, seed: int, truth: float, **kw) -> float:

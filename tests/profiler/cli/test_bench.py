@@ -1,7 +1,7 @@
 """Each benchmark runs and emits well-formed JSON. Speed itself is never asserted here.
 
 The default run runs one cheap benchmark end to end (``rollback``); every benchmark together
-(``bench all``, a few minutes on 2 CPU cores) runs with ``pytest -m slow``.
+(``bench all`` at its smallest, ~100 CPU-seconds) runs with ``pytest -m slow``.
 """
 
 import json
@@ -17,6 +17,9 @@ from specscope.profiler.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ["--pairs", "1", "--max-pairs", "8", "--max-tokens", "6", "-k", "2", "--json"]
+# `bench all` at its smallest: predict at one point (its sweep over a grid is tested by default with a fake run, in
+# test_bench_equal.py), tune with few rounds timed apart (the shape, not the figures)
+ALL_SMALL = [*SMALL, "--p-grid", "0.5", "--k-grid", "1", "--component-reps", "2", "--beside-reps", "1"]
 
 
 def assert_well_formed(res: dict) -> None:
@@ -27,10 +30,11 @@ def assert_well_formed(res: dict) -> None:
     assert isinstance(res["raw"], dict) and res["raw"]
 
 
-def test_rollback_bench_never_reruns_the_model(capsys):
-    assert main(["bench", "rollback", *SMALL]) == 0
-    res = json.loads(capsys.readouterr().out)
-    assert res["benchmark"] == "rollback"
+@pytest.mark.slow  # read off the slow set's one `bench all` (it ran `bench rollback` again by default: 6.4 s); a real
+# benchmark through its worker runs by default in test_bench_session.py and tests/gui/test_bench_page.py
+@pytest.mark.timeout(900)
+def test_rollback_bench_never_reruns_the_model(results):
+    res = next(x for x in results if x["benchmark"] == "rollback")
     assert_well_formed(res)
     assert res["raw"]["target_forwards_per_round"] == 1
     # not a paired benchmark: the line says what the figure rests on, never "0 pairs"
@@ -43,6 +47,14 @@ def test_bad_bench_arguments(capsys):
     assert main(["bench", "overhead", "--pairs", "0"]) == 2
     err = capsys.readouterr().err
     assert "--pairs" in err and "Traceback" not in err
+    for argv, needle in ((["--p-grid", "0.5,1.5"], "--p-grid must list"), (["--k-grid", "0"], "--k-grid must list"),
+                         (["--beside-reps", "0"], "--beside-reps must be")):
+        assert main(["bench", "predict", *argv]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as e:  # not a number: argparse's own message
+        main(["bench", "predict", "--p-grid", "0.5,x"])
+    assert e.value.code == 2 and "comma-separated float values" in capsys.readouterr().err
 
 
 # -- every benchmark (slow; predict capped at the 8 cases a verdict needs) ------------------------------------------
@@ -58,7 +70,7 @@ def results(tmp_path_factory):
     with open(str(shared) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not shared.is_file():
-            r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli.main", "bench", "all", *SMALL],
+            r = subprocess.run([sys.executable, "-m", "specscope.profiler.cli.main", "bench", "all", *ALL_SMALL],
                                cwd=ROOT, capture_output=True, text=True, timeout=900)
             assert r.returncode == 0, r.stderr[-2000:]
             shared.write_text(r.stdout, encoding="utf-8")
@@ -66,23 +78,40 @@ def results(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # its first use runs `bench all` (~4 min), the others may wait for it
+@pytest.mark.timeout(900)  # its first use runs `bench all` (~100 CPU-s), the others may wait for it
 def test_every_benchmark_reports(results):
     assert [x["benchmark"] for x in results] == list(BENCHES)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # its first use runs `bench all` (~4 min), the others may wait for it
+@pytest.mark.timeout(900)  # its first use runs `bench all` (~100 CPU-s), the others may wait for it
 @pytest.mark.parametrize("name", list(BENCHES))
 def test_benchmark_json_is_well_formed(name, results):
     assert_well_formed(next(x for x in results if x["benchmark"] == name))
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # its first use runs `bench all` (~4 min), the others may wait for it
+@pytest.mark.timeout(900)  # its first use runs `bench all` (~100 CPU-s), the others may wait for it
 def test_spec_bench_checks_identical_tokens(results):
     res = next(x for x in results if x["benchmark"] == "spec-vs-mlx-lm")
     assert res["raw"]["identical_tokens"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # its first use runs `bench all` (~100 CPU-s), the others may wait for it
+def test_bench_tune_and_predict_measure_what_their_flags_say(results):
+    """tune: every real drafter of the demo (not the i.i.d. oracle), each k = 1..4 confirmed; predict: the one point
+    asked for, decided or capped at 8 cases."""
+    res = next(x for x in results if x["benchmark"] == "tune")
+    assert res["unit"] == "max |relative error|" and res["target"] == "<= 0.05"
+    assert isinstance(res["ratio"], float) and res["ratio_min"] <= res["ratio"] == res["ratio_max"]
+    rows = res["raw"]["rows"]
+    assert {r["drafter"] for r in rows} == {"mtp", "draft", "ngram"}
+    assert all([r["k"] for r in rows if r["drafter"] == d] == [1, 2, 3, 4] for d in ("mtp", "draft", "ngram"))
+    assert all(r["measured_speedup"] is not None for r in rows)
+    assert sum(res["agreement"].values()) == len(rows)
+    sweep = next(x for x in results if x["benchmark"] == "predict")["raw"]["sweep"]
+    assert [(r["k"], r["oracle_p"]) for r in sweep] == [(1, 0.5)] and 1 <= sweep[0]["cases"] <= 8
 
 
 def test_interleaved_pairs_stop_when_the_target_is_decided():

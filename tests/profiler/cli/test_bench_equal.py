@@ -59,16 +59,18 @@ def test_predict_gives_each_point_its_own_cap_unless_max_pairs_is_given(monkeypa
     from specscope.profiler.cli import bench_equal
     from specscope.profiler.cli.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
 
-    caps = []
+    caps, grids = [], []
 
     def sweep(a, ps, ks, max_tokens, cap, on_point=None):
         caps.append(cap)
+        grids.append((ps, ks))
         return [{"error": 0.01, "verdict": "agrees", "cases": 9}]
 
     monkeypatch.setattr(bench_equal, "predict_sweep", sweep)
     bench_equal.bench_predict(BenchConfig())
-    bench_equal.bench_predict(BenchConfig(max_pairs=12))
+    bench_equal.bench_predict(BenchConfig(max_pairs=12, p_grid=(0.5,), k_grid=(2, 4)))  # --p-grid 0.5 --k-grid 2,4
     assert caps == [PREDICT_MAX_CASES, 12] and PREDICT_MAX_CASES > MAX_PAIRS
+    assert grids == [([0.0, 0.25, 0.5, 0.75, 1.0], [1, 3]), ([0.5], [2, 4])]  # the default grid unless given
 
 
 def test_predict_takes_each_points_error_corrected_for_its_sequential_stop():

@@ -32,7 +32,7 @@ def demo_session(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "s.json"
     # the real command in its own process (exit code, stdout); warm-up off and one breakdown repetition keep it short
     r = specscope("run", "--demo", "--cases", "2", "--max-tokens", "16", "--warmup", "0", "--breakdown-reps", "1",
-                  "-o", str(out), "--json")
+                  "--component-reps", "1", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     return out, json.loads(r.stdout)
 
@@ -168,7 +168,7 @@ def test_repeats_keep_every_repeat(tmp_path, capsys):
     steps and rounds; the tokens are the last repeat's output."""
     out = tmp_path / "s.json"
     assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "8",
-                 "--warmup", "0", "--no-breakdown", "--repeats", "2", "-o", str(out), "--json"]) == 0
+                 "--warmup", "0", "--no-breakdown", "--component-reps", "1", "--repeats", "2", "-o", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     s = Session.load(out)
     assert s.status == "complete" and s.config["repeats"] == 2
@@ -229,7 +229,7 @@ def test_internal_error_says_so_and_shows_the_traceback(tmp_path, monkeypatch, c
     monkeypatch.setenv("PYTHONPATH", str(site) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = tmp_path / "s.json"
     rc = main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "4", "--warmup", "0",
-               "--no-breakdown", "-o", str(out)])
+               "--no-breakdown", "--component-reps", "1", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == 1, err
     assert "internal error" in err and "ZeroDivisionError: injected bug in speculative decoding" in err
@@ -246,7 +246,7 @@ def test_run_trace_records_the_acceptance_trace_through_the_worker(tmp_path):
 
     out = tmp_path / "t.json"
     assert main(["run", "--model", small_model(), "--drafter", "ngram", "--cases", "1", "--max-tokens", "12",
-                 "--warmup", "0", "--no-breakdown", "--trace", "-o", str(out)]) == 0
+                 "--warmup", "0", "--no-breakdown", "--component-reps", "1", "--trace", "-o", str(out)]) == 0
     s = Session.load(out)
     (c,) = s.cases
     tr = c["trace"]

@@ -22,7 +22,8 @@ def test_run_demo_with_a_dflash_drafter_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "s.json"
     r = specscope("run", "--demo", "--drafter", "dflash", "--draft-model", str(tmp_path / "d"), "--cases", "1",
-                  "--max-tokens", "20", "--warmup", "0", "--repeats", "1", "--no-breakdown", "-o", str(out), "--json")
+                  "--max-tokens", "20", "--warmup", "0", "--repeats", "1", "--no-breakdown", "--component-reps", "2",
+                  "-o", str(out), "--json")  # components at k = 15: 16 accepted counts x 6 reps were 90% of the run
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["match_rate"] == 1.0  # greedy: speculative output equals plain
@@ -76,6 +77,8 @@ def test_run_config_refuses_dflash_with_several_ranks_or_without_a_folder(tmp_pa
     RunConfig(model="m", drafter="dflash", draft_model=str(folder), num_draft_tokens=3).validate()
 
 
+@pytest.mark.slow  # `check --demo --drafter dflash` as a process (~9 s); the context check it prints runs by default in
+# tests/engine_adapter/drafters/test_dflash.py, and `check --demo` through its worker in tests/profiler/cli/test_progress.py
 def test_check_demo_with_its_own_dflash_drafter():
     r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
     assert r.returncode == 0, r.stderr

@@ -103,7 +103,7 @@ def test_run_stops_on_a_failed_preflight_unless_insisted(lpm, tmp_path):
     assert s["status"] == "failed" and s["preflight"]["status"] == "fail" and not s["cases"]
 
     r = specscope("run", "--demo", "--cases", "1", "--max-tokens", "4", "--warmup", "0", "--no-breakdown",
-                  "--ignore-preflight", "-o", str(out), "--force", env=env)
+                  "--component-reps", "1", "--ignore-preflight", "-o", str(out), "--force", env=env)
     assert r.returncode == 0, r.stderr
     assert "--ignore-preflight: running anyway" in r.stderr
     s = json.loads(out.read_text())

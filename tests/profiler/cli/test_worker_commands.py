@@ -88,29 +88,30 @@ def _worker_started(cli: subprocess.Popen, timeout: float = 120) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the worker through /proc")
-@pytest.mark.parametrize("kind, fault", [("check", "SIGINT"), ("trace", "SIGINT"), ("check", "SIGTERM"),
-                                         ("trace", "worker killed")])
-def test_a_stop_or_a_dead_worker_keeps_a_session_that_says_so(tmp_path, kind, fault):
-    """Ctrl+C (SIGINT) or SIGTERM to the command: exit 130, the session kept and marked stopped by the user. The
-    worker killed: exit 1, the session kept and saying the worker ended unexpectedly."""
+@pytest.mark.parametrize("fault", ["SIGINT", "worker killed"])
+def test_a_stopped_or_dead_trace_keeps_a_session_that_says_so(tmp_path, fault):
+    """Ctrl+C (SIGINT) to ``trace``: exit 130, the session kept and its trace marked stopped by the user. The worker
+    killed: exit 1, the session kept and saying the worker ended unexpectedly. (A trace's session is the traced run's,
+    so the generic fault tests, tests/reliability/test_measurement_faults.py, cannot run it; they stop, SIGTERM and kill
+    ``check`` with every other measurement.)"""
     out = tmp_path / "out.json"
-    args = (["check", "--demo", "--max-k", "12", "-o", str(out)] if kind == "check" else
-            ["trace", str(one_case_session(tmp_path)), "-o", str(out), "--k-max", "16", "--draws", "64"])
+    args = ["trace", str(one_case_session(tmp_path)), "-o", str(out), "--k-max", "16", "--draws", "64"]
+    # SIGINT at its default, as in a terminal: a run under nohup or a shell without job control (a background CI job)
+    # starts its children with SIGINT ignored, and the command then never saw the Ctrl+C (exit 0, the trace finished)
     cli = subprocess.Popen([sys.executable, "-m", "specscope.profiler.cli.main", *args], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     worker = _worker_started(cli)
     time.sleep(2.0)  # into the measurement (MLX imported, the model loading or measured)
     if fault == "worker killed":
         os.kill(worker, signal.SIGKILL)
     else:
-        cli.send_signal(getattr(signal, fault))
+        cli.send_signal(signal.SIGINT)
     _, err = cli.communicate(timeout=120)
     why = "the worker ended unexpectedly (killed by SIGKILL)" if fault == "worker killed" else "stopped by the user"
     assert cli.returncode == (1 if fault == "worker killed" else 130), err
     assert why in err and "Traceback" not in err
     s = Session.load(out)
     assert why in s.data["errors"][-1]
-    if kind == "check":
-        assert s.status == "incomplete" and s.data["measure"] == "check" and "check" not in s.data
-    else:  # the traced session is the run's (complete); the trace that did not finish says so in its errors
-        assert s.data["errors"][-1].startswith("trace incomplete")
+    # the traced session is the run's (complete); the trace that did not finish says so in its errors
+    assert s.data["errors"][-1].startswith("trace incomplete")

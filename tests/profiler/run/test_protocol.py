@@ -358,7 +358,7 @@ def test_demo_run_with_repeats_cooldown_and_probe():
         s.apply(ev)
 
     status = protocol.run_protocol(RunConfig(demo=True, cases=1, max_tokens=6, repeats=2, warmup=0, cooldown=True,
-                                             cooldown_timeout_s=5, breakdown_reps=2), emit)
+                                             cooldown_timeout_s=5, breakdown_reps=2, component_reps=2), emit)
     s.apply({"event": "run_done", "status": status})
     assert status == "complete"
     assert [e["phase"] for e in evs if e["event"] == "case_started"] == ["plain", "spec", "spec", "plain"]
@@ -390,7 +390,7 @@ def test_paired_passes_draw_the_same_acceptance_so_no_gap_comes_from_it(drafter)
     timing only."""
     s = Session()
     status = protocol.run_protocol(RunConfig(demo=True, cases=1, max_tokens=14, warmup=0, breakdown=False,
-                                             drafter=drafter, oracle_p=0.5, num_draft_tokens=3), s.apply)
+                                             drafter=drafter, oracle_p=0.5, num_draft_tokens=3, component_reps=1), s.apply)
     assert status == "complete"
     rounds = s.cases[0]["spec"]["rounds"]
     measured = [(r["accepted"], r["emitted"]) for r in rounds if r["pass"] == "measured"]

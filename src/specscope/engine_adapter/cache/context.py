@@ -30,6 +30,7 @@ import mlx.core as mx
 from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, RotatingKVCache
 
 from specscope.errors import SpecscopeError
+from specscope.engine_adapter.clock import ms_since
 
 PREFILL_STEP = 2048
 
@@ -299,7 +300,7 @@ def _prefilled(model, tokens: list[int], with_hidden: bool):
             hidden["layers"] = {i: tap.hidden((i,)) for i in sorted(tap.layers)}
         if hidden:
             mx.eval(hidden)
-    ms = (time.perf_counter() - t0) * 1000.0
+    ms = ms_since(t0)
     return cache, hidden, ms
 
 

@@ -98,6 +98,13 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
 
 
+def _drafted(drafter, last: int, k: int, sized: dict):
+    if k not in sized:
+        sized[k] = drafter.draft(last, k)
+        sized[k].materialize()
+    return sized[k]
+
+
 def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> AcceptanceTrace:
     """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
     t1 = time.perf_counter()
@@ -106,13 +113,12 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
+        sized: dict = {}  # greedy drafts from one prefix, by block size: each size drafted once (the k of the round too)
         if by_k is not None:  # drafts that depend on k (DFlash's block): every k's own proposals from this prefix
             for j in range(1, k_max + 1):
-                dj = drafter.draft(c[s], min(j, k))
-                dj.materialize()
+                dj = _drafted(drafter, c[s], min(j, k), sized)
                 by_k[str(j)].append(_agree(dj.tokens, c[s + 1 : s + 1 + min(j, k)]))
-        d = drafter.draft(c[s], k)
-        d.materialize()
+        d = _drafted(drafter, c[s], k, sized)
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = ms_since(t1)

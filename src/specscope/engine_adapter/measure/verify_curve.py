@@ -34,6 +34,7 @@ from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.model.structure import classify, takes_indices
 
 from specscope.events import PhaseBreakdown
+from specscope.engine_adapter.clock import ms_since
 
 from .records import CurvePoint, VerifyCurve
 
@@ -79,7 +80,7 @@ class VerifyPoint:
         self.snapshot.restore()
         t0 = time.perf_counter()
         self.forward(tokens)
-        return (time.perf_counter() - t0) * 1000.0
+        return ms_since(t0)
 
     def restore(self) -> None:
         self.snapshot.restore()

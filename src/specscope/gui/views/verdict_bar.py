@@ -14,7 +14,10 @@ from ..records import Snapshot
 # Lines each part of the bar may take before it ends in "…" (the whole text in its tooltip), for a window
 # under COMPACT_BELOW px high (a 13" laptop) and for a taller one: a long verdict must leave the page room.
 COMPACT_BELOW = 900
-MEASURED = {"roofline": ("A verify cost measurement", "Verify cost"), "tune": ("A tune", "Tune")}  # config "measure"
+# what a session measured (its "measure") when it is not a run: no verdict to give, and the page that shows it
+MEASURED = {"roofline": ("A verify cost measurement", "Verify cost"), "tune": ("A tune", "Tune"),
+            "check": ("A check", "Checks"), "capture": ("A GPU capture", "Checks"), "bench": ("A benchmark", "Checks"),
+            "memory_peak": ("A memory reading", "Checks")}
 LINES = {"compact": {"headline": 3, "detail": 2, "drift": 2}, "tall": {"headline": 5, "detail": 3, "drift": 3}}
 
 
@@ -84,7 +87,7 @@ class VerdictBar(QtWidgets.QFrame):
             self.headline.setText(sweep["verdict"])
             bits = [sweep["status"]] + ([sweep["effect"]] if sweep.get("effect") else [])
         measure = MEASURED.get(snap.get("measure", "run"))
-        if measure:  # a verify cost or tune measurement (its page's button): no run, no verdict; its page says it all
+        if measure:  # not a run (a page's measurement, a check, a benchmark): no verdict; its page says it all
             self.headline.setText(f"{measure[0]} ({status}): no run here, so no verdict; the {measure[1]} page shows it.")
             bits = []
         if snap.get("model", {}).get("demo"):

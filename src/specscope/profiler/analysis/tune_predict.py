@@ -187,9 +187,9 @@ class _KmaxRun:
         rb_by, rb_full = _rollback_by_accepted(acc, rb, k_max)
         b_steps = resample.statistic(steps, np.mean, rng, resamples)
         b_d1 = resample.statistic(d1, np.mean, rng, resamples)
-        idx = resample.indices(rng, len(acc), resamples)  # K_max rounds resampled whole
+        b_dk, b_book = resample.means([dk, book], rng, resamples)  # K_max rounds resampled whole
         return cls(k_max, acc, dk, rb_by, rb_full, book, float(steps.mean()), float(d1.mean()), float(dk.mean()),
-                   float(book.mean()), b_steps, b_d1, dk[idx].mean(axis=1), book[idx].mean(axis=1))
+                   float(book.mean()), b_steps, b_d1, b_dk, b_book)
 
     def rollback_of(self, a: np.ndarray, k: int, timed: dict[int, float]) -> tuple[np.ndarray, list[int]]:
         """Each round's rollback at k: timed apart at k where it was, else the K_max run's at the same accepted count
@@ -249,12 +249,12 @@ def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] 
                                  f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
                                  "--component-reps on a quieter machine")
     frac = (k - 1) / (base.k_max - 1) if base.k_max > 1 else 0.0
-    j = resample.indices(rng, len(at_k), resamples)  # rounds at k resampled whole
-    b_E = 1.0 + at_k[j].mean(axis=1)
+    b_acc, b_rb = resample.means([at_k, rb_k], rng, resamples)  # rounds at k resampled whole
+    b_E = 1.0 + b_acc
     b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size
            else base.b_d1 + (base.b_dk - base.b_d1) * frac)
     b_book_k = sum(w * boot(book_prev[a], np.mean) for a, w in w_book.items()) if book_prev else base.b_book
-    b_cost = boot(v, np.mean) + b_d + rb_k[j].mean(axis=1) + b_book_k
+    b_cost = boot(v, np.mean) + b_d + b_rb + b_book_k
     b_s = b_E * b_steps_k / b_cost
     b_t = E * b_steps_k / b_cost  # E held at its value: the timings' share of the uncertainty alone
     return _AtK(model, b_s, b_t, "in_round" if in_round.size else "line", "in_round" if book_prev else "k_max_run",

@@ -49,9 +49,9 @@ def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
         text = (f"no k is shown to win: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted "
                        f"{p:.2f}×), but {why}: plain decoding may be as fast")
     else:
-        need = best["break_even_verify_ms"]
+        need = best["break_even_verify_ms"]  # None: out of reach (the round model breaks even at or below 0 ms)
         text = (f"no k wins here: the best, k={best['k']} with {who}, measures {m:.2f}× (predicted {p:.2f}×); "
-                       + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need > 0 else
+                       + (f"it would need T_verify ≤ {need:.1f} ms (it is {best['t_verify_ms']:.1f} ms)" if need is not None and need > 0 else
                           "its draft alone costs more than the tokens it could save"))
     if best["what_if"]:
         text += " — a what-if: no real drafter took part"

@@ -112,13 +112,13 @@ def predict_sweep(a: BenchConfig, ps, ks, max_tokens: int, cap: int, run=None, o
 
 
 def bench_predict(a: BenchConfig, on_pair: PairHook | None = None) -> BenchResult:
-    """Oracle sweep P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3: the largest |error| of the judged prediction (each
+    """Oracle sweep over ``--p-grid`` at each k of ``--k-grid`` (P = 0, 0.25, 0.5, 0.75, 1 at k = 1 and 3 unless given): the largest |error| of the judged prediction (each
     corrected for its sequential stop, ``analysis.sequential.CORRECTION``), each point run until its verdict is decided (at most ``--max-pairs`` cases of the prompt; PREDICT_MAX_CASES unless given)."""
     from specscope.profiler.cli.bench_common import PREDICT_MAX_CASES, report_point
 
     cap = max(PREDICT_MAX_CASES if a.max_pairs is None else a.max_pairs, 8)  # a verdict needs 8 units (MIN_UNITS)
     t0 = time.perf_counter()
-    rows = predict_sweep(a, [0.0, 0.25, 0.5, 0.75, 1.0], [1, 3], a.max_tokens, cap, on_point=report_point)
+    rows = predict_sweep(a, list(a.p_grid), list(a.k_grid), a.max_tokens, cap, on_point=report_point)
     errs = [abs(r["error"]) for r in rows]
     return bench_result("predict", [], {"sweep": rows, "cap": cap, "seconds": time.perf_counter() - t0,
                                         "undecided": sum(1 for r in rows if r["verdict"] not in ("agrees", "off")),

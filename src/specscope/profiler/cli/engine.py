@@ -10,7 +10,6 @@ import json
 import sys
 from typing import TYPE_CHECKING, Callable
 
-from specscope.errors import SpecscopeError
 
 from specscope.profiler.cli.common import add_download_arg
 from specscope.profiler.cli.progress import add_progress_args
@@ -78,13 +77,9 @@ def measure_and_print(a, cfg: "Measurement", say, fmt: Callable[[dict], str]) ->
     finally:
         close_status(say)
     s = res.session
-    if s.status == "failed":
-        msg = s.data["errors"][-1] if s.data["errors"] else "the worker failed"
-        if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
-            if res.stderr.strip():
-                print(res.stderr.rstrip(), file=sys.stderr)
-            msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
-        raise SpecscopeError(msg)
+    from specscope.profiler.cli.worker_measure import raise_if_failed
+
+    raise_if_failed(res)
     if s.status != "complete" or key not in s.data:
         why = "; ".join(s.data["errors"][-1:]) or "no result"
         print(f"specscope: {key} {s.status}: {why}" + (f" (what was measured is in {out_path})" if out_path else ""),

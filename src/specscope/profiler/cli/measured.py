@@ -9,7 +9,6 @@ message (an internal one with the worker's traceback on stderr first), a stop (C
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Mapping
 
 from specscope.errors import SpecscopeError
@@ -26,13 +25,9 @@ def measured_result(cfg: Measurement, on_event: Callable[[dict], None] | None = 
     res = run_worker(cfg, on_event=(lambda ev, _s: on_event(ev)) if on_event else None)
     s = res.session
     errors = s.data["errors"]
-    if s.status == "failed":
-        msg = errors[-1] if errors else "the worker failed"
-        if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
-            if res.stderr.strip():
-                print(res.stderr.rstrip(), file=sys.stderr)
-            msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
-        raise SpecscopeError(msg)
+    from specscope.profiler.cli.worker_measure import raise_if_failed
+
+    raise_if_failed(res)
     if "stopped by the user" in errors:
         raise KeyboardInterrupt
     if s.status != "complete" or key not in s.data:

@@ -9,7 +9,7 @@ import argparse
 
 from specscope.profiler.cli.common import add_download_arg, resolve_model_args
 from specscope.profiler.cli.progress import add_progress_args
-from specscope.profiler.run.bench_common import MAX_PAIRS, PREDICT_MAX_CASES
+from specscope.profiler.run.bench_common import MAX_PAIRS, PREDICT_K_GRID, PREDICT_MAX_CASES, PREDICT_P_GRID
 from specscope.profiler.run.config import DistSpec
 
 
@@ -34,6 +34,19 @@ def cmd_gui(a) -> int:
     return load(COMMANDS, "gui", "the desktop app")(a)
 
 
+def _listed(kind):
+    """An argparse type: comma-separated values of ``kind`` (a bad one is argparse's clear error, exit 2)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(kind(x) for x in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__} values, got {text!r}") from None
+
+    parse.__name__ = f"{kind.__name__} list"
+    return parse
+
+
 def add_bench(sub) -> None:
     """``specscope bench`` on the ``specscope`` argparse subparsers."""
     b = sub.add_parser("bench", help="fidelity and speed against mlx-lm")
@@ -55,9 +68,20 @@ def add_bench(sub) -> None:
                         f"take, default {PREDICT_MAX_CASES})")
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--num-draft-tokens", "-k", type=int, default=2)
+    b.add_argument("--p-grid", type=_listed(float), metavar="P,P,...",
+                   help="predict: the oracle's acceptance rates to sweep (default "
+                        f"{','.join(f'{p:g}' for p in PREDICT_P_GRID)}); one point, e.g. 0.5, is a quick look")
+    b.add_argument("--k-grid", type=_listed(int), metavar="K,K,...",
+                   help=f"predict: the draft lengths to sweep each rate at (default {','.join(map(str, PREDICT_K_GRID))})")
     b.add_argument("--component-reps", type=int, default=8,
                    help="tune: rounds timed apart per k and drafter for T_draft (each a round and the verify before it)")
+    b.add_argument("--beside-reps", type=int, default=4,
+                   help="tune: rounds per earlier accepted count re-timed right before and after each confirmation pair "
+                        "(default 4, as `specscope tune`)")
     b.add_argument("--json", action="store_true")
+    b.add_argument("-o", "--output", metavar="FILE", help="keep the benchmark's session (`bench all`: every benchmark's "
+                   "result; `specscope gui FILE` shows it on the Checks page)")
+    b.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     add_progress_args(b)
     b.set_defaults(func=cmd_bench)
 

@@ -31,6 +31,14 @@ def run_in_worker(cfg: "Measurement", on_status: Callable[["StatusEvent"], None]
 
     res = run_worker(cfg, on_event=seen, autosave=out_path)
     s = res.session
+    raise_if_failed(res)
+    return s
+
+
+def raise_if_failed(res) -> None:
+    """A worker's failure as the command's error: the worker's message (an internal one with the worker's traceback
+    on stderr first, so it can be reported)."""
+    s = res.session
     if s.status == "failed":
         msg = s.data["errors"][-1] if s.data["errors"] else "the worker failed"
         if s.data.get("internal_errors"):  # a specscope bug: show the worker's traceback so it can be reported
@@ -38,7 +46,6 @@ def run_in_worker(cfg: "Measurement", on_status: Callable[["StatusEvent"], None]
                 print(res.stderr.rstrip(), file=sys.stderr)
             msg = f"internal error (a bug in specscope; the traceback is above): {msg}"
         raise SpecscopeError(msg)
-    return s
 
 
 def stopped_by_user(s: "Session") -> bool:

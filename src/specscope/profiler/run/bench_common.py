@@ -38,6 +38,8 @@ MAX_PAIRS = 30  # an A/B benchmark's cap with --until decided
 # bench predict's most cases a point may take: a point still undecided at the cap is the one whose error is least
 # known (30 left 2-4 of 10 points undecided, and the largest errors were theirs), so the rule gets room to decide
 PREDICT_MAX_CASES = 60
+PREDICT_P_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # bench predict's oracle sweep (--p-grid, --k-grid)
+PREDICT_K_GRID = (1, 3)
 
 
 @dataclass
@@ -56,6 +58,8 @@ class BenchConfig:
     component_reps: int = 8           # tune: rounds timed apart per k and drafter
     beside_reps: int = 4              # tune: rounds per earlier accepted count beside each confirmation pair
     prompt: str | None = None         # None: PROMPT
+    p_grid: tuple[float, ...] = PREDICT_P_GRID  # predict: the oracle's acceptance rates swept …
+    k_grid: tuple[int, ...] = PREDICT_K_GRID    # … at each of these k
 
     @classmethod
     def from_args(cls, a) -> "BenchConfig":
@@ -65,6 +69,12 @@ class BenchConfig:
     def validate(self) -> None:
         if self.pairs < 1 or self.max_tokens < 4:
             raise SpecscopeError("--pairs must be >= 1 and --max-tokens >= 4")
+        if self.component_reps < 1 or self.beside_reps < 1:
+            raise SpecscopeError("--component-reps and --beside-reps must be at least 1")
+        if not self.p_grid or any(not 0.0 <= p <= 1.0 for p in self.p_grid):
+            raise SpecscopeError("--p-grid must list acceptance rates between 0 and 1")
+        if not self.k_grid or any(not 1 <= k <= 16 for k in self.k_grid):
+            raise SpecscopeError("--k-grid must list draft lengths between 1 and 16")
 
 
 @dataclass

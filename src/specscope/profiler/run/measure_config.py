@@ -1,5 +1,6 @@
 """What a measurement besides a run measures: ``RooflineConfig`` (the verify cost curve), ``TuneConfig`` (tune), and
-the benchmarks' ``BenchConfig`` and ``MemoryPeakConfig`` (``bench_common``), and how one crosses to the worker.
+the benchmarks' ``BenchConfig`` and ``MemoryPeakConfig`` (``bench_common``), the app's live lines' ``InspectConfig`` and
+``PreflightConfig`` (``query_configs``), and how one crosses to the worker.
 
 Built by the CLI from its flags (model references already resolved to folders), or by ``run --roofline`` from the
 run's configuration: no argument namespace is built outside argument parsing. The measuring itself is
@@ -17,6 +18,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.run.bench_common import BenchConfig, MemoryPeakConfig
 from specscope.profiler.run.config import RunConfig
+from specscope.profiler.run.query_configs import InspectConfig, PreflightConfig
 from specscope.profiler.run.tool_configs import CaptureConfig, CheckConfig, TraceConfig
 
 # the prompt of a single-prompt measurement (roofline; cli.engine's commands) when none is given
@@ -120,11 +122,12 @@ class TuneConfig(EngineParams):
             load_suite(self.suite)  # fail fast, before loading a model
 
 
-Measurement = RooflineConfig | TuneConfig | CheckConfig | CaptureConfig | TraceConfig | BenchConfig | MemoryPeakConfig
+Measurement = (RooflineConfig | TuneConfig | CheckConfig | CaptureConfig | TraceConfig | BenchConfig | MemoryPeakConfig
+               | InspectConfig | PreflightConfig)
 # the measurement's name (its run_started's ``measure``, its result event's kind) -> its configuration
 KINDS: dict[str, type] = {"roofline": RooflineConfig, "tune": TuneConfig, "check": CheckConfig,
                           "capture": CaptureConfig, "trace": TraceConfig, "bench": BenchConfig,
-                          "memory_peak": MemoryPeakConfig}
+                          "memory_peak": MemoryPeakConfig, "inspect": InspectConfig, "preflight": PreflightConfig}
 
 
 def kind_of(cfg: Measurement) -> str:

@@ -1,7 +1,8 @@
 """The measurements besides a run, run in the worker as a run is: ``roofline`` (the verify cost curve), ``tune``,
 ``check`` (a model's or an engine's correctness), ``capture`` (Metal GPU traces), ``trace`` (a saved session's
 acceptance traces), and the benchmarks measured as one (``bench``: overhead, spec-vs-mlx-lm, rollback, tune) or a
-reading at a time (``memory_peak``).
+reading at a time (``memory_peak``), and the app's live lines: ``inspect`` (a model's description) and ``preflight``
+(the machine's checks).
 
 Each is a configuration object (``measure_config.KINDS``) and the function that measures it (``MEASURE``); the worker
 runs it and emits what a run emits — ``run_started`` (one shape, ``started``), ``status`` lines as it goes, the result
@@ -24,6 +25,7 @@ from specscope.profiler.run.bench_memory import memory_peak
 from specscope.profiler.run.bench_run import bench_data
 from specscope.profiler.run.capture_run import capture_data
 from specscope.profiler.run.check_run import check_data
+from specscope.profiler.run.query_run import inspect_data, preflight_data
 from specscope.profiler.run.roofline_run import roofline_data
 from specscope.profiler.run.trace_run import trace_data
 from specscope.profiler.run.tune_run import tune_data
@@ -32,7 +34,7 @@ from specscope.profiler.run.tune_run import tune_data
 # given to ``partial`` as it came)
 MEASURE: dict[str, Callable[..., Mapping[str, Any] | None]] = {
     "roofline": roofline_data, "tune": tune_data, "check": check_data, "capture": capture_data, "trace": trace_data,
-    "bench": bench_data, "memory_peak": memory_peak}
+    "bench": bench_data, "memory_peak": memory_peak, "inspect": inspect_data, "preflight": preflight_data}
 
 
 class Stopped(Exception):

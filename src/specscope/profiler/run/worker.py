@@ -1,8 +1,8 @@
 """The worker process: runs the protocol and streams events as JSON lines on stdout.
 
     python -m specscope.profiler.run.worker '<RunConfig as JSON>'
-    python -m specscope.profiler.run.worker '{"measure": KIND, "config": {…}}'   (measure_config.KINDS: roofline,
-                                                                                tune, check, capture, trace)
+    python -m specscope.profiler.run.worker '{"measure": KIND, "config": {…}}'   (every kind in
+        measure_config.KINDS: roofline, tune, check, capture, trace, the benchmarks, and the app's inspect and preflight)
 
 One event per line, flushed as it happens, so a reader that is stopped or
 crashes loses nothing already written. SIGINT/SIGTERM end the run cleanly

@@ -21,6 +21,7 @@ from specscope.events import (Breakdown, Components, CooldownEvent, Divergence, 
 from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as PreflightCheck  # noqa: F401
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
 from specscope.events import CheckResult as CheckResult  # noqa: F401
+from specscope.profiler.session.bench_record import BenchResult
 from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
                                                  TuneResult)
 
@@ -152,7 +153,8 @@ class SessionData(TypedDict):
     sweep: NotRequired[Sweep]
     roofline: NotRequired[RooflineRun | RooflinePartial]  # specscope roofline, run --roofline (``run.roofline_run``)
     tune: NotRequired[TuneResult]          # specscope tune (``analysis.tune.run_tune``)
-    bench: NotRequired[dict[str, Any]]        # a benchmark measured in the worker (``run.bench_records.BenchResult``)
+    bench: NotRequired[BenchResult]           # the latest benchmark measured (a worker's one; older sessions' only)
+    benchmarks: NotRequired[list[BenchResult]]  # every benchmark measured, in run order (``specscope bench WHAT -o``)
     memory_peak: NotRequired[dict[str, Any]]  # one side of the memory bench (``run.bench_records.PeakReading``)
     context_sweep: NotRequired[ContextSweep]  # the app's Context page: a sweep's figures kept with the session
     dropped_events: NotRequired[int]

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, cast
 from specscope.events import Event
 from specscope.profiler.session.measured import (Cooldown, SensorReading,
                                                  ThermalRecord)
+from specscope.profiler.session.bench_record import BenchResult
 from specscope.profiler.session.file_io import atomic_write, finite_json
 from specscope.profiler.session.schema import SCHEMA, SCHEMA_VERSION, SessionError, migrate_names, validate
 from specscope.profiler.session.components_fold import fold_components
@@ -65,16 +66,31 @@ def _fold_run_started(data: SessionData, index: dict[str, Case], ev: Event) -> N
 
 def _keep_result(data: SessionData, index: dict[str, Case], ev: Event) -> None:
     """A measurement's result, kept whole under its event's name (a partial one replaced by the next): the verify
-    cost curve (``roofline``, beside a run or on its own), ``tune``, a benchmark (``bench``), a memory reading."""
-    kind = ev["event"]  # roofline | tune | bench | memory_peak: the event's field and the session's key alike
+    cost curve (``roofline``, beside a run or on its own), ``tune``, a memory reading."""
+    kind = ev["event"]  # roofline | tune | memory_peak: the event's field and the session's key alike
     cast(dict, data)[kind] = cast(dict, ev)[kind]
+
+
+def _keep_model(data: SessionData, index: dict[str, Case], ev: Event) -> None:
+    """``inspect``'s description is the record a run's ``run_started`` brings as ``model`` (``Engine.describe``)."""
+    assert ev["event"] == "inspect"
+    data["model"] = ev["inspect"]
+
+
+def _fold_bench(data: SessionData, index: dict[str, Case], ev: Event) -> None:
+    """A benchmark's result: appended to ``benchmarks`` (a ``bench all`` session keeps each, in run order) and kept
+    as ``bench`` too, the latest, as a one-benchmark session (and every reader before the list) has it."""
+    assert ev["event"] == "bench"
+    res = cast(BenchResult, ev["bench"])
+    data["bench"] = res
+    data.setdefault("benchmarks", []).append(res)
 
 
 # event -> its fold, for the events that are not a run's cases (kept off ``Session.apply``'s chain); ``bench_pair``
 # is progress only
 FOLDS: dict[str, Callable[[SessionData, dict[str, Case], Any], None]] = {
-    "run_started": _fold_run_started, "roofline": _keep_result, "tune": _keep_result, "bench": _keep_result,
-    "memory_peak": _keep_result, "bench_pair": lambda data, index, ev: None, **TOOL_FOLDS}
+    "run_started": _fold_run_started, "roofline": _keep_result, "tune": _keep_result, "bench": _fold_bench,
+    "memory_peak": _keep_result, "bench_pair": lambda data, index, ev: None, "inspect": _keep_model, **TOOL_FOLDS}
 
 
 class Session:
