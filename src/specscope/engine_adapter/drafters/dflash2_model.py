@@ -31,7 +31,7 @@ import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
-from specscope.engine_adapter.drafters.dflash import _MLP, DFlashModel
+from specscope.engine_adapter.drafters.dflash import GatedMLP, DFlashModel
 from specscope.engine_adapter.model.dflash2_format import DFlash2Spec
 from specscope.errors import SpecscopeError
 
@@ -128,7 +128,7 @@ class _Layer(nn.Module):
         super().__init__()
         H = s.hidden_size
         self.self_attn = _Attention(s, layer)
-        self.mlp = _MLP(H, s.intermediate_size)
+        self.mlp = GatedMLP(H, s.intermediate_size)
         self.input_layernorm = nn.RMSNorm(H, eps=s.rms_norm_eps)
         self.post_attention_layernorm = nn.RMSNorm(H, eps=s.rms_norm_eps)
         self.attention_conv = DynamicConv(H, s.conv_kernel_size, s.conv_group_size)
