@@ -118,7 +118,7 @@ def grab(home: Path, shots: Path) -> None:
             app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
     def busy() -> bool:  # the model's compatibility line, the pre-flight line, a page reading files (History)
-        return (win.setup.inspector.proc is not None or win.setup.preflight.proc is not None
+        return (win.setup.inspector.query is not None or win.setup.preflight.query is not None
                 or any(getattr(v, "busy", lambda: False)() for v in win.views.built().values()))
 
     def shoot(page: str) -> None:
