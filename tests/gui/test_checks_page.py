@@ -60,15 +60,15 @@ def test_a_run_session_shows_no_check(window):
     assert page.headline.text().startswith("No check or GPU capture in this session")
 
 
-def test_a_traced_session_opens_with_the_trace_strip(window, qtbot, tmp_path, capsys):
-    from specscope.profiler.cli.main import main
+# the demo fixture's third case traced by `specscope trace one.json -o session_traced.json --k-max 2` (2026-12-06):
+# the trace itself is made and checked against the session's rounds in tests/profiler/cli/test_trace_cli.py
+TRACED = Path(__file__).resolve().parent / "fixtures" / "session_traced.json"
 
-    d = json.loads(DEMO.read_text())
-    d["cases"] = d["cases"][2:]  # one case keeps it short
-    src, out = tmp_path / "one.json", tmp_path / "traced.json"
-    src.write_text(json.dumps(d))
-    assert main(["trace", str(src), "-o", str(out), "--k-max", "2"]) == 0
-    window.open_session(str(out))
+
+def test_a_traced_session_opens_with_the_trace_strip(window, qtbot):
+    d = json.loads(TRACED.read_text())
+    assert d["cases"][0].get("trace") and d["cases"][0]["id"] == json.loads(DEMO.read_text())["cases"][2]["id"]
+    window.open_session(str(TRACED))
     window.show_page("cases")
     cases = window.views["cases"]
     cases.select_case(d["cases"][0]["id"])

@@ -89,7 +89,7 @@ def test_grid_lines_are_opaque_and_behind_the_data(qtbot):
 
 @pytest.mark.slow  # a real run in the app (~10 s); snapshots equal to a recomputation at every event of a session
 # run by default above (charts) and in tests/profiler/analysis/test_summary.py (the summary)
-def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
+def test_live_run_snapshots_equal_full_recomputation(window, qtbot, monkeypatch):
     """A real demo run in the app (two repeats: lists are replaced mid-case): every snapshot the model
     publishes equals the summary and chart data recomputed from the whole session at that moment."""
     from specscope.gui.charts.data import all_chart_data
@@ -106,7 +106,7 @@ def test_live_run_snapshots_equal_full_recomputation(window, qtbot):
     s.breakdown.setChecked(True)
     s.greedy.setChecked(True)
     panel_config = s.config  # the panel has no component-reps field: one a call, the components are not checked here
-    s.config = lambda: replace(panel_config(), component_reps=1)
+    monkeypatch.setattr(s, "config", lambda: replace(panel_config(), component_reps=1))  # as test_soak does
     checked = []
 
     def check(snap):

@@ -30,7 +30,7 @@ def test_no_module_draws_bootstrap_indices_of_its_own():
 
 
 @pytest.mark.parametrize("n, reps", [(1, 7), (3, 2000), (499, 2000), (3001, 301), (200_001, 5)])
-def test_resamples_drawn_a_slice_at_a_time_are_the_whole_matrixs(n, reps):
+def test_resamples_drawn_a_slice_at_a_time_equal_the_whole_matrix(n, reps):
     """``statistic`` and ``means`` draw the index matrix a slice of rows at a time (it stays in cache): the same
     resamples as the whole (reps, n) matrix drawn at once, and the generator left where the whole draw leaves it (so
     every later draw is unchanged too)."""

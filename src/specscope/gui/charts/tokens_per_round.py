@@ -75,7 +75,10 @@ class TokensPerRoundChart(BaseChart):
                 t.setFont(font(9))
                 self.plot_item.addItem(t)
                 self.labels.append(t)
-        self.set_range(x=(0.4, len(bins) + 0.6), y=(0.0, nice_ceil(max(top * 1.2, 1))))
+        # headroom above the tallest bar's count for the mean's label, which hangs from the top of the range (placed
+        # just above the top count it sat on that count when the mean fell on the tallest bar)
+        y_max = nice_ceil(max(top * 1.3, 1))
+        self.set_range(x=(0.4, len(bins) + 0.6), y=(0.0, y_max))
         for t, b, n in zip(self.labels, bins, counts):
             if t.toPlainText() != str(n):
                 t.setText(str(n))
@@ -84,7 +87,7 @@ class TokensPerRoundChart(BaseChart):
             self.mean.setPos(d["mean"])
             self.mean.setVisible(True)
             self.mean_text.setText(f"mean E = {d['mean']:.2f}")
-            self.mean_text.setPos(d["mean"], max(top * 1.15, 1))
+            self.mean_text.setPos(d["mean"], y_max)
             self.mean_text.setVisible(True)
         else:
             self.mean.setVisible(False)
