@@ -83,3 +83,17 @@ def test_check_demo_with_its_own_dflash_drafter():
     r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
     assert r.returncode == 0, r.stderr
     assert "k = 1, 15, every accepted count" in r.stdout and "its context after 0..15 accepted exact" in r.stdout, r.stdout
+
+
+def test_demo_model_writes_a_random_dflash2_drafter_that_inspect_names(tmp_path, capsys):
+    from specscope.profiler.cli.main import main
+
+    assert main(["demo-model", str(tmp_path / "d2"), "--dflash2", "--random", "--block-size", "4"]) == 0
+    assert "DFlash2 drafter (candidate selector) (block 4" in capsys.readouterr().out
+    config = json.loads((tmp_path / "d2" / "config.json").read_text())
+    assert config["architectures"] == ["DFlash2DraftModel"] and config["dflash_config"]["block_size"] == 4
+    assert main(["inspect", str(tmp_path / "d2")]) == 0
+    out = capsys.readouterr().out
+    assert "DFlash2 drafter" in out and "selector" in out
+    assert main(["demo-model", str(tmp_path / "one"), "--dflash2", "--random", "--block-size", "1"]) == 2
+    assert "--block-size must be at least 2" in capsys.readouterr().err and not (tmp_path / "one").exists()

@@ -95,6 +95,17 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, 
     }
 
 
+def draft_parts(cases: list[Case]) -> dict[str, float] | None:
+    """The mean of each part of a draft timed alone (components), where the drafter times its parts apart: DFlash2's
+    forward (with the top K) and its selector's walk. None for drafters without parts, or sessions without components."""
+    parts: dict[str, float] = {}
+    for part in ("forward", "walk"):
+        m = stats.mean(x for c in cases for x in ((c.get("components") or {}).get(f"draft_{part}_ms") or []))
+        if m is not None:
+            parts[part] = m
+    return parts or None
+
+
 def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
     """Tokens over time across cases, each case at its pooled rate."""
     toks = sum(n for n, r in case_rates if r)
@@ -188,6 +199,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "t_draft_ms": model.t_draft_ms if model else t_draft,
         "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
         "t_bookkeeping_ms": pred.get("t_bookkeeping_ms") if pred.get("available") else None,
+        "t_draft_parts_ms": draft_parts([c for c, _ in per_case]),
         "p": acc["p"],
         "p_ci95": acc["p_ci95"],
         "p_ci95_unit": acc.get("p_ci95_unit"),

@@ -349,6 +349,7 @@ class Summary(FigureIntervals):
     t_draft_ms: float | None
     t_rollback_ms: float | None
     t_bookkeeping_ms: float | None  # the round's work after the read-back but the rollback, timed apart (components)
+    t_draft_parts_ms: dict[str, float] | None  # a draft timed alone, by part (DFlash2: "forward", "walk"); None: no parts
     p: float | None
     p_ci95: list[float] | None
     p_ci95_unit: str | None
@@ -433,3 +434,18 @@ def engine_facts(config: Mapping[str, Any]) -> EngineFacts:
     if isinstance(eng, dict):
         return cast(EngineFacts, {"name": "specscope", **eng})  # the engine's run_facts, as the config keeps them
     return {"name": eng if isinstance(eng, str) and eng else "specscope"}
+
+
+def drafter_label(config: Mapping[str, Any]) -> str:
+    """The drafter's name as people read it: ``dflash`` names its variant where the folder is another one
+    (``dflash (DFlash2)``); the run setting's name stays the drafter's kind, so commands and tunes keep working."""
+    d = config.get("drafter")
+    if not isinstance(d, dict):
+        return str(d) if d else "?"
+    name = str(d.get("name") or "?")
+    variant = d.get("variant")
+    return f"{name} ({DRAFTER_VARIANTS.get(variant, variant)})" if variant and variant != name else name
+
+
+DRAFTER_VARIANTS = {"dflash2": "DFlash2"}
+
