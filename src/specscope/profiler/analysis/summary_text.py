@@ -95,12 +95,32 @@ def format_summary(session: Session) -> str:
     s = summarize(session)
     lines = _header_lines(session, s) + _figure_lines(session, s) + _output_check_lines(s)
     lines += protocol_lines(session, s)
-    if s["acceptance_by_content_class"]:
-        lines.append("  by content        " + "   ".join(
-            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
-            for cat, a in s["acceptance_by_content_class"].items()))
+    lines += by_content_lines(session, s)
     lines += _breakdown_lines(s)
     return "\n".join(lines)
+
+
+def by_content_lines(session: Session, s: Summary) -> list[str]:
+    """Per content class: acceptance and tokens per round with their intervals, and the speedup the class would get
+    (each class its own summary: ``by_content``); the classes that differ. ``specscope content`` puts drafters side
+    by side."""
+    if not s["acceptance_by_content_class"] or session.data.get("sweep"):
+        return []
+    from specscope.profiler.analysis.by_content import content_table
+    from specscope.profiler.analysis.formatting import ci
+
+    t = content_table([session], ["this run"])
+    lines = ["  by content        (each class its own summary; `specscope content` puts drafters side by side)"]
+    for r in t["rows"]:
+        iv = r["tokens_per_round_ci95"]
+        lines.append(f"    {r['content_class']:<6} p {fmt(r['p'], '.1%')} ({ci(r['p_ci95'])})   E {fmt(r['tokens_per_round'])}"
+                     f" ({'–'.join(format(x, '.2f') for x in iv) if iv else '—'})   predicted "
+                     f"{fmt(r['predicted_speedup'], '.3f', '×')}   measured {fmt(r['measured_speedup'], '.3f', '×')}"
+                     f"   {r['drafted']} drafted over {r['cases']} case{'s' if r['cases'] != 1 else ''}")
+    differ = t["drafters"][0]["differ"]
+    lines.append("    classes differ: " + ", ".join(f"{a} vs {b}" for a, b in differ) if differ else
+                 "    no two classes differ: their tokens-per-round intervals overlap")
+    return lines
 
 
 def draft_parts_text(parts: dict[str, float]) -> str:
