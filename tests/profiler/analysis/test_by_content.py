@@ -37,6 +37,7 @@ def test_each_class_is_the_summary_of_its_own_cases(demo):
         assert row["tokens_per_round"] == alone["tokens_per_round"]
         assert row["predicted_speedup"] == alone["predicted_speedup"] and row["predicted_speedup"] is not None
         assert row["drafter_label"] == "mtp" and row["drafter"] == "mtp run"
+        assert row["verdict"] == alone["prediction_verdict"]["state"] and row["verdict"] is not None
     drafted = sum(r["drafted"] for r in table["rows"])
     assert drafted == summarize(s)["drafted"]  # the classes partition the run's rounds
 

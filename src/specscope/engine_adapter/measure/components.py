@@ -92,7 +92,8 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "draft_alone_ms": timed.alone,
         # the parts of each draft timed alone, where the drafter times them apart (DFlash2: its forward + top-K, then
         # the selector's walk, sequential position by position)
-        **{f"draft_{part}_ms": xs for part, xs in bench.draft_parts.items()},
+        **({"draft_forward_ms": bench.draft_parts["forward"]} if "forward" in bench.draft_parts else {}),
+        **({"draft_walk_ms": bench.draft_parts["walk"]} if "walk" in bench.draft_parts else {}),
         # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
         # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
         # its own drafts where they were wrong, which costs the same but may propose otherwise)

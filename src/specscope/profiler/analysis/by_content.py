@@ -57,7 +57,7 @@ def content_table(sessions: Sequence[Session], names: Sequence[str]) -> ContentT
                 "tokens_per_round": s["tokens_per_round"], "tokens_per_round_ci95": s.get("tokens_per_round_ci95"),
                 "predicted_speedup": s["predicted_speedup"], "division_speedup": s.get("division_speedup"),
                 "measured_speedup": s["measured_speedup"], "measured_speedup_ci95": s.get("measured_speedup_ci95"),
-                "verdict": (s.get("verdict") or {}).get("state"),
+                "verdict": s["prediction_verdict"]["state"],
             }
         rows += mine.values()
         differ = [[a, b] for a, b in combinations(sorted(mine), 2)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, cast
 
-from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
+from specscope.profiler.session.records import (Acceptance, Breakdown, Case, CaseStats, DraftParts, PhaseBreakdown, Round,
+                                                Summary)
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
@@ -95,14 +96,18 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, 
     }
 
 
-def draft_parts(cases: list[Case]) -> dict[str, float] | None:
+def draft_parts(cases: list[Case]) -> DraftParts | None:
     """The mean of each part of a draft timed alone (components), where the drafter times its parts apart: DFlash2's
     forward (with the top K) and its selector's walk. None for drafters without parts, or sessions without components."""
-    parts: dict[str, float] = {}
-    for part in ("forward", "walk"):
-        m = stats.mean(x for c in cases for x in ((c.get("components") or {}).get(f"draft_{part}_ms") or []))
-        if m is not None:
-            parts[part] = m
+    def mean_of(part: str) -> float | None:
+        comps: list[dict[str, Any]] = [dict(c.get("components") or {}) for c in cases]
+        return stats.mean(x for comp in comps for x in (comp.get(f"draft_{part}_ms") or []))
+
+    parts: DraftParts = {}
+    if (forward := mean_of("forward")) is not None:
+        parts["forward"] = forward
+    if (walk := mean_of("walk")) is not None:
+        parts["walk"] = walk
     return parts or None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from specscope.profiler.session.records import Summary, drafter_label
+from specscope.profiler.session.records import DraftParts, Summary, drafter_label
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import fmt, rate, scaled
 from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
@@ -123,7 +123,7 @@ def by_content_lines(session: Session, s: Summary) -> list[str]:
     return lines
 
 
-def draft_parts_text(parts: dict[str, float]) -> str:
+def draft_parts_text(parts: DraftParts) -> str:
     """A draft timed alone, by part: DFlash2's forward (with its top K) and the candidate selector's walk."""
     fwd, walk = parts.get("forward"), parts.get("walk")
     total = (fwd or 0.0) + (walk or 0.0)
@@ -174,7 +174,7 @@ def _figure_lines(session: Session, s: Summary) -> list[str]:
         "",
         f"  plain             {rate(s['plain_tok_s'])} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
         f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {draft_time_text(s['t_draft_ms'], s.get('t_draft_ms_ci95'), unit=' ms')}   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
-        *([f"  draft in parts    {draft_parts_text(s['t_draft_parts_ms'])}"] if s.get("t_draft_parts_ms") else []),
+        *([f"  draft in parts    {draft_parts_text(parts)}"] if (parts := s.get("t_draft_parts_ms")) else []),
         *([f"  instrumentation   end-to-end rounds {rate(s['spec_tok_s'])} tok/s vs instrumented rounds "
            f"{rate(s['spec_instrumented_tok_s'])} tok/s: timing draft, verify and rollback apart costs "
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]

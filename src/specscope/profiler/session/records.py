@@ -323,6 +323,12 @@ class FigureIntervals(TypedDict):
     t_draft_ms_ci95: list[float] | None
 
 
+class DraftParts(TypedDict, total=False):
+    """A draft timed alone, by part, where the drafter times its parts apart (mean ms over the components' drafts)."""
+    forward: float                      # DFlash2: the drafter's forward with the top K candidates
+    walk: float                         # DFlash2: the candidate selector's walk, one position after another
+
+
 class Summary(FigureIntervals):
     """The session's figures (``analysis.summary.summarize``): speeds, the division's inputs, acceptance, the
     prediction and its verdict, the ledger, break-even, matches and divergences, the breakdown, drift, energy; each
@@ -349,7 +355,7 @@ class Summary(FigureIntervals):
     t_draft_ms: float | None
     t_rollback_ms: float | None
     t_bookkeeping_ms: float | None  # the round's work after the read-back but the rollback, timed apart (components)
-    t_draft_parts_ms: dict[str, float] | None  # a draft timed alone, by part (DFlash2: "forward", "walk"); None: no parts
+    t_draft_parts_ms: DraftParts | None  # a draft timed alone, by part (DFlash2's forward and walk); None: no parts
     p: float | None
     p_ci95: list[float] | None
     p_ci95_unit: str | None
