@@ -12,9 +12,9 @@ imports only mlx, mlx-lm and dflash), then compares:
    difference, relative to the largest logit), the greedy walk's picks, and at temperature ``--temp`` the selector's
    q along the reference's sampled path (each position's q given the same previous pick), as {candidate: q}.
 2. **The loop**, greedy: the reference's ``stream_generate`` and specscope's ``speculative_generate`` with k = B − 1,
-   the tokens each cycle emits (accepted drafts + the bonus), cycle by cycle, up to the reference's first EOS. The
-   reference drafts ``min(B − 1, max_tokens − n)`` in its last cycles and specscope ``min(B − 1, max_tokens − n − 1)``,
-   so specscope runs one token further and its output is cut at ``max_tokens``: the blocks are then the same sizes.
+   the tokens each cycle emits (accepted drafts + the bonus), cycle by cycle, up to the reference's first EOS (the
+   reference stops there; specscope, a profiler, runs every case to ``max_tokens``). Both draft
+   ``min(B − 1, max_tokens − n)`` in their last cycles and cut the bonus past ``max_tokens``.
 
 usage: python tools/dflash2_parity.py --target DIR --drafter DIR --reference-python PY [--max-tokens N] [--temp T]
        [--prompt TEXT ...]
@@ -126,7 +126,7 @@ def ours(args, ref: dict) -> list[dict]:
             row["q_max_abs"] = max(abs(a[t] - b.get(t, 0.0)) for a, b in zip(mine, theirs) for t in a)
         ids = full_ids
         d = load_dflash_drafter(target, args.drafter)
-        ev = list(speculative_generate(target.model, list(ids), d, B - 1, args.max_tokens + 1))
+        ev = list(speculative_generate(target.model, list(ids), d, B - 1, args.max_tokens))
         cycles = [[ev[0]["token"]]] + [r["emitted"] for r in ev[1:]]
         ref_cycles = want["cycles"]
         n, cut = 0, []

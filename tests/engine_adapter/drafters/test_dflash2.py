@@ -130,6 +130,11 @@ def test_greedy_equals_plain_with_the_drafters_own_walk(k, round_kinds, hybrid, 
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N, round_kinds=round_kinds))
     assert tokens_of(ev) == plain
     assert all(r["extra"].get("block") == len(r["drafted"]) + 1 for r in ev[1:] if r["drafted"])
+    n = 1  # the reference's loop: each cycle's block is min(B, tokens left + 1), its bonus cut past max_tokens
+    for r in ev[1:]:
+        assert len(r["drafted"]) == min(k, N - n), (n, [len(x["drafted"]) for x in ev[1:]])
+        n += len(r["emitted"])
+    assert n == N
 
 
 def test_an_instrumented_draft_times_the_forward_and_the_walk_apart(hybrid, prompt, base):

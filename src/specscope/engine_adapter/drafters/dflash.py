@@ -165,6 +165,7 @@ class DFlashDrafter(Drafter):
     kind = "dflash"
     needs_hidden = True
     lazy_drafts = True
+    drafts_to_the_end = True  # the reference's last blocks: min(B, tokens left + 1), the bonus cut
     chained = False  # the block attends both ways: the first k drafts of a block of B are not a block of k+1's
 
     def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Any = None):
