@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import html
 import re
 import json
 import subprocess
@@ -144,14 +143,14 @@ def zh_docs(debs: Path, work: Path):
         for doc in text.split("\n%\n"):
             if doc.strip() and cjk_share(doc) >= 0.5:
                 yield "fortunes-zh", doc.strip()
-    html = (
+    html_sources = (
         ("debian-reference-zh-cn", "*.zh-cn.html"),
         ("debian-faq-zh-cn", "*.zh-cn.html"),
         ("maint-guide-zh-cn", "*.zh-cn.html"),
         ("debian-edu-doc-zh-cn", "debian-edu-bookworm-manual.html"),
         ("libreoffice-help-zh-cn", "*.html"),
     )
-    for name, pattern in html:
+    for name, pattern in html_sources:
         root = extract(debs, name, work)
         for f in sorted(root.rglob(pattern)):
             t = zh_prose(html_text(f.read_text(encoding="utf-8", errors="replace")))
