@@ -152,9 +152,19 @@ class CandidateSelector(nn.Module):
     def candidates(self, hidden: mx.array, logits: mx.array) -> tuple[mx.array, mx.array, mx.array, mx.array]:
         """The parallel part (lazy): candidates [k, K], their logits [k, K], the projected hidden states [k, rank] and
         the candidates' successor codes [k, K, rank]."""
-        cands = mx.argpartition(logits, -self.top_k, axis=-1)[..., -self.top_k:]
+        # indices: no gradient flows through the choice (a no-op at inference; training differentiates the rest)
+        cands = mx.stop_gradient(mx.argpartition(logits, -self.top_k, axis=-1)[..., -self.top_k:])
         unary = mx.take_along_axis(logits, cands, axis=-1)
         return cands, unary, self.hidden_projection(hidden), self.successor_codebook[cands]
+
+    def scores(self, unary: mx.array, proj: mx.array, succ: mx.array, prev: mx.array) -> mx.array:
+        """Each candidate's score after ``prev``: ``unary + <A[prev] * proj, B[cand]>``. The walk's one position
+        (``unary`` [K], ``proj`` [rank], ``succ`` [K, rank], ``prev`` [1]) or, teacher-forced in training, any
+        leading shape (``unary`` [..., K], ``proj`` [..., rank], ``succ`` [..., K, rank], ``prev`` [...]).
+        Returns [K] or [..., K]."""
+        a = self.predecessor_codebook[prev] * (proj[None] if prev.ndim > proj.ndim - 1 else proj)  # [..., rank]
+        edges = (a[..., None, :] * succ).sum(axis=-1)
+        return unary + (edges[0] if prev.ndim > proj.ndim - 1 else edges)
 
     def walk(self, anchor: int, parts: tuple[mx.array, mx.array, mx.array, mx.array], temp: float = 0.0,
              keys: list[mx.array] | None = None, path: list[int] | None = None) -> tuple[mx.array, mx.array | None]:
@@ -165,8 +175,7 @@ class CandidateSelector(nn.Module):
         prev = mx.array([anchor], dtype=mx.uint32)
         picks, qs = [], []
         for i in range(cands.shape[0]):
-            edges = ((self.predecessor_codebook[prev] * proj[i][None]) * succ[i]).sum(axis=-1)  # [K]
-            scores = unary[i] + edges
+            scores = self.scores(unary[i], proj[i], succ[i], prev)  # [K]
             if temp > 0:
                 q = mx.softmax(scores.astype(mx.float32) / temp, axis=-1)
                 qs.append(q)

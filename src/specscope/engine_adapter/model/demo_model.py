@@ -310,7 +310,8 @@ def file_lock(path: Path):
 # -- the tiny trained demo (shipped) -------------------------------------------------------------------
 
 # folder names: the model names shown; "dflash" is the DFlash drafter trained for the hybrid (training/train_dflash.py)
-TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft", "dflash": "tiny-trained-demo-dflash"}
+TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft", "dflash": "tiny-trained-demo-dflash",
+                 "dflash2": "tiny-trained-demo-dflash2"}
 
 
 def trained_demo_path(kind: str = "hybrid") -> Path | None:
