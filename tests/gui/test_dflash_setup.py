@@ -19,7 +19,7 @@ def test_setup_panel_offers_dflash_with_its_folder(window):
 
 
 def test_setup_panel_offers_dflash2_as_dflash_with_a_dflash2_folder(window, tmp_path, monkeypatch):
-    from specscope.engine_adapter.model import demo_model as dm
+    from specscope.engine_adapter.model import shipped as dm
     from specscope.errors import SpecscopeError
     from specscope.profiler.cli.main import main
 

@@ -100,7 +100,7 @@ def test_demo_model_writes_a_random_dflash2_drafter_that_inspect_names(tmp_path,
 
 
 def test_drafter_dflash2_is_dflash_with_a_dflash2_folder_and_refuses_anything_else(tmp_path, monkeypatch):
-    from specscope.engine_adapter.model import demo_model as dm
+    from specscope.engine_adapter.model import shipped as dm
     from specscope.errors import SpecscopeError
     from specscope.profiler.run.config import resolve_drafter_alias
 

@@ -37,9 +37,9 @@ def resolve_drafter_alias(drafter: str, draft_model: str | None, demo: bool) -> 
         return "dflash", draft_model  # a repo id or anything else: the engine reads and checks it
     if not demo:
         raise SpecscopeError("--drafter dflash2 needs --draft-model FOLDER (a DFlash2 drafter), or --demo")
-    from specscope.engine_adapter.model.demo_model import trained_demo_path
+    from specscope.engine_adapter.model import shipped as demo_assets  # no MLX: the app's setup calls this
 
-    shipped = trained_demo_path("dflash2")
+    shipped = demo_assets.trained_demo_path("dflash2")
     if shipped is None:
         raise SpecscopeError("this install ships no trained DFlash2 demo drafter; give one with --draft-model FOLDER")
     return "dflash", str(shipped)
