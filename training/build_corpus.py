@@ -43,9 +43,15 @@ def cjk_share(text: str) -> float:
     return len(_CJK.findall(s)) / max(1, len(s))
 
 
+# Menu paths and menu instructions (LibreOffice's "选择「格式 - 单元格」。"), its pages' debug lines: not prose.
+_MENU = re.compile(r"「[^」]*( - |→|>)[^」]*」|^(选择|选取|打开|单击|点击)「|^(Title is|This page is|Help content)")
+
+
 def zh_prose(text: str, min_chars: int = 12) -> str:
-    """The lines of `text` that are Chinese prose: at least half CJK (by non-space characters), 12+ long."""
-    keep = [ln.strip() for ln in text.splitlines() if len(ln.strip()) >= min_chars and cjk_share(ln) >= 0.5]
+    """The lines of `text` that are Chinese prose: at least half CJK (by non-space characters), 12+ long, not a menu
+    path or menu instruction."""
+    keep = [ln.strip() for ln in text.splitlines()
+            if len(ln.strip()) >= min_chars and cjk_share(ln) >= 0.5 and not _MENU.search(ln.strip())]
     return "\n".join(keep)
 EN_DEBS = ["debian-reference-en", "debian-faq", "manpages"]
 # Byte caps per class keep the three classes about balanced (code would swamp the rest).

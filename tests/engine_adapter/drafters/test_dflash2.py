@@ -358,3 +358,32 @@ def test_components_time_the_forward_and_the_walk_of_a_draft_timed_alone(hybrid,
     plain_dflash = measure_components(hybrid.model, lambda: DFlashDrafter(hybrid, base.model, base.spec), Sampling(),
                                       prompt, plain[:12], 3, reps=1)
     assert "draft_walk_ms" not in plain_dflash and "draft_forward_ms" not in plain_dflash
+
+
+@pytest.mark.slow  # the shipped trained DFlash2 drafter on the trained demo (~20 s)
+def test_the_shipped_trained_dflash2_drafter_fits_the_demo_and_is_accepted(tmp_path):
+    """The DFlash2 drafter trained against the shipped demo (training/train_dflash.py --dflash2, in the package) is in
+    the published format (window at least 2048, so no context in a check wraps it), fits the trained demo, its greedy
+    output equals plain decoding, and the target accepts its walks; a random DFlash2 drafter in the same format is the
+    negative control: hardly ever accepted. Greedy, so the counts are the same every run."""
+    from specscope.engine_adapter.model.demo_model import trained_demo_path
+    from specscope.engine_adapter.model.dflash_format import read_dflash
+    from specscope.engine_adapter.model.loader import load_model
+
+    target_path, shipped = trained_demo_path("hybrid"), trained_demo_path("dflash2")
+    if target_path is None or shipped is None:
+        pytest.skip("this install has no trained demo")
+    spec = read_dflash(shipped)
+    assert spec.variant == "dflash2" and spec.sliding_window >= 2048 and spec.selector_top_k >= 8
+    target = load_model(target_path)
+    build_dflash2_demo(tmp_path / "random", target.checkpoint.text_config, "the trained demo", block_size=spec.block_size,
+                       window=2048, softcap=None)
+    accepted = {}
+    for name, folder in (("trained", shipped), ("random", tmp_path / "random")):
+        accepted[name] = 0
+        for text in ("def total(xs):\n    s = 0\n", "The quick brown fox jumps over the lazy dog.", "春眠不觉晓，"):
+            ids = target.encode(text)
+            ev = list(speculative_generate(target.model, ids, load_dflash_drafter(target, folder), spec.block_size - 1, 32))
+            assert tokens_of(ev) == tokens_of(list(plain_generate(target.model, ids, 32))), (name, text)
+            accepted[name] += sum(r["accepted"] for r in ev[1:])
+    assert accepted["trained"] >= 15 and accepted["random"] <= 2, accepted
