@@ -346,8 +346,8 @@ def test_engine_runs_dflash2_end_to_end(model_dirs, dflash2_dir, prompt, plain):
 
 def test_components_time_the_forward_and_the_walk_of_a_draft_timed_alone(hybrid, prompt, plain, base):
     """The prediction's inputs timed apart keep DFlash2's draft in its parts (forward + top K, then the walk), one
-    sample of each per draft timed alone; a drafter without parts (DFlash) has none."""
-    from specscope.engine_adapter.drafters.dflash import DFlashDrafter
+    sample of each per draft timed alone; a drafter without parts has none."""
+    from specscope.engine_adapter.drafters.drafter import NgramDrafter
     from specscope.engine_adapter.measure.components import measure_components
 
     comp = measure_components(hybrid.model, lambda: DFlash2Drafter(hybrid, base.model, base.spec), Sampling(),
@@ -355,9 +355,8 @@ def test_components_time_the_forward_and_the_walk_of_a_draft_timed_alone(hybrid,
     assert len(comp["draft_forward_ms"]) == len(comp["draft_walk_ms"]) == len(comp["draft_alone_ms"]) == 1
     assert all(x > 0 for x in comp["draft_forward_ms"] + comp["draft_walk_ms"])
     assert comp["draft_forward_ms"][0] + comp["draft_walk_ms"][0] <= comp["draft_alone_ms"][0]
-    plain_dflash = measure_components(hybrid.model, lambda: DFlashDrafter(hybrid, base.model, base.spec), Sampling(),
-                                      prompt, plain[:12], 3, reps=1)
-    assert "draft_walk_ms" not in plain_dflash and "draft_forward_ms" not in plain_dflash
+    no_parts = measure_components(hybrid.model, NgramDrafter, Sampling(), prompt, plain[:12], 3, reps=1)
+    assert "draft_walk_ms" not in no_parts and "draft_forward_ms" not in no_parts
 
 
 @pytest.mark.slow  # the shipped trained DFlash2 drafter on the trained demo (~20 s)
