@@ -78,7 +78,7 @@ def main():
             k = ks[name]
             ev = list(speculative_generate(target.model, prompt, make(), k, a.max_tokens))
             assert tokens_of(ev) == toks, (c["id"], name)  # greedy speculative output equals plain
-            rs = [r.accepted for r in ev[1:] if hasattr(r, "accepted") and len(r.drafted) == k]
+            rs = [r["accepted"] for r in ev[1:] if len(r["drafted"]) == k]
             rounds.setdefault(name, {}).setdefault(c.get("content_class", c.get("category")), []).extend(rs)
         print(c["id"], f"cjk {frac:.0%}", repr(text[:80]), flush=True)
     out = {name: {cat: acceptance_from_rounds(rs, ks[name]) for cat, rs in by.items()} for name, by in rounds.items()}

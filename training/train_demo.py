@@ -24,7 +24,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
-from mlx.utils import tree_flatten, tree_map
+from mlx.utils import tree_flatten
 
 DOC_SEP = "<|doc|>"
 EOS = "<|endoftext|>"
@@ -297,7 +297,6 @@ def export(bundle: Bundle, out: Path, tok_dir: Path, meta: dict, group_size: int
         for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             shutil.copy(tok_dir / f, d / f)
     # MTP tensors first (float, original naming), before the trunk is quantized in place.
-    text = bundle.config["text_config"]
     mtp = {}
     for k, v in tree_flatten(bundle.mtp.parameters()):
         if ".switch_mlp." in k:
@@ -511,7 +510,6 @@ def main():
         return l1 + l2 + l3, (l1, l2, l3)
 
     loss_and_grad = nn.value_and_grad(bundle, loss_fn)
-    state = [bundle.state, opt.state, mx.random.state]
 
     skipped = []
 
