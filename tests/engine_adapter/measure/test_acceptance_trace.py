@@ -52,8 +52,8 @@ def test_walking_the_trace_gives_the_real_runs_accepted_counts(hybrid, draft, co
     assert len(tr["A"]) == len(plain) - 1
     assert tr["target_agrees"] == 1.0 and not tr["estimate"] and tr["drafter"] == name
     assert tr["cost_ms"]["total_ms"] > 0
-    if name != "ngram":  # a trained drafter: the trace is not all misses (the demo retrained on Chinese prose: its
-        assert max(tr["A"]) >= 1, tr["A"]  # MTP head agrees with this prompt one token at a time)
+    if name != "ngram":  # a trained drafter: the trace is not all misses
+        assert max(tr["A"]) >= 2, tr["A"]
     check_trace(tr)
     for k in range(1, K_MAX + 1):
         recs = list(speculative_generate(hybrid.model, code_prompt, make(), k, N, round_kinds="instrumented"))[1:]
