@@ -41,6 +41,6 @@ def test_the_content_classes_are_one_table():
 
 def test_the_apps_drafter_menu_offers_every_drafter_the_run_takes():
     from specscope.gui.setup_panel import DRAFTERS as MENU
-    from specscope.profiler.run.config import DRAFTERS
+    from specscope.profiler.run.config import DRAFTER_ALIASES, DRAFTERS
 
-    assert tuple(name for name, _ in MENU) == DRAFTERS
+    assert tuple(name for name, _ in MENU) == DRAFTERS + DRAFTER_ALIASES

@@ -70,6 +70,8 @@ def test_wheel_ships_the_trained_demo_small(wheel):
     assert "tiny-trained-demo/model-mtp.safetensors" in names
     # the DFlash drafter trained for it (no tokenizer of its own: it reads the target's)
     assert {"tiny-trained-demo-dflash/config.json", "tiny-trained-demo-dflash/model.safetensors"} <= names, names
+    # and the DFlash2 drafter (published DFlash2 format: convolutions, candidate selector)
+    assert {"tiny-trained-demo-dflash2/config.json", "tiny-trained-demo-dflash2/model.safetensors"} <= names, names
     assert sum(i.file_size for i in demo) <= 12.5 * 2**20
     assert sum(i.compress_size for i in demo) <= 12 * 2**20
 

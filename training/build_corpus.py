@@ -1,9 +1,15 @@
 """Build the demo's training corpus from offline sources (Debian packages + Python's stdlib).
 
 Usage (not run in CI):
-    apt-get download fortunes-zh manpages-zh debian-reference-zh-cn debian-faq-zh-cn \
-        debian-reference-en debian-faq manpages          # into DEBS
+    apt-get download fortunes-zh debian-reference-zh-cn debian-faq-zh-cn maint-guide-zh-cn \
+        debian-edu-doc-zh-cn libreoffice-help-zh-cn debian-reference-en debian-faq manpages   # into DEBS
+    npm pack chinese-poetry@2.0.1                                                            # into DEBS too
     python training/build_corpus.py --debs DEBS --stdlib /path/to/python3.11 -o CORPUS_DIR
+
+The Chinese class is prose: Debian's translated manuals and FAQ, LibreOffice's Chinese help, fortunes-zh's
+sayings, and a small classical share (chinese-poetry: the Analects and Youmengying). Of the HTML sources only
+lines that are mostly CJK and sentence-length are kept (menus, option lists, commands and untranslated English
+are dropped); manpages-zh (option lists) and gimp-help-zh-cn (mostly untranslated English) are not used.
 
 Writes CORPUS_DIR/{code,en,zh}.txt: documents separated by a line holding only <|doc|>.
 Every step is deterministic (sorted file lists, no sampling), so the same package versions
@@ -16,15 +22,37 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import html
 import re
+import json
 import subprocess
+import tarfile
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 DOC_SEP = "<|doc|>"
-ZH_DEBS = ["fortunes-zh", "manpages-zh", "debian-reference-zh-cn", "debian-faq-zh-cn"]
+ZH_DEBS = ["fortunes-zh", "debian-reference-zh-cn", "debian-faq-zh-cn", "maint-guide-zh-cn", "debian-edu-doc-zh-cn", "libreoffice-help-zh-cn"]
+ZH_NPM = "chinese-poetry-2.0.1.tgz"
+# The classical share (chinese-poetry) and fortunes-zh are capped so modern prose stays the majority.
+SOURCE_CAPS = {"fortunes-zh": 1_000_000, "chinese-poetry": 200_000}
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def cjk_share(text: str) -> float:
+    s = "".join(text.split())
+    return len(_CJK.findall(s)) / max(1, len(s))
+
+
+# Menu paths and menu instructions (LibreOffice's "选择「格式 - 单元格」。"), its pages' debug lines: not prose.
+_MENU = re.compile(r"「[^」]*( - |→|>)[^」]*」|^(选择|选取|打开|单击|点击)「|^(Title is|This page is|Help content)")
+
+
+def zh_prose(text: str, min_chars: int = 12) -> str:
+    """The lines of `text` that are Chinese prose: at least half CJK (by non-space characters), 12+ long, not a menu
+    path or menu instruction."""
+    keep = [ln.strip() for ln in text.splitlines()
+            if len(ln.strip()) >= min_chars and cjk_share(ln) >= 0.5 and not _MENU.search(ln.strip())]
+    return "\n".join(keep)
 EN_DEBS = ["debian-reference-en", "debian-faq", "manpages"]
 # Byte caps per class keep the three classes about balanced (code would swamp the rest).
 CAPS = {"code": 4_000_000, "en": 4_000_000, "zh": 4_000_000}
@@ -119,19 +147,33 @@ def zh_docs(debs: Path, work: Path):
     for f in sorted((root / "usr/share/games/fortunes").glob("*.u8")):
         text = re.sub(r"\x1b\[[0-9;]*m", "", f.read_text(encoding="utf-8", errors="replace"))
         for doc in text.split("\n%\n"):
-            if doc.strip():
+            if doc.strip() and cjk_share(doc) >= 0.5:
                 yield "fortunes-zh", doc.strip()
-    root = extract(debs, "manpages-zh", work)
-    for f in sorted((root / "usr/share/man/zh_CN").rglob("*.gz")):
-        t = roff_text(gzip.decompress(f.read_bytes()).decode("utf-8", errors="replace"))
-        if t:
-            yield "manpages-zh", t
-    root = extract(debs, "debian-reference-zh-cn", work)
-    for f in sorted(root.rglob("*.zh-cn.html")):
-        yield "debian-reference-zh-cn", html_text(f.read_text(encoding="utf-8"))
-    root = extract(debs, "debian-faq-zh-cn", work)
-    for f in sorted(root.rglob("*.zh-cn.html")):
-        yield "debian-faq-zh-cn", html_text(f.read_text(encoding="utf-8"))
+    html_sources = (
+        ("debian-reference-zh-cn", "*.zh-cn.html"),
+        ("debian-faq-zh-cn", "*.zh-cn.html"),
+        ("maint-guide-zh-cn", "*.zh-cn.html"),
+        ("debian-edu-doc-zh-cn", "debian-edu-bookworm-manual.html"),
+        ("libreoffice-help-zh-cn", "*.html"),
+    )
+    for name, pattern in html_sources:
+        root = extract(debs, name, work)
+        for f in sorted(root.rglob(pattern)):
+            t = zh_prose(html_text(f.read_text(encoding="utf-8", errors="replace")))
+            if len(t) >= 40:
+                yield name, t
+    yield from poetry_docs(debs / ZH_NPM)
+
+
+def poetry_docs(tgz: Path):
+    """npm's chinese-poetry (MIT): the Analects (lunyu) by chapter and Youmengying's sayings, simplified script."""
+    with tarfile.open(tgz) as tar:
+        lunyu = json.load(tar.extractfile("package/dist/lunyu/lunyu.json"))
+        ymy = json.load(tar.extractfile("package/dist/youmengying/youmengying.json"))
+    for ch in lunyu:
+        yield "chinese-poetry", ch["chapter"] + "\n" + "\n".join(ch["paragraphs"])
+    for i in range(0, len(ymy), 10):
+        yield "chinese-poetry", "\n".join(e["content"] for e in ymy[i : i + 10])
 
 
 def en_docs(debs: Path, work: Path):
@@ -177,12 +219,15 @@ def main():
             names = list(by_src)
             i = 0
             while total < CAPS[cls] and any(queues):
-                q = queues[i % len(queues)]
+                q, name = queues[i % len(queues)], names[i % len(queues)]
                 if q:
                     d = q.pop(0)
-                    chosen.append(d)
-                    total += len(d.encode())
-                    per_source[names[i % len(queues)]] = per_source.get(names[i % len(queues)], 0) + len(d.encode())
+                    if per_source.get(name, 0) >= SOURCE_CAPS.get(name, CAPS[cls]):
+                        q.clear()
+                    else:
+                        chosen.append(d)
+                        total += len(d.encode())
+                        per_source[name] = per_source.get(name, 0) + len(d.encode())
                 i += 1
             (a.out / f"{cls}.txt").write_text(f"\n{DOC_SEP}\n".join(chosen) + "\n", encoding="utf-8")
             print(cls, len(chosen), "docs", total, "bytes", per_source)

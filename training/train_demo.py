@@ -5,6 +5,9 @@ Not run in CI. Reproduce (about an hour on 2 CPU cores; see training/README.md):
     python training/build_corpus.py --debs DEBS --stdlib PYTHON_STDLIB -o CORPUS
     nice -n 15 python training/train_demo.py --corpus CORPUS --out OUT --steps N
     python training/train_demo.py --corpus CORPUS --out OUT --export-only   # re-quantize / re-export
+    # continue from the shipped demo (its tokenizer kept; its 4-bit weights dequantized):
+    python training/train_demo.py --corpus CORPUS --out OUT --tokenizer SHIPPED --init-export SHIPPED \
+        --init-export-draft SHIPPED-draft --minutes 40
 
 Seeds, hyperparameters and the time it took are written to OUT/training_log.json.
 """
@@ -21,7 +24,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
-from mlx.utils import tree_flatten, tree_map
+from mlx.utils import tree_flatten
 
 DOC_SEP = "<|doc|>"
 EOS = "<|endoftext|>"
@@ -294,7 +297,6 @@ def export(bundle: Bundle, out: Path, tok_dir: Path, meta: dict, group_size: int
         for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             shutil.copy(tok_dir / f, d / f)
     # MTP tensors first (float, original naming), before the trunk is quantized in place.
-    text = bundle.config["text_config"]
     mtp = {}
     for k, v in tree_flatten(bundle.mtp.parameters()):
         if ".switch_mlp." in k:
@@ -329,7 +331,80 @@ def export(bundle: Bundle, out: Path, tok_dir: Path, meta: dict, group_size: int
     (draft_dir / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}, indent=2))
 
 
+def _quant_params(config: dict, path: str) -> tuple[int, int]:
+    q = config.get("quantization") or {}
+    own = q.get(path)
+    if isinstance(own, dict):
+        return own["group_size"], own["bits"]
+    return q["group_size"], q["bits"]
+
+
+def _dequantized(folder: Path, prefix_drop: str = "") -> dict[str, mx.array]:
+    """A 4-bit export's tensors as floats: every `X.weight` with `X.scales` is mx.dequantize'd with X's
+    group size and bits from config.json (the inverse of mlx-lm's quantize_model on the same module)."""
+    config = json.loads((folder / "config.json").read_text())
+    raw: dict[str, mx.array] = {}
+    for f in sorted(folder.glob("model*.safetensors")):
+        if f.name == "model-mtp.safetensors":
+            continue
+        raw.update(mx.load(str(f)))
+    out = {}
+    for k, v in raw.items():
+        if k.endswith((".scales", ".biases")) and k.rsplit(".", 1)[0] + ".weight" in raw and (k.rsplit(".", 1)[0] + ".scales") in raw:
+            continue
+        if k.endswith(".weight") and k[: -len(".weight")] + ".scales" in raw:
+            base = k[: -len(".weight")]
+            gs, bits = _quant_params(config, base)
+            v = mx.dequantize(v, raw[base + ".scales"], raw[base + ".biases"], group_size=gs, bits=bits)
+        out[k] = v.astype(mx.float32)
+    return out
+
+
+def bundle_weights_from_export(target: Path, draft: Path) -> list[tuple[str, mx.array]]:
+    """The float bundle (trunk, MTP head, draft model) from a shipped export: the inverse of `export`.
+
+    Trunk and draft: their 4-bit tensors dequantized. MTP head: `model-mtp.safetensors` (bf16, original
+    naming) mapped back: experts stacked into switch_mlp, 1+w norms back to w."""
+    weights = [(f"trunk.{k}", v) for k, v in _dequantized(target).items()]
+    weights += [(f"draft.{k}", v) for k, v in _dequantized(draft).items()]
+    mtp_raw = mx.load(str(target / "model-mtp.safetensors"))
+    experts: dict[tuple[str, str], dict[int, mx.array]] = {}
+    for k, v in mtp_raw.items():
+        k = k[len("mtp."):]
+        v = v.astype(mx.float32)
+        if ".experts." in k:
+            pre, rest = k.split(".experts.")
+            e, proj, _ = rest.split(".")
+            experts.setdefault((pre, proj), {})[int(e)] = v
+            continue
+        if v.ndim == 1 and "norm" in k.split(".")[-2]:
+            v = v + 1.0
+        weights.append((f"mtp.{k}", v))
+    for (pre, proj), by_e in sorted(experts.items()):
+        weights.append((f"mtp.{pre}.switch_mlp.{proj}.weight", mx.stack([by_e[e] for e in sorted(by_e)])))
+    return weights
+
+
 # ---------------------------------------------------------------- main
+
+
+def check_roundtrip(target: Path, draft: Path, size: str) -> None:
+    """The dequantized bundle against mlx_lm.load of the export: trunk and draft logits on corpus-like text."""
+    from mlx_lm import load
+
+    bundle = Bundle(SIZES[size], VOCAB)
+    bundle.load_weights(bundle_weights_from_export(target, draft))
+    bundle.eval()
+    ids = mx.array([[(i * 37 + 11) % VOCAB for i in range(96)]])
+    for name, folder, ours in (("trunk", target, bundle.trunk), ("draft", draft, bundle.draft)):
+        ref, _ = load(str(folder))
+        a, b = ours(ids).astype(mx.float32), ref(ids).astype(mx.float32)
+        d = float(mx.abs(a - b).max())
+        agree = float((mx.argmax(a, -1) == mx.argmax(b, -1)).mean())
+        print(f"{name}: max |logit diff| {d:.2e} (logit scale {float(mx.abs(b).max()):.1f}), argmax agreement {agree:.3f}", flush=True)
+        if not agree == 1.0 or d > 1e-2:
+            raise SystemExit(f"{name}: the dequantized bundle does not reproduce the export")
+    print("round trip ok", flush=True)
 
 
 def main():
@@ -349,7 +424,15 @@ def main():
     ap.add_argument("--export-only", action="store_true", help="export OUT/bundle.safetensors again")
     ap.add_argument("--init", type=Path, help="start from these weights (a bundle.safetensors) instead of the seeded init")
     ap.add_argument("--minutes", type=float, default=0, help="train for this long (cosine over time), not --steps")
+    ap.add_argument("--tokenizer", type=Path, help="reuse this folder's tokenizer (tokenizer.json, ...) instead of training one")
+    ap.add_argument("--init-export", type=Path, help="start from an exported target folder (4-bit, dequantized) ...")
+    ap.add_argument("--init-export-draft", type=Path, help="... and its draft model's folder")
+    ap.add_argument("--check-export-roundtrip", action="store_true", help="compare the dequantized bundle's logits with mlx_lm.load of --init-export, then stop")
     a = ap.parse_args()
+    if bool(a.init_export) != bool(a.init_export_draft):
+        ap.error("--init-export and --init-export-draft go together")
+    if a.init and a.init_export:
+        ap.error("--init and --init-export are exclusive")
 
     import chunked_gdn
 
@@ -367,8 +450,23 @@ def main():
         export(bundle, a.out / "export", tok_dir, meta, group_size=a.group_size)
         print("exported", a.out / "export", flush=True)
         return
+    if a.check_export_roundtrip:
+        check_roundtrip(a.init_export, a.init_export_draft, a.size)
+        return
     t0 = time.time()
-    tok = train_tokenizer(a.corpus, tok_dir, VOCAB)
+    if a.tokenizer:
+        import shutil
+
+        from tokenizers import Tokenizer
+
+        tok_dir.mkdir(parents=True, exist_ok=True)
+        for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(a.tokenizer / f, tok_dir / f)
+        tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+        if tok.get_vocab_size() != VOCAB:
+            raise SystemExit(f"--tokenizer {a.tokenizer}: vocabulary {tok.get_vocab_size()}, the demo's is {VOCAB}")
+    else:
+        tok = train_tokenizer(a.corpus, tok_dir, VOCAB)
     grams, suite_ids = suite_grams(tok)
     docs_by_class, dropped = {}, {}
     for c in CLASSES:
@@ -387,6 +485,8 @@ def main():
     init_weights(bundle, SEED)
     if a.init:  # continue from an earlier run's weights (a fresh optimizer and schedule)
         bundle.load_weights(str(a.init))
+    if a.init_export:  # continue from a shipped export (dequantized), strict: every tensor named
+        bundle.load_weights(bundle_weights_from_export(a.init_export, a.init_export_draft))
     bundle.trunk.train()
     n = {"trunk": count(bundle.trunk), "mtp": count(bundle.mtp), "draft": count(bundle.draft)}
     print("params", n, flush=True)
@@ -410,7 +510,6 @@ def main():
         return l1 + l2 + l3, (l1, l2, l3)
 
     loss_and_grad = nn.value_and_grad(bundle, loss_fn)
-    state = [bundle.state, opt.state, mx.random.state]
 
     skipped = []
 
@@ -472,7 +571,8 @@ def main():
         return
     meta = {
         "size": a.size, "seed": SEED, "steps": steps, "batch": a.batch, "seq": a.seq, "lr": a.lr, "warmup": a.warmup, "minutes": a.minutes, "skipped_steps": skipped,
-        "init": str(a.init) if a.init else None,
+        "init": str(a.init) if a.init else (f"export {a.init_export} + {a.init_export_draft}" if a.init_export else None),
+        "tokenizer": str(a.tokenizer) if a.tokenizer else "trained on the corpus",
         "vocab": VOCAB, "train_seconds": round(el), "params": n,
     }
     (a.out / "training_log.json").write_text(json.dumps({**meta, "curve": curve}, indent=1))

@@ -42,13 +42,13 @@ from train_demo import CLASSES, SEED, clean_docs, read_docs, split_streams, suit
 GAMMA = 7.0  # the paper's loss decay for block 16
 
 
-def load_target():
+def load_target(folder: Path | None = None):
     from tokenizers import Tokenizer
 
     from specscope.engine_adapter.model.demo_model import trained_demo_path
     from specscope.engine_adapter.model.loader import load_model
 
-    path = trained_demo_path("hybrid")
+    path = folder or trained_demo_path("hybrid")
     if path is None:
         raise SystemExit("this install has no trained demo")
     target = load_model(path)
@@ -116,8 +116,17 @@ def generate(target, cap: Capture, layer_ids, prompts: np.ndarray, n_new: int) -
     return np.concatenate(out, axis=1).astype(np.int32), feats
 
 
-def block_loss(drafter, embed, head, feats, seqs, anchors, block: int, mask_id: int, weights):
-    """The drafter's loss over ``anchors`` ([B, A]) of each sequence; every block a batch row of its own."""
+def block_loss(drafter, embed, head, feats, seqs, anchors, block: int, mask_id: int, weights, selector_weight: float = 1.0):
+    """The drafter's loss over ``anchors`` ([B, A]) of each sequence; every block a batch row of its own.
+
+    A DFlash2 drafter (``dflash2_model.DFlash2Model``) runs its layers' convolutions around attention and MLP
+    (``DynamicConv.prepare``/``finish``, the inference code), its sliding window over the context, its logits
+    (``DFlash2Model.logits``), and adds the candidate selector's loss, teacher-forced: at block position i the
+    candidates are the drafter's top K (``CandidateSelector.candidates``), scored after the TRUE previous token
+    (``CandidateSelector.scores``, what the walk computes); q = softmax over the K scores; the loss is the CE of the
+    true token under q where it is among the candidates. Greedy acceptance (up to the first miss) is then the walk's:
+    while the picks are right, the walk's previous pick is the true token."""
+    dflash2 = hasattr(drafter, "candidate_selector")
     Bs, T, _ = feats.shape
     A = anchors.shape[1]
     rows = mx.repeat(mx.arange(Bs), A)  # which sequence each block belongs to
@@ -128,11 +137,17 @@ def block_loss(drafter, embed, head, feats, seqs, anchors, block: int, mask_id: 
     labels = seqs[rows[:, None], mx.minimum(pos, T - 1)]
     ctx = drafter.hidden_norm(drafter.fc(feats))  # [Bs, T, H]
     h = embed(toks.astype(mx.uint32))  # [R, block, H]
-    allowed = mx.concatenate([mx.arange(T)[None] < n[:, None], mx.ones((R, block), dtype=mx.bool_)], axis=1)
+    allowed_ctx = mx.arange(T)[None] < n[:, None]  # [R, T]
+    allowed = mx.concatenate([allowed_ctx, mx.ones((R, block), dtype=mx.bool_)], axis=1)
     bias = mx.where(allowed, 0.0, -1e9)[:, None, None, :]  # [R, 1, 1, T + block]
-    for layer in drafter.layers:
-        att = layer.self_attn
-        x = layer.input_layernorm(h)
+
+    def attend(att, x):
+        b = bias
+        if getattr(att, "window", None) is not None:  # query n+i reads context keys within W − 1 of it
+            key = mx.arange(T)[None, None]
+            qpos = pos[:, :, None]
+            win = mx.concatenate([allowed_ctx[:, None] & (qpos - key < att.window), mx.ones((R, block, block), dtype=mx.bool_)], axis=2)
+            b = mx.where(win, 0.0, -1e9)[:, None]  # [R, 1, block, T + block]
         q = att.q_norm(att.q_proj(x).reshape(R, block, att.n_heads, -1)).transpose(0, 2, 1, 3)
         q = att.rope(q, offset=n)
         bk, bv = att._kv(x, n)
@@ -142,17 +157,43 @@ def block_loss(drafter, embed, head, feats, seqs, anchors, block: int, mask_id: 
         rep = att.n_heads // att.n_kv
         if rep > 1:
             keys, values = mx.repeat(keys, rep, axis=1), mx.repeat(values, rep, axis=1)
-        s = (q * att.scale) @ keys.transpose(0, 1, 3, 2) + bias
-        o = mx.softmax(s, axis=-1, precise=True) @ values
-        h = h + att.o_proj(o.transpose(0, 2, 1, 3).reshape(R, block, -1))
-        h = h + layer.mlp(layer.post_attention_layernorm(h))
-    logits = head(drafter.norm(h)[:, 1:])  # [R, block-1, V]
+        sc = (q * att.scale) @ keys.transpose(0, 1, 3, 2) + b
+        o = mx.softmax(sc, axis=-1, precise=True) @ values
+        return att.o_proj(o.transpose(0, 2, 1, 3).reshape(R, block, -1))
+
+    for layer in drafter.layers:
+        if dflash2:
+            u, dyn = layer.attention_conv.prepare(layer.input_layernorm(h))
+            h = h + layer.attention_conv.finish(attend(layer.self_attn, u), dyn)
+            u, dyn = layer.mlp_conv.prepare(layer.post_attention_layernorm(h))
+            h = h + layer.mlp_conv.finish(layer.mlp(u), dyn)
+        else:
+            h = h + attend(layer.self_attn, layer.input_layernorm(h))
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+    hn = drafter.norm(h)[:, 1:]
+    logits = head(hn)  # [R, block-1, V]
+    if dflash2:
+        logits = drafter.logits(logits)
     ce = nn.losses.cross_entropy(logits, labels[:, 1:], reduction="none")
     valid = (pos[:, 1:] < T).astype(mx.float32) * weights[None]
-    hit = ((mx.argmax(logits, axis=-1) == labels[:, 1:]) & (pos[:, 1:] < T)).astype(mx.float32)
+    loss = (ce * valid).sum() / valid.sum()
+    if dflash2:
+        sel = drafter.candidate_selector
+        cands, unary, proj, succ = sel.candidates(hn, logits)  # [R, block-1, K], ..., [R, block-1, K, rank]
+        scores = sel.scores(unary, proj, succ, labels[:, :-1].astype(mx.uint32))  # after the true previous token
+        truth = labels[:, 1:]
+        is_true = cands == truth[..., None]
+        in_c = is_true.any(axis=-1).astype(mx.float32)
+        sel_ce = mx.logsumexp(scores, axis=-1) - (scores * is_true).sum(axis=-1)
+        sv = valid * in_c
+        loss = loss + selector_weight * (sel_ce * sv).sum() / mx.maximum(sv.sum(), 1.0)
+        pick = mx.take_along_axis(cands, mx.argmax(scores, axis=-1)[..., None], axis=-1)[..., 0]
+        hit = ((pick == truth) & (pos[:, 1:] < T)).astype(mx.float32)
+    else:
+        hit = ((mx.argmax(logits, axis=-1) == labels[:, 1:]) & (pos[:, 1:] < T)).astype(mx.float32)
     # accepted length under greedy: drafts up to the first miss
     accepted = mx.cumprod(hit, axis=1).sum(axis=1).reshape(Bs, A).mean(axis=1)  # [Bs]
-    return (ce * valid).sum() / valid.sum(), accepted
+    return loss, accepted
 
 
 def main():
@@ -169,6 +210,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--minutes", type=float, default=30.0, help="train this long (cosine over elapsed time)")
     ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--target", type=Path, help="the frozen target's folder (default: the shipped trained demo)")
+    ap.add_argument("--init", type=Path, help="start from this drafter folder (DFlash; for --dflash2 a DFlash folder is "
+                    "made a DFlash2 one as tools/dflash2_parity.py --from-dflash does: identity convolutions, a small "
+                    "random selector)")
+    ap.add_argument("--data", type=Path, help="the generated continuations and features: read if the file exists, "
+                    "else written after generating (so the DFlash and DFlash2 runs share one generation)")
+    ap.add_argument("--dflash2", action="store_true", help="train a DFlash2 drafter (convolutions, sliding window, "
+                    "candidate selector) and export it in the published DFlash2 format")
+    ap.add_argument("--window", type=int, default=2048, help="DFlash2: the sliding window (longer than any context "
+                    "a check uses: the reference mis-masks after its window wraps)")
+    ap.add_argument("--top-k", type=int, default=8, help="DFlash2: the selector's candidates a position")
+    ap.add_argument("--selector-weight", type=float, default=1.0, help="DFlash2: the selector loss's weight")
     a = ap.parse_args()
 
     from specscope.engine_adapter.model.dflash_demo import dflash_config, spec_of_config
@@ -180,9 +233,14 @@ def main():
     rng = np.random.default_rng(SEED)
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    target, tok = load_target()
+    target, tok = load_target(a.target)
     text = target.checkpoint.text_config
-    config = dflash_config(text, int(text["num_hidden_layers"]))
+    if a.dflash2:
+        from specscope.engine_adapter.model.dflash2_demo import dflash2_config
+
+        config = dflash2_config(text, int(text["num_hidden_layers"]), window=a.window, softcap=None, top_k=a.top_k)
+    else:
+        config = dflash_config(text, int(text["num_hidden_layers"]))
     dc = config["dflash_config"]
     layer_ids, block, mask_id = dc["target_layer_ids"], dc["block_size"], dc["mask_token_id"]
     print("drafter config", {k: config[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -213,20 +271,43 @@ def main():
         return np.concatenate(seqs), mx.concatenate(feats)
 
     t_gen = time.time()
-    val_seqs, val_feats = make_data(val, 3 * 64, np.random.default_rng(7))
-    tr_seqs, tr_feats = make_data(train, a.sequences, rng)
-    gen_s = time.time() - t_gen
+    if a.data and a.data.exists():
+        d = mx.load(str(a.data))
+        val_seqs, val_feats = np.array(d["val_seqs"]), d["val_feats"]
+        tr_seqs, tr_feats = np.array(d["train_seqs"]), d["train_feats"]
+        gen_s = float(d["generate_seconds"].item())
+        if len(tr_seqs) != a.sequences or tr_seqs.shape[1] != T:
+            raise SystemExit(f"--data {a.data}: {tr_seqs.shape} sequences, not {a.sequences} of {T} tokens")
+        print(f"data read from {a.data} (generated in {gen_s:.0f}s)", flush=True)
+    else:
+        val_seqs, val_feats = make_data(val, 3 * 64, np.random.default_rng(7))
+        tr_seqs, tr_feats = make_data(train, a.sequences, rng)
+        gen_s = time.time() - t_gen
+        if a.data:
+            tmp = a.data.with_suffix(".tmp.safetensors")
+            mx.save_safetensors(str(tmp), {"val_seqs": mx.array(val_seqs), "val_feats": val_feats, "train_seqs": mx.array(tr_seqs),
+                                           "train_feats": tr_feats, "generate_seconds": mx.array(gen_s)})
+            tmp.replace(a.data)
     print(f"data: {len(tr_seqs)} train, {len(val_seqs)} val sequences of {T} tokens, {gen_s:.0f}s", flush=True)
 
-    drafter = DFlashModel(spec_of_config(config, a.out))
+    if a.dflash2:
+        from specscope.engine_adapter.drafters.dflash2_model import DFlash2Model
+        from specscope.engine_adapter.model.dflash2_format import as_dflash2
+
+        drafter = DFlash2Model(as_dflash2(spec_of_config(config, a.out), "the DFlash2 drafter being trained"))
+    else:
+        drafter = DFlashModel(spec_of_config(config, a.out))
     init(drafter, SEED)
+    if a.init:
+        drafter.load_weights(init_weights(a.init, a.out, a.dflash2), strict=True)
+        mx.eval(drafter.parameters())
     parts = trunk_parts(target.model)
     embed, head = parts["embed"], parts["head"]
     weights = mx.exp(-mx.arange(block - 1, dtype=mx.float32) / GAMMA)
     opt = optim.AdamW(learning_rate=a.lr, weight_decay=0.01)
 
     def loss_fn(model, f, s, anc):
-        return block_loss(model, embed, head, f, s, anc, block, mask_id, weights)
+        return block_loss(model, embed, head, f, s, anc, block, mask_id, weights, a.selector_weight)
 
     loss_and_grad = nn.value_and_grad(drafter, lambda m, f, s, anc: loss_fn(m, f, s, anc)[0])
 
@@ -274,9 +355,10 @@ def main():
     export = a.out / "export"
     export.mkdir(parents=True, exist_ok=True)
     config["specscope_demo"] = {
-        "kind": "dflash-trained", "target": target.path.name, "seed": SEED, "format_version": 1,
-        "target_released_layers": int(text["num_hidden_layers"]),
-        "training": "training/train_dflash.py: the target's own greedy continuations of corpus prompts",
+        "kind": "dflash2-trained" if a.dflash2 else "dflash-trained", "target": "tiny-trained-demo", "seed": SEED,
+        "format_version": 1, "target_released_layers": int(text["num_hidden_layers"]),
+        "training": "training/train_dflash.py" + (" --dflash2" if a.dflash2 else "")
+        + ": the target's own greedy continuations of corpus prompts",
     }
     (export / "config.json").write_text(json.dumps(config, indent=2))
     flat = {k: v.astype(mx.bfloat16) for k, v in tree_flatten(drafter.parameters())}
@@ -285,10 +367,33 @@ def main():
     log = {"seed": SEED, "gamma": GAMMA, "block": block, "target_layer_ids": layer_ids, "prompt_len": a.prompt_len,
            "new_tokens": a.new_tokens, "sequences": len(tr_seqs), "val_sequences": len(val_seqs), "batch": a.batch,
            "anchors": a.anchors, "lr": a.lr, "warmup": a.warmup, "minutes": a.minutes, "steps": it,
+           "kind": "dflash2" if a.dflash2 else "dflash", "init": str(a.init) if a.init else None,
+           "target": str(a.target) if a.target else "shipped tiny-trained-demo",
+           **({"window": a.window, "top_k": a.top_k, "selector_rank": config["dflash_config"]["selector_rank"],
+               "selector_weight": a.selector_weight} if a.dflash2 else {}),
            "generate_seconds": round(gen_s), "train_seconds": round(train_s),
            "params": sum(v.size for _, v in tree_flatten(drafter.parameters())), "curve": curve}
     (a.out / "training_log.json").write_text(json.dumps(log, indent=1))
     print(f"done {it} steps in {train_s:.0f}s; exported {export}", flush=True)
+
+
+def init_weights(folder: Path, work: Path, dflash2: bool) -> list[tuple[str, mx.array]]:
+    """A drafter folder's weights in float32; for a DFlash2 drafter from a DFlash folder, the tensors
+    ``tools/dflash2_parity.py``'s ``dflash2_from_dflash`` adds (identity convolutions, zero dynamic kernels, a random
+    selector of ~0.3-logit edges), taken from the folder it writes."""
+    c = json.loads((folder / "config.json").read_text())
+    if dflash2 and c.get("architectures") != ["DFlash2DraftModel"]:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+        from dflash2_parity import dflash2_from_dflash
+
+        out = work / "init-from-dflash"
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        folder = dflash2_from_dflash(folder, out, seed=SEED)
+    w = {k: v for f in sorted(folder.glob("*.safetensors")) for k, v in mx.load(str(f)).items()}
+    return [(k, v.astype(mx.float32)) for k, v in sorted(w.items())]
 
 
 def init(drafter, seed: int):

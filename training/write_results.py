@@ -9,7 +9,6 @@ TRAIN_LOG: the training logs (stdout of train_demo.py), for the validation curve
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 

@@ -160,6 +160,8 @@ class Components(TypedDict, total=False):
     draft_ms: list[float]
     round_ms: list[float]
     draft_alone_ms: list[float]
+    draft_forward_ms: list[float]     # a draft timed alone, in parts, where the drafter has them (DFlash2's forward
+    draft_walk_ms: list[float]        # + top-K, and the selector's walk)
     draft_method: str                 # "in_round": a round less the verify before it
     round_drafts_agree: float | None  # share of timed rounds whose draft equals drafting alone from the prefix
     rollback_ms: dict[str, list[float]]  # accepted count -> times

@@ -18,6 +18,31 @@ def test_setup_panel_offers_dflash_with_its_folder(window):
     assert not s._drafter_form.isRowVisible(s.draft_row) and s.config().draft_model is None
 
 
+def test_setup_panel_offers_dflash2_as_dflash_with_a_dflash2_folder(window, tmp_path, monkeypatch):
+    from specscope.engine_adapter.model import shipped as dm
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.cli.main import main
+
+    assert main(["demo-model", str(tmp_path / "d2"), "--dflash2", "--random", "--block-size", "4"]) == 0
+    s = window.setup
+    s.set_model(DEMO)
+    s.set_drafter("dflash2")
+    assert s.drafter.currentData() == "dflash2" and s._drafter_form.isRowVisible(s.draft_row)
+    assert s._drafter_form.labelForField(s.draft_row).text() == "DFlash2 folder"
+    monkeypatch.setattr(dm, "trained_demo_path", lambda kind="hybrid": tmp_path / "d2" if kind == "dflash2" else None)
+    cfg = s.config()  # the demo's own DFlash2 drafter where none is given; the run records dflash
+    assert (cfg.drafter, cfg.draft_model) == ("dflash", str(tmp_path / "d2"))
+    assert preflight_config(DEMO, "dflash2", None).drafter == "dflash"
+    monkeypatch.setattr(dm, "trained_demo_path", lambda kind="hybrid": None)
+    try:
+        s.config()
+    except SpecscopeError as exc:
+        assert "ships no trained DFlash2" in str(exc)
+    else:
+        raise AssertionError("a missing DFlash2 demo drafter was not refused")
+    assert preflight_config(DEMO, "dflash2", None).drafter == "auto"  # the pre-flight still checks the machine
+
+
 def test_preflight_names_the_dflash_drafter():
     cfg = preflight_config("/m", "dflash", "/d")
     assert (cfg.model, cfg.drafter, cfg.draft_model) == ("/m", "dflash", "/d")

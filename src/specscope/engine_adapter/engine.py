@@ -175,13 +175,13 @@ class Engine:
                 self._mtp_head = load_mtp_head(self.target, p.mtp_weights)
             return load_mtp_drafter(self.target, weights_path=p.mtp_weights, hidden=p.mtp_hidden, head=self._mtp_head)
         if name == "dflash":
-            from specscope.engine_adapter.drafters.dflash import DFlashDrafter, load_dflash_model
+            from specscope.engine_adapter.drafters.dflash_loader import drafter_class, load_model
 
             if self.dflash is None:
                 raise SpecscopeError("the DFlash drafter needs --draft-model FOLDER (a DFlash drafter)")
             if self._dflash_model is None:  # loaded once per engine; every drafter made from it resets its own caches
-                self._dflash_model = load_dflash_model(self.dflash, dtype=self.target.compute_dtype)
-            return DFlashDrafter(self.target, self._dflash_model, self.dflash, self.sampling)
+                self._dflash_model = load_model(self.dflash, dtype=self.target.compute_dtype)
+            return drafter_class(self.dflash)(self.target, self._dflash_model, self.dflash, self.sampling)
         raise SpecscopeError(f"unknown drafter {name!r}")
 
     # -- what a session records about the run ------------------------------------------------------

@@ -269,6 +269,14 @@ class MainWindow(SessionFiles, RunControl, QtWidgets.QMainWindow):
             compare = CompareView(self.theme)
             compare.pick_btn.clicked.connect(self.compare_sessions_dialog)
             page = compare
+        elif key == "content":  # drafters side by side per content class (views.content)
+            from .views.content import ContentView
+
+            content = ContentView(self.theme)
+            content.set_current(self.model.session)
+            self.model.status_changed.connect(lambda _status, page=content: page.set_current(self.model.session))
+            self.model.session_replaced.connect(lambda page=content: page.set_current(self.model.session))
+            page = content
         elif key == "checks":  # check's and capture's results (views.checks)
             from .views.checks import ChecksView
 

@@ -6,9 +6,10 @@ from typing import Iterator, Mapping
 
 from PySide6 import QtWidgets
 
-PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare", "checks"]
+PAGES = ["live", "breakdown", "division", "verify_cost", "tune", "context", "cases", "history", "compare", "content",
+         "checks"]
 PAGE_TITLES = {"live": "Live", "breakdown": "Breakdown", "division": "Division", "verify_cost": "Verify cost", "tune": "Tune", "context": "Context",
-               "cases": "Cases", "history": "History", "compare": "Compare", "checks": "Checks"}
+               "cases": "Cases", "history": "History", "compare": "Compare", "content": "By content", "checks": "Checks"}
 
 
 class Pages(Mapping[str, QtWidgets.QWidget]):

@@ -7,6 +7,8 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.drafter_kinds import DRAFTER_NAMES
+from specscope.errors import SpecscopeError
+from specscope.profiler.run.config import resolve_drafter_alias
 from specscope.profiler.run.query_configs import PreflightConfig
 
 from .inspector import DEMOS, demo_variant
@@ -22,6 +24,10 @@ def preflight_config(path: str | None, drafter: str = "auto", draft_model: str |
     """What the worker checks for the pick: the model box entry (a folder, a cached repo id, a built-in demo, or none:
     the machine alone), the drafter, and its draft model where the drafter has one."""
     demo = path in DEMOS
+    try:  # dflash2: the DFlash drafter with its folder; a pick the run would refuse is checked as auto (the run says why)
+        drafter, draft_model = resolve_drafter_alias(drafter, draft_model, demo)
+    except SpecscopeError:
+        drafter, draft_model = "auto", None
     return PreflightConfig(model=None if demo else (path or None), demo=demo, demo_variant=demo_variant(path),
                            drafter=drafter if drafter in DRAFTER_NAMES else "auto",
                            draft_model=draft_model if drafter in ("draft", "dflash") and draft_model else None)

@@ -10,7 +10,7 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.drafter_kinds import DRAFTER_KINDS
 from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
-from specscope.profiler.run.config import MAX_K, RunConfig
+from specscope.profiler.run.config import MAX_K, RunConfig, resolve_drafter_alias
 from specscope.profiler.run.context import KINDS as CONTEXT_KINDS
 from specscope.profiler.run.launch import BACKENDS, MAX_LOCAL_RANKS
 
@@ -21,7 +21,11 @@ from .setup_context import ContextChoice
 from .setup_models import ModelChoice
 from .views.common import PlainLabel
 
-DRAFTERS = [("auto", "Auto (MTP if present)")] + [(d.name, d.title) for d in DRAFTER_KINDS]
+# the run's drafters, and after DFlash its alias for a DFlash2 folder (run.config.DRAFTER_ALIASES; a run records dflash)
+DRAFTERS = [("auto", "Auto (MTP if present)")] + [(d.name, d.title) for d in DRAFTER_KINDS] + [
+    ("dflash2", "DFlash2 drafter (candidate selector)")]
+FOLDER_DRAFTERS = {"draft": ("Draft model", "demo draft model"), "dflash": ("DFlash folder", "demo's trained DFlash drafter"),
+                   "dflash2": ("DFlash2 folder", "demo's trained DFlash2 drafter")}
 WHERE = [("local", "This machine"), ("ranks", "N ranks on this machine"), ("hosts", "Several machines (hosts)")]
 
 
@@ -263,11 +267,12 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
     def _drafter_changed(self, *_):
         key = self.drafter.currentData()
         f = self._drafter_form
-        f.setRowVisible(self.draft_row, key in ("draft", "dflash"))  # dflash: the drafter folder
+        f.setRowVisible(self.draft_row, key in FOLDER_DRAFTERS)  # dflash, dflash2: the drafter folder
         label = f.labelForField(self.draft_row)  # the field names what it holds: a draft model or a DFlash folder
+        name, placeholder = FOLDER_DRAFTERS.get(key, FOLDER_DRAFTERS["draft"])
         if isinstance(label, QtWidgets.QLabel):
-            label.setText("DFlash folder" if key == "dflash" else "Draft model")
-        self.draft_model.setPlaceholderText("demo's trained DFlash drafter" if key == "dflash" else "demo draft model")
+            label.setText(name)
+        self.draft_model.setPlaceholderText(placeholder)
         f.setRowVisible(self.oracle_p, key == "oracle")
         f.setRowVisible(self.oracle_ms, key == "oracle")
         f.setRowVisible(self.mtp_hidden, key == "mtp")
@@ -325,13 +330,15 @@ class SetupPanel(ModelChoice, ContextChoice, QtWidgets.QWidget):
     def config(self) -> RunConfig:
         path = self.model_path()
         demo = path in DEMOS
-        key = self.drafter.currentData()
+        key, draft_model = resolve_drafter_alias(  # dflash2: dflash with its folder (refused with the reason)
+            self.drafter.currentData(), (self.draft_model.text().strip() or None)
+            if self.drafter.currentData() in FOLDER_DRAFTERS else None, demo)
         return RunConfig(
             model=None if demo else path,
             demo=demo,
             demo_variant=demo_variant(path),
             drafter=key,
-            draft_model=(self.draft_model.text().strip() or None) if key in ("draft", "dflash") else None,
+            draft_model=draft_model,
             num_draft_tokens=self.k.value(),
             max_tokens=self.max_tokens.value(),
             temp=0.0 if self.greedy.isChecked() else self.temp.value(),

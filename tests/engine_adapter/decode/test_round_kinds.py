@@ -17,8 +17,11 @@ def plain(hybrid, prompt):
     return tokens_of(list(plain_generate(hybrid.model, prompt, N)))
 
 
-@pytest.mark.parametrize("kinds", ["end_to_end", "alternate"])
-@pytest.mark.parametrize("drafter", ["mtp", "draft", "ngram"])
+# one kind per drafter in the default run (each kind twice), the other three in the slow set (~2 s each)
+@pytest.mark.parametrize("kinds,drafter", [("end_to_end", "mtp"), ("alternate", "draft"), ("alternate", "ngram"),
+                                           pytest.param("alternate", "mtp", marks=pytest.mark.slow),
+                                           pytest.param("end_to_end", "draft", marks=pytest.mark.slow),
+                                           pytest.param("end_to_end", "ngram", marks=pytest.mark.slow)])
 def test_round_kinds_keep_greedy_output(kinds, drafter, hybrid, draft, prompt, plain):
     d = {"mtp": lambda: load_mtp_drafter(hybrid), "draft": lambda: DraftModelDrafter(draft.model),
          "ngram": NgramDrafter}[drafter]()

@@ -20,7 +20,9 @@ from specscope.profiler.analysis import trace_walk as tw
 from specscope.profiler.session.trace_record import check as check_trace
 
 N, K_MAX = 20, 4
-CODE = "def total(xs):\n    s = 0\n    for x in xs:\n        s = s + x\n    return s\n\ndef total(xs):\n"
+# A prompt on which the shipped demo's trained drafters make runs of 2+ (its MTP head reaches 3 here; on the 2026-12-06
+# retrain the earlier `def total(xs)` prompt gave the MTP head no run over 1, so the walk had no long round to check)
+CODE = "import os\n\n\nclass Config:\n    def __init__(self, path):\n        self.path = path\n"
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +100,8 @@ def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
 
     make = lambda: load_dflash_drafter(hybrid, trained_demo_path("dflash"))  # noqa: E731
     n, k_max = 32, 6
-    prompt = hybrid.encode("The quick brown fox jumps over the lazy dog. The quick brown")  # blocks differ by k here
+    # blocks differ by k here (on the 2026-12-06 retrain the K_max trace walked at k = 3..5 misses the real runs)
+    prompt = hybrid.encode("The quick brown fox jumps over the lazy dog.")
     plain = tokens_of(list(plain_generate(hybrid.model, prompt, n)))
     tr = record_trace(hybrid.model, prompt, plain, make(), k_max, name="dflash")
     assert tr["chained"] is False and sorted(tr["A_by_k"], key=int) == [str(k) for k in range(1, k_max + 1)]

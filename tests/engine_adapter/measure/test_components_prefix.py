@@ -67,7 +67,7 @@ def test_a_prefill_from_a_kept_entry_equals_a_full_prefill_and_the_store_never_o
     assert context.restore_entry(entry, make_prompt_cache(hybrid.model), prompt) == 0
 
 
-@pytest.mark.parametrize("kind", ["draft", "mtp"])
+@pytest.mark.parametrize("kind", [pytest.param("draft", marks=pytest.mark.slow), "mtp"])  # draft: slow set (~2.2 s)
 def test_a_held_prefix_spares_the_drafters_prefill_and_changes_nothing_it_drafts(kind, hybrid, draft, prompt, prefilled):
     k = 3
     install_tap(hybrid.model)
@@ -107,7 +107,7 @@ def test_a_held_prefix_spares_the_drafters_prefill_and_changes_nothing_it_drafts
     assert drafts(d) == alone
 
 
-@pytest.mark.parametrize("drafter", ["draft", "mtp", "dflash"])
+@pytest.mark.parametrize("drafter", ["draft", pytest.param("mtp", marks=pytest.mark.slow), "dflash"])  # mtp: slow set
 def test_a_cases_component_calls_prefill_its_prompt_once_and_leave_nothing_stored(drafter, prefilled, monkeypatch):
     e = Engine.open(EngineParams(demo=True, drafter=drafter, num_draft_tokens=2))
     prompt = e.encode("Explain why a verification pass over several tokens can cost as much as decoding.")

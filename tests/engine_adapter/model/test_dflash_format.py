@@ -72,12 +72,11 @@ def test_mask_token_outside_the_vocabulary_is_refused(folder, tmp_path, text):
     assert any("mask token 5000" in m for m in misfits(read_dflash(d), text))
 
 
-def test_dflash2_is_recognised_and_refused(folder, tmp_path, text):
+def test_dflash2_is_recognised_and_its_selector_required(folder, tmp_path, text):
+    """A DFlash folder relabelled DFlash2 is read as DFlash2 and refused for what DFlash2 adds (test_dflash2_format)."""
     d = edited(folder, tmp_path, config=lambda c: c.update(architectures=["DFlash2DraftModel"]))
-    spec = read_dflash(d)
-    assert spec.variant == "dflash2"
-    with pytest.raises(SpecscopeError, match="DFlash2.*candidate selector"):
-        check_fits(spec, text)
+    with pytest.raises(SpecscopeError, match="dflash_config has no selector_top_k"):
+        read_dflash(d)
 
 
 @pytest.mark.parametrize("change, message", [

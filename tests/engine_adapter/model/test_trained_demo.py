@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(TARGET is None or DRAFT is None, reason="this in
 
 # Recorded from the shipped weights (training/README.md): greedy, raw prompt, CPU.
 PROMPT = "def fibonacci(n):\n"
-RECORDED_IDS = [201, 5, 861, 268, 326, 272, 928, 347, 1527, 347, 280, 411, 2380, 85, 16, 201]  # "\n# There is a list of bytes of the file descriptors.\n"
+RECORDED_IDS = [201, 5, 201, 5, 706, 2572, 272, 295, 2770, 347, 280, 296, 74, 619, 1862, 14]  # "\n#\n# Make a simple of the physical,"
 CODE_PROMPT = "import os\n\n\nclass Config:\n    def __init__(self, path):\n        self.path = path\n"
-MTP_FLOOR = 0.22  # acceptance (k = 3, 48 tokens) measured on the shipped weights: 0.306 (22 of 72), less a margin
+MTP_FLOOR = 0.30  # acceptance (k = 3, 48 tokens) measured on the shipped weights (2026-12-06 retrain): 0.417 (25 of 60), less a margin
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,32 @@ def test_mtp_head_acceptance_on_code_is_above_the_floor(target):
     rounds = [r for r in ev[1:] if len(r["drafted"]) == 3]
     p = sum(r["accepted"] for r in rounds) / (3 * len(rounds))
     assert p >= MTP_FLOOR, p
+
+
+def test_held_out_prompts_continue_in_their_own_class(target):
+    """Issue 53: the default suite's prompts are held out (no 8-gram of theirs is in the corpus, next test); greedy, each
+    Chinese prompt continues in Chinese (most of its characters CJK), each English and code prompt with no CJK at all
+    and mostly ASCII letters for English. The old demo (trained on zh man pages) continued four of six Chinese prompts
+    with option lines (`-EINVAL`): this fails on it."""
+    import re
+
+    from specscope.assets import read_text
+    from specscope.engine_adapter.decode.decoding import plain_generate
+    from specscope.engine_adapter.decode.records import tokens_of
+
+    cjk = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
+    for case in json.loads(read_text("default_suite.json"))["cases"]:
+        text = target.decode(tokens_of(list(plain_generate(target.model, target.encode(case["prompt"]), 32))))
+        chars = [c for c in text if not c.isspace()]
+        share = sum(bool(cjk.match(c)) for c in chars) / max(1, len(chars))
+        letters = sum(c.isascii() and c.isalpha() for c in chars) / max(1, len(chars))
+        cls = case.get("content_class", case.get("category"))
+        if cls == "zh":
+            assert share >= 0.5, (case["id"], share, text)
+        else:
+            assert share == 0, (case["id"], share, text)
+        if cls == "en":
+            assert letters >= 0.5, (case["id"], letters, text)
 
 
 def test_no_suite_8gram_occurs_in_the_training_corpus():

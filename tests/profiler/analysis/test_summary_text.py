@@ -70,9 +70,11 @@ def test_figures_are_the_summary_figures(session):
     be = _numbers(_line(text, "break-even"))
     assert be == [round(s["break_even_verify_ms"], 2), round(s["break_even_multiple"], 2)]
     assert _numbers(_line(text, "greedy match")) == [round(s["match_rate"] * 100, 1)]
-    by = _line(text, "by content")
+    assert _line(text, "by content")  # then a line per class: its own summary's p and E, and its rounds
     for cat, a in s["acceptance_by_content_class"].items():
-        assert f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" in by
+        row = next(ln for ln in text.splitlines() if ln.strip().startswith(f"{cat} ") and " p " in ln)
+        assert f"p {a['p'] * 100:.1f}%" in row and f"E {a['tokens_per_round']:.2f}" in row, row
+        assert f"{a['drafted']} drafted over" in row
 
 
 def test_breakdown_table_has_every_block_and_both_rulers(session):

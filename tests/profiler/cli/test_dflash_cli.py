@@ -83,3 +83,43 @@ def test_check_demo_with_its_own_dflash_drafter():
     r = specscope("check", "--demo", "--drafter", "dflash", "--max-k", "1")
     assert r.returncode == 0, r.stderr
     assert "k = 1, 15, every accepted count" in r.stdout and "its context after 0..15 accepted exact" in r.stdout, r.stdout
+
+
+def test_demo_model_writes_a_random_dflash2_drafter_that_inspect_names(tmp_path, capsys):
+    from specscope.profiler.cli.main import main
+
+    assert main(["demo-model", str(tmp_path / "d2"), "--dflash2", "--random", "--block-size", "4"]) == 0
+    assert "DFlash2 drafter (candidate selector) (block 4" in capsys.readouterr().out
+    config = json.loads((tmp_path / "d2" / "config.json").read_text())
+    assert config["architectures"] == ["DFlash2DraftModel"] and config["dflash_config"]["block_size"] == 4
+    assert main(["inspect", str(tmp_path / "d2")]) == 0
+    out = capsys.readouterr().out
+    assert "DFlash2 drafter" in out and "selector" in out
+    assert main(["demo-model", str(tmp_path / "one"), "--dflash2", "--random", "--block-size", "1"]) == 2
+    assert "--block-size must be at least 2" in capsys.readouterr().err and not (tmp_path / "one").exists()
+
+
+def test_drafter_dflash2_is_dflash_with_a_dflash2_folder_and_refuses_anything_else(tmp_path, monkeypatch):
+    from specscope.engine_adapter.model import shipped as dm
+    from specscope.errors import SpecscopeError
+    from specscope.profiler.run.config import resolve_drafter_alias
+
+    assert main_quiet(["demo-model", str(tmp_path / "d2"), "--dflash2", "--random", "--block-size", "4"]) == 0
+    assert main_quiet(["demo-model", str(tmp_path / "d1"), "--dflash", "--random", "--block-size", "4"]) == 0
+    assert resolve_drafter_alias("dflash2", str(tmp_path / "d2"), False) == ("dflash", str(tmp_path / "d2"))
+    with pytest.raises(SpecscopeError, match="is a DFlash drafter, not DFlash2"):
+        resolve_drafter_alias("dflash2", str(tmp_path / "d1"), False)
+    with pytest.raises(SpecscopeError, match="needs --draft-model"):
+        resolve_drafter_alias("dflash2", None, False)
+    assert resolve_drafter_alias("mtp", None, True) == ("mtp", None)  # not an alias: as given
+    monkeypatch.setattr(dm, "trained_demo_path", lambda kind="hybrid": tmp_path / "d2" if kind == "dflash2" else None)
+    assert resolve_drafter_alias("dflash2", None, True) == ("dflash", str(tmp_path / "d2"))  # the demo's own
+    monkeypatch.setattr(dm, "trained_demo_path", lambda kind="hybrid": None)
+    with pytest.raises(SpecscopeError, match="ships no trained DFlash2"):
+        resolve_drafter_alias("dflash2", None, True)
+
+
+def main_quiet(argv):
+    from specscope.profiler.cli.main import main
+
+    return main(argv)

@@ -47,6 +47,25 @@ def test_a_trained_demo_session_reopens_the_shipped_demo_and_its_draft_model():
         reopen_params(demo_session(demo=other))
 
 
+def test_a_dflash_session_reopens_its_drafter_folder_as_a_draft_session_reopens_its_draft_model(tmp_path):
+    """A DFlash (or DFlash2) drafter is a folder the session names: the trained demo's own, the recorded path, or
+    --draft-model; the random demo's is not kept, so it must be named (it was never reopened before: trace of a
+    DFlash session stopped at "--drafter dflash needs --draft-model")."""
+    ours = json.loads((dm.trained_demo_path("hybrid") / "config.json").read_text())["specscope_demo"]
+    d = demo_session(demo=dict(ours))
+    d["config"]["drafter"] = {"name": "dflash", "kind": "dflash"}
+    assert Path(reopen_params(d).draft_model) == dm.trained_demo_path("dflash")
+    (tmp_path / "d2").mkdir()
+    (tmp_path / "d2" / "config.json").write_text("{}")
+    d["config"]["draft_model"] = str(tmp_path / "d2")
+    assert reopen_params(d).draft_model == str(tmp_path / "d2")
+    random = demo_session()
+    random["config"]["drafter"] = {"name": "dflash", "kind": "dflash"}
+    with pytest.raises(SpecscopeError, match="--draft-model DIR"):
+        reopen_params(random)
+    assert reopen_params(random, draft_model=str(tmp_path / "d2")).draft_model == str(tmp_path / "d2")
+
+
 def test_a_demo_format_no_longer_built_is_refused():
     with pytest.raises(SpecscopeError, match=f"format 2; this version builds format {dm.DEMO_FORMAT_VERSION}"):
         reopen_params(demo_session(demo={"kind": "hybrid", "seed": 0, "format_version": 2}))

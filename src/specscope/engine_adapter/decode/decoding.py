@@ -145,7 +145,9 @@ def speculative_generate(
     while emitted < max_tokens:
         e2e = round_kinds == "end_to_end" or (round_kinds == "alternate" and r % 2 == 1)
         t_start = now_ms()
-        k = min(num_draft_tokens, max_tokens - emitted - 1)
+        # a round drafts what is left but one (its bonus completes the output); a drafter that drafts to the end as its
+        # reference does drafts all that is left, and a round that accepts it all has its bonus cut
+        k = min(num_draft_tokens, max_tokens - emitted - (0 if drafter.drafts_to_the_end else 1))
         draft = drafter.draft(last, k, lazy=True) if e2e and drafter.lazy_drafts else drafter.draft(last, k)
         t_drafted = now_ms()
         inputs = mx.concatenate([mx.array([last], dtype=mx.uint32), draft.as_array().astype(mx.uint32)]) if k else \
@@ -168,8 +170,9 @@ def speculative_generate(
             mx.eval(touched)
         t_rolled = now_ms()
         assert draft.tokens is not None  # verify read back lazy drafts
-        out = draft.tokens[:accepted] + [bonus]
-        drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
+        out = (draft.tokens[:accepted] + [bonus])[:max_tokens - emitted]
+        if len(out) > accepted:  # a cut bonus ends the output: nothing follows for the drafter to update for
+            drafter.update(accepted, draft, out, hidden=tap.hidden(hidden_mode) if tap else None)
         last = out[-1]
         emitted += len(out)
         t_end = now_ms()

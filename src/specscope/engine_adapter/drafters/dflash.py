@@ -90,7 +90,7 @@ class _Attention(nn.Module):
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(B, L, -1))
 
 
-class _MLP(nn.Module):
+class GatedMLP(nn.Module):
     def __init__(self, H: int, inner: int):
         super().__init__()
         self.gate_proj = nn.Linear(H, inner, bias=False)
@@ -105,7 +105,7 @@ class _Layer(nn.Module):
     def __init__(self, s: DFlashSpec):
         super().__init__()
         self.self_attn = _Attention(s)
-        self.mlp = _MLP(s.hidden_size, s.intermediate_size)
+        self.mlp = GatedMLP(s.hidden_size, s.intermediate_size)
         self.input_layernorm = nn.RMSNorm(s.hidden_size, eps=s.rms_norm_eps)
         self.post_attention_layernorm = nn.RMSNorm(s.hidden_size, eps=s.rms_norm_eps)
 
@@ -165,6 +165,7 @@ class DFlashDrafter(Drafter):
     kind = "dflash"
     needs_hidden = True
     lazy_drafts = True
+    drafts_to_the_end = True  # the reference's last blocks: min(B, tokens left + 1), the bonus cut
     chained = False  # the block attends both ways: the first k drafts of a block of B are not a block of k+1's
 
     def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Any = None):

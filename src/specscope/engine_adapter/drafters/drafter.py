@@ -85,6 +85,9 @@ class Drafter:
     what_if = False  # True for drafters that are not real drafters (the oracle)
     needs_hidden = False  # True: begin/update receive the target's hidden states (MTP)
     lazy_drafts = False  # True: draft(..., lazy=True) may return unevaluated drafts (device drafters)
+    # True: near the end a round drafts every token left and its bonus is cut, as the drafter's reference loop does
+    # (DFlash: a block of another size drafts other tokens, so the last rounds must match the reference's blocks)
+    drafts_to_the_end = False
     # True: from a given prefix the first k drafts are the same whatever k is (chain drafters); False: they depend on
     # k (DFlash's block attends both ways), so an acceptance trace records each k apart
     chained = True

@@ -90,6 +90,10 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "at": at,
         "round_ms": timed.round,
         "draft_alone_ms": timed.alone,
+        # the parts of each draft timed alone, where the drafter times them apart (DFlash2: its forward + top-K, then
+        # the selector's walk, sequential position by position)
+        **({"draft_forward_ms": bench.draft_parts["forward"]} if "forward" in bench.draft_parts else {}),
+        **({"draft_walk_ms": bench.draft_parts["walk"]} if "walk" in bench.draft_parts else {}),
         # the drafts of the timed rounds are the drafter's proposal from this prefix, as drafting alone gives (a check
         # that the simulated earlier round left the drafter where a real one would; a draft model's cache then holds
         # its own drafts where they were wrong, which costs the same but may propose otherwise)
@@ -98,6 +102,9 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
         "rollback_mode": bench.rollback.mode,
         "wall_ms": ms_since(t_start),  # what timing the components apart cost this case, prefill included
     }
+
+
+DRAFT_PARTS = ("forward", "walk")
 
 
 def _point(prompt: list[int], continuation: list[int], k: int, at: float) -> tuple[list[int], int, list[int]]:
@@ -135,6 +142,7 @@ class _RoundBench:
         self.draft = Draft(list(tokens))
         self.seq = context + [last]  # seq[p] for p < len(context) has its hidden state in hidden[p]
         self.drafts_seen: dict[str, list] = {"alone": [], "round": []}
+        self.draft_parts: dict[str, list[float]] = {}
         self.rollback_ms: dict[int, list[float]] = {a: [] for a in range(self.k + 1)}
 
     def verify(self, verify_inputs, verify_draft, t0: float):
@@ -162,6 +170,9 @@ class _RoundBench:
             out.materialize()
         t = ms_since(t0)
         self.drafts_seen["alone"].append(list(out.tokens))
+        for part in DRAFT_PARTS:  # a drafter whose draft has parts timed apart (DFlash2: its forward, the walk)
+            if f"{part}_ms" in out.extra:
+                self.draft_parts.setdefault(part, []).append(float(out.extra[f"{part}_ms"]))
         return t
 
     def drafter_after_round(self, a_prev: int):
@@ -212,6 +223,7 @@ class _RoundBench:
         self.snapshot.restore()
         self.draft_once()
         self.round_once(0, self.drafter_after_round(0))
+        self.draft_parts.clear()  # the warm-up's draft is not a sample
 
     def timed(self, reps: int) -> _Samples:
         """``reps`` rounds per earlier accepted count 0..k, each: the verify, the rollback, the round."""

@@ -110,7 +110,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
     ``dflash``: a DFlash drafter folder to check with it (refused with a SpecscopeError if it does not fit)."""
     drafter = None
     if dflash:
-        from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+        from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
 
         drafter = load_dflash_drafter(lm, dflash)  # refuses a misfit before anything runs
         ks = tuple(sorted(set(ks) | {drafter.spec.max_draft_tokens}))
@@ -129,11 +129,10 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
             rep["reasons"].insert(0, f"rollback is not exact: after a verify of k={bad['k']} and {bad['accepted']} "
                                      f"accepted, logits differ by {bad['relative_error']:.3g} (relative) from a fresh cache")
         if drafter is not None:
-            from specscope.engine_adapter.drafters.dflash import DFlashDrafter
             from specscope.engine_adapter.measure.dflash_check import drafter_context_exactness
 
-            d = drafter
-            ctx = drafter_context_exactness(lm.model, lambda: DFlashDrafter(lm, d.model, d.spec), prompt,
+            d = drafter  # DFlash's or DFlash2's drafter (``drafter_class``): fresh ones of the same class
+            ctx = drafter_context_exactness(lm.model, lambda: type(d)(lm, d.model, d.spec), prompt,
                                             d.spec.max_draft_tokens, EXACT_TOLERANCE, progress=progress)
             rep["dflash"] = {**d.spec.describe(), "context": ctx}
             if not ctx["exact"]:
@@ -179,7 +178,8 @@ def format_report(rep: DoctorReport) -> str:
     df = rep.get("dflash")
     if df:
         c = df["context"]
-        lines.append(f"  DFlash drafter    {df['path']}: block {df['block_size']}, target layers "
+        label = "DFlash2 drafter" if df.get("kind") == "dflash2" else "DFlash drafter"
+        lines.append(f"  {label:<18}{df['path']}: block {df['block_size']}, target layers "
                      f"{', '.join(map(str, df['target_layer_ids']))}; its context after 0..{c['k']} accepted "
                      f"{'exact' if c['exact'] else 'NOT EXACT'} (max relative error {c['max_relative_error']:.2g}, "
                      f"{c['seconds']:.1f} s)")

@@ -82,6 +82,14 @@ class DFlashBlock(TypedDict, total=False):
     block_size: int
     target_layer_ids: list[int]
     mask_token_id: int
+    # DFlash2's (``dflash2_format``)
+    conv_kernel_size: int
+    conv_group_size: int
+    selector_rank: int
+    selector_top_k: int
+    final_logit_softcapping: float
+    output_multiplier: float
+    input_embedding_scale: float
 
 
 class ModelConfig(TextConfig, total=False):
@@ -98,6 +106,9 @@ class ModelConfig(TextConfig, total=False):
     num_target_layers: int
     attention_bias: bool
     rope_scaling: dict[str, Any] | None
+    sliding_window: int  # DFlash2's sliding_attention layers (``layer_types``)
+    is_causal: bool
+    final_logit_softcapping: float
 
 
 def text_of(config: ModelConfig) -> TextConfig:

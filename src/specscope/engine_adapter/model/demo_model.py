@@ -32,6 +32,7 @@ from pathlib import Path
 from specscope.engine_adapter.model.config_json import ModelConfig, TextConfig
 from specscope.demo_labels import SYNTHETIC_NOTE, TRAINED_NOTE, demo_note  # noqa: F401 (re-exported)
 from specscope.errors import SpecscopeError
+from specscope.engine_adapter.model.shipped import TRAINED_KINDS, trained_demo_path  # noqa: F401 (its users import them here)
 
 DEMO_KINDS = ("hybrid", "dense", "draft")
 DEMO_SEED = 0
@@ -308,25 +309,6 @@ def file_lock(path: Path):
 
 
 # -- the tiny trained demo (shipped) -------------------------------------------------------------------
-
-# folder names: the model names shown; "dflash" is the DFlash drafter trained for the hybrid (training/train_dflash.py)
-TRAINED_KINDS = {"hybrid": "tiny-trained-demo", "draft": "tiny-trained-demo-draft", "dflash": "tiny-trained-demo-dflash"}
-
-
-def trained_demo_path(kind: str = "hybrid") -> Path | None:
-    """The shipped trained demo (``specscope/assets/demo_trained``), or None where this install lacks it.
-
-    Trained offline by ``training/train_demo.py`` (see training/README.md); nothing is built at run time.
-    There is no trained dense model: ``dense`` is always the random one.
-    """
-    from specscope.assets import path as asset_path
-
-    sub = TRAINED_KINDS.get(kind)
-    if sub is None:
-        return None
-    p = asset_path("demo_trained") / sub
-    return p if (p / "config.json").exists() else None
-
 
 def use_random_demo() -> bool:
     """SPECSCOPE_DEMO=random makes ``--demo`` use the random (synthetic) demo everywhere."""

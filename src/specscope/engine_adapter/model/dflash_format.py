@@ -4,9 +4,9 @@ A DFlash drafter (block diffusion drafting, arXiv 2602.06036) is a folder with `
 weights, and no embedding, head or tokenizer of its own: it borrows the target's. What the published checkpoints
 (``z-lab/*-DFlash``) and the public MLX code agree on, and where they differ (this module decides as written):
 
-- ``architectures``: ``["DFlashDraftModel"]``; ``["DFlash2DraftModel"]`` adds a candidate selector (recognised and
-  described, refused by the loader: the selector is not implemented here). A config with a ``dflash_config`` and no
-  such architecture is read as DFlash.
+- ``architectures``: ``["DFlashDraftModel"]``; ``["DFlash2DraftModel"]`` adds a convolution per layer and a
+  candidate selector (``dflash2_format``: ``read_dflash`` returns its ``DFlash2Spec``). A config with a
+  ``dflash_config`` and no such architecture is read as DFlash.
 - The drafter's own sizes at the top level, as a Qwen3 config: ``hidden_size``, ``num_hidden_layers``,
   ``num_attention_heads``, ``num_key_value_heads``, ``head_dim``, ``intermediate_size``, ``vocab_size``,
   ``rms_norm_eps``, ``rope_theta`` (or ``rope_parameters.rope_theta``), optional ``rope_scaling``,
@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict, cast
 
 from specscope.engine_adapter.model.config_json import DFlashBlock, ModelConfig, TextConfig
+from specscope.engine_adapter.model.dflash_spec import DFlashDescription, DFlashSpec
 from specscope.errors import SpecscopeError
+
+__all__ = ["DFlashDescription", "DFlashSpec"]  # re-exported: defined in the leaf ``dflash_spec``
 
 ARCHITECTURES = {"DFlashDraftModel": "dflash", "DFlash2DraftModel": "dflash2"}
 DFLASH_DEMO_BLOCK = 16  # the block of the demo drafters (``dflash_demo``): the published Qwen drafters' block size
@@ -51,96 +53,11 @@ def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> lis
     return [int(round(start + i * (end - start) / (num_draft_layers - 1))) for i in range(num_draft_layers)]
 
 
-class DFlashDescription(TypedDict):
-    """A DFlash drafter folder as ``specscope inspect`` and ``check`` show it (``DFlashSpec.describe``)."""
-    kind: str                       # "dflash" or "dflash2"
-    path: str
-    block_size: int
-    max_draft_tokens: int
-    target_layer_ids: list[int]
-    target_layer_ids_derived: bool
-    num_target_layers: int
-    mask_token_id: int
-    hidden_size: int
-    vocab_size: int
-    layers: int
-    parameters: int
-
-
 class TargetShape(TypedDict):
     """The target's sizes a DFlash drafter must fit (``target_shape``); None where its config does not say."""
     hidden_size: int | None
     vocab_size: int | None
     layers: int | None
-
-
-@dataclass
-class DFlashSpec:
-    """A DFlash drafter folder that passed the format checks."""
-
-    path: Path
-    config: ModelConfig
-    variant: str  # "dflash" or "dflash2"
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    rms_norm_eps: float
-    rope_theta: float
-    rope_scaling: dict | None
-    max_position_embeddings: int
-    attention_bias: bool
-    block_size: int
-    target_layer_ids: tuple[int, ...]
-    num_target_layers: int
-    mask_token_id: int
-    derived_layer_ids: bool = False
-    weight_files: list[Path] = field(default_factory=list)
-    tensor_shapes: dict[str, list[int]] = field(default_factory=dict)
-    tensor_dtypes: dict[str, str] = field(default_factory=dict)
-    prefix: str = ""
-
-    @property
-    def max_draft_tokens(self) -> int:
-        """A block is [last token, mask × (B−1)]: at most B−1 drafts a round."""
-        return self.block_size - 1
-
-    def expected_shapes(self) -> dict[str, list[int]]:  # dict: tensor name -> shape
-        H, hd = self.hidden_size, self.head_dim
-        out = {"fc.weight": [H, len(self.target_layer_ids) * H], "hidden_norm.weight": [H], "norm.weight": [H]}
-        for i in range(self.num_layers):
-            p = f"layers.{i}."
-            out.update({
-                p + "self_attn.q_proj.weight": [self.num_heads * hd, H],
-                p + "self_attn.k_proj.weight": [self.num_kv_heads * hd, H],
-                p + "self_attn.v_proj.weight": [self.num_kv_heads * hd, H],
-                p + "self_attn.o_proj.weight": [H, self.num_heads * hd],
-                p + "self_attn.q_norm.weight": [hd],
-                p + "self_attn.k_norm.weight": [hd],
-                p + "mlp.gate_proj.weight": [self.intermediate_size, H],
-                p + "mlp.up_proj.weight": [self.intermediate_size, H],
-                p + "mlp.down_proj.weight": [H, self.intermediate_size],
-                p + "input_layernorm.weight": [H],
-                p + "post_attention_layernorm.weight": [H],
-            })
-        return out
-
-    def describe(self) -> DFlashDescription:
-        return {"kind": self.variant, "path": str(self.path), "block_size": self.block_size,
-                "max_draft_tokens": self.max_draft_tokens, "target_layer_ids": list(self.target_layer_ids),
-                "target_layer_ids_derived": self.derived_layer_ids, "num_target_layers": self.num_target_layers,
-                "mask_token_id": self.mask_token_id, "hidden_size": self.hidden_size, "vocab_size": self.vocab_size,
-                "layers": self.num_layers, "parameters": sum(_numel(s) for s in self.tensor_shapes.values())}
-
-
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def _read_config(d: Path) -> ModelConfig:
@@ -236,6 +153,10 @@ def read_dflash(path: str | os.PathLike) -> DFlashSpec:
                 spec.tensor_dtypes[name] = meta["dtype"]
     if any(k.startswith("model.") for k in spec.tensor_shapes):
         spec.prefix = "model."
+    if variant == "dflash2":  # its own fields and tensors (the selector, the convolutions) are checked too
+        from specscope.engine_adapter.model.dflash2_format import as_dflash2
+
+        spec = as_dflash2(spec, where)
     _check_weights(spec, where)
     return spec
 
@@ -281,13 +202,11 @@ def misfits(spec: DFlashSpec, text_config: TextConfig) -> list[str]:
 
 
 def check_fits(spec: DFlashSpec, text_config: TextConfig, target_name: str = "the target") -> None:
-    """Refuse, before anything runs, a drafter that does not fit the target; refuse DFlash2 (not implemented)."""
+    """Refuse, before anything runs, a drafter that does not fit the target."""
     why = misfits(spec, text_config)
     if why:
-        raise SpecscopeError(f"DFlash drafter {spec.path.name} does not fit {target_name}: {'; '.join(why)}")
-    if spec.variant == "dflash2":
-        raise SpecscopeError(f"{spec.path.name} is a DFlash2 drafter: its candidate selector is not implemented in "
-                             "specscope; use a DFlash (DFlashDraftModel) drafter")
+        kind = "DFlash2" if spec.variant == "dflash2" else "DFlash"
+        raise SpecscopeError(f"{kind} drafter {spec.path.name} does not fit {target_name}: {'; '.join(why)}")
 
 
 def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = None) -> str:
@@ -295,7 +214,7 @@ def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = Non
     d = spec.describe()
     ids = ", ".join(map(str, spec.target_layer_ids)) + (" (derived: the config names none)" if spec.derived_layer_ids else "")
     lines = [
-        f"{spec.path.name}  ({'DFlash2 drafter: candidate selector not implemented' if spec.variant == 'dflash2' else 'DFlash drafter'})",
+        f"{spec.path.name}  ({'DFlash2 drafter (candidate selector)' if spec.variant == 'dflash2' else 'DFlash drafter'})",
         f"  path              {spec.path}",
         f"  block             {spec.block_size} (last token + {spec.max_draft_tokens} masks): up to {spec.max_draft_tokens} drafts a round",
         f"  drafter           {spec.num_layers} layers, hidden {spec.hidden_size}, {spec.num_heads} heads "
@@ -303,6 +222,7 @@ def format_spec(spec: DFlashSpec, fits: list[tuple[str, list[str]]] | None = Non
         f"  reads             target layers {ids} (outputs), mask token {spec.mask_token_id}",
         f"  fits              a target with hidden size {spec.hidden_size}, a {spec.vocab_size}-token vocabulary and "
         f"{spec.num_target_layers} layers (shares its embedding and head)",
+        *spec.extra_lines(),
     ]
     for name, why in fits or []:
         lines.append(f"  {'fits ' + name if not why else 'not for ' + name + ': ' + '; '.join(why)}")

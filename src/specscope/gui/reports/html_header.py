@@ -10,6 +10,7 @@ from specscope.profiler.analysis.verdict import divergence_note, verdict
 
 from .html_protocol import drift_note
 from specscope.profiler.session.divergence import divergence_message
+from specscope.profiler.session.records import drafter_label
 from specscope.profiler.analysis.formatting import count, mib
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import kv_table as _kv
@@ -22,7 +23,7 @@ def sweep_only(session) -> bool:
 
 def _drafter_text(cfg: dict) -> str:
     d = cfg.get("drafter") or {}
-    name = d.get("name", "?")
+    name = drafter_label(cfg)
     kind = d.get("kind", "")
     text = name + (f" ({kind})" if kind and kind != name else "")
     if d.get("model"):

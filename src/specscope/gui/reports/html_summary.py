@@ -20,6 +20,7 @@ from .html_breakdown import whole_graph_figure
 from .html_figure import chart_figure
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import BELOW_NOISE, draft_time_text
+from specscope.profiler.analysis.summary_text import draft_parts_text
 from specscope.profiler.analysis.round_model import DIVISION_LABEL, TERMS, RoundModel
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
 from specscope.profiler.renderers.html_common import esc
@@ -60,6 +61,8 @@ def summary_section(s) -> str:
              s.get("division_inputs") or "", "mean of this run's instrumented rounds (no components timed apart)")],
         [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
          + ("; timed apart" if s.get("division_inputs") in ("components", "verify curve") else "")],
+        ["T_draft in parts", esc(f"{f(parts.get('forward'), '.3f')} + {f(parts.get('walk'), '.3f')} ms"),
+         esc(draft_parts_text(parts))] if (parts := s.get("t_draft_parts_ms")) else None,
         ["Rollback", f(s["t_rollback_ms"], ".3f", " ms"),
          "restoring the caches after a partial round, by accepted count, timed apart; weighted by the run's accepted "
          "counts, in the predicted round" if s.get("division_inputs") == "components"

@@ -19,7 +19,7 @@ from specscope.profiler.analysis.compare import compare
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.analysis.records import ComparedFigure
-from specscope.profiler.session.records import engine_facts
+from specscope.profiler.session.records import drafter_label, engine_facts
 
 from ..text import home_relative
 from .common import plain_label
@@ -119,7 +119,7 @@ def fmt_winner(row: ComparedFigure) -> str:
 def describe(path: str | None, session) -> str:
     cfg = session.config
     model = (session.data.get("model") or {}).get("name") or cfg.get("model") or "?"
-    drafter = (cfg.get("drafter") or {}).get("name") or "?"
+    drafter = drafter_label(cfg)
     started = session.data.get("started_at")
     when = datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") if isinstance(started, (int, float)) else ""
     engine = engine_facts(cfg)["name"]

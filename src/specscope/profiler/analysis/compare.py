@@ -21,7 +21,7 @@ from specscope.profiler.analysis.records import ComparedFigure, Comparison, Judg
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.why_faster import decompose, decompose_measured
-from specscope.profiler.session.records import engine_facts
+from specscope.profiler.session.records import drafter_label, engine_facts
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
 INTERVALS = {"plain_tok_s": "plain_tok_s_ci95", "spec_tok_s": "spec_tok_s_ci95", "t_decode_ms": "t_decode_ms_ci95",
@@ -120,7 +120,7 @@ def _describe(session) -> SessionDescription:
         "device": f"{env.get('device_name', '?')} ({env.get('chip', '')})",
         "mlx": env.get("mlx"),
         "engine": engine_facts(cfg)["name"],  # whose speculative loop ran
-        "drafter": d.get("name"),
+        "drafter": drafter_label(cfg) if d else None,
         "drafter_kind": d.get("kind"),
         "what_if": session.what_if,
         "k": session.k,

@@ -215,3 +215,40 @@ class OverRuns(TypedDict):
     heterogeneity_p: float | None     # P(Q at least this large | no offset between runs)
     run_intervals_cover: int          # how many runs' own intervals hold the pooled error
     verdict: Verdict
+
+
+class ContentRow(TypedDict):
+    """One drafter on one content class (``by_content.content_table``): the class's own summary, its cases alone."""
+    drafter: str                        # the session's name for it (its file's stem, or as given)
+    drafter_label: str                  # the drafter as the session names it (``dflash (DFlash2)``)
+    content_class: str
+    k: int
+    cases: int
+    drafted: int
+    p: float | None
+    p_ci95: list[float] | None
+    tokens_per_round: float | None
+    tokens_per_round_ci95: list[float] | None
+    predicted_speedup: float | None     # the round model at the class's E and the class's components
+    division_speedup: float | None      # the seed's bare division, the same inputs
+    measured_speedup: float | None
+    measured_speedup_ci95: list[float] | None
+    verdict: str | None                 # the class's own verdict state ("agrees", "off", "too_little_data")
+
+
+class ContentDrafter(TypedDict):
+    """Whether a drafter's classes differ: two classes whose tokens-per-round intervals do not overlap."""
+    drafter: str
+    drafter_label: str
+    differ: list[list[str]]             # pairs of classes whose E intervals are apart
+    regime: str
+
+
+class ContentTable(TypedDict):
+    """The seed's content table: drafters side by side per content class, with the division per class."""
+    model: str | None
+    regime: str
+    classes: list[str]
+    drafters: list[ContentDrafter]
+    rows: list[ContentRow]
+    notes: list[str]

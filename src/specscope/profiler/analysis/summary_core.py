@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, cast
 
-from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
+from specscope.profiler.session.records import (Acceptance, Breakdown, Case, CaseStats, DraftParts, PhaseBreakdown, Round,
+                                                Summary)
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
@@ -93,6 +94,21 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, 
         "divergence": case_divergence(case),
         "discarded": bool(case.get("discarded")),
     }
+
+
+def draft_parts(cases: list[Case]) -> DraftParts | None:
+    """The mean of each part of a draft timed alone (components), where the drafter times its parts apart: DFlash2's
+    forward (with the top K) and its selector's walk. None for drafters without parts, or sessions without components."""
+    def mean_of(part: str) -> float | None:
+        comps: list[dict[str, Any]] = [dict(c.get("components") or {}) for c in cases]
+        return stats.mean(x for comp in comps for x in (comp.get(f"draft_{part}_ms") or []))
+
+    parts: DraftParts = {}
+    if (forward := mean_of("forward")) is not None:
+        parts["forward"] = forward
+    if (walk := mean_of("walk")) is not None:
+        parts["walk"] = walk
+    return parts or None
 
 
 def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
@@ -188,6 +204,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "t_draft_ms": model.t_draft_ms if model else t_draft,
         "t_rollback_ms": pred.get("t_rollback_ms") if pred.get("available") else t_rollback,
         "t_bookkeeping_ms": pred.get("t_bookkeeping_ms") if pred.get("available") else None,
+        "t_draft_parts_ms": draft_parts([c for c, _ in per_case]),
         "p": acc["p"],
         "p_ci95": acc["p_ci95"],
         "p_ci95_unit": acc.get("p_ci95_unit"),

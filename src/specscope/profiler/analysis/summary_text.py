@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from specscope.profiler.session.records import Summary
+from specscope.profiler.session.records import DraftParts, Summary, drafter_label
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
 from specscope.profiler.analysis.formatting import fmt, rate, scaled
 from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
@@ -95,12 +95,41 @@ def format_summary(session: Session) -> str:
     s = summarize(session)
     lines = _header_lines(session, s) + _figure_lines(session, s) + _output_check_lines(s)
     lines += protocol_lines(session, s)
-    if s["acceptance_by_content_class"]:
-        lines.append("  by content        " + "   ".join(
-            f"{cat}: {a['p'] * 100:.1f}% (n={a['drafted']})" if a["p"] is not None else f"{cat}: —"
-            for cat, a in s["acceptance_by_content_class"].items()))
+    lines += by_content_lines(session, s)
     lines += _breakdown_lines(s)
     return "\n".join(lines)
+
+
+def by_content_lines(session: Session, s: Summary) -> list[str]:
+    """Per content class: acceptance and tokens per round with their intervals, and the speedup the class would get
+    (each class its own summary: ``by_content``); the classes that differ. ``specscope content`` puts drafters side
+    by side."""
+    if not s["acceptance_by_content_class"] or session.data.get("sweep"):
+        return []
+    from specscope.profiler.analysis.by_content import content_table
+    from specscope.profiler.analysis.formatting import ci
+
+    t = content_table([session], ["this run"])
+    lines = ["  by content        (each class its own summary; `specscope content` puts drafters side by side)"]
+    for r in t["rows"]:
+        iv = r["tokens_per_round_ci95"]
+        lines.append(f"    {r['content_class']:<6} p {fmt(r['p'], '.1%')} ({ci(r['p_ci95'])})   E {fmt(r['tokens_per_round'])}"
+                     f" ({'–'.join(format(x, '.2f') for x in iv) if iv else '—'})   predicted "
+                     f"{fmt(r['predicted_speedup'], '.3f', '×')}   measured {fmt(r['measured_speedup'], '.3f', '×')}"
+                     f"   {r['drafted']} drafted over {r['cases']} case{'s' if r['cases'] != 1 else ''}")
+    differ = t["drafters"][0]["differ"]
+    lines.append("    classes differ: " + ", ".join(f"{a} vs {b}" for a, b in differ) if differ else
+                 "    no two classes differ: their tokens-per-round intervals overlap")
+    return lines
+
+
+def draft_parts_text(parts: DraftParts) -> str:
+    """A draft timed alone, by part: DFlash2's forward (with its top K) and the candidate selector's walk."""
+    fwd, walk = parts.get("forward"), parts.get("walk")
+    total = (fwd or 0.0) + (walk or 0.0)
+    share = f" ({walk / total:.0%} of the draft)" if walk is not None and total > 0 else ""
+    return (f"forward {fmt(fwd, '.3f')} ms + selector walk {fmt(walk, '.3f')} ms{share}, a draft timed alone; "
+            "the walk picks one position after another")
 
 
 def _header_lines(session: Session, s: Summary) -> list[str]:
@@ -110,7 +139,7 @@ def _header_lines(session: Session, s: Summary) -> list[str]:
     model = session.data.get("model", {})
     lines = [
         f"specscope — {model.get('name', '?')}{' @ ' + model['revision'][:7] if model.get('revision') else ''} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
-        f"drafter {cfg.get('drafter', {}).get('name', '?')}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases"
+        f"drafter {drafter_label(cfg)}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases"
         f"{' (+' + str(s['cases_discarded']) + ' discarded)' if s.get('cases_discarded') else ''} × {cfg.get('max_tokens')} tokens, status {session.status}",
     ]
     if (model.get("demo")):
@@ -145,6 +174,7 @@ def _figure_lines(session: Session, s: Summary) -> list[str]:
         "",
         f"  plain             {rate(s['plain_tok_s'])} tok/s{_spread(s.get('plain_tok_s_spread'))}    T_decode  {fmt(s['t_decode_ms'])} ms",
         f"  speculative       {rate(s['spec_tok_s'])} tok/s{_spread(s.get('spec_tok_s_spread'))}    T_verify  {fmt(s['t_verify_ms'])} ms   T_draft {draft_time_text(s['t_draft_ms'], s.get('t_draft_ms_ci95'), unit=' ms')}   rollback {fmt(s['t_rollback_ms'], '.3f')} ms",
+        *([f"  draft in parts    {draft_parts_text(parts)}"] if (parts := s.get("t_draft_parts_ms")) else []),
         *([f"  instrumentation   end-to-end rounds {rate(s['spec_tok_s'])} tok/s vs instrumented rounds "
            f"{rate(s['spec_instrumented_tok_s'])} tok/s: timing draft, verify and rollback apart costs "
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]

@@ -13,7 +13,7 @@ from specscope.profiler.cli.common import resolve_model_args
 def cmd_demo_model(a) -> int:
     from specscope.engine_adapter.model.demo_model import build_demo_model
 
-    if getattr(a, "dflash", False):
+    if getattr(a, "dflash", False) or getattr(a, "dflash2", False):
         return _cmd_dflash(a)
     if a.shape or a.layers is not None:
         return _cmd_real_shape(a)
@@ -29,14 +29,20 @@ def cmd_demo_model(a) -> int:
 
 
 def _cmd_dflash(a) -> int:
+    from specscope.engine_adapter.model.dflash2_demo import build_dflash2_demo
     from specscope.engine_adapter.model.dflash_demo import build_dflash_demo, demo_target_config
 
+    flag = "--dflash2" if getattr(a, "dflash2", False) else "--dflash"
     if a.layers is not None and not a.shape:
-        raise SpecscopeError("--layers needs --shape (e.g. --dflash --shape qwen3.5-35b-a3b --layers 4)")
+        raise SpecscopeError(f"--layers needs --shape (e.g. {flag} --shape qwen3.5-35b-a3b --layers 4)")
+    if a.block_size < 2:
+        raise SpecscopeError(f"--block-size must be at least 2 (one anchor and a draft), not {a.block_size}")
     text, name, full = demo_target_config("random" if a.random else "trained", a.shape, a.layers)
-    path = build_dflash_demo(a.path, text, name, full, seed=a.seed, block_size=a.block_size)
+    build = build_dflash2_demo if flag == "--dflash2" else build_dflash_demo
+    path = build(a.path, text, name, full, seed=a.seed, block_size=a.block_size)
     ids = json.loads((path / "config.json").read_text())["dflash_config"]["target_layer_ids"]
-    print(f"wrote a random DFlash drafter (block {a.block_size}, reads target layers {ids}) for {name} to {path}")
+    what = "DFlash2 drafter (candidate selector)" if flag == "--dflash2" else "DFlash drafter"
+    print(f"wrote a random {what} (block {a.block_size}, reads target layers {ids}) for {name} to {path}")
     return 0
 
 

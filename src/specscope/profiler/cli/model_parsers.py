@@ -17,7 +17,9 @@ def add_parser(sub) -> None:
     kind.add_argument("--draft", action="store_true", help="a small qwen3 draft model")
     kind.add_argument("--dflash", action="store_true", help="a random DFlash drafter (published format) for the demo target "
                       "(the trained one; --random: the random one; --shape/--layers: that slice)")
-    d.add_argument("--block-size", type=int, default=16, help="with --dflash: the drafter's block size (default 16: "
+    kind.add_argument("--dflash2", action="store_true", help="a random DFlash2 drafter (published format: sliding "
+                      "window, convolutions, candidate selector) for the demo target, as --dflash")
+    d.add_argument("--block-size", type=int, default=16, help="with --dflash or --dflash2: the drafter's block size (default 16: "
                    "up to 15 drafts a round)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--shape", metavar="NAME", help="random weights at a released model's dimensions instead "

@@ -10,7 +10,8 @@ from specscope.profiler.cli.common import add_download_arg, add_dtype_arg, resol
 from specscope.profiler.analysis.sequential import UNTIL_DECIDED_CASES
 from specscope.profiler.cli.preflight import add_ignore_arg
 from specscope.profiler.cli.records import ContextArgs, DistributedArgs
-from specscope.profiler.run.config import BACKENDS, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts
+from specscope.profiler.run.config import (BACKENDS, DRAFTER_ALIASES, DRAFTERS, MAX_K, ROUND_KINDS, RunConfig, parse_hosts,
+                                         resolve_drafter_alias)
 from specscope.profiler.run.context import add_context_args
 
 
@@ -21,8 +22,9 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     src.add_argument("--demo", action="store_true", help="use the built-in demo model (the shipped tiny trained one; "
                      "SPECSCOPE_DEMO=random: the synthetic one, built once into the cache)")
     # defaults: the run configuration's own (config.RunConfig, its engine share engine_adapter.params.EngineParams)
-    ap.add_argument("--drafter", choices=DRAFTERS, default=RunConfig.drafter,
-                    help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, else n-gram)")
+    ap.add_argument("--drafter", choices=(*DRAFTERS, *DRAFTER_ALIASES), default=RunConfig.drafter,
+                    help="where drafts come from (auto: --draft-model if given, else the model's MTP head if it has one, "
+                    "else n-gram; dflash2: the DFlash drafter with a DFlash2 folder, with --demo the demo's own)")
     ap.add_argument("--draft-model", help="draft model folder or cached repo id (same tokenizer as the target); with "
                     "--drafter dflash: a DFlash drafter folder")
     ap.add_argument("--num-draft-tokens", "-k", type=int, default=None,
@@ -111,6 +113,7 @@ def distributed_from_args(a) -> DistributedArgs:
 def config_from_args(a) -> RunConfig:
     """The RunConfig of parsed flags; a flag a caller's parser lacks takes the config's own default (``D``, one place)."""
     resolve_model_args(a)
+    a.drafter, a.draft_model = resolve_drafter_alias(a.drafter, a.draft_model, bool(getattr(a, "demo", False)))
     D = RunConfig
     cfg = RunConfig(
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=default_k(a),

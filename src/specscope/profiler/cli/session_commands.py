@@ -1,5 +1,5 @@
-"""Commands over saved sessions: ``report`` (render one), ``compare`` (two side by side) and ``verdict`` (one
-setting's prediction judged over several runs)."""
+"""Commands over saved sessions: ``report`` (render one), ``compare`` (two side by side), ``content`` (drafters side
+by side per content class) and ``verdict`` (one setting's prediction judged over several runs)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,29 @@ def cmd_verdict(a) -> int:
     return 0
 
 
+def cmd_content(a) -> int:
+    from specscope.profiler.analysis.by_content import content_table
+    from specscope.profiler.renderers.content import content_to_file, render_text
+    from specscope.profiler.session.schema import SessionError
+    from specscope.profiler.session.session import Session
+
+    out = check_output_path(a.output, a.force) if a.output else None
+    try:
+        sessions = [Session.load(p) for p in a.sessions]
+    except SessionError as exc:
+        raise SpecscopeError(str(exc)) from None
+    names = [Path(p).stem for p in a.sessions]
+    if len(set(names)) != len(names):
+        names = [str(p) for p in a.sessions]
+    table = content_table(sessions, names)
+    if out is None:
+        print(render_text(table), end="")
+        return 0
+    content_to_file(table, out)
+    print(f"wrote {out}")
+    return 0
+
+
 def add_parser(sub) -> None:
     """``report``, ``compare`` and ``verdict`` on the ``specscope`` argparse subparsers."""
     rep = sub.add_parser("report", help="render a saved session (format from the extension: .html .pdf .csv .json .trace.json)")
@@ -136,6 +159,13 @@ def add_parser(sub) -> None:
     c.add_argument("--timings-only", action="store_true",
                    help="compare timings even across sampling regimes (acceptance is left out)")
     c.set_defaults(func=cmd_compare)
+
+    ct = sub.add_parser("content", help="drafters side by side per content class: acceptance, tokens per round and "
+                                        "the speedup each class would get (one session per drafter)")
+    ct.add_argument("sessions", nargs="+", metavar="SESSION", help="saved sessions of one target and sampling regime")
+    ct.add_argument("-o", "--output", help="write the table (.txt .html .csv .json by the extension); none: print it")
+    ct.add_argument("--force", action="store_true")
+    ct.set_defaults(func=cmd_content)
 
     v = sub.add_parser("verdict", help="the judged prediction over several runs of one setting (the spread between "
                                        "runs in its interval)")

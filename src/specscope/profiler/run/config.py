@@ -16,6 +16,33 @@ from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
 DRAFTERS = ("auto", *DRAFTER_NAMES)
+# names a run takes for another drafter's setting: ``dflash2`` is the DFlash drafter with a DFlash2 folder (the
+# demo's own where none is given), so every surface that speaks DFlash speaks it
+DRAFTER_ALIASES = ("dflash2",)
+
+
+def resolve_drafter_alias(drafter: str, draft_model: str | None, demo: bool) -> tuple[str, str | None]:
+    """(drafter, draft model) for a drafter name that may be an alias (``DRAFTER_ALIASES``); others pass through.
+    ``dflash2``: ``dflash`` with the given DFlash2 folder, or with ``demo`` the shipped trained one; refused with the
+    reason where the folder is another kind or there is none."""
+    if drafter != "dflash2":
+        return drafter, draft_model
+    if draft_model:
+        from specscope.engine_adapter.model.dflash_format import is_dflash_folder, read_dflash
+
+        if Path(draft_model).expanduser().is_dir() and is_dflash_folder(draft_model):
+            if read_dflash(draft_model).variant != "dflash2":
+                raise SpecscopeError(f"--drafter dflash2: {draft_model} is a DFlash drafter, not DFlash2 (its "
+                                     "architecture says so); use --drafter dflash")
+        return "dflash", draft_model  # a repo id or anything else: the engine reads and checks it
+    if not demo:
+        raise SpecscopeError("--drafter dflash2 needs --draft-model FOLDER (a DFlash2 drafter), or --demo")
+    from specscope.engine_adapter.model import shipped as demo_assets  # no MLX: the app's setup calls this
+
+    shipped = demo_assets.trained_demo_path("dflash2")
+    if shipped is None:
+        raise SpecscopeError("this install ships no trained DFlash2 demo drafter; give one with --draft-model FOLDER")
+    return "dflash", str(shipped)
 MAX_K = 16
 ROUND_KINDS = ("paired", "alternate", "instrumented", "end_to_end")
 BACKENDS = ("ring", "jaccl", "any")  # of a distributed run (profiler.run.launch)

@@ -126,16 +126,20 @@ def reopen_params(data: Any, model: str | None = None, draft_model: str | None =
                               "source": rec.get("source"), "name": rec.get("name"), "revision": rec.get("revision")},
                              model, "model", "--model")
     draft = None
-    if drafter == "draft":
+    what = "DFlash drafter" if drafter == "dflash" else "draft model"  # a DFlash session's drafter is a folder too
+    if drafter in ("draft", "dflash"):
         if draft_model:
-            draft = _user_model({}, draft_model, "draft model", "--draft-model")
+            draft = _user_model({}, draft_model, what, "--draft-model")
         elif cfg.get("draft_model") or not draft_kind:
             draft = _user_model({"path": cfg.get("draft_model_path") or cfg.get("draft_model")}, None,
-                                "draft model", "--draft-model")
-        else:  # the demo's own draft model, of the same kind as its target
+                                what, "--draft-model")
+        else:  # the demo's own draft model or DFlash drafter, of the same kind as its target
             from specscope.engine_adapter.model import demo_model as dm
 
-            trained = dm.trained_demo_path("draft") if draft_kind == "trained" else None
+            trained = dm.trained_demo_path(drafter) if draft_kind == "trained" else None
+            if drafter == "dflash" and not trained:
+                raise SpecscopeError("the session ran the random demo's DFlash drafter, which is not kept; give its "
+                                     "folder with --draft-model DIR")
             draft = str(trained or dm.demo_model_path("draft"))
     mtp = None
     if mtp_weights or cfg.get("mtp_weights"):

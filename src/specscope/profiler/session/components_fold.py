@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from specscope.profiler.session.records import ComponentCall, Components
 
-LISTS = ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "prior_accepted", "bookkeeping_ms")
+LISTS = ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "prior_accepted", "bookkeeping_ms", "draft_forward_ms",
+         "draft_walk_ms")
 CALL_FACTS = ("context", "at", "reps", "wall_ms")
 
 

@@ -323,6 +323,12 @@ class FigureIntervals(TypedDict):
     t_draft_ms_ci95: list[float] | None
 
 
+class DraftParts(TypedDict, total=False):
+    """A draft timed alone, by part, where the drafter times its parts apart (mean ms over the components' drafts)."""
+    forward: float                      # DFlash2: the drafter's forward with the top K candidates
+    walk: float                         # DFlash2: the candidate selector's walk, one position after another
+
+
 class Summary(FigureIntervals):
     """The session's figures (``analysis.summary.summarize``): speeds, the division's inputs, acceptance, the
     prediction and its verdict, the ledger, break-even, matches and divergences, the breakdown, drift, energy; each
@@ -349,6 +355,7 @@ class Summary(FigureIntervals):
     t_draft_ms: float | None
     t_rollback_ms: float | None
     t_bookkeeping_ms: float | None  # the round's work after the read-back but the rollback, timed apart (components)
+    t_draft_parts_ms: DraftParts | None  # a draft timed alone, by part (DFlash2's forward and walk); None: no parts
     p: float | None
     p_ci95: list[float] | None
     p_ci95_unit: str | None
@@ -433,3 +440,18 @@ def engine_facts(config: Mapping[str, Any]) -> EngineFacts:
     if isinstance(eng, dict):
         return cast(EngineFacts, {"name": "specscope", **eng})  # the engine's run_facts, as the config keeps them
     return {"name": eng if isinstance(eng, str) and eng else "specscope"}
+
+
+def drafter_label(config: Mapping[str, Any]) -> str:
+    """The drafter's name as people read it: ``dflash`` names its variant where the folder is another one
+    (``dflash (DFlash2)``); the run setting's name stays the drafter's kind, so commands and tunes keep working."""
+    d = config.get("drafter")
+    if not isinstance(d, dict):
+        return str(d) if d else "?"
+    name = str(d.get("name") or "?")
+    variant = d.get("variant")
+    return f"{name} ({DRAFTER_VARIANTS.get(variant, variant)})" if variant and variant != name else name
+
+
+DRAFTER_VARIANTS = {"dflash2": "DFlash2"}
+

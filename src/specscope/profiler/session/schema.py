@@ -142,7 +142,8 @@ def validate(d) -> None:
             ok = isinstance(comp, dict) and all(
                 isinstance(comp.get(key, []), list)
                 and all(_time_ok(x) or (diff and key == "draft_ms" and _finite(x)) for x in comp.get(key, []))
-                for key in ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "bookkeeping_ms"))
+                for key in ("verify_ms", "draft_ms", "round_ms", "draft_alone_ms", "bookkeeping_ms", "draft_forward_ms",
+                            "draft_walk_ms"))
             rb = comp.get("rollback_ms", {}) if isinstance(comp, dict) else None
             if not ok or not isinstance(rb, dict) or not all(isinstance(v, list) and all(_time_ok(x) for x in v)
                                                               for v in rb.values()):
