@@ -123,8 +123,9 @@ def test_greedy_equals_plain_at_every_accepted_length(wrong_at, hybrid, prompt, 
     assert tokens_of(ev) == plain[:n], f"output diverged with {wrong_at} of {k} accepted"
 
 
-@pytest.mark.parametrize("k", [3, pytest.param(B - 1, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("round_kinds", ["instrumented", "end_to_end"])
+# k = 3 both ways in the default run; the whole block (k = 7) end to end, the lazy walk, in the slow set
+@pytest.mark.parametrize("k,round_kinds", [(3, "instrumented"), (3, "end_to_end"),
+                                           pytest.param(B - 1, "end_to_end", marks=pytest.mark.slow)])
 def test_greedy_equals_plain_with_the_drafters_own_walk(k, round_kinds, hybrid, prompt, plain, base):
     drafter = DFlash2Drafter(hybrid, base.model, base.spec)
     ev = list(speculative_generate(hybrid.model, prompt, drafter, k, N, round_kinds=round_kinds))
@@ -330,22 +331,28 @@ def test_sampled_rounds_end_to_end_equal_instrumented_ones(tiny):
 # -- the engine ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow  # engine runs from model folders (~20 s); the drafter's own tests above stay in the default run
-def test_engine_runs_dflash2_end_to_end(model_dirs, dflash2_dir, prompt, plain):
+def test_engine_runs_dflash2_end_to_end(model_dirs, dflash2_dir, tmp_path):
     """``--draft-model`` a DFlash2 folder: the engine takes it as the DFlash drafter (auto), its run facts say DFlash2,
-    an end-to-end run equals plain decoding, the acceptance trace walks it, and a misfit is refused by name."""
+    an end-to-end run equals plain decoding, the acceptance trace walks it, and a misfit is refused by name. On the
+    small qwen3 target with a drafter built for it (the random hybrid's took 15 s of the slow set)."""
     from specscope.engine_adapter.engine import Engine, EngineParams
+    from specscope.engine_adapter.model.checkpoint import open_checkpoint
 
-    eng = Engine.open(EngineParams(model=str(model_dirs["hybrid"]), draft_model=str(dflash2_dir), num_draft_tokens=B - 1))
+    target = model_dirs["draft"]
+    small = build_dflash2_demo(tmp_path / "d", open_checkpoint(target).text_config, "draft", block_size=B)
+    eng = Engine.open(EngineParams(model=str(target), draft_model=str(small), num_draft_tokens=B - 1))
     assert eng.drafter_name == "dflash" and eng.dflash is not None and eng.dflash.variant == "dflash2"
     assert isinstance(eng.make_drafter(), DFlash2Drafter)
     facts = eng.run_facts(N)
     assert facts["drafter"]["variant"] == "dflash2" and facts["drafter"]["block_size"] == B
     assert "selector's greedy walk" in facts["drafter"]["drafts"]
+    prompt = eng.encode("Why is the sky blue? Because the air scatters")
+    plain = [r["token"] for r in eng.plain(prompt, N)]
     assert tokens_of(list(eng.speculative(prompt, plain, N, round_kinds="end_to_end"))) == plain
     trace = eng.trace(prompt, plain)
     assert trace is not None and trace["drafter"] == "dflash" and len(trace["A"]) == N - 1
     with pytest.raises(SpecscopeError, match="DFlash2 drafter d does not fit"):
-        Engine.open(EngineParams(model=str(model_dirs["draft"]), drafter="dflash", draft_model=str(dflash2_dir)))
+        Engine.open(EngineParams(model=str(model_dirs["hybrid"]), drafter="dflash", draft_model=str(small)))
 
 
 def test_components_time_the_forward_and_the_walk_of_a_draft_timed_alone(hybrid, prompt, plain, base):
