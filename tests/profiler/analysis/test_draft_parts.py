@@ -1,7 +1,7 @@
 """A draft in parts (DFlash2's forward and selector walk, timed alone by the components) through the summary and its
 text, and the drafter's label naming the variant."""
 
-from specscope.profiler.analysis.summary_core import draft_parts
+from specscope.profiler.analysis.draft_parts import draft_parts
 from specscope.profiler.analysis.summary_text import draft_parts_text
 from specscope.profiler.session.components_fold import fold_components
 from specscope.profiler.session.records import drafter_label

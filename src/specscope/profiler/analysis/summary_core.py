@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, cast
 
-from specscope.profiler.session.records import (Acceptance, Breakdown, Case, CaseStats, DraftParts, PhaseBreakdown, Round,
-                                                Summary)
+from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
 from specscope.profiler.analysis.intervals import span
 from specscope.profiler.analysis.records import (BreakdownAggregate, BreakdownSpread, CommunicationShare, PerRankAggregate,
                                                  PhaseAggregate, RepeatRates, Verdict)
+from specscope.profiler.analysis.draft_parts import draft_parts
 from specscope.profiler.analysis.round_model import RoundModel
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_intervals import (
@@ -94,21 +94,6 @@ def case_result(case: Case, plain_tok_s, spec_tok_s, acc: Acceptance, t_verify, 
         "divergence": case_divergence(case),
         "discarded": bool(case.get("discarded")),
     }
-
-
-def draft_parts(cases: list[Case]) -> DraftParts | None:
-    """The mean of each part of a draft timed alone (components), where the drafter times its parts apart: DFlash2's
-    forward (with the top K) and its selector's walk. None for drafters without parts, or sessions without components."""
-    def mean_of(part: str) -> float | None:
-        comps: list[dict[str, Any]] = [dict(c.get("components") or {}) for c in cases]
-        return stats.mean(x for comp in comps for x in (comp.get(f"draft_{part}_ms") or []))
-
-    parts: DraftParts = {}
-    if (forward := mean_of("forward")) is not None:
-        parts["forward"] = forward
-    if (walk := mean_of("walk")) is not None:
-        parts["walk"] = walk
-    return parts or None
 
 
 def pooled_tok_s(case_rates: list[tuple[int, float]]) -> float | None:
