@@ -37,6 +37,16 @@ class StepRecord(TypedDict):
     ms: float
 
 
+class TreeShape(TypedDict):
+    """A tree round's shape (``--tree-budget``): the nodes verified and the path kept. The root (the last verified
+    token) is node 0 and is not counted; drafted node ``i`` (1-based, node order, best first) is ``drafted[i - 1]``."""
+    nodes: int                  # drafted nodes verified in the round's one forward
+    depth: int                  # the tree's deepest level (a chain of k: k)
+    widths: list[int]           # nodes at each depth 1..depth
+    parents: list[int]          # each drafted node's parent (0: the root), in node order
+    path: list[int]             # the accepted path's nodes from depth 1 (its length: the round's ``accepted``)
+
+
 class RoundCore(TypedDict):
     """What every speculative round has, in the engine's record, the event and the session's ``Round``."""
     drafted: list[int]          # the draft tokens proposed
@@ -46,6 +56,7 @@ class RoundCore(TypedDict):
     verify_ms: float | None
     rollback_ms: float | None
     ms: float                   # whole round, wall clock, including bookkeeping
+    tree: NotRequired[TreeShape]  # a tree round's shape (``drafted``: every node's token, node order); absent: a chain
 
 
 class RoundRecord(RoundCore):

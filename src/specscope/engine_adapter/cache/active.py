@@ -1,6 +1,6 @@
 """The recorders open in this thread: the one place where the engine keeps state in a module.
 
-Three recorders listen to a forward without being handed anything by it: the verify's capture for rollback
+Three recorders listen to a forward (and a tree verify, ``tree_verify.TreeForward``, reshapes one) without being handed anything by it: the verify's capture for rollback
 (``capture.capturing``), the tap on the trunk's hidden states (``hidden.tapping``) and the record of which experts
 each router picked (``measure.verify_curve.recording_routes``). What they hook is mlx-lm's: the ``__call__`` of a
 ``Conv1d``, a norm, a decoder layer or an expert bank whose class we swap, and the module-level
@@ -52,3 +52,4 @@ class Slot(Generic[T]):
 CAPTURE: Slot[Any] = Slot("capture")  # capture.Capture: the verify's references for rollback
 TAP: Slot[Any] = Slot("tap")          # hidden.Tap: the trunk's hidden states
 ROUTES: Slot[Any] = Slot("routes")    # dict: id(expert bank) -> the indices of each of its calls
+TREE: Slot[Any] = Slot("tree")        # tree_verify.TreeForward: a tree verify's masks, positions and branch states

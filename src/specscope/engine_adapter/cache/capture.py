@@ -18,7 +18,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import RotatingKVCache
 
-from specscope.engine_adapter.cache.active import CAPTURE
+from specscope.engine_adapter.cache.active import CAPTURE, TREE
 
 
 class Capture:
@@ -46,6 +46,9 @@ class _RecordingRotatingKVCache(RotatingKVCache):
 
 class _CapturingConv1d(nn.Conv1d):
     def __call__(self, x):
+        tree = TREE.get()
+        if tree is not None:  # a tree verify: each node's window along its own path (``tree_verify``)
+            return tree.conv(self, x, super().__call__)
         cap = CAPTURE.get()
         if cap is not None:
             cap.conv_inputs[id(self)] = x
@@ -55,6 +58,9 @@ class _CapturingConv1d(nn.Conv1d):
 
 def _make_capturing_update(original):
     def gated_delta_update(q, k, v, a, b, A_log, dt_bias, state=None, mask=None, **kw):
+        tree = TREE.get()
+        if tree is not None:  # a tree verify: each node from its parent's state, depth by depth (``tree_verify``)
+            return tree.recurrence(original, q, k, v, a, b, A_log, dt_bias, state, mask, **kw)
         cap = CAPTURE.get()
         if cap is not None and q.shape[1] > 1:
             # keep references only: the verify itself is mlx-lm's own single call over all positions

@@ -167,6 +167,7 @@ class DFlashDrafter(Drafter):
     lazy_drafts = True
     drafts_to_the_end = True  # the reference's last blocks: min(B, tokens left + 1), the bonus cut
     chained = False  # the block attends both ways: the first k drafts of a block of B are not a block of k+1's
+    drafts_trees = True  # per-position distributions from one block forward (``tree_drafts``)
 
     def __init__(self, target, model: DFlashModel, spec: DFlashSpec, sampling: Any = None):
         self.target_model = target.model
@@ -223,6 +224,11 @@ class DFlashDrafter(Drafter):
             return Draft(None, probs=probs, array=toks, extra=extra)
         mx.eval(toks, *([probs] if probs is not None else []))
         return Draft(toks.tolist(), probs=probs, extra=extra)  # type: ignore[arg-type]  # a list of ints
+
+    def draft_tree(self, last_token, depth, budget):
+        from specscope.engine_adapter.drafters.tree_drafts import dflash_tree
+
+        return dflash_tree(self, last_token, depth, budget)
 
     def block_logits(self, last_token: int, k: int) -> mx.array:
         """One drafter forward over the block ``[last_token, mask × k]`` after reading the pending context: the

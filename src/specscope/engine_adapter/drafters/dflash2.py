@@ -47,6 +47,11 @@ class DFlash2Drafter(DFlashDrafter):
         """The logits the selector reads, [k, vocab] (lazy): ``dflash_check`` compares these."""
         return self.block_states(last_token, k)[1]
 
+    def draft_tree(self, last_token, depth, budget):
+        from specscope.engine_adapter.drafters.tree_drafts import dflash2_tree
+
+        return dflash2_tree(self, last_token, depth, budget)
+
     def _keys(self, k: int) -> list[mx.array] | None:
         if self.sampling is None or self.sampling.greedy:
             return None

@@ -91,6 +91,8 @@ class Drafter:
     # True: from a given prefix the first k drafts are the same whatever k is (chain drafters); False: they depend on
     # k (DFlash's block attends both ways), so an acceptance trace records each k apart
     chained = True
+    # True: ``draft_tree`` gives a tree of candidates from per-position distributions (``--tree-budget``)
+    drafts_trees = False
 
     def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass
@@ -100,6 +102,12 @@ class Drafter:
 
     def update(self, accepted: int, draft: Draft, emitted: list[int], hidden=None) -> None:
         pass
+
+    def draft_tree(self, last_token: int, depth: int, budget: int):
+        """A tree (``decode.tree.Tree``) of at most ``budget`` drafted nodes and ``depth`` levels after ``last_token``,
+        grown best first from the drafter's per-position distributions; ``update`` then takes the accepted path as
+        a chain's accepted drafts (``hidden``: the verify's hidden states along it)."""
+        raise NotImplementedError(f"the {self.kind} drafter does not draft trees")
 
     def hold_prefix(self, prompt: list[int], hidden=None):
         """A context manager: while it is held, ``begin`` from a prompt that extends ``prompt`` may start from a copy

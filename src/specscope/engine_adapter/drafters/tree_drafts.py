@@ -1,0 +1,60 @@
+"""Draft trees from block drafters' per-position distributions (``decode.tree.grow``).
+
+- **DFlash**: one drafter forward over the block ``[last, mask × depth]``; position ``i``'s distribution is the
+  softmax of its logits, the same whatever the parent (the block is drafted in parallel). The top ``budget`` tokens a
+  position are the candidates: a tree of ``budget`` nodes never needs more.
+- **DFlash2**: the same forward, then the selector's top-K candidates a position; a candidate's probability is the
+  selector's q = softmax(score) over the K, and its score depends on the token before it (``score(c) = logit(c) +
+  <A[prev] * proj(h), B[c]>``), so a node's children are ranked given the node's own token: for every position after
+  the first, all K × K (previous, next) scores are computed in the one sync the tree is built after.
+
+Both build the tree on the host after one sync (building the tree is work, timed as drafting).
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from specscope.engine_adapter.decode.tree import Tree, grow, top_candidates
+
+
+def dflash_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:
+    """A DFlash drafter's tree: per-position softmax, top ``budget`` a position, grown best first."""
+    if depth <= 0 or budget <= 0:
+        return Tree([last_token], [-1], [0], [1.0])
+    probs = mx.softmax(drafter.block_logits(last_token, depth).astype(mx.float32), axis=-1)
+    b = min(budget, probs.shape[-1])
+    top = mx.argsort(-probs, axis=-1)[:, :b]
+    vals = mx.take_along_axis(probs, top, axis=-1)
+    mx.eval(top, vals)
+    lists = [list(zip(t, v)) for t, v in zip(np.array(top).tolist(), np.array(vals).tolist())]
+    return grow(last_token, depth, budget, lambda d, node, tok: lists[d - 1])
+
+
+def dflash2_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:
+    """A DFlash2 drafter's tree: the selector's q over its top-K, each node's children ranked given its token."""
+    if depth <= 0 or budget <= 0:
+        return Tree([last_token], [-1], [0], [1.0])
+    sel = drafter.model.candidate_selector
+    h, logits = drafter.block_states(last_token, depth)
+    cands, unary, proj, succ = sel.candidates(h, logits)
+    first = sel.scores(unary[0], proj[0], succ[0], mx.array([last_token], dtype=mx.uint32))  # [K]
+    rest = []
+    for i in range(1, depth):  # [K previous, K next]: every candidate of position i - 1 as the token before
+        a = sel.predecessor_codebook[cands[i - 1]] * proj[i][None]                     # [K, rank]
+        rest.append(unary[i][None] + (a[:, None, :] * succ[i][None]).sum(axis=-1))      # [K, K]
+    q_first = mx.softmax(first.astype(mx.float32), axis=-1)
+    q_rest = [mx.softmax(s.astype(mx.float32), axis=-1) for s in rest]
+    mx.eval(cands, q_first, *q_rest)
+    C = np.array(cands)
+    Q = [np.array(q_first)[None]] + [np.array(q) for q in q_rest]   # Q[i][row of the previous token, candidate]
+    row_of = [{int(t): j for j, t in enumerate(C[i])} for i in range(depth)]
+
+    def candidates(d: int, node: int, tok: int) -> list[tuple[int, float]]:
+        i = d - 1
+        row = 0 if i == 0 else row_of[i - 1][tok]
+        picks = top_candidates(Q[i][row:row + 1], budget)[0]  # (index among the K, q), best first
+        return [(int(C[i][j]), p) for j, p in picks]
+
+    return grow(last_token, depth, budget, candidates)
