@@ -147,6 +147,8 @@ class Engine:
         compat = cheap_report(target.model)  # refuse before measuring anything that cannot be rolled back exactly
         if compat["class"] == REFUSED:
             raise SpecscopeError(f"{compat['reasons'][0]} (see `specscope check`)")
+        if params.tree_budget:
+            check_tree_run(params, name, target.model)
         engine = cls(params, target, draft, name, compat, dflash=dflash)
         if params.engine != "specscope":  # another engine's loop behind the seam; plain decoding and the rest stay ours
             from specscope.engine_adapter.engines.registry import engine_class
@@ -277,6 +279,12 @@ class Engine:
         kinds = round_kinds or p.round_kinds
         if kinds == "paired":  # a paired run's passes are asked for one by one (profiler.run.protocol); alone: the measured one
             kinds = "end_to_end"
+        if p.tree_budget > 0:
+            from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
+
+            return tree_speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens),
+                                             p.num_draft_tokens, p.tree_budget, max_tokens, self.sampling,
+                                             round_kinds=kinds)
         return speculative_generate(self.target.model, prompt, self.make_drafter(plain_tokens), p.num_draft_tokens,
                                     max_tokens, self.sampling, round_kinds=kinds)
 
@@ -343,6 +351,25 @@ class Engine:
 
     def peak_memory(self) -> int:
         return int(mx.get_peak_memory())
+
+
+TREE_DRAFTERS = ("dflash",)  # drafters with per-position distributions (DFlash2 is the dflash drafter with its folder)
+
+
+def check_tree_run(params: EngineParams, drafter: str, model) -> None:
+    """Refuse ``--tree-budget`` before anything runs where it cannot be exact or has nothing to grow a tree from."""
+    from specscope.engine_adapter.decode.tree_decoding import tree_refusal
+
+    if params.tree_budget < 0:
+        raise SpecscopeError(f"--tree-budget must be >= 0 (got {params.tree_budget})")
+    if drafter not in TREE_DRAFTERS:
+        raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions (dflash or dflash2); the "
+                             f"{drafter} drafter drafts one chain (trees for the MTP head and a draft model: not yet)")
+    if params.engine != "specscope":
+        raise SpecscopeError(f"--tree-budget runs specscope's own loop, not --engine {params.engine}")
+    why = tree_refusal(model)
+    if why:
+        raise SpecscopeError(f"--tree-budget: {why}")
 
 
 def open_dflash(params: EngineParams, target, label: str, status=lambda message: None):

@@ -25,6 +25,10 @@ class EngineParams:
     oracle_p: float = 0.75
     oracle_draft_ms: float = 0.0
     num_draft_tokens: int = 2
+    # a tree of at most this many drafted nodes a round, grown best first from the drafter's per-position
+    # distributions and verified in one forward (decode.tree_decoding; DFlash and DFlash2 drafters), at most
+    # ``num_draft_tokens`` deep; 0: a chain of ``num_draft_tokens``
+    tree_budget: int = 0
     temp: float = 0.0
     top_p: float = 1.0
     seed: int = 0

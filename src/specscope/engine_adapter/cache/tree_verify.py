@@ -24,9 +24,6 @@ another recurrent state could be made exact only with work specscope does not do
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
-
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
@@ -177,6 +174,10 @@ class TreeForward:
         returns the arrays set (callers may evaluate them to time the work)."""
         if not path or path[0] != 0 or any(self.tree.parents[b] != a for a, b in zip(path, path[1:])):
             raise ValueError(f"{path} is not a path from the root")
+        return self._keep_kv(path) + self._keep_states(path)
+
+    def _keep_kv(self, path: list[int]) -> list[mx.array]:
+        """Each KV cache: the path's entries, in path order, right after the prefix; the rest dropped."""
         touched: list[mx.array] = []
         n_keep = len(path)
         moved = path != list(range(n_keep))
@@ -185,12 +186,17 @@ class TreeForward:
                 if c.offset != self.prefix + self.n:
                     raise RuntimeError(f"a KV cache holds {c.offset} positions after a tree verify of {self.n} nodes "
                                        f"after {self.prefix}")
-                if moved:  # the path's entries, in path order, right after the prefix
+                if moved:
                     idx = mx.array([self.prefix + i for i in path], dtype=mx.int32)
                     c.keys[..., self.prefix:self.prefix + n_keep, :] = mx.take(c.keys, idx, axis=2)
                     c.values[..., self.prefix:self.prefix + n_keep, :] = mx.take(c.values, idx, axis=2)
                     touched += [c.keys, c.values]
                 c.offset = self.prefix + n_keep
+        return touched
+
+    def _keep_states(self, path: list[int]) -> list[mx.array]:
+        """Each Gated DeltaNet layer: the conv state along the path and the recurrent state after its last node."""
+        touched: list[mx.array] = []
         linear = sorted(gdn_index(self.model, self.cache).items())
         if linear and len(self.states) != len(linear):
             raise RuntimeError("the tree verify ran without its Gated DeltaNet hooks; cannot keep the path's states")
@@ -206,17 +212,11 @@ class TreeForward:
         return touched
 
 
-@contextmanager
-def tree_forward(tree: Tree, model, cache: list) -> Iterator[TreeForward]:
-    """A ``TreeForward`` the model call inside the block (in this thread) runs as a tree verify."""
-    tf = TreeForward(tree, model, cache)
-    with TREE.open(tf):
-        yield tf
-
-
-def verify_tree(model, cache: list, tree: Tree) -> tuple[mx.array, TreeForward]:
-    """The target's logits at every node [N, vocab] (lazy) and the ``TreeForward`` to ``keep`` the accepted path."""
+def verify_tree(model, cache: list, tree: Tree, forward: TreeForward | None = None) -> tuple[mx.array, TreeForward]:
+    """The target's logits at every node [N, vocab] (lazy) and the ``TreeForward`` to ``keep`` the accepted path
+    (``forward``: one made for this tree and cache already, e.g. a check's deliberately broken one)."""
+    tf = forward if forward is not None else TreeForward(tree, model, cache)
     inputs = mx.array(tree.tokens, dtype=mx.uint32)[None]
-    with tree_forward(tree, model, cache) as tf:
+    with TREE.open(tf):
         logits = model(inputs, cache=cache)[0]
     return logits, tf

@@ -128,6 +128,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
             rep["class"] = REFUSED
             rep["reasons"].insert(0, f"rollback is not exact: after a verify of k={bad['k']} and {bad['accepted']} "
                                      f"accepted, logits differ by {bad['relative_error']:.3g} (relative) from a fresh cache")
+        _check_tree(lm, prompt, rep, progress)
         if drafter is not None:
             from specscope.engine_adapter.measure.dflash_check import drafter_context_exactness
 
@@ -159,6 +160,29 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
     return rep
 
 
+def _check_tree(lm, prompt: list[int], rep: DoctorReport, progress) -> None:
+    """Tree verification (``--tree-budget``) where the model takes trees (``tree_check``); else why it takes none."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    from specscope.engine_adapter.cache.tree_verify import refusal
+    from specscope.engine_adapter.measure.tree_check import tree_exactness
+
+    why = refusal(lm.model, make_prompt_cache(lm.model))
+    if why is not None:
+        rep["tree_refused"] = why
+        return
+    progress(None, None, "tree verification: a tree with rejected branches against plain forwards")
+    t = tree_exactness(lm.model, prompt, lm.vocab_size or None, EXACT_TOLERANCE)
+    rep["tree"] = t
+    if not t["exact"]:
+        if rep["class"] == SUPPORTED:
+            rep["class"] = CAVEATS
+        rep["reasons"].append(f"tree verification is not exact (relative logit error {t['max_relative_error']:.3g}, "
+                              f"{t['kept_relative_error']:.3g} after keeping a path): do not use --tree-budget")
+    if t["control_caught"] is False:
+        rep["reasons"].append("the tree check's negative control was not caught: its comparison has no power here")
+
+
 def format_report(rep: DoctorReport) -> str:
     m = rep["model"]
     lines = [f"{m['name']}  ({m['architecture']}, model_type {m['model_type']}, {m['layers']} layers)",
@@ -173,6 +197,12 @@ def format_report(rep: DoctorReport) -> str:
         lines.append(f"  rollback check    {'exact' if ex['exact'] else 'NOT EXACT'}: {n} verify/rollback cases "
                      f"(k = {', '.join(map(str, ks))}, every accepted count), max relative logit error "
                      f"{ex['max_relative_error']:.2g} (tolerance {ex['tolerance']:g}), {ex['seconds']:.1f} s")
+    if rep.get("tree"):
+        from specscope.engine_adapter.measure.tree_check import describe_check
+
+        lines.append(f"  tree verify       {describe_check(rep['tree'])}")
+    elif rep.get("tree_refused"):
+        lines.append(f"  tree verify       refused: {rep['tree_refused']}")
     if rep["sliding_windows"]:
         lines.append(f"  sliding windows   {', '.join(map(str, rep['sliding_windows']))} tokens")
     df = rep.get("dflash")

@@ -92,6 +92,24 @@ class DrafterContextCheck(TypedDict):
     seconds: float
 
 
+class TreeExactnessCheck(TypedDict):
+    """``tree_check.tree_exactness``: a tree verify with rejected branches against plain forwards along each node's
+    path, the caches after keeping one path against a fresh cache, and the same comparison's negative control (a
+    Gated DeltaNet node run from the wrong parent's state), which must be caught."""
+    nodes: int                       # drafted nodes in the tree (the root not counted)
+    depth: int
+    path: list[int]                  # the path kept (nodes from depth 1)
+    node_errors: list[float]         # per node (root first): relative logit error against the plain forward
+    max_relative_error: float
+    kept_relative_error: float       # the next logits after keeping ``path``, against a fresh cache's
+    exact: bool
+    control: str                     # what the negative control broke
+    control_relative_error: float | None  # None: the model has no Gated DeltaNet layer to break
+    control_caught: bool | None
+    tolerance: float
+    seconds: float
+
+
 # ``specscope check``: compat_class.cheap_report's record ("class", "reasons", "rollback", "sliding_windows"), the
 # checks run on it, the MTP head and the model ("class" is a Python keyword, hence the functional form)
 DoctorReport = TypedDict("DoctorReport", {
@@ -101,6 +119,8 @@ DoctorReport = TypedDict("DoctorReport", {
     "sliding_windows": list[int],
     "exactness": NotRequired[ExactnessCheck],     # not for a refused model
     "dflash": NotRequired[dict[str, Any]],        # the DFlash drafter's description and "context": DrafterContextCheck
+    "tree": NotRequired[TreeExactnessCheck],      # tree verification (``--tree-budget``), where the model takes trees
+    "tree_refused": NotRequired[str],             # why this model takes no trees
     "mtp": dict[str, Any],             # inspect_model.mtp_status and "loadable" (and "error")
     "model": dict[str, Any],           # name, revision, path, model_type, architecture, layers, memory
 })

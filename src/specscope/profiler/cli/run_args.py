@@ -30,6 +30,9 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--num-draft-tokens", "-k", type=int, default=None,
                     help=f"draft tokens per round, k (1-16; default {RunConfig.num_draft_tokens}, with --drafter dflash "
                          "the block size - 1)")
+    ap.add_argument("--tree-budget", type=int, default=RunConfig.tree_budget, metavar="N",
+                    help="verify a tree of at most N drafted nodes a round (grown best first from the drafter's "
+                         "per-position distributions, at most k deep; dflash and dflash2 drafters); 0 (default): a chain")
     ap.add_argument("--max-tokens", type=int, default=RunConfig.max_tokens, help="new tokens per case")
     ap.add_argument("--temp", type=float, default=RunConfig.temp, help="sampling temperature (0 = greedy)")
     ap.add_argument("--top-p", type=float, default=RunConfig.top_p, help="nucleus sampling mass")
@@ -117,7 +120,7 @@ def config_from_args(a) -> RunConfig:
     D = RunConfig
     cfg = RunConfig(
         model=a.model, demo=a.demo, drafter=a.drafter, draft_model=a.draft_model, num_draft_tokens=default_k(a),
-        max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
+        tree_budget=getattr(a, "tree_budget", D.tree_budget), max_tokens=a.max_tokens, temp=a.temp, top_p=a.top_p, seed=a.seed, suite=a.suite, cases=a.cases,
         warmup=a.warmup, repeats=a.repeats, breakdown=not a.no_breakdown, breakdown_reps=a.breakdown_reps,
         oracle_p=a.oracle_p, oracle_draft_ms=a.oracle_draft_ms, mtp_weights=a.mtp_weights, mtp_hidden=a.mtp_hidden, round_kinds=a.round_kinds, component_reps=getattr(a, "component_reps", D.component_reps), trace=getattr(a, "trace", D.trace),
         allow_oversize=a.allow_oversize, dtype=getattr(a, "dtype", None), discard_first=a.discard_first, cooldown=a.cooldown,

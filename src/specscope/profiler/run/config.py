@@ -144,6 +144,10 @@ class RunConfig(EngineParams):
             raise SpecscopeError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(DRAFTERS)}")
         if not 1 <= self.num_draft_tokens <= MAX_K:
             raise SpecscopeError(f"--num-draft-tokens must be between 1 and {MAX_K} (got {self.num_draft_tokens})")
+        if self.tree_budget < 0:
+            raise SpecscopeError(f"--tree-budget must be >= 0 (got {self.tree_budget})")
+        if self.tree_budget:
+            self._validate_tree()
         if self.max_tokens < 2:
             raise SpecscopeError(f"--max-tokens must be at least 2 (got {self.max_tokens})")
         if self.temp < 0:
@@ -191,6 +195,18 @@ class RunConfig(EngineParams):
             raise SpecscopeError("--context is not supported with several ranks yet")
         if self.ranks is not None or self.hosts or self.hostfile:
             (DistSpec.from_config(self) or DistSpec(ranks=self.ranks, backend=self.backend)).validate()
+
+
+    def _validate_tree(self) -> None:
+        """``--tree-budget N``: a drafter with per-position distributions, specscope's own loop, one machine."""
+        if self.drafter in ("ngram", "oracle", "mtp", "draft"):
+            raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions (dflash or dflash2); "
+                                 f"the {self.drafter} drafter drafts one chain (trees for the MTP head and a draft "
+                                 "model: not yet)")
+        if self.engine != "specscope":
+            raise SpecscopeError(f"--tree-budget runs specscope's own loop, not --engine {self.engine}")
+        if self.ranks is not None or self.hosts or self.hostfile:
+            raise SpecscopeError("--tree-budget is not supported with several ranks yet")
 
 
 @dataclass
