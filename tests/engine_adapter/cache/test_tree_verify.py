@@ -8,7 +8,7 @@ from mlx_lm.models.cache import KVCache, RotatingKVCache, make_prompt_cache
 
 from specscope.engine_adapter.cache.tree_verify import TreeForward, install_tree, refusal, verify_tree
 from specscope.engine_adapter.decode.decoding import prefill
-from specscope.engine_adapter.decode.tree import Tree
+from specscope.engine_adapter.cache.tree import Tree
 from specscope.engine_adapter.measure.doctor import EXACT_TOLERANCE
 from specscope.engine_adapter.measure.tree_check import tree_exactness
 

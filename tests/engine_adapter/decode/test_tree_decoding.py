@@ -16,7 +16,7 @@ from specscope.engine_adapter.decode import tree_decoding
 from specscope.engine_adapter.decode.decoding import plain_generate
 from specscope.engine_adapter.decode.records import tokens_of
 from specscope.engine_adapter.decode.sampling import Sampling
-from specscope.engine_adapter.decode.tree import Tree, grow
+from specscope.engine_adapter.cache.tree import Tree, grow
 from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
 from specscope.engine_adapter.drafters.drafter import Drafter, NgramDrafter
 from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter

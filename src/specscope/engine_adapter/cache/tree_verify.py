@@ -1,4 +1,4 @@
-"""One verify forward over every node of a draft tree (``decode.tree.Tree``), exact, and the caches left afterwards
+"""One verify forward over every node of a draft tree (``cache.tree.Tree``), exact, and the caches left afterwards
 exactly as plain decoding along the accepted path would leave them.
 
 The forward is mlx-lm's own model call over the tree's tokens in node order; while a ``TreeForward`` is open
@@ -32,7 +32,7 @@ from mlx_lm.models.cache import ArraysCache, KVCache
 from specscope.engine_adapter.cache.active import TREE
 from specscope.engine_adapter.cache.capture import install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback_plan import _cache_name, gdn_index
-from specscope.engine_adapter.decode.tree import Tree
+from specscope.engine_adapter.cache.tree import Tree
 
 
 class _TreeKVCache(KVCache):
@@ -182,15 +182,16 @@ class TreeForward:
         n_keep = len(path)
         moved = path != list(range(n_keep))
         for c in self.cache:
-            if isinstance(c, KVCache) and c.keys is not None:
+            if isinstance(c, KVCache) and c.keys is not None and c.values is not None:
                 if c.offset != self.prefix + self.n:
                     raise RuntimeError(f"a KV cache holds {c.offset} positions after a tree verify of {self.n} nodes "
                                        f"after {self.prefix}")
                 if moved:
                     idx = mx.array([self.prefix + i for i in path], dtype=mx.int32)
-                    c.keys[..., self.prefix:self.prefix + n_keep, :] = mx.take(c.keys, idx, axis=2)
-                    c.values[..., self.prefix:self.prefix + n_keep, :] = mx.take(c.values, idx, axis=2)
-                    touched += [c.keys, c.values]
+                    keys, values = c.keys, c.values
+                    keys[..., self.prefix:self.prefix + n_keep, :] = mx.take(keys, idx, axis=2)
+                    values[..., self.prefix:self.prefix + n_keep, :] = mx.take(values, idx, axis=2)
+                    touched += [keys, values]
                 c.offset = self.prefix + n_keep
         return touched
 

@@ -29,7 +29,7 @@ from specscope.engine_adapter.cache.tree_verify import install_tree, refusal, ve
 from specscope.engine_adapter.decode.decoding import ROUND_KINDS, prefill
 from specscope.engine_adapter.decode.records import PrefillRecord, RoundRecord
 from specscope.engine_adapter.decode.sampling import Sampling
-from specscope.engine_adapter.decode.tree import Tree, accept_greedy, accept_sampled
+from specscope.engine_adapter.cache.tree import Tree, accept_greedy, accept_sampled
 from specscope.engine_adapter.drafters.drafter import Draft, Drafter
 from specscope.engine_adapter.mlx_types import token, values
 

@@ -104,7 +104,7 @@ class Drafter:
         pass
 
     def draft_tree(self, last_token: int, depth: int, budget: int):
-        """A tree (``decode.tree.Tree``) of at most ``budget`` drafted nodes and ``depth`` levels after ``last_token``,
+        """A tree (``cache.tree.Tree``) of at most ``budget`` drafted nodes and ``depth`` levels after ``last_token``,
         grown best first from the drafter's per-position distributions; ``update`` then takes the accepted path as
         a chain's accepted drafts (``hidden``: the verify's hidden states along it)."""
         raise NotImplementedError(f"the {self.kind} drafter does not draft trees")

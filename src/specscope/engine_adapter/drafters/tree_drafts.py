@@ -1,4 +1,4 @@
-"""Draft trees from block drafters' per-position distributions (``decode.tree.grow``).
+"""Draft trees from block drafters' per-position distributions (``cache.tree.grow``).
 
 - **DFlash**: one drafter forward over the block ``[last, mask × depth]``; position ``i``'s distribution is the
   softmax of its logits, the same whatever the parent (the block is drafted in parallel). The top ``budget`` tokens a
@@ -16,7 +16,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from specscope.engine_adapter.decode.tree import Tree, grow, top_candidates
+from specscope.engine_adapter.cache.tree import Tree, grow, top_candidates
 
 
 def dflash_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:

@@ -18,7 +18,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from specscope.engine_adapter.cache.capture import is_hybrid
 from specscope.engine_adapter.cache.rollback import CacheSnapshot
 from specscope.engine_adapter.cache.tree_verify import TreeForward, install_tree, verify_tree
-from specscope.engine_adapter.decode.tree import Tree
+from specscope.engine_adapter.cache.tree import Tree
 from specscope.engine_adapter.mlx_types import scalar
 
 from .records import TreeExactnessCheck

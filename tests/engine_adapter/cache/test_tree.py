@@ -1,4 +1,4 @@
-"""The draft tree (``decode.tree``): grown best first by path probability under a budget, its arrays, and the rules
+"""The draft tree (``cache.tree``): grown best first by path probability under a budget, its arrays, and the rules
 that keep its accepted path (greedy; at temperature the recursive rejection over siblings, its output distribution
 tested with a chi-square, and the test's power against a wrong rule)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from chi2 import chi2_goodness_of_fit
 
-from specscope.engine_adapter.decode.tree import Tree, accept_greedy, accept_sampled, grow, top_candidates
+from specscope.engine_adapter.cache.tree import Tree, accept_greedy, accept_sampled, grow, top_candidates
 
 ALPHA = 1e-3
 

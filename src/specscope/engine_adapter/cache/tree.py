@@ -1,5 +1,6 @@
 """A tree of draft candidates (DDTree, arXiv 2604.12989): grown best-first by path probability under a node budget,
-verified in one forward (``cache.tree_verify``), and the rules that keep its longest accepted path.
+verified in one forward (``cache.tree_verify``), and the rules that keep its longest accepted path. (On the caches'
+floor: the verify lays the caches out by it, and the drafters and decoding above both use it.)
 
 The tree is flat, as dflash-mlx's ``engine/ddtree.py`` keeps it: node 0 is the root (the last verified token, which
 the verify forward runs like a chain's first position), every other node holds a drafted token, its parent's index,
