@@ -91,9 +91,9 @@ def _method(c, gdn: bool) -> str | None:
     return None
 
 
-def _cache_name(c) -> str:
+def cache_name(c) -> str:
     if isinstance(c, CacheList):
-        return "CacheList(" + ", ".join(_cache_name(s) for s in c.caches) + ")"
+        return "CacheList(" + ", ".join(cache_name(s) for s in c.caches) + ")"
     if isinstance(c, ArraysCache):
         return f"ArraysCache({len(c.cache)})"
     name = type(c).__name__
@@ -108,7 +108,7 @@ def plan_rollback(model, cache: list) -> RollbackPlan:
     refused: list[RollbackLayer] = []
     for i, c in enumerate(cache):
         m = _method(c, i in gdn)
-        row: RollbackLayer = {"layer": i, "layer_type": _layer_type(model, i, aligned), "cache": _cache_name(c),
+        row: RollbackLayer = {"layer": i, "layer_type": _layer_type(model, i, aligned), "cache": cache_name(c),
                "method": m or "unsupported"}
         layers.append(row)
         if m is None:

@@ -31,7 +31,7 @@ from mlx_lm.models.cache import ArraysCache, KVCache
 
 from specscope.engine_adapter.cache.active import TREE
 from specscope.engine_adapter.cache.capture import install_capture, is_hybrid
-from specscope.engine_adapter.cache.rollback_plan import _cache_name, gdn_index
+from specscope.engine_adapter.cache.rollback_plan import cache_name, gdn_index
 from specscope.engine_adapter.cache.tree import Tree
 
 
@@ -82,7 +82,7 @@ def refusal(model, cache: list) -> str | None:
             continue
         if isinstance(c, ArraysCache) and i in gdn:
             continue
-        return (f"{where} uses a {_cache_name(c)} cache, which a tree verify cannot keep exact (each branch would "
+        return (f"{where} uses a {cache_name(c)} cache, which a tree verify cannot keep exact (each branch would "
                 "need its own copy of it); the tree needs full-attention KV caches and Gated DeltaNet layers")
     return None
 
