@@ -4,6 +4,7 @@ run from the wrong parent's state is caught by the same comparison, and cache ki
 refused with the reason."""
 
 import mlx.core as mx
+import pytest
 from mlx_lm.models.cache import KVCache, RotatingKVCache, make_prompt_cache
 
 from specscope.engine_adapter.cache.tree_verify import TreeForward, install_tree, refusal, verify_tree
@@ -35,6 +36,8 @@ def test_a_chain_tree_is_a_chain_verify(hybrid, prompt):
     assert mx.max(mx.abs(got - want)).item() <= 1e-5 * max(1.0, mx.max(mx.abs(want)).item())
 
 
+@pytest.mark.slow  # the check's power over the compaction (~4 s); decoding's own control runs by default
+# (tests/engine_adapter/decode/test_tree_decoding.py::test_breaking_the_kv_compaction_breaks_the_output)
 def test_keeping_a_path_without_moving_its_keys_is_caught(hybrid, prompt, monkeypatch):
     """The kept-path comparison has power over the KV compaction: trimming instead of moving is caught."""
 
@@ -56,3 +59,15 @@ def test_cache_kinds_a_tree_cannot_keep_exact_are_refused(hybrid, dense):
     why = refusal(dense.model, [RotatingKVCache(max_size=64)] * n)
     assert why is not None and "layer 0" in why and "RotatingKVCache" in why
     assert "line up" in (refusal(dense.model, [KVCache()] * (n - 1)) or "")
+
+
+def test_the_breakdown_instruments_a_tree_verify(hybrid, prompt):
+    """The per-block rulers over a tree verify (``measure.tree_breakdown``): every block is timed, none is left
+    uncalled."""
+    from specscope.engine_adapter.measure.tree_breakdown import measure_tree_verify
+    from specscope.engine_adapter.measure.tree_check import check_tree
+
+    tree = check_tree(prompt, prompt[-1], hybrid.vocab_size)
+    b = measure_tree_verify(hybrid.model, prompt, tree, reps=1, skip=False)
+    assert b["positions"] == len(tree) and b["uncalled_blocks"] == []
+    assert {"linear_attention", "full_attention", "moe", "output_head"} <= {k for k, v in b["blocks"].items() if v > 0}
