@@ -45,6 +45,8 @@ class TreeShape(TypedDict):
     widths: list[int]           # nodes at each depth 1..depth
     parents: list[int]          # each drafted node's parent (0: the root), in node order
     path: list[int]             # the accepted path's nodes from depth 1 (its length: the round's ``accepted``)
+    budget: NotRequired[int]    # the round's node budget (``--tree-budget``)
+    max_depth: NotRequired[int]  # the depth it could draft to: k, less near the output's end (a "full" round: k)
 
 
 class RoundCore(TypedDict):

@@ -112,6 +112,11 @@ def test_greedy_trees_equal_plain_decoding(trained, trained_plain, kinds):
         assert sum(t["widths"]) == t["nodes"] and len(t["widths"]) == t["depth"]
         assert r["emitted"][:-1] == [r["drafted"][i - 1] for i in t["path"]]
         assert (r["draft_ms"] is None) == (kinds == "end_to_end")
+    # the depth limit each round drafted under: k until the output's end cuts it (what makes a round "full")
+    limits = [r["tree"]["max_depth"] for r in rounds]
+    assert all(r["tree"]["budget"] == 8 for r in rounds) and limits[0] == 4
+    assert limits == sorted(limits, reverse=True)  # cut only as the output's end nears
+    assert all(t["tree"]["depth"] <= t["tree"]["max_depth"] for t in rounds)
 
 
 def test_breaking_the_kv_compaction_breaks_the_output(trained, trained_plain, monkeypatch):

@@ -54,9 +54,9 @@ def accept(tree: Tree, logits: mx.array, sampling: Sampling, position: int) -> t
     return accept_sampled(tree, p, np.random.default_rng([sampling.seed, position]))
 
 
-def shape_of(tree: Tree, path: list[int]) -> TreeShape:
+def shape_of(tree: Tree, path: list[int], budget: int, max_depth: int) -> TreeShape:
     return {"nodes": len(tree) - 1, "depth": tree.depth, "widths": tree.widths(), "parents": tree.parents[1:],
-            "path": path[1:]}
+            "path": path[1:], "budget": budget, "max_depth": max_depth}
 
 
 def tree_speculative_generate(model, prompt: list[int], drafter: Drafter, depth: int, budget: int, max_tokens: int,
@@ -111,5 +111,5 @@ def tree_speculative_generate(model, prompt: list[int], drafter: Drafter, depth:
                           verify_ms=None if e2e else t_verified - t_drafted,
                           rollback_ms=None if e2e else t_kept - t_verified,
                           ms=t_end - t_start, extra={}, kind="end_to_end" if e2e else "instrumented",
-                          tree=shape_of(tree, path))
+                          tree=shape_of(tree, path, budget, d))
         r += 1

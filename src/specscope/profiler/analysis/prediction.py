@@ -19,7 +19,7 @@ from specscope.profiler.session.records import Summary, Verdict
 from specscope.profiler.analysis import round_model, stats
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.records import ComponentPrediction, ComponentSamples, RoundRest
-from specscope.profiler.analysis.rounds import counts_for_acceptance, judged_rounds, measured_rounds
+from specscope.profiler.analysis.rounds import counts_for_acceptance, full_round, judged_rounds, measured_rounds
 
 
 class GenuinePrediction(TypedDict):
@@ -120,7 +120,7 @@ def measured_round_tuples(case: dict, k: int, judged: bool = False) -> list[tupl
     rounds where the case has them, else all (``judged``: only the full ones the prediction is judged against,
     ``rounds.judged_rounds``); ``counted``: a full round (k drafts) that acceptance counts."""
     rounds = judged_rounds(case, k) if judged else measured_rounds(case["spec"]["rounds"])
-    return [(len(r["emitted"]), r["ms"], r["accepted"], len(r["drafted"]) == k and counts_for_acceptance(r))
+    return [(len(r["emitted"]), r["ms"], r["accepted"], full_round(r, k) and counts_for_acceptance(r))
             for r in rounds]
 
 

@@ -22,16 +22,26 @@ def counts_for_acceptance(r: Round) -> bool:
     return not r.get("repeat") and r.get("pass") != "ledger"
 
 
+def full_round(r: Round, k: int) -> bool:
+    """A round the division describes: a chain round that drafted ``k``; a tree round (``--tree-budget``) that could
+    draft its whole budget to depth ``k`` (its depth limit not cut by the output's end, the tree analogue of
+    ``len(drafted) == k``; a tree round recorded before the limit was kept counts as full)."""
+    tree = r.get("tree")
+    if tree is None:
+        return len(r["drafted"]) == k
+    return tree.get("max_depth", k) == k
+
+
 def measured_rounds(rounds: list[Round]) -> list[Round]:
     """The rounds a case's measured speed comes from: its end-to-end rounds where it has them, else all."""
     return [r for r in rounds if not instrumented(r)] or list(rounds)
 
 
 def judged_rounds(case, k: int) -> list[Round]:
-    """The measured rounds the prediction is judged against: the full ones (k drafts). The round model prices a round
+    """The measured rounds the prediction is judged against: the full ones (k drafts; a tree's: ``full_round``). The round model prices a round
     of k drafts; near a case's end the engine drafts fewer (only the tokens left), and those cheaper, shorter rounds
     are no round the division describes (at k = 15 with 48 tokens a case they were a third of its rounds, and the
     prediction read 13% low against all of them). A case without a full round keeps all its measured rounds."""
     rounds = measured_rounds(case["spec"]["rounds"])
-    full = [r for r in rounds if len(r["drafted"]) == k]
+    full = [r for r in rounds if full_round(r, k)]
     return full or rounds

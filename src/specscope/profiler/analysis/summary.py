@@ -21,7 +21,7 @@ from collections import Counter
 
 from specscope.profiler.session.records import Case, CaseStats, Round, Summary
 from specscope.profiler.analysis import stats
-from specscope.profiler.analysis.rounds import (counts_for_acceptance, first_repeat, instrumented, judged_rounds,
+from specscope.profiler.analysis.rounds import (counts_for_acceptance, first_repeat, full_round, instrumented, judged_rounds,
                                                 measured_rounds)
 from specscope.profiler.analysis.stats import tok_s
 from specscope.profiler.analysis.summary_core import (
@@ -36,6 +36,7 @@ from specscope.profiler.analysis.summary_core import (
     summary_cases,
 )
 from specscope.profiler.analysis.summary_live import ExactSum, LiveSummary
+from specscope.profiler.analysis.tree_figures import tally, tree_budget, tree_figures
 
 __all__ = ["BLOCK_LABELS", "COMMUNICATION", "ExactSum", "LiveSummary", "aggregate_breakdown",
            "case_stats", "counts_for_acceptance", "energy", "first_repeat", "instrumented",
@@ -56,7 +57,7 @@ def case_stats(case: Case, k: int) -> CaseStats:
     # the measured speed: end-to-end rounds where the run has them (production-like, one sync per round)
     spec_tok_s = _rate(e2e or spec["rounds"]) or stats.median(spec.get("repeats_tok_s") or [])
     instr_tok_s = (_rate(timed) or stats.median(spec.get("repeats_instrumented_tok_s") or [])) if e2e else None
-    full = [r for r in spec["rounds"] if len(r["drafted"]) == k]
+    full = [r for r in spec["rounds"] if full_round(r, k)]
     full_timed = [r for r in full if instrumented(r)]
     counted = [r["accepted"] for r in full if counts_for_acceptance(r)]
     acc = stats.acceptance_from_rounds(counted, k)
@@ -77,12 +78,12 @@ def summarize(session) -> Summary:
     cases = summary_cases(session)
     per_case = [(c, case_stats(c, k)) for c in cases]
     spec_emitted = [sum(len(r["emitted"]) for r in c["spec"]["rounds"]) for c in cases]
-    full = [r for c in cases for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
+    full = [r for c in cases for r in c["spec"]["rounds"] if full_round(r, k)]
     full_timed = [r for r in full if instrumented(r)]
     counted = [r["accepted"] for r in full if counts_for_acceptance(r)]
     by_content_class = {}
     for cat in sorted({c["content_class"] for c in cases}):
-        rs = [r for c in cases if c["content_class"] == cat for r in c["spec"]["rounds"] if len(r["drafted"]) == k and counts_for_acceptance(r)]
+        rs = [r for c in cases if c["content_class"] == cat for r in c["spec"]["rounds"] if full_round(r, k) and counts_for_acceptance(r)]
         by_content_class[cat] = stats.acceptance_from_rounds([r["accepted"] for r in rs], k)
     measured: list[Round] = []  # the rounds each case's measured speed comes from (end-to-end where it has them)
     judged: list[Round] = []  # of those, the full ones the prediction is judged against (rounds.judged_rounds)
@@ -99,6 +100,7 @@ def summarize(session) -> Summary:
         t_rollback=stats.mean((r.get("rollback_ms") or 0.0) for r in full_timed),
         by_content_class=by_content_class,
         bd=aggregate_breakdown([b for c in cases if (b := c["breakdown"])]),
+        tree=tree_figures(tree_budget(session), tally(r for r in full if counts_for_acceptance(r)), Counter(counted), k),
         noise={"hist": Counter(counted), "round_ms": [round_time(r) for r in full_timed],
                "rate_tokens": sum(len(r["emitted"]) for r in measured), "rate_ms": [r["ms"] for r in measured],
                "judged_tokens": sum(len(r["emitted"]) for r in judged), "judged_ms": [r["ms"] for r in judged]},

@@ -137,7 +137,8 @@ def _nth(xs, r: int):
     return xs[r] if xs and len(xs) > r else None
 
 
-def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise) -> Summary:
+def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise,
+             tree=None) -> Summary:
     """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
@@ -255,6 +256,7 @@ def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollb
         "breakdown": bd,
         "probe": probe_drift(session.data.get("probe") or []),
         "energy": energy(session, {c["id"] for c, _ in per_case}),
+        "tree": tree,  # a tree run's figures (analysis.tree_figures); None for a chain
     }
 
 

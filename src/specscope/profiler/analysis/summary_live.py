@@ -15,7 +15,8 @@ from specscope.profiler.session.records import Breakdown, Case, CaseStats, Summa
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.records import BreakdownAggregate
 from specscope.profiler.analysis.stats import tok_s
-from specscope.profiler.analysis.rounds import counts_for_acceptance, instrumented
+from specscope.profiler.analysis.rounds import counts_for_acceptance, full_round, instrumented
+from specscope.profiler.analysis.tree_figures import TreeTally, tree_budget, tree_figures
 from specscope.profiler.analysis.summary_core import (
     aggregate_breakdown,
     assemble,
@@ -111,6 +112,7 @@ class _CaseFold:
         self.full_rounds = {"instrumented": 0, "end_to_end": 0}
         self.full_ms_list: dict[str, list] = {"instrumented": [], "end_to_end": []}
         self.hist: Counter = Counter()  # accepted count -> rounds, over first-repeat rounds that drafted k
+        self.tree = TreeTally()  # a tree run's nodes and depths over the same rounds
         self.verify, self.draft, self.rollback = ExactSum(), ExactSum(), ExactSum()
         self.round_ms: list = []  # T_verify + T_draft of each instrumented full round (its interval)
         self.kind_ms_list: dict[str, list] = {"instrumented": [], "end_to_end": []}  # round times by kind (the rate's interval)
@@ -140,13 +142,14 @@ class _CaseFold:
                 self.kind_emitted[kind] += len(r["emitted"])
                 self.kind_rounds[kind] += 1
                 self.kind_ms_list[kind].append(r["ms"])
-                if len(r["drafted"]) == k:
+                if full_round(r, k):
                     self.full_ms[kind].add(r["ms"])
                     self.full_emitted[kind] += len(r["emitted"])
                     self.full_rounds[kind] += 1
                     self.full_ms_list[kind].append(r["ms"])
                     if counts_for_acceptance(r):
                         self.hist[r["accepted"]] += 1
+                        self.tree.add(r)
                     if kind == "instrumented":
                         self.verify.add(r["verify_ms"])
                         self.draft.add(r["draft_ms"])
@@ -245,8 +248,10 @@ class LiveSummary:
                     hist.update(f.hist)
             by_content_class[cat] = stats.acceptance_from_histogram(hist, k)
         hist = Counter()
+        tree = TreeTally()
         for f in folds:
             hist.update(f.hist)
+            tree.merge(f.tree)
         return assemble(
             session, per_case=per_case, spec_emitted=[f.emitted for f in folds],
             acc=stats.acceptance_from_histogram(hist, k),
@@ -255,6 +260,7 @@ class LiveSummary:
             t_rollback=ExactSum.mean_of([f.rollback for f in folds]),
             by_content_class=by_content_class,
             bd=self._breakdown([b for c in cases if (b := c["breakdown"])]),
+            tree=tree_figures(tree_budget(session), tree, hist, k),
             noise={"hist": hist, "round_ms": [x for f in folds for x in f.round_ms],
                    "rate_tokens": sum(f.measured_rounds()[0] for f in folds),
                    "rate_ms": [x for f in folds for x in f.measured_rounds()[1]],

@@ -329,6 +329,20 @@ class DraftParts(TypedDict, total=False):
     walk: float                         # DFlash2: the candidate selector's walk, one position after another
 
 
+class TreeFigures(TypedDict):
+    """A tree run's own figures (``--tree-budget``; ``analysis.tree_figures``), over the rounds acceptance counts (full:
+    ``rounds.full_round``, first repeat). Acceptance itself is the accepted path: the summary's ``tokens_per_round``
+    is 1 + the mean accepted path length, ``per_position`` the share of rounds whose path reached each depth."""
+    budget: int | None                # the run's node budget
+    rounds: int
+    nodes_per_round: float | None     # drafted nodes verified per round (the verify's width less its root)
+    depth_per_round: float | None     # the tree's deepest level, mean
+    accepted_per_round: float | None  # the accepted path's length, mean (tokens per round less one)
+    depth_histogram: list[int]        # rounds whose accepted path reached depth 0, 1, .., k exactly
+    nodes_per_accepted: float | None  # nodes verified per accepted token: the tree's waste (None: nothing accepted)
+    nodes_per_token: float | None     # nodes verified per emitted token (accepted + the target's own)
+
+
 class Summary(FigureIntervals):
     """The session's figures (``analysis.summary.summarize``): speeds, the division's inputs, acceptance, the
     prediction and its verdict, the ledger, break-even, matches and divergences, the breakdown, drift, energy; each
@@ -410,6 +424,7 @@ class Summary(FigureIntervals):
     breakdown: BreakdownAggregate | None
     probe: ProbeDrift | None
     energy: dict[str, Any] | None
+    tree: TreeFigures | None          # a tree run's figures; None for a chain run
 
 
 class ComponentCall(TypedDict):
