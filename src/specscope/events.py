@@ -155,12 +155,24 @@ class PhaseBreakdown(TypedDict, total=False):
     communication_split: dict[str, float]  # waiting for the slowest rank vs transfer
 
 
+class ComponentTree(TypedDict):
+    """The tree a tree run timed apart (``measure.tree_components``, ``measure.tree_breakdown``): its budget and shape,
+    and (components) per accepted count the length of the path whose keep was timed (the tree's deepest where it is
+    not that deep)."""
+    budget: int
+    nodes: int
+    depth: int
+    widths: list[int]
+    rollback_path_nodes: NotRequired[dict[str, int]]
+
+
 class Breakdown(TypedDict, total=False):
     decode: PhaseBreakdown
     verify: PhaseBreakdown
     ratios: dict[str, float | None]   # block -> verify ms / decode ms (None: the decode took no time)
     labels: dict[str, str]            # block -> its label for this model
     distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
+    tree: ComponentTree               # a tree run's: the verify is this tree's (its nodes + 1 positions)
 
 
 class Components(TypedDict, total=False):
@@ -183,6 +195,7 @@ class Components(TypedDict, total=False):
     prior_accepted: list[int]          # per draft sample: the earlier round's accepted count it caught up from
     bookkeeping_ms: list[float]        # per timed round: its work after the read-back but the rollback
     calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
+    tree: ComponentTree                # a tree run's: the tree whose verify, draft and keep were timed
 
 
 class Trace(TypedDict):

@@ -291,6 +291,11 @@ class Engine:
     def breakdown(self, prompt: list[int], continuation: list[int], reps: int) -> BreakdownRecord:
         from specscope.engine_adapter.measure.breakdown import measure_breakdown
 
+        if self.params.tree_budget > 0:  # the verify a tree round runs: the drafter's own tree after the prompt
+            from specscope.engine_adapter.measure.tree_breakdown import measure_tree_breakdown
+
+            return measure_tree_breakdown(self.target.model, self.make_drafter(continuation), prompt, continuation,
+                                          self.params.num_draft_tokens, self.params.tree_budget, reps=reps)
         return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
 
     def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> ComponentTimes:
@@ -298,6 +303,12 @@ class Engine:
         from specscope.engine_adapter.measure.components import measure_components
 
         drafter = self.make_drafter(continuation)  # first: a DFlash drafter's taps go in before the prompt's prefill
+        if self.params.tree_budget > 0:  # a tree run's rounds verify trees: its prediction times a tree round
+            from specscope.engine_adapter.measure.tree_components import measure_tree_components
+
+            return measure_tree_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
+                                           self.params.num_draft_tokens, self.params.tree_budget, reps=reps, at=at,
+                                           start=self._prompt_entry(prompt, drafter.needs_hidden))
         return measure_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
                                   self.params.num_draft_tokens, reps=reps, at=at,
                                   start=self._prompt_entry(prompt, drafter.needs_hidden))

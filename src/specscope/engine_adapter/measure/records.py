@@ -9,7 +9,7 @@ None), so each producer is checked against what it really returns.
 # no ``from __future__ import annotations``: TypedDict reads NotRequired[...] off evaluated annotations at run time
 from typing import Any, NotRequired, TypedDict
 
-from specscope.events import Components, PhaseBreakdown, Trace
+from specscope.events import Components, ComponentTree, PhaseBreakdown, Trace
 
 
 # -- breakdown (measure.breakdown, distributed.breakdown) -------------------------------------------------------------
@@ -27,6 +27,7 @@ class BreakdownRecord(TypedDict):
     verify: PhaseBreakdown
     ratios: dict[str, float | None]  # block -> verify ms / decode ms (None where decode took no time)
     labels: dict[str, str]           # block -> its label for this model
+    tree: NotRequired[ComponentTree]  # a tree run's: the verify is this tree's (``tree_breakdown``)
 
 
 # -- the clock probe (measure.clock_probe) ----------------------------------------------------------------------------
