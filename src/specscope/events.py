@@ -198,6 +198,16 @@ class Components(TypedDict, total=False):
     tree: ComponentTree                # a tree run's: the tree whose verify, draft and keep were timed
 
 
+class TreeTrace(TypedDict):
+    """For a tree run's trace (greedy, DFlash): at every start s, the drafter's top ``b`` candidate probabilities of
+    each block position 1..depth (best first) and the rank of the continuation's token among them (-1: not there)."""
+    b: int
+    depth: int
+    top_p: list[list[list[float]]]       # [s][position][rank]
+    rank: list[list[int]]                # [s][position]
+    to_the_end: NotRequired[bool]        # the drafter drafts to the output's end (DFlash): its last depth limits
+
+
 class Trace(TypedDict):
     """A case's acceptance trace A(s) along the target's own continuation (``engine_adapter.measure.acceptance_trace
     .record_trace``; checked by ``trace_record``), kept whole by the session."""
@@ -213,6 +223,7 @@ class Trace(TypedDict):
     draws: NotRequired[list[list[int]]]         # under sampling: every seeded draw's A(s)
     A_by_k: NotRequired[dict[str, list[int]]]   # drafts that depend on k: k -> A(s) of blocks of that k
     chained: NotRequired[bool]
+    tree: NotRequired[TreeTrace]                # a tree run's: the candidates a position (``analysis.tree_trace``)
 
 
 PreflightStatus = Literal["pass", "warn", "fail", "not checked"]

@@ -230,6 +230,11 @@ class DFlashDrafter(Drafter):
 
         return dflash_tree(self, last_token, depth, budget)
 
+    def position_candidates(self, last_token, depth, b):
+        from specscope.engine_adapter.drafters.tree_drafts import dflash_candidates
+
+        return dflash_candidates(self, last_token, depth, b)
+
     def block_logits(self, last_token: int, k: int) -> mx.array:
         """One drafter forward over the block ``[last_token, mask × k]`` after reading the pending context: the
         logits of block positions 1..k, [k, vocab] (lazy)."""

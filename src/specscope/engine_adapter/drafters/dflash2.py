@@ -47,6 +47,9 @@ class DFlash2Drafter(DFlashDrafter):
         """The logits the selector reads, [k, vocab] (lazy): ``dflash_check`` compares these."""
         return self.block_states(last_token, k)[1]
 
+    def position_candidates(self, last_token, depth, b):
+        return None  # the selector ranks a node's children given its token: no one list a position (not recorded yet)
+
     def draft_tree(self, last_token, depth, budget):
         from specscope.engine_adapter.drafters.tree_drafts import dflash2_tree
 

@@ -109,6 +109,12 @@ class Drafter:
         a chain's accepted drafts (``hidden``: the verify's hidden states along it)."""
         raise NotImplementedError(f"the {self.kind} drafter does not draft trees")
 
+    def position_candidates(self, last_token: int, depth: int, b: int) -> list[list[tuple[int, float]]] | None:
+        """The top ``b`` candidates (token, probability) of each position 1..``depth`` after ``last_token``, the same
+        whatever the parent, for a drafter whose trees are grown from such lists (DFlash): what the acceptance trace
+        records for trees. None: a drafter whose candidates depend on the parent (DFlash2) or that has none."""
+        return None
+
     def hold_prefix(self, prompt: list[int], hidden=None):
         """A context manager: while it is held, ``begin`` from a prompt that extends ``prompt`` may start from a copy
         of this prefix's state. By default nothing is held (a drafter whose ``begin`` is cheap)."""

@@ -19,16 +19,23 @@ import numpy as np
 from specscope.engine_adapter.cache.tree import Tree, grow, top_candidates
 
 
+def dflash_candidates(drafter, last_token: int, depth: int, b: int) -> list[list[tuple[int, float]]]:
+    """A DFlash drafter's candidates a block position (1..depth): the top ``b`` tokens of the position's softmax with
+    their probabilities, best first — the same whatever the parent (what a tree is grown from, and what the
+    acceptance trace records for trees)."""
+    probs = mx.softmax(drafter.block_logits(last_token, depth).astype(mx.float32), axis=-1)
+    b = min(b, probs.shape[-1])
+    top = mx.argsort(-probs, axis=-1)[:, :b]
+    vals = mx.take_along_axis(probs, top, axis=-1)
+    mx.eval(top, vals)
+    return [list(zip(t, v)) for t, v in zip(np.array(top).tolist(), np.array(vals).tolist())]
+
+
 def dflash_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:
     """A DFlash drafter's tree: per-position softmax, top ``budget`` a position, grown best first."""
     if depth <= 0 or budget <= 0:
         return Tree([last_token], [-1], [0], [1.0])
-    probs = mx.softmax(drafter.block_logits(last_token, depth).astype(mx.float32), axis=-1)
-    b = min(budget, probs.shape[-1])
-    top = mx.argsort(-probs, axis=-1)[:, :b]
-    vals = mx.take_along_axis(probs, top, axis=-1)
-    mx.eval(top, vals)
-    lists = [list(zip(t, v)) for t, v in zip(np.array(top).tolist(), np.array(vals).tolist())]
+    lists = dflash_candidates(drafter, last_token, depth, budget)
     return grow(last_token, depth, budget, lambda d, node, tok: lists[d - 1])
 
 

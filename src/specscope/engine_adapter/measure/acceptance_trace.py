@@ -46,6 +46,7 @@ from specscope.engine_adapter.decode.sampling import Sampling
 
 from .records import AcceptanceTrace
 
+TREE_B = 16  # candidates a position a tree run's trace keeps: every budget up to 16 (or the run's, if larger)
 
 
 def _agree(draft: list[int], truth: list[int]) -> int:
@@ -57,12 +58,15 @@ def _agree(draft: list[int], truth: list[int]) -> int:
 
 def record_trace(model, prompt: list[int], continuation: list[int], drafter: Drafter, k_max: int,
                  sampling: Sampling | None = None, draws: int = 8, name: str | None = None,
-                 target_forward: bool = True) -> AcceptanceTrace:
+                 target_forward: bool = True, tree_b: int = 0, tree_depth: int | None = None) -> AcceptanceTrace:
     """The acceptance trace of ``drafter`` along ``continuation`` (the target's own output for ``prompt``).
 
     Returns a JSON-able record: ``A`` (N − 1 entries), ``k_max``, ``drafter``, ``tokens``, ``regime``,
     ``estimate`` (and ``draws`` under sampling), ``cost_ms`` and ``target_agrees`` (greedy: the share of
     positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run).
+    ``tree_b`` > 0 (greedy, a drafter with one candidate list a position: DFlash) adds ``tree``: at every s, the top
+    ``tree_b`` probabilities of each block position 1..``tree_depth`` and the rank of the continuation's token among
+    them (-1: not among them), from which ``analysis.tree_trace`` walks a tree run at any budget up to ``tree_b``.
     ``target_forward=False`` skips the target's forward for a drafter that needs no hidden states (the oracle,
     whose proposals come from the continuation itself); ``target_agrees`` is then None."""
     sampling = sampling or Sampling()
@@ -81,7 +85,8 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
         install_tap(model)
     cost: dict[str, float] = {}
     if not target_forward and not needs_hidden:
-        return _walk_drafter(prompt, c, drafter, k_max, None, None, sampling, name, cost, None)
+        return _walk_drafter(prompt, c, drafter, k_max, None, None, sampling, name, cost, None,
+                             (tree_b, tree_depth or k_max))
     t0 = time.perf_counter()
     cache = make_prompt_cache(model)
     with tapping(needs_hidden) as tap:
@@ -95,7 +100,8 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     hidden = tap.hidden(mode) if tap else None
     cost["target_ms"] = ms_since(t0)
     agrees = int(first.item() == c[0]) + sum(int(a == b) for a, b in zip(values(target), c[1:]))
-    return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c))
+    return _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees / len(c),
+                         (tree_b, tree_depth or k_max))
 
 
 def _drafted(drafter, last: int, k: int, sized: dict):
@@ -105,11 +111,24 @@ def _drafted(drafter, last: int, k: int, sized: dict):
     return sized[k]
 
 
-def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees) -> AcceptanceTrace:
+def _ranks(cands: list[list[tuple[int, float]]], truth: list[int]) -> list[int]:
+    """Each position's rank of the continuation's token among its candidates (-1: not among them)."""
+    out = []
+    for lst, t in zip(cands, truth):
+        toks = [int(x) for x, _ in lst]
+        out.append(toks.index(t) if t in toks else -1)
+    return out
+
+
+def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees,
+                  tree: tuple[int, int] = (0, 0)) -> AcceptanceTrace:
     """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
     t1 = time.perf_counter()
     drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
     A = []
+    tree_b, tree_depth = tree
+    top_p: list[list[list[float]]] | None = [] if tree_b > 0 and drafter.drafts_trees else None
+    ranks: list[list[int]] = []
     by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
@@ -120,12 +139,23 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
                 by_k[str(j)].append(_agree(dj.tokens, c[s + 1 : s + 1 + min(j, k)]))
         d = _drafted(drafter, c[s], k, sized)
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
+        if top_p is not None:  # the tree's candidates from this prefix (after the drafts: the context is read)
+            depth = min(tree_depth, len(c) - 1 - s)
+            cands = drafter.position_candidates(c[s], depth, tree_b)
+            if cands is None:
+                top_p = None
+            else:
+                top_p.append([[float(f"{p:.9g}") for _, p in lst] for lst in cands])  # float32 exactly
+                ranks.append(_ranks(cands, c[s + 1 : s + 1 + depth]))
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = ms_since(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
     out: AcceptanceTrace = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
+    if top_p is not None:
+        out["tree"] = {"b": tree_b, "depth": tree_depth, "top_p": top_p, "rank": ranks,
+                       "to_the_end": drafter.drafts_to_the_end}
     if by_k is not None:
         out.update({"A_by_k": by_k, "chained": False,
                     "method": "exact: at every k, the drafter's own proposals for a block of that k from every true prefix "
@@ -188,5 +218,7 @@ def engine_trace(engine, prompt: list[int], plain_tokens: list[int], k_max: int 
     if drafter.what_if:
         return None
     k_max = k_max or max(4, engine.params.num_draft_tokens)
+    budget = engine.params.tree_budget  # a tree run's trace: the candidates a position too (any budget up to b)
     return record_trace(engine.target.model, prompt, plain_tokens, drafter, k_max, sampling=engine.sampling,
-                        name=engine.drafter_name, target_forward=drafter.needs_hidden)
+                        name=engine.drafter_name, target_forward=drafter.needs_hidden,
+                        tree_b=max(TREE_B, budget) if budget > 0 else 0, tree_depth=engine.params.num_draft_tokens)

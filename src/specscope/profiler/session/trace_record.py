@@ -22,3 +22,9 @@ def check(trace: dict) -> None:
             raise TraceError(f"an acceptance trace's A(s) must be integers between 0 and k_max ({k_max})")
         if len(a) != len(trace["A"]):
             raise TraceError("every draw of an acceptance trace must have one entry per position")
+    tree = trace.get("tree")
+    if tree is not None:
+        if not isinstance(tree, dict) or not all(isinstance(tree.get(x), int) and tree[x] >= 1 for x in ("b", "depth")):
+            raise TraceError("a tree trace needs b and depth, positive integers")
+        if len(tree.get("rank") or []) != len(trace["A"]) or len(tree.get("top_p") or []) != len(trace["A"]):
+            raise TraceError("a tree trace must have candidates and ranks for every position of A(s)")
