@@ -19,6 +19,7 @@ from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_preflight import preflight_section
 from .html_protocol import protocol_section
 from .html_trace import trace_images, trace_section
+from .html_tree import tree_section
 from .html_content import by_content_section
 from .html_cases import cases_section, outputs_section
 from .html_figure import chart_figure
@@ -65,6 +66,7 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
             verify_cost_section(session, chart_figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
             tune_section(session, chart_figure("tune", charts, target) if session.data.get("tune") else ""),
             acceptance_section(s, charts, target),
+            tree_section(session, s),
             by_content_section(session),
             trace_section(session, charts, target),
             context_section(session, charts, target),  # a run that also holds a sweep

@@ -23,6 +23,7 @@ from specscope.profiler.analysis.intervals import BELOW_NOISE, draft_time_text
 from specscope.profiler.analysis.summary_text import draft_parts_text
 from specscope.profiler.analysis.round_model import DIVISION_LABEL, TERMS, RoundModel
 from specscope.profiler.analysis.formatting import ci, fmt as f, pct
+from specscope.profiler.analysis.tree_text import verify_width
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
@@ -55,11 +56,12 @@ def summary_section(s) -> str:
          "steady state, end to end" + (", pooled over repeats (tokens ÷ time)" if (s.get("repeats") or 1) > 1 else ", one repeat")],
         ["T_decode", f(s["t_decode_ms"], ".2f", " ms"), "1000 / plain tok/s — whole graph, never a sum of blocks"],
         [f"T_verify(k={k})", f(s["t_verify_ms"], ".2f", " ms"),
-         f"one verify forward over {k + 1} positions = {f(s['verify_multiple'], '.2f')} × T_decode; "
+         f"one verify forward over {verify_width(s)} = {f(s['verify_multiple'], '.2f')} × T_decode; "
          + {"components": "timed apart from the rounds, on a restored cache, beside each pass and spread over each case",
             "verify curve": "from the verify curve (run --roofline): whole-graph forwards timed apart from the rounds"}.get(
              s.get("division_inputs") or "", "mean of this run's instrumented rounds (no components timed apart)")],
-        [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), f"producing the {k} draft{'s' if k != 1 else ''} of one round"
+        [f"T_draft(k={k})", esc(draft_time_text(s["t_draft_ms"], s.get("t_draft_ms_ci95"), unit=" ms")), (f"drafting one round's tree: the drafter's forward and building the tree (budget {s['tree']['budget']}) on "
+          "the host" if s.get("tree") else f"producing the {k} draft{'s' if k != 1 else ''} of one round")
          + ("; timed apart" if s.get("division_inputs") in ("components", "verify curve") else "")],
         ["T_draft in parts", esc(f"{f(parts.get('forward'), '.3f')} + {f(parts.get('walk'), '.3f')} ms"),
          esc(draft_parts_text(parts))] if (parts := s.get("t_draft_parts_ms")) else None,

@@ -11,6 +11,7 @@ from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, s
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
+from specscope.profiler.analysis.tree_text import tree_lines
 from specscope.profiler.analysis.verdict import (
     ONE_RUN_NOTE,
     SAMPLED_NOTE,
@@ -113,14 +114,20 @@ def by_content_lines(session: Session, s: Summary) -> list[str]:
     lines = ["  by content        (each class its own summary; `specscope content` puts drafters side by side)"]
     for r in t["rows"]:
         iv = r["tokens_per_round_ci95"]
-        lines.append(f"    {r['content_class']:<6} p {fmt(r['p'], '.1%')} ({ci(r['p_ci95'])})   E {fmt(r['tokens_per_round'])}"
+        p = "" if s.get("tree") else f"p {fmt(r['p'], '.1%')} ({ci(r['p_ci95'])})   "  # a tree's acceptance is E
+        lines.append(f"    {r['content_class']:<6} {p}E {fmt(r['tokens_per_round'])}"
                      f" ({'–'.join(format(x, '.2f') for x in iv) if iv else '—'})   predicted "
                      f"{fmt(r['predicted_speedup'], '.3f', '×')}   measured {fmt(r['measured_speedup'], '.3f', '×')}"
-                     f"   {r['drafted']} drafted over {r['cases']} case{'s' if r['cases'] != 1 else ''}")
+                     f"   {_sample(s, r)} over {r['cases']} case{'s' if r['cases'] != 1 else ''}")
     differ = t["drafters"][0]["differ"]
     lines.append("    classes differ: " + ", ".join(f"{a} vs {b}" for a, b in differ) if differ else
                  "    no two classes differ: their tokens-per-round intervals overlap")
     return lines
+
+
+def _sample(s: Summary, r) -> str:
+    """A content row's sample: drafted tokens (a chain), rounds (a tree: its drafted count is depth × rounds)."""
+    return f"{r['drafted'] // max(s['k'], 1)} tree rounds" if s.get("tree") else f"{r['drafted']} drafted"
 
 
 def draft_parts_text(parts: DraftParts) -> str:
@@ -139,7 +146,7 @@ def _header_lines(session: Session, s: Summary) -> list[str]:
     model = session.data.get("model", {})
     lines = [
         f"specscope — {model.get('name', '?')}{' @ ' + model['revision'][:7] if model.get('revision') else ''} on {env.get('device_name', '?')} ({env.get('chip', '')}), mlx {env.get('mlx', '?')}",
-        f"drafter {drafter_label(cfg)}, k={s['k']}, {s['regime']}, {s['cases_measured']} cases"
+        f"drafter {drafter_label(cfg)}, k={s['k']}{', tree budget ' + str(cfg['tree_budget']) if cfg.get('tree_budget') else ''}, {s['regime']}, {s['cases_measured']} cases"
         f"{' (+' + str(s['cases_discarded']) + ' discarded)' if s.get('cases_discarded') else ''} × {cfg.get('max_tokens')} tokens, status {session.status}",
     ]
     if (model.get("demo")):
@@ -180,8 +187,10 @@ def _figure_lines(session: Session, s: Summary) -> list[str]:
            f"{instrumentation_cost_text(s)} (the measured speed is end to end)"]
           if s.get("instrumentation_cost") is not None else []),
         f"  {acceptance_phrase(s)}",
-        f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}   per position a_i: "
+        f"  tokens per round  {fmt(s['tokens_per_round'], '.3f')}{_e_interval(s)}   "
+        + ("share of paths reaching depth i: " if s.get("tree") else "per position a_i: ")
         + ", ".join(f"{a:.2f}" for a in s["per_position"]),
+        *tree_lines(s),
         f"  speedup           predicted {fmt(s['predicted_speedup'], '.3f', '×')}   measured {fmt(s['measured_speedup'], '.3f', '×')}"
         f"{_spread(s.get('measured_speedup_spread'), '.3f')}{_judged(s)}   error {prediction_error_text(s) or '—'}"
         f"   → {prediction_short(s)}",
@@ -306,6 +315,12 @@ def engine_line_name(cfg: dict) -> str:
     from specscope.profiler.session.records import engine_facts
 
     return engine_facts(cfg)["name"]
+
+
+def _e_interval(s: Summary) -> str:
+    """A tree run's tokens per round carries its interval (its acceptance is that figure; a chain's is p)."""
+    iv = s.get("tokens_per_round_ci95")
+    return f" (95% CI {iv[0]:.2f}–{iv[1]:.2f})" if s.get("tree") and iv else ""
 
 
 def _judged(s: Summary) -> str:

@@ -7,6 +7,7 @@ from specscope.profiler.session.records import Summary
 from specscope.profiler.session.divergence import ROUNDING, divergence_message, logits_text
 from specscope.profiler.analysis.formatting import fmt
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
+from specscope.profiler.analysis.tree_text import round_priced, tree_acceptance_phrase, verify_width
 
 
 # a run's interval resamples its cases: an offset they all share is beyond it (analysis.over_runs)
@@ -19,6 +20,8 @@ def _pct(x: float) -> str:
 
 def acceptance_phrase(s: Summary) -> str:
     """An acceptance number never travels without its regime and sample size."""
+    if s.get("tree"):
+        return tree_acceptance_phrase(s)
     p, ci = s.get("p"), s.get("p_ci95")
     if p is None or ci is None:
         return "acceptance: no rounds measured"
@@ -111,7 +114,7 @@ def _speed_verdict(s: Summary) -> str:
     parts = []
     verify_multiple, break_even = s.get("verify_multiple"), s.get("break_even_multiple")
     if verify_multiple is not None:
-        parts.append(f"verifying {k + 1} positions costs {verify_multiple:.2f} plain steps")
+        parts.append(f"verifying {verify_width(s)} costs {verify_multiple:.2f} plain steps")
     if break_even is not None or s.get("break_even_out_of_reach"):
         parts.append(break_even_phrase(break_even, s.get("break_even_formula")))
     text = head + (": " + "; ".join(parts) if parts else "") + "."
@@ -228,9 +231,8 @@ def rollback_term_text(s: Summary) -> str | None:
 
 def audit_answers(s: Summary) -> list[tuple[str, str]]:
     """The three questions to ask of any speculative-decoding benchmark, answered for this run."""
-    k = s["k"]
     q1 = (
-        f"One verify of {k + 1} positions costs {s['verify_multiple']:.2f} plain decode steps "
+        f"One verify of {verify_width(s)} costs {s['verify_multiple']:.2f} plain decode steps "
         f"(T_verify {s['t_verify_ms']:.2f} ms vs T_decode {s['t_decode_ms']:.2f} ms)."
         if s.get("verify_multiple") is not None
         else "Not measured yet."
@@ -267,7 +269,7 @@ def tail_text(s: Summary) -> str | None:
     """Why the prediction is judged against the full rounds, where some rounds drafted fewer than k (None if none)."""
     if not s.get("tail_tokens") or s.get("judged_measured_speedup") is None:
         return None
-    return (f"the prediction prices rounds of k = {s['k']} drafts, so it is judged against the full rounds "
+    return (f"the prediction prices {round_priced(s)}, so it is judged against the full rounds "
             f"({fmt(s['judged_measured_speedup'], '.3f', '×')}); near each case's end the engine drafts only the tokens "
             f"left, and those shorter rounds ({s['tail_tokens']} tokens, {fmt((s.get('tail_share') or 0) * 100, '.0f', '%')}"
             f" of the measured) are in the end-to-end figure only")

@@ -17,7 +17,9 @@ from typing import Any, Mapping
 
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.stats import median
+from specscope.profiler.analysis.rounds import full_round
 from specscope.profiler.analysis.summary import session_case_stats
+from specscope.profiler.analysis.tree_figures import tree_budget
 from . import redact
 from .records import CsvSideTables, JoulesPerToken
 
@@ -49,7 +51,37 @@ def _lo_hi(iv, nd=3):
     return (_num(iv[0], nd), _num(iv[1], nd)) if iv else ("", "")
 
 
-def columns(k: int) -> list[str]:
+TREE_COLUMNS = ["tree_budget", "tree_rounds", "tree_nodes_per_round", "tree_depth_per_round", "tree_accepted_per_round",
+                "tree_nodes_per_accepted", "tree_nodes_per_token", "tree_depth_histogram"]
+
+
+def columns(k: int, tree: bool = False) -> list[str]:
+    """The per-case columns; a tree run's (``--tree-budget``) add ``TREE_COLUMNS`` before the prompt (a chain run's
+    columns are as they always were)."""
+    cols = _columns(k)
+    return cols[:-1] + TREE_COLUMNS + cols[-1:] if tree else cols
+
+
+def _tree_cells(c, k: int, budget: int) -> dict[str, str]:
+    """A case's tree figures over the rounds its acceptance counts (``analysis.tree_figures``)."""
+    from collections import Counter
+
+    from specscope.profiler.analysis.rounds import counts_for_acceptance
+    from specscope.profiler.analysis.tree_figures import tally, tree_figures
+
+    counted = [r for r in c["spec"]["rounds"] if full_round(r, k) and counts_for_acceptance(r)]
+    t = tree_figures(budget, tally(counted), Counter(r["accepted"] for r in counted), k)
+    if t is None:
+        return {}
+    hist = t["depth_histogram"]
+    last = max((j for j, n in enumerate(hist) if n), default=0)
+    return {"tree_budget": str(budget), "tree_rounds": str(t["rounds"]), "tree_nodes_per_round": _num(t["nodes_per_round"]),
+            "tree_depth_per_round": _num(t["depth_per_round"]), "tree_accepted_per_round": _num(t["accepted_per_round"]),
+            "tree_nodes_per_accepted": _num(t["nodes_per_accepted"]), "tree_nodes_per_token": _num(t["nodes_per_token"]),
+            "tree_depth_histogram": " ".join(f"{j}:{hist[j]}" for j in range(last + 1))}
+
+
+def _columns(k: int) -> list[str]:
     return (
         ["id", "content_class", "complete", "discarded", "repeats", "regime", "k", "prompt_tokens", "plain_tokens", "spec_tokens",
          "plain_prefill_ms", "spec_prefill_ms", "plain_tok_s", "spec_tok_s",
@@ -69,12 +101,13 @@ def columns(k: int) -> list[str]:
 
 def rows(session) -> list[dict]:
     k = session.k
+    budget = tree_budget(session)
     regime = session.regime
     out = []
     for c in session.cases:
         st = session_case_stats(session, c)
         acc = st["acceptance"]
-        full = [r for r in c["spec"]["rounds"] if len(r["drafted"]) == k]
+        full = [r for r in c["spec"]["rounds"] if full_round(r, k)]
         m: Mapping[str, Any] = st["match"] or {}
         bd = c.get("breakdown") or {}
         dec, ver = bd.get("decode") or {}, bd.get("verify") or {}
@@ -135,6 +168,8 @@ def rows(session) -> list[dict]:
             "spec_joules_per_token": _num(energy.get("spec"), 4),
             "prompt": _text(c.get("prompt", "")),
         }
+        if budget:
+            row.update(_tree_cells(c, k, budget))
         for i in range(k):
             row[f"a_{i + 1}"] = _num(acc["per_position"][i]) if acc["rounds"] and i < len(acc["per_position"]) else ""
         out.append(row)
@@ -154,7 +189,7 @@ def _joules_per_token_of(session, case_id: str, mode: str) -> float | None:
 
 def render(session) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns(session.k), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=columns(session.k, bool(tree_budget(session))), lineterminator="\n")
     w.writeheader()
     for row in rows(session):
         w.writerow(row)
