@@ -22,6 +22,7 @@ from specscope.profiler.analysis.round_model import REST, RoundModel
 from specscope.profiler.analysis.drift import drift_warning, judged
 from specscope.profiler.analysis.summary import BLOCK_LABELS, session_case_stats, summarize
 from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
+from specscope.profiler.analysis.rounds import full_round
 
 from .records import (AcceptanceSeries, BreakdownData, BreakdownSide, ChartData, DivisionAt, DivisionData, DivisionPoint, ProbeSeries,
                       ThroughputSeries, TokensPerRoundHist)
@@ -78,7 +79,7 @@ def acceptance_points(rs: list, start: int, state: tuple, k: int, x: list, y: li
     drafted, accepted, squares = state
     for r in rs[start:]:
         # acceptance counts a case's first repeat, measured pass only (summary.counts_for_acceptance)
-        if len(r["drafted"]) != k or r.get("repeat") or _ledger(r):
+        if not full_round(r, k) or r.get("repeat") or _ledger(r):  # a tree round's: drafted to depth k
             continue
         drafted += k
         accepted += r["accepted"]

@@ -151,9 +151,8 @@ class CasesView(QtWidgets.QWidget):
             cells = [
                 (case["id"], case["id"]),
                 (CONTENT_CLASS_NAMES.get(case["content_class"], case["content_class"]), case["content_class"]),
-                (f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)" if acc["p"] is not None else "—",
-                 acc["p"] if acc["p"] is not None else -1.0),
-                (str(acc["drafted"]), acc["drafted"]),
+                _acceptance_cell(case, acc),
+                (f"{acc['rounds']} tree rounds", acc["rounds"]) if _tree(case) else (str(acc["drafted"]), acc["drafted"]),
                 (rate(st["plain_tok_s"]), st["plain_tok_s"] or -1.0),
                 (rate(st["spec_tok_s"]), st["spec_tok_s"] or -1.0),
                 # "*": a term of the case's round was not timed (named in the tooltip), never silently taken as zero
@@ -176,7 +175,7 @@ class CasesView(QtWidgets.QWidget):
                     it.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 if i in (6, 7, 8):
                     it.setToolTip(case_prediction_tip(st))
-                if i == 2 and acc["p"] is not None:
+                if i == 2 and acc["p"] is not None and not _tree(case):
                     it.setToolTip(f"{acc['drafted']} drafted tokens; greedy/temperature regime as configured"
                                   + (f"; fewer than {LOW_SAMPLE_DRAFTED}: treat as noise" if acc["low_sample"] else ""))
                 items.append(it)
@@ -275,4 +274,17 @@ class CasesView(QtWidgets.QWidget):
         edit.moveCursor(QtGui.QTextCursor.MoveOperation.Start)
 
 
+def _tree(case) -> bool:
+    """A tree run's case (``--tree-budget``): its rounds carry their tree."""
+    return any("tree" in r for r in case["spec"]["rounds"])
 
+
+def _acceptance_cell(case, acc) -> tuple[str, float]:
+    """A chain's per-token acceptance with its interval; a tree's accepted path per round with its interval."""
+    if acc["p"] is None:
+        return "—", -1.0
+    if _tree(case):
+        E, iv = acc["tokens_per_round"], acc.get("tokens_per_round_ci95")
+        text = f"path {E - 1:.2f}" + (f" ({iv[0] - 1:.1f}–{iv[1] - 1:.1f})" if iv else "")
+        return text, E - 1
+    return f"{acc['p'] * 100:.1f}% ({acc['p_ci95'][0] * 100:.0f}–{acc['p_ci95'][1] * 100:.0f}%)", acc["p"]

@@ -114,6 +114,15 @@ class LiveView(QtWidgets.QWidget):
         set_speedup_tile(self.t_speed, s, "Speedup")
         p = s.get("p")
         phrase = acceptance_phrase(s)
-        self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",
-                       phrase.split(" ", 2)[2] if p is not None else "no rounds yet")
+        tree = s.get("tree")
+        if tree:  # a tree run: its acceptance is the accepted path, beside what the tree verified for it
+            self.t_acc.caption.setText(f"Accepted path (tree, budget {tree['budget']})")
+            E = s.get("tokens_per_round")
+            self.t_acc.set(fmt(E - 1 if E is not None else None, ".2f"),
+                           f"E {fmt(E, '.2f')} · {fmt(tree['nodes_per_round'], '.1f')} nodes verified a round · "
+                           f"{fmt(tree['nodes_per_accepted'], '.2f')} per accepted token")
+        else:
+            self.t_acc.caption.setText("Acceptance")
+            self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",
+                           phrase.split(" ", 2)[2] if p is not None else "no rounds yet")
         self.t_acc.setToolTip(acceptance_phrase(s))

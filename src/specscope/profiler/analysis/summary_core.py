@@ -137,8 +137,7 @@ def _nth(xs, r: int):
     return xs[r] if xs and len(xs) > r else None
 
 
-def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise,
-             tree=None) -> Summary:
+def assemble(session, *, per_case, spec_emitted, acc, t_verify, t_draft, t_rollback, by_content_class, bd, noise, tree=None) -> Summary:
     """The summary from per-case statistics and the session-wide aggregates (shared by both paths)."""
     k = session.k
     reps = _repeat_rates(per_case, spec_emitted)
