@@ -62,8 +62,8 @@ def columns(k: int, tree: bool = False) -> list[str]:
     return cols[:-1] + TREE_COLUMNS + cols[-1:] if tree else cols
 
 
-def _tree_cells(c, k: int, budget: int) -> dict[str, str]:
-    """A case's tree figures over the rounds its acceptance counts (``analysis.tree_figures``)."""
+def _tree_cells(row: dict, c, k: int, budget: int) -> None:
+    """A case's tree figures over the rounds its acceptance counts (``analysis.tree_figures``), into its row."""
     from collections import Counter
 
     from specscope.profiler.analysis.rounds import counts_for_acceptance
@@ -72,13 +72,13 @@ def _tree_cells(c, k: int, budget: int) -> dict[str, str]:
     counted = [r for r in c["spec"]["rounds"] if full_round(r, k) and counts_for_acceptance(r)]
     t = tree_figures(budget, tally(counted), Counter(r["accepted"] for r in counted), k)
     if t is None:
-        return {}
+        return
     hist = t["depth_histogram"]
     last = max((j for j, n in enumerate(hist) if n), default=0)
-    return {"tree_budget": str(budget), "tree_rounds": str(t["rounds"]), "tree_nodes_per_round": _num(t["nodes_per_round"]),
+    row.update({"tree_budget": str(budget), "tree_rounds": str(t["rounds"]), "tree_nodes_per_round": _num(t["nodes_per_round"]),
             "tree_depth_per_round": _num(t["depth_per_round"]), "tree_accepted_per_round": _num(t["accepted_per_round"]),
             "tree_nodes_per_accepted": _num(t["nodes_per_accepted"]), "tree_nodes_per_token": _num(t["nodes_per_token"]),
-            "tree_depth_histogram": " ".join(f"{j}:{hist[j]}" for j in range(last + 1))}
+            "tree_depth_histogram": " ".join(f"{j}:{hist[j]}" for j in range(last + 1))})
 
 
 def _columns(k: int) -> list[str]:
@@ -169,7 +169,7 @@ def rows(session) -> list[dict]:
             "prompt": _text(c.get("prompt", "")),
         }
         if budget:
-            row.update(_tree_cells(c, k, budget))
+            _tree_cells(row, c, k, budget)
         for i in range(k):
             row[f"a_{i + 1}"] = _num(acc["per_position"][i]) if acc["rounds"] and i < len(acc["per_position"]) else ""
         out.append(row)
