@@ -199,12 +199,16 @@ class Components(TypedDict, total=False):
 
 
 class TreeTrace(TypedDict):
-    """For a tree run's trace (greedy, DFlash): at every start s, the drafter's top ``b`` candidate probabilities of
-    each block position 1..depth (best first) and the rank of the continuation's token among them (-1: not there)."""
+    """For a tree run's trace (greedy): at every start s what a tree round from there is grown from, and where the
+    continuation's token is among each position's candidates (``rank``: -1, not there). DFlash ("per_position"): the
+    top ``b`` probabilities of each block position 1..depth, best first; DFlash2 ("per_parent"): the selector's q over
+    a position's K candidates given the previous position's candidate (row 0 only at the first position)."""
     b: int
     depth: int
-    top_p: list[list[list[float]]]       # [s][position][rank]
     rank: list[list[int]]                # [s][position]
+    kind: NotRequired[str]               # "per_position" (absent: the same) | "per_parent"
+    top_p: NotRequired[list[list[list[float]]]]    # per_position: [s][position][rank]
+    q: NotRequired[list[list[list[list[float]]]]]  # per_parent: [s][position][previous candidate][candidate]
     to_the_end: NotRequired[bool]        # the drafter drafts to the output's end (DFlash): its last depth limits
 
 

@@ -37,6 +37,30 @@ def test_grow_ranks_is_the_engines_grow():
         assert got == want and held == len(tree) - 1
 
 
+def test_grow_selected_is_dflash2s_growth():
+    """Children ranked by the selector's q given the node's own candidate: as ``tree_drafts.dflash2_tree`` grows."""
+    import numpy as np
+
+    from specscope.engine_adapter.cache.tree import grow, top_candidates
+
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        depth, K, budget = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 12))
+        Q = [rng.dirichlet(np.ones(K), size=1 if i == 0 else K).astype(np.float32) for i in range(depth)]
+        if rng.random() < 0.3:
+            Q = [np.round(q, 1).astype(np.float32) for q in Q]  # ties
+
+        def candidates(d, node, tok):  # tokens: 100 * depth + index, so a token names its index
+            row = 0 if d == 1 else tok % 100
+            return [(100 * d + j, p) for j, p in top_candidates(Q[d - 1][row:row + 1], budget)[0]]
+
+        tree = grow(0, depth, budget, candidates)
+        want = {tuple(tree.tokens[i] % 100 for i in tree.path(n)[1:]) for n in range(1, len(tree))}
+        q = [[[float(f"{x:.9g}") for x in r] for r in m.tolist()] for m in Q]
+        got, held = tree_trace.grow_selected(q, depth, budget)
+        assert got == want and held == len(tree) - 1
+
+
 def test_accepted_path_and_the_walk_on_a_made_up_trace():
     # depth 3, b 3: the first candidate twice as likely as the second everywhere
     top = [[[0.6, 0.3, 0.05]] * 3 for _ in range(6)]
@@ -62,24 +86,31 @@ def trained():
     from specscope.engine_adapter.model.loader import load_model
     from specscope.engine_adapter.model.shipped import trained_demo_path
 
-    path, folder = trained_demo_path("hybrid"), trained_demo_path("dflash")
-    if path is None or folder is None:
-        pytest.skip("this install has no trained demo with its DFlash drafter")
+    path = trained_demo_path("hybrid")
+    if path is None:
+        pytest.skip("this install has no trained demo")
     lm = load_model(path, dtype="float32")
     prompt = lm.encode("请用简洁的语言解释什么是推测解码，它为什么能在不改变输出分布的情况下加快大语言模型的生成速度。")
-    return lm, folder, prompt, tokens_of(list(plain_generate(lm.model, prompt, 40)))
+    return lm, prompt, tokens_of(list(plain_generate(lm.model, prompt, 40)))
 
 
-def test_the_walk_is_the_measured_tree_run_and_a_shuffled_trace_is_caught(trained):
+@pytest.mark.parametrize("kind", ["dflash", "dflash2"])
+def test_the_walk_is_the_measured_tree_run_and_a_shuffled_trace_is_caught(trained, kind):
+    """DFlash (one candidate list a position) and DFlash2 (the selector's q given the previous candidate)."""
     from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
     from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
     from specscope.engine_adapter.measure.acceptance_trace import record_trace
+    from specscope.engine_adapter.model.shipped import trained_demo_path
 
-    lm, folder, prompt, plain = trained
+    lm, prompt, plain = trained
+    folder = trained_demo_path(kind)
+    if folder is None:
+        pytest.skip(f"this install has no trained {kind} drafter")
     k = 15
     trace = record_trace(lm.model, prompt, plain, load_dflash_drafter(lm, folder), 2, tree_b=8, tree_depth=k)
     t = trace["tree"]
     assert len(t["rank"]) == len(plain) - 1 and t["b"] == 8
+    assert t["kind"] == ("per_parent" if kind == "dflash2" else "per_position")
     for budget in (2, 8):
         rounds = list(tree_speculative_generate(lm.model, prompt, load_dflash_drafter(lm, folder), k, budget,
                                                 len(plain)))[1:]

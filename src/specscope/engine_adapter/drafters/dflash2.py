@@ -48,7 +48,13 @@ class DFlash2Drafter(DFlashDrafter):
         return self.block_states(last_token, k)[1]
 
     def position_candidates(self, last_token, depth, b):
-        return None  # the selector ranks a node's children given its token: no one list a position (not recorded yet)
+        return None  # the selector ranks a node's children given its token: no one list a position
+
+    def parent_candidates(self, last_token: int, depth: int):
+        """The candidates a position and the selector's q given the previous candidate (``tree_drafts``)."""
+        from specscope.engine_adapter.drafters.tree_drafts import dflash2_candidates
+
+        return dflash2_candidates(self, last_token, depth)
 
     def draft_tree(self, last_token, depth, budget):
         from specscope.engine_adapter.drafters.tree_drafts import dflash2_tree

@@ -43,6 +43,22 @@ def dflash2_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:
     """A DFlash2 drafter's tree: the selector's q over its top-K, each node's children ranked given its token."""
     if depth <= 0 or budget <= 0:
         return Tree([last_token], [-1], [0], [1.0])
+    C, Q = dflash2_candidates(drafter, last_token, depth)
+    row_of = [{int(t): j for j, t in enumerate(C[i])} for i in range(depth)]
+
+    def candidates(d: int, node: int, tok: int) -> list[tuple[int, float]]:
+        i = d - 1
+        row = 0 if i == 0 else row_of[i - 1][tok]
+        picks = top_candidates(Q[i][row:row + 1], budget)[0]  # (index among the K, q), best first
+        return [(int(C[i][j]), p) for j, p in picks]
+
+    return grow(last_token, depth, budget, candidates)
+
+
+def dflash2_candidates(drafter, last_token: int, depth: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A DFlash2 drafter's candidates a block position, ``C`` [depth, K] (token ids), and the selector's q over them
+    given the token before: ``Q[0]`` [1, K] after ``last_token``, ``Q[i]`` [K, K] (row: the index of the previous
+    position's candidate) — what its trees are grown from, and what the acceptance trace records for trees."""
     sel = drafter.model.candidate_selector
     h, logits = drafter.block_states(last_token, depth)
     cands, unary, proj, succ = sel.candidates(h, logits)
@@ -56,12 +72,4 @@ def dflash2_tree(drafter, last_token: int, depth: int, budget: int) -> Tree:
     mx.eval(cands, q_first, *q_rest)
     C = np.array(cands)
     Q = [np.array(q_first)[None]] + [np.array(q) for q in q_rest]   # Q[i][row of the previous token, candidate]
-    row_of = [{int(t): j for j, t in enumerate(C[i])} for i in range(depth)]
-
-    def candidates(d: int, node: int, tok: int) -> list[tuple[int, float]]:
-        i = d - 1
-        row = 0 if i == 0 else row_of[i - 1][tok]
-        picks = top_candidates(Q[i][row:row + 1], budget)[0]  # (index among the K, q), best first
-        return [(int(C[i][j]), p) for j, p in picks]
-
-    return grow(last_token, depth, budget, candidates)
+    return C, Q

@@ -64,9 +64,11 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     Returns a JSON-able record: ``A`` (N − 1 entries), ``k_max``, ``drafter``, ``tokens``, ``regime``,
     ``estimate`` (and ``draws`` under sampling), ``cost_ms`` and ``target_agrees`` (greedy: the share of
     positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run).
-    ``tree_b`` > 0 (greedy, a drafter with one candidate list a position: DFlash) adds ``tree``: at every s, the top
-    ``tree_b`` probabilities of each block position 1..``tree_depth`` and the rank of the continuation's token among
-    them (-1: not among them), from which ``analysis.tree_trace`` walks a tree run at any budget up to ``tree_b``.
+    ``tree_b`` > 0 (greedy, a drafter that grows trees) adds ``tree``: at every s, what a tree round from there is
+    grown from — DFlash: the top ``tree_b`` probabilities of each block position 1..``tree_depth`` (``top_p``);
+    DFlash2: the selector's q over each position's K candidates given the previous position's candidate (``q``) —
+    and where the continuation's token is among each position's candidates (``rank``; -1: not among them), from
+    which ``analysis.tree_trace`` walks a tree run at any budget (DFlash: up to ``tree_b``).
     ``target_forward=False`` skips the target's forward for a drafter that needs no hidden states (the oracle,
     whose proposals come from the continuation itself); ``target_agrees`` is then None."""
     sampling = sampling or Sampling()
@@ -120,6 +122,26 @@ def _ranks(cands: list[list[tuple[int, float]]], truth: list[int]) -> list[int]:
     return out
 
 
+def _exact(x: float) -> float:
+    return float(f"{x:.9g}")  # a float32 exactly (its ties and order as the engine's)
+
+
+def _tree_entry(drafter, last: int, depth: int, b: int, truth: list[int]):
+    """What a tree round from this prefix is grown from, and where the continuation's tokens are among it:
+    ("per_position", top-b probabilities a position, ranks) for DFlash; ("per_parent", the selector's q rows a
+    position given the previous candidate, the index of each token among the position's candidates) for DFlash2;
+    None for a drafter that gives neither."""
+    cands = drafter.position_candidates(last, depth, b)
+    if cands is not None:
+        return "per_position", [[_exact(p) for _, p in lst] for lst in cands], _ranks(cands, truth)
+    if not hasattr(drafter, "parent_candidates"):
+        return None
+    C, Q = drafter.parent_candidates(last, depth)
+    idx = [list(int(x) for x in row) for row in C]
+    ranks = [row.index(t) if t in row else -1 for row, t in zip(idx, truth)]
+    return "per_parent", [[[_exact(x) for x in r] for r in q.tolist()] for q in Q], ranks
+
+
 def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees,
                   tree: tuple[int, int] = (0, 0)) -> AcceptanceTrace:
     """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
@@ -141,12 +163,13 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
         if top_p is not None:  # the tree's candidates from this prefix (after the drafts: the context is read)
             depth = min(tree_depth, len(c) - 1 - s)
-            cands = drafter.position_candidates(c[s], depth, tree_b)
-            if cands is None:
+            entry = _tree_entry(drafter, c[s], depth, tree_b, c[s + 1 : s + 1 + depth])
+            if entry is None:
                 top_p = None
             else:
-                top_p.append([[float(f"{p:.9g}") for _, p in lst] for lst in cands])  # float32 exactly
-                ranks.append(_ranks(cands, c[s + 1 : s + 1 + depth]))
+                kind, probs, rank = entry
+                top_p.append(probs)
+                ranks.append(rank)
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = ms_since(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]
@@ -154,8 +177,9 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
     if top_p is not None:
-        out["tree"] = {"b": tree_b, "depth": tree_depth, "top_p": top_p, "rank": ranks,
-                       "to_the_end": drafter.drafts_to_the_end}
+        parent = hasattr(drafter, "parent_candidates")
+        out["tree"] = {"b": tree_b, "depth": tree_depth, "rank": ranks, "to_the_end": drafter.drafts_to_the_end,
+                       **({"kind": "per_parent", "q": top_p} if parent else {"kind": "per_position", "top_p": top_p})}
     if by_k is not None:
         out.update({"A_by_k": by_k, "chained": False,
                     "method": "exact: at every k, the drafter's own proposals for a block of that k from every true prefix "

@@ -26,5 +26,6 @@ def check(trace: dict) -> None:
     if tree is not None:
         if not isinstance(tree, dict) or not all(isinstance(tree.get(x), int) and tree[x] >= 1 for x in ("b", "depth")):
             raise TraceError("a tree trace needs b and depth, positive integers")
-        if len(tree.get("rank") or []) != len(trace["A"]) or len(tree.get("top_p") or []) != len(trace["A"]):
+        lists = tree.get("q") if tree.get("kind") == "per_parent" else tree.get("top_p")
+        if len(tree.get("rank") or []) != len(trace["A"]) or len(lists or []) != len(trace["A"]):
             raise TraceError("a tree trace must have candidates and ranks for every position of A(s)")
