@@ -30,6 +30,7 @@ Cost: one verify forward per position.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
@@ -43,6 +44,8 @@ from specscope.engine_adapter.mlx_types import values
 from specscope.engine_adapter.cache.capture import capturing, install_capture, is_hybrid
 from specscope.engine_adapter.cache.rollback import VerifyRollback
 from specscope.engine_adapter.decode.sampling import Sampling
+
+from specscope.events import TreeTrace
 
 from .records import AcceptanceTrace
 
@@ -149,7 +152,7 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     drafter.begin(list(prompt), c[0], hidden=prompt_hidden)
     A = []
     tree_b, tree_depth = tree
-    top_p: list[list[list[float]]] | None = [] if tree_b > 0 and drafter.drafts_trees else None
+    top_p: list[Any] | None = [] if tree_b > 0 and drafter.drafts_trees else None
     ranks: list[list[int]] = []
     by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
     for s in range(len(c) - 1):
@@ -177,9 +180,12 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
     if top_p is not None:
-        parent = hasattr(drafter, "parent_candidates")
-        out["tree"] = {"b": tree_b, "depth": tree_depth, "rank": ranks, "to_the_end": drafter.drafts_to_the_end,
-                       **({"kind": "per_parent", "q": top_p} if parent else {"kind": "per_position", "top_p": top_p})}
+        tt: TreeTrace = {"b": tree_b, "depth": tree_depth, "rank": ranks, "to_the_end": drafter.drafts_to_the_end}
+        if hasattr(drafter, "parent_candidates"):
+            tt.update({"kind": "per_parent", "q": top_p})
+        else:
+            tt.update({"kind": "per_position", "top_p": top_p})
+        out["tree"] = tt
     if by_k is not None:
         out.update({"A_by_k": by_k, "chained": False,
                     "method": "exact: at every k, the drafter's own proposals for a block of that k from every true prefix "
