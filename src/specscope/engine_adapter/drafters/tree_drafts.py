@@ -25,8 +25,12 @@ def dflash_candidates(drafter, last_token: int, depth: int, b: int) -> list[list
     acceptance trace records for trees)."""
     probs = mx.softmax(drafter.block_logits(last_token, depth).astype(mx.float32), axis=-1)
     b = min(b, probs.shape[-1])
-    top = mx.argsort(-probs, axis=-1)[:, :b]
-    vals = mx.take_along_axis(probs, top, axis=-1)
+    # the top b by a partition, then only those b sorted: a full sort of every position's vocabulary cost 12 ms of a
+    # ~60 ms tree draft on the demo (15 × 4096, CPU), the partition 2 ms
+    part = mx.argpartition(-probs, b - 1, axis=-1)[:, :b] if b < probs.shape[-1] else mx.argsort(-probs, axis=-1)
+    pv = mx.take_along_axis(probs, part, axis=-1)
+    order = mx.argsort(-pv, axis=-1)
+    top, vals = mx.take_along_axis(part, order, axis=-1), mx.take_along_axis(pv, order, axis=-1)
     mx.eval(top, vals)
     return [list(zip(t, v)) for t, v in zip(np.array(top).tolist(), np.array(vals).tolist())]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.profiler.analysis.tree_text import budget_what_if_text
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.round_model import REST, RoundModel, communication_what_if
@@ -189,7 +190,9 @@ class DivisionView(QtWidgets.QWidget):
                          f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_be.set(*break_even_tile(s))
         if s.get("measured_speedup") is not None:
-            self.audit.setText("\n\n".join(f"{q}\n{a}" for q, a in audit_answers(s)))
+            tree_what_if = budget_what_if_text(self.model.session.cases, s)
+            self.audit.setText("\n\n".join([f"{q}\n{a}" for q, a in audit_answers(s)]
+                                             + ([tree_what_if] if tree_what_if else [])))
         else:
             self.audit.setText("")
 

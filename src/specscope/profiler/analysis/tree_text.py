@@ -61,3 +61,23 @@ def tree_lines(s: Mapping[str, Any]) -> list[str]:
         "  accepted depth    " + "   ".join(f"{j}: {hist[j]}" for j in range(last + 1)) + "  (rounds whose path "
         "ended at each depth)",
     ]
+
+
+def budget_what_if_text(cases, s: Mapping[str, Any]) -> str | None:
+    """A tree run's budget what-if from its traces (``tree_trace``, exact under greedy): tokens per round at every
+    budget the trace holds. Pricing another budget needs that verify's time (the verify cost over nodes), which this
+    run did not time: the figure is E only, said so. None for a run without tree traces."""
+    from specscope.profiler.analysis import tree_trace
+
+    traces = tree_trace.tree_traces(cases)
+    if not s.get("tree") or not traces:
+        return None
+    try:
+        curve = tree_trace.curve(traces, s["k"])
+    except ValueError:
+        return None
+    budget = s["tree"].get("budget")
+    cells = ", ".join(f"{c['budget']}: {fmt(c['tokens_per_round'], '.2f')}" + (" (this run)" if c["budget"] == budget else "")
+                      for c in curve)
+    return (f"Tree budget what-if, from the trace (exact under greedy): tokens per round E by budget — {cells}. "
+            f"Only E: what a verify of another budget costs was not timed in this run (it times budget {budget}).")
