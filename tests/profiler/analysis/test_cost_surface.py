@@ -122,3 +122,12 @@ def test_a_surface_without_trees_has_the_chain_knee_only():
     s = build_surface(raw, MACHINE)
     assert [k["family"] for k in s["contexts"][0]["knees"]] == ["chain"]
     assert any("no trees: sliding-window" in n for n in s["notes"]) and " and " not in s["headline"].split(":")[1]
+
+
+def test_a_decode_step_slower_than_wider_verifies_is_flagged():
+    """Control: the built surface has no such note; with the decode step's time inflated (load), it has."""
+    assert not any("inflated" in n for n in build_surface(raw_surface(), MACHINE)["notes"])
+    raw = raw_surface()
+    raw["contexts"][0]["points"][0]["whole_ms"] = 40.0
+    notes = build_surface(raw, MACHINE)["notes"]
+    assert any(n.startswith("at 30 tokens a 2-row verify measured 0.25 decode steps") and "inflated" in n for n in notes)

@@ -25,6 +25,7 @@ from specscope.profiler.analysis.roofline import NAMES, floor_ms
 from specscope.profiler.session.surface import CostSurface, Knee, SurfaceAt, SurfaceBlock, SurfaceRow
 
 KNEE_LIMIT = 1.5  # decode steps: "about one weight read" (module docstring)
+SUSPECT_BELOW = 0.9  # a wider verify under 0.9 decode steps: the decode step's own time is suspect
 
 
 def knee(family: str, widths: Sequence[int], multiples: Sequence[float], limit: float = KNEE_LIMIT) -> Knee:
@@ -186,6 +187,13 @@ def surface_notes(s: CostSurface) -> list[str]:
             notes.append(f"at {at['context']:,} tokens, width {w}: the MoE reads {moe['distinct_experts']:.1f} distinct "
                          f"experts per layer for the chain; {each}"
                          + (f" (of {n_exp}; {slots} routed slots)" if n_exp and slots else ""))
+    for at in s["contexts"]:  # a wider verify cheaper than the decode step: the decode's time is not to be trusted
+        low = min((r for r in at["rows"] if r["width"] > 1), key=lambda r: r["multiple_of_decode"], default=None)
+        if low is not None and low["multiple_of_decode"] < SUSPECT_BELOW:
+            notes.append(f"at {at['context']:,} tokens a {low['width']}-row verify measured {low['multiple_of_decode']:.2f} "
+                         f"decode steps: a wider forward cheaper than one step means the decode step's time "
+                         f"({at['t_decode_ms']:.1f} ms) was inflated (the machine's load); this context's knees are not "
+                         "to be trusted — measure again")
     notes.append("a tree's floor counts the same weights and FLOPs as a chain of the same width, and its recurrent "
                  "layers reading and writing one state per node")
     return notes
