@@ -28,7 +28,7 @@ from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.drafter_kinds import DRAFTER_NAMES, WHAT_IF_DRAFTERS
 from .engine import Engine, EngineParams
 from specscope.engine_adapter.drafters.oracle import OracleDrafter
-from .measure.records import AcceptanceTrace, BlockCost, ComponentTimes, VerifyCurve
+from .measure.records import AcceptanceTrace, BlockCost, ComponentTimes, SurfaceRaw, VerifyCurve
 from .machine_probe import MachineProbe
 
 if TYPE_CHECKING:  # annotations only: verify_curve is imported where a curve is measured
@@ -256,6 +256,23 @@ class TuneEngine:
         machine = probe_machine(dtype=cost.act_dtype, bandwidth_mib=bandwidth_mib, matmul_n=matmul_n)
         return {"curve": curve, "costs": costs, "machine": machine, "cost_notes": cost.notes,
                 "weight_bytes_total": cost.total_weight_bytes(), "kv": kv}
+
+    def surface_inputs(self, prompts: list[list[int]], budgets: list[int], positions: int, reps: int, block_reps: int,
+                       progress=lambda message: None) -> SurfaceRaw:
+        """The verify cost surface at the end of every prompt (``tree_curve.measure_surface``), each point's bytes and
+        FLOPs per block beside it (``ModelCost.forward``: a tree's recurrent layers read and write a state per node)."""
+        from specscope.engine_adapter.measure.model_cost import model_cost
+        from specscope.engine_adapter.measure.tree_curve import measure_surface
+        from specscope.engine_adapter.measure.verify_curve import VerifyPoint
+
+        surface = measure_surface(self.model, prompts, budgets, positions, reps, block_reps, progress=progress)
+        progress("counting bytes and FLOPs per block of every point")
+        for prompt, at in zip(prompts, surface["contexts"]):
+            cost = model_cost(self.model, VerifyPoint(self.model, prompt).cache)
+            for p in at["points"]:
+                p["cost"] = cost.forward(p["width"], at["context"], p.get("routes"),
+                                         states=p["width"] if p["kind"] == "tree" else 1)
+        return surface
 
     def store_context(self, tokens: list[int]) -> StoredContext:
         """Prefill a long context once and store it (``context.prefill_context``): every later prefill that starts

@@ -129,11 +129,14 @@ class ModelCost:
     kv_bytes: int = 0  # KV element size (from the live cache when given)
     notes: list[str] = field(default_factory=list)
 
-    def forward(self, n: int, context: int, routed: dict[str, list[int]] | None = None) -> dict[str, BlockCost]:  # dict: block name -> its cost
+    def forward(self, n: int, context: int, routed: dict[str, list[int]] | None = None,
+                states: int = 1) -> dict[str, BlockCost]:  # dict: block name -> its cost
         """Per block: weight bytes, other bytes, FLOPs (and distinct experts) of one forward over ``n``
         positions after ``context`` cached positions. ``routed``: MoE block path -> distinct experts the
         ``n`` tokens chose, per call (from ``verify_curve.recording_routes``); absent blocks get the
-        uniform-routing expectation ``E·(1 − (1 − top_k/E)^n)``."""
+        uniform-routing expectation ``E·(1 − (1 − top_k/E)^n)``. ``states``: recurrent states each recurrent layer
+        reads and writes (1 for a chain; a tree verify runs every node from its parent's state and keeps each
+        node's: ``n``)."""
         out: dict[str, BlockCost] = {}
         kv_item = self.kv_bytes or self.act_bytes
 
@@ -168,7 +171,7 @@ class ModelCost:
                 ob += (ctx + n) * b.kv_per_token * kv_item  # read the context (incl. the new keys), write n
                 fl += n * ctx * b.score_flops
             if b.state_elems or b.state_bytes:
-                ob += 2 * b.state_bytes
+                ob += 2 * b.state_bytes * max(1, states)
                 fl += n * b.state_elems * RECURRENT_FLOPS_PER_STATE
             if b.block_name == "output_head":
                 ob += n * self.vocab * self.act_bytes

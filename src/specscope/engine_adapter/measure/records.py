@@ -239,3 +239,44 @@ class VerifyCurve(TypedDict):
     points: list[CurvePoint]
     labels: dict[str, str]
     top_k: int | None
+
+
+# -- the verify cost surface (measure.tree_curve) ---------------------------------------------------------------------
+
+class SurfacePoint(TypedDict):
+    """One forward of the surface: a chain of ``width`` positions or a tree of ``width`` − 1 nodes (its shape)."""
+    kind: str                      # "chain" | "tree"
+    shape: str                     # "chain", "best-first", "wide", "deep"
+    width: int                     # rows of the forward (a tree's: the root and its nodes)
+    budget: int | None             # a tree's drafted nodes
+    depth: int
+    widths: list[int]              # nodes per depth 1..depth
+    whole_ms: float
+    whole_ms_min: float
+    whole_ms_max: float
+    whole_ms_samples: list[float]
+    blocks: NotRequired[dict[str, float]]           # block name -> barrier-timed ms (where the rulers ran)
+    inter_block_ms: NotRequired[float]
+    skip_estimates: NotRequired[dict[str, float]]
+    routes: NotRequired[dict[str, list[int]]]       # MoE block path -> distinct experts per call
+    cost: NotRequired[dict[str, BlockCost]]         # block name -> bytes and FLOPs (``ModelCost.forward``), added after
+
+
+class SurfaceContextRaw(TypedDict):
+    context: int                   # tokens before the verify (the long context and the prompt)
+    tokens: list[int]              # the greedy continuation the chains (and the deep trees) verify
+    t_decode_ms: float
+    points: list[SurfacePoint]
+    tree_refusal: str | None       # why this model takes no tree (then the chains only)
+
+
+class SurfaceRaw(TypedDict):
+    """``tree_curve.measure_surface``: the surface at every context."""
+    contexts: list[SurfaceContextRaw]
+    budgets: list[int]
+    shapes: list[str]
+    positions: int
+    reps: int
+    block_reps: int
+    labels: dict[str, str]
+    top_k: int | None

@@ -137,10 +137,11 @@ def recording_routes(model):
             m.__class__ = cls
 
 
-def routes_at(point: VerifyPoint, tokens: list[int]) -> dict[str, list[int]]:  # dict: MoE block path -> experts
-    """Distinct experts per MoE layer for one verify forward over ``tokens`` (an untimed forward)."""
+def routes_at(point: VerifyPoint, tokens: list[int], run=None) -> dict[str, list[int]]:  # dict: MoE block path -> experts
+    """Distinct experts per MoE layer for one verify forward over ``tokens`` (an untimed forward; ``run()``, if
+    given, runs it instead: a tree's verify forward over the same tokens)."""
     with recording_routes(point.model) as distinct:
-        point.forward(tokens)
+        run() if run is not None else point.forward(tokens)
         out = distinct()
     point.restore()
     return out

@@ -311,3 +311,38 @@ class TraceClass(TypedDict):
 
 class TraceClassData(TypedDict):
     classes: list[TraceClass]
+
+
+# -- the verify cost surface (tree_cost_data; the Verify cost page's tree charts) -------------------------------------
+
+class TreeCostSeries(TypedDict):
+    """One family's cost by forward width at one context: chains (n positions) or trees of one shape (budget + 1)."""
+    family: str                        # "chain" or a tree shape
+    width: list[int]
+    steps: list[float]                 # plain decode steps
+    depth: list[int]
+
+
+class TreeCostData(TypedDict):
+    context: int
+    t_decode_ms: float
+    limit: float                       # the knee's limit, decode steps
+    series: list[TreeCostSeries]
+    knee_width: int | None             # the chain's knee (the widest within the limit)
+    knee_text: str
+
+
+class TreeBlock(TypedDict):
+    key: str
+    label: str
+    ms: list[float | None]             # per family, in TreeBlocksData's order
+
+
+class TreeBlocksData(TypedDict):
+    """Per block at one width and context: the chain's and each tree shape's barrier-timed ms."""
+    context: int
+    width: int
+    families: list[str]
+    depths: list[int]
+    blocks: list[TreeBlock]
+    experts: list[float | None]        # distinct experts per MoE layer, per family (None: no MoE)

@@ -16,6 +16,7 @@ from . import charts as _charts
 from .html_breakdown import breakdown_section
 from .html_context import context_images, context_section
 from .html_cost import prediction_paragraph, tune_section, verify_cost_section
+from .html_trees import tree_images, trees_section
 from .html_preflight import preflight_section
 from .html_protocol import protocol_section
 from .html_trace import trace_images, trace_section
@@ -39,6 +40,7 @@ def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> _char
             # the division's legend and terms sit under its plot (inside, they covered the curves): a taller canvas
             _charts.draw(out, n, session, width=width, height=int(height * 1.5) if n == "division" else height)
     out.merge(trace_images(session, width=width, height=int(height * 0.6)))  # acceptance traces, when held
+    out.merge(tree_images(session, width=width, height=int(height * 0.9)))  # a roofline's cost surface, when held
     return out.merge(context_images(session, width=width, height=int(height * 0.9)))  # a context sweep, when held
 
 
@@ -63,7 +65,8 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
             protocol_section(session, s) + probe,
             division_section(s, charts, target) + prediction_paragraph(session, s),
             breakdown_section(s, chart_figure("breakdown", charts, target)),
-            verify_cost_section(session, chart_figure("verify_cost", charts, target) if session.data.get("roofline") else ""),
+            verify_cost_section(session, chart_figure("verify_cost", charts, target) if session.data.get("roofline") else "")
+            + trees_section(session, charts, target),
             tune_section(session, chart_figure("tune", charts, target) if session.data.get("tune") else ""),
             acceptance_section(s, charts, target),
             tree_section(session, s),

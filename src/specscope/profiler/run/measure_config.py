@@ -42,6 +42,13 @@ class RooflineConfig(EngineParams):
     context: int = 0             # tokens of a long document before the prompt
     context_kind: str = "mixed"
     context_file: str | None = None
+    tree_budgets: list[int] | None = None   # the cost surface's tree budgets (None: no surface, the chain curve only)
+    tree_contexts: list[int] | None = None  # its contexts, tokens before the prompt (None: --context and 1k more)
+    tree_width: int | None = None           # its per-block comparison's width (None: budget 8's, else the widest)
+
+    def surface_contexts(self) -> list[int]:
+        """The contexts the surface is measured at (tokens of the long document before the prompt)."""
+        return sorted(set(self.tree_contexts)) if self.tree_contexts else [self.context, self.context + 1024]
 
     def engine_params(self) -> EngineParams:
         return EngineParams(**{f.name: getattr(self, f.name) for f in fields(EngineParams)})
@@ -64,6 +71,11 @@ class RooflineConfig(EngineParams):
             raise SpecscopeError("--oracle-p must be between 0 and 1")
         if self.oracle_draft_ms < 0:
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
+        if self.tree_budgets is not None:
+            if not self.tree_budgets or any(not 1 <= b <= 16 for b in self.tree_budgets):
+                raise SpecscopeError(f"--tree-budgets must list budgets between 1 and 16 (got {self.tree_budgets})")
+            if any(c < 0 for c in self.tree_contexts or []):
+                raise SpecscopeError(f"--tree-contexts must be >= 0 (got {self.tree_contexts})")
 
     @classmethod
     def beside_run(cls, run: RunConfig, drafter: str) -> "RooflineConfig":
@@ -71,8 +83,11 @@ class RooflineConfig(EngineParams):
         measured apart from the run."""
         shared = {f.name: getattr(run, f.name) for f in fields(EngineParams)}
         # specscope's own forwards are what the curve times, whichever engine's loop the run measured
-        return cls(**{**shared, "drafter": drafter, "engine": "specscope"}, positions=max(9, run.num_draft_tokens + 1),
-                   context=run.context, context_kind=run.context_kind, context_file=run.context_file)
+        tree = run.tree_budget if 1 <= run.tree_budget <= 16 else None  # a tree run: the surface, its budget among them
+        # the division's short run is a chain's (at the run's k), whatever the run verified
+        return cls(**{**shared, "drafter": drafter, "engine": "specscope", "tree_budget": 0}, positions=max(9, run.num_draft_tokens + 1),
+                   context=run.context, context_kind=run.context_kind, context_file=run.context_file,
+                   tree_budgets=sorted({2, 4, 8, 16} | {tree}) if tree else None, tree_width=tree + 1 if tree else None)
 
 
 @dataclass

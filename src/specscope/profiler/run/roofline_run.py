@@ -10,6 +10,7 @@ from specscope.errors import SpecscopeError
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import DEFAULT_PROMPT, RooflineConfig
 from specscope.profiler.run.records import ContextPrefill, RooflineRun
+from specscope.profiler.session.surface import CostSurface
 
 
 def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> RooflineRun:
@@ -23,16 +24,18 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> Roof
     from specscope.profiler.run.context import context_tokens
 
     n_context = cfg.context
-    if n_context:  # refused before the weights load: beyond the model's window or this machine's memory
+    longest = [n for n in [n_context, *(cfg.surface_contexts() if cfg.tree_budgets else [])] if n]
+    if longest:  # refused before the weights load: beyond the model's window or this machine's memory
         from specscope.profiler.run.context_check import precheck
 
         precheck(RunConfig(demo=cfg.demo, model=cfg.model, max_tokens=cfg.max_tokens,
-                           num_draft_tokens=max(cfg.positions, cfg.num_draft_tokens)), [n_context])
+                           num_draft_tokens=max(cfg.positions, cfg.num_draft_tokens, 16)), [max(longest)])
     # the engine opens with every drafter it can make ("auto"); ``cfg.drafter`` names the one the division uses
     eng = TuneEngine.open(replace(cfg.engine_params(), drafter="auto"), status=say)
     prompt = eng.encode(cfg.prompt or DEFAULT_PROMPT)
     if not prompt:
         raise SpecscopeError("the prompt encodes to no tokens")
+    question = prompt  # the prompt alone: the surface puts each of its contexts before it
     context_info: ContextPrefill | None = None
     if n_context:
         ctx = context_tokens(eng.encode, n_context, cfg.context_kind, cfg.context_file)
@@ -69,6 +72,9 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> Roof
                                                         if r.get("verify_ms") is not None]),
                         "plain_t_decode_ms": stats.mean(plain["step_ms"])}
     roof = build_roofline(ins["curve"], ins["costs"], ins["machine"], k=k, division=division)
+    if cfg.tree_budgets:
+        roof["surface"] = _surface(cfg, eng, question, ins["machine"], say)
+        roof["headline"] += " " + roof["surface"]["headline"]
     out: RooflineRun = {**roof, "model": eng.describe()["model"], "prompt_tokens": len(prompt),
                         "weight_bytes_total": ins["weight_bytes_total"], "machine": ins["machine"],
                         "labels": ins["curve"]["labels"], "verify_tokens": ins["curve"]["tokens"],
@@ -84,3 +90,22 @@ def roofline_data(cfg: RooflineConfig, say=lambda m: None, partial=None) -> Roof
             # the context at which full attention's KV reads are 10% (and 50%) of a decode step's bytes
             "context_at_10pct": 0.1 * base / (0.9 * per), "context_at_50pct": base / per}
     return out
+
+
+def _surface(cfg: RooflineConfig, eng, prompt: list[int], machine, say) -> CostSurface:
+    """The cost surface (``roofline --tree``): chains and trees at every context of ``cfg.surface_contexts()`` before
+    ``prompt``, each context prefilled once and stored (its prefill is not in any figure)."""
+    from specscope.profiler.analysis.cost_surface import build_surface
+    from specscope.profiler.run.context import context_tokens
+
+    prompts = []
+    for n in cfg.surface_contexts():
+        ctx = context_tokens(eng.encode, n, cfg.context_kind, cfg.context_file) if n else []
+        if ctx:
+            say(f"prefilling {len(ctx):,} tokens of context once (the surface)")
+            eng.store_context(ctx)
+        prompts.append(ctx + prompt)
+    positions = max(cfg.positions, max(cfg.tree_budgets or [0]) + 1)
+    raw = eng.surface_inputs(prompts, list(cfg.tree_budgets or []), min(positions, 17), cfg.reps, cfg.block_reps,
+                             progress=say)
+    return build_surface(raw, machine, width=cfg.tree_width)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from specscope.events import Mode, SensorWindow, ThermalReading
+from specscope.profiler.session.surface import CostSurface
 
 
 
@@ -209,6 +210,7 @@ class Roofline(TypedDict):
     division: dict[str, Any] | None         # the division passed in, with the verify times and speedups added
     headline: str
     notes: list[str]
+    surface: NotRequired[CostSurface]      # measured with trees (roofline --tree); absent: chains only, as before
 
 
 class ContextPrefill(TypedDict):
