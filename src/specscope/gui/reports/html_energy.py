@@ -36,7 +36,8 @@ def energy_section(e: EnergySummary, speedup: float | None) -> str:
             w = e["widened"]
             wide = (f"<p>Widened to the whole run instead (both modes and the work between passes, not per mode): "
                     f"{w['mean_power_w']:.1f} W ({esc(w['domain'])}) over {w['span_s']:.0f} s.</p>")
-        return head + f"<p><b>{esc(e['reason'] or 'not available')}.</b> No energy figure is printed.</p>" + wide + cad_html
+        reason = e['reason'] or 'not available'
+        return head + f"<p><b>{esc(reason[:1].upper() + reason[1:])}.</b> No energy figure is printed.</p>" + wide + cad_html
     rows = [_row(n, m) for n, m in (("plain", e["plain"]), ("speculative", e["spec"])) if m]
     ratio = ""
     if e["ratio"] is not None:
@@ -51,4 +52,4 @@ def energy_section(e: EnergySummary, speedup: float | None) -> str:
     return (head + f"<p>From the {esc(e['domain'] or '?')} energy counter, each measured pass in its own window "
             f"(95% intervals by {esc(e['unit'] or '?')}; a paired run's speculative figure is its end-to-end pass's). "
             "J per accepted draft divides the speculative passes' energy by the draft tokens the target accepted.</p>"
-            + _table(HEAD, rows, numeric_from=1, numeric_to=len(HEAD) - 1) + ratio + note + cad_html)
+            + _table(HEAD, rows, numeric_from=1, numeric_to=len(HEAD)) + ratio + note + cad_html)

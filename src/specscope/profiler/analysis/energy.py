@@ -79,7 +79,7 @@ def widen(windows: list[Mapping[str, Any]], c: Cadence) -> tuple[EnergyWidened |
     periods = span / c["period_s"]
     if periods < WIDEN_PERIODS:
         return None, (f"the {domain} counter updates about every {c['period_s']:.1f} s (it moved in {c['moved']} of "
-                      f"{c['windows']} windows); the run spans {span:.1f} s, {periods:.1f} updates, fewer than the "
+                      f"{c['windows']} windows); the run spans {span:.1f} s, about {periods:.0f} updates, fewer than the "
                       f"{WIDEN_PERIODS} that read it to within {100 / WIDEN_PERIODS:.0f}% a side")
     start = float(first[2]["counter_j"][domain]) - float(_rise(first[2], domain) or 0.0)
     joules = float(last[2]["counter_j"][domain]) - start
@@ -183,17 +183,32 @@ def _why(c: Cadence) -> str:
     return f"the {name} counter is live"
 
 
+def energy_phrase(e: EnergySummary) -> str:
+    """One line: speculative J per token and the ratio, or why energy is not available."""
+    if not e["available"]:
+        return f"energy {e['reason']}"
+    spec, plain = e["spec"], e["plain"]
+    bits = [f"energy ({e['domain']} counter)"]
+    if spec and spec["joules_per_token"] is not None:
+        bits.append(f"speculative {spec['joules_per_token']:.3f} J/token")
+    if plain and plain["joules_per_token"] is not None:
+        bits.append(f"plain {plain['joules_per_token']:.3f} J/token")
+    if e["ratio"] is not None:
+        iv = e["ratio_ci95"]
+        bits.append(f"ratio {e['ratio']:.2f}×" + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""))
+    return ": ".join(bits[:1]) + " " + ", ".join(bits[1:]) if len(bits) > 1 else bits[0]
+
+
 def cadence_text(e: EnergySummary) -> list[str]:
     """One line per counter read: its cadence, and for a batched one its period."""
     out = []
     for c in e["cadence"]:
         if c["kind"] == "unknown":
             continue
-        name = "package" if c["domain"] == "package" else "GPU"
-        out.append(f"{name}: live (moved in all {c['windows']} windows)" if c["kind"] == "live" else
-                   f"{name}: {_why(c).removeprefix('the ')}")
+        why = _why(c).removeprefix("the ")
+        out.append(why[0].upper() + why[1:] + (f" (it moved in all {c['windows']} windows)" if c["kind"] == "live" else ""))
     if e["widened_reason"]:
-        out.append(f"not widened: {e['widened_reason']}")
+        out.append(f"Not widened: {e['widened_reason']}")
     return out
 
 

@@ -56,10 +56,10 @@ class Truth:
 def record(cases: int = 6, repeats: int = 3, package: Counter | None = None, gpu: Counter | None = None,
            plain_w: float = 20.0, spec_w: float = 26.0, between_w: float = 14.0, other_w: float = 4.0,
            plain_s: float = 1.0, spec_s: float = 0.6, tokens: int = 64, accepted: int = 40, case_spread: float = 0.0,
-           noise: float = 0.0, seed: int = 0) -> tuple[list[dict], Truth]:
+           noise: float = 0.0, seed: int = 0, case_ids: list[str] | None = None) -> tuple[list[dict], Truth]:
     """(the run's sensor windows as the session keeps them, the truth). GPU power is each segment's; the package adds
     ``other_w`` (CPU, memory). ``case_spread``: each case's power scale varies by this share (cases differ);
-    ``noise``: each pass's by this share."""
+    ``noise``: each pass's by this share; ``case_ids``: the cases' names (default c0, c1, …)."""
     package, gpu = package or Counter(), gpu or Counter()
     rng = random.Random(seed)
     segments: list[tuple[float, float, float]] = []   # (start, end, GPU watts)
@@ -85,7 +85,8 @@ def record(cases: int = 6, repeats: int = 3, package: Counter | None = None, gpu
         return at
 
     truth, passes = Truth(), []
-    for c in range(cases):
+    names = case_ids or [f"c{c}" for c in range(cases)]
+    for c in range(len(names) if case_ids else cases):
         scale = 1.0 + case_spread * rng.uniform(-1, 1)
         for r in range(repeats):
             for phase in (("plain", "spec") if r % 2 == 0 else ("spec", "plain")):
@@ -95,7 +96,7 @@ def record(cases: int = 6, repeats: int = 3, package: Counter | None = None, gpu
                     watts = (plain_w if mode == "plain" else spec_w) * scale * (1.0 + noise * rng.gauss(0, 1))
                     seconds = plain_s if mode == "plain" else spec_s * (1.3 if pass_name == "ledger" else 1.0)
                     a, b = spend(seconds, watts)
-                    passes.append({"case": f"c{c}", "mode": mode, "pass": pass_name, "repeat": r, "a": a, "b": b,
+                    passes.append({"case": names[c], "mode": mode, "pass": pass_name, "repeat": r, "a": a, "b": b,
                                    "watts": watts})
                     if pass_name != "ledger":
                         truth.joules[(mode, "gpu")] += watts * seconds
@@ -130,3 +131,12 @@ def per_window_mean(windows: list[dict], mode: str) -> float | None:
     ws = [w for w in windows if w["mode"] == mode and w.get("pass") in (None, "measured")]
     tokens = sum(w["tokens"] for w in ws)
     return math.fsum(w["joules"] for w in ws) / tokens if tokens else None
+
+
+def with_windows(session, windows: list[dict]):
+    """``session`` (a ``Session``) as if its run had read these windows on a Mac: its sensor windows replaced, its
+    environment's sensors available. Returns the session."""
+    session.data["sensors"] = windows
+    env = session.data.setdefault("environment", {})
+    env["sensors"] = {"source": "recorded", "available": True, "reason": "", "thermal": "pmset -g therm"}
+    return session
