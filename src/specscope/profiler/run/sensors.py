@@ -184,7 +184,7 @@ class Counters:
     def mark(self) -> None:
         self._at_mark = dict(self.total)
 
-    def rise(self) -> dict[str, float | None]:
+    def rise(self) -> dict[str, float | None]:  # dict: one entry per energy domain the sampler reports
         """Each domain's rise since ``mark``."""
         out: dict[str, float | None] = {}
         for domain, now in self.total.items():
