@@ -323,7 +323,8 @@ def test_an_m1_max_is_told_the_m2s_figure_as_its_generations_not_its_own_and_no_
     ev = c["evidence"]
     assert "Apple M1 Max (GPU generation 13)" in ev and "qmv_wide does not apply to affine-quantized" in ev
     assert "M2: 2 positions cost 1.725× one decode step" in ev and "ml-explore/mlx-lm#990" in ev
-    assert "Expected from its generation, not measured on this chip" in ev
+    assert "Expected from its generation, not measured on this chip (generation 13 takes the same kernel path as the " \
+        "M2: no qmv_wide for affine weights)" in ev
     assert "qmv_wide applies" not in ev and "Measured on this chip" not in ev  # the negative controls
 
 
@@ -341,7 +342,8 @@ def test_an_m4_has_qmv_wide_cites_the_m4_pro_and_is_never_given_the_m2s_figure()
     ev = c["evidence"]
     assert c["status"] == "pass" and "Apple M4 (GPU generation 16)" in ev and "qmv_wide applies" in ev
     assert "This MLX: 0.32.4 (has it)" in ev
-    assert "not measured on this chip: M4 Pro: 4 positions cost 1.47× one decode step" in ev and "mlx#3839" in ev
+    assert "not measured on this chip (the M4 Pro of the same generation): M4 Pro: 4 positions cost 1.47× one decode " \
+        "step" in ev and "mlx#3839" in ev
     assert "1.725" not in ev and "Measured on this chip" not in ev  # the negative controls
     old = wide(mac(INFO_M4, ioreg=""))  # MLX 0.30.4: no qmv_wide in it yet
     assert old["status"] == "warn" and "predates qmv_wide" in old["evidence"] and "mlx>=0.32" in old["fix"]

@@ -132,6 +132,7 @@ class WideVerifyMeasurement(TypedDict):
     positions: int | None              # the verify's width (positions verified at once); None for a fit over widths
     ratio: float | None                # its cost in decode steps at that width
     fit: tuple[float, float] | None    # (a, b): cost = a + b·K decode steps over the widths swept
+    kind: str                          # what it times, in two or three words: "a verify", "one layer", ...
     what: str                          # what was timed, on what
     source: str                        # owner/repo#number
     checked: str                       # what was seen in the source, or that the figure is the design brief's only
@@ -142,27 +143,31 @@ class WideVerifyMeasurement(TypedDict):
 # part of it read, so the number is the design brief's (docs/DESIGN.md §8), not checked.
 WIDE_VERIFY: Final[tuple[WideVerifyMeasurement, ...]] = (
     {"chip": "M2", "generation": 14, "positions": 2, "ratio": 1.725, "fit": None,
+     "kind": "a verify",
      "what": "an MTP verify of 2 positions (Qwen3.5/3.6, mlx-lm), which caps MTP near 1.1–1.2×",
      "source": "ml-explore/mlx-lm#990",
      "checked": "the PR was found (native MTP for Qwen3.5/3.6; its thread says the verify's small-M quantized matmul "
                 "cost is chip-dependent); the 1.725 itself was not in the part read: from the design brief"},
     {"chip": "M3 Ultra", "generation": 15, "positions": None, "ratio": None, "fit": (0.83, 0.170),
+     "kind": "a whole round",
      "what": "a whole MTP round (the bf16 assistant's draft and the verify) of width K, Gemma 4 31B, widths swept",
      "source": "lablup/mlxcel#1217",
      "checked": "seen: 'Width sweep on the code row fits 0.83 + 0.170 K, largest residual 0.06' (#1217; PR #1254's "
                 "record: round cost in classic decode steps)"},
     {"chip": "M3 Ultra", "generation": 15, "positions": 2, "ratio": 2.2, "fit": None,
+     "kind": "an MoE verify",
      "what": "a 2-token verify of an MoE routing 8 of 256 experts per token (the experts' union is read)",
      "source": "jundot/omlx#2077", "checked": "not found in the index: from the design brief"},
     {"chip": "M4 Pro", "generation": 16, "positions": 4, "ratio": 1.47, "fit": None,
+     "kind": "one layer",
      "what": "one quantized projection (4096×24576, an MLP's gate+up; affine 4-bit, mlx 0.32.0 with qmv_wide) at 4 "
              "rows against 1: a single layer, not a whole verify",
      "source": "ml-explore/mlx#3839", "checked": "seen (M4 Pro 24 GB, macOS 15.6, median of 40 synced calls)"},
     {"chip": "M4 Pro", "generation": 16, "positions": 8, "ratio": 2.69, "fit": None,
-     "what": "the same projection at 8 rows against 1",
+     "kind": "one layer", "what": "the same projection at 8 rows against 1",
      "source": "ml-explore/mlx#3839", "checked": "seen"},
     {"chip": "M5 Max", "generation": 17, "positions": 4, "ratio": 1.29, "fit": None,
-     "what": "a verify forward of 4 positions against 1 (a Qwen 27B 4-bit target)",
+     "kind": "a verify", "what": "a verify forward of 4 positions against 1 (a Qwen 27B 4-bit target)",
      "source": "lablup/mlxcel#1187",
      "checked": "the figure was seen in lablup/mlxcel#1182's thread ('T=1 to T=4 cost only 1.29x for 4x the "
                 "positions'); #1187 itself and the chip of that thread were not seen: the M5 Max is the design "
@@ -189,13 +194,15 @@ class WideVerifyFacts(TypedDict):
     text: str                                    # all of it in a sentence or three, sources named
 
 
-def describe(m: WideVerifyMeasurement) -> str:
-    """One public figure with its chip, what was timed and its source."""
+def describe(m: WideVerifyMeasurement, short: bool = False) -> str:
+    """One public figure with its chip, what was timed (``short``: in a word or three) and its source."""
     if m["fit"] is not None:
         a, b = m["fit"]
         cost = f"a round of width K costs {a:.2f} + {b:.3f}·K decode steps"
     else:
         cost = f"{m['positions']} positions cost {m['ratio']:g}× one decode step"
+    if short:
+        return f"{m['chip']}, {m['kind']}: {cost} ({m['source']})"
     return f"{m['chip']}: {cost} ({m['what']}; {m['source']})"
 
 
@@ -216,6 +223,15 @@ def _measurements(name: str | None, gen: int) -> tuple[str, list[WideVerifyMeasu
     if not same and gen in GENERATIONS:  # none on this generation: those of the generations on the same kernel path
         same = [m for m in WIDE_VERIFY if qmv_wide_applies(m["generation"]) == qmv_wide_applies(gen)]
     return INFERRED, same
+
+
+def inferred_from(found: list[WideVerifyMeasurement], gen: int) -> str:
+    """Whence an inferred expectation comes: the same generation's other chips, or a generation on the same path."""
+    chips = " and the ".join(sorted({m["chip"] for m in found}))
+    if all(m["generation"] == gen for m in found):
+        return f"the {chips} of the same generation"
+    path = "qmv_wide" if qmv_wide_applies(gen) else "no qmv_wide for affine weights"
+    return f"generation {gen} takes the same kernel path as the {chips}: {path}"
 
 
 def wide_verify_facts(chip: str | None, device: str | None = None, architecture: str | None = None) -> WideVerifyFacts:
@@ -241,13 +257,14 @@ def wide_verify_facts(chip: str | None, device: str | None = None, architecture:
     elif basis == MEASURED:
         text += "Measured on this chip: " + "; ".join(describe(m) for m in found) + "."
     else:
-        text += ("Expected from its generation, not measured on this chip: "
-                 + "; ".join(describe(m) for m in found) + ".")
+        text += f"Expected from its generation, not measured on this chip ({inferred_from(found, gen)}): " \
+            + "; ".join(describe(m) for m in found) + "."
     return {"applies": True, "chip": name, "generation": gen, "family": family, "qmv_wide": qmv_wide_applies(gen),
             "basis": basis, "measurements": found, "text": text}
 
 
-def beside_this_machine(facts: WideVerifyFacts, measured: dict[int, float], width: int | None = None) -> list[str]:
+def beside_this_machine(facts: WideVerifyFacts, measured: dict[int, float], width: int | None = None,
+                        short: bool = False) -> list[str]:
     """Each public figure beside what this machine measured at the same width (``measured``: decode steps by verify
     width, from the session's verify curve); a fit beside the machine at ``width`` (the run's own verify). A width the
     curve did not measure says so: no number is made up for it."""
@@ -262,5 +279,5 @@ def beside_this_machine(facts: WideVerifyFacts, measured: dict[int, float], widt
             here = f"{at}this machine: {measured[n]:.2f}× at n = {n}"
         else:
             here = f"this machine: n = {n} not measured"
-        lines.append(f"{describe(m)} — {here}")
+        lines.append(f"{describe(m, short)} — {here}")
     return lines
