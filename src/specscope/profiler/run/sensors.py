@@ -30,10 +30,10 @@ import sys
 import time
 from typing import cast
 
+from specscope.engine_adapter.machine_reader import MAC_EXTRA  # the one spelling (the pre-flight says it too)
 from specscope.events import SensorWindow, ThermalReading
 from specscope.profiler.run.records import SensorDescription
 
-MAC_EXTRA = "pip install 'specscope[mac]'"
 
 
 def _now() -> float:
