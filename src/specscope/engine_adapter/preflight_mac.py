@@ -243,7 +243,7 @@ ENERGY_NOT_HERE = "not available here (energy counters are read on macOS on Appl
 # read here and do not say from which macOS version on): per-domain energy counters update in batches, the GPU counter
 # stays live. Chips the notes name, and what they say for each:
 ENERGY_CADENCE = {"M5 Max": "in batches about every 2 s",
-                  "M1 Max": "only at power-management events (roughly every 30 minutes, issue 56 says)"}
+                  "M1 Max": "only at power-management events (roughly every 30 minutes)"}
 
 
 def energy_cadence(chip: str | None, macos: str | None) -> str:
