@@ -26,6 +26,7 @@ class Agreement(TypedDict):
     interval: list[float] | None
     data_needed: float | None
     interval_kind: str                # "paired" | "unpaired"
+    level: NotRequired[float]         # the interval's level: 0.95, or a look's corrected level (``tune_decide``)
 
 
 class Recommendation(TypedDict):
@@ -103,6 +104,21 @@ class TuneRow(TypedDict):
     e_exact_void: NotRequired[str]
 
 
+class TuneDecision(TypedDict):
+    """Whether tune's recommendation is decided (``analysis.tune.decision``): the pick against its nearest rival, and
+    the pick's verdict, each at a level corrected for the looks (``analysis.tune_decide``)."""
+    pick: list[Any] | None            # [drafter, k]: the confirmed setting measured fastest
+    rival: list[Any] | None           # [drafter, k]: the other one confirmed (None: only one)
+    ratio: float | None               # pick's measured speedup ÷ rival's
+    ratio_interval: list[float] | None  # at ``level``
+    order: str | None                 # "faster", "equal" (within ±5%), or None: not decided
+    verdict: str | None               # the pick's prediction: "agrees", "off", or None: not decided
+    level: float                      # each look's level
+    looks: int                        # the most looks the rule may make
+    decided: bool
+    text: str
+
+
 class TuneResult(TypedDict):
     """The whole tuning run (``tune.run_tune``: ``specscope tune --json``). A partial result (``partial``, while the
     confirmations run) has no recommendation yet: ``{}``."""
@@ -127,6 +143,7 @@ class TuneResult(TypedDict):
     drafters: dict[str, TuneDrafter]
     method: str
     partial: NotRequired[bool]
+    decision: NotRequired[TuneDecision]   # absent from tunes saved before the stop on a decided recommendation
 
 
 def recommendation(tune: TuneResult | None) -> Recommendation | None:
@@ -388,3 +405,4 @@ class EnergySummary(TypedDict):
     ratio_ci95: list[float] | None
     widened: EnergyWidened | None
     widened_reason: str | None        # why a batched package counter was not widened
+
