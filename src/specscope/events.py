@@ -124,6 +124,11 @@ class SensorWindow(TypedDict):
     package_power_w: float | None
     gpu_temp_c: float | None
     joules: float | None
+    # per energy domain ("package", "gpu"): the counter's rise over the window and its reading at the window's end
+    # (joules since the source opened), so the analysis can tell a live counter from a stale or batched one
+    energy_j: NotRequired[dict[str, float | None]]
+    counter_j: NotRequired[dict[str, float | None]]
+    source: NotRequired[str]    # where the reading came from ("macmon-lib", "recorded")
 
 
 class ThermalReading(TypedDict):
@@ -374,13 +379,14 @@ class CooldownEvent(TypedDict):
     best_ms: NotRequired[float | None]
 
 
-class SensorsEvent(SensorWindow):
+class SensorsEvent(SensorWindow, _Pass):
     event: Literal["sensors"]
     case: str
     mode: Mode
     repeat: NotRequired[int]
     tokens: NotRequired[int]
-    t: NotRequired[float]
+    accepted: NotRequired[int]  # a speculative pass's accepted draft tokens
+    t: NotRequired[float]       # seconds since the run began, at the window's end
 
 
 class ThermalEvent(ThermalReading):

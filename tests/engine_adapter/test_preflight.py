@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from specscope.engine_adapter import preflight as pf
+from specscope.engine_adapter import preflight_mac as pfm
 from specscope.engine_adapter.preflight_parts import parts_from_checkpoints, parts_from_engine
 from specscope.engine_adapter.machine_reader import RecordedReader, SystemReader, command_key
 from specscope.engine_adapter.model.demo_model import default_demo_path
@@ -34,6 +35,11 @@ INFO_M2_ULTRA_OLD = {"max_recommended_working_set_size": 188743680000, "max_buff
 # (INFO_M3_MAX's ratio).
 INFO_M1_MAX = {"resource_limit": 499000, "max_buffer_length": 34359738368, "architecture": "applegpu_g13c",
                "memory_size": 68719476736, "max_recommended_working_set_size": 51539607552, "device_name": "Apple M1 Max"}
+# Composed, as INFO_M1_MAX is: no M2 or M4 capture was found. INFO_M1's keys and sizes; device_name as MLX names it;
+# the architecture's generation is the one part read (14: M2; 16: M4, as the verbatim M4 ioreg capture below names its
+# accelerator AGXAcceleratorG16G); the variant letter is a guess and is not read.
+INFO_M2 = {**INFO_M1, "device_name": "Apple M2", "architecture": "applegpu_g14g"}
+INFO_M4 = {**INFO_M1, "device_name": "Apple M4", "architecture": "applegpu_g16g"}
 # Linux CPU build (MLX 0.30.4): verbatim from github.com/ml-explore/mlx-c/pull/93.
 INFO_LINUX = {"architecture": "x86_64", "device_name": "Intel(R) Xeon(R) Silver 4410T"}
 
@@ -121,17 +127,18 @@ def ioreg_m1_max(busy: int) -> str:
             .replace('"Renderer Utilization %"=29', f'"Renderer Utilization %"={busy}'))
 
 
-MAC_VERSIONS = {"mlx": "0.30.4", "mlx-lm": "0.32.2", "python": "3.11.16", "os": "Darwin 24.1.0"}
+# "macmon-lib": composed (the `mac` extra installed, at pyproject's floor); the rest as recorded with INFO_M3_MAX's MLX
+MAC_VERSIONS = {"mlx": "0.30.4", "mlx-lm": "0.32.2", "macmon-lib": "0.7.0", "python": "3.11.16", "os": "Darwin 24.1.0"}
 
 
 def mac(info=INFO_M1_MAX, **outputs) -> RecordedReader:
     """A healthy Mac (every reading the healthy one above), with ``outputs`` replacing some (by check: pmset, therm,
     pressure, swap, wired, ioreg)."""
-    base = {pf.PMSET: PMSET_LPM_OFF, pf.PMSET_THERM: THERM_APPLE_SILICON, pf.THERMAL_PRESSURE: pressure(0),
-            pf.SWAP: SWAP_NONE, pf.WIRED_LIMIT: WIRED_DEFAULT, pf.IOREG_ACCELERATOR: ioreg_m1_max(0),
-            pf.MACOS_VERSION: "15.1\n"}
-    names = {"pmset": pf.PMSET, "therm": pf.PMSET_THERM, "pressure": pf.THERMAL_PRESSURE, "swap": pf.SWAP,
-             "wired": pf.WIRED_LIMIT, "ioreg": pf.IOREG_ACCELERATOR}
+    base = {pfm.PMSET: PMSET_LPM_OFF, pfm.PMSET_THERM: THERM_APPLE_SILICON, pfm.THERMAL_PRESSURE: pressure(0),
+            pfm.SWAP: SWAP_NONE, pfm.WIRED_LIMIT: WIRED_DEFAULT, pfm.IOREG_ACCELERATOR: ioreg_m1_max(0),
+            pfm.MACOS_VERSION: "15.1\n"}
+    names = {"pmset": pfm.PMSET, "therm": pfm.PMSET_THERM, "pressure": pfm.THERMAL_PRESSURE, "swap": pfm.SWAP,
+             "wired": pfm.WIRED_LIMIT, "ioreg": pfm.IOREG_ACCELERATOR}
     for k, v in outputs.items():
         base[names[k]] = v
     return RecordedReader("Darwin", {command_key(c): v for c, v in base.items()}, device_info=info,
@@ -264,10 +271,11 @@ def test_every_mac_probe_that_cannot_run_is_not_checked():
     assert st == {"chip and GPU": "not checked", "bfloat16 on this GPU": "not checked",
                   "model vs GPU working set": "not checked", "GPU wired limit": "not checked",
                   "Low Power Mode": "not checked", "thermal state": "not checked", "swap in use": "not checked",
-                  "GPU busy before the run": "not checked", "versions and device": "pass"}
-    assert rep["status"] == "pass" and rep["counts"]["not checked"] == 8
+                  "GPU busy before the run": "not checked", "versions and device": "pass",
+                  "wide verify on this chip": "not checked", "energy readings": "not checked"}
+    assert rep["status"] == "pass" and rep["counts"]["not checked"] == 10
     # system_profiler was asked for the GPU cores only because ioreg did not say
-    assert command_key(pf.SYSTEM_PROFILER_DISPLAYS) in r.asked
+    assert command_key(pfm.SYSTEM_PROFILER_DISPLAYS) in r.asked
 
 
 def test_garbage_and_apple_silicon_therm_notes_are_not_checked():
@@ -282,6 +290,8 @@ def test_old_device_info_without_a_name_still_knows_the_gpu_family():
     rep = by_name(run(mac(INFO_M2_ULTRA_OLD), BF16_MTP, 20 * GIB))
     assert rep["chip and GPU"]["status"] == "not checked"
     assert rep["bfloat16 on this GPU"]["status"] == "warn"  # family 14: M2, no native bfloat16
+    wide = rep["wide verify on this chip"]  # the generation from the architecture alone: inferred, not this chip's
+    assert "an Apple M2 chip (GPU generation 14)" in wide["evidence"] and "not measured on this chip" in wide["evidence"]
     assert rep["model vs GPU working set"]["status"] == "pass"
 
 
@@ -299,6 +309,59 @@ def test_m3_max_bins_need_the_core_count():
     r = mac(INFO_M3_MAX, ioreg="")
     ev = by_name(run(r))["chip and GPU"]["evidence"]
     assert "no nominal bandwidth" in ev and "bins differ" in ev
+
+
+# -- what a wide verify costs on this chip (issue 56): the generation, qmv_wide, the public figure and its source ------
+
+def wide(reader) -> dict:
+    return by_name(run(reader))["wide verify on this chip"]
+
+
+def test_an_m1_max_is_told_the_m2s_figure_as_its_generations_not_its_own_and_no_qmv_wide():
+    c = wide(mac())
+    assert c["status"] == "pass"
+    ev = c["evidence"]
+    assert "Apple M1 Max (GPU generation 13)" in ev and "qmv_wide does not apply to affine-quantized" in ev
+    assert "M2: 2 positions cost 1.725× one decode step" in ev and "ml-explore/mlx-lm#990" in ev
+    assert "Expected from its generation, not measured on this chip (generation 13 takes the same kernel path as the " \
+        "M2: no qmv_wide for affine weights)" in ev
+    assert "qmv_wide applies" not in ev and "Measured on this chip" not in ev  # the negative controls
+
+
+def test_an_m2_gets_its_own_measurement_and_no_qmv_wide():
+    ev = wide(mac(INFO_M2, ioreg=""))["evidence"]
+    assert "Apple M2 (GPU generation 14)" in ev and "qmv_wide does not apply" in ev
+    assert "Measured on this chip: M2: 2 positions cost 1.725× one decode step" in ev and "mlx-lm#990" in ev
+
+
+def test_an_m4_has_qmv_wide_cites_the_m4_pro_and_is_never_given_the_m2s_figure():
+    versions = {**MAC_VERSIONS, "mlx": "0.32.4"}
+    r = mac(INFO_M4, ioreg=IOREG_M4_BUSY.replace('"Device Utilization %"=30', '"Device Utilization %"=0'))
+    r._versions = versions
+    c = wide(r)
+    ev = c["evidence"]
+    assert c["status"] == "pass" and "Apple M4 (GPU generation 16)" in ev and "qmv_wide applies" in ev
+    assert "This MLX: 0.32.4 (has it)" in ev
+    assert "not measured on this chip (the M4 Pro of the same generation): M4 Pro: 4 positions cost 1.47× one decode " \
+        "step" in ev and "mlx#3839" in ev
+    assert "1.725" not in ev and "Measured on this chip" not in ev  # the negative controls
+    old = wide(mac(INFO_M4, ioreg=""))  # MLX 0.30.4: no qmv_wide in it yet
+    assert old["status"] == "warn" and "predates qmv_wide" in old["evidence"] and "mlx>=0.32" in old["fix"]
+
+
+def test_energy_on_an_m1_max_with_and_without_the_mac_extra_never_fails():
+    c = by_name(run(mac()))["energy readings"]
+    assert c["status"] == "pass" and "macmon-lib 0.7.0" in c["evidence"] and "SiliconScope" in c["evidence"]
+    assert "only at power-management events" in c["evidence"] and "macOS 15.1" in c["evidence"]
+    assert "checks the cadence during the run" in c["evidence"]
+    r = mac()
+    r._versions = {**MAC_VERSIONS, "macmon-lib": None}
+    missing = by_name(run(r))["energy readings"]
+    assert missing["status"] == "not checked" and "pip install 'specscope[mac]'" in missing["evidence"]
+    r._versions = {k: v for k, v in MAC_VERSIONS.items() if k != "macmon-lib"}  # readings recorded before this check
+    assert "recorded before" in by_name(run(r))["energy readings"]["evidence"]
+    other = by_name(run(mac(INFO_M3_MAX, ioreg="")))["energy readings"]["evidence"]  # a chip the notes do not name
+    assert "no cadence for this chip (M3 Max)" in other
 
 
 # -- Linux ------------------------------------------------------------------------------------------------------
@@ -323,6 +386,15 @@ def test_linux_healthy_passes_and_each_problem_is_named():
     assert bad["CPU frequency governor"]["status"] == "warn" and "cpupower" in bad["CPU frequency governor"]["fix"]
     assert bad["free memory"]["status"] == "fail"
     assert by_name(run(linux(), [], 14 * GIB))["free memory"]["status"] == "warn"
+
+
+def test_linux_says_the_chip_facts_and_energy_do_not_apply_and_shows_no_figure():
+    rep = run(linux(), [], 2 * GIB)
+    c, e = by_name(rep)["wide verify on this chip"], by_name(rep)["energy readings"]
+    assert c["status"] == "not checked" and "do not apply here" in c["evidence"] and "CPU backend" in c["evidence"]
+    assert e["status"] == "not checked" and "not available here (energy counters are read on macOS on Apple silicon " \
+        "only)" in e["evidence"]
+    assert not any(ch.isdigit() for ch in c["evidence"] + e["evidence"]) and rep["status"] == "pass"
 
 
 def test_linux_without_cpufreq_or_proc_is_not_checked():

@@ -137,3 +137,82 @@ def test_the_tune_section_says_what_measured_means_for_the_tune_it_shows():
     assert "median of per-repeat ratios" in old and "pooled rates" not in old
     assert "pooled rates" in new and "median of per-repeat ratios" not in new
     assert "-3.2%" in new or "−3.2%" in new
+
+
+def _composed_m2(with_roofline: bool = True) -> dict:
+    """The demo session (recorded on Linux) with its environment edited to name an Apple M2 on the GPU — composed: no
+    M2 session was recorded — and the hand-made verify curve above as its roofline (n = 2 measured 1.75 steps)."""
+    import json
+    from pathlib import Path
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    d["environment"] = {**d["environment"], "device": "Device(gpu, 0)", "device_name": "Apple M2", "chip": "Apple M2",
+                        "os": "Darwin 24.1.0", "machine": "arm64"}
+    if with_roofline:
+        d["roofline"] = {**_roof(), "chip": "Apple M2", "device": "Device(gpu, 0)", "k": 1,
+                         "headline": "An ideal 2-position verify …", "t_decode_ms": 4.0}
+    return d
+
+
+def _open(window, d: dict, name: str) -> None:
+    from specscope.profiler.session.session import Session
+
+    path = window.autosave_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Session.from_dict(d).save(path)
+    window.open_session(str(path))
+    window.show_page("verify_cost")
+    window.model.flush()
+
+
+def test_verify_cost_page_states_the_m2s_public_figure_beside_this_sessions_curve(window, qtbot):
+    _open(window, _composed_m2(), "m2.json")
+    text = window.verify_cost.chip_facts.text()
+    assert "Apple M2 (GPU generation 14): qmv_wide does not apply" in text and "measured on this chip" in text
+    assert "M2, a verify: 2 positions cost 1.725× one decode step (ml-explore/mlx-lm#990)" in text
+    assert "this machine: 1.75× at n = 2" in text  # the curve's 7.0 ms / 4.0 ms, at the figure's own width
+    assert "mlx-lm#990" in window.verify_cost.chip_facts.toolTip()
+
+
+def test_verify_cost_page_on_a_cpu_session_says_the_chip_facts_do_not_apply_and_shows_no_figure(window, qtbot):
+    import json
+    from pathlib import Path
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    _open(window, d, "cpu_bare.json")  # no roofline: the environment's CPU device
+    assert "do not apply here" in window.verify_cost.chip_facts.text()
+    # the page follows the session, roofline or not: the M2 session (none of its own either) shows the M2's figure
+    _open(window, _composed_m2(with_roofline=False), "m2_bare.json")
+    assert "1.725×" in window.verify_cost.chip_facts.text() and "n = 2 not measured" in window.verify_cost.chip_facts.text()
+    d["roofline"] = {**_roof(), "device": "Device(cpu, 0)", "headline": "…"}
+    _open(window, d, "cpu.json")
+    text = window.verify_cost.chip_facts.text()
+    assert "do not apply here" in text and "CPU backend" in text
+    assert "1.725" not in text and "this machine:" not in text
+
+
+def test_the_reports_cost_section_cites_the_chips_figure_or_says_it_does_not_apply(qtbot):
+    import json
+    from pathlib import Path
+
+    from specscope.gui.reports.html import render
+    from specscope.profiler.session.session import Session
+
+    m2 = render(Session.from_dict(_composed_m2()))
+    assert "<b>By chip.</b> Apple M2 (GPU generation 14)" in m2 and "ml-explore/mlx-lm#990" in m2
+    assert "this machine: 1.75× at n = 2" in m2
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "session_demo.json").read_text(encoding="utf-8"))
+    d["roofline"] = {**_roof(), "device": "Device(cpu, 0)", "headline": "…"}
+    cpu = render(Session.from_dict(d))
+    assert "<b>By chip.</b>" in cpu and "do not apply here" in cpu and "1.725" not in cpu
+
+
+def test_the_chip_line_vouches_only_for_widths_the_curve_measured_against_a_usable_n_1():
+    from specscope.gui.chip_text import chip_comparison
+
+    env = _composed_m2(with_roofline=False)["environment"]
+    no_unit = chip_comparison(env, {"curve": [{"positions": 2, "whole_ms": 3.0}]})  # no n = 1: no decode step
+    assert no_unit["lines"][0].endswith("this machine: n = 2 not measured")
+    bad = chip_comparison(env, {"curve": [{"positions": 1, "whole_ms": 2.0}, {"positions": 2, "whole_ms": -1.0}]})
+    assert bad["lines"][0].endswith("this machine: n = 2 not measured")
+    assert chip_comparison({}, None)["head"].endswith("no chip recorded in this session.")

@@ -3,9 +3,10 @@
 - **Bandwidth probe**: a streaming read (a sum) over an array far larger than the caches, on MLX's
   default device (the one the model runs on), median of a few repetitions, in GB/s.
 - **Compute probe**: a square matmul in the model's dtype, median of a few repetitions, in TFLOP/s.
-- **Chip recognition**: the device name (Metal) or the CPU's brand string, matched against a table of
-  Apple M1–M5 base / Pro / Max / Ultra by GPU bin (the core count read through ``machine_reader``) with their
-  nominal unified-memory bandwidth and GPU FP32 throughput; anything else is "unknown" (no nominal figures).
+- **Chip recognition**: the device name (Metal) or the CPU's brand string, matched against the chip table
+  (``chip_facts.BINS``: Apple M1–M5 base / Pro / Max / Ultra by GPU bin, the core count read through
+  ``machine_reader``) with their nominal unified-memory bandwidth and GPU FP32 throughput; anything else is
+  "unknown" (no nominal figures).
 
 Both probes take a size so a test runs in well under a second; the defaults (512 MiB, a 1024² matmul
 on a CPU, 4096² on a GPU) run in a few seconds. The roofline's floors divide by the *measured* figures:
@@ -21,59 +22,11 @@ from typing import TypedDict
 
 import mlx.core as mx
 
+from specscope.engine_adapter.chip_facts import BINS, chip_name
 from specscope.engine_adapter.clock import ms_since
 
 DEFAULT_BANDWIDTH_MIB = 512
 DEFAULT_REPS = 5
-
-# Nominal figures per chip and GPU bin: (GPU cores, unified-memory bandwidth GB/s, GPU FP32 TFLOP/s), one row per bin.
-# The one table every nominal figure comes from (the roofline, the Verify cost page and the reports read it through
-# ``nominal``). A chip sold with two GPU bins that differ in bandwidth (M3 Max, M4 Max) has no nominal bandwidth until
-# the GPU core count is known. None where no source gave a figure. Achieved bandwidth is lower than any of these
-# (about 318 GB/s measured on an M1 Max, 78% of its 409.6: the roofline divides by the *measured* figure).
-# Bandwidth is the memory interface: bus width x transfer rate, which is where Apple's rounded marketing numbers come
-# from (Apple says 200 for 204.8, 400 for 409.6, 800 for 819.2, 100 for 102.4, 150 for 153.6, 300 for 307.2, 410 for
-# 409.6). Sources:
-#  - M1 68.25 GB/s (LPDDR4X-4266, 128-bit; Wikipedia "Apple M1"); M1 Pro 204.8 (LPDDR5-6400, 256-bit), M1 Max 409.6
-#    (512-bit), M1 Ultra 819.2 (1024-bit): Apple's M1 Pro/Max/Ultra announcements (200/400/800 GB/s, rounded);
-#    409.6 GB/s and 32 GPU cores for an M1 Max as philipturner/applegpuinfo prints it (github.com/philipturner/
-#    applegpuinfo/issues/2); M1 Max bins 24/32 cores, M1 Pro 14/16, M1 7/8 (Apple's tech specs).
-#  - M2 102.4 (LPDDR5-6400, 128-bit; Apple: 100), M2 Pro 204.8, M2 Max 409.6 (applegpuinfo issue #10: M2 Max, 38
-#    cores, 409.6 GB/s), M2 Ultra 819.2; bins M2 8/10, Pro 16/19, Max 30/38, Ultra 60/76. M2 10-core GPU 1398 MHz x
-#    1280 ALUs = 3.6 TFLOP/s (github.com/StarBeat/cpu-gpu-arch gpu/Apple-M2.md, after AnandTech and Chips and Cheese).
-#  - M3 102.4; M3 Pro 153.6 (LPDDR5-6400, 192-bit; Apple: 150); M3 Max 307.2 with the 30-core GPU (384-bit; Apple:
-#    300) and 409.6 with the 40-core GPU (512-bit; Apple: 400; applegpuinfo issue #4: M3 Max, 40 cores, 409.6 GB/s);
-#    M3 Ultra 819.2 (Ars Technica's table, 2025-03-05, quoted at mjtsai.com/blog/2025/03/05/apple-m3-ultra/).
-#  - M4 120 (LPDDR5X-7500, 128-bit), M4 Pro 273 (LPDDR5X-8533, 256-bit), M4 Max 409.6 with the 32-core GPU (384-bit;
-#    Apple: 410) and 546 with the 40-core GPU (512-bit): Apple's M4 Max announcement (macrumors.com/2024/10/30/
-#    apple-announces-m4-max-chip/, notebookcheck.net).
-#  - M5 153 (Apple's M5 announcement, 2025-10-15, as reported by techradar.com and allyoucantech.com); M5 Max 614
-#    (thedailyscout.com, M5 Pro/Max launch); no M5 Pro bandwidth and no M5 TFLOP/s figure was found: None.
-#  - FP32 TFLOP/s: ALUs x 2 (FMA) x clock for the top bin (M1 family 1278 MHz: 10.4 for 32 cores; M2 as above;
-#    hmc-tech.com GPU pages for M3/M4: 40-core M3 Max 14.32, 18-core M3 Pro 6.44, 10-core M4 3.76, 16-core M4 Pro
-#    6.02, 32-core M4 Max 13.74); every other bin scaled by its GPU cores at the same clock.
-BINS: dict[str, list[tuple[int | None, float | None, float | None]]] = {
-    "M1": [(7, 68.25, 2.28), (8, 68.25, 2.6)],
-    "M1 Pro": [(14, 204.8, 4.55), (16, 204.8, 5.2)],
-    "M1 Max": [(24, 409.6, 7.8), (32, 409.6, 10.4)],
-    "M1 Ultra": [(48, 819.2, 15.6), (64, 819.2, 20.8)],
-    "M2": [(8, 102.4, 2.88), (10, 102.4, 3.6)],
-    "M2 Pro": [(16, 204.8, 5.73), (19, 204.8, 6.8)],
-    "M2 Max": [(30, 409.6, 10.74), (38, 409.6, 13.6)],
-    "M2 Ultra": [(60, 819.2, 21.47), (76, 819.2, 27.2)],
-    "M3": [(8, 102.4, 2.86), (10, 102.4, 3.58)],
-    "M3 Pro": [(14, 153.6, 5.01), (18, 153.6, 6.44)],
-    "M3 Max": [(30, 307.2, 10.74), (40, 409.6, 14.32)],
-    "M3 Ultra": [(60, 819.2, 21.48), (80, 819.2, 28.64)],
-    "M4": [(8, 120.0, 3.01), (10, 120.0, 3.76)],
-    "M4 Pro": [(16, 273.0, 6.02), (20, 273.0, 7.53)],
-    "M4 Max": [(32, 409.6, 13.74), (40, 546.0, 17.18)],
-    "M5": [(None, 153.0, None)],
-    "M5 Pro": [(None, None, None)],
-    "M5 Max": [(None, 614.0, None)],
-}
-
-_CHIP = re.compile(r"\bM([1-9])(?:\s+(Pro|Max|Ultra))?\b")
 
 
 class Nominal(TypedDict):
@@ -157,11 +110,10 @@ def recognise_chip(name: str | None = None, gpu_cores: int | None = None) -> Chi
         name = machine_name()
         if gpu_cores is None:
             gpu_cores = read_gpu_cores()
-    m = _CHIP.search(name or "") if name and "apple" in name.lower() else None
-    if not m:
+    chip = chip_name(name)
+    if not chip:
         return {"chip": "unknown", "name": name, "nominal_bandwidth_gbs": None, "nominal_tflops": None,
                 "gpu_cores": gpu_cores, "nominal_bin": None}
-    chip = f"M{m.group(1)}" + (f" {m.group(2)}" if m.group(2) else "")
     nom = nominal(chip, gpu_cores)
     return {"chip": f"Apple {chip}", "name": name, "nominal_bandwidth_gbs": nom["bandwidth_gbs"],
             "nominal_tflops": nom["tflops"], "gpu_cores": gpu_cores, "nominal_bin": nom["bin"]}

@@ -17,8 +17,14 @@ from typing import Sequence, TypedDict, cast
 from specscope.engine_adapter.measure.records import DeviceInfo
 
 # the packages' versions and the platform (``versions``); "mlx-lm" is not a name, hence the functional form; a recording
-# may hold any of them
-Versions = TypedDict("Versions", {"mlx": str | None, "mlx-lm": str | None, "python": str, "os": str}, total=False)
+# may hold any of them ("macmon-lib": the mac extra's sensor library, None when it is not installed or not importable;
+# absent from recordings made before specscope read it)
+Versions = TypedDict("Versions", {"mlx": str | None, "mlx-lm": str | None, "macmon-lib": str | None, "python": str,
+                                  "os": str}, total=False)
+
+# The optional sensor library's install command (the `mac` extra: macmon-lib, macOS on Apple silicon only). Said by the
+# pre-flight's energy check and by the run's sensors (profiler.run.sensors) when it is missing.
+MAC_EXTRA = "pip install 'specscope[mac]'"
 
 COMMAND_TIMEOUT_S = 5.0
 
@@ -86,14 +92,18 @@ class SystemReader:
     def versions(self) -> Versions:
         from importlib.metadata import PackageNotFoundError, version
 
+        from importlib.util import find_spec
+
         found: dict[str, str | None] = {}
-        for name in ("mlx", "mlx-lm"):
+        for name in ("mlx", "mlx-lm", "macmon-lib"):
             try:
                 found[name] = version(name)
             except PackageNotFoundError:
                 found[name] = None
-        return {"mlx": found["mlx"], "mlx-lm": found["mlx-lm"], "python": platform.python_version(),
-                "os": f"{platform.system()} {platform.release()}"}
+        if found["macmon-lib"] and find_spec("macmon") is None:  # installed but not importable: not usable
+            found["macmon-lib"] = None
+        return {"mlx": found["mlx"], "mlx-lm": found["mlx-lm"], "macmon-lib": found["macmon-lib"],
+                "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}"}
 
 
 class RecordedReader:

@@ -74,4 +74,6 @@ class HistoryEntry(TypedDict):
     measured_speedup: NotRequired[float | None]
     p: NotRequired[float | None]
     acceptance: NotRequired[str]
+    energy_ratio: NotRequired[float | None]   # speculative ÷ plain J per token (None: energy not available)
+    energy: NotRequired[str]                  # the energy figures in words, or why there are none
     last_error: NotRequired[str | None]

@@ -63,7 +63,8 @@ def replay_events(d: dict):
                "reps_ms": [10.4 + i, 10.5 + i, 10.6 + i], "t": 10.0 * i + 5}
         yield {"event": "sensors", "case": c["id"], "mode": "spec", "repeat": 0, "tokens": 24, "t": 10.0 * i + 4,
                "seconds": 3.0, "gpu_freq_mhz": 1300 + i, "gpu_power_w": 9.0, "package_power_w": 11.0, "gpu_temp_c": 60.0,
-               "joules": 33.0}
+               "joules": 33.0, "energy_j": {"package": 33.0, "gpu": 27.0}, "counter_j": {"package": 40.0 * (i + 1),
+                                                                                        "gpu": 30.0 * (i + 1)}}
         if i == 1:
             yield {"event": "divergence", "case": c["id"], "position": 3, "plain_token": 1, "spec_token": 2,
                    "plain_lead": 1e-5, "verify_lead": 2e-5, "tolerance": 1e-3, "dtype": "float32"}

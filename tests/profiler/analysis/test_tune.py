@@ -12,7 +12,7 @@ import pytest
 
 from specscope.errors import SpecscopeError
 from specscope.profiler.cli.main import main
-from specscope.profiler.analysis.tune import MAX_REPS, confirm_set, recommendation
+from specscope.profiler.analysis.tune import MAX_REPS, MIN_REPS, confirm_set, recommendation
 from specscope.profiler.run.tune_run import run_tune
 from specscope.profiler.analysis.tune_confirm import agreement
 from specscope.profiler.analysis.tune_predict import GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, draft_ms_at, per_position, predict
@@ -159,7 +159,13 @@ def test_recommendation_is_one_of_the_rows_and_says_why_nothing_wins():
     assert rec["drafter"] == "ngram" and not rec["wins"]  # cheaper drafts, same acceptance
     assert rec["text"].startswith(f"no k wins here: the best, k={rec['k']} with n-gram lookup, measures")
     assert "it would need T_verify ≤" in rec["text"]
-    # confirmed: each drafter's best predicted k and its neighbours; the rest are predictions only
+    # confirmed: the best predicted setting and its nearest rival; the rest are predictions only, ranked from the trace
+    top2 = sorted(res["rows"], key=lambda r: -r["predicted_speedup"])[:2]
+    for r in res["rows"]:
+        assert (r["measured_speedup"] is not None) == (r in top2)
+    assert res["decision"]["pick"] in ([r["drafter"], r["k"]] for r in top2) and not res["decision"]["decided"]
+    # "best" still confirms each drafter's best predicted k and its neighbours
+    res = run_tune(FakeEngine(slope=9.0), [[1]], k_max=3, max_tokens=16, reps=1, confirm="best")
     best = {d: max((r for r in res["rows"] if r["drafter"] == d), key=lambda r: r["predicted_speedup"])["k"]
             for d in ("ngram", "mtp")}
     for r in res["rows"]:
@@ -203,7 +209,10 @@ def test_helpers():
     assert draft_ms_at(1, 2.0, 8.0, 1) == 2.0
     pred = {"a": [{"k": 1, "predicted_speedup": 0.5}, {"k": 2, "predicted_speedup": 0.7}, {"k": 3, "predicted_speedup": 0.6},
                   {"k": 4, "predicted_speedup": 0.1}]}
-    assert confirm_set(pred, 4) == [("a", 1), ("a", 2), ("a", 3)]
+    assert confirm_set(pred, 4) == [("a", 2), ("a", 3)]   # the best predicted and its nearest rival
+    assert confirm_set(pred, 4, "best") == [("a", 1), ("a", 2), ("a", 3)]
+    both = {"oracle": [{"k": 1, "predicted_speedup": 0.9}], **pred}
+    assert confirm_set(both, 4) == [("a", 2), ("a", 3)]   # a real drafter's before a what-if's
     assert confirm_set(pred, 4, "all") == [("a", k) for k in range(1, 5)]
     with pytest.raises(SpecscopeError):
         predict([], 2, {2: [1.0], 3: [1.0]}, [], [1.0])
@@ -515,7 +524,7 @@ def test_a_greedy_confirmation_is_judged_on_the_paired_interval(bias, state):
     prediction's interval over the measured one) is wider. A round dearer than its parts reads "off" (the check can
     fail)."""
     eng = PairDriftEngine(bias=bias)
-    res = run_tune(eng, [[1, 2, 3]], k_max=2, max_tokens=eng.n, confirm="best")
+    res = run_tune(eng, [[1, 2, 3]], k_max=2, max_tokens=eng.n, confirm="best", reps=12)
     confirmed = [r for r in res["rows"] if r.get("agreement")]
     assert confirmed
     for r in confirmed:
@@ -524,8 +533,26 @@ def test_a_greedy_confirmation_is_judged_on_the_paired_interval(bias, state):
         assert len(r["paired_repeats"]) == res["confirm_reps"]  # each repeat's rounds and priced round, kept
         unpaired = agreement(r["prediction_error"], r["predicted_speedup"], r["measured_ci95"], res["confirm_reps"],
                              r["predicted_ci95"])
-        assert unpaired["half_width"] > ag["half_width"]
-    assert "paired interval" in res["confirm_reps_rule"]
+        assert unpaired["half_width"] > ag["half_width"] and ag["level"] == 0.95   # fixed repeats: no looks
+
+
+@pytest.mark.parametrize("bias, state", [(0.0, "agrees"), (0.12, "off")])
+def test_tune_stops_once_its_recommendation_is_decided(bias, state):
+    """By default tune confirms the best predicted setting and its nearest rival, and stops once the pick's order
+    against the rival and its verdict are both decided at the looks' corrected level (``tune_decide``), well before
+    the cap here; the verdict is the corrected level's, and the recommendation says it was decided."""
+    from specscope.profiler.analysis.tune_decide import LEVEL
+
+    eng = PairDriftEngine(bias=bias)
+    res = run_tune(eng, [[1, 2, 3]], k_max=2, max_tokens=eng.n)
+    d = res["decision"]
+    assert d["decided"] and d["order"] == "faster" and d["verdict"] == state and d["level"] == LEVEL
+    assert MIN_REPS <= res["confirm_reps"] < MAX_REPS
+    assert sum(r["measured_speedup"] is not None for r in res["rows"]) == 2
+    pick = next(r for r in res["rows"] if [r["drafter"], r["k"]] == d["pick"])
+    assert pick["agreement"]["state"] == state and pick["agreement"]["level"] == LEVEL
+    assert d["ratio_interval"][0] > 1.0 and "Decided: " in res["recommendation"]["text"]
+    assert "until the recommendation is decided" in res["confirm_reps_rule"]
 
 
 # -- "E(k) exact" checked against the confirmation runs (trace_check) -------------------------------------------------------

@@ -278,46 +278,63 @@ def test_discard_first_keeps_the_case_marked_and_out_of_the_summary(monkeypatch)
         run(monkeypatch, cfg(discard_first=2), StubEngine())
 
 
-RECORDED = [  # what MacmonSource.stop returned on a Mac, one window per run (plain, spec; plain, spec)
-    {"seconds": 2.0, "gpu_freq_mhz": 1398, "gpu_power_w": 10.0, "package_power_w": 12.0, "gpu_temp_c": 61.0, "joules": 24.0},
-    {"seconds": 1.5, "gpu_freq_mhz": 1398, "gpu_power_w": 14.0, "package_power_w": 16.0, "gpu_temp_c": 63.0, "joules": 24.0},
-    {"seconds": 2.0, "gpu_freq_mhz": 1296, "gpu_power_w": 9.0, "package_power_w": 11.0, "gpu_temp_c": 66.0, "joules": 22.0},
-    {"seconds": 1.5, "gpu_freq_mhz": 1296, "gpu_power_w": 13.0, "package_power_w": 14.0, "gpu_temp_c": 67.0, "joules": 21.0},
-]
+def _recorded() -> list[dict]:
+    """What MacmonSource.stop returns on a Mac with live counters, one window per measured pass in the order the
+    protocol opens them: plain, spec (measured, ledger); spec (ledger, measured), plain — package power, seconds."""
+    passes = [(12.0, 2.0), (16.0, 1.5), (18.0, 2.0), (19.0, 2.0), (14.0, 1.5), (11.0, 2.0)]
+    out, total = [], {"package": 0.0, "gpu": 0.0}
+    for i, (watts, seconds) in enumerate(passes):
+        rise = {"package": watts * seconds, "gpu": (watts - 2.0) * seconds}
+        total = {d: total[d] + rise[d] + 3.0 for d in total}   # 3 J between windows
+        out.append(sensors.window(seconds, 1398 if i < 3 else 1296, watts - 2.0, watts, 61.0 + i, energy_j=rise,
+                                  counter_j=dict(total), source="recorded"))
+    return out
+
+
 THERM = ["Note: No thermal warning level has been recorded\nNote: No performance warning level has been recorded\n"
          "CPU Power notify\n\tCPU_Scheduler_Limit \t= 100\n\tCPU_Available_CPUs \t= 10\n\tCPU_Speed_Limit \t= 100\n",
          "\tCPU_Scheduler_Limit \t= 100\n\tCPU_Available_CPUs \t= 10\n\tCPU_Speed_Limit \t= 85\n"]
 
 
 def test_sensor_seam_filled_with_recorded_samples(monkeypatch):
-    src = sensors.RecordedSource(RECORDED, THERM)
+    """Each measured pass in its own window: a paired speculative phase's two passes apart, the energy per token the
+    measured pass's (the control: one window around the phase, as before, counted the ledger pass's energy too)."""
+    src = sensors.RecordedSource(_recorded(), THERM)
     s, evs = run(monkeypatch, cfg(cases=1, repeats=2), StubEngine(), source=src)
     assert s.data["environment"]["sensors"]["available"] is True
     windows = s.data["sensors"]
-    assert [(w["mode"], w["repeat"], w["tokens"]) for w in windows] == [("plain", 0, 9), ("spec", 0, 9), ("spec", 1, 9),
-                                                                        ("plain", 1, 9)]
+    assert [(w["mode"], w["repeat"], w.get("pass"), w["tokens"]) for w in windows] == [
+        ("plain", 0, None, 9), ("spec", 0, "measured", 9), ("spec", 0, "ledger", 9), ("spec", 1, "ledger", 9),
+        ("spec", 1, "measured", 9), ("plain", 1, None, 9)]
+    assert all(w["accepted"] == 4 for w in windows if w["mode"] == "spec")
     e = summarize(s)["energy"]
-    # plain: windows 1 and 4 (ABBA: the second repeat runs spec first) = (24 + 21) J over 18 tokens
-    assert e["plain"]["joules_per_token"] == pytest.approx(45.0 / 18)
-    assert e["spec"]["joules_per_token"] == pytest.approx(46.0 / 18)
+    assert e["available"] and e["domain"] == "package" and e["unit"] == "passes"
+    # plain: windows 1 and 6 = (24 + 22) J over 18 tokens; spec: the measured windows 2 and 5 = (24 + 21) J
+    assert e["plain"]["joules_per_token"] == pytest.approx(46.0 / 18)
+    assert e["spec"]["joules_per_token"] == pytest.approx(45.0 / 18)
+    assert e["spec"]["joules_per_accepted"] == pytest.approx(45.0 / 8)
+    assert e["ratio"] == pytest.approx(45.0 / 46.0)
     assert e["plain"]["gpu_freq_mhz"] == pytest.approx((1398 + 1296) / 2)
+    assert (24 + 36 + 38 + 21) / 18 > 2 * e["spec"]["joules_per_token"]   # the control: both passes counted
     assert [t["when"] for t in s.data["thermal"]] == ["before", "after"]
     assert s.data["thermal"][1]["limits"]["CPU_Speed_Limit"] == 85
     text = format_summary(s)
-    assert "energy plain       2.500 J/token" in text and "CPU_Speed_Limit = 85" in text
+    assert "energy plain       2.556 J/token" in text and "J/accepted draft" in text and "CPU_Speed_Limit = 85" in text
 
 
 def test_without_sensors_the_session_says_not_available(monkeypatch):
     src = sensors.NotAvailable("not available: GPU frequency, power and temperature are read on macOS on Apple silicon only")
     s, _ = run(monkeypatch, cfg(cases=1), StubEngine(), source=src)
-    assert s.data["environment"]["sensors"]["available"] is False and summarize(s)["energy"] is None
-    assert "GPU sensors       not available" in format_summary(s)
+    e = summarize(s)["energy"]
+    assert s.data["environment"]["sensors"]["available"] is False and not e["available"] and e["plain"] is None
+    assert e["reason"].startswith("not available: GPU frequency")
+    assert "energy            not available: GPU frequency" in format_summary(s)
 
 
 def test_macmon_source_maps_the_library_metrics(monkeypatch):
     """The real macOS source, fed by a stand-in for macmon-lib's module (its documented dataclasses)."""
     ns = types.SimpleNamespace
-    metrics = [ns(gpu_usage=[], power=ns(gpu=0.0, package=0.0), temperature=ns(gpu_average=0.0)),
+    metrics = [ns(gpu_usage=[], power=ns(gpu=4.0, package=5.0), temperature=ns(gpu_average=0.0)),
                ns(gpu_usage=[ns(frequency_mhz=1398, usage=0.9)], power=ns(gpu=12.5, package=15.0),
                   temperature=ns(gpu_average=64.0))]
 
@@ -332,13 +349,15 @@ def test_macmon_source_maps_the_library_metrics(monkeypatch):
     fake.Sampler = Sampler
     fake.soc_info = lambda: ns(chip_name="Apple M3 Max")
     monkeypatch.setitem(__import__("sys").modules, "macmon", fake)
-    clock = iter([100.0, 102.0])
+    clock = iter([99.0, 100.0, 102.0])   # opened at 99; the window runs from 100 to 102
     monkeypatch.setattr(sensors, "_now", lambda: next(clock))
     src = sensors.MacmonSource()
     src.start()
     w = src.stop()
+    # the counters hold the second before the window (5 W, 4 W) and the window's rise (15 W, 12.5 W × 2 s)
     assert w == {"seconds": 2.0, "gpu_freq_mhz": 1398, "gpu_power_w": 12.5, "package_power_w": 15.0, "gpu_temp_c": 64.0,
-                 "joules": 30.0}
+                 "joules": 30.0, "energy_j": {"package": 30.0, "gpu": 25.0}, "counter_j": {"package": 35.0, "gpu": 29.0},
+                 "source": "macmon-lib"}
     assert src.describe()["chip"] == "Apple M3 Max"
 
 

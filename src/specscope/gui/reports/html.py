@@ -19,6 +19,7 @@ from .html_cost import prediction_paragraph, tune_section, verify_cost_section
 from .html_trees import tree_images, trees_section
 from .html_preflight import preflight_section
 from .html_protocol import protocol_section
+from .html_energy import energy_section
 from .html_trace import trace_images, trace_section
 from .html_tree import tree_section
 from .html_content import by_content_section
@@ -63,6 +64,7 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
             preflight_section(session),
             summary_section(s),
             protocol_section(session, s) + probe,
+            energy_section(s["energy"], s.get("measured_speedup")),
             division_section(s, charts, target) + prediction_paragraph(session, s),
             breakdown_section(s, chart_figure("breakdown", charts, target)),
             verify_cost_section(session, chart_figure("verify_cost", charts, target) if session.data.get("roofline") else "")

@@ -15,6 +15,8 @@ from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.analysis.summary import BLOCK_LABELS
 from specscope.profiler.analysis.verdict import ledger_text
 
+from ..chip_text import chip_comparison
+
 
 def prediction_paragraph(session, s: Summary) -> str:
     formula = s.get("prediction_formula") if s.get("predicted_speedup") is not None else None
@@ -40,7 +42,8 @@ def verify_cost_section(session: Session, figure: str = "") -> str:
              f"({esc(roof.get('chip') or 'unknown chip')}"
              + (f", {roof['gpu_cores']}-core GPU" if roof.get("gpu_cores") else "")
              + f"; nominal {f(roof.get('nominal_bandwidth_gbs'), '.1f')} GB/s). "
-             "Floor = max(bytes ÷ bandwidth, FLOPs ÷ peak); efficiency = floor ÷ measured.</p>"]
+             "Floor = max(bytes ÷ bandwidth, FLOPs ÷ peak); efficiency = floor ÷ measured.</p>",
+             chip_paragraph(session)]
     rows = [[str(p["positions"]), f(p.get("whole_ms")), f(p.get("multiple_of_decode")), f(p.get("ideal_multiple")),
              f(p.get("floor_ms")), pct(p.get("efficiency"))] for p in roof["curve"]]
     parts.append(figure)
@@ -56,6 +59,15 @@ def verify_cost_section(session: Session, figure: str = "") -> str:
         parts.append(f"<p>The whole round at the floor: {f(roof['speedup_at_floor'], '.3f')}× (now {f(roof.get('speedup_now'), '.3f')}×) "
                      "at the measured acceptance (draft, rollback and bookkeeping as timed).</p>")
     return "".join(parts)
+
+
+def chip_paragraph(session: Session) -> str:
+    """The public wide-verify figures for the session's chip, cited, beside this session's curve at the same widths;
+    where they do not apply (CPU backend, an unknown chip) it says so and shows no figure."""
+    cmp = chip_comparison(session.data.get("environment"), session.data.get("roofline"))
+    items = "".join(f"<li>{esc(line)}</li>" for line in cmp["lines"])
+    note = f'<p class="muted">{esc(cmp["full"])}</p>' if cmp["applies"] else ""
+    return f"<p><b>By chip.</b> {esc(cmp['head'])}</p>" + (f"<ul>{items}</ul>" if items else "") + note
 
 
 MEASURED = {"pooled": "measured = the pooled rates' ratio (a ratio of means, as the prediction is), its interval by "

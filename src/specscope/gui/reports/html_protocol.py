@@ -56,15 +56,12 @@ def _sensor_rows(session: Session, s: Summary) -> list:
     env = session.data.get("environment") or {}
     sensors = env.get("sensors") or {}
     rows = []
-    e = s.get("energy")
-    if e:
-        for mode, name in (("plain", "plain"), ("spec", "speculative")):
-            m = e[mode]
-            rows.append((f"Energy, {name}", esc(f"{f(m['joules_per_token'], '.3f', ' J per generated token')} · GPU "
-                                                  f"{f(m['gpu_freq_mhz'], '.0f', ' MHz')}, {f(m['gpu_power_w'], '.1f', ' W')}, "
-                                                  f"{f(m['gpu_temp_c'], '.0f', ' °C')} (mean over {m['runs']} runs)")))
-    elif sensors:
-        rows.append(("GPU sensors", esc(sensors.get("reason") or "not available")))
+    if sensors:
+        e = s["energy"]
+        rows.append(("GPU sensors", esc((sensors.get("reason") or "not available") if not sensors.get("available") else
+                                        f"{e['source'] or sensors.get('source')}: energy "
+                                        + (f"from the {e['domain']} counter" if e["available"] else "not available")
+                                        + " (see Energy)")))
     if sensors:
         therm = session.data.get("thermal") or []
         limited = [t for t in therm if any(v < 100 for k, v in (t.get("limits") or {}).items() if k.endswith("Limit"))]

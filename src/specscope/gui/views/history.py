@@ -23,16 +23,22 @@ from .history_reader import SessionReader
 from ..charts.records import ChartTheme
 
 COLUMNS = ["Date", "Model", "Drafter", "k", "Regime", "Status", "Plain\ntok/s", "Spec\ntok/s", "Measured\nspeedup",
-           "Accept-\nance"]
-C_DATE, C_MODEL, C_DRAFTER, C_K, C_REGIME, C_STATUS, C_PLAIN, C_SPEC, C_SPEEDUP, C_P = range(len(COLUMNS))
-NUMERIC = {C_K, C_PLAIN, C_SPEC, C_SPEEDUP, C_P}
+           "Accept-\nance", "Energy\nratio"]
+C_DATE, C_MODEL, C_DRAFTER, C_K, C_REGIME, C_STATUS, C_PLAIN, C_SPEC, C_SPEEDUP, C_P, C_ENERGY = range(len(COLUMNS))
+NUMERIC = {C_K, C_PLAIN, C_SPEC, C_SPEEDUP, C_P, C_ENERGY}
 HEADER_TIPS = {C_K: "draft tokens per round", C_STATUS: "how the run ended, and cases measured / planned",
                C_PLAIN: "plain decoding, tokens per second", C_SPEC: "speculative decoding, tokens per second",
-               C_SPEEDUP: "speculative ÷ plain tok/s, measured end to end", C_P: "share of drafted tokens accepted"}
+               C_SPEEDUP: "speculative ÷ plain tok/s, measured end to end", C_P: "share of drafted tokens accepted",
+               C_ENERGY: "speculative ÷ plain joules per token (below 1: speculation spends less); — where energy "
+                         "could not be read (the row's tooltip says why)"}
 ERROR_SPAN = (C_MODEL, len(COLUMNS) - C_MODEL)  # an unreadable file's reason spans Model … Acceptance
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 PATH_ROLE = QtCore.Qt.ItemDataRole.UserRole + 2
 UNREADABLE = "unreadable"
+
+
+def _energy_cell(ratio: float | None) -> tuple[str, float]:
+    return ("—", -1.0) if ratio is None else (f"{ratio:.2f}×", float(ratio))
 
 
 def _date_text(ts: float | None) -> str:
@@ -221,8 +227,9 @@ class HistoryView(QtWidgets.QWidget):
                 ("—", -1.0) if e["spec_tok_s"] is None else (rate(e["spec_tok_s"]), float(e["spec_tok_s"])),
                 ("—", -1.0) if e["measured_speedup"] is None else (f"{e['measured_speedup']:.3f}×", e["measured_speedup"]),
                 ("—", -1.0) if e["p"] is None else (f"{e['p'] * 100:.1f}%", e["p"]),
+                _energy_cell(e.get("energy_ratio")),
             ]
-            tip = f"{home_relative(e['path'])}\n{e['acceptance']}"
+            tip = f"{home_relative(e['path'])}\n{e['acceptance']}\n{e.get('energy') or ''}".rstrip()
             if e.get("last_error") and e["status"] in ("failed", "incomplete"):
                 tip += f"\n{e['status']}: {e['last_error']}"
         items = []

@@ -12,6 +12,7 @@ from specscope.profiler.session.schema import SessionError
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.analysis.verdict import acceptance_phrase
+from specscope.profiler.analysis.energy import energy_phrase
 
 from ..records import HistoryEntry
 
@@ -60,6 +61,8 @@ def read_entry(path: str | os.PathLike) -> HistoryEntry:
         "measured_speedup": sm.get("measured_speedup"),
         "p": sm.get("p"),
         "acceptance": acceptance_phrase(sm),
+        "energy_ratio": sm["energy"]["ratio"],
+        "energy": energy_phrase(sm["energy"]),
         "last_error": d["errors"][-1] if d.get("errors") else None,
     })
     return entry

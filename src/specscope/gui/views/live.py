@@ -11,6 +11,8 @@ from ..charts import AcceptanceChart, ThroughputChart, TokensPerRoundChart
 from ..charts.probe import ProbeChart
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.intervals import draft_time_text
+from specscope.profiler.analysis.energy import energy_phrase
+from specscope.profiler.session.measured import EnergySummary
 
 from .common import Tile, fmt, set_speedup_tile
 from ..records import Snapshot
@@ -22,6 +24,18 @@ COMPACT_BELOW = 640  # a Live page shorter than this (px) puts the clock probe b
 def _repeats(iv) -> str:
     """The spread of the repeats around a pooled rate, for a tile's caption ("" for one repeat)."""
     return f" · pooled, repeats {iv[0]:.1f}–{iv[1]:.1f}" if iv else ""
+
+
+def energy_tile(e: EnergySummary) -> tuple[str, str, str]:
+    """The Energy tile's value, note and tooltip: speculative J per token and the ratio to plain, or why not."""
+    if not e["available"]:
+        short = "not available here" if "macOS" in (e["reason"] or "") else "not available"
+        return "—", short, e["reason"] or "not available"
+    spec = e["spec"]
+    value = f"{spec['joules_per_token']:.3f} J" if spec and spec["joules_per_token"] is not None else "—"
+    ratio = f"{e['ratio']:.2f}× plain's" if e["ratio"] is not None else "no ratio yet"
+    note = f"speculative · {ratio}" + (" · GPU only" if e["domain"] == "gpu" else "")
+    return value, note, energy_phrase(e) + (f"\n{e['note']}" if e["note"] else "")
 
 
 class LiveView(QtWidgets.QWidget):
@@ -40,7 +54,8 @@ class LiveView(QtWidgets.QWidget):
         self.t_pred = Tile("Predicted speculative")
         self.t_speed = Tile("Speedup")
         self.t_acc = Tile("Acceptance")
-        for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc):
+        self.t_energy = Tile("Energy per token")
+        for t in (self.t_plain, self.t_spec, self.t_pred, self.t_speed, self.t_acc, self.t_energy):
             tiles.addWidget(t)
         tile_row.setFixedHeight(max(t.sizeHint().height() for t in (self.t_plain, self.t_spec)))
         lay.addWidget(tile_row)
@@ -126,3 +141,6 @@ class LiveView(QtWidgets.QWidget):
             self.t_acc.set(fmt(p * 100, ".1f", "%") if p is not None else "—",
                            phrase.split(" ", 2)[2] if p is not None else "no rounds yet")
         self.t_acc.setToolTip(acceptance_phrase(s))
+        value, note, tip = energy_tile(s["energy"])
+        self.t_energy.set(value, note)
+        self.t_energy.setToolTip(tip)

@@ -4,11 +4,14 @@ measures it; the page fills in live)."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping, cast
+
 from PySide6 import QtWidgets
 
 from specscope.profiler.session.measured import Roofline, whole_roofline
 
 from ..charts.cost_data import Roof, block_floor_data, expert_union_data, positions_available, verify_curve_data
+from ..chip_text import chip_comparison
 from ..charts.verify_cost import BlockFloorChart, ExpertUnionChart, VerifyCurveChart
 from ..charts.tree_cost import TreeBlocksChart, TreeCostChart
 from ..charts.tree_cost_data import (surface_contexts, surface_of, tree_blocks_data, tree_cost_data,
@@ -16,7 +19,7 @@ from ..charts.tree_cost_data import (surface_contexts, surface_of, tree_blocks_d
 from specscope.profiler.run.config import RunConfig
 from specscope.profiler.run.measure_config import RooflineConfig
 
-from .common import Tile, fmt, plain_label, headline_label, spin_box
+from .common import FittingLabel, Tile, fmt, plain_label, headline_label, spin_box
 from .measurement_page import MeasurementPage
 from ..charts.records import ChartTheme
 
@@ -66,6 +69,11 @@ class VerifyCostView(MeasurementPage):
         for t in (self.t_ideal, self.t_floor, self.t_machine):
             tiles.addWidget(t)
         lay.addLayout(tiles)
+
+        # the public wide-verify figures for the session's chip, beside this machine's curve (engine_adapter.chip_facts)
+        self.chip_facts = FittingLabel("", 4)
+        self.chip_facts.setObjectName("chip_facts")
+        lay.addWidget(self.chip_facts)
 
         grid = QtWidgets.QGridLayout()
         self.curve = VerifyCurveChart(theme)
@@ -144,6 +152,7 @@ class VerifyCostView(MeasurementPage):
         self._draw_blocks()
         self._fill_trees(roof)
         self._show_trees(roof)
+        self._draw_chip_facts(roof)
         self.headline.setText((whole.get("headline") if whole else None) or ("measuring…" if roof else self.idle_text(IDLE_HEADLINE, RUNNING)))
         head = next((p for p in (whole.get("curve") or []) if p.get("positions") == (whole.get("k") or 0) + 1), None) if whole else None
         floor = (head["floor_ms"] / whole["t_decode_ms"] if whole and head and head.get("floor_ms") and whole.get("t_decode_ms")
@@ -157,6 +166,16 @@ class VerifyCostView(MeasurementPage):
             self.t_machine.set(*machine_text(whole))
         else:
             self.t_machine.set("—", "")
+
+    def update_snapshot(self, snap) -> None:
+        super().update_snapshot(snap)
+        self._draw_chip_facts(self._result)  # another session's chip, with or without a roofline of its own
+
+    def _draw_chip_facts(self, roof: Roof | None) -> None:
+        data = (self._session() or {}) if self._session else {}
+        cmp = chip_comparison(data.get("environment"), cast(Mapping[str, Any], roof))
+        self.chip_facts.setText("\n".join([cmp["head"], *("• " + line for line in cmp["lines"])]))
+        self.chip_facts.setToolTip(cmp["full"])
 
     def _draw_blocks(self, *_):
         n = self.cat_n.currentData()

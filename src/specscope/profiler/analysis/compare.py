@@ -12,7 +12,7 @@ writes it as HTML or JSON.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from specscope.errors import SpecscopeError
 
@@ -21,6 +21,7 @@ from specscope.profiler.analysis.records import ComparedFigure, Comparison, Judg
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
 from specscope.profiler.analysis.why_faster import decompose, decompose_measured
+from specscope.profiler.session.measured import EnergySummary
 from specscope.profiler.session.records import drafter_label, engine_facts
 
 # A winner is named only when the two sessions' 95% intervals separate; otherwise "no measurable difference".
@@ -145,7 +146,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
             "(same temperature and top-p), or compare timings only."
         )
     accept_ok = same_regime
-    figures = _figures(sa, sb, names, accept_ok)
+    figures = _figures(sa, sb, names, accept_ok) + energy_rows(sa["energy"], sb["energy"], names)
     ratios, breakdown = _breakdown_figures(sa.get("breakdown"), sb.get("breakdown"), names)
     da, db = _describe(a), _describe(b)
     m = next((f for f in figures if f["key"] == "measured_speedup"), None)
@@ -159,7 +160,7 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
         "acceptance_compared": accept_ok,
         # correctness before speed: a session whose greedy output left plain decoding with a clear margin is wrong,
         # and its speed is no win
-        "headline": correctness_line(sa, sb, names) + headline(winner, names),
+        "headline": correctness_line(sa, sb, names) + headline(winner, names) + energy_headline(figures, names),
         "correct": {names[0]: not sa.get("engine_faults"), names[1]: not sb.get("engine_faults")},
         # which term of the round model makes the faster one faster (acceptance is needed: same regime only)
         "why": _why(sa, sb, names, m, (a, b)) if accept_ok else None,
@@ -167,8 +168,56 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
         "ratios": ratios,
         "breakdown": breakdown,
         "acceptance_by_content_class": _by_content_class(sa, sb, names) if accept_ok else [],
-        "notes": _notes(sa, sb, da, db),
+        "notes": _notes(sa, sb, da, db) + energy_notes(sa["energy"], sb["energy"], names),
     }
+
+
+ENERGY_FIGURES: tuple[tuple[str, str, str, Callable[[EnergySummary], tuple[float | None, list[float] | None]]], ...] = (
+    # key, label, unit, (figure, its interval): lower is better for each
+    ("energy_plain_j_per_token", "Energy per token, plain", "J/token",
+     lambda e: (e["plain"]["joules_per_token"], e["plain"]["joules_per_token_ci95"]) if e["plain"] else (None, None)),
+    ("energy_spec_j_per_token", "Energy per token, speculative", "J/token",
+     lambda e: (e["spec"]["joules_per_token"], e["spec"]["joules_per_token_ci95"]) if e["spec"] else (None, None)),
+    ("energy_spec_j_per_accepted", "Energy per accepted draft", "J/token",
+     lambda e: (e["spec"]["joules_per_accepted"], e["spec"]["joules_per_accepted_ci95"]) if e["spec"] else (None, None)),
+    ("energy_ratio", "Energy ratio (speculative ÷ plain J/token)", "×", lambda e: (e["ratio"], e["ratio_ci95"])),
+)
+
+
+def energy_rows(ea: EnergySummary, eb: EnergySummary, names) -> list[ComparedFigure]:
+    """The energy figures side by side, judged as the speeds are (a winner only where the intervals separate), when
+    both sessions read energy from the same kind of counter; none otherwise (``energy_notes`` says why)."""
+    if not (ea["available"] and eb["available"]) or ea["domain"] != eb["domain"]:
+        return []
+    rows: list[ComparedFigure] = []
+    for key, label, unit, get in ENERGY_FIGURES:
+        (a, iva), (b, ivb) = get(ea), get(eb)
+        if a is None or b is None:
+            continue
+        rows.append({"key": key, "label": label if key == "energy_ratio" else f"{label} ({ea['domain']})", "unit": unit,
+                     "better": "lower", **_judge(a, b, "lower", names, iva, ivb)})
+    return rows
+
+
+def energy_headline(figures: list[ComparedFigure], names) -> str:
+    """" X spends less energy per speculative token …" when the intervals separate; "" otherwise."""
+    row = next((f for f in figures if f["key"] == "energy_spec_j_per_token"), None)
+    if not row or row["winner"] in (None, "tie"):
+        return ""
+    return f" {row['winner']} spends less energy per speculative token: {row['a']:.3f} vs {row['b']:.3f} J, {row['by']}."
+
+
+def energy_notes(ea: EnergySummary, eb: EnergySummary, names) -> list[str]:
+    if not ea["available"] and not eb["available"]:
+        same = ea["reason"] == eb["reason"]
+        return [f"Energy not compared: not available in either session ({ea['reason']}"
+                + ("" if same else f"; {eb['reason']}") + ")."]
+    for name, e in zip(names, (ea, eb)):
+        if not e["available"]:
+            return [f"Energy not compared: not available in {name} ({e['reason']})."]
+    if ea["domain"] != eb["domain"]:
+        return [f"Energy not compared: {names[0]} read the {ea['domain']} counter, {names[1]} the {eb['domain']} one."]
+    return []
 
 
 def _figures(sa, sb, names, accept_ok: bool) -> list[ComparedFigure]:

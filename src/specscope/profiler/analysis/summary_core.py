@@ -7,12 +7,13 @@ paths end in this code, so their numbers are equal, not close.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, cast
 
+from specscope.profiler.session.measured import EnergySummary
 from specscope.profiler.session.records import Acceptance, Breakdown, Case, CaseStats, PhaseBreakdown, Round, Summary
 from specscope.profiler.analysis import intervals, prediction, stats
 from specscope.profiler.analysis.drift import probe_drift
+from specscope.profiler.analysis.energy import energy_figures
 from specscope.profiler.analysis.intervals import span
 from specscope.profiler.analysis.records import (BreakdownAggregate, BreakdownSpread, CommunicationShare, PerRankAggregate,
                                                  PhaseAggregate, RepeatRates, Verdict)
@@ -297,23 +298,11 @@ def _ledger_residual(t_verify, t_draft, t_rollback, tokens_per_round, noise) -> 
     return 1.0 - parts * (round_tokens_each / tokens_per_round) / round_ms
 
 
-def energy(session, case_ids: set) -> dict | None:  # dict: mode -> its sensor means (Summary.energy, JSON)
-    """Per mode over the summarized cases: joules per generated token and the mean GPU frequency, power and
-    temperature of the runs (profiler.run.sensors); None when the machine has no sensors."""
-    ws = [w for w in session.data.get("sensors") or [] if w.get("case") in case_ids]
-    if not ws:
-        return None
-    out = {}
-    for mode in ("plain", "spec"):
-        m = [w for w in ws if w.get("mode") == mode]
-        joules = [w["joules"] for w in m if w.get("joules") is not None]
-        tokens = sum(w.get("tokens") or 0 for w in m if w.get("joules") is not None)
-        out[mode] = {
-            "runs": len(m),
-            "joules_per_token": math.fsum(joules) / tokens if joules and tokens else None,
-            **{key: stats.mean(w.get(key) for w in m) for key in ("gpu_freq_mhz", "gpu_power_w", "package_power_w", "gpu_temp_c")},
-        }
-    return out
+def energy(session, case_ids: set) -> EnergySummary:
+    """The energy figures of the summarized cases' sensor windows (``analysis.energy``), or why there are none."""
+    sensors = (session.data.get("environment") or {}).get("sensors") or {}
+    why = None if sensors.get("available") else (sensors.get("reason") or None)
+    return energy_figures([w for w in session.data.get("sensors") or [] if w.get("case") in case_ids], why)
 
 
 def aggregate_breakdown(bds: list[Breakdown]) -> BreakdownAggregate | None:

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from specscope.profiler.session.records import DraftParts, Summary, drafter_label
 from specscope.profiler.analysis.drift import drift_phrase, drift_warning
+from specscope.profiler.analysis.energy import energy_text
 from specscope.profiler.analysis.formatting import fmt, rate, scaled
 from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, spread_text, time_text
 from specscope.profiler.session.session import Session
@@ -68,14 +69,7 @@ def protocol_lines(session: Session, s: Summary) -> list[str]:
     if not drift_warning(s.get("probe")):  # a warning is printed under the verdict already
         lines.append("  " + drift_phrase(s.get("probe")))
     sensors = env.get("sensors") or {}
-    e = s.get("energy")
-    if e:
-        for mode, name in (("plain", "plain"), ("spec", "speculative")):
-            m = e[mode]
-            lines.append(f"  energy {name:<11} {fmt(m['joules_per_token'], '.3f', ' J/token')}   GPU {fmt(m['gpu_freq_mhz'], '.0f', ' MHz')}"
-                         f"  {fmt(m['gpu_power_w'], '.1f', ' W')}  {fmt(m['gpu_temp_c'], '.0f', ' °C')}")
-    elif sensors:
-        lines.append(f"  GPU sensors       {sensors.get('reason') or 'not available'}")
+    lines += energy_text(s["energy"], s.get("measured_speedup"))
     if sensors.get("thermal"):
         lines.append(f"  thermal limits    {sensors['thermal'] if not session.data.get('thermal') else _thermal(session)}")
     return lines

@@ -12,21 +12,23 @@ measured (``TuneMeasured``); ``profiler.run.tune_run.run_tune`` runs the engine 
    take T_draft(k) on the line through a short run at k = 1 and the K_max run.
 4. For every k ≤ K: E(k), the predicted speedup and its 95% interval (``profiler.analysis.tune_predict``, which
    explains how), from what steps 1–3 measured.
-5. Confirmation: end-to-end speculative runs at each drafter's best predicted k and its neighbours
-   (or every k), each right after a plain run of its own (A/B pairs), repeated. Right before and after
-   every pair (never inside it) the prediction's timings at that k are re-taken apart from both runs
-   (a real drafter's rounds as ``components`` times them: verify with its tap and read-back, what drafting
-   adds, rollback by accepted count; else the verify forward), so drift on a shared machine hits the
-   prediction and the measurement alike; a confirmed row's final prediction uses them, with T_decode from
-   its own pairs' plain runs (the error is then E(k) and the round's cost). Measured speedup =
-   the pooled speculative tok/s ÷ the pooled plain tok/s over the repeats (a ratio of means, as the
-   prediction is; ``profiler.analysis.tune_confirm`` gives its interval), over full rounds (a run's last,
-   shorter round — fewer drafts because max-tokens is near — is left out, as it is from the K_max run's
-   acceptance); prediction error = predicted ÷ measured − 1, its interval paired repeat by repeat where E(k) is
-   exact (``tune_confirm.paired_error``); the repeats stop on that interval's width (``PRECISE_HALF``). "Exact" is
-   checked, not assumed (``trace_check``): every confirmation run's tokens and rounds are compared with the trace's
-   walk at its k, and a mismatch, or a trace whose recorded agreement with the target is below 1, voids it (the
-   unpaired interval then, and the output says why).
+5. Confirmation: end-to-end speculative runs of the best predicted setting and its nearest rival (``confirm_set``
+   "decide", the default; each drafter's best k and its neighbours, or every k, on request), each right after a
+   plain run of its own (A/B pairs), repeated; every other setting is ranked from the trace and the timings alone.
+   Right before and after every pair (never inside it) the prediction's timings at that k are re-taken apart from
+   both runs (a real drafter's rounds as ``components`` times them: verify with its tap and read-back, what drafting
+   adds, rollback by accepted count; else the verify forward), so drift on a shared machine hits the prediction and
+   the measurement alike; a confirmed row's final prediction uses them, with T_decode from its own pairs' plain runs
+   (the error is then E(k) and the round's cost). Measured speedup = the pooled speculative tok/s ÷ the pooled plain
+   tok/s over the repeats (a ratio of means, as the prediction is; ``profiler.analysis.tune_confirm`` gives its
+   interval), over full rounds (a run's last, shorter round — fewer drafts because max-tokens is near — is left out,
+   as it is from the K_max run's acceptance); prediction error = predicted ÷ measured − 1, its interval paired repeat
+   by repeat where E(k) is exact (``tune_confirm.paired_error``). The repeats stop once the recommendation is decided
+   (``decision``, ``tune_decide``): the pick measured faster than its rival or equal to it within ±5%, and the pick's
+   verdict agrees or off, each at a level corrected for the looks. "Exact" is checked, not assumed (``trace_check``):
+   every confirmation run's tokens and rounds are compared with the trace's walk at its k, and a mismatch, or a trace
+   whose recorded agreement with the target is below 1, voids it (the unpaired interval then, and the output says
+   why).
 6. One recommendation: the best measured real drafter (the oracle only when nothing else ran).
 
 The seam ``run_tune`` drives (``engine_adapter.tune_runs.TuneEngine``) offers ``available_drafters()``, ``describe()``,
@@ -39,16 +41,21 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, NamedTuple, TypedDict
 
 from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.profiler.analysis import stats, trace_check, trace_walk
 from specscope.profiler.analysis.records import TraceFacts, TuneDrafter, TuneResult, TuneRow
-from specscope.profiler.analysis.tune_confirm import (AGREE, MAX_REPS, MIN_REPS, PRECISE_HALF, agreement, paired_error,
-                                                      precise, rate_ratio)
+from specscope.profiler.session.measured import TuneDecision
+from specscope.profiler.analysis.tune_confirm import (MAX_REPS, MIN_REPS, agreement, paired_error,
+                                                      rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
                                                       UNCHAINED_NOTE, per_position, predict)
 from specscope.profiler.analysis.tune_recommend import confirm_set, recommendation  # noqa: F401 (confirm_set: tune's API, the tests take it from here)
+from specscope.profiler.analysis.tune_decide import LEVEL, LOOKS, order_interval, order_state, widen_relative
+from specscope.profiler.analysis.sequential import t_quantile
+from specscope.profiler.analysis.verdict_rule import AGREES, OFF
 
 LABELS = DRAFTER_LABELS
 WHAT_IF = set(WHAT_IF_DRAFTERS)
@@ -183,22 +190,7 @@ def rep_costs(m: TuneMeasured, name: str, k: int, steps: list[float]) -> list[fl
     return out
 
 
-def known(m: TuneMeasured, c: tuple[str, int]) -> bool:
-    """A confirmed setting known well enough to stop: its error's paired interval (greedy, a trace: as ``_row``
-    judges it) no wider than ±PRECISE_HALF; else its measured speedup known to ±AGREE (``tune_confirm.precise``).
-    Width only: stopping on where the interval lies would bias the verdict. Without the final prediction's
-    bootstrap, which grows with every repeat's plain steps."""
-    name, k = c
-    spec = m.spec_reps[c]
-    if m.exact(name, k) and name not in WHAT_IF:
-        half = _paired_half(spec, rep_costs(m, name, k, m.confirm_steps or m.plain_steps))
-        if half is not None:
-            return half <= PRECISE_HALF
-    ratio, ci = _measured(spec, m.plain_reps[c])
-    return precise(ci, ratio)
-
-
-def _final_rows(m: TuneMeasured, steps: list[float]) -> list[TuneRow]:
+def _final_rows(m: TuneMeasured, steps: list[float], level: float = 0.95) -> list[TuneRow]:
     """Final predictions. A confirmed (drafter, k) takes everything timed beside its own pairs: T_decode from the
     plain runs its measured side divides by (so the error is E(k) and the round's cost, not which minutes the
     plain runs fell in), T_verify, T_draft and T_rollback from the timings re-taken around them. The rest: the
@@ -218,7 +210,8 @@ def _final_rows(m: TuneMeasured, steps: list[float]) -> list[TuneRow]:
             c = (name, p["k"])
             e_exact = p.get("acceptance_source") == "trace" and m.exact(name, p["k"])
             rows.append(_row(name, p, m.spec_reps.get(c), m.plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
-                             costs=rep_costs(m, name, p["k"], steps) if e_exact and p["k"] in mine else None))
+                             costs=rep_costs(m, name, p["k"], steps) if e_exact and p["k"] in mine else None,
+                             level=level))
             if m.info.get("greedy", True) and p.get("acceptance_source") == "trace":
                 rows[-1]["e_exact"] = e_exact
                 why = m.checked.void_reason(name, p["k"])
@@ -237,14 +230,55 @@ def _assumption(m: TuneMeasured, rows: list[TuneRow]) -> str:
                "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""))
 
 
+def decision(m: TuneMeasured, rows: list[TuneRow], level: float = LEVEL) -> TuneDecision:
+    """Whether the recommendation is decided (``tune_decide``): of the confirmed settings, the one measured fastest
+    (the pick) against the other (the rival), and the pick's verdict, each at ``level``."""
+    measured = {(r["drafter"], r["k"]): r for r in rows if r.get("measured_speedup") is not None}
+    plan = [c for c in m.plan if c in measured]
+    out: TuneDecision = {"pick": None, "rival": None, "ratio": None, "ratio_interval": None, "order": None,
+                         "verdict": None, "level": level, "looks": LOOKS, "decided": False,
+                         "text": "nothing confirmed yet"}
+    if not plan:
+        return out
+    plan.sort(key=lambda c: -(measured[c]["measured_speedup"] or 0.0))
+    pick = plan[0]
+    out["pick"] = list(pick)
+    ag: Mapping[str, Any] = measured[pick].get("agreement") or {}
+    verdict = ag.get("state") if ag.get("state") in (AGREES, OFF) else None
+    out["verdict"] = verdict
+    if len(plan) > 1:
+        rival = plan[1]
+        out["rival"] = list(rival)
+        n = min(len(m.spec_reps[pick]), len(m.spec_reps[rival]))
+        ratio, iv = order_interval(_judged(m.spec_reps[pick])[:n], m.plain_reps[pick][:n],
+                                   _judged(m.spec_reps[rival])[:n], m.plain_reps[rival][:n], level)
+        out["ratio"], out["ratio_interval"], out["order"] = ratio, iv, order_state(iv)
+        if out["order"] == "slower":  # cannot be: the pick measures fastest; said as undecided if rounding has it so
+            out["order"] = None
+    order_done = out["rival"] is None or out["order"] is not None
+    out["decided"] = bool(order_done and verdict)
+    who = f"{LABELS.get(pick[0], pick[0])} k={pick[1]}"
+    order_text = ("the only setting confirmed" if out["rival"] is None else
+                  f"{'faster than' if out['order'] == 'faster' else 'within ±5% of' if out['order'] == 'equal' else 'not yet told apart from'} "
+                  f"{LABELS.get(out['rival'][0], out['rival'][0])} k={out['rival'][1]}"
+                  + (f" ({out['ratio']:.3f}×, {level:.1%} interval {out['ratio_interval'][0]:.3f}–"
+                     f"{out['ratio_interval'][1]:.3f})" if out["ratio_interval"] else ""))
+    said = {AGREES: "agrees", OFF: "is off"}.get(verdict or "", "is not yet judged")
+    out["text"] = (f"{who}: {order_text}; its prediction {said} at a {level:.1%} level"
+                   + (f" (each of up to {LOOKS} looks, corrected for them)" if level != 0.95 else ""))
+    return out
+
+
 def tune_result(m: TuneMeasured, partial: bool) -> TuneResult:
     """The tune JSON (``session["tune"]``, ``tune --json``), so far (``partial``) or whole."""
     all_plain = [x for xs in m.plain_reps.values() for x in xs]
     plain_rate = _rate(sum(n for n, _ in all_plain), sum(ms for _, ms in all_plain))
     steps = m.confirm_steps or m.plain_steps  # before any confirmation: the first plain runs' steps
-    rows = _final_rows(m, steps)
+    adaptive = m.reps is None
+    rows = _final_rows(m, steps, LEVEL if adaptive else 0.95)
+    decided = decision(m, rows, LEVEL if adaptive else 0.95)
     out: TuneResult = {
-        "recommendation": recommendation(rows) if not partial else {},  # none before the confirmations are in
+        "recommendation": recommendation(rows, decided) if not partial else {},  # none before the confirmations are in
         "rows": rows,
         "assumption": _assumption(m, rows),
         "acceptance_source": "trace" if m.traces else "k_max_rounds",
@@ -258,8 +292,10 @@ def tune_result(m: TuneMeasured, partial: bool) -> TuneResult:
         # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
         "measured_method": "pooled",
         "confirm_reps_rule": (f"fixed ({m.reps})" if m.reps is not None else
-                              f"until each error's paired interval is ±{PRECISE_HALF:.1%} or narrower, a what-if's "
-                              f"measured speedup known to ±{AGREE:.0%}; {MIN_REPS}–{MAX_REPS} repeats"),
+                              f"until the recommendation is decided (the pick against its nearest rival, and the "
+                              f"pick's verdict, each at a {LEVEL:.1%} level: corrected for up to {LOOKS} looks); "
+                              f"{MIN_REPS}–{MAX_REPS} repeats"),
+        "decision": decided,
         "t_decode_ms": statistics.fmean(steps),
         "plain_tok_s": plain_rate,
         # means, as the prediction takes them (tune_predict): the figures shown are the ones it used
@@ -275,12 +311,17 @@ def tune_result(m: TuneMeasured, partial: bool) -> TuneResult:
     return out
 
 
-def _measured(spec: list[tuple], plain: list[tuple]) -> tuple[float | None, list[float] | None]:
+def _judged(spec: list[tuple]) -> list[tuple]:
+    """Each repeat's (tokens, ms) over its full rounds (all its rounds where it has no full one)."""
+    return [(s[3], s[4]) if len(s) > 4 and s[2] and s[4] > 0 else s[:2] for s in spec]
+
+
+def _measured(spec: list[tuple], plain: list[tuple], level: float = 0.95) -> tuple[float | None, list[float] | None]:
     """The pooled speedup of a setting's repeats over their full rounds (all rounds where a repeat has no full one) and
-    its 95% interval (``tune_confirm.rate_ratio``)."""
-    judged = [(s[3], s[4]) if len(s) > 4 and s[2] and s[4] > 0 else s[:2] for s in spec]
-    pairs = [(s, p) for s, p in zip(judged, plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
-    return rate_ratio([s for s, _ in pairs], [p for _, p in pairs])
+    its interval at ``level`` (``tune_confirm.rate_ratio``; 95% unless a look's level)."""
+    pairs = [(s, p) for s, p in zip(_judged(spec), plain) if s[1] > 0 and p[1] > 0 and s[0] > 0 and p[0] > 0]
+    tq = None if level == 0.95 else (lambda df: t_quantile(level, df))
+    return rate_ratio([s for s, _ in pairs], [p for _, p in pairs], **({"t_quantile": tq} if tq else {}))
 
 
 def _paired_half(spec: list[tuple], costs: list[float] | None) -> float | None:
@@ -321,7 +362,7 @@ METHOD = ("E(k): the acceptance trace walked at k (else the K_max rounds); T_ver
 
 
 def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None, timed_beside: bool,
-         e_exact: bool = False, costs: list[float] | None = None) -> TuneRow:
+         e_exact: bool = False, costs: list[float] | None = None, level: float = 0.95) -> TuneRow:
     """One row: the prediction at k, and the confirmation runs' measurement when there are some. ``e_exact``: the
     confirmation's rounds are the walked ones (greedy, a trace of the same prompts), so only the timings are uncertain:
     with ``costs`` (each repeat's predicted round from the timings beside its pair) the error's interval is the paired
@@ -365,7 +406,10 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         if half is not None and costs:
             # each repeat's full rounds (tokens, ms) and its round priced from the timings beside it, to look at
             row["paired_repeats"] = [[s[3], s[4], c] for s, c in zip(spec, costs)]
-        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], ci, len(spec),
+        # the verdict at ``level``: a look's corrected level when the repeats stop on it (``tune_decide``)
+        looked_ci = ci if level == 0.95 else _measured(spec, plain, level)[1]
+        row["agreement"] = agreement(row["prediction_error"], row["predicted_speedup"], looked_ci, len(spec),
                                      p.get("predicted_ci95_timing") if e_exact else row.get("predicted_ci95"),
-                                     paired_half=half)
+                                     paired_half=half if level == 0.95 else widen_relative(half, len(spec), level),
+                                     level=level)
     return row

@@ -17,9 +17,9 @@ priced from the timings re-taken right before and after its own pair, and T_deco
 sides, so it cancels: predicted ÷ measured = E(k) · Σ round ms ÷ (Σ tokens · mean predicted round). Its interval is
 the delta method over the repeats (``paired_error``), Student's t: drift that moves a repeat's timings and its rounds
 alike cancels instead of adding, as it does in the unpaired bound (the prediction's interval over the measured one,
-half-widths added), which stays for a what-if or sampled acceptance. The confirmations stop on the width of that
-interval (``PRECISE_HALF``), never on where it lies, so looking after every repeat does not bias the verdict
-(simulated, with a negative control that stops on the verdict itself, in ``test_tune_confirm.py``).
+half-widths added), which stays for a what-if or sampled acceptance. The confirmations stop on the verdict once it is
+decided at a level corrected for the looks (``tune_decide``), so looking after every repeat does not bias it
+(simulated, with a negative control that stops on a 95% interval, in ``test_tune_confirm.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ import math
 from specscope.profiler.analysis.records import Agreement
 from specscope.profiler.analysis.uncertainty import t95
 
-from specscope.profiler.analysis.verdict_rule import AGREE
 MIN_REPS, MAX_REPS = 6, 30  # adaptive repeats: the first look, and the cap
 MIN_INTERVAL_REPS = 3  # fewer paired repeats: no interval (the spread of two pairs says little)
-PRECISE_HALF = AGREE / 2  # the confirmations stop once every error interval's half-width is this narrow (or MAX_REPS)
 
 
 def _mean(xs: list[float]) -> float:
@@ -89,17 +87,14 @@ def paired_error(rounds: list[tuple[float, float]], costs: list[float],
     return factor, t_quantile(n - 1) * se
 
 
-def precise(interval: list[float] | None, value: float | None) -> bool:
-    """Known to ±AGREE: the interval's half-width within AGREE of the value."""
-    return bool(interval and value and (interval[1] - interval[0]) / 2.0 <= AGREE * value)
-
-
 def agreement(error: float | None, predicted: float, measured_ci: list[float] | None, n: int,
-              predicted_ci: list[float] | None = None, paired_half: float | None = None) -> Agreement | None:
+              predicted_ci: list[float] | None = None, paired_half: float | None = None,
+              level: float = 0.95) -> Agreement | None:
     """What a confirmation says about a prediction, by the project's one rule (``verdict_rule.decide``) on the error's
     interval: ``agrees`` (wholly within ±AGREE), ``off`` (wholly beyond) or ``too_little_data``. The interval is the
     paired one (``paired_half``, relative, from ``paired_error``) when given, else the prediction's interval over the
-    measured one. No interval (fewer than ``MIN_INTERVAL_REPS`` repeats) decides nothing."""
+    measured one. No interval (fewer than ``MIN_INTERVAL_REPS`` repeats) decides nothing. ``level``: the intervals'
+    level (a look's corrected one when the repeats stop on the verdict, ``tune_decide``), said in the text."""
     from specscope.profiler.analysis.verdict_rule import decide
 
     if error is None:
@@ -110,6 +105,7 @@ def agreement(error: float | None, predicted: float, measured_ci: list[float] | 
     elif measured_ci and measured_ci[0] > 0:
         p_lo, p_hi = predicted_ci if predicted_ci else (predicted, predicted)
         iv = [p_lo / measured_ci[1] - 1.0, p_hi / measured_ci[0] - 1.0]
-    out = decide(error, iv, units=n, min_units=MIN_INTERVAL_REPS, unit="repeats")
+    out = decide(error, iv, units=n, min_units=MIN_INTERVAL_REPS, unit="repeats", level=level, look="repeat")
     return {"state": out["state"], "text": out["text"], "half_width": out["half_width"], "interval": out["interval"],
-            "data_needed": out["data_needed"], "interval_kind": "paired" if paired_half is not None else "unpaired"}
+            "data_needed": out["data_needed"], "interval_kind": "paired" if paired_half is not None else "unpaired",
+            "level": level}

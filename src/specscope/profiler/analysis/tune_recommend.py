@@ -7,16 +7,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from specscope.drafter_kinds import DRAFTER_LABELS
+from specscope.drafter_kinds import DRAFTER_LABELS, WHAT_IF_DRAFTERS
 from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.records import Recommendation
 from specscope.profiler.analysis.tune_confirm import MIN_INTERVAL_REPS
 
 LABELS = DRAFTER_LABELS
+WHAT_IF = set(WHAT_IF_DRAFTERS)
 
 
-def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", neighbours: int = 1) -> list[tuple[str, int]]:
-    """(drafter, k) pairs to confirm: each drafter's best predicted k and its neighbours, or every k."""
+CONFIRM_CHOICES = ("decide", "best", "all")
+
+
+def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "decide", neighbours: int = 1) -> list[tuple[str, int]]:
+    """(drafter, k) pairs to confirm: "decide" (the default), the best predicted setting of them all and its nearest
+    rival (the next best predicted; a real drafter's before a what-if's), the rest ranked from the trace and the
+    timings alone; "best", each drafter's best predicted k and its neighbours; "all", every k."""
+    if which == "decide":
+        ranked = sorted(((r["predicted_speedup"], name, r["k"]) for name, rows in pred.items() for r in rows
+                         if r.get("predicted_speedup") is not None),
+                        key=lambda x: (x[1] in WHAT_IF, -x[0]))
+        return [(name, k) for _, name, k in ranked[:2]]
     out = []
     for name, rows in pred.items():
         if which == "all":
@@ -28,7 +39,9 @@ def confirm_set(pred: dict[str, list[dict]], k_max: int, which: str = "best", ne
     return out
 
 
-def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
+def recommendation(rows: Sequence[Mapping[str, Any]], decision: Mapping[str, Any] | None = None) -> Recommendation:
+    """The best measured real drafter's setting (the oracle only when nothing else ran), said with whether its order
+    against the rival and its verdict are decided (``decision``: ``tune.decision``)."""
     measured = [r for r in rows if r.get("measured_speedup") is not None]
     if not measured:
         raise SpecscopeError("no confirmation run was measured")
@@ -55,6 +68,9 @@ def recommendation(rows: Sequence[Mapping[str, Any]]) -> Recommendation:
                           "its draft alone costs more than the tokens it could save"))
     if best["what_if"]:
         text += " — a what-if: no real drafter took part"
+    if decision and decision.get("pick"):
+        text += (f". Decided: {decision['text']}" if decision.get("decided") else
+                 f". Not decided within the repeats: {decision['text']}")
     return {"drafter": best["drafter"], "k": best["k"], "measured_speedup": m, "predicted_speedup": p,
             "predicted_ci95": best["predicted_ci95"], "measured_ci95": mci, "wins": shown, "what_if": best["what_if"],
             "t_verify_ms": best["t_verify_ms"], "break_even_verify_ms": best["break_even_verify_ms"], "text": text}

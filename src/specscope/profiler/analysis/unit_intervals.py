@@ -91,7 +91,7 @@ def ratio_interval(series: Series, scale: float = 1.0, block: int | None = None,
     return [scale * r * math.exp(-half), scale * r * math.exp(half)]
 
 
-def speedup_interval(spec: Series, plain: Series) -> list[float] | None:
+def speedup_interval(spec: Series, plain: Series, block: int | None = None) -> list[float] | None:
     """95% interval of (Σ spec tokens ÷ Σ spec ms) ÷ (Σ plain tokens ÷ Σ plain ms). With enough cases a case's two
     sides are paired (they share its cost); with fewer, each case is a stratum of blocks on each side and the two
     sides' variances add (their short-range noise is independent)."""
@@ -105,8 +105,8 @@ def speedup_interval(spec: Series, plain: Series) -> list[float] | None:
         n = len(pairs)
         half = t95(n - 1) * math.sqrt(n / (n - 1) * float(((u - u.mean()) ** 2).sum()))
         return [rs / rp * math.exp(-half), rs / rp * math.exp(half)]
-    s_side = _side([units([s])[1] for s, _ in pairs]) if pairs else None
-    p_side = _side([units([p])[1] for _, p in pairs]) if pairs else None
+    s_side = _side([units([s], block)[1] for s, _ in pairs]) if pairs else None
+    p_side = _side([units([p], block)[1] for _, p in pairs]) if pairs else None
     if s_side is None or p_side is None:
         return None
     (rs, vs, dfs), (rp, vp, dfp) = s_side, p_side

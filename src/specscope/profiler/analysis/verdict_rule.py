@@ -38,7 +38,7 @@ def data_needed(error: float, half_width: float) -> float | None:
 
 
 def decide(error: float | None, interval: list[float] | tuple[float, float] | None, units: int | None = None,
-           min_units: int = 0, unit: str = "units", level: float = 0.95) -> Verdict:
+           min_units: int = 0, unit: str = "units", level: float = 0.95, look: str = "case") -> Verdict:
     """The verdict: ``{"state", "text", "interval", "half_width", "data_needed"}``; ``state`` None when there is no error.
 
     ``units``/``min_units``: an interval from fewer independent units than it needs to be trusted decides nothing."""
@@ -49,7 +49,7 @@ def decide(error: float | None, interval: list[float] | tuple[float, float] | No
         return {"state": UNDECIDED, "text": f"too little data to judge (error {_pct(error)}, no interval)",
                 "interval": None, "half_width": None, "data_needed": None}
     lo, hi = float(interval[0]), float(interval[1])
-    name = f"{level * 100:.3g}% interval" + (" (looked at after every case)" if level > 0.95 else "")
+    name = f"{level * 100:.3g}% interval" + (f" (looked at after every {look})" if level > 0.95 else "")
     half = (hi - lo) / 2.0
     few = units is not None and units < min_units
     if not few and -AGREE <= lo and hi <= AGREE:

@@ -29,13 +29,15 @@ def add_parser(sub) -> None:
     t.add_argument("--max-tokens", type=int, default=64, help="new tokens per run")
     t.add_argument("--drafters", help="comma-separated drafters (default: every one this model has; 'oracle' adds the what-if)")
     t.add_argument("--reps", type=int, default=None,
-                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 30, until each error's "
-                        "paired interval is ±2.5%% or narrower)")
+                   help="confirmation repeats (plain and speculative interleaved; default: 6 to 30, until the "
+                        "recommendation is decided: the pick against its nearest rival, and its verdict, each at a "
+                        "level corrected for the looks)")
     t.add_argument("--beside-reps", type=int, default=4,
                    help="rounds per earlier accepted count re-timed right before and after each confirmation pair "
                         "(default 4; more prices each repeat's round more precisely, at more time a repeat)")
-    t.add_argument("--confirm", choices=["best", "all"], default="best",
-                   help="confirm each drafter's best predicted k and its neighbours (default), or every k")
+    t.add_argument("--confirm", choices=["decide", "best", "all"], default="decide",
+                   help="confirm the best predicted setting and its nearest rival, the rest ranked from the trace "
+                        "(decide, the default); each drafter's best predicted k and its neighbours (best); or every k")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
     t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across content classes)")
     t.add_argument("--temp", type=float, default=0.0)
@@ -125,6 +127,9 @@ def format_tune(res: dict) -> str:
                   "the measured speedup is the pooled rates' ratio (a ratio of means, as the prediction is), its 95% interval "
                   "by the delta method over the paired repeats; the prediction of a confirmed k uses timings re-taken beside its runs"]
         lines += [f"  {r['drafter']} k={r['k']}: {r['agreement']['text']}" for r in confirmed]
+        if res.get("decision"):
+            d = res["decision"]
+            lines.append(f"  {'decided' if d['decided'] else 'not decided'}: {d['text']}")
     lines += ["", f"assumption: {res['assumption']}", "", f"recommendation: {res['recommendation']['text']}"]
     return "\n".join(lines)
 

@@ -21,7 +21,9 @@ from specscope.profiler.analysis.rounds import full_round
 from specscope.profiler.analysis.summary import session_case_stats
 from specscope.profiler.analysis.tree_figures import tree_budget
 from . import redact
-from .records import CsvSideTables, JoulesPerToken
+from specscope.profiler.analysis.energy import energy_figures, measured_windows
+
+from .records import CaseEnergy, CsvSideTables
 
 
 def _num(x, nd=4):
@@ -95,7 +97,7 @@ def _columns(k: int) -> list[str]:
            "match_rate", "outputs_equal", "first_divergence",
            "decode_whole_ms", "verify_whole_ms", "verify_over_decode",
            "decode_block_sum_ms", "verify_block_sum_ms", "decode_inter_block_ms", "verify_inter_block_ms",
-           "plain_joules_per_token", "spec_joules_per_token", "prompt"]
+           "plain_joules_per_token", "spec_joules_per_token", "spec_joules_per_accepted", "energy_counter", "prompt"]
     )
 
 
@@ -104,6 +106,8 @@ def rows(session) -> list[dict]:
     budget = tree_budget(session)
     regime = session.regime
     out = []
+    windows = session.data.get("sensors") or []
+    trusted = energy_figures(windows)["domain"]   # the counter the run's figures come from (None: none can be trusted)
     for c in session.cases:
         st = session_case_stats(session, c)
         acc = st["acceptance"]
@@ -111,7 +115,7 @@ def rows(session) -> list[dict]:
         m: Mapping[str, Any] = st["match"] or {}
         bd = c.get("breakdown") or {}
         dec, ver = bd.get("decode") or {}, bd.get("verify") or {}
-        energy = _joules_per_token(session, c["id"])
+        energy = _case_energy(windows, c["id"], trusted)
         ratio = ver["whole_ms"] / dec["whole_ms"] if dec.get("whole_ms") and ver.get("whole_ms") is not None else None
         lo, hi = acc["p_ci95"] if acc["rounds"] else (None, None)
         plain_lo, plain_hi = _lo_hi(st.get("plain_tok_s_spread"))
@@ -166,6 +170,8 @@ def rows(session) -> list[dict]:
             "verify_inter_block_ms": _time(ver.get("inter_block_ms"), (ver.get("spread") or {}).get("inter_block_ms")),
             "plain_joules_per_token": _num(energy.get("plain"), 4),
             "spec_joules_per_token": _num(energy.get("spec"), 4),
+            "spec_joules_per_accepted": _num(energy.get("spec_per_accepted"), 4),
+            "energy_counter": energy["counter"],
             "prompt": _text(c.get("prompt", "")),
         }
         if budget:
@@ -176,15 +182,18 @@ def rows(session) -> list[dict]:
     return out
 
 
-def _joules_per_token(session, case_id: str) -> JoulesPerToken:
-    return {"plain": _joules_per_token_of(session, case_id, "plain"), "spec": _joules_per_token_of(session, case_id, "spec")}
+def _case_energy(windows, case_id: str, domain: str | None) -> CaseEnergy:
+    """The case's J per token from the run's trusted counter (a live one: ``analysis.energy``), else nothing."""
+    if domain is None:
+        return {"plain": None, "spec": None, "spec_per_accepted": None, "counter": "not available"}
+    ws = [w for w in windows if w.get("case") == case_id]
 
-
-def _joules_per_token_of(session, case_id: str, mode: str) -> float | None:
-    ws = [w for w in session.data.get("sensors") or [] if w.get("case") == case_id and w.get("mode") == mode
-          and w.get("joules") is not None]
-    tokens = sum(w.get("tokens") or 0 for w in ws)
-    return sum(w["joules"] for w in ws) / tokens if ws and tokens else None
+    def per(mode: str, what: str) -> float | None:
+        mine = measured_windows(ws, mode)
+        n = sum(w.get(what) or 0 for w in mine)
+        return sum((w.get("energy_j") or {}).get(domain) or 0.0 for w in mine) / n if n else None
+    return {"plain": per("plain", "tokens"), "spec": per("spec", "tokens"), "spec_per_accepted": per("spec", "accepted"),
+            "counter": domain}
 
 
 def render(session) -> str:

@@ -31,10 +31,12 @@ class TraceMeta(TypedDict):
 TraceEvent = Union[TraceSpan, TraceMeta]
 
 
-class JoulesPerToken(TypedDict):
-    """A case's energy per token on each side (None: no sensor window with energy and tokens)."""
-    plain: float | None
+class CaseEnergy(TypedDict):
+    """A case's energy from the run's trusted counter (``analysis.energy.case_energy``; None: not available)."""
+    plain: float | None               # J per generated token
     spec: float | None
+    spec_per_accepted: float | None   # J per accepted draft token
+    counter: str                      # "package", "gpu", or "not available"
 
 
 class CsvSideTables(TypedDict, total=False):

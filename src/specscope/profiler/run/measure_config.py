@@ -98,9 +98,10 @@ class TuneConfig(EngineParams):
     k_max: int | None = None
     max_tokens: int = 64
     drafters: list[str] | None = None
-    reps: int | None = None          # confirmation repeats (None: 6-30, until each paired interval is ±2.5%)
+    reps: int | None = None          # confirmation repeats (None: 6-30, until the recommendation is decided)
     beside_reps: int = 4
-    confirm: str = "best"            # "best" (each drafter's best k and its neighbours) or "all"
+    confirm: str = "decide"          # "decide" (the best predicted setting and its nearest rival), "best" (each
+    #                                  drafter's best k and its neighbours) or "all"
     suite: str | None = None
     cases: int = 1
     prompt: str | None = None
@@ -124,8 +125,8 @@ class TuneConfig(EngineParams):
             raise SpecscopeError("--oracle-p must be between 0 and 1")
         if self.oracle_draft_ms < 0:
             raise SpecscopeError("--oracle-draft-ms must be >= 0")
-        if self.confirm not in ("best", "all"):
-            raise SpecscopeError("--confirm must be best or all")
+        if self.confirm not in ("decide", "best", "all"):
+            raise SpecscopeError("--confirm must be decide, best or all")
         if self.drafters is not None and not self.drafters:
             raise SpecscopeError("--drafters lists no drafter")
         if self.drafters and "dflash" in self.drafters and "draft" in self.drafters:

@@ -24,7 +24,8 @@ import time
 from typing import cast
 
 from specscope.errors import SpecscopeError
-from specscope.events import Emit, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, StepRecord
+from specscope.events import (Emit, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, SensorsEvent,
+                             StepRecord)
 
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
@@ -180,6 +181,7 @@ class _Measurement:
         self.repeat_offset = repeat_offset
         self.t_start = time.monotonic()
         self.best_ms: float | None = None
+        self.accepted = 0  # the current speculative pass's accepted drafts (its sensor window records them)
 
     def probe(self, case_id: str, repeat: int, when: str) -> float:
         """A clock-probe reading, emitted; returns its time (ms)."""
@@ -244,16 +246,36 @@ class _Measurement:
                 return toks, None
         return toks, tok_s(len(ms), sum(ms))
 
-    def _spec_pass(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None):
-        """One speculative pass: tokens and tok/s per round kind ({"instrumented": …, "end_to_end": …})."""
+    def _spec_pass(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, repeat: int = 0):
+        """One speculative pass (a measured one inside its own sensor window, as a plain pass is): tokens and tok/s
+        per round kind ({"instrumented": …, "end_to_end": …})."""
         out = PassEvents(self.emit, PASS_FLUSH_S)
+        if record:
+            self.sensors.start()
         try:
-            return self._spec_rounds(c, plain_tokens, record, kinds, pass_name, out)
+            toks, rates = self._spec_rounds(c, plain_tokens, record, kinds, pass_name, out)
         finally:
             out.flush()
+        if record and rates is not None:
+            self.close_window(c, repeat, "spec", toks, pass_name)
+        return toks, rates
+
+    def close_window(self, c, repeat: int, mode: Mode, toks: list[int], pass_name: PassName | None) -> None:
+        """The pass's sensor window closed and emitted, with its tokens (and a speculative pass's accepted drafts)."""
+        window = self.sensors.stop()
+        if not window:
+            return
+        ev: SensorsEvent = {"event": "sensors", "case": c["id"], "mode": mode, "repeat": repeat, "tokens": len(toks),
+                            "t": time.monotonic() - self.t_start, **window}
+        if mode == "spec":
+            ev["accepted"] = self.accepted
+        if pass_name:
+            ev["pass"] = pass_name
+        self.emit(ev)
 
     def _spec_rounds(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
         toks = []
+        self.accepted = 0
         n = {"instrumented": 0, "end_to_end": 0}
         total = {"instrumented": 0.0, "end_to_end": 0.0}
         rec: PrefillRecord | RoundRecord
@@ -265,6 +287,7 @@ class _Measurement:
                     emit({**rec, "case": c["id"], "mode": "spec"})
             else:
                 toks.extend(rec["emitted"])
+                self.accepted += rec["accepted"]
                 n[rec["kind"]] += len(rec["emitted"])
                 total[rec["kind"]] += rec["ms"]
                 if record:
@@ -278,12 +301,12 @@ class _Measurement:
         run has them (the speed a user gets), the instrumented rate beside it (what timing the parts apart costs).
         A paired run makes both passes over the same case, end-to-end first in even repeats and last in odd ones."""
         if self.cfg.round_kinds != "paired":
-            toks, rates = self._spec_pass(c, plain_tokens, record, None, None)
+            toks, rates = self._spec_pass(c, plain_tokens, record, None, None, repeat)
             return toks, None if rates is None else (rates["end_to_end"] or rates["instrumented"], rates["instrumented"])
         order = ((MEASURED, "end_to_end"), (LEDGER, "instrumented"))
         out = {}
         for pass_name, kinds in (order if repeat % 2 == 0 else order[::-1]):
-            toks, rates = self._spec_pass(c, plain_tokens, record, kinds, pass_name)
+            toks, rates = self._spec_pass(c, plain_tokens, record, kinds, pass_name, repeat)
             if rates is None:
                 return toks, None
             out[pass_name] = (toks, rates[kinds])
@@ -349,14 +372,15 @@ class _Measurement:
         return plain_tokens, spec_tokens
 
     def _phase(self, c: dict, r: int, phase: Mode, plain_tokens) -> list[int] | None:
-        """One pass of a repeat inside its sensor window (the components timed beside a speculative pass, never inside
-        it); its output, or None: stopped."""
+        """One pass of a repeat, each measured pass inside its own sensor window (the components timed beside a
+        speculative pass, never inside it); its output, or None: stopped."""
         emit = self.emit
-        self.sensors.start()
         if phase == "plain":
+            self.sensors.start()
             toks, tps = self.plain_run(c, record=True)
             if tps is None:
                 return None
+            self.close_window(c, r, "plain", toks, None)
             emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
         else:
             # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation
@@ -365,12 +389,8 @@ class _Measurement:
                 return None
             emit({"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": r, "tok_s": rates[0],
                   "instrumented_tok_s": rates[1]})
-        window = self.sensors.stop()
         if phase == "spec":
             self.time_components(c, r, "after", plain_tokens)
-        if window:
-            emit({"event": "sensors", "case": c["id"], "mode": phase, "repeat": r, "tokens": len(toks),
-                  "t": time.monotonic() - self.t_start, **window})
         return toks
 
     def _after_first_plain(self, c: dict, r: int, plain_tokens: list[int]) -> None:

@@ -8,10 +8,15 @@ One small seam, :class:`SensorSource`, with three fillings:
 - :class:`NotAvailable` — everywhere else (or the extra missing): says why, records nothing.
 - :class:`RecordedSource` — samples recorded earlier, played back (tests).
 
-A window is opened before a plain or speculative run (``start``) and closed after it (``stop``), which
-gives the run's mean GPU frequency, GPU and package power, GPU temperature, and its energy (mean power ×
-the window's length). ``thermal()`` returns ``pmset -g therm`` (no sudo) on macOS, taken before and after
-each case.
+A window is opened before each measured pass (``start``) and closed after it (``stop``), which gives the pass's
+mean GPU frequency, GPU and package power, GPU temperature, and its energy (mean power × the window's length).
+``thermal()`` returns ``pmset -g therm`` (no sudo) on macOS, taken before and after each case.
+
+Energy is also kept as counters, one per domain (``package``, ``gpu``): joules since the source opened, advanced by
+every sampler call (between windows too), with each window's rise. On recent macOS the per-domain counters update in
+batches (about every 2 s on an M5 Max; on an M1 Max only at power-management events) while the GPU's stays live, so a
+window shorter than the update period reads a counter that did not move, or one batch that belongs to seconds
+outside it. The counters let ``analysis.energy`` tell a live counter from a stale or batched one, and widen or refuse.
 
 .. _macmon-lib: https://pypi.org/project/macmon-lib/
 """
@@ -25,10 +30,10 @@ import sys
 import time
 from typing import cast
 
+from specscope.engine_adapter.machine_reader import MAC_EXTRA  # the one spelling (the pre-flight says it too)
 from specscope.events import SensorWindow, ThermalReading
 from specscope.profiler.run.records import SensorDescription
 
-MAC_EXTRA = "pip install 'specscope[mac]'"
 
 
 def _now() -> float:
@@ -122,6 +127,8 @@ class MacmonSource(SensorSource):
 
         self._sampler = macmon.Sampler()
         self._t0 = None
+        self._last = _now()   # the previous sampler call: its metrics are the means since then
+        self.counters = Counters()
         try:
             self.chip = macmon.soc_info().chip_name
         except Exception:  # noqa: BLE001 - a name is a nicety
@@ -130,19 +137,29 @@ class MacmonSource(SensorSource):
     def describe(self) -> SensorDescription:
         return {**super().describe(), "chip": self.chip}
 
+    def _sample(self):
+        """One sampler call: its means since the previous call, the counters advanced by them."""
+        m = self._sampler.metrics()
+        now = _now()
+        self.counters.advance({"package": m.power.package, "gpu": m.power.gpu}, now - self._last)
+        self._last = now
+        return m, now
+
     def start(self) -> None:
-        self._sampler.metrics()  # ends the previous averaging window
-        self._t0 = _now()
+        self._sample()  # ends the previous averaging window (the time between windows reaches the counters too)
+        self._t0 = self._last
+        self.counters.mark()
 
     def stop(self) -> SensorWindow | None:
         if self._t0 is None:
             return None
-        m = self._sampler.metrics()
-        seconds = _now() - self._t0
+        m, now = self._sample()
+        seconds = now - self._t0
         self._t0 = None
         gpu = m.gpu_usage[0] if m.gpu_usage else None
         return window(seconds=seconds, gpu_freq_mhz=gpu.frequency_mhz if gpu else None, gpu_power_w=m.power.gpu,
-                      package_power_w=m.power.package, gpu_temp_c=m.temperature.gpu_average)
+                      package_power_w=m.power.package, gpu_temp_c=m.temperature.gpu_average,
+                      energy_j=self.counters.rise(), counter_j=dict(self.counters.total), source=self.name)
 
     def close(self) -> None:
         try:
@@ -151,13 +168,47 @@ class MacmonSource(SensorSource):
             pass
 
 
-def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=None, gpu_temp_c=None) -> SensorWindow:
-    """One run's sensor record; energy is the package's mean power over the window (the GPU's when the
-    package is not reported)."""
+class Counters:
+    """Energy counters per domain, rebuilt from a sampler's mean powers: joules since the source opened (a mean over an
+    interval times its length is the counter's rise over it, stale or batched as the counter was)."""
+
+    def __init__(self):
+        self.total: dict[str, float | None] = {}
+        self._at_mark: dict[str, float | None] = {}
+
+    def advance(self, watts: dict[str, float | None], seconds: float) -> None:
+        for domain, w in watts.items():
+            before = self.total.get(domain, 0.0)
+            self.total[domain] = None if w is None or before is None else before + w * max(seconds, 0.0)
+
+    def mark(self) -> None:
+        self._at_mark = dict(self.total)
+
+    def rise(self) -> dict[str, float | None]:  # dict: one entry per energy domain the sampler reports
+        """Each domain's rise since ``mark``."""
+        out: dict[str, float | None] = {}
+        for domain, now in self.total.items():
+            then = self._at_mark.get(domain, 0.0)
+            out[domain] = None if now is None or then is None else now - then
+        return out
+
+
+def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=None, gpu_temp_c=None,
+           energy_j: dict[str, float | None] | None = None, counter_j: dict[str, float | None] | None = None,
+           source: str | None = None) -> SensorWindow:
+    """One pass's sensor record; energy is the package's mean power over the window (the GPU's when the
+    package is not reported); the counters' rise and reading where the source keeps them."""
     power = package_power_w if package_power_w is not None else gpu_power_w
-    return {"seconds": seconds, "gpu_freq_mhz": gpu_freq_mhz, "gpu_power_w": gpu_power_w,
-            "package_power_w": package_power_w, "gpu_temp_c": gpu_temp_c,
-            "joules": power * seconds if power is not None else None}
+    out: SensorWindow = {"seconds": seconds, "gpu_freq_mhz": gpu_freq_mhz, "gpu_power_w": gpu_power_w,
+                         "package_power_w": package_power_w, "gpu_temp_c": gpu_temp_c,
+                         "joules": power * seconds if power is not None else None}
+    if energy_j is not None:
+        out["energy_j"] = energy_j
+    if counter_j is not None:
+        out["counter_j"] = counter_j
+    if source:
+        out["source"] = source
+    return out
 
 
 def open_sensors() -> SensorSource:

@@ -13,7 +13,7 @@ from specscope.errors import SpecscopeError
 
 from specscope.profiler.analysis import trace_check
 from specscope.profiler.analysis.records import TuneResult
-from specscope.profiler.analysis.tune import (WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, known, no_timings,
+from specscope.profiler.analysis.tune import (WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, no_timings,
                                              tune_result)
 from specscope.profiler.analysis.tune_confirm import MAX_REPS, MIN_REPS
 from specscope.profiler.analysis.tune_predict import TermsBelowNoise, predict
@@ -53,7 +53,7 @@ RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2
 
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
-             reps: int | None = None, verify_reps: int = 5, confirm: str = "best", progress=lambda message: None,
+             reps: int | None = None, verify_reps: int = 5, confirm: str = "decide", progress=lambda message: None,
              on_update=None, component_reps: int = 8, beside_reps: int = 4) -> TuneResult:
     """The whole tuning run as a JSON-able record (``specscope tune --json``; ``session["tune"]``).
 
@@ -69,18 +69,21 @@ def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 6
     m.confirming(confirm_set(pred, k_max, confirm))
     if on_update is not None:
         on_update(tune_result(m, partial=True))
-    # ``reps`` None: repeat until every confirmed setting's error is known precisely enough (``known``: by
-    # the interval's width, never by where it lies), or MAX_REPS
+    # ``reps`` None: repeat until the recommendation is decided (``tune.decision``: the pick against its rival and
+    # its verdict, each at a level corrected for the looks, ``tune_decide``), or MAX_REPS
     fixed = reps is not None
     n_reps = reps if reps is not None else MAX_REPS
     for rep in range(n_reps):
-        if not fixed and rep >= MIN_REPS and all(known(m, c) for c in m.plan):
-            break
-        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ')'}: "
-                 f"{len(m.plan)} speculative settings, each beside its own plain run")
+        progress(f"confirmation {rep + 1}{'' if fixed else ' (up to ' + str(MAX_REPS) + ', until decided)'}: "
+                 f"{len(m.plan)} speculative setting{'s' if len(m.plan) != 1 else ''}, each beside its own plain run")
         run.confirmation(rep)
-        if on_update is not None and rep + 1 < n_reps:
-            on_update(tune_result(m, partial=True))
+        if rep + 1 >= n_reps:
+            break
+        so_far = tune_result(m, partial=True) if on_update is not None or not fixed else None
+        if on_update is not None and so_far is not None:
+            on_update(so_far)
+        if not fixed and rep + 1 >= MIN_REPS and so_far is not None and so_far["decision"]["decided"]:
+            break
     return tune_result(m, partial=False)
 
 

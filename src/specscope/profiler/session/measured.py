@@ -10,8 +10,10 @@ beside them); those floors name them from here (``analysis.records``, ``run.reco
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from specscope.events import Mode, SensorWindow, ThermalReading
+from specscope.events import Mode, PassName, SensorWindow, ThermalReading
 from specscope.profiler.session.surface import CostSurface
+
+_Pass = TypedDict("_Pass", {"pass": NotRequired[PassName]})  # "pass" is a keyword: the functional form
 
 
 
@@ -25,6 +27,7 @@ class Agreement(TypedDict):
     interval: list[float] | None
     data_needed: float | None
     interval_kind: str                # "paired" | "unpaired"
+    level: NotRequired[float]         # the interval's level: 0.95, or a look's corrected level (``tune_decide``)
 
 
 class Recommendation(TypedDict):
@@ -102,6 +105,21 @@ class TuneRow(TypedDict):
     e_exact_void: NotRequired[str]
 
 
+class TuneDecision(TypedDict):
+    """Whether tune's recommendation is decided (``analysis.tune.decision``): the pick against its nearest rival, and
+    the pick's verdict, each at a level corrected for the looks (``analysis.tune_decide``)."""
+    pick: list[Any] | None            # [drafter, k]: the confirmed setting measured fastest
+    rival: list[Any] | None           # [drafter, k]: the other one confirmed (None: only one)
+    ratio: float | None               # pick's measured speedup ÷ rival's
+    ratio_interval: list[float] | None  # at ``level``
+    order: str | None                 # "faster", "equal" (within ±5%), or None: not decided
+    verdict: str | None               # the pick's prediction: "agrees", "off", or None: not decided
+    level: float                      # each look's level
+    looks: int                        # the most looks the rule may make
+    decided: bool
+    text: str
+
+
 class TuneResult(TypedDict):
     """The whole tuning run (``tune.run_tune``: ``specscope tune --json``). A partial result (``partial``, while the
     confirmations run) has no recommendation yet: ``{}``."""
@@ -126,6 +144,7 @@ class TuneResult(TypedDict):
     drafters: dict[str, TuneDrafter]
     method: str
     partial: NotRequired[bool]
+    decision: NotRequired[TuneDecision]   # absent from tunes saved before the stop on a decided recommendation
 
 
 def recommendation(tune: TuneResult | None) -> Recommendation | None:
@@ -318,12 +337,14 @@ class Cooldown(TypedDict):
 
 
 
-class SensorReading(SensorWindow):
-    """One pass's sensor window (``run.sensors.window``) and the pass it belongs to."""
+class SensorReading(SensorWindow, _Pass):
+    """One pass's sensor window (``run.sensors.window``) and the pass it belongs to (``pass``: which of a paired
+    speculative phase's two; absent from older sessions, whose speculative window held both)."""
     case: str
     mode: Mode
     repeat: NotRequired[int]
     tokens: NotRequired[int]
+    accepted: NotRequired[int]
     t: NotRequired[float]
 
 
@@ -331,3 +352,59 @@ class ThermalRecord(ThermalReading):
     """``pmset -g therm`` before or after a case (macOS)."""
     case: str
     when: str
+
+
+# -- energy (analysis.energy) -----------------------------------------------------------------------------------------
+
+class Cadence(TypedDict):
+    """How one energy counter moved over a run's windows (``analysis.energy.cadence``)."""
+    domain: str                       # "package" or "gpu"
+    kind: Literal["live", "batched", "stale", "unknown"]
+    windows: int                      # windows with a reading of this counter
+    moved: int                        # ... in which it rose
+    period_s: float | None            # batched: the estimated update period (window seconds ÷ windows it rose in)
+    shortest_window_s: float | None
+
+
+class EnergyWidened(TypedDict):
+    """A batched counter read over the whole run (first window's start to last window's end): both modes and the work
+    between passes together, never per mode."""
+    domain: str
+    span_s: float
+    joules: float
+    mean_power_w: float
+    periods: float                    # the span in update periods (its ends are off by a batch at most)
+
+
+class EnergyMode(TypedDict):
+    """One mode's energy over its measured passes, from the trusted domain."""
+    windows: int
+    tokens: int
+    accepted: int | None              # speculative: accepted draft tokens; plain: None
+    joules: float
+    joules_per_token: float | None
+    joules_per_token_ci95: list[float] | None
+    joules_per_accepted: float | None
+    joules_per_accepted_ci95: list[float] | None
+    power_w: float | None             # the trusted domain's mean power over the passes (joules ÷ seconds)
+    gpu_freq_mhz: float | None
+    gpu_temp_c: float | None
+
+
+class EnergySummary(TypedDict):
+    """The session's energy figures (``analysis.energy.energy_figures``): per mode from a counter that moved in every
+    window, or none, with the reason; a batched package counter widened to the whole run where it is long enough."""
+    available: bool
+    reason: str | None                # why there are no per-mode figures (None when there are)
+    domain: str | None                # "package" or "gpu": the counter the per-mode figures come from
+    note: str | None                  # what the figures are not (e.g. GPU only, and why)
+    source: str | None
+    cadence: list[Cadence]
+    unit: str | None                  # the intervals' unit: "cases" or "passes"
+    plain: EnergyMode | None
+    spec: EnergyMode | None
+    ratio: float | None               # speculative J per token ÷ plain J per token (< 1: speculation spends less)
+    ratio_ci95: list[float] | None
+    widened: EnergyWidened | None
+    widened_reason: str | None        # why a batched package counter was not widened
+

@@ -22,8 +22,8 @@ from specscope.events import PhaseBreakdown as PhaseBreakdown, PreflightCheck as
 from specscope.events import PreflightStatus as PreflightStatus  # noqa: F401
 from specscope.events import CheckResult as CheckResult  # noqa: F401
 from specscope.profiler.session.bench_record import BenchResult
-from specscope.profiler.session.measured import (ContextSweep, Cooldown, RooflinePartial, RooflineRun, SensorReading, ThermalRecord,
-                                                 TuneResult)
+from specscope.profiler.session.measured import (ContextSweep, Cooldown, EnergySummary, RooflinePartial, RooflineRun,
+                                                 SensorReading, ThermalRecord, TuneResult)
 
 
 def fields_of(record: Any, but: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -423,7 +423,7 @@ class Summary(FigureIntervals):
     unchecked_divergences: list[dict[str, Any]]
     breakdown: BreakdownAggregate | None
     probe: ProbeDrift | None
-    energy: dict[str, Any] | None
+    energy: EnergySummary
     tree: TreeFigures | None          # a tree run's figures; None for a chain run
 
 
