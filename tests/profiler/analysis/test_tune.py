@@ -343,7 +343,7 @@ def test_a_k_whose_terms_add_up_to_nothing_is_timed_again_not_refused():
     assert [reps for name, k, reps in always.timed if k == 1] == [2, 4, 8]
 
 
-def test_unset_reps_repeat_until_the_measured_speedup_is_known_to_five_percent():
+def test_unset_reps_stop_once_decided_and_an_estimated_e_decides_nothing():
     # exact times: every ratio equal, so the minimum number of repeats suffices; with a trace of the same prompt under
     # greedy decoding E(k) is exact for the confirmation, so only timings are uncertain: none here, and it agrees
     eng = BurstyEngine()

@@ -292,8 +292,8 @@ def tune_result(m: TuneMeasured, partial: bool) -> TuneResult:
         # what "measured" is (a tune saved before this key took the median of per-repeat ratios)
         "measured_method": "pooled",
         "confirm_reps_rule": (f"fixed ({m.reps})" if m.reps is not None else
-                              f"until the recommendation is decided (the pick against its nearest rival, and the "
-                              f"pick's verdict, each at a {LEVEL:.1%} level: corrected for up to {LOOKS} looks); "
+                              f"until the recommendation is decided: the pick against its nearest rival and the "
+                              f"pick's verdict, each at a {LEVEL:.1%} level, corrected for up to {LOOKS} looks; "
                               f"{MIN_REPS}–{MAX_REPS} repeats"),
         "decision": decided,
         "t_decode_ms": statistics.fmean(steps),
