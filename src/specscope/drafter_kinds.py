@@ -15,6 +15,7 @@ class DrafterKind:
     label: str             # in a sentence: "no k wins with the MTP head"
     title: str             # in a menu: the app's setup
     what_if: bool = False  # drafts from a chance, not from a model: a what-if, never a drafter to pick
+    trees: bool = False    # gives per-position distributions: can draft a tree (--tree-budget)
 
 
 # The drafters, one table, in the order they are offered ("auto" picks one of them when the engine opens)
@@ -23,8 +24,9 @@ DRAFTER_KINDS = (
     DrafterKind("draft", "the draft model", "Draft model"),
     DrafterKind("ngram", "n-gram lookup", "N-gram (prompt lookup)"),
     DrafterKind("oracle", "the oracle (what-if)", "Oracle what-if", what_if=True),
-    DrafterKind("dflash", "the DFlash drafter", "DFlash drafter (block diffusion)"),
+    DrafterKind("dflash", "the DFlash drafter", "DFlash drafter (block diffusion)", trees=True),
 )
 DRAFTER_NAMES = tuple(d.name for d in DRAFTER_KINDS)
 DRAFTER_LABELS = {d.name: d.label for d in DRAFTER_KINDS}
 WHAT_IF_DRAFTERS = tuple(d.name for d in DRAFTER_KINDS if d.what_if)
+TREE_DRAFTERS = tuple(d.name for d in DRAFTER_KINDS if d.trees)

@@ -104,6 +104,8 @@ def check_record(rec: Any, name: str) -> None:
         raise SpecscopeError(f"engine {name} yielded a record whose event is {kind!r}: the seam takes \"prefill\" and "
                              "\"round\" (engine_adapter.engines.seam)")
     for field, tp in get_type_hints(record).items():
+        if field not in rec and field in getattr(record, "__optional_keys__", ()):  # NotRequired (a tree round's shape): may be absent
+            continue
         if field not in rec:
             raise SpecscopeError(f"engine {name}: its {kind} record has no field {field!r} ({record.__name__} in "
                                  "specscope.events)")

@@ -68,7 +68,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
     if not 0.0 <= at <= 1.0:
         raise ValueError("at must lie in [0, 1]")
     t_start = time.perf_counter()
-    context, last, tokens = _point(prompt, continuation, k, at)
+    context, last, tokens = round_point(prompt, continuation, k, at)
     bench = _RoundBench(model, make_drafter(), sampling, context, last, tokens, start)
     # Every begin below starts within k + 2 positions of the context's end: the drafter keeps its state over the
     # context before that once for the call (a draft model's cache, an MTP head's: ``Drafter.hold_prefix``), so each begin fills in
@@ -107,7 +107,7 @@ def measure_components(model, make_drafter, sampling, prompt: list[int], continu
 DRAFT_PARTS = ("forward", "walk")
 
 
-def _point(prompt: list[int], continuation: list[int], k: int, at: float) -> tuple[list[int], int, list[int]]:
+def round_point(prompt: list[int], continuation: list[int], k: int, at: float) -> tuple[list[int], int, list[int]]:
     """Where the timed rounds stand: (the context before the round, its first verify input, the k tokens after)."""
     cont = list(continuation)
     m = min(max(1, round(len(cont) * at)), max(1, len(cont)))

@@ -36,7 +36,7 @@ from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.decode.tree_decoding import accept
 from specscope.engine_adapter.drafters.drafter import Draft
-from specscope.engine_adapter.measure.components import DEFAULT_REPS, _point
+from specscope.engine_adapter.measure.components import DEFAULT_REPS, round_point
 
 from .records import ComponentTimes
 
@@ -135,7 +135,7 @@ def measure_tree_components(model, make_drafter, sampling, prompt: list[int], co
     if not 0.0 <= at <= 1.0:
         raise ValueError("at must lie in [0, 1]")
     t_start = time.perf_counter()
-    context, last, _ = _point(prompt, continuation, k, at)
+    context, last, _ = round_point(prompt, continuation, k, at)
     b = _TreeBench(model, make_drafter(), sampling, context, last, k, budget, start)
     b.verify_once()  # every shape once (not recorded)
     b.round_once(b.ready(0))

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import math
 
-from specscope.profiler.analysis.cost_surface import block_ms
+from specscope.profiler.analysis.cost_surface import block_ms, surface_of  # noqa: F401 (surface_of: the pages take it from here)
 from specscope.profiler.analysis.cost_surface import experts as experts_of
-from specscope.profiler.session.measured import whole_roofline
 from specscope.profiler.session.surface import CostSurface, SurfaceAt
 
 from .cost_data import SHORT_LABELS, Roof
 from .records import TreeBlock, TreeBlocksData, TreeCostData, TreeCostSeries
-
-
-def surface_of(roof: Roof | None) -> CostSurface | None:
-    whole = whole_roofline(roof)
-    return whole.get("surface") if whole else None
 
 
 def _ok(x) -> bool:

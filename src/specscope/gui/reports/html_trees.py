@@ -4,13 +4,12 @@ comparison width. Nothing where the roofline holds no surface (every roofline be
 
 from __future__ import annotations
 
-from specscope.profiler.analysis.cost_surface import block_ms, experts, rows_at_width
+from specscope.profiler.analysis.cost_surface import block_ms, experts, rows_at_width, surface_of
 from specscope.profiler.analysis.formatting import fmt as f
 from specscope.profiler.analysis.roofline import NAMES
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
-from specscope.gui.charts.tree_cost_data import surface_of
 
 from . import charts as _charts
 from .charts import section_figure

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specscope.profiler.analysis.roofline import NAMES, floor_ms
+from specscope.profiler.session.measured import whole_roofline
 from specscope.profiler.session.surface import CostSurface, Knee, SurfaceAt, SurfaceBlock, SurfaceRow
 
 KNEE_LIMIT = 1.5  # decode steps: "about one weight read" (module docstring)
@@ -231,3 +232,9 @@ def format_surface(s: CostSurface) -> str:
                 lines.append("   MoE experts      " + "".join(f"{x:12.1f}" if x is not None else f"{'—':>12}" for x in ex))
     lines += [""] + [f"note: {n}" for n in s["notes"]]  # the headline is the roofline's (its last sentence)
     return "\n".join(lines)
+
+
+def surface_of(roof: Any) -> CostSurface | None:
+    """The cost surface a session's roofline holds (its whole run's), or None (no surface measured)."""
+    whole = whole_roofline(roof)
+    return whole.get("surface") if whole else None

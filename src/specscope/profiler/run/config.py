@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specscope.drafter_kinds import DRAFTER_NAMES
+from specscope.drafter_kinds import DRAFTER_NAMES, TREE_DRAFTERS
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
@@ -199,7 +199,7 @@ class RunConfig(EngineParams):
 
     def _validate_tree(self) -> None:
         """``--tree-budget N``: a drafter with per-position distributions, specscope's own loop, one machine."""
-        if self.drafter in ("ngram", "oracle", "mtp", "draft"):
+        if self.drafter in DRAFTER_NAMES and self.drafter not in TREE_DRAFTERS:
             raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions (dflash or dflash2); "
                                  f"the {self.drafter} drafter drafts one chain (trees for the MTP head and a draft "
                                  "model: not yet)")
