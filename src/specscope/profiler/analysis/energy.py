@@ -91,7 +91,7 @@ def measured_windows(windows: Iterable[Mapping[str, Any]], mode: str) -> list[Ma
     return [w for w in windows if w.get("mode") == mode and w.get("pass") in (None, "measured")]
 
 
-def _by_case(windows: list[Mapping[str, Any]], domain: str, per: str) -> dict[str, list[tuple[float, float]]]:
+def _by_case(windows: list[Mapping[str, Any]], domain: str, per: str) -> Mapping[str, list[tuple[float, float]]]:
     """Per case, (joules, tokens or accepted) per pass, in run order."""
     cases: dict[str, list[tuple[float, float]]] = {}
     for w in windows:
