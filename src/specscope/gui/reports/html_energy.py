@@ -3,7 +3,7 @@ energy ratio beside the speedup, and each counter's cadence (``analysis.energy``
 
 from __future__ import annotations
 
-from specscope.profiler.analysis.energy import cadence_text
+from specscope.profiler.analysis.energy import cadence_text, joules_text
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 from specscope.profiler.session.measured import EnergyMode, EnergySummary
@@ -11,17 +11,11 @@ from specscope.profiler.session.measured import EnergyMode, EnergySummary
 HEAD = ["Mode", "J per generated token", "J per accepted draft", "Mean power", "GPU clock", "GPU temp.", "Passes"]
 
 
-def _j(x: float | None, iv: list[float] | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
-
-
 def _row(name: str, m: EnergyMode) -> list[str]:
     def num(x, spec, unit):
         return "—" if x is None else f"{x:{spec}} {unit}"
-    return [esc(c) for c in (name, _j(m["joules_per_token"], m["joules_per_token_ci95"]),
-                             _j(m["joules_per_accepted"], m["joules_per_accepted_ci95"]) if m["accepted"] is not None
+    return [esc(c) for c in (name, joules_text(m["joules_per_token"], m["joules_per_token_ci95"]),
+                             joules_text(m["joules_per_accepted"], m["joules_per_accepted_ci95"]) if m["accepted"] is not None
                              else "— (no drafts)", num(m["power_w"], ".1f", "W"), num(m["gpu_freq_mhz"], ".0f", "MHz"),
                              num(m["gpu_temp_c"], ".0f", "°C"), str(m["windows"]))]
 

@@ -91,12 +91,16 @@ def measured_windows(windows: Iterable[Mapping[str, Any]], mode: str) -> list[Ma
     return [w for w in windows if w.get("mode") == mode and w.get("pass") in (None, "measured")]
 
 
-def _series(windows: list[Mapping[str, Any]], domain: str, per: str) -> list[list[tuple[float, float]]]:
+def _by_case(windows: list[Mapping[str, Any]], domain: str, per: str) -> Mapping[str, list[tuple[float, float]]]:
     """Per case, (joules, tokens or accepted) per pass, in run order."""
     cases: dict[str, list[tuple[float, float]]] = {}
     for w in windows:
         cases.setdefault(str(w.get("case")), []).append((_rise(w, domain) or 0.0, float(w.get(per) or 0)))
-    return list(cases.values())
+    return cases
+
+
+def _series(windows: list[Mapping[str, Any]], domain: str, per: str) -> list[list[tuple[float, float]]]:
+    return list(_by_case(windows, domain, per).values())
 
 
 def _mode(windows: list[Mapping[str, Any]], domain: str, spec: bool) -> EnergyMode:
@@ -160,12 +164,7 @@ def energy_figures(windows: list[Mapping[str, Any]], not_available: str | None =
 
 def _paired_series(plain, spec, domain: str):
     """(spec, plain) per-case series over the cases both modes have, in the same order."""
-    p: dict[str, list[tuple[float, float]]] = {str(w.get("case")): [] for w in plain}
-    s: dict[str, list[tuple[float, float]]] = {}
-    for w in plain:
-        p[str(w.get("case"))].append((_rise(w, domain) or 0.0, float(w.get("tokens") or 0)))
-    for w in spec:
-        s.setdefault(str(w.get("case")), []).append((_rise(w, domain) or 0.0, float(w.get("tokens") or 0)))
+    p, s = _by_case(plain, domain, "tokens"), _by_case(spec, domain, "tokens")
     both = [c for c in p if c in s]
     return [s[c] for c in both], [p[c] for c in both]
 
@@ -222,9 +221,9 @@ def energy_text(e: EnergySummary, speedup: float | None = None) -> list[str]:
         for name, m in (("plain", e["plain"]), ("speculative", e["spec"])):
             if m is None:
                 continue
-            line = f"  energy {name:<11} {_j(m['joules_per_token'], m['joules_per_token_ci95'])} J/token"
+            line = f"  energy {name:<11} {joules_text(m['joules_per_token'], m['joules_per_token_ci95'])} J/token"
             if m["joules_per_accepted"] is not None:
-                line += f", {_j(m['joules_per_accepted'], m['joules_per_accepted_ci95'])} J/accepted draft"
+                line += f", {joules_text(m['joules_per_accepted'], m['joules_per_accepted_ci95'])} J/accepted draft"
             line += f"   {fmt(m['power_w'], '.1f', ' W')}  GPU {fmt(m['gpu_freq_mhz'], '.0f', ' MHz')}" \
                     f"  {fmt(m['gpu_temp_c'], '.0f', ' °C')}"
             lines.append(line)
@@ -245,7 +244,8 @@ def energy_text(e: EnergySummary, speedup: float | None = None) -> list[str]:
     return lines
 
 
-def _j(x: float | None, iv: list[float] | None) -> str:
+def joules_text(x: float | None, iv: list[float] | None) -> str:
+    """Joules to three places with the interval in brackets, or "—"."""
     if x is None:
         return "—"
     return f"{x:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")

@@ -24,8 +24,7 @@ import time
 from typing import cast
 
 from specscope.errors import SpecscopeError
-from specscope.events import (Emit, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, SensorsEvent,
-                             StepRecord)
+from specscope.events import Emit, Mode, PassName, Preflight, PrefillRecord, PrefilledContext, RoundRecord, StepRecord
 
 from specscope.profiler.run import sensors as _sensors
 from specscope.profiler.run.config import RunConfig
@@ -223,12 +222,18 @@ class _Measurement:
         if therm:
             self.emit({"event": "thermal", "case": case_id, "when": when, **therm})
 
-    def plain_run(self, c, record: bool):
+    def plain_run(self, c, record: bool, repeat: int = 0):
+        """One plain pass (a measured one inside its own sensor window): tokens and tok/s."""
         out = PassEvents(self.emit, PASS_FLUSH_S)
+        if record:
+            self.sensors.start()
         try:
-            return self._plain_pass(c, record, out)
+            toks, tps = self._plain_pass(c, record, out)
         finally:
             out.flush()
+        if record and tps is not None:
+            self.close_window(c, repeat, "plain", toks, None)
+        return toks, tps
 
     def _plain_pass(self, c, record: bool, emit: Emit):
         toks, ms = [], []
@@ -247,8 +252,7 @@ class _Measurement:
         return toks, tok_s(len(ms), sum(ms))
 
     def _spec_pass(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, repeat: int = 0):
-        """One speculative pass (a measured one inside its own sensor window, as a plain pass is): tokens and tok/s
-        per round kind ({"instrumented": …, "end_to_end": …})."""
+        """One speculative pass (a measured one in its own sensor window): tokens and tok/s per round kind."""
         out = PassEvents(self.emit, PASS_FLUSH_S)
         if record:
             self.sensors.start()
@@ -263,15 +267,9 @@ class _Measurement:
     def close_window(self, c, repeat: int, mode: Mode, toks: list[int], pass_name: PassName | None) -> None:
         """The pass's sensor window closed and emitted, with its tokens (and a speculative pass's accepted drafts)."""
         window = self.sensors.stop()
-        if not window:
-            return
-        ev: SensorsEvent = {"event": "sensors", "case": c["id"], "mode": mode, "repeat": repeat, "tokens": len(toks),
-                            "t": time.monotonic() - self.t_start, **window}
-        if mode == "spec":
-            ev["accepted"] = self.accepted
-        if pass_name:
-            ev["pass"] = pass_name
-        self.emit(ev)
+        if window:
+            self.emit(_sensors.window_event(window, c["id"], mode, repeat, len(toks), time.monotonic() - self.t_start,
+                                            self.accepted if mode == "spec" else None, pass_name))
 
     def _spec_rounds(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
         toks = []
@@ -372,15 +370,12 @@ class _Measurement:
         return plain_tokens, spec_tokens
 
     def _phase(self, c: dict, r: int, phase: Mode, plain_tokens) -> list[int] | None:
-        """One pass of a repeat, each measured pass inside its own sensor window (the components timed beside a
-        speculative pass, never inside it); its output, or None: stopped."""
+        """One pass of a repeat (the components timed beside a speculative pass, never inside it); None: stopped."""
         emit = self.emit
         if phase == "plain":
-            self.sensors.start()
-            toks, tps = self.plain_run(c, record=True)
+            toks, tps = self.plain_run(c, record=True, repeat=r)
             if tps is None:
                 return None
-            self.close_window(c, r, "plain", toks, None)
             emit({"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": r, "tok_s": tps})
         else:
             # repeat 0 is always AB, so a BA repeat's drafter (the oracle) has the plain continuation

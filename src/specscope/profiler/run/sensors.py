@@ -31,7 +31,7 @@ import time
 from typing import cast
 
 from specscope.engine_adapter.machine_reader import MAC_EXTRA  # the one spelling (the pre-flight says it too)
-from specscope.events import SensorWindow, ThermalReading
+from specscope.events import Mode, PassName, SensorsEvent, SensorWindow, ThermalReading
 from specscope.profiler.run.records import SensorDescription
 
 
@@ -209,6 +209,19 @@ def window(seconds: float, gpu_freq_mhz=None, gpu_power_w=None, package_power_w=
     if source:
         out["source"] = source
     return out
+
+
+def window_event(window: SensorWindow, case: str, mode: Mode, repeat: int, tokens: int, t: float,
+                 accepted: int | None = None, pass_name: PassName | None = None) -> SensorsEvent:
+    """A pass's closed window as the run emits it: the pass it belongs to, its tokens (and a speculative pass's
+    accepted drafts and, in a paired phase, which pass)."""
+    ev: SensorsEvent = {"event": "sensors", "case": case, "mode": mode, "repeat": repeat, "tokens": tokens, "t": t,
+                        **window}
+    if accepted is not None:
+        ev["accepted"] = accepted
+    if pass_name:
+        ev["pass"] = pass_name
+    return ev
 
 
 def open_sensors() -> SensorSource:
