@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import numpy as np
 
@@ -59,6 +59,9 @@ class RoundSummary(TypedDict):
     verify_ms: float | None
     rollback_ms: float | None
     kind: str
+    depth_limit: NotRequired[int]     # a tree round's: its depth limit, its nodes, and whether the limit is the run's
+    nodes: NotRequired[int]
+    full: NotRequired[bool]
 
 
 class SpeculativeRun(TypedDict):
@@ -178,37 +181,64 @@ class TuneEngine:
         return {"tokens": [r["token"] for r in recs], "step_ms": [r["ms"] for r in recs[1:]], "prefill_ms": recs[0]["ms"]}
 
     def speculative(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, max_tokens: int,
-                    round_kinds: str = "end_to_end", seed: int = 0) -> SpeculativeRun:
+                    round_kinds: str = "end_to_end", seed: int = 0, tree_budget: int = 0) -> SpeculativeRun:
+        """A speculative run at k; with ``tree_budget`` a tree run (``tree_decoding``) of at most that many nodes and
+        depth limit k, whose rounds say their depth limit, nodes, and whether they are full (the depth limit not cut
+        by the output's end: the rounds a prediction prices)."""
         from specscope.engine_adapter.decode.decoding import speculative_generate
+        from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
 
         drafter = self.drafter(name, plain_tokens, seed)
         rounds: list[RoundSummary] = []
         tokens: list[int] = []
-        for r in speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds):
+        gen = (tree_speculative_generate(self.model, prompt, drafter, k, tree_budget, max_tokens, self.engine.sampling,
+                                         round_kinds=round_kinds) if tree_budget > 0 else
+               speculative_generate(self.model, prompt, drafter, k, max_tokens, self.engine.sampling, round_kinds=round_kinds))
+        for r in gen:
             if r["event"] == "prefill":
                 tokens.append(r["token"])
                 continue
             tokens += r["emitted"]
-            rounds.append({"drafted": len(r["drafted"]), "accepted": r["accepted"], "emitted": len(r["emitted"]), "ms": r["ms"],
-                           "draft_ms": r["draft_ms"], "verify_ms": r["verify_ms"], "rollback_ms": r["rollback_ms"], "kind": r["kind"]})
+            s: RoundSummary = {"drafted": len(r["drafted"]), "accepted": r["accepted"], "emitted": len(r["emitted"]),
+                               "ms": r["ms"], "draft_ms": r["draft_ms"], "verify_ms": r["verify_ms"],
+                               "rollback_ms": r["rollback_ms"], "kind": r["kind"]}
+            tree = r.get("tree")
+            if tree:
+                s["depth_limit"], s["nodes"], s["full"] = tree["max_depth"], tree["nodes"], tree["max_depth"] == k
+            rounds.append(s)
         return {"rounds": rounds, "tokens": tokens}
 
-    def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0) -> AcceptanceTrace:
-        """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``). Only
+    def tree_refusal(self, name: str) -> str | None:
+        """Why ``name`` cannot run tree rounds on this model (None: it can)."""
+        from specscope.engine_adapter.decode.tree_decoding import tree_refusal
+
+        return tree_refusal(self.model, self.drafter(name, []))
+
+    def trace(self, name: str, prompt: list[int], plain_tokens: list[int], k_max: int, seed: int = 0,
+              tree_b: int = 0) -> AcceptanceTrace:
+        """The acceptance trace A(s) of ``name`` along ``plain_tokens`` (``acceptance_trace.record_trace``; with
+        ``tree_b``, the top ``tree_b`` candidates a position too, for tree budgets). Only
         the MTP head needs the target's forward over the continuation (for its hidden states); the others draft
         from the plain run's tokens, which are the target's own output (the oracle from its per-position draws)."""
-        from specscope.engine_adapter.measure.acceptance_trace import record_trace
+        from specscope.engine_adapter.measure.acceptance_trace import TREE_B, record_trace
 
         drafter = self.drafter(name, plain_tokens, seed)
+        wide = {"tree_b": max(TREE_B, tree_b), "tree_depth": k_max} if tree_b > 0 else {}
         return record_trace(self.model, prompt, plain_tokens, drafter, k_max, sampling=self.engine.sampling, name=name,
-                            target_forward=drafter.needs_hidden)
+                            target_forward=drafter.needs_hidden, **wide)
 
-    def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3) -> ComponentTimes:
+    def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3,
+                   tree_budget: int = 0) -> ComponentTimes:
         """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
-        what drafting adds to a round run end to end, rollback by accepted count."""
+        what drafting adds to a round run end to end, rollback by accepted count; with ``tree_budget``, a tree
+        round's at that budget and depth limit k (``tree_components``)."""
         from specscope.engine_adapter.measure.components import measure_components
+        from specscope.engine_adapter.measure.tree_components import measure_tree_components
 
         drafter = self.drafter(name, plain_tokens)
+        if tree_budget > 0:
+            return measure_tree_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k,
+                                           tree_budget, reps=reps)
         return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,

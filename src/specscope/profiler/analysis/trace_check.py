@@ -60,7 +60,7 @@ class Exactness:
         self.void_drafter: dict[str, str] = {}
         self.void_k: dict[tuple[str, int], str] = {}
 
-    def traced(self, name: str, traces: list[Mapping[str, Any]], seeds: Sequence[int]) -> None:
+    def traced(self, name: str, traces: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> None:
         """A drafter's traces, recorded with ``seeds`` (each seed over every prompt, in order)."""
         self.seeds[name] = list(seeds)
         for t in traces:
@@ -69,8 +69,11 @@ class Exactness:
                 self.void_drafter.setdefault(name, doubt)
 
     def confirm(self, name: str, k: int, rep: int, traces: list[Mapping[str, Any]] | None,
-                continuations: Sequence[Sequence[int]], runs: list[Mapping[str, Any]]) -> None:
-        """The confirmation runs of one repeat (one per prompt) against the trace's walk at k (``run_mismatch``)."""
+                continuations: Sequence[Sequence[int]], runs: list[Mapping[str, Any]], tree_depth: int | None = None) -> None:
+        """The confirmation runs of one repeat (one per prompt) against the trace's walk at k (``run_mismatch``), or,
+        with ``tree_depth``, a tree run's at budget k (``tune_trees.run_mismatch``)."""
+        from specscope.profiler.analysis import tune_trees
+
         if not traces or not self.greedy or (name, k) in self.void_k:
             return
         seeds = self.seeds.get(name) or [0]
@@ -78,7 +81,8 @@ class Exactness:
         for i, run in enumerate(runs):
             j = at * len(continuations) + i
             if j < len(traces):
-                why = run_mismatch(traces[j], continuations[i], k, run)
+                why = (run_mismatch(traces[j], continuations[i], k, run) if tree_depth is None else
+                       tune_trees.run_mismatch(traces[j], continuations[i], k, tree_depth, run))
                 if why:
                     self.void_k[(name, k)] = f"{why} (repeat {rep + 1}, prompt {i + 1})"
                     return

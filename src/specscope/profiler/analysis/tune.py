@@ -51,7 +51,8 @@ from specscope.profiler.session.measured import TuneDecision
 from specscope.profiler.analysis.tune_confirm import (MAX_REPS, MIN_REPS, agreement, paired_error,
                                                       rate_ratio)
 from specscope.profiler.analysis.tune_predict import (GREEDY_ASSUMPTION, K_MAX_ASSUMPTION, TEMPERATURE_ASSUMPTION,
-                                                      UNCHAINED_NOTE, per_position, predict)
+                                                      UNCHAINED_NOTE, per_position, predict, predict_tree)
+from specscope.profiler.analysis.tune_trees import TREE_NOTE, is_tree, label_of, short_setting, tree_facts
 from specscope.profiler.analysis.tune_recommend import confirm_set, recommendation  # noqa: F401 (confirm_set: tune's API, the tests take it from here)
 from specscope.profiler.analysis.tune_decide import LEVEL, LOOKS, order_interval, order_state, widen_relative
 from specscope.profiler.analysis.sequential import t_quantile
@@ -86,6 +87,9 @@ class DrafterInputs(NamedTuple):
     traces: list | None                  # its acceptance traces (every prompt, every oracle seed)
     in_round: dict[int, list[float]]     # k -> what drafting adds to a round, timed apart
     book: dict[int, list[float]]         # k -> the round's bookkeeping, timed apart
+    # a tree setting's (``tune_trees``), timed apart at each budget B: its tree verify, and its keep by accepted count
+    verify: dict[int, list[float]] | None = None
+    rollback: dict[int, dict[int, list[float]]] | None = None
 
 
 @dataclass
@@ -102,6 +106,7 @@ class TuneMeasured:
     context: int                         # the verify curve's context length
     verify: dict[int, list[float]]       # the curve: n positions -> whole-graph verify forwards (ms)
     checked: trace_check.Exactness       # whether E(k) is exact after all, and why not
+    tree_budgets: list[int] = field(default_factory=list)  # the budgets tree settings are tuned at (``tune_trees``)
     inputs: dict[str, DrafterInputs] = field(default_factory=dict)
     per_drafter: dict[str, TuneDrafter] = field(default_factory=dict)
     traces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # drafter -> its acceptance traces
@@ -142,29 +147,50 @@ class TuneMeasured:
         self.plain_reps[(name, k)].append((len(steps), sum(steps)))
         # every round, and the full rounds (k drafts) apart: the rounds the prediction prices and is judged against,
         # as run's (rounds.judged_rounds); the shorter last rounds of each prompt are in the end-to-end figure only
-        full_k = [r for r in rounds if r["drafted"] == k]
+        full_k = [r for r in rounds if r.get("full", r["drafted"] == k)]
         self.spec_reps[(name, k)].append((sum(r["emitted"] for r in rounds), sum(r["ms"] for r in rounds), len(full_k),
                                           sum(r["emitted"] for r in full_k), sum(r["ms"] for r in full_k)))
 
     def exact(self, name: str, k: int) -> bool:
         return self.checked.exact(name, k, bool(self.inputs[name].traces))
 
+    def predictions(self, name: str, steps: list[float], beside: Mapping[int, BesideTimings] | None = None,
+                    steps_by_k: dict[int, list[float]] | None = None, resamples: int = 2000,
+                    only_k: int | None = None) -> list[dict]:
+        """A drafter's predictions (``predict``; a tree setting's ``predict_tree``, one per budget) from what was
+        timed before the confirmations, with ``beside``: k -> the timings re-taken beside its pairs, in their place."""
+        inp = self.inputs[name]
+        mine = {k: b for k, b in (beside or {}).items() if b["verify"]}
+        draft_n = {**inp.in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
+        rollback_n = {**(inp.rollback or {}), **{k: b["rollback"] for k, b in mine.items() if b["rollback"]}}
+        book_n = {**inp.book, **{k: b["bookkeeping"] for k, b in mine.items()
+                                 if b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])}}
+        if is_tree(name):
+            return predict_tree(inp.full, self.k_max, self.tree_budgets, {**(inp.verify or {}),
+                                **{k: b["verify"] for k, b in mine.items()}}, inp.draft_1, steps, inp.traces or [],
+                                resamples=resamples, draft_by_b=draft_n, rollback_by_b=rollback_n,
+                                plain_steps_by_b=steps_by_k, bookkeeping_by_b=book_n, only_b=only_k)
+        return predict(inp.full, self.k_max, {**self.verify, **{k + 1: b["verify"] for k, b in mine.items()}},
+                       inp.draft_1, steps, traces=inp.traces, draft_by_k=draft_n, rollback_by_k=rollback_n or None,
+                       plain_steps_by_k=steps_by_k, bookkeeping_by_k=book_n, resamples=resamples, only_k=only_k)
+
 
 def drafter_facts(name: str, full: list[dict], draft_1: list[float], traces: list[dict] | None,
-                  k_max: int) -> TuneDrafter:
-    """A drafter's K_max run (and its traces) in figures: acceptance by position, draft and verify times."""
+                  k_max: int, budgets: list[int] | None = None) -> TuneDrafter:
+    """A drafter's K_max run (and its traces) in figures: acceptance by position, draft and verify times (a tree
+    setting's: its run at the largest budget, acceptance by depth, and E(B) at each of ``budgets``)."""
     draft_k = [r["draft_ms"] for r in full]
     accepted = [r["accepted"] for r in full]
     lo_hi = [stats.wilson_interval(sum(1 for a in accepted if a >= i), len(accepted)) for i in range(1, k_max + 1)]
     facts: TuneDrafter = {
-        "label": LABELS.get(name, name), "what_if": name in WHAT_IF, "rounds": len(full),
+        "label": label_of(name), "what_if": name in WHAT_IF, "rounds": len(full),
         "acceptance": per_position(accepted, k_max), "acceptance_ci95": [list(x) for x in lo_hi],
         "t_draft_ms_k1": statistics.fmean(draft_1 or draft_k) if (draft_1 or draft_k) else None,
         "t_draft_ms_kmax": statistics.fmean(draft_k) if draft_k else None,
         # the instrumented run's own verify at K_max+1 positions, beside the curve's (a check)
         "t_verify_ms_in_run": statistics.median([r["verify_ms"] for r in full]) if full else None}
     if traces:
-        facts["trace"] = _trace_facts(traces, full, k_max)
+        facts["trace"] = tree_facts(traces, full, k_max, budgets or []) if is_tree(name) else _trace_facts(traces, full, k_max)
     return facts
 
 
@@ -173,19 +199,12 @@ def rep_costs(m: TuneMeasured, name: str, k: int, steps: list[float]) -> list[fl
     timings taken beside that repeat's own pair alone (the rest as the pooled prediction has it)."""
     if name in WHAT_IF:
         return None
-    full, draft_1, tr, in_round, book = m.inputs[name]
     out = []
     for r, b in enumerate(m.beside_by_rep[(name, k)][:len(m.spec_reps[(name, k)])]):
         if (name, k, r) not in m.rep_cost:
             if not b["verify"]:
                 return None
-            own_book = b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])
-            row = predict(full, m.k_max, {**m.verify, k + 1: b["verify"]}, draft_1, steps, traces=tr,
-                          draft_by_k={**in_round, **({k: b["draft"]} if b["draft"] else {})},
-                          rollback_by_k={k: b["rollback"]} if b["rollback"] else None,
-                          bookkeeping_by_k={**book, **({k: b["bookkeeping"]} if own_book else {})},
-                          resamples=20, only_k=k)[0]
-            m.rep_cost[(name, k, r)] = row["round_ms"]
+            m.rep_cost[(name, k, r)] = m.predictions(name, steps, {k: b}, resamples=20, only_k=k)[0]["round_ms"]
         out.append(m.rep_cost[(name, k, r)])
     return out
 
@@ -197,16 +216,9 @@ def _final_rows(m: TuneMeasured, steps: list[float], level: float = 0.95) -> lis
     curve, the components timed before the confirmations, and every plain run so far."""
     rows: list[TuneRow] = []
     for name in m.names:
-        full, draft_1, tr, in_round, book = m.inputs[name]
         mine = {k: m.beside[(n, k)] for n, k in m.plan if n == name and m.beside[(n, k)]["verify"]}
-        verify_n = {**m.verify, **{k + 1: b["verify"] for k, b in mine.items()}}
-        draft_n = {**in_round, **{k: b["draft"] for k, b in mine.items() if b["draft"]}}
-        rollback_n = {k: b["rollback"] for k, b in mine.items() if b["rollback"]}
-        book_n = {**book, **{k: b["bookkeeping"] for k, b in mine.items()
-                             if b["bookkeeping"] and len(b["bookkeeping"]) == len(b["draft"])}}
         steps_n = {k: own for (n, k), own in m.steps_beside.items() if n == name and own}
-        for p in predict(full, m.k_max, verify_n, draft_1, steps, traces=tr, draft_by_k=draft_n,
-                         rollback_by_k=rollback_n, plain_steps_by_k=steps_n, bookkeeping_by_k=book_n):
+        for p in m.predictions(name, steps, mine, steps_n):
             c = (name, p["k"])
             e_exact = p.get("acceptance_source") == "trace" and m.exact(name, p["k"])
             rows.append(_row(name, p, m.spec_reps.get(c), m.plain_reps.get(c), p["k"] in mine, e_exact=e_exact,
@@ -226,6 +238,7 @@ def _assumption(m: TuneMeasured, rows: list[TuneRow]) -> str:
     return ((TEMPERATURE_ASSUMPTION if not m.info.get("greedy", True) else
              GREEDY_ASSUMPTION if m.traces else K_MAX_ASSUMPTION)
             + (UNCHAINED_NOTE if any(t.get("A_by_k") for tr in m.traces.values() for t in tr) else "")
+            + (TREE_NOTE if m.tree_budgets else "")
             + (" E(k) not exact where the check found otherwise (there the error's interval is the unpaired one, the "
                "prediction's with E(k) resampled over the measured one): " + "; ".join(voided) if voided else ""))
 
@@ -257,10 +270,10 @@ def decision(m: TuneMeasured, rows: list[TuneRow], level: float = LEVEL) -> Tune
             out["order"] = None
     order_done = out["rival"] is None or out["order"] is not None
     out["decided"] = bool(order_done and verdict)
-    who = f"{LABELS.get(pick[0], pick[0])} k={pick[1]}"
+    who = short_setting(pick[0], pick[1])
     order_text = ("the only setting confirmed" if out["rival"] is None else
                   f"{'faster than' if out['order'] == 'faster' else 'within ±5% of' if out['order'] == 'equal' else 'not yet told apart from'} "
-                  f"{LABELS.get(out['rival'][0], out['rival'][0])} k={out['rival'][1]}"
+                  f"{short_setting(out['rival'][0], out['rival'][1])}"
                   + (f" ({out['ratio']:.3f}×, {level:.1%} interval {out['ratio_interval'][0]:.3f}–"
                      f"{out['ratio_interval'][1]:.3f})" if out["ratio_interval"] else ""))
     said = {AGREES: "agrees", OFF: "is off"}.get(verdict or "", "is not yet judged")
@@ -386,6 +399,8 @@ def _row(name: str, p: dict, spec: list[tuple] | None, plain: list[tuple] | None
         "t_draft_source": p["t_draft_source"],
         "t_draft_below_noise": p["t_draft_below_noise"],
     }
+    if "tree_budget" in p:  # a tree setting (tune_trees): its budget (k holds it too) and depth limit
+        row["tree_budget"], row["depth"] = p["tree_budget"], p["depth"]
     measured, ci = _measured(spec or [], plain or [])
     if spec and plain and measured:
         n_rounds = sum(x[2] for x in spec)

@@ -103,35 +103,78 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
     timed = _TimedApart(draft_by_k or {}, rollback_by_k or {}, plain_steps_by_k or {}, bookkeeping_by_k or {})
     rows = []
     for k in ([only_k] if only_k else range(1, k_max + 1)):
-        at = _predict_at(k, base, verify[k + 1], traces, timed, rng, resamples, seed)
-        model = at.model
-        rows.append({
-            "k": k,
-            "predicted_speedup": model.speedup,
-            "predicted_ci95": [float(np.percentile(at.b_s, 2.5)), float(np.percentile(at.b_s, 97.5))],
-            # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
-            # only the timings are uncertain there (E's interval is about other content, not these prompts)
-            "predicted_ci95_timing": [float(np.percentile(at.b_t, 2.5)), float(np.percentile(at.b_t, 97.5))],
-            "division_speedup": model.division,
-            "tokens_per_round": model.tokens_per_round,
-            "tokens_per_round_k_max_rounds": 1.0 + float(np.minimum(base.acc, k).mean()),
-            "acceptance_source": "trace" if traces else "k_max_rounds",
-            "t_decode_ms": model.t_decode_ms,
-            "t_verify_ms": model.t_verify_ms,
-            "t_draft_ms": model.t_draft_ms,
-            "t_draft_source": at.draft_source,
-            "t_draft_below_noise": model.t_draft_ms <= 0.0,  # at or below zero: drafting adds nothing measurable
-            "t_rollback_ms": model.t_rollback_ms,
-            "rollback_untimed_counts": at.rollback_untimed,  # accepted counts at k whose rollback was never timed
-            "untimed": model.untimed,
-            "formula": model.formula,
-            "t_bookkeeping_ms": model.t_bookkeeping_ms,
-            "t_bookkeeping_source": at.bookkeeping_source,
-            "verify_multiple": model.verify_multiple,
-            "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
-            "round_ms": model.round_ms,
-        })
+        if traces:  # the rounds a run at k makes, walked on the traces
+            at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
+        else:
+            at_k = np.minimum(base.acc, k)
+        at = _predict_at(k, k, at_k, base, verify[k + 1], timed, rng, resamples, seed, line=(k, k_max))
+        rows.append(_prediction_row(k, at, "trace" if traces else "k_max_rounds",
+                                    1.0 + float(np.minimum(base.acc, k).mean())))
     return rows
+
+
+def predict_tree(rounds: list[dict], depth: int, budgets: list[int], verify: dict[int, list[float]],
+                 draft_1: list[float], plain_steps: list[float], traces: list[dict], resamples: int = 2000, seed: int = 0,
+                 draft_by_b: dict[int, list[float]] | None = None,
+                 rollback_by_b: dict[int, dict[int, list[float]]] | None = None,
+                 plain_steps_by_b: dict[int, list[float]] | None = None,
+                 bookkeeping_by_b: dict[int, list[float]] | None = None, only_b: int | None = None) -> list[dict]:
+    """``predict`` for tree runs at the depth limit ``depth``, one row per budget B (``"k"``: B; ``tune_trees``):
+
+        predicted(B) = E(B) · T_decode / (T_verify(B) + T_draft(B) + T_keep(B) + T_bookkeeping(B))
+
+    E(B): the traces' tree part walked at B (exact under greedy); ``verify``: B -> tree verify times (B + 1 nodes, the
+    drafter's own tree); ``draft_by_b``, ``rollback_by_b`` (the keep by accepted path length), ``bookkeeping_by_b``:
+    a tree round's parts timed apart at B (``measure.tree_components``); ``rounds``: the full rounds of the
+    instrumented run at the largest budget (the rollback of an accepted count not timed at B, the bookkeeping where
+    none was timed); ``draft_1``: draft times of a run at budget 1 (the line, where drafting was not timed apart)."""
+    from specscope.profiler.analysis import tune_trees
+
+    if not rounds:
+        raise SpecscopeError("no full tree rounds at the largest budget to measure from (raise --max-tokens)")
+    rng = resample.generator(seed)
+    base = _KmaxRun.of(rounds, draft_1, plain_steps, depth, rng, resamples)
+    timed = _TimedApart(draft_by_b or {}, rollback_by_b or {}, plain_steps_by_b or {}, bookkeeping_by_b or {})
+    top = max(budgets)
+    rows = []
+    for b in ([only_b] if only_b else budgets):
+        at = _predict_at(b, depth, tune_trees.walked(traces, b, depth), base, verify[b], timed, rng, resamples, seed,
+                         line=(b, top))
+        row = _prediction_row(b, at, "trace", 1.0 + float(base.acc.mean()) if b == top else None)
+        row.update(tree_budget=b, depth=depth)
+        rows.append(row)
+    return rows
+
+
+def _prediction_row(k: int, at: "_AtK", source: str, k_max_rounds_e: float | None) -> dict:
+    """One setting's prediction as ``predict`` returns it."""
+    model = at.model
+    return {
+        "k": k,
+        "predicted_speedup": model.speedup,
+        "predicted_ci95": [float(np.percentile(at.b_s, 2.5)), float(np.percentile(at.b_s, 97.5))],
+        # for a confirmation on the traced prompts under greedy decoding, whose rounds are the walked ones exactly:
+        # only the timings are uncertain there (E's interval is about other content, not these prompts)
+        "predicted_ci95_timing": [float(np.percentile(at.b_t, 2.5)), float(np.percentile(at.b_t, 97.5))],
+        "division_speedup": model.division,
+        "tokens_per_round": model.tokens_per_round,
+        "tokens_per_round_k_max_rounds": k_max_rounds_e,
+        "acceptance_source": source,
+        "t_decode_ms": model.t_decode_ms,
+        "t_verify_ms": model.t_verify_ms,
+        "t_draft_ms": model.t_draft_ms,
+        "t_draft_source": at.draft_source,
+        "t_draft_below_noise": model.t_draft_ms <= 0.0,  # at or below zero: drafting adds nothing measurable
+        "t_rollback_ms": model.t_rollback_ms,
+        "rollback_untimed_counts": at.rollback_untimed,  # accepted counts at k whose rollback was never timed
+        "untimed": model.untimed,
+        "formula": model.formula,
+        "t_bookkeeping_ms": model.t_bookkeeping_ms,
+        "t_bookkeeping_source": at.bookkeeping_source,
+        "verify_multiple": model.verify_multiple,
+        "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
+        "round_ms": model.round_ms,
+    }
 
 
 @dataclass
@@ -202,19 +245,20 @@ class _KmaxRun:
         return np.where(a < k, part, full), missing
 
 
-def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] | None, timed: _TimedApart, rng,
-                resamples: int, seed: int) -> _AtK:
-    """The prediction at one k: the round model's terms, then their bootstrap (the draws in a fixed order)."""
+def _predict_at(key: int, depth: int, at_k: np.ndarray, base: _KmaxRun, verify: list[float], timed: _TimedApart, rng,
+                resamples: int, seed: int, line: tuple[int, int]) -> _AtK:
+    """The prediction at one setting: the round model's terms, then their bootstrap (the draws in a fixed order).
+    ``key``: the setting's k (a chain's; a tree's budget), what the timings apart are kept by; ``depth``: the most a
+    round accepts (k for a chain, the depth limit for a tree), what rollback and draft are kept by within it;
+    ``at_k``: the accepted counts of the rounds a run at the setting makes; ``line``: (where, the K_max run's) on the
+    line through the draft times at 1 and K_max, used where drafting was not timed apart."""
     def boot(x, stat):
         return resample.statistic(x, stat, rng, resamples)
 
-    if traces:  # the rounds a run at k makes, walked on the traces
-        at_k = np.asarray(trace_walk.pooled(traces, k)["accepted"] or [0], dtype=float)
-    else:
-        at_k = np.minimum(base.acc, k)
+    k = depth
     v = np.asarray(verify, dtype=float)
     t_v = float(np.mean(v))
-    by_prev = _by_prior_accepted(timed.draft.get(k), k)
+    by_prev = _by_prior_accepted(timed.draft.get(key), k)
     in_round = np.concatenate(list(by_prev.values())) if by_prev else np.asarray([], dtype=float)
     # per accepted count of the round before (the drafter's catch-up), the mean of paired differences (round less
     # the verify before it), weighted by how often a run at k accepts that many, as rollback is. Means, not
@@ -226,29 +270,30 @@ def _predict_at(k: int, base: _KmaxRun, verify: list[float], traces: list[dict] 
     # would bias the round upward; the mean of the differences is unbiased, and verify + draft is the round as timed
     # (shown as "below noise" when at or below zero)
     t_d = (sum(w * float(np.mean(by_prev[a])) for a, w in w_prev.items()) if in_round.size
-           else draft_ms_at(k, base.t1, base.tk, base.k_max))
-    timed_rb = {int(a): float(np.mean(xs)) for a, xs in (timed.rollback.get(k) or {}).items() if len(xs)}
+           else draft_ms_at(line[0], base.t1, base.tk, line[1]))
+    timed_rb = {int(a): float(np.mean(xs)) for a, xs in (timed.rollback.get(key) or {}).items() if len(xs)}
     rb_k, rb_missing = base.rollback_of(at_k, k, timed_rb)
     t_rb = None if rb_missing else float(rb_k.mean())
-    book_prev = _by_prior_accepted(timed.bookkeeping.get(k), k)
+    book_prev = _by_prior_accepted(timed.bookkeeping.get(key), k)
     w_book = _weights(at_k, book_prev)
     # the bookkeeping timed apart at k (components: the round's work after the read-back but its rollback), weighted
     # by the accepted count as the draft is; without it, the rest of the K_max run's instrumented rounds
     t_book_k = sum(w * float(np.mean(book_prev[a])) for a, w in w_book.items()) if book_prev else base.t_book
     E = 1.0 + float(at_k.mean())
-    own = timed.plain_steps.get(k)
+    own = timed.plain_steps.get(key)
     if own:  # this k's own plain runs (resampled with a generator of its own, so other rows' draws stay put)
         s_k = np.asarray(own, dtype=float)
         t_dec_k = float(s_k.mean())
-        b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, k]), resamples)
+        b_steps_k = resample.statistic(s_k, np.mean, resample.generator([seed, key]), resamples)
     else:
         t_dec_k, b_steps_k = base.t_dec, base.b_steps
     model = RoundModel(E, t_dec_k, t_v, t_d, t_rb, t_book_k)
     if model.round_ms <= 0:
-        raise TermsBelowNoise(k, f"tune: at k = {k} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
+        where = f"{'k' if key == k else 'tree budget'} = {key}"
+        raise TermsBelowNoise(key, f"tune: at {where} the round's terms timed apart add up to nothing (T_verify {t_v:.2f} ms, "
                                  f"T_draft {t_d:+.2f} ms): the machine was too noisy to time them; run again with more "
                                  "--component-reps on a quieter machine")
-    frac = (k - 1) / (base.k_max - 1) if base.k_max > 1 else 0.0
+    frac = (line[0] - 1) / (line[1] - 1) if line[1] > 1 else 0.0
     b_acc, b_rb = resample.means([at_k, rb_k], rng, resamples)  # rounds at k resampled whole
     b_E = 1.0 + b_acc
     b_d = (sum(w * boot(by_prev[a], np.mean) for a, w in w_prev.items()) if in_round.size

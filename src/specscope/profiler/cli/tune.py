@@ -38,11 +38,26 @@ def add_parser(sub) -> None:
     t.add_argument("--confirm", choices=["decide", "best", "all"], default="decide",
                    help="confirm the best predicted setting and its nearest rival, the rest ranked from the trace "
                         "(decide, the default); each drafter's best predicted k and its neighbours (best); or every k")
+    t.add_argument("--tree-budgets", type=_budgets, default=None, metavar="B,B,...",
+                   help="tune trees too, at these node budgets (e.g. 2,4,8): each drafter that drafts trees (dflash, "
+                        "dflash2) is predicted and confirmed as trees at every budget beside its chains (greedy only)")
     t.add_argument("--suite", help="prompt suite JSON (default: the built-in suite)")
     t.add_argument("--cases", type=int, default=1, help="prompts from the suite (round-robin across content classes)")
     t.add_argument("--temp", type=float, default=0.0)
     t.add_argument("--top-p", type=float, default=1.0)
     t.set_defaults(func=cmd_tune)
+
+
+def _budgets(text: str) -> list[int]:
+    import argparse
+
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of node budgets: {text!r} (e.g. 2,4,8)") from None
+    if not out:
+        raise argparse.ArgumentTypeError("no budget given (e.g. 2,4,8)")
+    return out
 
 
 def status(a):
@@ -60,7 +75,7 @@ def tune_config(a) -> TuneConfig:
     drafters = [d.strip() for d in a.drafters.split(",") if d.strip()] if a.drafters is not None else None
     return TuneConfig(**{**shared, "demo": bool(a.demo)}, k_max=a.k_max, max_tokens=a.max_tokens, drafters=drafters,
                       reps=a.reps, beside_reps=a.beside_reps, confirm=a.confirm, suite=a.suite, cases=a.cases,
-                      prompt=a.prompt)
+                      prompt=a.prompt, tree_budgets=a.tree_budgets)
 
 
 AGREEMENT_MARK: dict[str | None, str] = {"agrees": "ok", "off": "OFF", "too_little_data": "(undecided)"}
@@ -83,30 +98,42 @@ def measured_text(r: Mapping[str, Any]) -> str:
     return f"{m:.3f}×"
 
 
+def _setting(r: Mapping[str, Any]) -> str:
+    return f"{r['drafter']} {'B' if r.get('tree_budget') else 'k'}={r['k']}"
+
+
 def format_tune(res: dict) -> str:
     lines = [f"tune: {res.get('model')}, {res['regime']}, K_max {res['k_max']}, {res['max_tokens']} tokens × "
              f"{res['prompts']} prompt(s), {res['confirm_reps']} confirmation repeat(s)",
              f"T_decode {res['t_decode_ms']:.1f} ms ({rate(res['plain_tok_s'], ' tok/s', 'no')} plain); verify at n = "
              + ", ".join(f"{n}: {v:.1f}" for n, v in res["verify_ms"].items()) + f" ms (context {res['verify_context']})",
              "",
-             " drafter   k      E   T_verify  T_draft   predicted (2.5–97.5 pct) measured (95% CI)      error"]
+             " drafter       k      E   T_verify  T_draft   predicted (2.5–97.5 pct) measured (95% CI)      error"]
     for r in res["rows"]:
         lo, hi = r["predicted_ci95"]
         meas = measured_text(r)
         ag = r.get("agreement") or {}
         err = (f"{r['prediction_error']:+.1%} {AGREEMENT_MARK.get(ag.get('state'), '')}".rstrip()
                if r["prediction_error"] is not None else "")
-        lines.append(f" {r['drafter']:<8} {r['k']:>2} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
+        k = f"B{r['k']}" if r.get("tree_budget") else str(r["k"])  # a tree setting's budget (tune_trees)
+        lines.append(f" {r['drafter']:<12} {k:>3} {r['tokens_per_round']:6.2f} {r['t_verify_ms']:9.1f}"
                      f" {draft_time_text(r['t_draft_ms'], spec='.1f'):>8}   "
                      f"{r['predicted_speedup']:.3f}× ({lo:.2f}–{hi:.2f})    {meas:<22} {err:>7}")
     lines.append("predicted: the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so not called a 95% "
                  "interval)")
+    if any(r.get("tree_budget") for r in res["rows"]):
+        lines.append(f"B: a tree of at most B drafted nodes (depth limit {res['k_max']}), verified in one forward")
     lines.append("")
     for name, d in res["drafters"].items():
         lines.append(f"acceptance a_i, {d['label']} ({d['rounds']} rounds at K_max): "
                      + " ".join(f"{x:.2f}" for x in d["acceptance"]))
         t = d.get("trace")
-        if t:
+        if t and t.get("budgets"):  # a tree setting: E by budget, and the largest budget's own rounds beside it
+            own = t["tokens_per_round_k_max_rounds"][-1]
+            lines.append(f"  trace: {t['positions']} positions; E(B) walked at budgets "
+                         + ", ".join(f"{b}: {'—' if e is None else f'{e:.2f}'}" for b, e in zip(t["budgets"], t["tokens_per_round"]))
+                         + (f"; the run at budget {t['budgets'][-1]}'s own rounds: {own:.2f}" if own is not None else ""))
+        elif t:
             e = lambda xs: " ".join("—" if x is None else f"{x:.2f}" for x in xs)  # noqa: E731
             cost = f", recorded in {t['cost_ms'] / 1000:.1f} s" if t.get("cost_ms") else ""
             lines.append(f"  trace{' (an estimate)' if t.get('estimate') else ''}: {t['positions']} positions{cost}; "
@@ -120,13 +147,13 @@ def format_tune(res: dict) -> str:
     if voided:
         lines += ["", "E(k) not exact (the confirmation runs or the trace's own record contradict the trace; the error's "
                   "interval is then the unpaired one, the prediction's with E(k) resampled over the measured one):"]
-        lines += [f"  {r['drafter']} k={r['k']}: {r['e_exact_void']}" for r in voided]
+        lines += [f"  {_setting(r)}: {r['e_exact_void']}" for r in voided]
     confirmed = [r for r in res["rows"] if r.get("agreement")]
     if confirmed:
         lines += ["", f"confirmation: {res['confirm_reps']} repeats ({res.get('confirm_reps_rule', 'fixed')}); "
                   "the measured speedup is the pooled rates' ratio (a ratio of means, as the prediction is), its 95% interval "
                   "by the delta method over the paired repeats; the prediction of a confirmed k uses timings re-taken beside its runs"]
-        lines += [f"  {r['drafter']} k={r['k']}: {r['agreement']['text']}" for r in confirmed]
+        lines += [f"  {_setting(r)}: {r['agreement']['text']}" for r in confirmed]
         if res.get("decision"):
             d = res["decision"]
             lines.append(f"  {'decided' if d['decided'] else 'not decided'}: {d['text']}")

@@ -105,10 +105,16 @@ class TuneConfig(EngineParams):
     suite: str | None = None
     cases: int = 1
     prompt: str | None = None
+    tree_budgets: list[int] | None = None  # tree settings at these budgets too (``analysis.tune_trees``)
 
     def validate(self) -> None:
         if not self.model and not self.demo:
             raise SpecscopeError("give a model (--model, a folder or a cached repo id) or --demo")
+        if self.tree_budgets and any(not 1 <= b <= 64 for b in self.tree_budgets):
+            raise SpecscopeError("--tree-budgets: a budget is 1 to 64 nodes")
+        if self.tree_budgets and self.temp > 0:
+            raise SpecscopeError("--tree-budgets needs greedy decoding (--temp 0): a budget's tokens per round are "
+                                 "walked exactly from the acceptance trace there")
         if self.k_max is not None and not 1 <= self.k_max <= 16:
             raise SpecscopeError("--k-max must be between 1 and 16")
         if self.max_tokens < 4:

@@ -11,12 +11,13 @@ from typing import Any
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.analysis import trace_check
+from specscope.drafter_kinds import TREE_DRAFTERS
+from specscope.profiler.analysis import trace_check, tune_trees
 from specscope.profiler.analysis.records import TuneResult
 from specscope.profiler.analysis.tune import (WHAT_IF, DrafterInputs, TuneMeasured, drafter_facts, no_timings,
                                              tune_result)
 from specscope.profiler.analysis.tune_confirm import MAX_REPS, MIN_REPS
-from specscope.profiler.analysis.tune_predict import TermsBelowNoise, predict
+from specscope.profiler.analysis.tune_predict import TermsBelowNoise
 from specscope.profiler.analysis.tune_recommend import confirm_set
 from specscope.profiler.session.trace_record import check as check_trace
 from specscope.profiler.run.measure_config import TuneConfig
@@ -46,7 +47,8 @@ def tune_data(cfg: TuneConfig, say=lambda m: None, partial=None) -> TuneResult:
 
         prompts = [eng.encode(c["prompt"]) for c in take_cases(load_suite(cfg.suite)["cases"], cfg.cases)]
     return run_tune(eng, prompts, k_max=k_max or 4, max_tokens=cfg.max_tokens, drafters=drafters, reps=cfg.reps,
-                    confirm=cfg.confirm, progress=say, on_update=partial, beside_reps=cfg.beside_reps)
+                    confirm=cfg.confirm, progress=say, on_update=partial, beside_reps=cfg.beside_reps,
+                    tree_budgets=cfg.tree_budgets)
 
 
 RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2×, then 4× the rounds) before refusing
@@ -54,18 +56,24 @@ RETIME_ATTEMPTS = 2  # times a k whose terms add up to nothing is timed again (2
 
 def run_tune(seam, prompts: list[list[int]], k_max: int = 4, max_tokens: int = 64, drafters: list[str] | None = None,
              reps: int | None = None, verify_reps: int = 5, confirm: str = "decide", progress=lambda message: None,
-             on_update=None, component_reps: int = 8, beside_reps: int = 4) -> TuneResult:
+             on_update=None, component_reps: int = 8, beside_reps: int = 4,
+             tree_budgets: list[int] | None = None) -> TuneResult:
     """The whole tuning run as a JSON-able record (``specscope tune --json``; ``session["tune"]``).
 
     ``on_update(result)``, if given, gets the result so far (``"partial": True``): the predictions once every
     drafter's K_max run is in, then again after every confirmation repeat, so a page fills in as it goes.
     ``component_reps``: rounds per earlier accepted count timed apart before the confirmations; ``beside_reps``: the
-    same, re-timed right before and after each confirmation pair."""
+    same, re-timed right before and after each confirmation pair. ``tree_budgets``: each drafter that drafts trees
+    is tuned as trees at these budgets too (``analysis.tune_trees``), at the depth limit ``k_max``."""
     _check_arguments(k_max, max_tokens, reps, prompts)
     info = seam.describe()
     run = _TuneRun(seam, prompts, progress, component_reps, beside_reps)
-    m = run.baseline(info, _drafter_names(info, drafters), k_max, max_tokens, reps, verify_reps)
-    pred = {name: run.measure_drafter(name) for name in m.names}
+    names = _drafter_names(info, drafters)
+    budgets = tune_trees.check_budgets(tree_budgets, k_max)
+    trees = _tree_settings(seam, info, names, budgets)
+    m = run.baseline(info, names + trees, k_max, max_tokens, reps, verify_reps)
+    m.tree_budgets = budgets
+    pred = {name: run.measure_tree(name) if tune_trees.is_tree(name) else run.measure_drafter(name) for name in m.names}
     m.confirming(confirm_set(pred, k_max, confirm))
     if on_update is not None:
         on_update(tune_result(m, partial=True))
@@ -96,6 +104,28 @@ def _check_arguments(k_max: int, max_tokens: int, reps: int | None, prompts: lis
         raise SpecscopeError("--reps must be at least 1")
     if not prompts:
         raise SpecscopeError("no prompts to tune on")
+
+
+def _tree_settings(seam, info: dict[str, Any], names: list[str], budgets: list[int]) -> list[str]:
+    """The tree settings to tune (``dflash+tree``: a drafter that drafts trees, at ``budgets``), or a refusal that
+    says why there can be none."""
+    if not budgets:
+        return []
+    which = tune_trees.tree_drafters(names)
+    if not which:
+        raise SpecscopeError(f"--tree-budgets: none of the drafters tuned ({', '.join(names)}) drafts trees (trees: "
+                             f"{', '.join(TREE_DRAFTERS)})")
+    if not info.get("greedy", True):
+        raise SpecscopeError("--tree-budgets needs greedy decoding (--temp 0): a budget's tokens per round are walked "
+                             "exactly from the acceptance trace there, and at temperature the trace is not recorded "
+                             "for trees")
+    if not hasattr(seam, "tree_refusal"):
+        raise SpecscopeError("--tree-budgets: this engine cannot run tree rounds")
+    for name in which:
+        why = seam.tree_refusal(name)
+        if why:
+            raise SpecscopeError(f"--tree-budgets: {why}")
+    return [tune_trees.tree_name(n) for n in which]
 
 
 def _drafter_names(info: dict[str, Any], drafters: list[str] | None) -> list[str]:
@@ -156,7 +186,8 @@ class _TuneRun:
         tr = None
         if hasattr(seam, "trace"):  # the acceptance trace of every prompt (every oracle seed): E(k) walked on it
             self.progress(f"{name}: acceptance trace over {n} tokens × {len(self.prompts)} prompts")
-            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s) for s in seeds for p, pl in self._pairs()]
+            wide = {"tree_b": max(m.tree_budgets)} if tune_trees.tree_name(name) in m.names else {}
+            tr = [seam.trace(name, p, pl["tokens"], k_max, seed=s, **wide) for s in seeds for p, pl in self._pairs()]
             for t in tr:
                 check_trace(t)
             m.traces[name] = tr
@@ -173,29 +204,68 @@ class _TuneRun:
 
     def _time_apart(self, name: str, k: int, n_reps: int) -> None:
         """What drafting adds to a round at k, and the round's bookkeeping, timed apart as run's prediction does
-        (added to what was timed there before: nothing measured is dropped)."""
+        (added to what was timed there before: nothing measured is dropped); a tree setting's verify and keep too."""
         inp = self.m.inputs[name]
-        comps = [self.seam.components(name, p, pl["tokens"], k, n_reps) for p, pl in self._pairs()]
+        comps = [self._components(name, p, pl["tokens"], k, n_reps) for p, pl in self._pairs()]
         inp.in_round.setdefault(k, []).extend(x for c in comps for x in c["draft_ms"])
         if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
             inp.book.setdefault(k, []).extend(x for c in comps for x in c["bookkeeping_ms"])
         else:  # bookkeeping timed for only some rounds cannot be weighted with them
             inp.book.pop(k, None)
+        if inp.verify is not None and inp.rollback is not None:
+            inp.verify.setdefault(k, []).extend(x for c in comps for x in c["verify_ms"])
+            for c in comps:
+                for a, xs in (c.get("rollback_ms") or {}).items():
+                    inp.rollback.setdefault(k, {}).setdefault(int(a), []).extend(xs)
+
+    def _components(self, name: str, prompt: list[int], plain: list[int], k: int, reps: int):
+        """``components`` at k, or for a tree setting a tree round's at budget k (depth limit K_max)."""
+        if tune_trees.is_tree(name):
+            return self.seam.components(tune_trees.base_of(name), prompt, plain, self.m.k_max, reps, tree_budget=k)
+        return self.seam.components(name, prompt, plain, k, reps)
+
+    def _speculative(self, name: str, prompt: list[int], plain: list[int], k: int, n: int, kinds: str, seed: int = 0):
+        """A speculative run at k, or for a tree setting a tree run at budget k (depth limit K_max)."""
+        if tune_trees.is_tree(name):
+            return self.seam.speculative(tune_trees.base_of(name), prompt, plain, self.m.k_max, n, kinds, seed=seed,
+                                         tree_budget=k)
+        return self.seam.speculative(name, prompt, plain, k, n, kinds, seed=seed)
+
+    def measure_tree(self, name: str) -> list[dict]:
+        """Step 3 for a tree setting (``tune_trees``): a tree run at the largest budget (instrumented), the base
+        drafter's traces (recorded with the candidates a position), and a tree round's parts timed apart at every
+        budget; then its predictions."""
+        m, n, depth, top = self.m, self.m.max_tokens, self.m.k_max, max(self.m.tree_budgets)
+        base = tune_trees.base_of(name)
+        self.progress(f"{name}: a tree run at budget {top}, depth {depth}")
+        runs = [self._speculative(name, p, pl["tokens"], top, n, "instrumented") for p, pl in self._pairs()]
+        full = [r for run in runs for r in run["rounds"] if r.get("full")]
+        tr = m.traces.get(base)
+        if not tr or not tune_trees.tree_parts(tr):
+            raise SpecscopeError(f"--tree-budgets: {base}'s acceptance traces hold no tree part to walk budgets on")
+        m.traces[name] = tr
+        m.checked.traced(name, tr, [0])
+        m.inputs[name] = DrafterInputs(full, [], tr, {}, {}, {}, {})
+        self.progress(f"{name}: tree rounds timed apart at budgets {', '.join(map(str, m.tree_budgets))}")
+        for b in m.tree_budgets:
+            self._time_apart(name, b, self.component_reps)
+        pred = self._predict(name, True)
+        m.per_drafter[name] = drafter_facts(name, full, [], tr, depth, m.tree_budgets)
+        return pred
 
     def _predict(self, name: str, timeable: bool) -> list[dict]:
         m = self.m
-        full, draft_1, tr, in_round, book = m.inputs[name]
+        in_round = m.inputs[name].in_round
         for attempt in range(RETIME_ATTEMPTS + 1):
             try:
-                return predict(full, m.k_max, m.verify, draft_1, m.plain_steps, traces=tr, draft_by_k=in_round,
-                               bookkeeping_by_k=book)
+                return m.predictions(name, m.plain_steps)
             except TermsBelowNoise as below:
                 # One stall in a verify timed alone can sink a k's few paired differences below zero; a refusal
                 # then would lose every run so far. Time that k again, with more rounds, before refusing.
                 if not timeable or attempt == RETIME_ATTEMPTS or below.k not in in_round:
                     raise
                 more = self.component_reps * 2 ** (attempt + 1)
-                self.progress(f"{name}: at k = {below.k} the terms timed apart add up to nothing (noise): timing "
+                self.progress(f"{name}: at {'tree budget' if tune_trees.is_tree(name) else 'k'} = {below.k} the terms timed apart add up to nothing (noise): timing "
                               f"{more} more rounds per accepted count there")
                 self._time_apart(name, below.k, more)
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -208,7 +278,7 @@ class _TuneRun:
         got = no_timings()
         if hasattr(self.seam, "components") and name not in WHAT_IF:
             i = rep % len(self.prompts)
-            c = self.seam.components(name, self.prompts[i], self.plain[i]["tokens"], k, self.beside_reps)
+            c = self._components(name, self.prompts[i], self.plain[i]["tokens"], k, self.beside_reps)
             got["draft"] = list(c["draft_ms"])
             if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
                 got["bookkeeping"] = list(c["bookkeeping_ms"])
@@ -229,7 +299,8 @@ class _TuneRun:
             # prediction's timings are re-taken right before and after the pair (apart from both).
             self._time_beside(name, k, rep)
             steps = [ms for p in self.prompts for ms in self.seam.plain(p, n)["step_ms"]]
-            runs = [self.seam.speculative(name, p, pl["tokens"], k, n, "end_to_end", seed=rep) for p, pl in self._pairs()]
-            m.checked.confirm(name, k, rep, m.inputs[name].traces, [pl["tokens"] for pl in self.plain], runs)
+            runs = [self._speculative(name, p, pl["tokens"], k, n, "end_to_end", seed=rep) for p, pl in self._pairs()]
+            m.checked.confirm(name, k, rep, m.inputs[name].traces, [pl["tokens"] for pl in self.plain], runs,
+                              tree_depth=m.k_max if tune_trees.is_tree(name) else None)
             self._time_beside(name, k, rep)
             m.add_pair(name, k, steps, [r for run in runs for r in run["rounds"]])

@@ -53,6 +53,7 @@ class TraceFacts(TypedDict):
     acceptance_by_depth: list[float | None]
     tokens_per_round_k_max_rounds: list[float | None]
     cost_ms: float | None
+    budgets: NotRequired[list[int]]   # a tree setting's: the budgets ``tokens_per_round`` is at (``tune_trees``)
 
 
 class TuneDrafter(TypedDict):
@@ -81,7 +82,7 @@ class TuneRow(TypedDict):
     what_if: bool
     tokens_per_round: float
     timed_beside: bool                # T_verify, T_draft and T_rollback re-taken beside the confirmation runs
-    tokens_per_round_k_max_rounds: float
+    tokens_per_round_k_max_rounds: float | None  # None: a tree budget below the largest (no run there)
     acceptance_source: str            # "trace" | "k_max_rounds"
     division_speedup: float | None
     t_decode_ms: float
@@ -103,6 +104,8 @@ class TuneRow(TypedDict):
     # greedy with a trace: whether E(k) is taken as exact (trace_check found nothing against it), and if not, why
     e_exact: NotRequired[bool]
     e_exact_void: NotRequired[str]
+    tree_budget: NotRequired[int]     # a tree setting (``tune_trees``): its budget (``k`` holds it too) and depth limit
+    depth: NotRequired[int]
 
 
 class TuneDecision(TypedDict):
