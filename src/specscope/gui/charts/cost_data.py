@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from specscope.profiler.analysis.tune_trees import is_tree
 from specscope.profiler.analysis.summary import BLOCK_LABELS
 from specscope.profiler.session.measured import (CurveTimes, RooflinePartial, RooflineRow, RooflineRun, TuneResult,
                                                  recommendation, whole_roofline)
@@ -146,6 +147,7 @@ def tune_data(tune: TuneResult | None) -> TuneChartData | None:
     if rec is not None and rec.get("k") is not None:
         sp = rec.get("measured_speedup", rec.get("predicted_speedup"))
         # the best measured setting; "best, not shown to win" when its interval holds 1×
-        label = f"k = {rec['k']} ({rec.get('drafter', '')})" + ("" if rec.get("wins", True) else ": best, not a shown win")
+        which = "B" if is_tree(str(rec.get("drafter", ""))) else "k"  # a tree setting's budget
+        label = f"{which} = {rec['k']} ({rec.get('drafter', '')})" + ("" if rec.get("wins", True) else ": best, not a shown win")
         out["recommended"] = {"k": rec["k"], "speedup": sp, "label": label}
     return out

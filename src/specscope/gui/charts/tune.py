@@ -11,8 +11,8 @@ from .common import BaseChart
 
 
 class TuneChart(BaseChart):
-    title = "Predicted and measured speedup over k"
-    x_label = ("draft tokens per round (k)", "")
+    title = "Predicted and measured speedup over k (and tree budget B)"
+    x_label = ("drafted tokens per round (a chain's k, a tree's budget B)", "")
     y_label = ("speedup over plain decoding", "×")
     legend_cols = 2
     legend_offset = (-10, 5)

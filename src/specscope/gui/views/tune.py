@@ -9,6 +9,7 @@ from typing import Sequence
 
 from PySide6 import QtCore, QtWidgets
 
+from specscope.errors import SpecscopeError
 from specscope.profiler.analysis.formatting import DASH
 from specscope.profiler.session.measured import TuneResult, TuneRow, recommendation
 
@@ -26,9 +27,19 @@ IDLE_TEXT = "Press “Tune k”: every drafter available for the model, every k 
 RUNNING_TEXT = "Tuning: the predictions come after one speculative run at K_max per drafter; then the confirmation runs."
 # the predicted band is the bootstrap's 2.5–97.5 percentiles (its coverage is not tested, so it is not called 95%);
 # the measured interval's is (tests/profiler/analysis/test_tune_confirm.py)
-COLUMNS = ["drafter", "k", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
+COLUMNS = ["drafter", "k or\ntree B", "E(k)\ntrace", "E(k)\nK_max rounds", "E(k)\nmeasured", "predicted", "bootstrap\n2.5–97.5 pct",
            "measured (95%,\npaired repeats)", "error", "at ±5%"]
 AGREEMENT = {"agrees": "agrees", "off": "off", "too_little_data": "undecided"}  # the table's word; the tooltip says it all
+
+
+def budgets_of(text: str) -> list[int] | None:
+    """The tree budgets typed on the page ("2, 4, 8"), or None: none typed (chains only). Anything else is refused
+    with the reason (the window shows it, and nothing starts)."""
+    try:
+        out = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise SpecscopeError(f"tree budgets: {text!r} is not a list of node budgets (e.g. 2,4,8)") from None
+    return out or None
 
 
 def _pct(x) -> str:
@@ -52,7 +63,10 @@ def _trace_note(tune: TuneResult) -> str:
     parts = []
     for name, d in (tune.get("drafters") or {}).items():
         t = d.get("trace")
-        if t:
+        if t and t.get("budgets"):  # a tree setting: E by budget
+            es = ", ".join(f"B={b}: {fmt(e, '.2f')}" for b, e in zip(t["budgets"], t.get("tokens_per_round") or []))
+            parts.append(f"{d.get('label', name)}: E(B) = {es}")
+        elif t:
             es = " ".join(fmt(e, ".2f") for e in t.get("tokens_per_round") or [])
             cost = f", {ms / 1000:.1f} s" if (ms := t.get("cost_ms")) else ""
             parts.append(f"{d.get('label', name)}: {t['positions']} positions{cost}, E(k) = {es}"
@@ -69,8 +83,13 @@ class TuneView(MeasurementPage):
         super().__init__(config, session, parent)
         lay = self.page_layout
         self.k_max = spin_box(1, MAX_K_MAX, DEFAULT_K_MAX, "K_max = ")
+        self.tree_budgets = QtWidgets.QLineEdit()
+        self.tree_budgets.setPlaceholderText("tree budgets, e.g. 2,4,8")
+        self.tree_budgets.setToolTip("Tune trees too (DFlash drafters, greedy): each budget B is a tree of at most B "
+                                     "drafted nodes at the depth limit K_max, predicted and confirmed beside the chains")
+        self.tree_budgets.setMaximumWidth(190)
         self.add_button_row("Tune k", "One speculative run at K_max per drafter, predictions for every k, then "
-                            "confirmation runs", self.k_max)
+                            "confirmation runs", self.k_max, self.tree_budgets)
         self.run_btn = self.start_btn
         self.recommendation = headline_label(IDLE_TEXT)
         lay.addWidget(self.recommendation)
@@ -98,7 +117,8 @@ class TuneView(MeasurementPage):
     def measurement(self, cfg: RunConfig) -> TuneConfig:
         """The setup's model (and draft model) and tokens per run, tuned up to the page's K_max."""
         return TuneConfig(model=cfg.model, demo=cfg.demo, allow_oversize=cfg.allow_oversize,
-                          draft_model=cfg.draft_model or None, k_max=self.k_max.value(), max_tokens=cfg.max_tokens)
+                          draft_model=cfg.draft_model or None, k_max=self.k_max.value(), max_tokens=cfg.max_tokens,
+                          tree_budgets=budgets_of(self.tree_budgets.text()))
 
     def set_tune(self, tune: TuneResult | None) -> None:
         self._show(tune)
@@ -121,7 +141,8 @@ class TuneView(MeasurementPage):
         for i, r in enumerate(rows):
             ci: Sequence[float | None] = r.get("predicted_ci95") or [None, None]
             trace = r.get("acceptance_source") == "trace"
-            cells = [r.get("drafter", ""), str(r.get("k", "")),
+            k = f"B={r['k']}" if r.get("tree_budget") else str(r.get("k", ""))  # a tree setting's budget
+            cells = [r.get("drafter", ""), k,
                      fmt(r.get("tokens_per_round") if trace else None, ".2f"),
                      fmt(r.get("tokens_per_round_k_max_rounds", None if trace else r.get("tokens_per_round")), ".2f"),
                      fmt(r.get("measured_tokens_per_round"), ".2f"), fmt(r.get("predicted_speedup"), ".3f", "×"),
