@@ -229,3 +229,34 @@ def test_draft_model_trees_at_temperature_sample_the_targets_distribution(tiny):
     p = chi2_sf(stat, dof)
     print(f"draft-model trees: chi-square {stat:.1f}, dof {dof}, p = {p:.3g}; first-round accepted {dict(accepted)}")
     assert dof >= 1 and p > 1e-3, (stat, dof, p, plain.most_common(5), spec.most_common(5))
+
+
+# -- `specscope check`: a chain drafter's state after a tree round off its chain ---------------------------------------
+
+@pytest.mark.parametrize("kind", ["mtp", "draft"])
+def test_the_check_finds_the_drafter_on_the_path_and_catches_its_control(demo, kind):
+    from specscope.engine_adapter.measure.tree_check import describe_drafter_check, drafter_tree_state
+
+    lm, dm, head, _, _ = demo
+    make = (lambda: MTPDrafter(lm, head)) if kind == "mtp" else (lambda: DraftModelDrafter(dm.model, "draft"))
+    t = drafter_tree_state(lm.model, make, lm.encode("Explain why a verification pass costs as much."), 1e-3)
+    assert t["exact"] and t["same_tokens"] and t["max_probability_error"] <= 1e-3, t
+    assert t["control_caught"] and t["path_depth"] >= t["off_chain_at"] >= 1
+    assert describe_drafter_check(t).startswith("exact: ")
+
+
+def test_the_check_catches_a_draft_model_left_on_its_chain(demo, monkeypatch):
+    from specscope.engine_adapter.measure.tree_check import drafter_tree_state
+
+    def chain_keep(self, path, emitted):  # as a chain round accepting len(path) drafts: the chain's cache kept
+        chain, self.tree_chain = self.tree_chain or [], None
+        keep = min(len(path), len(chain) - 1)
+        if keep < len(chain) - 1:
+            self.checkpoints[keep].restore()
+        self.pending = list(emitted[keep:])
+
+    monkeypatch.setattr(DraftModelDrafter, "_update_tree", chain_keep)
+    lm, dm, _, _, _ = demo
+    t = drafter_tree_state(lm.model, lambda: DraftModelDrafter(dm.model, "draft"),
+                           lm.encode("Explain why a verification pass costs as much."), 1e-3)
+    assert not t["exact"], t
