@@ -93,6 +93,9 @@ class Drafter:
     chained = True
     # True: ``draft_tree`` gives a tree of candidates from per-position distributions (``--tree-budget``)
     drafts_trees = False
+    # True: its tree candidates are drafted as its chain is (``position_candidates`` drafts and undoes a chain), so
+    # the acceptance trace reads them before a round's drafts (the MTP head, a draft model)
+    candidates_from_chain = False
 
     def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass
@@ -106,12 +109,14 @@ class Drafter:
     def draft_tree(self, last_token: int, depth: int, budget: int):
         """A tree (``cache.tree.Tree``) of at most ``budget`` drafted nodes and ``depth`` levels after ``last_token``,
         grown best first from the drafter's per-position distributions; ``update`` then takes the accepted path as
-        a chain's accepted drafts (``hidden``: the verify's hidden states along it)."""
+        a chain's accepted drafts (``hidden``: the verify's hidden states along it). A chain drafter (the MTP head, a
+        draft model) leaves its own state for the path, wherever it left the chain it drafted."""
         raise NotImplementedError(f"the {self.kind} drafter does not draft trees")
 
     def position_candidates(self, last_token: int, depth: int, b: int) -> list[list[tuple[int, float]]] | None:
         """The top ``b`` candidates (token, probability) of each position 1..``depth`` after ``last_token``, the same
-        whatever the parent, for a drafter whose trees are grown from such lists (DFlash): what the acceptance trace
+        whatever the parent, for a drafter whose trees are grown from such lists (DFlash; the MTP head and a draft
+        model, their chain's steps, drafted and undone: the drafter is left as it was): what the acceptance trace
         records for trees. None: a drafter whose candidates depend on the parent (DFlash2) or that has none."""
         return None
 

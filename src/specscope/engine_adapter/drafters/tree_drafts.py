@@ -1,4 +1,4 @@
-"""Draft trees from block drafters' per-position distributions (``cache.tree.grow``).
+"""Draft trees from drafters' per-position distributions (``cache.tree.grow``): a block's, or a chain's top-b a step.
 
 - **DFlash**: one drafter forward over the block ``[last, mask × depth]``; position ``i``'s distribution is the
   softmax of its logits, the same whatever the parent (the block is drafted in parallel). The top ``budget`` tokens a

@@ -170,7 +170,7 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     ranks: list[list[int]] = []
     by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
     # a chain drafter's tree candidates are drafted as its chain is (it leaves itself as it was): read before the drafts
-    first = getattr(drafter, "candidates_from_chain", False)
+    first = drafter.candidates_from_chain
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
         if top_p is not None and first:
