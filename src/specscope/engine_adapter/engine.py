@@ -17,6 +17,7 @@ from typing import Any, Mapping, TypedDict, cast
 
 import mlx.core as mx
 
+from specscope.drafter_kinds import TREE_DRAFTERS, TREE_TEXT
 from specscope.errors import SpecscopeError
 from specscope.events import DivergenceEvent, PrefilledContext
 
@@ -364,18 +365,15 @@ class Engine:
         return int(mx.get_peak_memory())
 
 
-TREE_DRAFTERS = ("dflash",)  # drafters with per-position distributions (DFlash2 is the dflash drafter with its folder)
-
-
 def check_tree_run(params: EngineParams, drafter: str, model) -> None:
     """Refuse ``--tree-budget`` before anything runs where it cannot be exact or has nothing to grow a tree from."""
     from specscope.engine_adapter.decode.tree_decoding import tree_refusal
 
     if params.tree_budget < 0:
         raise SpecscopeError(f"--tree-budget must be >= 0 (got {params.tree_budget})")
-    if drafter not in TREE_DRAFTERS:
-        raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions (dflash or dflash2); the "
-                             f"{drafter} drafter drafts one chain (trees for the MTP head and a draft model: not yet)")
+    if drafter not in TREE_DRAFTERS:  # the one drafter table's (DFlash2 is the dflash drafter with its folder)
+        raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions ({TREE_TEXT}); the "
+                             f"{drafter} drafter drafts one chain and keeps no distribution of its steps")
     if params.engine != "specscope":
         raise SpecscopeError(f"--tree-budget runs specscope's own loop, not --engine {params.engine}")
     why = tree_refusal(model)

@@ -26,7 +26,7 @@ class EngineParams:
     oracle_draft_ms: float = 0.0
     num_draft_tokens: int = 2
     # a tree of at most this many drafted nodes a round, grown best first from the drafter's per-position
-    # distributions and verified in one forward (decode.tree_decoding; DFlash and DFlash2 drafters), at most
+    # distributions and verified in one forward (decode.tree_decoding; DFlash, DFlash2, MTP, draft model), at most
     # ``num_draft_tokens`` deep; 0: a chain of ``num_draft_tokens``
     tree_budget: int = 0
     temp: float = 0.0

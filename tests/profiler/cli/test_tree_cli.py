@@ -26,8 +26,7 @@ def test_the_flag_reaches_the_config_and_defaults_to_a_chain():
 @pytest.mark.parametrize("settings, message", [
     ({"tree_budget": -1}, "must be >= 0"),
     ({"tree_budget": 4, "drafter": "ngram"}, "the ngram drafter drafts one chain"),
-    ({"tree_budget": 4, "drafter": "mtp"}, "the mtp drafter drafts one chain"),
-    ({"tree_budget": 4, "drafter": "draft", "draft_model": "x"}, "the draft drafter drafts one chain"),
+    ({"tree_budget": 4, "drafter": "oracle"}, "the oracle drafter drafts one chain"),
     ({"tree_budget": 4, "drafter": "dflash", "ranks": 2}, "several ranks"),
 ])
 def test_run_config_refuses_what_a_tree_cannot_do(settings, message):
@@ -35,18 +34,25 @@ def test_run_config_refuses_what_a_tree_cannot_do(settings, message):
         RunConfig(demo=True, **settings).validate()
 
 
+@pytest.mark.parametrize("drafter", ["mtp", "draft", "dflash"])
+def test_run_config_takes_trees_from_the_drafters_with_distributions(drafter):
+    """The MTP head and a draft model draft trees from their chain's top-b a step (as DFlash from its block's)."""
+    RunConfig(demo=True, drafter=drafter, tree_budget=4, draft_model="x" if drafter == "draft" else None).validate()
+
+
 def test_the_cli_refuses_with_the_reason_and_a_non_zero_exit(capsys):
     assert main(["run", "--demo", "--drafter", "ngram", "--tree-budget", "4"]) != 0
     assert "per-position distributions" in capsys.readouterr().err
 
 
-def test_the_engine_refuses_a_drafter_auto_resolves_to_without_distributions():
-    """``auto`` on the demo is its MTP head: refused once the name is known, before anything is measured."""
+def test_the_engine_refuses_a_drafter_without_distributions():
+    """Refused once the name is known, before anything is measured (``auto`` on the demo is its MTP head, which
+    drafts trees)."""
     from specscope.engine_adapter.engine import Engine
     from specscope.engine_adapter.params import EngineParams
 
-    with pytest.raises(SpecscopeError, match="the mtp drafter drafts one chain"):
-        Engine.open(EngineParams(demo=True, drafter="auto", tree_budget=4))
+    with pytest.raises(SpecscopeError, match="the ngram drafter drafts one chain"):
+        Engine.open(EngineParams(demo=True, drafter="ngram", tree_budget=4))
 
 
 @pytest.mark.slow  # a run end to end as a process (~1 min); decoding with trees is tested by default in

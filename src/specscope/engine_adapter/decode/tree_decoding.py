@@ -38,7 +38,7 @@ def tree_refusal(model, drafter: Drafter | None = None) -> str | None:
     """Why ``--tree-budget`` cannot run on this model with this drafter (None: it can)."""
     if drafter is not None and not drafter.drafts_trees:
         return (f"the {drafter.kind} drafter gives no per-position distributions to grow a tree from (trees: "
-                "the dflash and dflash2 drafters)")
+                "the dflash and dflash2 drafters, the MTP head and a draft model)")
     why = refusal(model, make_prompt_cache(model))
     return None if why is None else f"a tree verify cannot be exact on this model: {why}"
 

@@ -93,6 +93,9 @@ class Drafter:
     chained = True
     # True: ``draft_tree`` gives a tree of candidates from per-position distributions (``--tree-budget``)
     drafts_trees = False
+    # True: its tree candidates are drafted as its chain is (``position_candidates`` drafts and undoes a chain), so
+    # the acceptance trace reads them before a round's drafts (the MTP head, a draft model)
+    candidates_from_chain = False
 
     def begin(self, prompt: list[int], first_token: int, hidden=None) -> None:  # pragma: no cover - interface
         pass
@@ -106,12 +109,14 @@ class Drafter:
     def draft_tree(self, last_token: int, depth: int, budget: int):
         """A tree (``cache.tree.Tree``) of at most ``budget`` drafted nodes and ``depth`` levels after ``last_token``,
         grown best first from the drafter's per-position distributions; ``update`` then takes the accepted path as
-        a chain's accepted drafts (``hidden``: the verify's hidden states along it)."""
+        a chain's accepted drafts (``hidden``: the verify's hidden states along it). A chain drafter (the MTP head, a
+        draft model) leaves its own state for the path, wherever it left the chain it drafted."""
         raise NotImplementedError(f"the {self.kind} drafter does not draft trees")
 
     def position_candidates(self, last_token: int, depth: int, b: int) -> list[list[tuple[int, float]]] | None:
         """The top ``b`` candidates (token, probability) of each position 1..``depth`` after ``last_token``, the same
-        whatever the parent, for a drafter whose trees are grown from such lists (DFlash): what the acceptance trace
+        whatever the parent, for a drafter whose trees are grown from such lists (DFlash; the MTP head and a draft
+        model, their chain's steps, drafted and undone: the drafter is left as it was): what the acceptance trace
         records for trees. None: a drafter whose candidates depend on the parent (DFlash2) or that has none."""
         return None
 
@@ -181,6 +186,8 @@ class DraftModelDrafter(Drafter):
 
     kind = "draft"
     lazy_drafts = True
+    drafts_trees = True  # top-b of each chain step (``tree_drafts.chain_tree``)
+    candidates_from_chain = True  # its tree candidates are drafted as its chain is: read before a round's draft
 
     def __init__(self, model, name: str = ""):
         self.model = model
@@ -188,6 +195,7 @@ class DraftModelDrafter(Drafter):
         self.cache: list = []  # begin() makes it
         self.pending: list[int] = []
         self.checkpoints: list[CacheSnapshot] = []
+        self.tree_chain: list[int] | None = None  # the chain a tree round drafted (None: a chain round)
 
     def begin(self, prompt, first_token, hidden=None):
         from specscope.engine_adapter.cache import context
@@ -200,22 +208,53 @@ class DraftModelDrafter(Drafter):
         self.pending = [first_token]
 
     def draft(self, last_token, k, lazy=False):
+        self.tree_chain = None
+        out, _ = self._chain(last_token, k)
+        if not out:
+            return Draft([])
+        return Draft.of(mx.concatenate(out), lazy)
+
+    def _chain(self, last_token: int, k: int) -> tuple[list[mx.array], list[mx.array]]:
+        """Feed ``pending`` and the greedy chain's drafts but the last (lazy): each draft [1] and its step's logits."""
         assert self.pending and self.pending[-1] == last_token
         self.checkpoints = []
         y = mx.array(self.pending)
-        out = []
+        out, steps = [], []
         for i in range(k):
             logits = self.model(y[None], cache=self.cache)[0, -1]
             y = mx.argmax(logits, axis=-1, keepdims=True).astype(mx.uint32)
             mx.async_eval(y)  # as mlx-lm: this step computes while the next one (and the verify) is built
             out.append(y)
+            steps.append(logits)
             # checkpoints[i]: the cache after feeding pending + d1..di
             self.checkpoints.append(CacheSnapshot(self.cache))
-        if not out:
-            return Draft([])
-        return Draft.of(mx.concatenate(out), lazy)
+        return out, steps
+
+    def draft_tree(self, last_token, depth, budget):
+        """The greedy chain of ``depth`` drafts, each step's top ``budget`` kept: the tree grown from those lists
+        (``tree_drafts``); ``update`` then keeps the cache for the accepted path's common prefix with the chain."""
+        from specscope.engine_adapter.drafters.tree_drafts import chain_candidates, chain_tree
+
+        out, steps = self._chain(last_token, depth)
+        lists = chain_candidates(steps, out, budget)  # the one sync: the chain is evaluated with its lists
+        self.tree_chain = values(mx.concatenate(out)) if out else []
+        return chain_tree(last_token, depth, budget, lists)
+
+    def position_candidates(self, last_token, depth, b):
+        """A tree round's candidate lists from here, the drafter left as it was (the acceptance trace's tree)."""
+        from specscope.engine_adapter.drafters.tree_drafts import chain_candidates
+
+        snap, checkpoints = CacheSnapshot(self.cache), self.checkpoints
+        out, steps = self._chain(last_token, depth)
+        lists = chain_candidates(steps, out, b)
+        snap.restore()
+        self.checkpoints = checkpoints
+        return lists
 
     def update(self, accepted, draft, emitted, hidden=None):
+        if self.tree_chain is not None:
+            self._update_tree(list(draft.tokens or []), emitted)
+            return
         k = len(draft.tokens)
         if k == 0:
             self.pending = self.pending + emitted
@@ -225,6 +264,22 @@ class DraftModelDrafter(Drafter):
             self.checkpoints[keep].restore()
         self.checkpoints = []
         self.pending = ([draft.tokens[-1]] if accepted == k else []) + [emitted[-1]]
+
+    def _update_tree(self, path: list[int], emitted: list[int]) -> None:
+        """After a tree round (``path``: the accepted path's tokens): the cache rolled back to the path's common prefix
+        ``m`` with the drafted chain (at most the chain's fed drafts), the rest of the path and the bonus pending — a
+        chain round that accepted ``m`` drafts, then fed the path's other tokens as the next draft's catch-up."""
+        from specscope.engine_adapter.drafters.tree_drafts import common_prefix
+
+        chain, self.tree_chain = self.tree_chain or [], None
+        if not chain:
+            self.pending = self.pending + list(emitted)
+            return
+        keep = min(common_prefix(path, chain), len(chain) - 1)
+        if keep < len(chain) - 1:
+            self.checkpoints[keep].restore()
+        self.checkpoints = []
+        self.pending = list(emitted[keep:])
 
     @contextmanager
     def hold_prefix(self, prompt, hidden=None):

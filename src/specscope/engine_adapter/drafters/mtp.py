@@ -37,6 +37,8 @@ class MTPDrafter(Drafter):
     kind = "mtp"
     needs_hidden = True
     lazy_drafts = True
+    drafts_trees = True  # top-b of each chained step (``tree_drafts.chain_tree``)
+    candidates_from_chain = True  # its tree candidates are drafted as its chain is: read before a round's draft
 
     def __init__(self, target, head: MTPHead, hidden: str = "post-norm", source: str = ""):
         self.model = target.model
@@ -128,20 +130,50 @@ class MTPDrafter(Drafter):
         return chain[0], post[0]
 
     def draft(self, last_token, k, lazy=False):
+        out, _ = self._chain(k)
+        return Draft.of(mx.concatenate(out), lazy) if out else Draft([])
+
+    def _chain(self, k: int) -> tuple[list[mx.array], list[mx.array]]:
+        """The catch-up, then ``k`` greedy drafts chained on the head's own output (lazy): each [1] and its logits."""
         self.drafted = k > 0
         if k == 0:
-            return Draft([])
+            return [], []
         assert self.pending_hidden is not None, "begin() comes first"
         chain_h, normed = self._step(mx.array(self.pending_tokens, dtype=mx.uint32), self.pending_hidden)
         self.after_catchup = self.cache.offset
-        y = mx.argmax(self._logits(normed[-1:]), axis=-1).astype(mx.uint32)
-        out = [y]
+        logits = self._logits(normed[-1:])
+        y = mx.argmax(logits, axis=-1).astype(mx.uint32)
+        out, steps = [y], [logits]
         h = chain_h[-1:]
         for _ in range(k - 1):
             h, normed = self._step(y, h)
-            y = mx.argmax(self._logits(normed), axis=-1).astype(mx.uint32)
+            logits = self._logits(normed)
+            y = mx.argmax(logits, axis=-1).astype(mx.uint32)
             out.append(y)
-        return Draft.of(mx.concatenate(out), lazy)
+            steps.append(logits)
+        return out, steps
+
+    def draft_tree(self, last_token, depth, budget):
+        """The chain of ``depth`` drafts, each step's top ``budget`` kept: the tree grown from those lists
+        (``tree_drafts``). ``update`` is a chain round's: the provisional entries dropped, the accepted path's
+        (h_j, t_j+1) pairs fed at the next draft — whichever branch the path took, the head's cache holds verified
+        pairs only."""
+        from specscope.engine_adapter.drafters.tree_drafts import chain_candidates, chain_tree
+
+        out, steps = self._chain(depth)
+        return chain_tree(last_token, depth, budget, chain_candidates(steps, out, budget))
+
+    def position_candidates(self, last_token, depth, b):
+        """A tree round's candidate lists from here, the head left as it was (the acceptance trace's tree)."""
+        from specscope.engine_adapter.drafters.tree_drafts import chain_candidates
+
+        offset, after, drafted = self.cache.offset, self.after_catchup, self.drafted
+        out, steps = self._chain(depth)
+        lists = chain_candidates(steps, out, b)
+        if self.cache.offset > offset:
+            self.cache.trim(self.cache.offset - offset)
+        self.after_catchup, self.drafted = after, drafted
+        return lists
 
     def update(self, accepted, draft, emitted, hidden=None):
         new_hidden = hidden[: accepted + 1]

@@ -68,7 +68,8 @@ def record_trace(model, prompt: list[int], continuation: list[int], drafter: Dra
     ``estimate`` (and ``draws`` under sampling), ``cost_ms`` and ``target_agrees`` (greedy: the share of
     positions where the one forward's argmax is the continuation's next token; 1.0 on every CPU run).
     ``tree_b`` > 0 (greedy, a drafter that grows trees) adds ``tree``: at every s, what a tree round from there is
-    grown from — DFlash: the top ``tree_b`` probabilities of each block position 1..``tree_depth`` (``top_p``);
+    grown from — DFlash: the top ``tree_b`` probabilities of each block position 1..``tree_depth`` (``top_p``); the MTP
+    head and a draft model: the same of each step of their greedy chain from s;
     DFlash2: the selector's q over each position's K candidates given the previous position's candidate (``q``) —
     and where the continuation's token is among each position's candidates (``rank``; -1: not among them), from
     which ``analysis.tree_trace`` walks a tree run at any budget (DFlash: up to ``tree_b``).
@@ -131,7 +132,8 @@ def _exact(x: float) -> float:
 
 def _tree_entry(drafter, last: int, depth: int, b: int, truth: list[int]):
     """What a tree round from this prefix is grown from, and where the continuation's tokens are among it:
-    ("per_position", top-b probabilities a position, ranks) for DFlash; ("per_parent", the selector's q rows a
+    ("per_position", top-b probabilities a position, ranks) for DFlash, the MTP head and a draft model (their chain's
+    top-b a step); ("per_parent", the selector's q rows a
     position given the previous candidate, the index of each token among the position's candidates) for DFlash2;
     None for a drafter that gives neither."""
     cands = drafter.position_candidates(last, depth, b)
@@ -145,6 +147,18 @@ def _tree_entry(drafter, last: int, depth: int, b: int, truth: list[int]):
     return "per_parent", [[[_exact(x) for x in r] for r in q.tolist()] for q in Q], ranks
 
 
+def _add_tree_entry(top_p: list, ranks: list[list[int]], drafter, c: list[int], s: int, b: int, tree_depth: int):
+    """The tree's candidates from prefix ``s`` appended (``top_p`` and ``ranks``); None for a drafter that has none."""
+    depth = min(tree_depth, len(c) - 1 - s)
+    entry = _tree_entry(drafter, c[s], depth, b, c[s + 1 : s + 1 + depth])
+    if entry is None:
+        return None
+    _, probs, rank = entry
+    top_p.append(probs)
+    ranks.append(rank)
+    return top_p
+
+
 def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, name, cost, agrees,
                   tree: tuple[int, int] = (0, 0)) -> AcceptanceTrace:
     """Drive the drafter along the continuation as rounds that accept nothing would: A(s) at every s."""
@@ -155,8 +169,12 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     top_p: list[Any] | None = [] if tree_b > 0 and drafter.drafts_trees else None
     ranks: list[list[int]] = []
     by_k: dict[str, list[int]] | None = None if drafter.chained else {str(k): [] for k in range(1, k_max + 1)}
+    # a chain drafter's tree candidates are drafted as its chain is (it leaves itself as it was): read before the drafts
+    first = drafter.candidates_from_chain
     for s in range(len(c) - 1):
         k = min(k_max, len(c) - 1 - s)
+        if top_p is not None and first:
+            top_p = _add_tree_entry(top_p, ranks, drafter, c, s, tree_b, tree_depth)
         sized: dict = {}  # greedy drafts from one prefix, by block size: each size drafted once (the k of the round too)
         if by_k is not None:  # drafts that depend on k (DFlash's block): every k's own proposals from this prefix
             for j in range(1, k_max + 1):
@@ -164,15 +182,8 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
                 by_k[str(j)].append(_agree(dj.tokens, c[s + 1 : s + 1 + min(j, k)]))
         d = _drafted(drafter, c[s], k, sized)
         A.append(_agree(d.tokens, c[s + 1 : s + 1 + k]))
-        if top_p is not None:  # the tree's candidates from this prefix (after the drafts: the context is read)
-            depth = min(tree_depth, len(c) - 1 - s)
-            entry = _tree_entry(drafter, c[s], depth, tree_b, c[s + 1 : s + 1 + depth])
-            if entry is None:
-                top_p = None
-            else:
-                kind, probs, rank = entry
-                top_p.append(probs)
-                ranks.append(rank)
+        if top_p is not None and not first:  # the tree's candidates from this prefix (after the drafts: the context is read)
+            top_p = _add_tree_entry(top_p, ranks, drafter, c, s, tree_b, tree_depth)
         drafter.update(0, d, [c[s + 1]], hidden=hidden[s : s + 1] if hidden is not None else None)
     cost["draft_ms"] = ms_since(t1)
     cost["total_ms"] = cost.get("target_ms", 0.0) + cost["draft_ms"]

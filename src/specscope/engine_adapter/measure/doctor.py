@@ -147,7 +147,7 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
         try:
             from specscope.engine_adapter.drafters.mtp import load_mtp_drafter
 
-            load_mtp_drafter(lm)
+            head = load_mtp_drafter(lm).head
             rep["mtp"]["loadable"] = True
         except Exception as exc:  # report, don't crash: the doctor's job is to say what is wrong
             rep["mtp"]["loadable"] = False
@@ -155,6 +155,8 @@ def full_report(lm, ks=(1, 2, 3, 4), mtp: bool = True, progress=lambda done, tot
             if rep["class"] == SUPPORTED:
                 rep["class"] = CAVEATS
             rep["reasons"].append(f"MTP weights present but the head does not load: {rep['mtp']['error']}")
+        if rep["mtp"]["loadable"] and rep.get("tree"):
+            _check_mtp_tree(lm, head, prompt, rep, progress)
     rep["model"] = {k: desc.get(k) for k in ("name", "revision", "path", "model_type", "architecture", "layers",
                                              "memory_estimate_bytes", "system_memory_bytes")}
     return rep
@@ -183,6 +185,21 @@ def _check_tree(lm, prompt: list[int], rep: DoctorReport, progress) -> None:
         rep["reasons"].append("the tree check's negative control was not caught: its comparison has no power here")
 
 
+def _check_mtp_tree(lm, head, prompt: list[int], rep: DoctorReport, progress) -> None:
+    """The MTP head's trees (``--tree-budget`` with ``--drafter mtp``): its state after a path off its chain."""
+    from specscope.engine_adapter.drafters.mtp import MTPDrafter
+    from specscope.engine_adapter.measure.tree_check import drafter_tree_state
+
+    progress(None, None, "the MTP head's trees: its state after a path off its chain against a fresh head's")
+    t = drafter_tree_state(lm.model, lambda: MTPDrafter(lm, head), prompt, EXACT_TOLERANCE)
+    rep["mtp"]["tree"] = t
+    if not t["exact"]:
+        if rep["class"] == SUPPORTED:
+            rep["class"] = CAVEATS
+        rep["reasons"].append(f"the MTP head is not left on the accepted path after a tree round (probability error "
+                              f"{t['max_probability_error']:.3g}): do not use --tree-budget with --drafter mtp")
+
+
 def format_report(rep: DoctorReport) -> str:
     m = rep["model"]
     lines = [f"{m['name']}  ({m['architecture']}, model_type {m['model_type']}, {m['layers']} layers)",
@@ -203,6 +220,10 @@ def format_report(rep: DoctorReport) -> str:
         lines.append(f"  tree verify       {describe_check(rep['tree'])}")
     elif rep.get("tree_refused"):
         lines.append(f"  tree verify       refused: {rep['tree_refused']}")
+    if (rep.get("mtp") or {}).get("tree"):
+        from specscope.engine_adapter.measure.tree_check import describe_drafter_check
+
+        lines.append(f"  MTP tree state    {describe_drafter_check(rep['mtp']['tree'])}")
     if rep["sliding_windows"]:
         lines.append(f"  sliding windows   {', '.join(map(str, rep['sliding_windows']))} tokens")
     df = rep.get("dflash")

@@ -32,7 +32,8 @@ def add_run_args(ap: argparse.ArgumentParser) -> None:
                          "the block size - 1)")
     ap.add_argument("--tree-budget", type=int, default=RunConfig.tree_budget, metavar="N",
                     help="verify a tree of at most N drafted nodes a round (grown best first from the drafter's "
-                         "per-position distributions, at most k deep; dflash and dflash2 drafters); 0 (default): a chain")
+                         "per-position distributions, at most k deep; dflash, dflash2, mtp and draft drafters); 0 (default): "
+                         "a chain")
     ap.add_argument("--max-tokens", type=int, default=RunConfig.max_tokens, help="new tokens per case")
     ap.add_argument("--temp", type=float, default=RunConfig.temp, help="sampling temperature (0 = greedy)")
     ap.add_argument("--top-p", type=float, default=RunConfig.top_p, help="nucleus sampling mass")

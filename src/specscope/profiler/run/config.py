@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specscope.drafter_kinds import DRAFTER_NAMES, TREE_DRAFTERS
+from specscope.drafter_kinds import DRAFTER_NAMES, TREE_DRAFTERS, TREE_TEXT
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
@@ -200,9 +200,8 @@ class RunConfig(EngineParams):
     def _validate_tree(self) -> None:
         """``--tree-budget N``: a drafter with per-position distributions, specscope's own loop, one machine."""
         if self.drafter in DRAFTER_NAMES and self.drafter not in TREE_DRAFTERS:
-            raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions (dflash or dflash2); "
-                                 f"the {self.drafter} drafter drafts one chain (trees for the MTP head and a draft "
-                                 "model: not yet)")
+            raise SpecscopeError(f"--tree-budget needs a drafter with per-position distributions ({TREE_TEXT}); "
+                                 f"the {self.drafter} drafter drafts one chain and keeps no distribution of its steps")
         if self.engine != "specscope":
             raise SpecscopeError(f"--tree-budget runs specscope's own loop, not --engine {self.engine}")
         if self.ranks is not None or self.hosts or self.hostfile:
