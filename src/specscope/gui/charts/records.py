@@ -313,6 +313,20 @@ class TraceClassData(TypedDict):
     classes: list[TraceClass]
 
 
+class TraceTreeData(TypedDict):
+    """A tree run's traces walked (``trace.trace_tree_data``): E by budget, and at the run's budget the depths."""
+    budget: int                        # the run's budget (marked)
+    depth: int                         # the depth limit (k)
+    budgets: list[int]                 # 1..b
+    E: list[float | None]              # E(budget), walked
+    E_at_budget: float | None
+    full_rounds: int                   # full rounds walked at the run's budget
+    acceptance_by_depth: list[float | None]  # share of paths reaching depth i, i = 1..depth
+    depth_histogram: list[int]         # paths that ended at depth 0..depth
+    measured_E: float | None           # the cases' own full tree rounds
+    traces: int                        # cases with a tree trace
+
+
 # -- the verify cost surface (tree_cost_data; the Verify cost page's tree charts) -------------------------------------
 
 class TreeCostSeries(TypedDict):
