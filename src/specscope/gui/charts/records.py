@@ -55,9 +55,23 @@ class AcceptanceSeries(TypedDict):
     low_sample_limit: int
 
 
+class TreeAcceptance(TypedDict):
+    """A tree run's accepted path by depth (``tree_acceptance``): the share of full rounds whose path reached each
+    depth, in %, with its 95% interval."""
+    budget: int | None
+    k: int                            # the depth limit
+    rounds: int                       # full tree rounds counted
+    depths: list[int]                 # 1..k
+    y: list[float]
+    lo: list[float]
+    hi: list[float]
+    histogram: list[int]              # rounds whose path ended at depth 0..k
+
+
 class AcceptanceData(AcceptanceSeries):
     regime: str | None
     drafted: int | None
+    tree: TreeAcceptance | None       # a tree run: the chart shows the accepted path by depth instead
 
 
 class TokensPerRoundHist(TypedDict):
