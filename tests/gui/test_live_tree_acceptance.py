@@ -26,6 +26,8 @@ def test_the_tree_acceptance_is_the_summarys_paths_by_depth():
     assert t["y"] == pytest.approx([100 * a for a in s["per_position"]])  # the tiles' a_i: the same rounds
     assert all(lo <= y <= hi for lo, y, hi in zip(t["lo"], t["y"], t["hi"]))
     assert tree_acceptance(summarize(Session.load(CHAIN))) is None
+    small = {**s, "tree": {**s["tree"], "budget": 2}}  # a path holds at most the budget's nodes: depths 1..2 only
+    assert tree_acceptance(small)["depths"] == [1, 2] and tree_acceptance(small)["y"] == t["y"][:2]
 
 
 def test_live_chart_data_gives_the_same_tree_acceptance_as_the_full_recomputation():

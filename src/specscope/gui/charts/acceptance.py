@@ -95,7 +95,7 @@ class AcceptanceChart(BaseChart):
         self.lo.setData(x, np.asarray(t["lo"], float))
         self.hi.setData(x, np.asarray(t["hi"], float))
         self.limit.setVisible(False)  # a count of drafted tokens: no meaning by depth
-        k = t["k"]
+        k = t["depths"][-1] if t["depths"] else t["k"]
         step = 1 if k <= 16 else 2
         self.plot_item.getAxis("bottom").setTicks([[(float(i), str(i)) for i in range(1, k + 1, step)]])
         self.set_range(x=(0.5, k + 0.5), y=(0.0, 116.0))

@@ -61,7 +61,7 @@ class TreeAcceptance(TypedDict):
     budget: int | None
     k: int                            # the depth limit
     rounds: int                       # full tree rounds counted
-    depths: list[int]                 # 1..k
+    depths: list[int]                 # 1..min(k, budget): a path holds at most the budget's nodes
     y: list[float]
     lo: list[float]
     hi: list[float]

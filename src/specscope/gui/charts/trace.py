@@ -203,17 +203,17 @@ class TreeDepthChart(BaseChart):
         if not n:
             self.show_empty("no full tree round walked")
             return
-        hist = [h / n for h in d["depth_histogram"]]
+        k = self._depth = min(d["depth"], d["budget"])  # a path holds at most the budget's nodes
+        hist = [h / n for h in d["depth_histogram"][:k + 1]]
         bar = QtGui.QColor(self.theme["bar"])
         bar.setAlpha(170)
         self._add(pg.BarGraphItem(x=list(range(len(hist))), height=hist, width=0.7, brush=pg.mkBrush(bar), pen=None),
                   "path ended at depth d")
-        reach = [(i, a) for i, a in enumerate(d["acceptance_by_depth"], start=1) if a is not None]
+        reach = [(i, a) for i, a in enumerate(d["acceptance_by_depth"][:k], start=1) if a is not None]
         col = QtGui.QColor(self.theme["accept"])
         self._add(pg.PlotDataItem([i for i, _ in reach], [a for _, a in reach], pen=pg.mkPen(col, width=2.5),
                                   symbol="o", symbolSize=6, symbolBrush=pg.mkBrush(col), symbolPen=None),
                   "path reached depth d")
-        k = self._depth = d["depth"]
         step = 1 if k <= 16 else 2
         self.plot_item.getAxis("bottom").setTicks([[(float(i), str(i)) for i in range(0, k + 1, step)]])
         self.plot_item.getAxis("left").setTicks([[(v, f"{v:g}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]])  # a share

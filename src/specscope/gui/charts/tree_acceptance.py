@@ -25,14 +25,15 @@ def tree_acceptance(summary: Summary) -> TreeAcceptance | None:
     k = len(hist) - 1
     if n <= 0 or k < 1:
         return None
+    deepest = min(k, tree["budget"] or k)  # a path of B nodes at most: no depth past the budget to show
     y: list[float] = []
     lo: list[float] = []
     hi: list[float] = []
-    for d in range(1, k + 1):
+    for d in range(1, deepest + 1):
         reached = sum(hist[d:])
         a, b = stats.wilson_interval(reached, n)
         y.append(100.0 * reached / n)
         lo.append(100.0 * a)
         hi.append(100.0 * b)
-    return {"budget": tree["budget"], "k": k, "rounds": n, "depths": list(range(1, k + 1)), "y": y, "lo": lo, "hi": hi,
+    return {"budget": tree["budget"], "k": k, "rounds": n, "depths": list(range(1, deepest + 1)), "y": y, "lo": lo, "hi": hi,
             "histogram": hist}
