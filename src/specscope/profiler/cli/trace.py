@@ -96,18 +96,18 @@ def trace_figures(session, plan, traced: list[str]) -> TraceFigures:
 
 def format_tree(t: TraceTreeFigures) -> list[str]:
     """The tree part of ``format_trace``: E by budget (the run's marked), and at the run's budget a_i and the
-    depth histogram."""
+    depth histogram (to depth min(k, budget): a path holds at most the budget's nodes)."""
     f = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
     e = "  ".join(f"{b}: {f(x)}" + (" (this run)" if b == t["budget"] else "") for b, x in zip(t["budgets"], t["E"]))
     m = ("no full tree rounds measured" if t["measured_E"] is None
          else f"{f(t['measured_E'])} over {t['measured_rounds']} full tree rounds")
+    deepest = min(t["depth"], t["budget"])
     return [f"tree traces: budget {t['budget']} (the session's), depth {t['depth']}; walked exactly (greedy)",
             f" E by budget      {e}",
-            f" at budget {t['budget']:<6} E {f(t['E_at_budget'])}"
-            f" walked over {t['full_rounds']} full rounds; measured {m}",
-            " reached depth i  " + " ".join(f(x) for x in t["acceptance_by_depth"]) + "  (share of paths, i = 1.."
-            f"{t['depth']})",
-            " accepted depth   " + "  ".join(f"{d}: {n}" for d, n in enumerate(t["depth_histogram"]))
+            f" at budget {t['budget']:<6} E {f(t['E_at_budget'])} walked over {t['full_rounds']} full rounds; measured {m}",
+            " reached depth i  " + " ".join(f(x) for x in t["acceptance_by_depth"][:deepest])
+            + f"  (share of paths, i = 1..{deepest})",
+            " accepted depth   " + "  ".join(f"{d}: {n}" for d, n in enumerate(t["depth_histogram"][:deepest + 1]))
             + "  (paths that ended at each depth)"]
 
 
