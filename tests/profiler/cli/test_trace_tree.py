@@ -4,7 +4,8 @@ acceptance by depth and the depth histogram — beside E from the session's own 
 
 The fixture is a real run (2026-12-06, this checkout):
 ``specscope run --demo --drafter dflash --tree-budget 4 -k 4 --trace --cases 3 --max-tokens 24 --warmup 0 --repeats 1
---no-breakdown --component-reps 1`` (saved compact)."""
+--no-breakdown --component-reps 1`` (saved compact; the demo's path in it made neutral, so a re-trace finds the
+shipped demo wherever the checkout is)."""
 
 import json
 from pathlib import Path
