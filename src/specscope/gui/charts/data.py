@@ -24,6 +24,7 @@ from specscope.profiler.analysis.summary import BLOCK_LABELS, session_case_stats
 from specscope.profiler.analysis.uncertainty import rounds_interval_from_sums
 from specscope.profiler.analysis.rounds import full_round
 
+from .tree_acceptance import tree_acceptance
 from .records import (AcceptanceSeries, BreakdownData, BreakdownSide, ChartData, DivisionAt, DivisionData, DivisionPoint, ProbeSeries,
                       ThroughputSeries, TokensPerRoundHist)
 
@@ -324,7 +325,8 @@ def _chart_data(summary: Summary, throughput: ThroughputSeries, acceptance: Acce
         "summary": summary,
         "throughput": {**throughput, "predicted_tok_s": summary.get("predicted_tok_s"),
                        "plain_tok_s": summary.get("plain_tok_s"), "spec_tok_s": summary.get("spec_tok_s")},
-        "acceptance": {**acceptance, "regime": summary.get("regime"), "drafted": summary.get("drafted")},
+        "acceptance": {**acceptance, "regime": summary.get("regime"), "drafted": summary.get("drafted"),
+                       "tree": tree_acceptance(summary)},
         "tokens_per_round": {**tpr, "mean": summary.get("tokens_per_round"), "k": summary.get("k")},
         "breakdown": breakdown,
         "division": division,

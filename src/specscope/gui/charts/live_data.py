@@ -13,6 +13,7 @@ from specscope.profiler.session.session import Session
 
 from .data import (acceptance_points, breakdown_data, count_emitted, counted_rounds, division_data, plain_points,
                    probe_series, spec_points)
+from .tree_acceptance import tree_acceptance
 from .records import (AcceptanceData, BreakdownData, ChartData, ProbeSeries, ThroughputData,
                       TokensPerRoundData)
 
@@ -121,11 +122,11 @@ class LiveChartData:
             self._tp = {"plain_x": px, "plain_y": py, "spec_x": sx, "spec_y": sy, "predicted_tok_s": tp_key[2],
                         "plain_tok_s": tp_key[3], "spec_tok_s": tp_key[4]}
         x, y, lo, hi = self._acc_fold.columns(cases)
-        acc_key = (x, summary.get("regime"), summary.get("drafted"))
+        acc_key = (x, summary.get("regime"), summary.get("drafted"), tree_acceptance(summary))  # a tree: by depth
         if self._acc is None or not _same(acc_key, self._acc_key):
             self._acc_key = acc_key
             self._acc = {"x": x, "y": y, "lo": lo, "hi": hi, "low_sample_limit": stats.LOW_SAMPLE_DRAFTED,
-                         "regime": acc_key[1], "drafted": acc_key[2]}
+                         "regime": acc_key[1], "drafted": acc_key[2], "tree": acc_key[3]}
         counts = self._tokens_per_round(cases, k)
         tpr_key = (summary.get("tokens_per_round"), k)
         if self._tpr is None or counts != self._tpr["counts"] or tpr_key != self._tpr_key:

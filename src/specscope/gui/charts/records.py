@@ -55,9 +55,23 @@ class AcceptanceSeries(TypedDict):
     low_sample_limit: int
 
 
+class TreeAcceptance(TypedDict):
+    """A tree run's accepted path by depth (``tree_acceptance``): the share of full rounds whose path reached each
+    depth, in %, with its 95% interval."""
+    budget: int | None
+    k: int                            # the depth limit
+    rounds: int                       # full tree rounds counted
+    depths: list[int]                 # 1..min(k, budget): a path holds at most the budget's nodes
+    y: list[float]
+    lo: list[float]
+    hi: list[float]
+    histogram: list[int]              # rounds whose path ended at depth 0..k
+
+
 class AcceptanceData(AcceptanceSeries):
     regime: str | None
     drafted: int | None
+    tree: TreeAcceptance | None       # a tree run: the chart shows the accepted path by depth instead
 
 
 class TokensPerRoundHist(TypedDict):
@@ -311,6 +325,20 @@ class TraceClass(TypedDict):
 
 class TraceClassData(TypedDict):
     classes: list[TraceClass]
+
+
+class TraceTreeData(TypedDict):
+    """A tree run's traces walked (``trace.trace_tree_data``): E by budget, and at the run's budget the depths."""
+    budget: int                        # the run's budget (marked)
+    depth: int                         # the depth limit (k)
+    budgets: list[int]                 # 1..b
+    E: list[float | None]              # E(budget), walked
+    E_at_budget: float | None
+    full_rounds: int                   # full rounds walked at the run's budget
+    acceptance_by_depth: list[float | None]  # share of paths reaching depth i, i = 1..depth
+    depth_histogram: list[int]         # paths that ended at depth 0..depth
+    measured_E: float | None           # the cases' own full tree rounds
+    traces: int                        # cases with a tree trace
 
 
 # -- the verify cost surface (tree_cost_data; the Verify cost page's tree charts) -------------------------------------

@@ -37,6 +37,20 @@ class TraceCaseFigures(TypedDict):
     measured_E_at_k: float | None
 
 
+class TraceTreeFigures(TypedDict):
+    """A tree run's part of ``specscope trace``: the tree traces walked at every budget and at the run's own."""
+    budget: int                        # the run's budget (``--tree-budget``)
+    depth: int                         # the depth limit (the session's k)
+    budgets: list[int]                 # 1..b: every budget the traces can walk
+    E: list[float | None]              # E(budget) walked on the traces, pooled over the cases
+    E_at_budget: float | None          # E at the run's budget, walked
+    full_rounds: int                   # full rounds walked at the run's budget
+    acceptance_by_depth: list[float | None]  # at the run's budget: share of paths reaching depth i, i = 1..depth
+    depth_histogram: list[int]         # at the run's budget: paths that ended at depth 0..depth
+    measured_E: float | None           # the traced cases' own full tree rounds (first repeat)
+    measured_rounds: int
+
+
 class TraceFigures(TypedDict):
     """What ``specscope trace`` prints (``trace.trace_figures``)."""
     drafter: str
@@ -44,6 +58,7 @@ class TraceFigures(TypedDict):
     k_max: int
     cases: list[TraceCaseFigures]
     classes: dict[str, list[float | None]]  # content class -> E(1..K_max)
+    tree: NotRequired[TraceTreeFigures]  # a tree run (``--tree-budget``) only
 
 
 class RunSetting(TypedDict):

@@ -8,6 +8,10 @@ written to OUT as it comes (a stopped trace keeps the cases traced so far, and s
 cases gain ``trace`` (schema 2; see ``session``), and the command prints E(k) walked on the traces per case and per
 content class beside what the case's own rounds measured at the session's k. The oracle what-if has no trace: its
 acceptance is i.i.d. by construction.
+
+A tree run's session (``run --tree-budget N``) is traced with the tree's candidates too (``tree``), and the command
+adds the tree figures walked from them (``analysis.tree_trace``): E at every budget 1..b (the budget what-if), and at
+the run's budget the acceptance by depth and the depth histogram, beside E from the cases' own full tree rounds.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from pathlib import Path
 
 from specscope.errors import SpecscopeError
 
-from specscope.profiler.analysis import trace_walk
-from specscope.profiler.cli.records import TraceCaseFigures, TraceFigures
+from specscope.profiler.analysis import trace_walk, tree_trace
+from specscope.profiler.analysis.rounds import full_round
+from specscope.profiler.cli.records import TraceCaseFigures, TraceFigures, TraceTreeFigures
+from specscope.profiler.session.records import Round
 
 
 def add_parser(sub) -> None:
@@ -43,9 +49,30 @@ def add_parser(sub) -> None:
 
 def _measured_e(case: dict, k: int) -> float | None:
     """E at k from the case's own first-repeat rounds that drafted k (the same rounds a trace walk counts)."""
-    rounds = [r for r in case["spec"]["rounds"] if len(r["drafted"]) == k and not r.get("repeat")
-              and r.get("pass", "measured") in ("measured", None)]
+    rounds = [r for r in _first_repeat(case) if len(r["drafted"]) == k and not r.get("tree")]
     return 1.0 + sum(r["accepted"] for r in rounds) / len(rounds) if rounds else None
+
+
+def _first_repeat(case: dict) -> list[Round]:
+    """The case's measured rounds of its first repeat (end to end)."""
+    return [r for r in case["spec"]["rounds"] if not r.get("repeat") and r.get("pass", "measured") in ("measured", None)]
+
+
+def tree_figures(cases: list[dict], budget: int, k: int) -> TraceTreeFigures | None:
+    """The tree traces of ``cases`` walked at every budget and at the run's ``budget`` (depth limit ``k``), beside
+    E from the cases' own full tree rounds; None for a chain run or cases without tree traces."""
+    traces = tree_trace.tree_traces(cases)
+    if budget < 1 or not traces:
+        return None
+    depth = min(k, min(int(t["depth"]) for t in traces))
+    curve = tree_trace.curve(traces, depth)
+    at = tree_trace.at_budget(traces, budget, depth)
+    paths = [r["accepted"] for c in cases for r in _first_repeat(c) if r.get("tree") and full_round(r, k)]
+    return {"budget": budget, "depth": depth, "budgets": [x["budget"] for x in curve],
+            "E": [x["tokens_per_round"] for x in curve], "E_at_budget": at["tokens_per_round"],
+            "full_rounds": at["full_rounds"],
+            "acceptance_by_depth": at["acceptance_by_depth"], "depth_histogram": at["depth_histogram"],
+            "measured_E": 1.0 + sum(paths) / len(paths) if paths else None, "measured_rounds": len(paths)}
 
 
 def trace_figures(session, plan, traced: list[str]) -> TraceFigures:
@@ -60,7 +87,28 @@ def trace_figures(session, plan, traced: list[str]) -> TraceFigures:
                         "E": [trace_walk.at_k(tr, j)["tokens_per_round"] for j in range(1, plan.k_max + 1)],
                         "measured_E_at_k": _measured_e(c, plan.k) if plan.k <= plan.k_max else None})
     classes = {cat: [x["tokens_per_round"] for x in curve] for cat, curve in trace_walk.by_class(cases, plan.k_max).items()}
-    return {"drafter": plan.drafter, "k": plan.k, "k_max": plan.k_max, "cases": figures, "classes": classes}
+    out: TraceFigures = {"drafter": plan.drafter, "k": plan.k, "k_max": plan.k_max, "cases": figures, "classes": classes}
+    tree = tree_figures(cases, plan.tree_budget, plan.k)
+    if tree is not None:
+        out["tree"] = tree
+    return out
+
+
+def format_tree(t: TraceTreeFigures) -> list[str]:
+    """The tree part of ``format_trace``: E by budget (the run's marked), and at the run's budget a_i and the
+    depth histogram (to depth min(k, budget): a path holds at most the budget's nodes)."""
+    f = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
+    e = "  ".join(f"{b}: {f(x)}" + (" (this run)" if b == t["budget"] else "") for b, x in zip(t["budgets"], t["E"]))
+    m = ("no full tree rounds measured" if t["measured_E"] is None
+         else f"{f(t['measured_E'])} over {t['measured_rounds']} full tree rounds")
+    deepest = min(t["depth"], t["budget"])
+    return [f"tree traces: budget {t['budget']} (the session's), depth {t['depth']}; walked exactly (greedy)",
+            f" E by budget      {e}",
+            f" at budget {t['budget']:<6} E {f(t['E_at_budget'])} walked over {t['full_rounds']} full rounds; measured {m}",
+            " reached depth i  " + " ".join(f(x) for x in t["acceptance_by_depth"][:deepest])
+            + f"  (share of paths, i = 1..{deepest})",
+            " accepted depth   " + "  ".join(f"{d}: {n}" for d, n in enumerate(t["depth_histogram"][:deepest + 1]))
+            + "  (paths that ended at each depth)"]
 
 
 def format_trace(res: TraceFigures) -> str:
@@ -74,6 +122,8 @@ def format_trace(res: TraceFigures) -> str:
     lines.append("")
     for cat, es in res["classes"].items():
         lines.append(f" {cat:<8} E(k) = {e(es)}")
+    if "tree" in res:
+        lines += [""] + format_tree(res["tree"])
     return "\n".join(lines)
 
 

@@ -6,7 +6,9 @@ cases follow, one process per context and case ("context 4k · case …"). Threa
 
   1 plain        prefill, then one slice per decode step
   2 speculative  prefill, then one slice per round, with draft / verify /
-                 rollback (and the unaccounted rest) nested inside it
+                 rollback (and the unaccounted rest) nested inside it; a tree
+                 run's rounds ("tree round") carry the tree's nodes, depth,
+                 nodes per depth and accepted path length
   3 breakdown    one instrumented decode pass and one instrumented verify pass,
                  each split into its per-block sums (in block
                  order; the real blocks interleave layer by layer), plus
@@ -123,13 +125,19 @@ def events(session) -> list[TraceEvent]:
         for i, r in enumerate(spec.get("rounds", [])):
             dd, dv, dr = _us(r["draft_ms"]), _us(r["verify_ms"]), _us(r.get("rollback_ms") or 0.0)
             total = max(_us(r["ms"]), dd + dv + dr)
-            evs.append(_x("round", "spec", t, total, pid, SPEC, {
+            tree = r.get("tree")
+            shape = {} if not tree else {"tree_nodes": tree["nodes"], "tree_depth": tree["depth"],
+                                         "nodes_per_depth": list(tree["widths"]), "accepted_path": r["accepted"]}
+            evs.append(_x("tree round" if tree else "round", "spec", t, total, pid, SPEC, {
                 "round": i + 1, "drafted": len(r["drafted"]), "accepted": r["accepted"],
-                "emitted": len(r["emitted"]), "ms": r["ms"]}))
+                "emitted": len(r["emitted"]), "ms": r["ms"], **shape}))
             cur = t
-            evs.append(_x("draft", "spec", cur, dd, pid, SPEC, {"ms": r["draft_ms"], "tokens": len(r["drafted"])}))
+            evs.append(_x("draft", "spec", cur, dd, pid, SPEC, {"ms": r["draft_ms"], "tokens": len(r["drafted"]),
+                                                               **({"what": "drafter forward and building the tree"}
+                                                                  if tree else {})}))
             cur += dd
-            evs.append(_x("verify", "spec", cur, dv, pid, SPEC, {"ms": r["verify_ms"], "positions": len(r["drafted"]) + 1}))
+            evs.append(_x("verify", "spec", cur, dv, pid, SPEC, {"ms": r["verify_ms"], "positions": len(r["drafted"]) + 1,
+                                                                **({"tree_nodes": tree["nodes"]} if tree else {})}))
             cur += dv
             if dr > 0:
                 evs.append(_x("rollback", "spec", cur, dr, pid, SPEC, {"ms": r.get("rollback_ms")}))
@@ -160,6 +168,7 @@ def render(session) -> str:
             "model": model.get("name", ""),
             "k": session.k,
             "regime": session.regime,
+            "tree_budget": int(session.config.get("tree_budget") or 0),  # 0: chains
             "drafter": (session.config.get("drafter") or {}).get("name", ""),
             "layout": "cases one after another; plain, speculative and breakdown phases sequential within a case",
         },

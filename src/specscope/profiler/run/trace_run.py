@@ -20,6 +20,7 @@ class TracePlan:
     k: int            # the session's own k
     k_max: int
     cases: list[Case]  # the complete cases with a plain output to trace
+    tree_budget: int = 0  # a tree run's budget (``--tree-budget``): its trace holds the tree's candidates too
 
 
 def trace_plan(session, cfg: TraceConfig) -> TracePlan:
@@ -34,13 +35,14 @@ def trace_plan(session, cfg: TraceConfig) -> TracePlan:
     cases = [c for c in session.cases if c.get("complete") and len(c["plain"]["tokens"]) >= 2 and c.get("prompt_tokens")]
     if not cases:
         raise SpecscopeError("the session has no complete case with a plain output to trace")
-    return TracePlan(drafter, k, max(4, k) if cfg.k_max is None else cfg.k_max, cases)
+    return TracePlan(drafter, k, max(4, k) if cfg.k_max is None else cfg.k_max, cases,
+                     int(session.config.get("tree_budget") or 0))
 
 
 def trace_data(cfg: TraceConfig, say=lambda m, *a, **k: None, partial=None) -> None:
     """Each case's trace goes to ``partial({"case", "trace"})`` as it is recorded; nothing is returned."""
     from specscope.engine_adapter.engine import Engine
-    from specscope.engine_adapter.measure.acceptance_trace import record_trace
+    from specscope.engine_adapter.measure.acceptance_trace import TREE_B, record_trace
 
     from specscope.profiler.session.schema import SessionError
     from specscope.profiler.session.session import Session
@@ -58,6 +60,7 @@ def trace_data(cfg: TraceConfig, say=lambda m, *a, **k: None, partial=None) -> N
         say(f"tracing {c['id']} ({len(c['plain']['tokens'])} tokens)")
         d = eng.make_drafter(c["plain"]["tokens"])
         tr = record_trace(eng.target.model, c["prompt_tokens"], c["plain"]["tokens"], d, plan.k_max,
-                          sampling=eng.sampling, draws=cfg.draws, name=plan.drafter, target_forward=d.needs_hidden)
+                          sampling=eng.sampling, draws=cfg.draws, name=plan.drafter, target_forward=d.needs_hidden,
+                          tree_b=max(TREE_B, plan.tree_budget) if plan.tree_budget > 0 else 0, tree_depth=plan.k)
         partial({"case": c["id"], "trace": tr})
 
