@@ -232,6 +232,8 @@ class Trace(TypedDict):
     draws: NotRequired[list[list[int]]]         # under sampling: every seeded draw's A(s)
     A_by_k: NotRequired[dict[str, list[int]]]   # drafts that depend on k: k -> A(s) of blocks of that k
     chained: NotRequired[bool]
+    # the drafter drafts to the output's end (DFlash: its last rounds draft one more than a chain drafter's)
+    to_the_end: NotRequired[bool]
     tree: NotRequired[TreeTrace]                # a tree run's: the candidates a position (``analysis.tree_trace``)
 
 

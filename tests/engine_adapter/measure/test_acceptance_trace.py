@@ -97,6 +97,7 @@ def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
     each gives exactly the accepted counts of a real greedy run at that k. The negative control: the K_max block's
     A(s) walked at a smaller k does not reproduce every run (the approximation the per-k trace replaces)."""
     from specscope.engine_adapter.drafters.dflash import load_dflash_drafter
+    from specscope.profiler.analysis.trace_check import run_mismatch
 
     make = lambda: load_dflash_drafter(hybrid, trained_demo_path("dflash"))  # noqa: E731
     n, k_max = 32, 6
@@ -112,6 +113,12 @@ def test_a_dflash_trace_walks_each_block_size_on_its_own(hybrid):
         recs = list(speculative_generate(hybrid.model, prompt, make(), k, n, round_kinds="instrumented"))[1:]
         assert tokens_of(recs) == plain[1:]
         real = [r["accepted"] for r in recs]
-        assert [a for *_, a in tw.walk(tr["A_by_k"][str(k)], k)] == real, f"k={k}"
+        assert [a for *_, a in tw.walk(tr["A_by_k"][str(k)], k, tr["to_the_end"])] == real, f"k={k}"
+        # round by round, drafted counts too (the last rounds draft to the end): what tune's "E(k) exact" checks
+        run = {"rounds": [{"drafted": len(r["drafted"]), "accepted": r["accepted"]} for r in recs]}
+        assert run_mismatch(tr, plain, k, run) is None, f"k={k}"
+        if k > 1:  # control: walked as a chain drafter's (one fewer at the end) the last rounds differ
+            as_chain = {**tr, "to_the_end": False}
+            assert run_mismatch(as_chain, plain, k, run) is not None, f"k={k}"
         naive_matches.append([a for *_, a in tw.walk(tr["A"], k)] == real)
     assert not all(naive_matches), "the K_max block's trace reproduced every k: the negative control cannot fail"

@@ -80,3 +80,14 @@ def test_pooled_curve_and_classes():
     assert by["en"][0]["tokens_per_round"] == 1.0
     assert by["code"][2]["tokens_per_round"] > by["code"][0]["tokens_per_round"]
     assert len(tw.curve([c["trace"] for c in cases[:2]])) == 3
+
+
+def test_a_drafter_that_drafts_to_the_end_walks_one_more_in_its_last_rounds():
+    """DFlash's last blocks draft min(k, tokens left) where a chain drafter drafts one fewer (its bonus would be cut):
+    the walk follows the engine's loop either way (a DFlash confirmation run was called "not the walk" at its last
+    round before the trace said so)."""
+    from specscope.profiler.analysis.trace_walk import walk
+
+    A = [4, 4, 4, 4, 4, 4, 3, 2, 1]  # 10 tokens, every draft right (K_max 4)
+    assert [d for _, d, _ in walk(A, 4)] == [4, 3]
+    assert [d for _, d, _ in walk(A, 4, to_the_end=True)] == [4, 4]

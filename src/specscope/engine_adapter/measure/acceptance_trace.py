@@ -190,6 +190,8 @@ def _walk_drafter(prompt, c, drafter, k_max, prompt_hidden, hidden, sampling, na
     out: AcceptanceTrace = {"drafter": name or drafter.kind, "k_max": k_max, "A": A, "tokens": len(c), "regime": sampling.regime,
            "estimate": False, "target_agrees": agrees, "cost_ms": cost,
            "method": "exact: the drafter's own proposals from every true prefix, compared with the target's output"}
+    if drafter.drafts_to_the_end:  # its last rounds draft one more (``trace_walk.walk``)
+        out["to_the_end"] = True
     if top_p is not None:
         tt: TreeTrace = {"b": tree_b, "depth": tree_depth, "rank": ranks, "to_the_end": drafter.drafts_to_the_end}
         if hasattr(drafter, "parent_candidates"):

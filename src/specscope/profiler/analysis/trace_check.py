@@ -38,7 +38,8 @@ def run_mismatch(trace: Mapping[str, Any], continuation: Sequence[int], k: int, 
             return (f"a confirmation run at k = {k} emitted other tokens than the trace's continuation (from token {at}: "
                     f"{len(tokens)} tokens against {len(continuation)})")
     own = (trace.get("A_by_k") or {}).get(str(k))
-    walked = [(d, a) for _, d, a in trace_walk.walk(own if own is not None else trace["A"], k)]
+    walked = [(d, a) for _, d, a in trace_walk.walk(own if own is not None else trace["A"], k,
+                                                    bool(trace.get("to_the_end")))]
     real = [(int(r["drafted"]), int(r["accepted"])) for r in run.get("rounds") or []]
     if real != walked:
         at = next((i for i, (w, r) in enumerate(zip(walked, real)) if w != r), min(len(walked), len(real)))

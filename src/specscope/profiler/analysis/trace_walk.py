@@ -31,14 +31,16 @@ from specscope.profiler.analysis.records import TraceFigures, TraceSummary
 from specscope.profiler.session.trace_record import TraceError
 
 
-def walk(A: list[int], k: int) -> list[tuple[int, int, int]]:
-    """The rounds of a greedy run at ``k`` over a continuation of len(A) + 1 tokens: (start s, drafted, accepted)."""
+def walk(A: list[int], k: int, to_the_end: bool = False) -> list[tuple[int, int, int]]:
+    """The rounds of a greedy run at ``k`` over a continuation of len(A) + 1 tokens: (start s, drafted, accepted).
+    ``to_the_end``: a drafter that drafts to the output's end (DFlash), whose last rounds draft one more, as the
+    engine's loop has it (the bonus then cut)."""
     if k < 1:
         raise TraceError("k must be at least 1")
     n = len(A) + 1  # tokens in the continuation, c_0 (from the prefill) included
     rounds, s = [], 0
     while s + 1 < n:
-        drafted = min(k, n - s - 2)
+        drafted = min(k, n - s - (1 if to_the_end else 2))
         acc = min(drafted, A[s])
         rounds.append((s, drafted, acc))
         s += acc + 1
@@ -69,7 +71,7 @@ def at_k(trace: Mapping[str, Any], k: int) -> TraceFigures:
     # a drafter whose drafts depend on k (DFlash) has each k's own A(s); a chain drafter's one A(s) serves every k
     own = (trace.get("A_by_k") or {}).get(str(k))
     series = list(trace.get("draws") or []) or [own if own is not None else trace["A"]]
-    per = [_figures(walk(a, k), k) for a in series]
+    per = [_figures(walk(a, k, bool(trace.get("to_the_end"))), k) for a in series]
     if len(per) == 1:
         return {**per[0], "estimate": bool(trace.get("estimate"))}
     # under sampling: the draws pooled (rounds of every draw's walk), and said to be an estimate
@@ -90,7 +92,7 @@ def pooled(traces: list[dict], k: int) -> TraceFigures:
 
 
 def _all_draws(t: dict, k: int) -> list[int]:
-    return [a for d in t["draws"] for a in _figures(walk(d, k), k)["accepted"]]
+    return [a for d in t["draws"] for a in _figures(walk(d, k, bool(t.get("to_the_end"))), k)["accepted"]]
 
 
 def curve(traces: list[dict], k_max: int | None = None) -> list[TraceFigures]:
