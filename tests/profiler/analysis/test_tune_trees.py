@@ -152,6 +152,9 @@ def test_a_tree_run_that_is_not_the_trace_s_walk_voids_exact():
 def test_tree_budgets_refused_with_the_reason():
     eng = TreeEngine()
     with pytest.raises(SpecscopeError, match="drafts trees"):
+        run_tune(PairDriftEngine(n=eng.n, drafters=("ngram",)), [[1]], k_max=2, max_tokens=eng.n, reps=1,
+                 tree_budgets=[2])
+    with pytest.raises(SpecscopeError, match="cannot run tree rounds"):  # a seam with no tree runs (mtp drafts trees)
         run_tune(PairDriftEngine(n=eng.n), [[1]], k_max=2, max_tokens=eng.n, reps=1, tree_budgets=[2])
     with pytest.raises(SpecscopeError, match="1 to 64"):
         run_tune(eng, [[1]], k_max=2, max_tokens=eng.n, reps=1, tree_budgets=[0])

@@ -108,8 +108,8 @@ def predict(rounds: list[dict], k_max: int, verify: dict[int, list[float]], draf
         else:
             at_k = np.minimum(base.acc, k)
         at = _predict_at(k, k, at_k, base, verify[k + 1], timed, rng, resamples, seed, line=(k, k_max))
-        rows.append(_prediction_row(k, at, "trace" if traces else "k_max_rounds",
-                                    1.0 + float(np.minimum(base.acc, k).mean())))
+        rows += _prediction_rows(k, at, "trace" if traces else "k_max_rounds",
+                                 1.0 + float(np.minimum(base.acc, k).mean()))
     return rows
 
 
@@ -140,16 +140,16 @@ def predict_tree(rounds: list[dict], depth: int, budgets: list[int], verify: dic
     for b in ([only_b] if only_b else budgets):
         at = _predict_at(b, depth, tune_trees.walked(traces, b, depth), base, verify[b], timed, rng, resamples, seed,
                          line=(b, top))
-        row = _prediction_row(b, at, "trace", 1.0 + float(base.acc.mean()) if b == top else None)
-        row.update(tree_budget=b, depth=depth)
-        rows.append(row)
+        row = _prediction_rows(b, at, "trace", 1.0 + float(base.acc.mean()) if b == top else None)
+        row[0].update(tree_budget=b, depth=depth)
+        rows += row
     return rows
 
 
-def _prediction_row(k: int, at: "_AtK", source: str, k_max_rounds_e: float | None) -> dict:
-    """One setting's prediction as ``predict`` returns it."""
+def _prediction_rows(k: int, at: "_AtK", source: str, k_max_rounds_e: float | None) -> list[dict]:
+    """One setting's prediction as ``predict`` returns it (a list of one: ``predict``'s rows)."""
     model = at.model
-    return {
+    return [{
         "k": k,
         "predicted_speedup": model.speedup,
         "predicted_ci95": [float(np.percentile(at.b_s, 2.5)), float(np.percentile(at.b_s, 97.5))],
@@ -174,7 +174,7 @@ def _prediction_row(k: int, at: "_AtK", source: str, k_max_rounds_e: float | Non
         "verify_multiple": model.verify_multiple,
         "break_even_verify_ms": model.break_even_verify_ms if model.break_even_verify_ms > 0 else None,
         "round_ms": model.round_ms,
-    }
+    }]
 
 
 @dataclass
