@@ -190,7 +190,7 @@ class DivisionView(QtWidgets.QWidget):
                          f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_be.set(*break_even_tile(s))
         if s.get("measured_speedup") is not None:
-            tree_what_if = budget_what_if_text(self.model.session.cases, s)
+            tree_what_if = budget_what_if_text(self.model.session, s)
             self.audit.setText("\n\n".join([f"{q}\n{a}" for q, a in audit_answers(s)]
                                              + ([tree_what_if] if tree_what_if else [])))
         else:
