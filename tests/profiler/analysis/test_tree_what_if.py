@@ -101,6 +101,15 @@ def test_the_text_the_summary_and_the_division_say_it(tree_run):
     assert page is not None and page.startswith("Tree budget what-if: best predicted")
 
 
+def test_the_reports_tree_section_prices_the_budgets(tree_run):
+    from specscope.gui.reports.html_tree import tree_section
+
+    sess, s = tree_run
+    html = tree_section(sess, s)
+    assert "Budget what-if: best predicted" in html and "4 (this run)" in html and "its prediction" in html
+    assert f"{s['predicted_speedup']:.3f}×" in html and "— (no E: run --trace)" in html
+
+
 def test_no_what_if_for_a_chain_or_a_tree_run_that_timed_no_other_budget():
     from tests.profiler.analysis.test_tree_surfaces import PAIRED, _session as chain_session
     import json

@@ -44,7 +44,7 @@ from specscope.engine_adapter.decode.tree_decoding import accept
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.engine_adapter.measure.components import DEFAULT_REPS, round_point
 
-from .records import ComponentTimes
+from .records import ComponentTimes, ComponentTree
 
 WHAT_IF_BUDGETS = (1, 2, 4, 8, 16)  # the budgets a tree run's what-if times a verify of (and the run's own)
 WHAT_IF_REPS = 1  # timed verifies a budget per call (a run makes 2 × repeats calls a case)
@@ -194,8 +194,12 @@ def measure_tree_components(model, make_drafter, sampling, prompt: list[int], co
         book.append(t_book)
         same += tree.tokens == b.tree.tokens and tree.parents == b.tree.parents
     t_what_if = time.perf_counter()
-    by_budget, shapes, cut_same = (b.budget_verifies(what_if_budgets(budget), what_if_reps) if what_if_reps > 0
-                                   else ({}, {}, None))
+    timed: ComponentTree = {"budget": budget, "nodes": len(b.tree) - 1, "depth": b.tree.depth, "widths": b.tree.widths(),
+                            "rollback_path_nodes": {str(a): n for a, n in sorted(b.path_nodes.items())}}
+    by_budget: dict[str, list[float]] = {}
+    if what_if_reps > 0:
+        by_budget, timed["budget_shapes"], timed["budget_cut_agrees"] = b.budget_verifies(what_if_budgets(budget),
+                                                                                           what_if_reps)
     what_if_ms = ms_since(t_what_if)
     b.snapshot.restore()
     return {
@@ -206,9 +210,7 @@ def measure_tree_components(model, make_drafter, sampling, prompt: list[int], co
         "round_drafts_agree": same / len(round_) if round_ else None,
         "rollback_ms": {str(a): xs for a, xs in b.rollback_ms.items()},
         "rollback_mode": "tree keep",
-        "tree": {"budget": budget, "nodes": len(b.tree) - 1, "depth": b.tree.depth, "widths": b.tree.widths(),
-                 "rollback_path_nodes": {str(a): n for a, n in sorted(b.path_nodes.items())},
-                 **({"budget_shapes": shapes, "budget_cut_agrees": cut_same} if shapes else {})},
+        "tree": timed,
         **({"budget_verify_ms": by_budget, "budget_verify_wall_ms": what_if_ms} if by_budget else {}),
         "wall_ms": ms_since(t_start),
     }

@@ -145,11 +145,11 @@ def budget_what_if_lines(session, s: Mapping[str, Any]) -> list[str]:
             + [pad + r for r in what_if_rows(w)] + [pad + n for n in what_if_notes(w)])
 
 
-def budget_what_if_text(session, s: Mapping[str, Any]) -> str | None:
-    """The same what-if as one block of text (the Division page), or None."""
+def budget_what_if_text(session, s: Mapping[str, Any], w: "BudgetWhatIf | None" = None) -> str | None:
+    """The same what-if as one block of text (the Division page; ``w``: the what-if already computed), or None."""
     from specscope.profiler.analysis.tree_what_if import budget_what_if
 
-    w = budget_what_if(session, s)
+    w = w if w is not None else budget_what_if(session, s)
     if w is None:
         return budget_e_text(session.cases, s)
     return "\n".join([f"Tree budget what-if: {what_if_verdict(w)}.", *what_if_rows(w), *what_if_notes(w)])

@@ -79,7 +79,7 @@ def _mean(xs: Sequence[float]) -> float | None:
     return math.fsum(xs) / len(xs) if xs else None
 
 
-def budget_verify_times(cases: Sequence[Mapping[str, Any]]) -> dict[int, list[float]]:
+def budget_verify_times(cases: Sequence[Mapping[str, Any]]) -> Mapping[int, list[float]]:
     """Every case's what-if verify samples by budget, pooled (the prediction's T_verify pools its samples the same way)."""
     out: dict[int, list[float]] = {}
     for c in cases:
@@ -88,7 +88,7 @@ def budget_verify_times(cases: Sequence[Mapping[str, Any]]) -> dict[int, list[fl
     return out
 
 
-def _shapes(cases: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+def _shapes(cases: Sequence[Mapping[str, Any]]) -> Mapping[int, float]:
     by: dict[int, list[int]] = {}
     for c in cases:
         for b, shape in (((c.get("components") or {}).get("tree") or {}).get("budget_shapes") or {}).items():
@@ -176,11 +176,10 @@ def budget_what_if(session, s: Mapping[str, Any]) -> BudgetWhatIf | None:
         tv = model.t_verify_ms if own else (timed * scale if timed is not None and scale is not None else None)
         m = model.what_if(tokens_per_round=e, t_verify_ms=tv) if e is not None and tv is not None else None
         sp = model.speedup if own else (m.speedup if m is not None else None)
-        sp_iv = ([m.what_if(tokens_per_round=x).speedup for x in iv]  # type: ignore[misc]
-                 if m is not None and iv and sp is not None else None)
         points.append({"budget": b, "this_run": own, "tokens_per_round": e, "tokens_per_round_ci95": iv,
-                       "t_verify_ms": tv, "timed_verify_ms": timed, "verify_samples": _own_samples(s) if own else len(times.get(b, [])), "nodes": shapes.get(b), "speedup": sp,
-                       "speedup_ci95": sp_iv if sp_iv and None not in sp_iv else None})
+                       "t_verify_ms": tv, "timed_verify_ms": timed,
+                       "verify_samples": _own_samples(s) if own else len(times.get(b, [])), "nodes": shapes.get(b),
+                       "speedup": sp, "speedup_ci95": _carried(m, iv) if sp is not None else None})
     priced = [p for p in points if p["speedup"] is not None]
     best = max(priced, key=lambda p: p["speedup"]) if priced else None  # type: ignore[arg-type,return-value]
     close = ([p["budget"] for p in priced if p is not best and p["speedup"] >= best["speedup"] * (1 - CLOSE)]  # type: ignore[operator,index]
@@ -190,6 +189,14 @@ def budget_what_if(session, s: Mapping[str, Any]) -> BudgetWhatIf | None:
             "best": best["budget"] if best else None, "close": close,
             "own_verify_ms": own_timed, "prediction_verify_ms": model.t_verify_ms,
             "cost_s": math.fsum(walls) / 1000.0 if walls else None, "assumed": ASSUMED}
+
+
+def _carried(m: RoundModel | None, iv: Sequence[float] | None) -> list[float] | None:
+    """E's interval carried through the round model (every time as it is): the speedup at each end."""
+    if m is None or not iv:
+        return None
+    ends = [m.what_if(tokens_per_round=x).speedup for x in iv]
+    return [x for x in ends if x is not None] if None not in ends else None
 
 
 def _own_samples(s: Mapping[str, Any]) -> int:
