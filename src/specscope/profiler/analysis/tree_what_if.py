@@ -19,7 +19,9 @@ is the run's own prediction (``round_model.RoundModel`` from the summary) with E
   under greedy, every budget 1..b); else from the run's own full tree rounds, each round's tree cut to its first B
   nodes (a tree grown best first holds, in node order, the tree a smaller budget grows from the same prefix, so the
   path the target accepts in it is the round's path cut at the first node past B) — budgets up to the run's only, and
-  an estimate: the rounds start where the run's budget left them, not where budget B's own rounds would;
+  an estimate: the rounds start where the run's budget left them, not where budget B's own rounds would — after a
+  longer path failed, at a harder token, so E at a much smaller budget reads low (measured on the trained demo, 6
+  cases × 32 tokens, budget 8: −11% at budget 1, −10% at 2, −5% at 4, within 3% at 5–8, against the trace's walk);
 - **T_draft, T_rollback, T_bookkeeping**: the run's budget's, assumed for every budget (labelled). DFlash's draft is
   one block forward over the depth limit whatever the budget; building a larger tree on the host, keeping a path of
   a larger tree and the bookkeeping after a longer path cost somewhat more, untimed here;
@@ -44,8 +46,10 @@ CLOSE = 0.05  # budgets whose figure is within this share of the best's are not 
 ASSUMED = ("T_draft, T_rollback and T_bookkeeping taken at the run's budget for every budget (not timed per budget: "
            "the draft's block forward is the same, building, keeping and bookkeeping a larger tree cost somewhat more)")
 SOURCES = {"trace": "E from the acceptance trace (exact under greedy)",
-           "rounds": "E from the run's own rounds, each tree cut to its first B nodes (an estimate: the rounds start "
-                     "where the run's budget left them; run --trace walks every budget exactly)"}
+           "rounds": "E from the run's own rounds, each tree cut to its first B nodes: an estimate, low at budgets well "
+                     "below the run's (its rounds start where its longer paths failed, at harder tokens: on the trained "
+                     "demo at budget 8, −11% at budget 1, −5% at 4, within 3% from 5 on, against the trace's exact walk), "
+                     "so it leans toward the run's budget; run --trace walks every budget exactly"}
 
 
 class BudgetPoint(TypedDict):
