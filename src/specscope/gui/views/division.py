@@ -107,7 +107,7 @@ class DivisionView(QtWidgets.QWidget):
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(w)
-        scroll.setMinimumWidth(340)
+        scroll.setMinimumWidth(350)  # the calculator group (334 px at least) and the scroll bar: no text cut at the right
         scroll.setMaximumWidth(470)
         lay.addWidget(scroll, 1)
         self._touched = False
