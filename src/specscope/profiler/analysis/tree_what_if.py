@@ -13,7 +13,7 @@ is the run's own prediction (``round_model.RoundModel`` from the summary) with E
   at its own (``engine_adapter.measure.tree_components``: ``budget_verify_ms``, one loop, the budgets alternating).
   T_verify(B) = the prediction's T_verify × (B's mean ÷ the run's budget's mean in that loop): the budgets are compared
   where they were timed together, and the level is the prediction's (the what-if loop and the components' loop run
-  under different conditions — measured here 0.85–1.2× apart —, and the run's own point must be its prediction). The
+  under different conditions — measured 0.85× and 1.23× apart in two runs —, and the run's own point must be its prediction). The
   loop's raw means are kept (``timed_verify_ms``);
 - **E(B)**: from the run's acceptance traces where it has them (``run --trace``: the walk of ``tree_trace``, exact
   under greedy, every budget 1..b); else from the run's own full tree rounds, each round's tree cut to its first B
@@ -21,7 +21,8 @@ is the run's own prediction (``round_model.RoundModel`` from the summary) with E
   path the target accepts in it is the round's path cut at the first node past B) — budgets up to the run's only, and
   an estimate: the rounds start where the run's budget left them, not where budget B's own rounds would — after a
   longer path failed, at a harder token, so E at a much smaller budget reads low (measured on the trained demo, 6
-  cases × 32 tokens, budget 8: −11% at budget 1, −10% at 2, −5% at 4, within 3% at 5–8, against the trace's walk);
+  cases × 32 tokens, budget 8: −11% at budget 1, −10% at 2, −5% at 4, within 3% at 5–8; the default suite, 18 cases ×
+  64 tokens: −9%, −10%, −8% at 1, 2, 4 — against the trace's walk);
 - **T_draft, T_rollback, T_bookkeeping**: the run's budget's, assumed for every budget (labelled). DFlash's draft is
   one block forward over the depth limit whatever the budget; building a larger tree on the host, keeping a path of
   a larger tree and the bookkeeping after a longer path cost somewhat more, untimed here;
@@ -48,7 +49,7 @@ ASSUMED = ("T_draft, T_rollback and T_bookkeeping taken at the run's budget for 
 SOURCES = {"trace": "E from the acceptance trace (exact under greedy)",
            "rounds": "E from the run's own rounds, each tree cut to its first B nodes: an estimate, low at budgets well "
                      "below the run's (its rounds start where its longer paths failed, at harder tokens: on the trained "
-                     "demo at budget 8, −11% at budget 1, −5% at 4, within 3% from 5 on, against the trace's exact walk), "
+                     "demo at budget 8, −9 to −11% at budgets 1–2, −5 to −8% at 4, against the trace's exact walk), "
                      "so it leans toward the run's budget; run --trace walks every budget exactly"}
 
 
