@@ -169,6 +169,8 @@ class ComponentTree(TypedDict):
     depth: int
     widths: list[int]
     rollback_path_nodes: NotRequired[dict[str, int]]
+    budget_shapes: NotRequired[dict[str, list[int]]]  # the budget what-if's trees: budget -> [nodes, depth]
+    budget_cut_agrees: NotRequired[bool]  # the what-if's tree cut to the run's budget is the run's tree
 
 
 class Breakdown(TypedDict, total=False):
@@ -201,6 +203,8 @@ class Components(TypedDict, total=False):
     bookkeeping_ms: list[float]        # per timed round: its work after the read-back but the rollback
     calls: list[dict[str, Any]]        # the calls beside the passes (profiler.session.components_fold)
     tree: ComponentTree                # a tree run's: the tree whose verify, draft and keep were timed
+    budget_verify_ms: dict[str, list[float]]  # a tree run's what-if: budget -> verify times of its tree here
+    budget_verify_wall_ms: float       # what timing the what-if's verifies cost (within wall_ms)
 
 
 class TreeTrace(TypedDict):

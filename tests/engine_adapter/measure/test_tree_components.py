@@ -11,7 +11,7 @@ from specscope.engine_adapter.decode.sampling import Sampling
 from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
 from specscope.engine_adapter.drafters.dflash_loader import load_dflash_drafter
 from specscope.engine_adapter.measure.tree_breakdown import measure_tree_breakdown
-from specscope.engine_adapter.measure.tree_components import _path_of, measure_tree_components
+from specscope.engine_adapter.measure.tree_components import _path_of, cut, measure_tree_components, what_if_budgets
 
 N, BUDGET = 16, 8
 
@@ -44,6 +44,14 @@ def test_the_timed_tree_is_the_rounds_tree(trained):
     assert all(n <= t["depth"] for n in t["rollback_path_nodes"].values())
     # negative control: a chain's components verify k + 1 = 16 positions, the tree verifies its nodes + 1 = 9
     assert t["nodes"] + 1 == BUDGET + 1 != k + 1
+    # the budget what-if: every budget's verify timed (what_if_reps each, 1 by default), its tree the cut of one
+    # drafted at the largest budget, and that cut at the run's budget is the run's tree
+    budgets = what_if_budgets(BUDGET)
+    assert set(comp["budget_verify_ms"]) == {str(b) for b in budgets} and all(
+        len(xs) == 1 and xs[0] > 0 for xs in comp["budget_verify_ms"].values())
+    assert t["budget_cut_agrees"] is True and t["budget_shapes"][str(BUDGET)] == [t["nodes"], t["depth"]]
+    assert [t["budget_shapes"][str(b)][0] for b in budgets] == budgets
+    assert 0 < comp["budget_verify_wall_ms"] < comp["wall_ms"]
     bd = measure_tree_breakdown(lm.model, load_dflash_drafter(lm, folder), prompt, plain, k, BUDGET, reps=1, skip=False)
     assert bd["tree"]["widths"] == first["widths"] and bd["verify"]["positions"] == first["nodes"] + 1
 
@@ -53,3 +61,28 @@ def test_path_of_stops_at_the_trees_depth():
 
     tree = Tree([5, 1, 2, 3, 4], [-1, 0, 0, 1, 3], [0, 1, 1, 2, 3], [1.0] * 5)
     assert _path_of(tree, 0) == [0] and _path_of(tree, 2) == [0, 1, 3] and _path_of(tree, 9) == [0, 1, 3, 4]
+
+
+@pytest.mark.parametrize("kind", ["dflash", "dflash2"])
+def test_the_cut_is_the_tree_a_smaller_budget_grows(trained, kind):
+    """The what-if's trees: the tree drafted at the largest budget cut to its first B nodes is, node for node, the tree
+    the drafter grows at budget B from the same prefix (DFlash and DFlash2, at two points of the output)."""
+    from specscope.engine_adapter.measure.components import round_point
+    from specscope.engine_adapter.measure.tree_components import _TreeBench
+    from specscope.engine_adapter.model.shipped import trained_demo_path
+
+    lm, folder, prompt, plain = trained
+    folder = trained_demo_path(kind)
+    if folder is None:
+        pytest.skip(f"no trained {kind} drafter")
+    k, branched = 15, False
+    for at in (0.0, 0.5):
+        context, last, _ = round_point(prompt, plain, k, at)
+        bench = _TreeBench(lm.model, load_dflash_drafter(lm, folder), Sampling(), context, last, k, BUDGET, None)
+        big = bench.ready(0).draft_tree(last, k, 16)
+        branched |= any(w > 1 for w in big.widths())
+        for b in (1, 2, 4, 8):
+            small = bench.ready(0).draft_tree(last, k, b)
+            got = cut(big, b)
+            assert (got.tokens, got.parents, got.depths) == (small.tokens, small.parents, small.depths), (at, b)
+    assert branched  # trees with siblings, so the cut follows node order, not depth

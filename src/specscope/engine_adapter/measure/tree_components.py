@@ -17,8 +17,14 @@ before each, ``reps`` times per earlier accepted count ``a`` = 0..k:
 - **bookkeeping**: that round's work after the read-back other than its keep: the drafter's update with the accepted
   path's tokens and hidden states.
 
+- **the budget what-if's verifies** (``budget_verify_ms``): after those, the verify of the drafter's own tree from the
+  same prefix at every budget of the what-if (``WHAT_IF_BUDGETS`` and the run's), each shape once untimed, then
+  ``what_if_reps`` timed each, the budgets' order reversed every rep: what a verify of another budget costs here, so
+  the Division's what-if prices other budgets (``analysis.tree_what_if``). Only the verify: the draft, keep and
+  bookkeeping are the run's budget's (the what-if says so).
+
 The record is the chain's (``ComponentTimes``) plus ``tree``: the shape of the tree the verify timed (nodes, depth,
-widths) and the budget. None of these are the rounds' own forwards: the speculative runs never see this cache.
+widths), the budget and the what-if trees' shapes, and ``budget_verify_ms`` / ``budget_verify_wall_ms``. None of these are the rounds' own forwards: the speculative runs never see this cache.
 """
 
 from __future__ import annotations
@@ -38,7 +44,24 @@ from specscope.engine_adapter.decode.tree_decoding import accept
 from specscope.engine_adapter.drafters.drafter import Draft
 from specscope.engine_adapter.measure.components import DEFAULT_REPS, round_point
 
-from .records import ComponentTimes
+from .records import ComponentTimes, ComponentTree
+
+WHAT_IF_BUDGETS = (1, 2, 4, 8, 16)  # the budgets a tree run's what-if times a verify of (and the run's own)
+WHAT_IF_REPS = 1  # timed verifies a budget per call (a run makes 2 × repeats calls a case)
+
+
+def what_if_budgets(budget: int) -> list[int]:
+    """The budgets whose verify a tree run of ``budget`` times for its what-if."""
+    return sorted(set(WHAT_IF_BUDGETS) | {int(budget)})
+
+
+def cut(tree: Tree, budget: int) -> Tree:
+    """The tree a budget of ``budget`` grows from the same candidates: the first ``budget`` drafted nodes in node order
+    (``cache.tree.grow`` appends nodes best first, a child after its parent, so every prefix is closed under parents
+    and is what the heap pops first with the smaller budget; exact but for ties the candidates' order broke
+    differently)."""
+    n = min(len(tree), budget + 1)
+    return Tree(tree.tokens[:n], tree.parents[:n], tree.depths[:n], tree.probs[:n])
 
 
 def _path_of(tree: Tree, a: int) -> list[int]:
@@ -97,10 +120,27 @@ class _TreeBench:
         path, bonus = accept(tree, logits, self.sampling, len(self.context))  # the one sync
         return ms_since(t0), tf, path, bonus, tap
 
-    def verify_once(self) -> float:
+    def verify_once(self, tree: Tree | None = None) -> float:
         self.snapshot.restore()
-        t, *_ = self._verify(self.tree, time.perf_counter())
+        t, *_ = self._verify(self.tree if tree is None else tree, time.perf_counter())
         return t
+
+    def budget_verifies(self, budgets: list[int], reps: int) -> tuple[dict[str, list[float]], dict[str, list[int]], bool]:
+        """The what-if: the drafter's own tree from this prefix at the largest budget (one draft, untimed), cut to its
+        first B nodes for each budget B (``cut``: the tree budget B grows, best first); each verify once untimed, then
+        ``reps`` timed each (the order reversed every rep). The times and each tree's (nodes, depth) by budget, and
+        whether the cut at the run's budget is the run's tree node for node (the cut's check)."""
+        big = self.ready(0).draft_tree(self.last, self.k, max(budgets))
+        trees = {b: cut(big, b) for b in budgets}
+        mine = trees.get(self.budget)
+        same = mine is not None and mine.tokens == self.tree.tokens and mine.parents == self.tree.parents
+        for b in budgets:
+            self.verify_once(trees[b])
+        times: dict[str, list[float]] = {str(b): [] for b in budgets}
+        for r in range(reps):
+            for b in (budgets[::-1] if r % 2 == 0 else budgets):
+                times[str(b)].append(self.verify_once(trees[b]))
+        return times, {str(b): [len(t) - 1, t.depth] for b, t in trees.items()}, same
 
     def rollback_once(self, a: int) -> float:
         self.snapshot.restore()
@@ -127,7 +167,8 @@ class _TreeBench:
 
 
 def measure_tree_components(model, make_drafter, sampling, prompt: list[int], continuation: list[int], k: int,
-                            budget: int, reps: int = DEFAULT_REPS, at: float = 0.5, start=None) -> ComponentTimes:
+                            budget: int, reps: int = DEFAULT_REPS, at: float = 0.5, start=None,
+                            what_if_reps: int = WHAT_IF_REPS) -> ComponentTimes:
     """T_verify of the run's tree (N + 1 nodes), T_draft (the tree drafted and built), T_bookkeeping and the keep per
     accepted count, timed apart at a point of the case (``components.measure_components``' record, plus ``tree``)."""
     if k < 1 or budget < 1:
@@ -152,6 +193,14 @@ def measure_tree_components(model, make_drafter, sampling, prompt: list[int], co
         prior.append(a)
         book.append(t_book)
         same += tree.tokens == b.tree.tokens and tree.parents == b.tree.parents
+    t_what_if = time.perf_counter()
+    timed: ComponentTree = {"budget": budget, "nodes": len(b.tree) - 1, "depth": b.tree.depth, "widths": b.tree.widths(),
+                            "rollback_path_nodes": {str(a): n for a, n in sorted(b.path_nodes.items())}}
+    by_budget: dict[str, list[float]] = {}
+    if what_if_reps > 0:
+        by_budget, timed["budget_shapes"], timed["budget_cut_agrees"] = b.budget_verifies(what_if_budgets(budget),
+                                                                                           what_if_reps)
+    what_if_ms = ms_since(t_what_if)
     b.snapshot.restore()
     return {
         "context": len(context), "k": k, "reps": max(reps, 1),
@@ -161,7 +210,7 @@ def measure_tree_components(model, make_drafter, sampling, prompt: list[int], co
         "round_drafts_agree": same / len(round_) if round_ else None,
         "rollback_ms": {str(a): xs for a, xs in b.rollback_ms.items()},
         "rollback_mode": "tree keep",
-        "tree": {"budget": budget, "nodes": len(b.tree) - 1, "depth": b.tree.depth, "widths": b.tree.widths(),
-                 "rollback_path_nodes": {str(a): n for a, n in sorted(b.path_nodes.items())}},
+        "tree": timed,
+        **({"budget_verify_ms": by_budget, "budget_verify_wall_ms": what_if_ms} if by_budget else {}),
         "wall_ms": ms_since(t_start),
     }

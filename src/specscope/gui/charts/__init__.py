@@ -2,7 +2,7 @@
 
 from .acceptance import AcceptanceChart
 from .breakdown import BreakdownChart
-from .division import DivisionChart
+from .division import BudgetChart, DivisionChart
 from .probe import ProbeChart
 from .throughput import ThroughputChart
 from .tokens_per_round import TokensPerRoundChart
@@ -20,4 +20,4 @@ CHARTS = {
     "tune": TuneChart,
 }
 
-__all__ = ["CHARTS", "AcceptanceChart", "BreakdownChart", "DivisionChart", "ProbeChart", "ThroughputChart", "TokensPerRoundChart", "TuneChart", "VerifyCurveChart"]
+__all__ = ["CHARTS", "AcceptanceChart", "BudgetChart", "BreakdownChart", "DivisionChart", "ProbeChart", "ThroughputChart", "TokensPerRoundChart", "TuneChart", "VerifyCurveChart"]

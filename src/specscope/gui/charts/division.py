@@ -190,3 +190,83 @@ class DivisionChart(BaseChart):
         lines = (f"k = {d['k']}   T_decode {d['t_decode_ms']:.2f} ms   T_verify {d['t_verify_ms']:.2f} ms",
                  f"{draft}{rest}{untimed}")
         self.note.setText("<br>".join(html.escape(x).replace("  ", "&nbsp; ") for x in lines), color=self.theme["fg"])
+
+
+class BudgetChart(BaseChart):
+    """A tree run's budget what-if (``analysis.tree_what_if``): the predicted speedup at each budget timed, with E's
+    95% interval carried through the round model, the run's own budget (its prediction) and the best marked. Budgets
+    evenly spaced (1, 2, 4, 8, 16 and the run's); a budget with no E (no trace, above the run's) is named under the
+    plot, not drawn."""
+
+    title = "Predicted speedup by tree budget"
+    x_label = ("node budget (--tree-budget)", "")
+    y_label = ("predicted speedup", "×")
+    empty_text = "no budget what-if (a chain run, or a tree run that timed no other budget)"
+
+    legend_cols = 2
+
+    def build(self):
+        self.setMinimumSize(260, 150)
+        self.plot_item.getAxis("bottom").enableAutoSIPrefix(False)
+        self.plot_item.getAxis("left").enableAutoSIPrefix(False)
+        # the legend under the plot, as the division's (inside, it covered the best budget's label)
+        old = self.legend
+        old.opts["offset"] = None
+        old.setParentItem(None)
+        if old.scene() is not None:
+            old.scene().removeItem(old)
+        self.legend = self.plot_item.legend = pg.LegendItem(labelTextSize="9pt", colCount=self.legend_cols)
+        self.legend.setParentItem(self.plot_item)
+        self.plot_item.layout.addItem(self.legend, 4, 1)
+        self.legend.setLabelTextColor(self.theme["fg"])
+        self.legend.setBrush(pg.mkBrush(QtGui.QColor(self.theme["bg"])))
+        self.legend.setPen(pg.mkPen(self.theme["bg"]))
+        self.note = pg.LabelItem("", justify="left", size="9pt", color=self.theme["fg"])
+        self.note.setParentItem(self.plot_item)
+        self.plot_item.layout.addItem(self.note, 5, 1)
+
+    def legend_room(self) -> float:
+        return self.width() - self.plot_item.getAxis("left").width() - 24
+
+    def _draw(self, w) -> None:
+        if not self._redraw(w, needs="points"):
+            self.note.setText("", color=self.theme["fg"])
+            return
+        pts = w["points"]
+        xs = list(range(len(pts)))
+        self.plot_item.getAxis("bottom").setTicks([[(x, str(p["budget"])) for x, p in zip(xs, pts)]])
+        priced = [(x, p) for x, p in zip(xs, pts) if p["speedup"] is not None]
+        if priced:
+            self._add(pg.PlotDataItem([x for x, _ in priced], [p["speedup"] for _, p in priced],
+                                      pen=self.pen("pred", 2), symbol="o", symbolSize=8,
+                                      symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=None),
+                      "predicted (the round model at each budget)")
+        band = [(x, p) for x, p in priced if p["speedup_ci95"]]
+        if band:
+            lo = np.array([p["speedup"] - p["speedup_ci95"][0] for _, p in band])
+            hi = np.array([p["speedup_ci95"][1] - p["speedup"] for _, p in band])
+            self._add(pg.ErrorBarItem(x=np.array([x for x, _ in band]), y=np.array([p["speedup"] for _, p in band]),
+                                      bottom=lo, top=hi, beam=0.12, pen=pg.mkPen(self.theme["fg"], width=1.2)))
+        own = [(x, p) for x, p in priced if p["this_run"]]
+        if own:
+            self._add(pg.PlotDataItem([own[0][0]], [own[0][1]["speedup"]], pen=None, symbol="star", symbolSize=16,
+                                      symbolBrush=pg.mkBrush(self.theme["accept"]), symbolPen=pg.mkPen(self.theme["fg"])),
+                      "this run's budget: its prediction")
+        best = [(x, p) for x, p in priced if p["budget"] == w["best"]]
+        tops = [p["speedup_ci95"][1] if p["speedup_ci95"] else p["speedup"] for _, p in priced]
+        ytop = max(tops + [0.0]) * 1.25 or 1.0
+        if ytop > 0.7:  # the break-even line where it is near the figures (at 0.2× it would flatten them)
+            ytop = max(ytop, 1.1)
+            self._add(pg.InfiniteLine(pos=1.0, angle=0, pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine)))
+        if best:
+            x, p = best[0]
+            close = f" · within 5%: {', '.join(map(str, w['close']))}" if w["close"] else ""
+            self._text(f"best: {p['budget']} ({p['speedup']:.3f}×){close}", x, p["speedup"], anchor=(0.5, 1.6),
+                       color=self.theme["pred"], bold=True)
+        self.plot_item.setYRange(0, ytop, padding=0)
+        self.plot_item.setXRange(-0.5, len(pts) - 0.5, padding=0)
+        unknown = [str(p["budget"]) for p in pts if p["speedup"] is None]
+        lines = ["bars: E's 95% interval (times as measured); T_draft, keep, bookkeeping at the run's budget"]
+        if unknown:
+            lines.append(f"budget {', '.join(unknown)}: verify timed, no E (no trace: run --trace)")
+        self.note.setText("<br>".join(html.escape(x) for x in lines), color=self.theme["fg"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from specscope.profiler.analysis import tree_trace
 from specscope.profiler.analysis.formatting import fmt as f
-from specscope.profiler.analysis.tree_text import tree_acceptance_phrase, verify_width
+from specscope.profiler.analysis.tree_text import tree_acceptance_phrase, verify_width, what_if_notes, what_if_verdict
+from specscope.profiler.analysis.tree_what_if import BudgetWhatIf, budget_what_if
 from specscope.profiler.renderers.html_common import esc
 from specscope.profiler.renderers.html_common import table as _table
 
@@ -31,8 +32,11 @@ def tree_section(session, s) -> str:
              _table(["Depth"] + [str(j) for j in range(last + 1)], [["Rounds"] + [str(hist[j]) for j in range(last + 1)]]),
              f'<p class="muted">Over the {t["rounds"]} full tree rounds acceptance counts (drafted to depth k, first '
              "repeat); the share of paths reaching each depth is the acceptance table's a_i.</p>"]
+    what_if = budget_what_if(session, s)
     traces = tree_trace.tree_traces(session.cases)
-    if traces:
+    if what_if is not None:
+        parts += what_if_section(what_if)
+    elif traces:
         curve = tree_trace.curve(traces, s["k"])
         parts += ["<h3>Tokens per round at every budget, from the trace</h3>",
                   _table(["Budget"] + [str(c["budget"]) for c in curve],
@@ -40,3 +44,21 @@ def tree_section(session, s) -> str:
                   '<p class="muted">Exact under greedy decoding: the trace\'s candidates a position walked as tree '
                   "rounds of each budget. What each budget's wider verify costs is the Verify cost page's.</p>"]
     return "".join(parts)
+
+
+def what_if_section(w: BudgetWhatIf) -> list[str]:
+    """The budget what-if (``analysis.tree_what_if``): the round model at each budget timed, the run's marked."""
+    def iv(x, spec):
+        return f" ({format(x[0], spec)}–{format(x[1], spec)})" if x else ""
+
+    rows = [[str(p["budget"]) + (" (this run)" if p["this_run"] else ""),
+             f(p["tokens_per_round"], ".2f") + iv(p["tokens_per_round_ci95"], ".2f"),
+             f(p["t_verify_ms"], ".2f"), f(p["timed_verify_ms"], ".2f"),
+             (f(p["speedup"], ".3f", "×") + iv(p["speedup_ci95"], ".3f")) if p["speedup"] is not None
+             else "— (no E: run --trace)" if p["tokens_per_round"] is None else "—",
+             "its prediction" if p["this_run"] else ("best" if p["budget"] == w["best"] else "")]
+            for p in w["points"]]
+    return [f"<h3>Budget what-if: {esc(what_if_verdict(w))}</h3>",
+            _table(["Budget", "E (95%)", "T_verify (ms)", "timed in the what-if loop (ms)", "Predicted speedup (95%)",
+                    ""], rows),
+            *(f'<p class="muted">{esc(n)}.</p>' for n in what_if_notes(w))]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.tree_text import budget_what_if_text
+from specscope.profiler.analysis.tree_what_if import budget_what_if
 from specscope.profiler.analysis import stats
 from specscope.profiler.analysis.formatting import rate
 from specscope.profiler.analysis.round_model import REST, RoundModel, communication_what_if
@@ -14,7 +15,7 @@ from specscope.profiler.session.records import Summary, engine_facts
 from specscope.profiler.analysis.intervals import draft_time_text
 from specscope.profiler.analysis.verdict import audit_answers, ledger_text, rollback_term_text
 
-from ..charts import DivisionChart
+from ..charts import BudgetChart, DivisionChart
 from ..charts import data as chart_data
 from ..records import Snapshot
 from .common import LEDGER_LABEL, Tile, fmt, plain_label, set_speedup_tile
@@ -29,7 +30,14 @@ class DivisionView(QtWidgets.QWidget):
         lay = QtWidgets.QHBoxLayout(self)
         lay.setContentsMargins(8, 8, 8, 8)
         self.chart = DivisionChart(theme)
-        lay.addWidget(self.chart, 3)
+        # a tree run's budget what-if under the division (hidden for a chain run): the speedup at other budgets
+        self.budgets = BudgetChart(theme)
+        self.budgets.setVisible(False)
+        left = QtWidgets.QVBoxLayout()
+        left.setContentsMargins(0, 0, 0, 0)
+        left.addWidget(self.chart, 3)
+        left.addWidget(self.budgets, 2)
+        lay.addLayout(left, 3)
 
         side = QtWidgets.QVBoxLayout()
         self.t_pred = Tile("Predicted speedup (components timed apart)")
@@ -99,7 +107,7 @@ class DivisionView(QtWidgets.QWidget):
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(w)
-        scroll.setMinimumWidth(340)
+        scroll.setMinimumWidth(350)  # the calculator group (334 px at least) and the scroll bar: no text cut at the right
         scroll.setMaximumWidth(470)
         lay.addWidget(scroll, 1)
         self._touched = False
@@ -108,6 +116,7 @@ class DivisionView(QtWidgets.QWidget):
 
     def apply_theme(self, theme: ChartTheme) -> None:
         self.chart.apply_theme(theme)
+        self.budgets.apply_theme(theme)
 
     def reset_calculator(self) -> None:
         s = self._snap["summary"] if self._snap else None
@@ -189,8 +198,11 @@ class DivisionView(QtWidgets.QWidget):
         set_speedup_tile(self.t_meas, s, "Measured speedup",
                          f" · block-sum ruler would say {fmt(s.get('block_sum_predicted_speedup'), '.3f', '×')}")
         self.t_be.set(*break_even_tile(s))
+        w = budget_what_if(self.model.session, s) if s.get("tree") and s.get("measured_speedup") is not None else None
+        self.budgets.setVisible(w is not None)
+        self.budgets.set_data(w)
         if s.get("measured_speedup") is not None:
-            tree_what_if = budget_what_if_text(self.model.session.cases, s)
+            tree_what_if = budget_what_if_text(self.model.session, s, w)
             self.audit.setText("\n\n".join([f"{q}\n{a}" for q, a in audit_answers(s)]
                                              + ([tree_what_if] if tree_what_if else [])))
         else:

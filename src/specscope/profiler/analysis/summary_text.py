@@ -12,7 +12,7 @@ from specscope.profiler.analysis.intervals import draft_time_text, not_a_time, s
 from specscope.profiler.session.session import Session
 from specscope.profiler.analysis.prediction import for_session, prediction_text
 from specscope.profiler.analysis.summary import BLOCK_LABELS, summarize
-from specscope.profiler.analysis.tree_text import budget_what_if_text, tree_lines
+from specscope.profiler.analysis.tree_text import budget_what_if_lines, tree_lines
 from specscope.profiler.analysis.verdict import (
     ONE_RUN_NOTE,
     SAMPLED_NOTE,
@@ -89,8 +89,7 @@ def _thermal(session: Session) -> str:
 def format_summary(session: Session) -> str:
     s = summarize(session)
     lines = _header_lines(session, s) + _figure_lines(session, s) + _output_check_lines(s)
-    if (what_if := budget_what_if_text(session.cases, s)):
-        lines.append(f"  budgets           {what_if}")
+    lines += budget_what_if_lines(session, s)
     lines += protocol_lines(session, s)
     lines += by_content_lines(session, s)
     lines += _breakdown_lines(s)

@@ -5,9 +5,12 @@ the summary has no ``tree``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specscope.profiler.analysis.formatting import fmt
+
+if TYPE_CHECKING:
+    from specscope.profiler.analysis.tree_what_if import BudgetWhatIf
 
 
 def is_tree(s: Mapping[str, Any]) -> bool:
@@ -63,10 +66,9 @@ def tree_lines(s: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def budget_what_if_text(cases, s: Mapping[str, Any]) -> str | None:
-    """A tree run's budget what-if from its traces (``tree_trace``, exact under greedy): tokens per round at every
-    budget the trace holds. Pricing another budget needs that verify's time (the verify cost over nodes), which this
-    run did not time: the figure is E only, said so. None for a run without tree traces."""
+def budget_e_text(cases, s: Mapping[str, Any]) -> str | None:
+    """E by budget from a tree run's traces (``tree_trace``, exact under greedy), for a run that timed no other
+    budget's verify (recorded before the what-if was): the figure is E only, said so. None without traces."""
     from specscope.profiler.analysis import tree_trace
 
     traces = tree_trace.tree_traces(cases)
@@ -81,3 +83,73 @@ def budget_what_if_text(cases, s: Mapping[str, Any]) -> str | None:
                       for c in curve)
     return (f"Tree budget what-if, from the trace (exact under greedy): tokens per round E by budget — {cells}. "
             f"Only E: what a verify of another budget costs was not timed in this run (it times budget {budget}).")
+
+
+def _iv(iv, spec: str = ".3f") -> str:
+    return f" ({format(iv[0], spec)}–{format(iv[1], spec)})" if iv else ""
+
+
+def what_if_rows(w: "BudgetWhatIf") -> list[str]:
+    """One line a budget: E (its interval), T_verify, the predicted speedup (its interval), the run's marked."""
+    rows = []
+    for p in w["points"]:
+        e = fmt(p["tokens_per_round"], ".2f") + _iv(p["tokens_per_round_ci95"], ".2f")
+        sp = (fmt(p["speedup"], ".3f", "×") + _iv(p["speedup_ci95"])) if p["speedup"] is not None else (
+            "— (no E at this budget: record the run with --trace)" if p["tokens_per_round"] is None else "—")
+        mark = "  ← this run: its prediction" if p["this_run"] else ("  ← best" if p["budget"] == w["best"] else "")
+        rows.append(f"budget {p['budget']:>2}: E {e}, T_verify {fmt(p['t_verify_ms'], '.2f')} ms → {sp}{mark}")
+    return rows
+
+
+def what_if_verdict(w: "BudgetWhatIf") -> str:
+    """The what-if's answer: the best budget by the point figures, those it does not tell apart, the run's."""
+    from specscope.profiler.analysis.tree_what_if import CLOSE
+
+    if w["best"] is None:
+        return "no budget could be priced"
+    best = next(p for p in w["points"] if p["budget"] == w["best"])
+    text = f"best predicted: budget {w['best']} ({fmt(best['speedup'], '.3f', '×')})"
+    if w["best"] == w["budget"]:
+        text += ", the run's own"
+    if w["close"]:
+        text += (f"; within {CLOSE:.0%} of it (not told apart by this what-if): budget"
+                 f"{'s' if len(w['close']) > 1 else ''} {', '.join(map(str, w['close']))}")
+    return text
+
+
+def what_if_notes(w: "BudgetWhatIf") -> list[str]:
+    """Where every figure came from, and what was assumed."""
+    from specscope.profiler.analysis.tree_what_if import SOURCES
+
+    src = SOURCES.get(w["e_source"] or "", "E at other budgets unknown: no trace and no tree rounds")
+    own, pred = w["own_verify_ms"], w["prediction_verify_ms"]
+    scale = (f"; T_verify(B) timed beside the run at every budget and put on the prediction's scale (× "
+             f"{fmt(pred, '.2f')} ÷ {fmt(own, '.2f')} ms, the what-if loop's own time at budget {w['budget']})"
+             if own else "")
+    cost = f"; timing the budgets' verifies cost {w['cost_s']:.1f} s" if w["cost_s"] is not None else ""
+    return [f"{src}{scale}{cost}",
+            f"{w['assumed']}; the speedup's interval is E's only (the times as measured)"]
+
+
+def budget_what_if_lines(session, s: Mapping[str, Any]) -> list[str]:
+    """The summary's budget lines: the priced what-if (``tree_what_if``), or E by budget where the run timed no other
+    budget's verify, or nothing (a chain run, a tree run with neither)."""
+    from specscope.profiler.analysis.tree_what_if import budget_what_if
+
+    w = budget_what_if(session, s)
+    if w is None:
+        e_only = budget_e_text(session.cases, s)
+        return [f"  budgets           {e_only}"] if e_only else []
+    pad = " " * 20
+    return ([f"  budget what-if    the one round model at each budget ({what_if_verdict(w)}):"]
+            + [pad + r for r in what_if_rows(w)] + [pad + n for n in what_if_notes(w)])
+
+
+def budget_what_if_text(session, s: Mapping[str, Any], w: "BudgetWhatIf | None" = None) -> str | None:
+    """The same what-if as one block of text (the Division page; ``w``: the what-if already computed), or None."""
+    from specscope.profiler.analysis.tree_what_if import budget_what_if
+
+    w = w if w is not None else budget_what_if(session, s)
+    if w is None:
+        return budget_e_text(session.cases, s)
+    return "\n".join([f"Tree budget what-if: {what_if_verdict(w)}.", *what_if_rows(w), *what_if_notes(w)])

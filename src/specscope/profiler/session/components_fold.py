@@ -34,12 +34,16 @@ def fold_components(previous: Components | None, comp: Components, when: str | N
     out: dict[str, Any] = dict(prev)
     calls = list(prev.get("calls") or [call_of(previous)]) + new["calls"]
     for key in LISTS:
-        if key in prev or key in new:
+        if key == "rollback_ms" or key in prev or key in new:
             out[key] = list(prev.get(key) or []) + list(new.get(key) or [])
-    rb: dict[str, list[float]] = {a: list(xs) for a, xs in (prev.get("rollback_ms") or {}).items()}
-    for a, xs in (new.get("rollback_ms") or {}).items():
-        rb.setdefault(str(a), []).extend(xs)
-    out["rollback_ms"] = rb
+    for key in ("rollback_ms", "budget_verify_ms"):  # times by accepted count; a tree run's what-if: by budget
+        if key == "rollback_ms" or key in prev or key in new:
+            by: dict[str, list[float]] = {a: list(xs) for a, xs in (prev.get(key) or {}).items()}
+            for a, xs in (new.get(key) or {}).items():
+                by.setdefault(str(a), []).extend(xs)
+            out[key] = by
+    if "budget_verify_wall_ms" in prev or "budget_verify_wall_ms" in new:
+        out["budget_verify_wall_ms"] = (prev.get("budget_verify_wall_ms") or 0.0) + (new.get("budget_verify_wall_ms") or 0.0)
     out["reps"] = sum(int(c.get("reps") or 0) for c in calls)
     walls = [c["wall_ms"] for c in calls if c.get("wall_ms") is not None]
     out["wall_ms"] = sum(walls) if walls else None
