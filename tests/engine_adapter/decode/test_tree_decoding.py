@@ -217,6 +217,7 @@ def _tree_counts(tiny):
     return tokens, accepted
 
 
+@pytest.mark.slow  # ~10 s; the default run keeps the chain drafters' tree at temperature (test_tree_chain_drafters)
 def test_trees_at_temperature_sample_the_targets_distribution(tiny, tiny_plain):
     spec, accepted = _tree_counts(tiny)
     assert accepted[0] >= SEEDS // 10 and SEEDS - accepted[0] >= SEEDS // 10, accepted  # both branches of the rule

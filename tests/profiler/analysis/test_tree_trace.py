@@ -94,7 +94,8 @@ def trained():
     return lm, prompt, tokens_of(list(plain_generate(lm.model, prompt, 40)))
 
 
-@pytest.mark.parametrize("kind", ["dflash", "dflash2"])
+# DFlash2's walk (the same loop, per-parent lists) in the slow set: about 5 s of the default run
+@pytest.mark.parametrize("kind", ["dflash", pytest.param("dflash2", marks=pytest.mark.slow)])
 def test_the_walk_is_the_measured_tree_run_and_a_shuffled_trace_is_caught(trained, kind):
     """DFlash (one candidate list a position) and DFlash2 (the selector's q given the previous candidate)."""
     from specscope.engine_adapter.decode.tree_decoding import tree_speculative_generate
