@@ -153,6 +153,7 @@ class Breakdown(TypedDict, total=False):
     ratios: dict[str, float | None]   # block -> verify ms / decode ms (None: the decode took no time)
     labels: dict[str, str]            # block -> its label for this model
     distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
+    engine: dict[str, Any]            # another engine's target forwards by block while its own loop ran (engines.opened)
 
 
 class Components(TypedDict, total=False):

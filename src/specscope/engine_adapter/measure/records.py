@@ -27,6 +27,7 @@ class BreakdownRecord(TypedDict):
     verify: PhaseBreakdown
     ratios: dict[str, float | None]  # block -> verify ms / decode ms (None where decode took no time)
     labels: dict[str, str]           # block -> its label for this model
+    engine: NotRequired[dict[str, Any]]  # another engine's forwards by block while its loop ran (engines.opened.OpenedPass)
 
 
 # -- the clock probe (measure.clock_probe) ----------------------------------------------------------------------------
