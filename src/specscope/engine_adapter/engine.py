@@ -125,6 +125,8 @@ class Engine:
             from specscope.engine_adapter.engines.registry import engine_class
 
             foreign_cls = engine_class(params.engine)
+            if getattr(foreign_cls, "refusal", None):  # an engine that cannot run here: said before any weights load
+                raise SpecscopeError(foreign_cls.refusal)
         if params.demo:
             status("building/loading the demo model")
             # an engine that cannot run the hybrid demo names the demo it runs (mlx-lm's loop: the dense one)
