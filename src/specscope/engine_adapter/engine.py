@@ -142,7 +142,8 @@ class Engine:
         status(f"loading {label}")
         target = load_model(path, allow_oversize=params.allow_oversize, dtype=params.dtype)
         name = params.drafter
-        if name == "auto" and params.demo and getattr(foreign_cls, "demo_kind", None) and foreign_cls.needs_draft_model:
+        if name == "auto" and params.demo and getattr(foreign_cls, "demo_kind", None) and \
+                getattr(foreign_cls, "needs_draft_model", False):
             name = "draft"  # the demo's own draft model, for an engine that drafts with one
         if name == "auto":
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
