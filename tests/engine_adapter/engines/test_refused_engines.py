@@ -13,7 +13,7 @@ from specscope.engine_adapter.engines import registry
 from specscope.engine_adapter.params import EngineParams
 from specscope.errors import SpecscopeError
 
-REASONS = [("mtplx", "macOS-only"), ("mlx-vlm", "mlx-vlm's own model classes")]
+REASONS = [("mtplx", "macOS-only"), ("mlx-vlm", "not behind the seam yet")]
 
 
 @pytest.mark.parametrize("name, says", REASONS)
