@@ -14,6 +14,10 @@ prompt, alternated (untouched first in even passes, last in odd ones), each time
 consumer's time is in none). The speed figures of a run come from its measured passes only; these passes are
 beside them (in the case's breakdown), never in them.
 
+An engine whose forwards reach some blocks without calling them (its own fused forward reading their weights, e.g.
+mlx-vlm's exact speculative verifier) names those call sites (``SpeculativeEngine.block_sites``: a method taking the
+block module first), and the block is timed there too, by the same barriers.
+
 An engine whose model cannot be instrumented says why (``forward_model`` returns the reason), and the pass records
 that reason instead of figures.
 """
@@ -71,14 +75,33 @@ class Opener:
     """While inside ``with``: ``model``'s blocks timed (``Instrumenter``) and its own call wrapped, each forward
     recorded in ``forwards`` as (positions, wall ms, {block: ms}) while ``timing`` is on."""
 
-    def __init__(self, model, structure) -> None:
+    def __init__(self, model, structure, sites: list[tuple[Any, str]] | None = None) -> None:
         self.model, self.inst = model, Instrumenter(structure)
+        self.sites = list(sites or [])  # an engine's own fused forward's block calls (``block_sites``)
         self.timing = False
         self.forwards: list[tuple[int, float, dict[str, float]]] = []
         self._cls: type | None = None
+        self._patched: list[tuple[Any, str, Any]] = []
+
+    def _site(self, obj: Any, attr: str) -> None:
+        """``obj.attr(module, ...)`` timed as ``module``'s block when ``module`` is one (an instance attribute over
+        the method while the pass runs; removed on exit)."""
+        inst, orig = self.inst, getattr(obj, attr)
+        names = inst._block_name  # the Instrumenter's block of each module, by identity
+
+        def timed(module, *args, **kwargs):
+            block = names.get(id(module))
+            if block is None or inst.mode != "time":
+                return orig(module, *args, **kwargs)
+            return inst._time(module, block, lambda: orig(module, *args, **kwargs), (*args, *kwargs.values()))
+
+        self._patched.append((obj, attr, obj.__dict__.get(attr)))
+        setattr(obj, attr, timed)
 
     def __enter__(self) -> Opener:
         self.inst.__enter__()
+        for obj, attr in self.sites:
+            self._site(obj, attr)
         cls = self._cls = self.model.__class__
         opener = self
 
@@ -99,6 +122,12 @@ class Opener:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for obj, attr, before in reversed(self._patched):
+            if before is None:
+                delattr(obj, attr)
+            else:
+                setattr(obj, attr, before)
+        self._patched = []
         if self._cls is not None:
             self.model.__class__ = self._cls
         self.inst.__exit__(*exc)
@@ -154,7 +183,7 @@ def opened_pass(engine: Any, prompt: list[int], max_tokens: int, sampling, passe
                 ms, toks = _decode(engine.speculative(prompt, max_tokens, sampling), None)
                 untouched.append(ms)
             else:
-                with Opener(model, structure) as op:
+                with Opener(model, structure, getattr(engine, "block_sites", list)()) as op:
                     op.inst.called = set()
                     ms, toks = _decode(engine.speculative(prompt, max_tokens, sampling), op)
                     uncalled = op.inst.uncalled()

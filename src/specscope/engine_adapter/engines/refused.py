@@ -1,4 +1,4 @@
-"""Engines Mac users run that cannot run behind the seam on this machine, each refused with the reason found.
+"""Engines Mac users run that cannot run behind the seam on this machine, refused with the reason found.
 
 Checked on Linux x86_64 with MLX's CPU backend, mlx 0.32.4 and mlx-lm 0.32.2 (this project's), each wheel installed
 with its dependencies in a throwaway virtual environment (the notes: /work/notes/w5s6/opened.md):
@@ -8,10 +8,8 @@ with its dependencies in a throwaway virtual environment (the notes: /work/notes
   generation module cannot be imported elsewhere: ``mtplx.route_tape`` opens ``/usr/lib/libSystem.B.dylib`` (for
   ``mach_absolute_time``) at import. Its wheel says ``Operating System :: MacOS`` and pins, on Apple silicon,
   ``mlx==0.32.2`` and ``mlx-lm>=0.31,<0.32``: it cannot share a process with this project's mlx-lm 0.32.2 either.
-- **mlx-vlm** (PyPI ``mlx-vlm`` 0.7.10; DFlash, DFlash2, EAGLE-3 and MTP drafters since 0.6.16, through
-  ``mlx_vlm.generate.ar.generate_step(..., draft_model=, draft_kind=)``): it installs and imports here (mlx 0.32.4,
-  mlx-lm 0.32.2) and ``mlx_vlm.load`` loads the shipped hybrid demo (its vision tower disabled); not yet behind the
-  seam: ``MLX_VLM_REASON``.
+
+(mlx-vlm, checked the same way, runs here: ``engines.mlx_vlm_loop``, the ``vlm`` extra.)
 
 A refused engine is named by ``--engine`` like any other and stops the run before any weights load, with its reason
 (``specscope: error: …``, a non-zero exit), never a traceback.
@@ -23,19 +21,12 @@ from specscope.engine_adapter.engines.seam import SpeculativeEngine
 from specscope.errors import SpecscopeError
 
 MTPLX_VERSION = "2.12.2"
-MLX_VLM_VERSION = "0.7.10"
 
 MTPLX_REASON = (f"engine mtplx ({MTPLX_VERSION}, the version checked) cannot run on this machine: it is macOS-only — "
                 "its generation module loads /usr/lib/libSystem.B.dylib at import (mtplx.route_tape), so its "
                 "speculative loops (mtplx.generation.generate_mtpk and kin) cannot even be imported on Linux — and on "
                 "a Mac it pins mlx 0.32.2 and mlx-lm <0.32, where specscope runs mlx-lm 0.32.2; run it on a Mac in its "
                 "own environment")
-MLX_VLM_REASON = (f"engine mlx-vlm ({MLX_VLM_VERSION}, the version checked) is not behind the seam yet: it imports on this "
-                  "machine and loads the demo target (as its own class, mlx_vlm.models.qwen3_5_moe), but its "
-                  "speculative loop (mlx_vlm.generate.ar.generate_step with draft_model= and draft_kind=) decodes that "
-                  "copy with its own drafter classes (dflash, dflash2, eagle3, mtp), not the mlx-lm modules specscope "
-                  "loads and checks parity against; the adapter (a second copy of the weights, its parity and its "
-                  "opened pass) is not built")
 
 
 class RefusedEngine(SpeculativeEngine):
@@ -51,7 +42,3 @@ class Mtplx(RefusedEngine):
     name = "mtplx"
     refusal = MTPLX_REASON
 
-
-class MlxVlm(RefusedEngine):
-    name = "mlx-vlm"
-    refusal = MLX_VLM_REASON

@@ -67,6 +67,12 @@ class SpeculativeEngine:
         boundary, classes it patches, forwards that bypass the module's call)."""
         return f"engine {self.name} does not say which model object its loop forwards (SpeculativeEngine.forward_model)"
 
+    def block_sites(self) -> list[tuple[Any, str]]:
+        """Where the loop's forwards reach a block without calling it: ``(object, method name)`` pairs whose method
+        takes a block module as its first argument (an engine's own fused forward that reads a block's weights);
+        the opened pass times the block there too, while it runs. None by default."""
+        return []
+
     def describe(self) -> EngineDescription:
         return {"name": self.name, "version": self.version, "reports": sorted(self.reports),
                 "not_reported": sorted(set(TIMINGS) - set(self.reports))}
