@@ -177,6 +177,7 @@ def opened_pass(engine: Any, prompt: list[int], max_tokens: int, sampling, passe
     reference: list[int] | None = None
     same = True
     uncalled: list[str] = []
+    entered: set[str] = set()  # the blocks a timed forward entered
     for r in range(max(1, passes)):
         for kind in (("untouched", "instrumented") if r % 2 == 0 else ("instrumented", "untouched")):
             if kind == "untouched":
@@ -187,12 +188,15 @@ def opened_pass(engine: Any, prompt: list[int], max_tokens: int, sampling, passe
                     op.inst.called = set()
                     ms, toks = _decode(engine.speculative(prompt, max_tokens, sampling), op)
                     uncalled = op.inst.uncalled()
+                    entered |= {name for _, name in op.inst.called}
                 instrumented.append(ms)
                 forwards += op.forwards
             if reference is None:
                 reference = toks
             same = same and toks == reference
-    present = [c for c in BLOCK_NAMES if c in structure.block_names()]
+    # a block no timed forward entered is not in the figures (not 0 ms: the engine computes it outside its forwards,
+    # e.g. mlx-vlm's greedy argmax from the hidden state); ``uncalled_blocks`` names it
+    present = [c for c in BLOCK_NAMES if c in structure.block_names() and c in entered]
     by_width = phases(forwards, present)
     return {"engine": engine.name, "instrumented": True, "passes": len(untouched), "tokens": len(reference or []),
             "untouched_ms": untouched, "instrumented_ms": instrumented,
