@@ -180,6 +180,7 @@ class Breakdown(TypedDict, total=False):
     labels: dict[str, str]            # block -> its label for this model
     distributed: dict[str, Any]       # a sharded model: ranks, backend, collectives and bytes per forward
     tree: ComponentTree               # a tree run's: the verify is this tree's (its nodes + 1 positions)
+    engine: dict[str, Any]            # another engine's target forwards by block while its own loop ran (engines.opened)
 
 
 class Components(TypedDict, total=False):

@@ -121,9 +121,20 @@ class Engine:
         from specscope.engine_adapter.model.inspect_model import mtp_status
         from specscope.engine_adapter.model.loader import check_same_vocabulary, load_model
 
+        foreign_cls = None
+        if params.engine != "specscope":
+            from specscope.engine_adapter.engines.registry import engine_class
+
+            foreign_cls = engine_class(params.engine)
+            if getattr(foreign_cls, "refusal", None):  # an engine that cannot run here: said before any weights load
+                raise SpecscopeError(foreign_cls.refusal)
         if params.demo:
             status("building/loading the demo model")
-            path, label = str(default_demo_path("hybrid", params.demo_variant)), "the demo model"
+            # an engine that cannot run the hybrid demo names the demo it runs (mlx-lm's loop: the dense one)
+            kind = getattr(foreign_cls, "demo_kind", None) or "hybrid"
+            if kind != "hybrid":  # no trained one ships: the synthetic pair (its draft shares its tokenizer)
+                params.demo_variant = "random"
+            path, label = str(default_demo_path(kind, params.demo_variant)), f"the {kind} demo model"
         else:  # a folder or a cached repo id, resolved the same way as on the command line (never the network)
             ref = resolve_model(str(params.model))  # as resolve_model reads it
             path, label = ref.path, ref.label
@@ -132,6 +143,9 @@ class Engine:
         status(f"loading {label}")
         target = load_model(path, allow_oversize=params.allow_oversize, dtype=params.dtype)
         name = params.drafter
+        if name == "auto" and params.demo and getattr(foreign_cls, "demo_kind", None) and \
+                getattr(foreign_cls, "needs_draft_model", False):
+            name = "draft"  # the demo's own draft model, for an engine that drafts with one
         if name == "auto":
             name = "draft" if params.draft_model else ("mtp" if mtp_status(target.checkpoint)["available"] else "ngram")
             if params.draft_model and is_dflash_folder(resolve_model(params.draft_model, what="draft model").path):
@@ -151,11 +165,9 @@ class Engine:
         if params.tree_budget:
             check_tree_run(params, name, target.model)
         engine = cls(params, target, draft, name, compat, dflash=dflash)
-        if params.engine != "specscope":  # another engine's loop behind the seam; plain decoding and the rest stay ours
-            from specscope.engine_adapter.engines.registry import engine_class
-
+        if foreign_cls is not None:  # another engine's loop behind the seam; plain decoding and the rest stay ours
             status(f"opening engine {params.engine}")
-            engine.foreign = engine_class(params.engine)(target, draft, params)
+            engine.foreign = foreign_cls(target, draft, params)
         return engine
 
     def make_drafter(self, plain_tokens: list[int] | None = None):
@@ -297,7 +309,12 @@ class Engine:
 
             return measure_tree_breakdown(self.target.model, self.make_drafter(continuation), prompt, continuation,
                                           self.params.num_draft_tokens, self.params.tree_budget, reps=reps)
-        return measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
+        bd = measure_breakdown(self.target.model, prompt, continuation, self.params.num_draft_tokens, reps=reps)
+        if self.foreign is not None:  # the other engine's own forwards, timed by block while its loop decodes
+            from specscope.engine_adapter.engines.opened import opened_pass
+
+            bd["engine"] = opened_pass(self.foreign, prompt, len(continuation), self.sampling, passes=max(1, reps - 1))
+        return bd
 
     def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> ComponentTimes:
         """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""

@@ -75,6 +75,11 @@ class DFlashMlxLoop(SpeculativeEngine):
                                            verify_config=self._ctx.verify)
         self.block = int(self._bundle.draft_model.block_size)
 
+    def forward_model(self) -> str:
+        return ("dflash-mlx runs its own copy of the target (load_runtime_bundle), forwards it layer by layer through "
+                "its target ops rather than the model's call, and patches the model classes process-wide "
+                "(cls.__call__ replaced): a forward's width and blocks cannot be read at the model's call")
+
     def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[PrefillRecord | RoundRecord]:
         from dflash_mlx.engine.events import PrefillCompleteEvent, TokenEvent
         from dflash_mlx.runtime import stream_dflash_generate

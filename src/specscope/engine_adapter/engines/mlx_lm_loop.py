@@ -28,6 +28,7 @@ class MlxLmLoop(SpeculativeEngine):
     name = "mlx-lm"
     reports = frozenset({"ms"})
     needs_draft_model = True
+    demo_kind = "dense"  # the hybrid demo's caches cannot be trimmed: --demo runs the dense demo with the demo's draft
 
     def __init__(self, target, draft, params) -> None:
         super().__init__(target, draft, params)
@@ -43,6 +44,10 @@ class MlxLmLoop(SpeculativeEngine):
             raise SpecscopeError(f"engine mlx-lm cannot run this target: its speculative loop needs a trimmable cache "
                                  f"and the target has {', '.join(sorted(kinds))} (mlx-lm raises the same); use "
                                  "specscope's own engine for this model")
+
+    def forward_model(self):
+        """specscope's loaded target: mlx-lm's loop forwards that very module (``model(y[None], cache=cache)``)."""
+        return self.target.model
 
     def speculative(self, prompt: list[int], max_tokens: int, sampling) -> Iterator[PrefillRecord | RoundRecord]:
         from mlx_lm.generate import speculative_generate_step

@@ -9,7 +9,10 @@ from specscope.errors import SpecscopeError
 GROUP = "specscope.engines"
 OWN = "specscope"  # specscope's own engine: no seam
 BUILT_IN = {"mlx-lm": "specscope.engine_adapter.engines.mlx_lm_loop:MlxLmLoop",
-            "dflash-mlx": "specscope.engine_adapter.engines.dflash_mlx_loop:DFlashMlxLoop"}
+            "dflash-mlx": "specscope.engine_adapter.engines.dflash_mlx_loop:DFlashMlxLoop",
+            "mlx-vlm": "specscope.engine_adapter.engines.mlx_vlm_loop:MlxVlmLoop",  # the vlm extra; refused without it
+            # refused here, with the reason found (engines.refused)
+            "mtplx": "specscope.engine_adapter.engines.refused:Mtplx"}
 
 
 def _load(ref: str):

@@ -48,6 +48,8 @@ class SpeculativeEngine:
     reports: frozenset[str] = frozenset({"ms"})  # the timings it gives (TIMINGS); the rest are "not reported"
     needs_draft_model = True           # it drafts with the run's --draft-model
     greedy_only = False                # it cannot sample at temperature > 0
+    demo_kind: str | None = None       # ``--demo``: the demo target it runs ("dense": the dense demo with the demo's
+                                       # draft model), None: the usual (hybrid) demo
 
     def __init__(self, target, draft, params) -> None:
         """``target``, ``draft``: specscope's loaded models (``model.loader``; ``.model`` is the mlx-lm module);
@@ -58,6 +60,18 @@ class SpeculativeEngine:
         """Decode ``max_tokens`` tokens after ``prompt`` (the first from the prefill) with ``params.num_draft_tokens``
         drafts a cycle; ``sampling`` is the run's (``decode.sampling.Sampling``: temp, top_p, seed)."""
         raise NotImplementedError
+
+    def forward_model(self) -> Any:
+        """The MLX module the loop forwards as its target (the opened pass, ``engines.opened``, times its blocks while
+        the loop runs), or a sentence: why it cannot be instrumented (its own copy of the model behind a process
+        boundary, classes it patches, forwards that bypass the module's call)."""
+        return f"engine {self.name} does not say which model object its loop forwards (SpeculativeEngine.forward_model)"
+
+    def block_sites(self) -> list[tuple[Any, str]]:
+        """Where the loop's forwards reach a block without calling it: ``(object, method name)`` pairs whose method
+        takes a block module as its first argument (an engine's own fused forward that reads a block's weights);
+        the opened pass times the block there too, while it runs. None by default."""
+        return []
 
     def describe(self) -> EngineDescription:
         return {"name": self.name, "version": self.version, "reports": sorted(self.reports),

@@ -28,6 +28,7 @@ class BreakdownRecord(TypedDict):
     ratios: dict[str, float | None]  # block -> verify ms / decode ms (None where decode took no time)
     labels: dict[str, str]           # block -> its label for this model
     tree: NotRequired[ComponentTree]  # a tree run's: the verify is this tree's (``tree_breakdown``)
+    engine: NotRequired[dict[str, Any]]  # another engine's forwards by block while its loop ran (engines.opened.OpenedPass)
 
 
 # -- the clock probe (measure.clock_probe) ----------------------------------------------------------------------------

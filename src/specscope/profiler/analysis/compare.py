@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 from specscope.errors import SpecscopeError
 
+from specscope.profiler.analysis.by_block import compare_by_block
 from specscope.profiler.analysis.intervals import noise_label
 from specscope.profiler.analysis.records import ComparedFigure, Comparison, Judgement, SessionDescription, WhyFaster
 from specscope.profiler.analysis.stats import LOW_SAMPLE_DRAFTED
@@ -168,6 +169,8 @@ def compare(a, b, names=("A", "B"), timings_only: bool = False) -> Comparison:
         "ratios": ratios,
         "breakdown": breakdown,
         "acceptance_by_content_class": _by_content_class(sa, sb, names) if accept_ok else [],
+        # where the two engines' verify forwards differ, block by block and per position count (analysis.by_block)
+        "by_block": compare_by_block(a, b, names),
         "notes": _notes(sa, sb, da, db) + energy_notes(sa["energy"], sb["energy"], names),
     }
 

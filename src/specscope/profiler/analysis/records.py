@@ -15,6 +15,7 @@ from specscope.profiler.session.records import SessionData
 from specscope.profiler.session.records import (BreakdownAggregate, BreakdownSpread, CaseStats,  # noqa: F401
                                                 CommunicationShare, MatchStats, PerRankAggregate, PhaseAggregate,
                                                 ProbeDrift, RepeatRates, Summary, Verdict)
+from specscope.profiler.analysis.by_block_records import BlockDifference
 # the roofline's, tune's and a sweep's figures are kept with the session: defined with it (``session.measured``)
 from specscope.profiler.session.measured import (Agreement, BlockExperts, Recommendation, Roofline,  # noqa: F401
                                                  RooflineBlock, RooflineRow, SweepPointFigures, TraceFacts,
@@ -186,6 +187,7 @@ class Comparison(TypedDict):
     breakdown: list[ComparedFigure]
     acceptance_by_content_class: list[ComparedFigure]
     notes: list[str]
+    by_block: NotRequired[BlockDifference | None]     # verify by block, engine against engine (analysis.by_block)
 
 
 class SessionFigures(TypedDict):

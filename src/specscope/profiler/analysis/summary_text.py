@@ -87,12 +87,15 @@ def _thermal(session: Session) -> str:
 
 
 def format_summary(session: Session) -> str:
+    from specscope.profiler.analysis.by_block import opened_lines
+
     s = summarize(session)
     lines = _header_lines(session, s) + _figure_lines(session, s) + _output_check_lines(s)
     lines += budget_what_if_lines(session, s)
     lines += protocol_lines(session, s)
     lines += by_content_lines(session, s)
     lines += _breakdown_lines(s)
+    lines += opened_lines(session)  # another engine's own forwards by block (analysis.by_block)
     return "\n".join(lines)
 
 

@@ -45,6 +45,8 @@ def cmd_compare(a) -> int:
     print(result["headline"])
     if why := result.get("why"):
         print(f"why: {why['answer']}")
+    if by_block := result.get("by_block"):
+        print(f"by block: {by_block['line']}")
     return 0
 
 

@@ -101,6 +101,7 @@ def render_comparison(result: Comparison) -> str:
                      + "".join(f'<tr><td>{esc(t["label"])}</td><td align="right">{t["log"]:+.3f}</td>'
                                f'<td align="right">{"—" if t["share"] is None else format(t["share"] * 100, "+.0f") + "%"}</td></tr>'
                                for t in why["terms"]) + "</table>")
+    parts += _by_block_parts(result.get("by_block"), names)
     if not result["acceptance_compared"]:
         parts.append('<p class="note error"><b>Acceptance not compared.</b> The two sessions were measured in different '
                      "sampling regimes; only timings are compared below.</p>")
@@ -143,3 +144,27 @@ def compare_to_file(a, b, out_path, names=("A", "B"), timings_only: bool = False
     except OSError as exc:
         raise SpecscopeError(f"could not write {out}: {exc.strerror or exc}") from None
     return result
+
+
+def _by_block_parts(bb, names) -> list[str]:
+    """Verify by block, engine against engine (``analysis.by_block``): the line and every block at every position
+    count both sessions measured."""
+    if not bb:
+        return []
+    out = [f'<p class="note why"><b>By block:</b> {esc(bb["line"])}.</p>']
+    if bb.get("note"):
+        out.append(f'<p class="note">{esc(bb["note"])}.</p>')
+    if bb["rows"]:
+        def ratio(r):
+            if r["ratio"] is None:
+                return "—"
+            ci = r["ratio_ci95"]
+            return f'{r["ratio"]:.2f}×' + (f' ({ci[0]:.2f}–{ci[1]:.2f})' if ci else "")
+
+        out.append('<table cellspacing="0" cellpadding="4" border="1"><tr><th>positions</th><th align="left">block</th>'
+                   f'<th>{esc(names[0])} ms</th><th>{esc(names[1])} ms</th><th>ratio (95%)</th><th>beyond noise</th></tr>'
+                   + "".join(f'<tr><td align="right">{r["positions"]}</td><td>{esc(r["label"])}</td>'
+                             f'<td align="right">{r["a_ms"]:.2f}</td><td align="right">{r["b_ms"]:.2f}</td>'
+                             f'<td align="right">{ratio(r)}</td><td>{"yes" if r["beyond_noise"] else "no"}</td></tr>'
+                             for r in bb["rows"]) + "</table>")
+    return out
