@@ -34,7 +34,7 @@ def test_live_chart_data_gives_the_same_tree_acceptance_as_the_full_recomputatio
     from specscope.gui.charts.data import all_chart_data
     from specscope.gui.charts.live_data import LiveChartData
 
-    from tests.profiler.analysis.test_summary import paired_events
+    from session_events import paired_events
     from specscope.profiler.session.schema import migrate_names
     import json
 

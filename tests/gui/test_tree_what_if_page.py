@@ -8,12 +8,12 @@ import json
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.session.session import Session
 
-from tests.profiler.analysis.test_tree_summary import PAIRED
-from tests.profiler.analysis.test_tree_what_if import TIMES
+from session_events import PAIRED
+from session_events import TIMES
 
 
 def _tree_file(tmp_path):
-    from tests.profiler.analysis.test_tree_summary import tree_session_dict
+    from session_events import tree_session_dict
 
     d = tree_session_dict()
     for c in d["cases"]:

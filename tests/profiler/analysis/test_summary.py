@@ -16,6 +16,8 @@ from specscope.profiler.analysis.session_file import save_session, session_json
 from specscope.profiler.analysis.summary import ExactSum, LiveSummary, case_stats, summarize
 from specscope.profiler.analysis.summary import session_case_stats
 
+from session_events import paired_events  # the paired session replayed as events (tests/session_events.py)
+
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "session_v1_demo.json"  # a schema-1 session: no passes
 PAIRED = Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json"  # schema 2: paired passes, components
 
@@ -76,29 +78,6 @@ def replay_events(d: dict):
 
 def fixture_dict() -> dict:
     return migrate_names(json.loads(FIXTURE.read_text(encoding="utf-8")))  # the fixture keeps the old names
-
-
-def paired_events(d: dict):
-    """The events of a schema-2 session as its run emitted them: paired passes, components, probe readings."""
-    yield {"event": "run_started", "config": d["config"], "environment": d["environment"], "model": d["model"], "time": 1.0}
-    for i, c in enumerate(d["cases"]):
-        info = {k: c[k] for k in ("id", "content_class", "prompt", "prompt_tokens")}
-        plain, spec = c["plain"], c["spec"]
-        yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "plain"}
-        yield {"event": "prefill", "case": c["id"], "mode": "plain", "token": plain["tokens"][0], "ms": plain["prefill_ms"]}
-        for j, (tok, ms) in enumerate(zip(plain["tokens"][1:], plain["step_ms"])):
-            yield {"event": "step", "case": c["id"], "index": j + 1, "token": tok, "ms": ms}
-        yield {"event": "repeat_done", "case": c["id"], "mode": "plain", "repeat": 0, "tok_s": plain["repeats_tok_s"][0]}
-        yield {"event": "breakdown", "case": c["id"], "breakdown": c["breakdown"]}
-        yield {"event": "components", "case": c["id"], "components": c["components"]}
-        yield {"event": "case_started", "case": info, "index": i, "repeat": 0, "phase": "spec"}
-        yield {"event": "prefill", "case": c["id"], "mode": "spec", "token": spec["tokens"][0], "ms": spec["prefill_ms"]}
-        for j, rnd in enumerate(spec["rounds"]):
-            yield {"event": "round", "case": c["id"], "index": j, **rnd}
-        yield {"event": "repeat_done", "case": c["id"], "mode": "spec", "repeat": 0, "tok_s": spec["repeats_tok_s"][0],
-               "instrumented_tok_s": spec["repeats_instrumented_tok_s"][0]}
-        yield {"event": "case_done", "case": c["id"], "plain_text": c.get("plain_text", ""), "spec_text": c.get("spec_text", "")}
-    yield {"event": "run_done", "status": d["status"], "time": 2.0}
 
 
 def test_live_summary_equals_reference_on_a_paired_session_and_both_equal_the_stored_one():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -16,37 +15,7 @@ from specscope.profiler.analysis.summary_intervals import acceptance_by_unit
 from specscope.profiler.session.schema import migrate_names
 from specscope.profiler.session.session import Session
 
-from tests.profiler.analysis.test_summary import paired_events
-
-PAIRED = Path(__file__).resolve().parents[2] / "fixtures" / "session_demo.json"  # k = 2, three cases, components
-BUDGET = 4
-
-
-def tree_round(r: dict, k: int, budget: int = BUDGET) -> dict:
-    """A chain round of the fixture as a tree round: ``budget`` nodes, two a level (parents: each level's first node),
-    the same accepted path length; a round cut short by the output's end keeps its shorter depth limit."""
-    limit = len(r["drafted"])
-    depth = max(1, limit)
-    widths = [budget // depth + (1 if i < budget % depth else 0) for i in range(depth)]
-    parents, first = [], [0]
-    for d, w in enumerate(widths):
-        start = len(parents) + 1
-        parents += [first[d]] * w
-        first.append(start)
-    path = first[1:1 + r["accepted"]]
-    tokens = [(r["drafted"] + [7] * budget)[i] for i in range(budget)]
-    return {**r, "drafted": tokens, "tree": {"nodes": budget, "depth": depth, "widths": widths, "parents": parents,
-                                             "path": path, "budget": budget, "max_depth": limit}}
-
-
-def tree_session_dict() -> dict:
-    d = migrate_names(json.loads(PAIRED.read_text(encoding="utf-8")))
-    d["config"]["tree_budget"] = BUDGET
-    k = d["config"]["num_draft_tokens"]
-    for c in d["cases"]:
-        c["spec"]["rounds"] = [tree_round(r, k) for r in c["spec"]["rounds"]]
-    return d
-
+from session_events import BUDGET, PAIRED, paired_events, tree_round, tree_session_dict  # noqa: F401 (tests/session_events.py)
 
 def test_full_round_for_chains_and_trees():
     assert full_round({"drafted": [1, 2, 3]}, 3) and not full_round({"drafted": [1, 2]}, 3)

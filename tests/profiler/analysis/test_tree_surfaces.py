@@ -14,8 +14,8 @@ from specscope.profiler.renderers import csv_renderer
 from specscope.profiler.session.schema import migrate_names
 from specscope.profiler.session.session import Session
 
-from tests.profiler.analysis.test_summary import paired_events
-from tests.profiler.analysis.test_tree_summary import PAIRED, tree_session_dict
+from session_events import paired_events
+from session_events import PAIRED, tree_session_dict
 
 
 def _session(d: dict) -> Session:

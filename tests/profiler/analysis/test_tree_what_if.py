@@ -16,10 +16,9 @@ from specscope.profiler.analysis.tree_what_if import budget_what_if, cut_accepte
 from specscope.profiler.session.components_fold import fold_components
 from specscope.profiler.session.session import Session
 
-from tests.profiler.analysis.test_summary import paired_events
-from tests.profiler.analysis.test_tree_summary import BUDGET, tree_session_dict
+from session_events import paired_events
+from session_events import BUDGET, TIMES, tree_session_dict
 
-TIMES = {"1": [10.0, 12.0], "2": [14.0, 16.0], "4": [20.0, 22.0], "8": [40.0]}  # the what-if loop's, per case
 
 
 def _session(times=TIMES) -> Session:
@@ -111,7 +110,7 @@ def test_the_reports_tree_section_prices_the_budgets(tree_run):
 
 
 def test_no_what_if_for_a_chain_or_a_tree_run_that_timed_no_other_budget():
-    from tests.profiler.analysis.test_tree_surfaces import PAIRED, _session as chain_session
+    from session_events import PAIRED, session_of as chain_session
     import json
 
     from specscope.profiler.session.schema import migrate_names

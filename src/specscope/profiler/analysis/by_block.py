@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from specscope.profiler.analysis import resample
 from specscope.profiler.analysis.by_block_records import BlockDifference, BlockRow, VerifyTable, WidthRow
 from specscope.profiler.analysis.summary_core import BLOCK_LABELS
 
@@ -69,8 +70,8 @@ def _ratio_ci(a: Sequence[float], b: Sequence[float], rng: np.random.Generator) 
     xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if len(xa) < 2 or len(xb) < 2:
         return None
-    ma = np.median(xa[rng.integers(0, len(xa), (BOOT, len(xa)))], axis=1)
-    mb = np.median(xb[rng.integers(0, len(xb), (BOOT, len(xb)))], axis=1)
+    ma = resample.statistic(xa, np.median, rng, BOOT)  # the one resampling rule (analysis.resample)
+    mb = resample.statistic(xb, np.median, rng, BOOT)
     ok = ma > 0
     if ok.sum() < BOOT // 2:
         return None
@@ -80,7 +81,7 @@ def _ratio_ci(a: Sequence[float], b: Sequence[float], rng: np.random.Generator) 
 
 def block_difference(ta: VerifyTable, tb: VerifyTable, names: Sequence[str] = ("A", "B")) -> BlockDifference:
     """Two sessions' verify by block side by side (see the module's docstring)."""
-    rng = np.random.default_rng(SEED)
+    rng = resample.generator(SEED)
     a_rows = {r["positions"]: r for r in ta["rows"]}
     b_rows = {r["positions"]: r for r in tb["rows"]}
     labels = {**BLOCK_LABELS, **ta["labels"], **tb["labels"]}
