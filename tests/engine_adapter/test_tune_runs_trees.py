@@ -20,6 +20,7 @@ def seam():
     return TuneEngine.open(EngineParams(demo=True, drafter="dflash", dtype="float32"))
 
 
+@pytest.mark.slow  # ~6 s with the seam's opening; the default run keeps the scripted tune tests (test_tune_trees.py)
 def test_a_tree_run_is_its_traces_walk_and_its_parts_are_timed_apart(seam):
     assert "dflash" in seam.available_drafters() and seam.tree_refusal("dflash") is None
     prompt = seam.encode("请用简洁的语言解释什么是推测解码。")

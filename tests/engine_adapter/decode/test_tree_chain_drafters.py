@@ -148,7 +148,7 @@ def test_a_draft_model_left_on_the_chain_is_caught(demo, monkeypatch):
         list(tree_speculative_generate(lm.model, prompt, _checked("draft", demo), DEPTH, BUDGET, N))
 
 
-@pytest.mark.parametrize("kind", ["mtp", "draft"])
+@pytest.mark.parametrize("kind", ["mtp", pytest.param("draft", marks=pytest.mark.slow)])  # the same walk: one by default
 def test_the_trace_walk_is_the_measured_tree_run(demo, kind):
     """As the DFlash test (``tests/profiler/analysis/test_tree_trace.py``): the walk at a budget gives the measured
     tree run's accepted paths exactly, and a shuffled trace is caught."""

@@ -29,6 +29,7 @@ def trained():
     return lm, folder, prompt, tokens_of(list(plain_generate(lm.model, prompt, N)))
 
 
+@pytest.mark.slow  # ~5 s; the default run keeps the cut trees' test (the what-if's) and the run's own components
 def test_the_timed_tree_is_the_rounds_tree(trained):
     lm, folder, prompt, plain = trained
     k = 15
