@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from specscope.profiler.analysis import trace_walk
+from specscope.profiler.analysis import trace_walk, tree_trace
 
 
 def trace_doubt(trace: Mapping[str, Any]) -> str | None:
@@ -34,20 +34,49 @@ def run_mismatch(trace: Mapping[str, Any], continuation: Sequence[int], k: int, 
     tokens = list(run.get("tokens") or [])
     if tokens and continuation:
         if tokens != list(continuation):
-            at = next((i for i, (a, b) in enumerate(zip(tokens, continuation)) if a != b), min(len(tokens), len(continuation)))
+            at = first_difference(tokens, list(continuation))
             return (f"a confirmation run at k = {k} emitted other tokens than the trace's continuation (from token {at}: "
                     f"{len(tokens)} tokens against {len(continuation)})")
     own = (trace.get("A_by_k") or {}).get(str(k))
     walked = [(d, a) for _, d, a in trace_walk.walk(own if own is not None else trace["A"], k,
                                                     bool(trace.get("to_the_end")))]
     real = [(int(r["drafted"]), int(r["accepted"])) for r in run.get("rounds") or []]
-    if real != walked:
-        at = next((i for i, (w, r) in enumerate(zip(walked, real)) if w != r), min(len(walked), len(real)))
-        got = f"drafted {real[at][0]}, accepted {real[at][1]}" if at < len(real) else "no round"
-        want = f"drafted {walked[at][0]}, accepted {walked[at][1]}" if at < len(walked) else "no round"
-        return (f"a confirmation run at k = {k} differs from the trace's walk at round {at + 1} ({got}; the trace: {want}); "
-                f"{len(real)} rounds against {len(walked)}")
-    return None
+    return rounds_mismatch(f"k = {k}", "drafted", real, walked)
+
+
+def first_difference(a: Sequence, b: Sequence) -> int:
+    """Where two sequences first differ (the shorter one's length where one is the other's start)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def rounds_mismatch(setting: str, first: str, real: Sequence[tuple[int, int]],
+                    walked: Sequence[tuple[int, int]]) -> str | None:
+    """Why a run's rounds ((``first``, accepted) each) are not the walk's, named at the first that differs; None
+    when they are the same."""
+    if list(real) == list(walked):
+        return None
+    at = first_difference(walked, real)
+    got = f"{first} {real[at][0]}, accepted {real[at][1]}" if at < len(real) else "no round"
+    want = f"{first} {walked[at][0]}, accepted {walked[at][1]}" if at < len(walked) else "no round"
+    return (f"a confirmation run at {setting} differs from the trace's walk at round {at + 1} ({got}; the trace: "
+            f"{want}); {len(real)} rounds against {len(walked)}")
+
+
+def tree_run_mismatch(trace: Mapping[str, Any], continuation: Sequence[int], budget: int, depth: int,
+                 run: Mapping[str, Any]) -> str | None:
+    """Why a greedy tree run at ``budget`` (``run``: its ``rounds`` with ``accepted`` and ``depth_limit``, its emitted
+    ``tokens``) is not the run the trace's tree part walks, or None when it is."""
+    tokens = list(run.get("tokens") or [])
+    if tokens and continuation and tokens != list(continuation):
+        at = first_difference(tokens, list(continuation))
+        return (f"a confirmation run at tree budget {budget} emitted other tokens than the trace's continuation (from "
+                f"token {at})")
+    if not isinstance(trace.get("tree"), dict):
+        return "the trace has no tree part to walk"
+    want = [(limit, a) for _, limit, a, _ in tree_trace.walk(trace["tree"], budget, depth)]
+    real = [(int(r.get("depth_limit", -1)), int(r["accepted"])) for r in run.get("rounds") or []]
+    return rounds_mismatch(f"tree budget {budget}", "depth", real, want)
+
 
 
 class Exactness:
@@ -72,8 +101,7 @@ class Exactness:
     def confirm(self, name: str, k: int, rep: int, traces: list[Mapping[str, Any]] | None,
                 continuations: Sequence[Sequence[int]], runs: list[Mapping[str, Any]], tree_depth: int | None = None) -> None:
         """The confirmation runs of one repeat (one per prompt) against the trace's walk at k (``run_mismatch``), or,
-        with ``tree_depth``, a tree run's at budget k (``tune_trees.run_mismatch``)."""
-        from specscope.profiler.analysis import tune_trees
+        with ``tree_depth``, a tree run's at budget k (``tree_run_mismatch``)."""
 
         if not traces or not self.greedy or (name, k) in self.void_k:
             return
@@ -83,7 +111,7 @@ class Exactness:
             j = at * len(continuations) + i
             if j < len(traces):
                 why = (run_mismatch(traces[j], continuations[i], k, run) if tree_depth is None else
-                       tune_trees.run_mismatch(traces[j], continuations[i], k, tree_depth, run))
+                       tree_run_mismatch(traces[j], continuations[i], k, tree_depth, run))
                 if why:
                     self.void_k[(name, k)] = f"{why} (repeat {rep + 1}, prompt {i + 1})"
                     return

@@ -22,6 +22,7 @@ import numpy as np
 
 from specscope.drafter_kinds import DRAFTER_LABELS, TREE_DRAFTERS
 from specscope.profiler.analysis import tree_trace
+from specscope.profiler.analysis.trace_check import tree_run_mismatch as run_mismatch  # noqa: F401 (tune_trees' API)
 from specscope.profiler.analysis.records import TraceFacts
 
 TREE_SUFFIX = "+tree"
@@ -82,28 +83,6 @@ def walked(traces: Sequence[Mapping[str, Any]] | None, budget: int, depth: int) 
     """The accepted path lengths of a greedy tree run's full rounds at ``budget``, walked on the traces."""
     parts = tree_parts(traces)
     return np.asarray(tree_trace.at_budget(parts, budget, depth)["accepted"] or [0], dtype=float)
-
-
-def run_mismatch(trace: Mapping[str, Any], continuation: Sequence[int], budget: int, depth: int,
-                 run: Mapping[str, Any]) -> str | None:
-    """Why a greedy tree run at ``budget`` (``run``: its ``rounds`` with ``accepted`` and ``depth_limit``, its emitted
-    ``tokens``) is not the run the trace's tree part walks, or None when it is."""
-    tokens = list(run.get("tokens") or [])
-    if tokens and continuation and tokens != list(continuation):
-        at = next((i for i, (a, b) in enumerate(zip(tokens, continuation)) if a != b), min(len(tokens), len(continuation)))
-        return (f"a confirmation run at tree budget {budget} emitted other tokens than the trace's continuation (from "
-                f"token {at})")
-    if not isinstance(trace.get("tree"), dict):
-        return "the trace has no tree part to walk"
-    want = [(limit, a) for _, limit, a, _ in tree_trace.walk(trace["tree"], budget, depth)]
-    real = [(int(r.get("depth_limit", -1)), int(r["accepted"])) for r in run.get("rounds") or []]
-    if real != want:
-        at = next((i for i, (w, r) in enumerate(zip(want, real)) if w != r), min(len(want), len(real)))
-        got = f"depth {real[at][0]}, accepted {real[at][1]}" if at < len(real) else "no round"
-        exp = f"depth {want[at][0]}, accepted {want[at][1]}" if at < len(want) else "no round"
-        return (f"a confirmation run at tree budget {budget} differs from the trace's walk at round {at + 1} ({got}; "
-                f"the trace: {exp}); {len(real)} rounds against {len(want)}")
-    return None
 
 
 TREE_NOTE = (" A tree setting (budget B at the depth limit K_max) is priced from the trace's tree part walked at B (the "
