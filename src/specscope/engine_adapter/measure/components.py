@@ -178,16 +178,8 @@ class _RoundBench:
     def drafter_after_round(self, a_prev: int):
         """A fresh drafter as a real round leaves it: an earlier round from ``a_prev + 1`` positions back drafted
         ``k`` and had ``a_prev`` accepted (untimed)."""
-        d, seq, hidden = self.drafter, self.seq, self.hidden  # begin() resets every drafter: one instance serves every rep
-        start = max(1, len(self.context) - a_prev - 1)
-        d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
-        pre = d.draft(seq[start], self.k)
-        if pre.tokens is None:
-            mx.eval(pre.array)
-            pre.materialize()
-        emitted = seq[start + 1:]
-        d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
-        return d
+        # begin() resets every drafter: one instance serves every rep
+        return ready_drafter(self.drafter, self.seq, self.hidden, len(self.context), a_prev, self.k)
 
     def round_once(self, a_prev: int, d) -> tuple[float, float]:
         """One round as an end-to-end round runs it, by a drafter ``drafter_after_round(a_prev)`` made ready: lazy
@@ -257,3 +249,18 @@ class _Samples:
     round: list[float] = field(default_factory=list)
     prior: list[int] = field(default_factory=list)      # the earlier round's accepted count
     book: list[float] = field(default_factory=list)
+
+
+def ready_drafter(d, seq: list[int], hidden, context_len: int, a_prev: int, k: int):
+    """``d`` as a real round leaves it at the end of ``seq[:context_len]``: begun ``a_prev + 1`` positions back, a round
+    of ``k`` drafts that accepted ``a_prev``, updated with what was emitted (untimed). A tree round's components make
+    their drafter ready the same way (``tree_components``)."""
+    start = max(1, context_len - a_prev - 1)
+    d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
+    pre = d.draft(seq[start], k)
+    if pre.tokens is None:
+        mx.eval(pre.array)
+        pre.materialize()
+    emitted = seq[start + 1:]
+    d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
+    return d

@@ -42,7 +42,7 @@ from specscope.engine_adapter.clock import ms_since
 from specscope.engine_adapter.decode.decoding import prefill
 from specscope.engine_adapter.decode.tree_decoding import accept
 from specscope.engine_adapter.drafters.drafter import Draft
-from specscope.engine_adapter.measure.components import DEFAULT_REPS, round_point
+from specscope.engine_adapter.measure.components import DEFAULT_REPS, ready_drafter, round_point
 
 from .records import ComponentTimes, ComponentTree
 
@@ -103,16 +103,7 @@ class _TreeBench:
     def ready(self, a_prev: int):
         """The drafter as a real round leaves it: an earlier round from ``a_prev + 1`` positions back accepted
         ``a_prev`` (untimed; the drafter's update reads a chain's accepted drafts, as after a tree round's path)."""
-        d, seq, hidden = self.drafter, self.seq, self.hidden
-        start = max(1, len(self.context) - a_prev - 1)
-        d.begin(seq[:start], seq[start], hidden=hidden[:start] if hidden is not None else None)
-        pre = d.draft(seq[start], self.k)
-        if pre.tokens is None:
-            mx.eval(pre.array)
-            pre.materialize()
-        emitted = seq[start + 1:]
-        d.update(len(emitted) - 1, pre, emitted, hidden=hidden[start:] if hidden is not None else None)
-        return d
+        return ready_drafter(self.drafter, self.seq, self.hidden, len(self.context), a_prev, self.k)
 
     def _verify(self, tree: Tree, t0: float):
         with tapping(self.drafter.needs_hidden) as tap:
