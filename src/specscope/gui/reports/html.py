@@ -26,6 +26,7 @@ from .html_content import by_content_section
 from .html_cases import cases_section, outputs_section
 from .html_figure import chart_figure
 from .html_header import environment_section, header_section, sweep_only, verdict_section
+from . import html_measurement
 from .html_summary import acceptance_section, audit_section, division_section, summary_section
 from specscope.profiler.analysis.summary import summarize
 from specscope.profiler.renderers.html_common import PRINT_CSS, SCREEN_CSS, esc
@@ -35,6 +36,8 @@ def collect_charts(session, names=_charts.NAMES, width=900, height=420) -> _char
     have = {"verify_cost": session.data.get("roofline"), "tune": session.data.get("tune"), "probe": session.data.get("probe")}
     if sweep_only(session):  # no run of its own to draw: the clock probe over the whole sweep, and the sweep's charts
         names = [n for n in names if n == "probe"]
+    elif html_measurement.measurement_only(session):  # a page's measurement: its own charts only
+        names = [n for n in names if n in ("verify_cost", "tune", "probe")]
     out = _charts.Charts()
     for n in names:
         if have.get(n, True):
@@ -49,13 +52,19 @@ def build(session, charts: dict | None = None, target: str = "screen") -> str:
     """The report as HTML for ``target`` "screen" (browsers) or "print" (Qt rich text → PDF)."""
     charts = charts if charts is not None else {}
     s = summarize(session)
-    model = session.data.get("model") or {}
-    title = f"specscope report — {model.get('name') or 'session'}"
+    title = f"specscope report — {html_measurement.model_name(session) or 'session'}"
     css = SCREEN_CSS if target == "screen" else PRINT_CSS
     probe = chart_figure("probe", charts, target) if session.data.get("probe") else ""
     if sweep_only(session):  # a sweep: its figures are per context; the run sections would all be empty
         parts = [header_section(session, s), verdict_section(s, target, session), environment_section(session, target),
                  preflight_section(session), context_section(session, charts, target), protocol_section(session, s) + probe]
+    elif html_measurement.measurement_only(session):  # a page's measurement: no run, no verdict, its own sections
+        parts = [html_measurement.header(session), html_measurement.verdict(session, target),
+                 html_measurement.environment(session, target),
+                 preflight_section(session) if (session.data.get("preflight") or {}).get("checks") else "",
+                 verify_cost_section(session, chart_figure("verify_cost", charts, target) if session.data.get("roofline") else "")
+                 + trees_section(session, charts, target),
+                 tune_section(session, chart_figure("tune", charts, target) if session.data.get("tune") else ""), probe]
     else:
         parts = [
             header_section(session, s),

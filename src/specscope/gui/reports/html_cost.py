@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from specscope.profiler.analysis.records import Agreement
 from specscope.profiler.session.records import Summary
 from specscope.profiler.session.measured import recommendation, whole_roofline
 from specscope.profiler.session.session import Session
@@ -77,6 +78,11 @@ MEASURED = {"pooled": "measured = the pooled rates' ratio (a ratio of means, as 
                   "the pooled measurement)."}
 
 
+def _short(agreement: Agreement) -> str:
+    """A verdict's state in its own words ("agrees", "off", "too little data"), its whole text under the table."""
+    return str(agreement.get("text") or "—").split(" (")[0]
+
+
 def tune_section(session: Session, figure: str = "") -> str:
     tune = session.data.get("tune")
     if not tune or not tune.get("rows"):
@@ -92,10 +98,13 @@ def tune_section(session: Session, figure: str = "") -> str:
                      f"{f(ci[0], '.3f')}–{f(ci[1], '.3f')}", f(r.get("measured_speedup"), ".3f"),
                      f"{f(mci[0], '.3f')}–{f(mci[1], '.3f')}" if (mci := r.get("measured_ci95")) else "—",
                      pct(r.get("prediction_error"), signed=True) if r.get("prediction_error") is not None else "—",
-                     esc(agreement.get("text", "—") if (agreement := r.get("agreement")) else "—")])
+                     esc(_short(agreement) if (agreement := r.get("agreement")) else "—")])
+    verdicts = [f"<li>{esc(r.get('drafter', ''))} {'B' if r.get('tree_budget') else 'k'}={r.get('k')}: "
+                f"{esc(ag.get('text', ''))}</li>" for r in tune["rows"] if (ag := r.get("agreement"))]
     return ("<h2>Which k</h2>" + f"<p><b>{esc(rec.get('text', '') if rec else '')}</b></p>"
             + (f"<p class=\"muted\">{esc(tune['assumption'])}</p>" if tune.get("assumption") else "")
             + figure + _table(["drafter", "k", "E(k) trace", "E(k) K_max rounds", "E(k) measured", "predicted",
                                "bootstrap 2.5–97.5 pct", "measured", "measured 95% interval", "error", "at ±5%"], rows)
+            + (f"<ul>{''.join(verdicts)}</ul>" if verdicts else "")
             + (f"<p class=\"muted\">Confirmation: {tune.get('confirm_reps')} repeats "
                f"({esc(tune.get('confirm_reps_rule', 'fixed'))}); {MEASURED.get(tune.get('measured_method'), MEASURED[None])}</p>" if tune.get("confirm_reps") else ""))

@@ -6,7 +6,7 @@ from PySide6 import QtCore, QtWidgets
 
 from specscope.profiler.analysis.drift import drift_warning
 from specscope.profiler.analysis.verdict import (SAMPLED_NOTE, tail_text, acceptance_phrase, divergence_note, engine_fault_line,
-                                        prediction_error_text, verdict)
+                                        measurement_headline, prediction_error_text, verdict)
 
 from .common import FittingLabel, plain_label
 from ..records import Snapshot
@@ -14,10 +14,6 @@ from ..records import Snapshot
 # Lines each part of the bar may take before it ends in "…" (the whole text in its tooltip), for a window
 # under COMPACT_BELOW px high (a 13" laptop) and for a taller one: a long verdict must leave the page room.
 COMPACT_BELOW = 900
-# what a session measured (its "measure") when it is not a run: no verdict to give, and the page that shows it
-MEASURED = {"roofline": ("A verify cost measurement", "Verify cost"), "tune": ("A tune", "Tune"),
-            "check": ("A check", "Checks"), "capture": ("A GPU capture", "Checks"), "bench": ("A benchmark", "Checks"),
-            "memory_peak": ("A memory reading", "Checks")}
 LINES = {"compact": {"headline": 3, "detail": 2, "drift": 2}, "tall": {"headline": 5, "detail": 3, "drift": 3}}
 
 
@@ -86,9 +82,9 @@ class VerdictBar(QtWidgets.QFrame):
         if sweep:  # a context sweep: no single verdict, one per context (the Context page)
             self.headline.setText(sweep["verdict"])
             bits = [sweep["status"]] + ([sweep["effect"]] if sweep.get("effect") else [])
-        measure = MEASURED.get(snap.get("measure", "run"))
-        if measure:  # not a run (a page's measurement, a check, a benchmark): no verdict; its page says it all
-            self.headline.setText(f"{measure[0]} ({status}): no run here, so no verdict; the {measure[1]} page shows it.")
+        measured = measurement_headline(snap.get("measure"), status)
+        if measured:  # not a run (a page's measurement, a check, a benchmark): no verdict; its page says it all
+            self.headline.setText(measured)
             bits = []
         if snap.get("model", {}).get("demo"):
             from specscope.demo_labels import demo_note

@@ -69,6 +69,21 @@ def divergence_note(s: Summary) -> str | None:
     return None
 
 
+# what a session measured (its "measure") when it is not a run: no verdict to give, and the page that shows it
+MEASURED = {"roofline": ("A verify cost measurement", "Verify cost"), "tune": ("A tune", "Tune"),
+            "check": ("A check", "Checks"), "capture": ("A GPU capture", "Checks"), "bench": ("A benchmark", "Checks"),
+            "memory_peak": ("A memory reading", "Checks")}
+
+
+def measurement_headline(measure: str | None, status: str, there: str | None = None) -> str | None:
+    """The headline of a session that is not a run (a page's measurement, a check, a benchmark): it has no verdict,
+    and says where its figures are (``there``; by default the app's page that shows it). None for a run."""
+    what = MEASURED.get(measure or "run")
+    if what is None:
+        return None
+    return f"{what[0]} ({status}): no run here, so no verdict; {there or f'the {what[1]} page shows it'}."
+
+
 def verdict(s: Summary) -> str:
     """The headline: the speed verdict, led by an engine fault when greedy output left plain decoding."""
     text = _speed_verdict(s)
