@@ -231,14 +231,16 @@ class TuneEngine:
                    tree_budget: int = 0) -> ComponentTimes:
         """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
         what drafting adds to a round run end to end, rollback by accepted count; with ``tree_budget``, a tree
-        round's at that budget and depth limit k (``tree_components``)."""
+        round's at that budget and depth limit k (``tree_components``), spread over points of the case (the tree a
+        prefix grows sets what its verify costs: ``tree_components.spread``), without the run's budget what-if."""
         from specscope.engine_adapter.measure.components import measure_components
-        from specscope.engine_adapter.measure.tree_components import measure_tree_components
+        from specscope.engine_adapter.measure.tree_components import measure_tree_components, spread
 
         drafter = self.drafter(name, plain_tokens)
         if tree_budget > 0:
-            return measure_tree_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k,
-                                           tree_budget, reps=reps)
+            return spread(lambda at, r: measure_tree_components(self.model, lambda: drafter, self.engine.sampling, prompt,
+                                                                plain_tokens, k, tree_budget, reps=r, at=at,
+                                                                what_if_reps=0), reps)
         return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,

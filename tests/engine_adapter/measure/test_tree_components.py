@@ -87,3 +87,31 @@ def test_the_cut_is_the_tree_a_smaller_budget_grows(trained, kind):
             got = cut(big, b)
             assert (got.tokens, got.parents, got.depths) == (small.tokens, small.parents, small.depths), (at, b)
     assert branched  # trees with siblings, so the cut follows node order, not depth
+
+
+def _point(at: float, reps: int, k: int = 2) -> dict:
+    """A stand-in for one point's ``measure_tree_components`` record: its verify costs what the tree grown there costs
+    (1 deep before the case's middle, 16.5 ms; 4 deep after it, 19.3 ms: as the demo's trees at budget 4 did)."""
+    verify = 16.5 if at < 0.5 else 19.3
+    m = reps * (k + 1)
+    return {"at": at, "context": 100 + round(100 * at), "k": k, "reps": reps, "verify_ms": [verify] * m,
+            "draft_ms": [10.0] * m, "prior_accepted": [i % (k + 1) for i in range(m)], "bookkeeping_ms": [0.1] * m,
+            "round_ms": [verify + 10.0] * m, "draft_alone_ms": [11.0], "wall_ms": 5.0, "round_drafts_agree": 1.0,
+            "rollback_ms": {str(a): [0.3] * reps for a in range(k + 1)}, "tree": {"budget": 4, "depth": 1 + 3 * (at >= 0.5)}}
+
+
+def test_spread_times_a_tree_round_over_the_case_as_the_runs_rounds_are():
+    from specscope.engine_adapter.measure.tree_components import spread
+
+    asked = []
+    out = spread(lambda at, reps: asked.append((at, reps)) or _point(at, reps), 6)
+    assert asked == [(0.125, 2), (0.375, 2), (0.625, 2), (0.875, 2)]  # four points, as many reps at each (6 asked)
+    assert out["reps"] == 8 and len(out["verify_ms"]) == len(out["prior_accepted"]) == 8 * 3
+    assert out["rollback_ms"] == {str(a): [0.3] * 8 for a in range(3)} and out["at"] == 0.5 and "tree" not in out
+    # the runs' rounds stand all over the case (half its trees 1 deep, half 4 deep): the spread verify is theirs,
+    # where one call at the middle (the negative control: what tune did) prices every round at the deep tree
+    runs = (16.5 + 19.3) / 2
+    spread_mean = sum(out["verify_ms"]) / len(out["verify_ms"])
+    middle = spread(lambda at, reps: _point(0.5, reps), 6, points=1)
+    assert abs(spread_mean / runs - 1) < 1e-9 and abs(sum(middle["verify_ms"]) / len(middle["verify_ms"]) / runs - 1) > 0.07
+    assert spread(lambda at, reps: _point(at, reps), 1) == _point(0.5, 1)  # one point: its own record, tree and all
