@@ -228,19 +228,20 @@ class TuneEngine:
                             target_forward=drafter.needs_hidden, **wide)
 
     def components(self, name: str, prompt: list[int], plain_tokens: list[int], k: int, reps: int = 3,
-                   tree_budget: int = 0) -> ComponentTimes:
+                   tree_budget: int = 0, points: list[float] | None = None) -> ComponentTimes:
         """The run's prediction inputs for ``name`` at ``k``, timed apart (``components.measure_components``): verify,
         what drafting adds to a round run end to end, rollback by accepted count; with ``tree_budget``, a tree
         round's at that budget and depth limit k (``tree_components``), spread over points of the case (the tree a
-        prefix grows sets what its verify costs: ``tree_components.spread``), without the run's budget what-if."""
+        prefix grows sets what its verify costs: ``tree_components.spread``; ``points``: where, the starts of the rounds
+        the run makes), without the run's budget what-if."""
         from specscope.engine_adapter.measure.components import measure_components
-        from specscope.engine_adapter.measure.tree_components import measure_tree_components, spread
+        from specscope.engine_adapter.measure.tree_components import TREE_POINTS, measure_tree_components, spread
 
         drafter = self.drafter(name, plain_tokens)
         if tree_budget > 0:
             return spread(lambda at, r: measure_tree_components(self.model, lambda: drafter, self.engine.sampling, prompt,
                                                                 plain_tokens, k, tree_budget, reps=r, at=at,
-                                                                what_if_reps=0), reps)
+                                                                what_if_reps=0), reps, points or TREE_POINTS)
         return measure_components(self.model, lambda: drafter, self.engine.sampling, prompt, plain_tokens, k, reps=reps)
 
     def verify_samples(self, context: list[int], tokens: list[int], positions: int, reps: int,

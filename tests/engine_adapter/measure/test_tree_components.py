@@ -115,3 +115,31 @@ def test_spread_times_a_tree_round_over_the_case_as_the_runs_rounds_are():
     middle = spread(lambda at, reps: _point(0.5, reps), 6, points=1)
     assert abs(spread_mean / runs - 1) < 1e-9 and abs(sum(middle["verify_ms"]) / len(middle["verify_ms"]) / runs - 1) > 0.07
     assert spread(lambda at, reps: _point(at, reps), 1) == _point(0.5, 1)  # one point: its own record, tree and all
+
+
+def test_spread_over_the_rounds_starts_prices_each_round_once():
+    """Rounds that accept more grow deeper trees (a confident drafter), and a deeper tree's verify costs more. Points
+    evenly spaced over the positions land in a round as often as it is long: they price the long rounds' deep trees
+    too often (the negative control, off by more than 5%); the rounds' own starts price every round once, exactly."""
+    from specscope.engine_adapter.measure.tree_components import spread
+
+    rounds = [(1, 16.0), (1, 16.0), (8, 20.0), (1, 16.0), (8, 20.0), (2, 17.0), (1, 16.0), (8, 20.0)]  # (tokens, ms)
+    n = sum(t for t, _ in rounds)
+    starts, s = [], 0
+    for t, _ in rounds:
+        starts.append(s)
+        s += t
+
+    def measure_at(at, reps):  # the verify of the round whose first verify input stands at ``at``
+        pos = round(at * n) - 1
+        ms = next(v for (t, v), s0 in zip(rounds, starts) if s0 <= pos < s0 + t)
+        return {**_point(at, reps), "verify_ms": [ms] * reps * 3}
+
+    def mean(rec):
+        return sum(rec["verify_ms"]) / len(rec["verify_ms"])
+
+    truth = sum(v for _, v in rounds) / len(rounds)
+    at_starts = spread(measure_at, len(rounds), [(s0 + 1) / n for s0 in starts])
+    assert mean(at_starts) == pytest.approx(truth)
+    over_positions = spread(measure_at, len(rounds), len(rounds))
+    assert mean(over_positions) / truth - 1 > 0.05

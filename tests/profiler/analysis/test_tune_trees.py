@@ -46,7 +46,7 @@ class TreeEngine(PairDriftEngine):
         super().__init__(n=n, drafters=("dflash",), **kw)
         rng = random.Random(seed)
         self.tree_bias, self.flip_at = tree_bias, flip_at
-        self.top_p, self.rank, self.trees = [], [], {}
+        self.top_p, self.rank, self.trees, self.points = [], [], {}, []
         for _ in range(n - 1):
             lists = [sorted((rng.random() for _ in range(CANDIDATES)), reverse=True) for _ in range(DEPTH)]
             self.top_p.append([[p / sum(lst) for p in lst] for lst in lists])
@@ -92,9 +92,10 @@ class TreeEngine(PairDriftEngine):
         self.calls.append((name + "+tree", tree_budget, kinds))
         return {"rounds": self._tree_rounds(tree_budget, k, n, kinds), "tokens": []}
 
-    def components(self, name, prompt, plain_tokens, k, reps=3, tree_budget=0):
+    def components(self, name, prompt, plain_tokens, k, reps=3, tree_budget=0, points=None):
         if not tree_budget:
             return super().components(name, prompt, plain_tokens, k, reps)
+        self.points.append((tree_budget, len(plain_tokens), points))
         f, m = self._f(), reps * (k + 1)
         return {"draft_ms": [f * (1.5 + 0.1 * tree_budget)] * m, "verify_ms": [f * (10 + 2.5 * tree_budget)] * m,
                 "bookkeeping_ms": [f * 0.2] * m, "rollback_ms": {a: [f * 0.3] * reps for a in range(k + 1)}}
@@ -173,3 +174,19 @@ def test_settings_read_as_people_say_them():
     assert tune_trees.setting_text("dflash", 3) == "k=3 with the DFlash drafter"
     assert tune_trees.short_setting("dflash+tree", 8) == "the DFlash drafter, tree budget 8"
     assert tune_trees.short_setting("dflash", 3) == "the DFlash drafter k=3"
+
+
+def test_a_tree_settings_parts_are_timed_where_its_rounds_start():
+    """A tree's verify costs what the tree a prefix grows costs, so a tree setting's parts are timed at the starts of
+    the rounds a run at that budget makes (walked on the prompt's trace), each round once: here they are the scripted
+    runs' own full rounds' starts, at every budget and in every call (before the confirmations and beside them)."""
+    eng = TreeEngine(n=60)
+    run_tune(eng, [[1, 2, 3]], k_max=DEPTH, max_tokens=eng.n, reps=3, tree_budgets=[2, 4])
+    assert eng.points and {b for b, _, _ in eng.points} == {2, 4}
+    for budget, n, points in eng.points:
+        starts, s = [], 0
+        for r in eng._tree_rounds(budget, DEPTH, eng.n, "instrumented"):
+            if r["full"]:
+                starts.append(s)
+            s += r["emitted"]
+        assert points == pytest.approx([(s0 + 1) / n for s0 in starts])

@@ -211,17 +211,28 @@ TREE_POINTS = 4  # points of the case a tune's tree components are spread over (
 _SPREAD_LISTS = ("verify_ms", "draft_ms", "prior_accepted", "bookkeeping_ms", "round_ms", "draft_alone_ms")
 
 
-def spread(measure_at, reps: int, points: int = TREE_POINTS) -> ComponentTimes:
-    """A tree round's parts timed at ``points`` points of the case ((j + ½) / points of the continuation), at least
-    ``reps`` rounds per accepted count in all, the same number at each point, as one record (the lists joined; ``at``, ``context``: their means; no ``tree``:
-    the points grew different ones). A tree's verify costs what
-    its shape costs (a Gated DeltaNet layer runs one recurrence step a level), and the shape is the tree the prefix
-    grows: on the demo at budget 4 one point's tree was 4 deep (19.3 ms a verify), another's 1 deep (16.5 ms), and
-    the real rounds' verify averaged 18.5 ms. Timed at one point the round is priced at that point's shape (3% dear
-    there); spread, at the shapes a run makes. ``measure_at(at, reps)``: ``measure_tree_components`` at one point."""
-    p = max(1, min(points, reps))
+def spread(measure_at, reps: int, points: int | list[float] = TREE_POINTS) -> ComponentTimes:
+    """A tree round's parts timed at several points of the case, at least ``reps`` rounds per accepted count in all,
+    the same number at each point, as one record (the lists joined; ``at``, ``context``: their means; no ``tree``: the
+    points grew different ones). ``points``: where (fractions of the continuation: the starts of the rounds a run at
+    this budget makes, ``tune_trees.round_points``), or how many, evenly spaced over the continuation.
+
+    A tree's verify costs what its shape costs (a Gated DeltaNet layer runs one recurrence step a level), and the
+    shape is the tree the prefix grows: on the demo at budget 8 (depth 15) the real rounds' trees were 2 to 8 deep
+    (verify 26.9–32.2 ms). One point prices every round at its own tree's shape; points evenly spaced over the
+    *positions* land in a round as often as it is long, so the long rounds' deep trees count more than they occur
+    (there: trees 7–8 deep, a verify 5% dearer than the rounds' own). The rounds' own starts price each round once.
+    ``measure_at(at, reps)``: ``measure_tree_components`` at one point."""
+    if isinstance(points, int):
+        p = max(1, min(points, reps))
+        ats = [(j + 0.5) / p for j in range(p)]
+    else:
+        if not points:
+            raise ValueError("spread needs at least one point")
+        p = max(1, min(len(points), reps))
+        ats = [points[int((j + 0.5) * len(points) / p)] for j in range(p)]  # p of them, evenly spaced by index
     each = -(-reps // p)  # the same at every point (an uneven split would weight some shapes more): a few more in all
-    recs = [measure_at((j + 0.5) / p, each) for j in range(p)]
+    recs = [measure_at(at, each) for at in ats]
     if p == 1:  # one point: its record as it is (its tree the one timed)
         return recs[0]
     out: ComponentTimes = {key: value for key, value in recs[0].items()  # type: ignore[assignment]

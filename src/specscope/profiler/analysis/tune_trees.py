@@ -85,6 +85,18 @@ def walked(traces: Sequence[Mapping[str, Any]] | None, budget: int, depth: int) 
     return np.asarray(tree_trace.at_budget(parts, budget, depth)["accepted"] or [0], dtype=float)
 
 
+def round_points(trace: Mapping[str, Any], budget: int, depth: int, continuation: int) -> list[float]:
+    """Where the full rounds of a greedy tree run at ``budget`` start on ``trace``'s case, as fractions of its
+    continuation of ``continuation`` tokens: the round whose first verify input is the continuation's token s stands
+    at (s + 1) / ``continuation`` (``components.round_point``). A tree round's parts are timed there
+    (``tree_components.spread``): each round's own tree, once, not the trees of points spread over the positions (a
+    long round holds more of them). Empty without a tree part."""
+    parts = tree_parts([trace])
+    if not parts or continuation < 1:
+        return []
+    return [(s + 1) / continuation for s, limit, _, _ in tree_trace.walk(parts[0], budget, depth) if limit == depth]
+
+
 TREE_NOTE = (" A tree setting (budget B at the depth limit K_max) is priced from the trace's tree part walked at B (the "
              "candidates a position the drafter's tree is grown from, and where the target's tokens rank among them: "
              "exact under greedy, as E(k) is) and from a tree round's parts timed apart at B (its verify of B + 1 "

@@ -206,7 +206,7 @@ class _TuneRun:
         """What drafting adds to a round at k, and the round's bookkeeping, timed apart as run's prediction does
         (added to what was timed there before: nothing measured is dropped); a tree setting's verify and keep too."""
         inp = self.m.inputs[name]
-        comps = [self._components(name, p, pl["tokens"], k, n_reps) for p, pl in self._pairs()]
+        comps = [self._components(name, i, k, n_reps) for i in range(len(self.prompts))]
         inp.in_round.setdefault(k, []).extend(x for c in comps for x in c["draft_ms"])
         if all(len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]) for c in comps):
             inp.book.setdefault(k, []).extend(x for c in comps for x in c["bookkeeping_ms"])
@@ -218,10 +218,15 @@ class _TuneRun:
                 for a, xs in (c.get("rollback_ms") or {}).items():
                     inp.rollback.setdefault(k, {}).setdefault(int(a), []).extend(xs)
 
-    def _components(self, name: str, prompt: list[int], plain: list[int], k: int, reps: int):
-        """``components`` at k, or for a tree setting a tree round's at budget k (depth limit K_max)."""
+    def _components(self, name: str, i: int, k: int, reps: int):
+        """``components`` at k on prompt ``i``, or for a tree setting a tree round's at budget k (depth limit K_max),
+        timed at the starts of the rounds a run at k makes there (walked on the prompt's trace)."""
+        prompt, plain = self.prompts[i], self.plain[i]["tokens"]
         if tune_trees.is_tree(name):
-            return self.seam.components(tune_trees.base_of(name), prompt, plain, self.m.k_max, reps, tree_budget=k)
+            traces = self.m.traces.get(name) or []
+            at = tune_trees.round_points(traces[i], k, self.m.k_max, len(plain)) if i < len(traces) else []
+            return self.seam.components(tune_trees.base_of(name), prompt, plain, self.m.k_max, reps, tree_budget=k,
+                                        **({"points": at} if at else {}))
         return self.seam.components(name, prompt, plain, k, reps)
 
     def _speculative(self, name: str, prompt: list[int], plain: list[int], k: int, n: int, kinds: str, seed: int = 0):
@@ -278,7 +283,7 @@ class _TuneRun:
         got = no_timings()
         if hasattr(self.seam, "components") and name not in WHAT_IF:
             i = rep % len(self.prompts)
-            c = self._components(name, self.prompts[i], self.plain[i]["tokens"], k, self.beside_reps)
+            c = self._components(name, i, k, self.beside_reps)
             got["draft"] = list(c["draft_ms"])
             if len(c.get("bookkeeping_ms") or []) == len(c["draft_ms"]):
                 got["bookkeeping"] = list(c["bookkeeping_ms"])
