@@ -316,17 +316,25 @@ class Engine:
             bd["engine"] = opened_pass(self.foreign, prompt, len(continuation), self.sampling, passes=max(1, reps - 1))
         return bd
 
-    def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5) -> ComponentTimes:
-        """The prediction's inputs timed apart from the rounds (``components.measure_components``)."""
+    def components(self, prompt: list[int], continuation: list[int], reps: int = 3, at: float = 0.5,
+                   points: list[float] | None = None) -> ComponentTimes:
+        """The prediction's inputs timed apart from the rounds (``components.measure_components``); a tree run's at
+        ``points`` (its rounds' starts: ``tree_components.spread``, the budget what-if at the first) where given."""
         from specscope.engine_adapter.measure.components import measure_components
 
         drafter = self.make_drafter(continuation)  # first: a DFlash drafter's taps go in before the prompt's prefill
         if self.params.tree_budget > 0:  # a tree run's rounds verify trees: its prediction times a tree round
-            from specscope.engine_adapter.measure.tree_components import measure_tree_components
+            from specscope.engine_adapter.measure.tree_components import WHAT_IF_REPS, measure_tree_components, spread
 
-            return measure_tree_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
-                                           self.params.num_draft_tokens, self.params.tree_budget, reps=reps, at=at,
-                                           start=self._prompt_entry(prompt, drafter.needs_hidden))
+            start = self._prompt_entry(prompt, drafter.needs_hidden)
+            made: list[float] = []
+
+            def measure_at(where: float, r: int) -> ComponentTimes:
+                made.append(where)  # the budget what-if at the first point only (spread keeps its record)
+                return measure_tree_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
+                                               self.params.num_draft_tokens, self.params.tree_budget, reps=r, at=where,
+                                               start=start, what_if_reps=WHAT_IF_REPS if len(made) == 1 else 0)
+            return spread(measure_at, reps, points) if points else measure_at(at, reps)
         return measure_components(self.target.model, lambda: drafter, self.sampling, prompt, continuation,
                                   self.params.num_draft_tokens, reps=reps, at=at,
                                   start=self._prompt_entry(prompt, drafter.needs_hidden))

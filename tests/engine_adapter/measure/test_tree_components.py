@@ -107,7 +107,7 @@ def test_spread_times_a_tree_round_over_the_case_as_the_runs_rounds_are():
     out = spread(lambda at, reps: asked.append((at, reps)) or _point(at, reps), 6)
     assert asked == [(0.125, 2), (0.375, 2), (0.625, 2), (0.875, 2)]  # four points, as many reps at each (6 asked)
     assert out["reps"] == 8 and len(out["verify_ms"]) == len(out["prior_accepted"]) == 8 * 3
-    assert out["rollback_ms"] == {str(a): [0.3] * 8 for a in range(3)} and out["at"] == 0.5 and "tree" not in out
+    assert out["rollback_ms"] == {str(a): [0.3] * 8 for a in range(3)} and out["at"] == 0.5 and out["tree"]["depth"] == 1  # the first point's
     # the runs' rounds stand all over the case (half its trees 1 deep, half 4 deep): the spread verify is theirs,
     # where one call at the middle (the negative control: what tune did) prices every round at the deep tree
     runs = (16.5 + 19.3) / 2

@@ -501,3 +501,52 @@ def test_a_pass_is_not_paused_for_its_events_until_it_ends(monkeypatch, interval
     assert len(at_emit) > 3 * passes
     assert (moments > passes + 2) is paused
     assert len(s.cases) == 2 and all(c["spec"]["tokens"] == c["plain"]["tokens"] for c in s.cases)  # nothing lost
+
+
+class TreeStubEngine(StubEngine):
+    """A tree run's stub: its rounds accept 0, 1, 3 drafts in turn from a tree of 4 nodes (full rounds: depth limit k),
+    and its components say where they were asked to time."""
+
+    def speculative(self, prompt, plain_tokens, max_tokens, round_kinds="instrumented"):
+        yield {"event": "prefill", "token": 5, "ms": 10.0, "n_prompt": len(prompt)}
+        made, i = 1, 0
+        e2e = round_kinds == "end_to_end"
+        while made < max_tokens:
+            a = (0, 1, 3)[i % 3]
+            limit = min(self.k, max_tokens - made)
+            emitted = plain_tokens[made:made + a + 1]
+            tree = {"nodes": 4, "depth": 2, "widths": [2, 2], "parents": [-1, 0, 0, 1, 2], "path": list(range(a + 1)),
+                    "budget": 4, "max_depth": limit}
+            yield {"event": "round", "index": i, "drafted": [0] * 4, "accepted": a, "emitted": emitted,
+                   "draft_ms": None if e2e else 5.0, "verify_ms": None if e2e else 30.0,
+                   "rollback_ms": None if e2e else 0.1, "ms": 36.0, "extra": {}, "tree": tree,
+                   "kind": "end_to_end" if e2e else "instrumented"}
+            made += len(emitted)
+            i += 1
+
+    def components(self, prompt, continuation, reps, at=0.5, points=None):
+        out = super().components(prompt, continuation, reps, at)
+        self.component_calls[-1] = (reps, at, points)
+        return out
+
+
+def test_a_tree_runs_parts_are_timed_at_its_rounds_starts(monkeypatch):
+    """A tree's verify costs what the tree a prefix grows costs: once a pass has run, each call times the parts at the
+    starts of the case's full rounds (call j of 4 takes every 4th from the j-th), so together they price every round
+    once, not the long rounds' trees more often (points spread over the positions would). The first call, before
+    any pass, stands at its point of the case."""
+    eng = TreeStubEngine(k=3)
+    run(monkeypatch, cfg(cases=1, repeats=2, component_reps=3, max_tokens=40, num_draft_tokens=3), eng)
+    plain = [5 + i for i in range(40)]
+    starts, made, i = [], 1, 0
+    while made < 40:
+        a = (0, 1, 3)[i % 3]
+        if min(3, 40 - made) == 3:
+            starts.append(made / len(plain))
+        made += len(plain[made:made + a + 1])
+        i += 1
+    calls = eng.component_calls
+    assert [at for _, at, _ in calls] == pytest.approx([0.125, 0.375, 0.625, 0.875])
+    assert calls[0][2] is None  # before the first pass: no rounds yet
+    for j in (1, 2, 3):
+        assert calls[j][2] == pytest.approx(starts[j::4]), j

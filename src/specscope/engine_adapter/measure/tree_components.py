@@ -213,8 +213,8 @@ _SPREAD_LISTS = ("verify_ms", "draft_ms", "prior_accepted", "bookkeeping_ms", "r
 
 def spread(measure_at, reps: int, points: int | list[float] = TREE_POINTS) -> ComponentTimes:
     """A tree round's parts timed at several points of the case, at least ``reps`` rounds per accepted count in all,
-    the same number at each point, as one record (the lists joined; ``at``, ``context``: their means; no ``tree``: the
-    points grew different ones). ``points``: where (fractions of the continuation: the starts of the rounds a run at
+    the same number at each point, as one record (the lists joined; ``at``, ``context``: their means; ``tree`` and
+    the budget what-if's verifies: the first point's, where the what-if ran; the other points grew other trees). ``points``: where (fractions of the continuation: the starts of the rounds a run at
     this budget makes, ``tune_trees.round_points``), or how many, evenly spaced over the continuation.
 
     A tree's verify costs what its shape costs (a Gated DeltaNet layer runs one recurrence step a level), and the
@@ -235,8 +235,7 @@ def spread(measure_at, reps: int, points: int | list[float] = TREE_POINTS) -> Co
     recs = [measure_at(at, each) for at in ats]
     if p == 1:  # one point: its record as it is (its tree the one timed)
         return recs[0]
-    out: ComponentTimes = {key: value for key, value in recs[0].items()  # type: ignore[assignment]
-                           if key not in ("tree", "budget_verify_ms", "budget_verify_wall_ms")}
+    out: ComponentTimes = dict(recs[0])  # type: ignore[assignment]  # the first point's tree and what-if
     for key in _SPREAD_LISTS:
         out[key] = [x for r in recs for x in r.get(key) or []]  # type: ignore[literal-required]
     rollback: dict[str, list[float]] = {}

@@ -181,6 +181,9 @@ class _Measurement:
         self.t_start = time.monotonic()
         self.best_ms: float | None = None
         self.accepted = 0  # the current speculative pass's accepted drafts (its sensor window records them)
+        # a tree run's full rounds' starts by case, as fractions of the continuation (the last speculative pass's):
+        # where its parts are timed apart (``time_components``)
+        self.round_starts: dict[str, list[float]] = {}
 
     def probe(self, case_id: str, repeat: int, when: str) -> float:
         """A clock-probe reading, emitted; returns its time (ms)."""
@@ -274,6 +277,7 @@ class _Measurement:
     def _spec_rounds(self, c, plain_tokens, record: bool, kinds: str | None, pass_name: PassName | None, emit: Emit):
         toks = []
         self.accepted = 0
+        starts: list[float] = []
         n = {"instrumented": 0, "end_to_end": 0}
         total = {"instrumented": 0.0, "end_to_end": 0.0}
         rec: PrefillRecord | RoundRecord
@@ -284,6 +288,9 @@ class _Measurement:
                 if record and pass_name != LEDGER:  # the session's output is the measured pass's
                     emit({**rec, "case": c["id"], "mode": "spec"})
             else:
+                tree = rec.get("tree")
+                if tree and tree["max_depth"] == self.cfg.num_draft_tokens and plain_tokens:  # a full tree round
+                    starts.append(len(toks) / len(plain_tokens))  # its first verify input: the token at len - 1
                 toks.extend(rec["emitted"])
                 self.accepted += rec["accepted"]
                 n[rec["kind"]] += len(rec["emitted"])
@@ -292,6 +299,8 @@ class _Measurement:
                     emit({**rec, "case": c["id"], "pass": pass_name} if pass_name else {**rec, "case": c["id"]})
             if self.should_stop():
                 return toks, None
+        if starts:
+            self.round_starts[c["id"]] = starts
         return toks, {kind: tok_s(n[kind], total[kind]) for kind in n}
 
     def spec_run(self, c, plain_tokens, record: bool, repeat: int = 0):
@@ -313,7 +322,8 @@ class _Measurement:
     def time_components(self, c, r: int, when: str, plain_tokens) -> None:
         """The prediction's inputs, timed apart from the rounds they predict (``engine_adapter.measure.components``):
         beside each speculative pass, before and after it (never inside), each call at its own point of the case so
-        the calls spread over it as the rounds do (call j of 2·repeats at (j + ½) / (2·repeats) of the continuation),
+        the calls spread over it as the rounds do (call j of 2·repeats at (j + ½) / (2·repeats) of the continuation; a
+        tree run's, once a pass has run, at every 2·repeats-th of its full rounds' starts from the j-th),
         ``component_reps`` split between the two."""
         cfg, engine = self.cfg, self.engine
         if not callable(getattr(engine, "components", None)) or not plain_tokens:
@@ -321,9 +331,14 @@ class _Measurement:
         calls = 2 * cfg.repeats
         j = 2 * (r - self.repeat_offset) + (when == "after")
         at = (j + 0.5) / calls
+        # a tree run's parts at the starts of its rounds (call j takes every calls-th): a tree's verify costs what the
+        # tree a prefix grows costs, and points spread over the positions would price long rounds' deep trees too often
+        starts = self.round_starts.get(c["id"], [])[j::calls]
+        where = f"at {len(starts)} of its rounds' starts" if starts else f"at {at:.0%} of the case"
         self.emit({"event": "status", "message": f"{c['id']}: verify forwards, drafts and bookkeeping timed apart {when} "
-                                                 f"the speculative pass (the prediction's inputs, at {at:.0%} of the case)"})
-        comp = engine.components(c["prompt_tokens"], plain_tokens, reps=max(1, -(-cfg.component_reps // 2)), at=at)
+                                                 f"the speculative pass (the prediction's inputs, {where})"})
+        comp = engine.components(c["prompt_tokens"], plain_tokens, reps=max(1, -(-cfg.component_reps // 2)), at=at,
+                                 **({"points": starts} if starts else {}))
         self.emit({"event": "components", "case": c["id"], "components": comp, "repeat": r, "when": when})
 
     def warm_up(self, encoded: list[dict]) -> bool:
