@@ -216,3 +216,30 @@ def test_the_chip_line_vouches_only_for_widths_the_curve_measured_against_a_usab
     bad = chip_comparison(env, {"curve": [{"positions": 1, "whole_ms": 2.0}, {"positions": 2, "whole_ms": -1.0}]})
     assert bad["lines"][0].endswith("this machine: n = 2 not measured")
     assert chip_comparison({}, None)["head"].endswith("no chip recorded in this session.")
+
+
+def test_the_experts_legend_stays_above_a_small_models_lines(qtbot):
+    """A model of 8 experts, 2 a token: its lines reach 8 at most. The legend (top right) sits above them at the
+    page's size, not on them (at the bottom right it covered the measured line)."""
+    import json
+    from pathlib import Path
+
+    import pyqtgraph as pg
+
+    from specscope.gui.charts.verify_cost import ExpertUnionChart
+    from specscope.gui.theme import LIGHT
+
+    roof = json.loads((Path(__file__).resolve().parent / "fixtures" / "session_surface.json").read_text())["roofline"]
+    d = expert_union_data(roof)
+    assert d is not None and d["n_experts"] == 8
+    c = ExpertUnionChart(LIGHT)
+    qtbot.addWidget(c)
+    c.resize(420, 240)
+    c.show()
+    c.set_data(d)
+    qtbot.waitUntil(lambda: c.legend.isVisible())
+    pg.QtWidgets.QApplication.processEvents()
+    c.set_data(d)
+    bottom = c.plot_item.vb.mapSceneToView(c.legend.mapToScene(c.legend.boundingRect().bottomLeft())).y()
+    top_line = max([y for y in d["distinct"] + (d.get("bound") or []) if y is not None] + [d["n_experts"]])
+    assert bottom > top_line, (bottom, top_line)

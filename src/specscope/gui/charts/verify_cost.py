@@ -101,18 +101,19 @@ class ExpertUnionChart(BaseChart):
     """Distinct experts per MoE layer that n tokens routed to, against n × top-k (every token its own)."""
 
     title = "MoE: experts read per layer"
-    legend_offset = (-10, -10)
+    legend_offset = (-10, 5)  # top right, over the headroom: at the bottom it covered a small model's few experts
+    legend_cols = 2
     x_label = ("positions (n)", "")
     y_label = ("experts per MoE layer", "")
     empty_text = "no verify cost measured yet"  # whether the model routes experts is known only then
 
     def build(self):
         dash = QtCore.Qt.PenStyle.DashLine
-        self.bound = self.plot_item.plot([], [], pen=self.pen("muted", 1.5, dash), name="n × top-k (no two tokens share)")
-        self.cap = self.plot_item.plot([], [], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine), name="experts in the layer")
+        self.bound = self.plot_item.plot([], [], pen=self.pen("muted", 1.5, dash), name="n × top-k (none shared)")
+        self.cap = self.plot_item.plot([], [], pen=self.pen("breakeven", 1.5, QtCore.Qt.PenStyle.DotLine), name="in the layer")
         self.union = self.plot_item.plot([], [], pen=self.pen("pred", 2.5), symbol="o", symbolSize=7,
                                          symbolBrush=pg.mkBrush(self.theme["pred"]), symbolPen=None,
-                                         name="distinct experts routed (measured)")
+                                         name="distinct, measured")
 
     def _draw(self, d: dict | None) -> None:
         if not d or not d.get("n"):
@@ -127,5 +128,14 @@ class ExpertUnionChart(BaseChart):
         n_exp = d.get("n_experts")
         self.cap.setData([min(n), max(n)] if n_exp else [], [n_exp, n_exp] if n_exp else [])
         ys = [y for y in list(d["distinct"]) + list(d.get("bound") or []) if y is not None]
-        top = max(ys + [n_exp or 0, 1]) * 1.1
-        self.set_range((0.5, max(n) + 0.5), (0.0, top))
+        self._span = (max(n), max(ys + [n_exp or 0, 1]))
+        self._fit()
+
+    def _fit(self) -> None:
+        """The lines under the legend (top right): the y axis reaches as far above them as the legend needs."""
+        if getattr(self, "_span", None) is not None:
+            n_max, y_max = self._span
+            self.set_range((0.5, n_max + 0.5), (0.0, y_max * self.legend_headroom(1.1)))
+
+    def legend_changed(self) -> None:
+        self._fit()
