@@ -17,6 +17,7 @@ is killed, which the caller passes in. The guarantees (tested in ``tests/reliabi
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import tempfile
@@ -36,6 +37,22 @@ from specscope.profiler.analysis.session_file import save_session
 
 def _terminate_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+WAKE_S = 0.1  # the longest the main thread waits for a child's line before it looks at signals again
+
+
+def _queued(lines: "queue.Queue[str | None]"):
+    """The lines a reader thread queued, until its end (None), waiting at most ``WAKE_S`` at a time."""
+    while True:
+        try:
+            line = lines.get(timeout=WAKE_S)
+        except queue.Empty:
+            continue
+        if line is None:
+            lines.put(None)  # the end stays the end for a later drain
+            return
+        yield line
 
 
 class RunResult:
@@ -183,6 +200,23 @@ class EventPump:
 
         t = threading.Thread(target=read_err, daemon=True)
         t.start()
+        # stdout is read in a thread too: the main thread waits on a queue, waking every WAKE_S, so a signal's handler
+        # (SIGTERM raising KeyboardInterrupt) runs at once. Blocked in a read, the main thread ran it only when the
+        # child next printed: a SIGTERM the kernel gave another thread waited ~10 s through a silent model load, and a
+        # short run ended "complete" with exit 0 (a fresh-clone CI's failures, reproduced under load)
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def read_out() -> None:
+            try:
+                for line in stdout:
+                    lines.put(line)
+            except (OSError, ValueError):  # the stream closed under it (the child killed, this call ending)
+                pass
+            finally:
+                lines.put(None)
+
+        t_out = threading.Thread(target=read_out, daemon=True)
+        t_out.start()
         self._last_save = time.monotonic()
         interrupted = False
         rc = None
@@ -195,14 +229,14 @@ class EventPump:
             if on_start:
                 on_start(proc)
             try:
-                for line in stdout:
+                for line in _queued(lines):
                     self.feed(line)
             except KeyboardInterrupt:
                 interrupted = True
                 stop()
                 self.kill_later(STOP_GRACE_SECONDS)
                 try:
-                    for line in stdout:  # drain what the child still says
+                    for line in _queued(lines):  # drain what the child still says
                         self.feed(line, callback=False)
                 except KeyboardInterrupt:  # a second Ctrl+C: stop waiting
                     kill()
@@ -234,6 +268,7 @@ class EventPump:
             if proc.poll() is None:
                 proc.wait()
             t.join(timeout=5)
+            t_out.join(timeout=5)
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is None:
                     continue
