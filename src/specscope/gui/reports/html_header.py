@@ -36,7 +36,7 @@ def _drafter_text(cfg: dict) -> str:
     return text
 
 
-def _when(x) -> str:
+def when(x) -> str:
     if isinstance(x, (int, float)):
         try:
             return _dt.datetime.fromtimestamp(x).strftime("%Y-%m-%d %H:%M:%S")
@@ -157,15 +157,7 @@ def environment_section(session, target) -> str:
         ("Weights", esc(mib(model.get("weight_bytes"))) if model.get("weight_bytes") else None),
         ("MTP head", esc("present" if (model.get("mtp") or {}).get("available") else "absent") if "mtp" in model else None),
     ]
-    env_rows = [
-        ("Device", esc(f"{env.get('device_name', '?')} · {env.get('chip', '')} · {env.get('device', '')}")),
-        ("OS / machine", esc(f"{env.get('os', '?')} · {env.get('machine', '')}")),
-        ("MLX / mlx-lm", esc(f"{env.get('mlx', '?')} / {env.get('mlx_lm', '?')}")),
-        ("Python", esc(env.get("python"))),
-        ("CPU cores", esc(env.get("cpu_count")) if env.get("cpu_count") else None),
-        ("Peak memory", esc(mib(env.get("peak_memory_bytes"))) if env.get("peak_memory_bytes") else None),
-        ("Thermal state", esc(env.get("thermal_state")) if env.get("thermal_state") else None),
-    ]
+    env_rows = machine_rows(env)
     cfg_rows = [
         ("Drafter", esc(_drafter_text(cfg))),
         *([("Engine", esc(engine_line(cfg)))] if engine_line(cfg) else []),
@@ -175,9 +167,26 @@ def environment_section(session, target) -> str:
         ("Suite", esc(f"{cfg.get('suite_name') or cfg.get('suite') or 'default'} · {cfg.get('n_cases', cfg.get('cases', '?'))} cases × {cfg.get('max_tokens')} new tokens")),
         ("Protocol", esc(f"{cfg.get('warmup', 0)} warm-up, {cfg.get('repeats', 1)} measured repeat(s), rates pooled over them; breakdown {'on, ' + str(cfg.get('breakdown_reps')) + ' reps' if cfg.get('breakdown') else 'off'}")),
         ("MTP hidden state", esc(cfg.get("mtp_hidden")) if (cfg.get("drafter") or {}).get("kind") == "mtp" else None),
-        ("Started / finished", esc(f"{_when(session.data.get('started_at'))} / {_when(session.data.get('finished_at'))}") if session.data.get("started_at") else None),
+        ("Started / finished", esc(f"{when(session.data.get('started_at'))} / {when(session.data.get('finished_at'))}") if session.data.get("started_at") else None),
     ]
-    blocks = [("Run", cfg_rows), ("Model", model_rows), ("Machine", env_rows)]
+    return environment_html([("Run", cfg_rows), ("Model", model_rows), ("Machine", env_rows)], target)
+
+
+def machine_rows(env: dict) -> list[tuple[str, str | None]]:
+    """The machine a session ran on, as the environment table's rows."""
+    return [
+        ("Device", esc(f"{env.get('device_name', '?')} · {env.get('chip', '')} · {env.get('device', '')}")),
+        ("OS / machine", esc(f"{env.get('os', '?')} · {env.get('machine', '')}")),
+        ("MLX / mlx-lm", esc(f"{env.get('mlx', '?')} / {env.get('mlx_lm', '?')}")),
+        ("Python", esc(env.get("python"))),
+        ("CPU cores", esc(env.get("cpu_count")) if env.get("cpu_count") else None),
+        ("Peak memory", esc(mib(env.get("peak_memory_bytes"))) if env.get("peak_memory_bytes") else None),
+        ("Thermal state", esc(env.get("thermal_state")) if env.get("thermal_state") else None),
+    ]
+
+
+def environment_html(blocks, target) -> str:
+    """The "Environment and configuration" section from (title, rows) blocks: a grid on screen, stacked in print."""
     if target == "print":
         return "<h2>Environment and configuration</h2>" + "".join(f"<h3>{t}</h3>" + _kv(r) for t, r in blocks)
     return '<h2>Environment and configuration</h2><div class="envgrid">' + "".join(

@@ -7,11 +7,10 @@ bar and page do."""
 
 from __future__ import annotations
 
-import datetime as _dt
-
 from specscope.profiler.analysis.verdict import MEASURED, measurement_headline
+
+from .html_header import environment_html, machine_rows, when
 from specscope.profiler.renderers.html_common import esc
-from specscope.profiler.renderers.html_common import kv_table as _kv
 
 # the measurement's own settings a report leaves out: engine defaults no page measurement changes
 _QUIET = {"oracle_p", "oracle_draft_ms", "round_kinds", "engine_timeout_s", "mtp_hidden", "allow_oversize",
@@ -34,15 +33,6 @@ def model_name(session) -> str | None:
         if isinstance(rec.get("model"), str) and rec["model"]:
             return rec["model"]
     return None
-
-
-def _when(x) -> str:
-    if isinstance(x, (int, float)):
-        try:
-            return _dt.datetime.fromtimestamp(x).strftime("%Y-%m-%d %H:%M:%S")
-        except (OverflowError, OSError, ValueError):
-            return str(x)
-    return "—" if x is None else str(x)
 
 
 def header(session) -> str:
@@ -89,18 +79,8 @@ def settings_rows(session) -> list[tuple[str, str]]:
 
 def environment(session, target: str) -> str:
     env = session.data.get("environment") or {}
-    env_rows = [
-        ("Device", esc(f"{env.get('device_name', '?')} · {env.get('chip', '')} · {env.get('device', '')}")),
-        ("OS / machine", esc(f"{env.get('os', '?')} · {env.get('machine', '')}")),
-        ("MLX / mlx-lm", esc(f"{env.get('mlx', '?')} / {env.get('mlx_lm', '?')}")),
-        ("Python", esc(env.get("python"))),
-        ("CPU cores", esc(env.get("cpu_count")) if env.get("cpu_count") else None),
-        ("Started / finished", esc(f"{_when(session.data.get('started_at'))} / {_when(session.data.get('finished_at'))}")
-         if session.data.get("started_at") else None),
-    ]
-    blocks = [("Measurement", [("Model", esc(model_name(session) or "?"))] + settings_rows(session)),
-              ("Machine", env_rows)]
-    if target == "print":
-        return "<h2>Environment and configuration</h2>" + "".join(f"<h3>{t}</h3>" + _kv(r) for t, r in blocks)
-    return '<h2>Environment and configuration</h2><div class="envgrid">' + "".join(
-        f'<section class="env"><h3>{t}</h3>' + _kv(r) + "</section>" for t, r in blocks) + "</div>"
+    started = session.data.get("started_at")
+    machine = machine_rows(env) + ([("Started / finished", esc(f"{when(started)} / {when(session.data.get('finished_at'))}"))]
+                                   if started else [])
+    return environment_html([("Measurement", [("Model", esc(model_name(session) or "?"))] + settings_rows(session)),
+                             ("Machine", machine)], target)
